@@ -43,7 +43,7 @@ class VariableResource:
             raise errors.FailedPreconditionError(
                 self.name, None, f"Attempting to use uninitialized value {self.name}")
         # References: self.value, the local `v`, getrefcount's argument.
-        if _getrefcount(v) > 3 or not v.flags.writeable:
+        if _getrefcount(v) > 3 or not getattr(v.flags, "writeable", True):     # CuPy flags have no writeable
             v = self.value = v.copy()
         return v
 

@@ -307,11 +307,14 @@ def kernel_attrs(attrs: dict) -> dict:
 class Executable:
     """The actors of one prepared plan, alive across steps; `start` launches one step."""
 
-    def __init__(self, runtime: Runtime, plan: Plan, container: ResourceContainer, device_type="CPU",
-                 transport=None):
+    def __init__(self, runtime: Runtime, plan: Plan, container: ResourceContainer, transport=None,
+                 soft_placement=False):
         self.rt = runtime
         self.transport = transport         # Send/Recv across tasks (a worker service), or None
         self.plan = plan
+        # {op: "CPU" | "GPU:i"}, or None when everything runs on the CPU.
+        self.devices = _assign_devices(plan, soft_placement)
+        self._kdefs: dict = {}             # op -> the KernelDef its actor runs
         self.dead_possible = plan.has_control_flow
         feed_index = {t: i for i, t in enumerate(plan.feeds)}
         in_plan = set(plan.ops)
@@ -357,19 +360,31 @@ class Executable:
         for op, (n_in, template, msg_inputs, refs, ctrl) in specs.items():
             count = len(msg_inputs) + len(ctrl)
             tpl = template + [None] * len(ctrl) + [count]
-            actor = self._make_actor(op, n_in, tpl, count, refs, container, device_type)
+            actor = self._make_actor(op, n_in, tpl, count, refs, container)
             self.actors[op] = actor
             if count == 0:
                 self.sources.append(actor)
 
-        # Wire edges.
+        # Wire edges; an edge between devices goes through a copy actor.
         outs = {op: [[] for _ in op.outputs] for op in self.actors}
         ctrls = {op: [] for op in self.actors}
+        self._copies: dict = {}            # (source, device) -> copy actor
+        devices = self.devices
         for op, (n_in, _template, msg_inputs, _refs, ctrl) in specs.items():
             actor = self.actors[op]
+            if devices is not None:
+                self._place_constants(op, actor, _template)
             for slot, producer, idx in msg_inputs:
                 if producer is not None:
-                    outs[producer][idx].append((actor, slot))
+                    want = self._input_device(op, slot) if devices is not None else None
+                    if want is not None and want != self._output_device(producer):
+                        c = self._copy_actor((producer, idx), want, producer.outputs[idx].name)
+                        if not c.outs:
+                            outs[producer][idx].append((c, 0))
+                            c.outs = ([],)
+                        c.outs[0].append((actor, slot))
+                    else:
+                        outs[producer][idx].append((actor, slot))
             for j, c in enumerate(ctrl):
                 ctrls[c].append((actor, n_in + j))
         n_sinks = 0
@@ -390,14 +405,78 @@ class Executable:
         for op, actor in self.actors.items():
             actor.outs = tuple(tuple(o) for o in outs[op])
             actor.ctrl = tuple(ctrls[op])
-        # Feeds go straight to the actors' mailboxes at each step.
-        self.feed_targets = [tuple((self.actors[op], slot) for op, slot in targets) for targets in self.feed_targets]
+        # Feeds go straight to the actors' mailboxes at each step (through a copy to a GPU consumer).
+        feed_targets = []
+        for fi, targets in enumerate(self.feed_targets):
+            direct = []
+            for op, slot in targets:
+                want = self._input_device(op, slot) if devices is not None else None
+                if want is not None and want != "CPU":
+                    c = self._copy_actor(("feed", fi), want, plan.feeds[fi].name)
+                    if not c.outs:
+                        c.outs = ([],)
+                        direct.append((c, 0))
+                    c.outs[0].append((self.actors[op], slot))
+                else:
+                    direct.append((self.actors[op], slot))
+            feed_targets.append(tuple(direct))
+        self.feed_targets = feed_targets
+        for c in self._copies.values():
+            c.outs = tuple(tuple(o) for o in c.outs)
         self.n_sinks = n_sinks
-        self._actor_list = list(self.actors.values())
+        self._actor_list = list(self.actors.values()) + list(self._copies.values())
 
-    def _make_actor(self, op, n_in, tpl, count, refs, container, device_type):
+    # -- devices ------------------------------------------------------------------------------
+    def _device(self, op) -> str:
+        return self.devices.get(op, "CPU")
+
+    def _output_device(self, op) -> str:
+        if op.type == "IsVariableInitialized":
+            return "CPU"
+        return self.devices.get(op, "CPU")
+
+    def _input_device(self, op, slot):
+        """The device input `slot` of `op` must be on, or None when any device will do."""
+        dev = self.devices.get(op, "CPU")
+        kdef = self._kdefs.get(op)
+        if dev == "CPU":
+            return None if kdef is not None and kdef.metadata_only else "CPU"
+        if kdef is not None and kdef.host_inputs and (slot in kdef.host_inputs
+                                                      or slot - len(op.inputs) in kdef.host_inputs):
+            return "CPU"
+        if slot == 1 and op.type in ("Switch", "RefSwitch"):
+            return "CPU"                 # the predicate is read on the host
+        return dev
+
+    def _place_constants(self, op, actor, template) -> None:
+        """Folded constants feeding a GPU input are copied to the GPU once, when the actor is built."""
+        for slot in range(len(op.inputs)):
+            v = template[slot]
+            if v is None:
+                continue
+            want = self._input_device(op, slot)
+            if want is not None and want != "CPU":
+                actor.template[slot] = get_kernel("_HostToDevice", "GPU").factory({"device": want})(v)
+
+    def _copy_actor(self, key, device, what):
+        """The actor copying `key` (a producer's output or a feed) to `device`, made once."""
+        c = self._copies.get((key, device))
+        if c is None:
+            to_host = device == "CPU"
+            op_type = "_DeviceToHost" if to_host else "_HostToDevice"
+            fn = get_kernel(op_type, "GPU").factory({"device": device})
+            # A copy to the host waits for the GPU: it runs on the pool, never on the loop.
+            c = SingleInputActor(self.rt, f"{what}/_copy_to_{device}", op_type, fn, 1, [None, 1],
+                                 offload=to_host)
+            self._copies[(key, device)] = c
+        return c
+
+    def _make_actor(self, op, n_in, tpl, count, refs, container):
         rt = self.rt
         name = op.name
+        device_type = "CPU"
+        if self.devices is not None and self.devices.get(op, "CPU") != "CPU":
+            device_type = "GPU"
         if op.type == "VariableV2":
             res = _variable_resource(container, op)
             return VariableActor(rt, name, res, n_in, tpl)
@@ -421,6 +500,8 @@ class Executable:
             return a
         if op.type == "Const":
             value = op.attrs["value"]
+            if device_type == "GPU":
+                value = get_kernel("_HostToDevice", "GPU").factory({"device": self.devices[op]})(value)
             cls = _actor_class(count)
             return cls(rt, name, "Const", lambda: value, n_in, tpl)
         if op.type in ("Placeholder",):
@@ -436,6 +517,7 @@ class Executable:
         except LookupError:
             raise errors.InvalidArgumentError(
                 name, op, f"No {device_type} kernel is registered for op '{name}' of type {op.type}") from None
+        self._kdefs[op] = kdef
         try:
             fn = kdef.factory(kernel_attrs(op.attrs))
         except Exception as e:  # noqa: BLE001
@@ -494,6 +576,13 @@ class Executable:
         for a in self._actor_list:
             if a.pending:
                 a.drop(step)
+
+
+def _assign_devices(plan, soft):
+    from actorflow.kernels.registry import has_kernel
+    from actorflow.scheduler.devices import gpu_count
+    from actorflow.scheduler.placement import assign_devices
+    return assign_devices(plan.ops, gpu_count(), soft, lambda t: has_kernel(t, "GPU"))
 
 
 def _foldable(const_op, in_plan, feed_index) -> bool:

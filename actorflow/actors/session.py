@@ -104,6 +104,8 @@ def _convert_feed(t: Tensor, value):
     if isinstance(value, Tensor):
         raise FeedError(t.op.name, None, f"The value of a feed cannot be an af.Tensor object ('{value.name}'). "
                                          f"Acceptable feed values include Python scalars, strings, lists, numpy ndarrays.")
+    if type(value) is not np.ndarray and hasattr(value, "__cuda_array_interface__"):
+        return _convert_device_feed(t, value)
     try:
         src = value if isinstance(value, np.ndarray) else np.asarray(value)
     except Exception as e:  # noqa: BLE001
@@ -114,6 +116,20 @@ def _convert_feed(t: Tensor, value):
         raise FeedError(t.op.name, None, f"Cannot feed value of dtype {src.dtype} for tensor '{t.name}', which has "
                                          f"dtype {want.name} and shape {t.shape}")
     arr = src if src.dtype == want.np else src.astype(want.np)
+    if not t.shape.is_compatible_with(arr.shape):
+        raise FeedError(t.op.name, None, f"Cannot feed value of shape {tuple(arr.shape)} for Tensor '{t.name}', which "
+                                         f"has shape {t.shape} (dtype {want.name})")
+    return arr
+
+
+def _convert_device_feed(t: Tensor, value):
+    """A CuPy array fed as is: it stays on its GPU (ops on the CPU get a copy)."""
+    want = t.dtype
+    kind = value.dtype.kind
+    if (want.is_integer and kind == "f") or (want.is_bool and kind != "b"):
+        raise FeedError(t.op.name, None, f"Cannot feed value of dtype {value.dtype} for tensor '{t.name}', which has "
+                                         f"dtype {want.name} and shape {t.shape}")
+    arr = value if value.dtype == want.np else value.astype(want.np)
     if not t.shape.is_compatible_with(arr.shape):
         raise FeedError(t.op.name, None, f"Cannot feed value of shape {tuple(arr.shape)} for Tensor '{t.name}', which "
                                          f"has shape {t.shape} (dtype {want.name})")
@@ -217,27 +233,7 @@ class Session:
     def _build(self, plan):
         if self._backend is not None:
             return self._backend.build(plan)
-        self._check_devices(plan)
-        return Executable(self._rt, plan, self._container)
-
-    def _check_devices(self, plan) -> None:
-        """Local placement: ops asking for a GPU this process lacks fall back to the CPU only with
-        allow_soft_placement; otherwise the error names the op."""
-        from actorflow.graph.device_spec import DeviceSpec
-        from actorflow.scheduler.devices import gpu_count
-        n_gpu = None
-        for op in plan.ops:
-            if not op.device:
-                continue
-            spec = DeviceSpec.from_string(op.device)
-            if spec.device_type == "GPU":
-                if n_gpu is None:
-                    n_gpu = gpu_count()
-                if (spec.device_index or 0) >= n_gpu and not self._config.allow_soft_placement:
-                    raise errors.InvalidArgumentError(
-                        op.name, op, f"Cannot assign a device for operation '{op.name}': it was explicitly "
-                        f"assigned to {op.device} but this process has {n_gpu} GPU(s). Use "
-                        "ConfigProto(allow_soft_placement=True) to fall back to the CPU.")
+        return Executable(self._rt, plan, self._container, soft_placement=self._config.allow_soft_placement)
 
     def _timeout(self, options, timeout):
         if timeout is not None:
@@ -249,11 +245,17 @@ class Session:
         return None
 
     @staticmethod
-    def _finish_values(values):
+    def _finish_values(values, options=None):
+        """Fetched values for the caller: read-only buffers copied, GPU arrays copied to the host
+        unless `RunOptions(output_device="gpu")` asks to keep them as CuPy arrays."""
+        keep_gpu = options is not None and getattr(options, "output_device", "cpu") == "gpu"
         out = []
         for v in values:
-            if isinstance(v, np.ndarray) and not v.flags.writeable:
-                v = v.copy()
+            if isinstance(v, np.ndarray):
+                if not v.flags.writeable:
+                    v = v.copy()
+            elif not keep_gpu and hasattr(v, "__cuda_array_interface__"):
+                v = v.get()
             out.append(v)
         return out
 
@@ -282,7 +284,7 @@ class Session:
         """Runs the ops needed for `fetches` and returns their values in the same structure."""
         exe, rebuild, feed_values = self._prepare(fetches, feed_dict)
         if self._backend is not None:
-            return rebuild(self._finish_values(self._backend.run(exe, feed_values, self._timeout(options, timeout))))
+            return rebuild(self._finish_values(self._backend.run(exe, feed_values, self._timeout(options, timeout)), options))
         rt = self._rt
         if rt.in_loop():
             raise RuntimeError("Session.run() was called on the actorflow runtime's own event loop; "
@@ -304,14 +306,14 @@ class Session:
                 rt.loop.call_soon_threadsafe(lambda: holder and holder[0].fail(
                     errors.CancelledError(None, None, "Step cancelled by the caller")))
             raise
-        return rebuild(self._finish_values(results))
+        return rebuild(self._finish_values(results, options))
 
     async def arun(self, fetches, feed_dict=None, options=None, run_metadata=None, timeout=None):
         """Like `run`, for programs with their own event loop; never blocks that loop."""
         exe, rebuild, feed_values = self._prepare(fetches, feed_dict)
         if self._backend is not None:
             vals = await self._backend.arun(exe, feed_values, self._timeout(options, timeout))
-            return rebuild(self._finish_values(vals))
+            return rebuild(self._finish_values(vals, options))
         rt = self._rt
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
@@ -337,7 +339,7 @@ class Session:
         except asyncio.CancelledError:
             rt.call_soon(lambda: holder and holder[0].fail(errors.CancelledError(None, None, "Step cancelled by the caller")))
             raise
-        return rebuild(self._finish_values(results))
+        return rebuild(self._finish_values(results, options))
 
     def make_callable(self, fetches, feed_list=None):
         """A function running `fetches` with positional feeds (tf.Session.make_callable)."""

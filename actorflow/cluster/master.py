@@ -131,7 +131,8 @@ class Master:
         async def reg(p):
             # The graph travels as a payload tensor: constants can make it large.
             args = {"graph": np.frombuffer(p.graph.to_msgpack(), np.uint8), "feeds": [n for _, n in p.feeds],
-                    "fetches": [n for _, n in p.fetches], "targets": p.targets}
+                    "fetches": [n for _, n in p.fetches], "targets": p.targets,
+                    "soft_placement": bool(getattr(self.config, "allow_soft_placement", False))}
             part = _Part(p.task, 0, [i for i, _ in p.feeds], [i for i, _ in p.fetches], args)
             await self._register_part(part)
             return part

@@ -23,6 +23,7 @@ from actorflow.actors.resource import ResourceContainer
 from actorflow.actors.runtime import Executable, Runtime, _new_loop
 from actorflow.cluster.spec import ClusterSpec, task_key, tf_config
 from actorflow.graph.graph import Graph
+from actorflow.kernels.device_arrays import to_host
 from actorflow.scheduler.plan import make_plan
 from actorflow.sim import faults  # sim: fault-injection hooks, None unless a scenario installs one
 from actorflow.transport.channel import MAX_MESSAGE, TASK_HEADER, TOKEN_HEADER, Connection, Peer
@@ -142,7 +143,7 @@ class WorkerService:
         if not tensors or tensors[0].dtype != np.uint8 or tensors[0].ndim != 1:
             raise errors.InvalidArgumentError(None, None, "register_graph expects the serialized graph as a uint8 payload")
         data = tensors[0].tobytes()
-        sig = hashlib.sha256(data + repr((args.get("feeds"), args.get("fetches"), args.get("targets"))).encode()).digest()
+        sig = hashlib.sha256(data + repr((args.get("feeds"), args.get("fetches"), args.get("targets"), args.get("soft_placement"))).encode()).digest()
         h = self._graph_keys.get(sig)
         if h is not None and h in self.graphs:
             return {"handle": h, "pid": os.getpid()}, ()
@@ -151,7 +152,8 @@ class WorkerService:
         fetches = [g.get_tensor_by_name(n) for n in args.get("fetches", [])]
         targets = [g.get_operation_by_name(n) for n in args.get("targets", [])]
         plan = make_plan(g, feeds, fetches, targets)
-        exe = Executable(self.runtime, plan, self.container, transport=self)
+        exe = Executable(self.runtime, plan, self.container, transport=self,
+                         soft_placement=bool(args.get("soft_placement", False)))
         h = self._next_handle
         self._next_handle += 1
         self.graphs[h] = exe
@@ -197,7 +199,7 @@ class WorkerService:
             self.rendezvous.abort(step_id, error)
             raise error
         self.steps_run += 1
-        return None, [np.asarray(r) for r in results]
+        return None, [np.asarray(to_host(r)) for r in results]
 
     async def rpc_abort_step(self, args, tensors):
         err = errors.from_code(args.get("code", errors.AbortedError.error_code), args.get("message", "step aborted"))

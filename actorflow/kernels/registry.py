@@ -28,6 +28,12 @@ class KernelDef:
     # Optional intra-op parallelism: split(attrs) -> fn(parts, *inputs) returning (output, [thunks])
     # whose thunks, run concurrently, fill `output`; or None when the call is not worth splitting.
     split: Callable | None = None
+    # Input slots read on the host even when the kernel runs on a GPU (TF's HostMemory): shapes, axes,
+    # permutations, predicates. The runtime hands these inputs over as numpy arrays.
+    host_inputs: tuple = ()
+    # True when the kernel reads only its inputs' metadata (shape, size, rank), so an input that
+    # lives on another device needs no copy (Shape, Size, Rank).
+    metadata_only: bool = False
 
 
 _REGISTRY: dict[tuple[str, str], KernelDef] = {}
@@ -35,10 +41,12 @@ _LOADED: set[str] = set()
 _LOAD_LOCK = threading.RLock()
 
 
-def register_kernel(op_type: str, device_type: str = "CPU", *, cost=None, releases_gil=True, split=None):
+def register_kernel(op_type: str, device_type: str = "CPU", *, cost=None, releases_gil=True, split=None,
+                    host_inputs=(), metadata_only=False):
     """Decorator registering a kernel factory for (op_type, device_type)."""
     def deco(factory):
-        _REGISTRY[(op_type, device_type)] = KernelDef(op_type, device_type, factory, cost, releases_gil, split)
+        _REGISTRY[(op_type, device_type)] = KernelDef(op_type, device_type, factory, cost, releases_gil, split,
+                                                      tuple(host_inputs), metadata_only)
         return factory
     return deco
 

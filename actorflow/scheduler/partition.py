@@ -57,7 +57,7 @@ def partition(plan, placement: dict) -> dict[str, Partition]:
         key = (task, const_op)
         c = copies.get(key)
         if c is None:
-            c = copies[key] = _copy(part(task).graph, const_op, [], [], task + "/device:CPU:0")
+            c = copies[key] = _copy(part(task).graph, const_op, [], [], task)
         return c
 
     def value_in(task, t):

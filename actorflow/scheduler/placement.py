@@ -11,7 +11,7 @@ from __future__ import annotations
 from actorflow import errors
 from actorflow.graph.device_spec import DeviceSpec
 
-__all__ = ["place"]
+__all__ = ["place", "assign_devices"]
 
 
 class _UnionFind:
@@ -36,8 +36,9 @@ def _bytes(t) -> int:
     return (n if n is not None else 1024) * t.dtype.size
 
 
-def place(ops, default: DeviceSpec, tasks: set[tuple[str, int]]) -> dict:
-    """Returns {op: DeviceSpec with job and task set}. `tasks` are the cluster's (job, index) pairs."""
+def _colocation_groups(ops, loops: bool) -> _UnionFind:
+    """Union-find over `ops`: `_class` colocation, ops with reference inputs with their variables,
+    and (with `loops`) every op of an outermost while loop together."""
     from actorflow.graph.control_flow import WhileContext, context_of
     op_set = set(ops)
     by_name = {op.name: op for op in ops}
@@ -53,6 +54,8 @@ def place(ops, default: DeviceSpec, tasks: set[tuple[str, int]]) -> dict:
             src = op.inputs[i].op
             if src in op_set:
                 uf.union(src, op)
+        if not loops:
+            continue
         ctx = context_of(op)
         outer_while = None
         while ctx is not None:
@@ -61,6 +64,12 @@ def place(ops, default: DeviceSpec, tasks: set[tuple[str, int]]) -> dict:
             ctx = ctx.outer
         if outer_while is not None:
             uf.union(outer_while, op)
+    return uf
+
+
+def place(ops, default: DeviceSpec, tasks: set[tuple[str, int]]) -> dict:
+    """Returns {op: DeviceSpec with job and task set}. `tasks` are the cluster's (job, index) pairs."""
+    uf = _colocation_groups(ops, loops=True)
     # Merge the explicit constraints of each group; a resource op's own device wins.
     constraint: dict = {}
     for op in ops:
@@ -81,7 +90,9 @@ def place(ops, default: DeviceSpec, tasks: set[tuple[str, int]]) -> dict:
             if c.job is None or c.task is None:
                 job, task = _greedy(op, placed, default, c)
                 c = DeviceSpec(job, c.replica, task, c.device_type, c.device_index)
-            spec = DeviceSpec(c.job, None, c.task, c.device_type or "CPU", c.device_index or 0)
+            # The device within the task is left to the task itself (assign_devices), unless given.
+            spec = DeviceSpec(c.job, None, c.task, c.device_type,
+                              c.device_index if c.device_index is not None or c.device_type is None else 0)
             if (spec.job, spec.task) not in tasks:
                 raise errors.InvalidArgumentError(
                     op.name, op, f"Cannot assign a device for operation '{op.name}': it is placed on "
@@ -106,3 +117,88 @@ def _greedy(op, placed, default, constraint):
     job = constraint.job or default.job
     task = constraint.task if constraint.task is not None else (default.task if job == default.job else 0)
     return job, task
+
+
+# -- devices within one process --------------------------------------------------------------------
+
+# Ops that pass values through without touching them: they run wherever their data lives.
+# IsVariableInitialized only asks whether its variable holds a value, on whatever device.
+_PASS_THROUGH = frozenset({"Switch", "RefSwitch", "Merge", "Enter", "Exit", "NextIteration", "Identity",
+                           "VariableV2", "_RefRead", "Const", "StopGradient", "Snapshot",
+                           "IsVariableInitialized"})
+_HOST_ONLY = frozenset({"Placeholder", "LoopCond", "NoOp", "ControlTrigger",
+                        "_Send", "_Recv"})
+
+
+def _floating(t) -> bool:
+    return t.dtype.is_floating
+
+
+def assign_devices(ops, n_gpu: int, soft: bool, gpu_kernel) -> dict | None:
+    """Chooses a device of this process for every op: {op: "CPU" or "GPU:i"}, or None when every op
+    runs on the CPU (no GPU, and none asked for).
+
+    Explicit device types come first. An op asking for a GPU this process lacks, or for a GPU it
+    has no kernel for, falls back to the CPU with `soft` (allow_soft_placement) and otherwise fails
+    naming the op. Unconstrained ops go to GPU:0 when there is one, the op has a GPU kernel
+    (`gpu_kernel(op_type)`), and it touches floating-point data; integer and boolean work (shapes,
+    loop counters, predicates) stays on the host, as TF keeps int32 in host memory. Ops colocated
+    (variables and the ops updating them, `colocate_with`) share one device.
+    """
+    from actorflow import errors
+    explicit = False
+    for op in ops:
+        if op.device and "GPU" in op.device.upper():
+            explicit = True
+            break
+    if n_gpu == 0 and not explicit:
+        return None
+    uf = _colocation_groups(ops, loops=False)
+    groups: dict = {}
+    for op in ops:
+        groups.setdefault(uf.find(op), []).append(op)
+
+    def capable(op) -> bool:
+        if op.type in _HOST_ONLY:
+            return False
+        return op.type in _PASS_THROUGH or gpu_kernel(op.type)
+
+    def wants_gpu(op) -> bool:
+        if op.type in ("VariableV2", "Const"):
+            return _floating(op.outputs[0])
+        return any(_floating(t) for t in op.outputs) or any(_floating(t) for t in op.inputs)
+
+    out: dict = {}
+    for members in groups.values():
+        spec = None
+        for op in members:
+            if op.device:
+                s = DeviceSpec.from_string(op.device)
+                if s.device_type is not None and (spec is None or op.op_def.resource is not None):
+                    spec = s
+        if spec is not None and spec.device_type == "GPU":
+            idx = spec.device_index or 0
+            lacking = next((op for op in members if not capable(op)), None) if idx < n_gpu else None
+            if idx < n_gpu and lacking is None:
+                dev = f"GPU:{idx}"
+            elif soft:
+                dev = "CPU"
+            else:
+                op = lacking if idx < n_gpu else members[0]
+                why = (f"no supported kernel for GPU devices is available for op type {op.type}" if idx < n_gpu
+                       else f"this process has {n_gpu} GPU(s)")
+                raise errors.InvalidArgumentError(
+                    op.name, op, f"Cannot assign a device for operation '{op.name}': Could not satisfy explicit "
+                    f"device specification '{op.device or spec.to_string()}' because {why}. Use "
+                    "ConfigProto(allow_soft_placement=True) to fall back to the CPU.")
+        elif spec is not None or n_gpu == 0:
+            dev = "CPU"
+        else:
+            anchor = next((op for op in members if op.op_def.resource is not None), None)
+            prefer = wants_gpu(anchor) if anchor is not None else any(wants_gpu(op) for op in members)
+            dev = "GPU:0" if prefer and all(capable(op) for op in members) else "CPU"
+        for op in members:
+            out[op] = dev
+    if all(d == "CPU" for d in out.values()):
+        return None
+    return out

@@ -588,7 +588,7 @@ _register_fn("Range", range_, cost=_range_cost)
 # ---------------------------------------------------------------------------------------------
 # Shape inspection.
 
-@register_kernel("Shape", "CPU", cost=_unit_cost, releases_gil=False)
+@register_kernel("Shape", "CPU", cost=_unit_cost, releases_gil=False, metadata_only=True)
 def shape_kernel(attrs):
     """tf.shape (raw op Shape): the input's shape as a 1-D `out_type` tensor (default int32)."""
     out_type = np.dtype(attrs.get("out_type", np.int32))
@@ -598,7 +598,7 @@ def shape_kernel(attrs):
     return shape
 
 
-@register_kernel("Size", "CPU", cost=_unit_cost, releases_gil=False)
+@register_kernel("Size", "CPU", cost=_unit_cost, releases_gil=False, metadata_only=True)
 def size_kernel(attrs):
     """tf.size (raw op Size): the number of elements, as an `out_type` scalar (default int32)."""
     scalar = np.dtype(attrs.get("out_type", np.int32)).type
@@ -613,7 +613,7 @@ def rank(x):
     return np.int32(np.ndim(x))
 
 
-_register_fn("Rank", rank, cost=_unit_cost, releases_gil=False)
+_register_fn("Rank", rank, cost=_unit_cost, releases_gil=False, metadata_only=True)
 
 
 def broadcast_gradient_args(s0, s1):

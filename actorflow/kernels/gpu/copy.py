@@ -1,0 +1,112 @@
+"""Host <-> device copies: the kernels of the copy nodes the runtime puts on every edge between the
+CPU and a GPU (the paper's Send/Recv between devices of one task).
+
+Large host-to-device copies go through pinned staging memory on a copy stream of their own, so
+that they overlap with kernels running on the compute stream; the compute stream waits on an
+event, never the host. Device-to-host copies run on the runtime's thread pool (they must wait for
+the GPU) and land in pinned memory. Arrays already on the right device pass through untouched.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+
+import cupyx
+import numpy as np
+
+from actorflow.kernels.gpu._common import cp
+from actorflow.kernels.registry import register_kernel
+
+# Below this size a plain synchronous copy costs less than staging it.
+_SMALL = 1 << 16
+
+_local = threading.local()
+
+
+def _copy_stream(device: int):
+    streams = getattr(_local, "streams", None)
+    if streams is None:
+        streams = _local.streams = {}
+    s = streams.get(device)
+    if s is None:
+        with cp.cuda.Device(device):
+            s = streams[device] = cp.cuda.Stream(non_blocking=True)
+    return s
+
+
+class _Staging:
+    """Pinned buffers in flight, kept alive until their copy has finished."""
+
+    def __init__(self):
+        self.in_flight: collections.deque = collections.deque()
+
+    def hold(self, event, buf) -> None:
+        q = self.in_flight
+        while q and q[0][0].done:
+            q.popleft()
+        q.append((event, buf))
+
+
+_staging = _Staging()
+
+
+def _device_index(attrs) -> int:
+    dev = str(attrs.get("device", "GPU:0"))
+    return int(dev.rpartition(":")[2] or 0)
+
+
+def to_device(x, device: int = 0):
+    """`x` (numpy array or scalar) as a CuPy array on GPU `device`, without blocking the host
+    for large arrays."""
+    if isinstance(x, cp.ndarray):
+        if x.device.id == device:
+            return x
+        with cp.cuda.Device(device):
+            return x.copy()
+    a = np.asarray(x)
+    with cp.cuda.Device(device):
+        if a.nbytes < _SMALL or a.dtype.kind not in "biufc":
+            return cp.asarray(a)
+        stream = _copy_stream(device)
+        buf = cupyx.empty_pinned(a.shape, a.dtype)
+        np.copyto(buf, a)
+        out = cp.empty(a.shape, a.dtype)
+        out.set(buf, stream=stream)
+        ev = stream.record()
+        cp.cuda.get_current_stream().wait_event(ev)
+        _staging.hold(ev, buf)
+        return out
+
+
+def to_host(x):
+    """`x` as a numpy array; waits for the GPU work that produces it."""
+    if not isinstance(x, cp.ndarray):
+        return x
+    if x.nbytes < _SMALL:
+        return x.get()
+    with x.device:
+        stream = _copy_stream(x.device.id)
+        ev = cp.cuda.get_current_stream().record()
+        stream.wait_event(ev)
+        src = x if x.flags.c_contiguous else cp.ascontiguousarray(x)
+        if src is not x:
+            ev = cp.cuda.get_current_stream().record()
+            stream.wait_event(ev)
+        out = cupyx.empty_pinned(x.shape, x.dtype)
+        src.get(stream=stream, out=out)
+        stream.synchronize()
+        return out
+
+
+@register_kernel("_HostToDevice", "GPU", releases_gil=False)
+def host_to_device(attrs):
+    device = _device_index(attrs)
+
+    def fn(x):
+        return to_device(x, device)
+    return fn
+
+
+@register_kernel("_DeviceToHost", "GPU")
+def device_to_host(attrs):
+    return to_host
