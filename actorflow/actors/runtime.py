@@ -582,7 +582,9 @@ def _assign_devices(plan, soft):
     from actorflow.kernels.registry import has_kernel
     from actorflow.scheduler.devices import gpu_count
     from actorflow.scheduler.placement import assign_devices
-    return assign_devices(plan.ops, gpu_count(), soft, lambda t: has_kernel(t, "GPU"))
+    def metadata_only(op_type):
+        return has_kernel(op_type, "CPU") and get_kernel(op_type, "CPU").metadata_only
+    return assign_devices(plan.ops, gpu_count(), soft, lambda t: has_kernel(t, "GPU"), metadata_only)
 
 
 def _foldable(const_op, in_plan, feed_index) -> bool:

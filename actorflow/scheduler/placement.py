@@ -134,7 +134,7 @@ def _floating(t) -> bool:
     return t.dtype.is_floating
 
 
-def assign_devices(ops, n_gpu: int, soft: bool, gpu_kernel) -> dict | None:
+def assign_devices(ops, n_gpu: int, soft: bool, gpu_kernel, metadata_only=lambda op_type: False) -> dict | None:
     """Chooses a device of this process for every op: {op: "CPU" or "GPU:i"}, or None when every op
     runs on the CPU (no GPU, and none asked for).
 
@@ -143,7 +143,9 @@ def assign_devices(ops, n_gpu: int, soft: bool, gpu_kernel) -> dict | None:
     naming the op. Unconstrained ops go to GPU:0 when there is one, the op has a GPU kernel
     (`gpu_kernel(op_type)`), and it touches floating-point data; integer and boolean work (shapes,
     loop counters, predicates) stays on the host, as TF keeps int32 in host memory. Ops colocated
-    (variables and the ops updating them, `colocate_with`) share one device.
+    (variables and the ops updating them, `colocate_with`) share one device. Placeholders, control
+    ops and ops that read only their inputs' shapes (`metadata_only(op_type)`) stay on the host
+    whatever their device scope says: they compute nothing a GPU could do.
     """
     from actorflow import errors
     explicit = False
@@ -158,10 +160,11 @@ def assign_devices(ops, n_gpu: int, soft: bool, gpu_kernel) -> dict | None:
     for op in ops:
         groups.setdefault(uf.find(op), []).append(op)
 
+    def host(op) -> bool:
+        return op.type in _HOST_ONLY or metadata_only(op.type)
+
     def capable(op) -> bool:
-        if op.type in _HOST_ONLY:
-            return False
-        return op.type in _PASS_THROUGH or gpu_kernel(op.type)
+        return host(op) or op.type in _PASS_THROUGH or gpu_kernel(op.type)
 
     def wants_gpu(op) -> bool:
         if op.type in ("VariableV2", "Const"):
@@ -195,10 +198,10 @@ def assign_devices(ops, n_gpu: int, soft: bool, gpu_kernel) -> dict | None:
             dev = "CPU"
         else:
             anchor = next((op for op in members if op.op_def.resource is not None), None)
-            prefer = wants_gpu(anchor) if anchor is not None else any(wants_gpu(op) for op in members)
+            prefer = wants_gpu(anchor) if anchor is not None else any(wants_gpu(op) for op in members if not host(op))
             dev = "GPU:0" if prefer and all(capable(op) for op in members) else "CPU"
         for op in members:
-            out[op] = dev
+            out[op] = "CPU" if host(op) else dev
     if all(d == "CPU" for d in out.values()):
         return None
     return out

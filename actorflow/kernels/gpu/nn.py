@@ -13,20 +13,27 @@
 from __future__ import annotations
 
 import numpy as np
-from cupy_backends.cuda.libs import cublas
 
 from actorflow.kernels.cpu.nn import _ConvGeometry, _data_format, _PoolGeometry, _shape_from_nhwc
 from actorflow.kernels.gpu._common import cp, floats_only, launch, raw_kernel
 from actorflow.kernels.registry import register_kernel
 
-_GEMM = {np.dtype(np.float32): cublas.sgemm, np.dtype(np.float64): cublas.dgemm}
+_GEMM: dict = {}
 _ONE = {np.dtype(np.float32): np.ones((), np.float32), np.dtype(np.float64): np.ones((), np.float64)}
 _ZERO = {np.dtype(np.float32): np.zeros((), np.float32), np.dtype(np.float64): np.zeros((), np.float64)}
+
+
+def _load_cublas():
+    # Imported on first use: loading cuBLAS needs its shared libraries, which only a CUDA machine has.
+    from cupy_backends.cuda.libs import cublas
+    _GEMM.update({np.dtype(np.float32): cublas.sgemm, np.dtype(np.float64): cublas.dgemm, "setStream": cublas.setStream})
 
 
 def gemm(a, b, ta=False, tb=False):
     """``op(a) @ op(b)`` for 2-D CuPy arrays, op a transpose where `ta`/`tb` is set."""
     dt = a.dtype
+    if not _GEMM:
+        _load_cublas()
     fn = _GEMM.get(dt)
     if fn is None or b.dtype != dt or not (a.flags.c_contiguous and b.flags.c_contiguous):
         return cp.matmul(a.T if ta else a, b.T if tb else b)
@@ -42,7 +49,7 @@ def gemm(a, b, ta=False, tb=False):
         out.fill(0)
         return out
     handle = cp.cuda.device.get_cublas_handle()
-    cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
+    _GEMM["setStream"](handle, cp.cuda.get_current_stream().ptr)
     # Row-major C = op(a) op(b) is column-major C^T = op(b)^T op(a)^T: pass b first.
     fn(handle, 1 if tb else 0, 1 if ta else 0, n, m, k, _ONE[dt].ctypes.data, b.data.ptr, b.shape[1],
        a.data.ptr, a.shape[1], _ZERO[dt].ctypes.data, out.data.ptr, n)
