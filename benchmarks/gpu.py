@@ -53,6 +53,14 @@ def af_gpu_step(model, prob, feed_gpu=True):
     return step, close
 
 
+def _copy_nodes(step):
+    """The host<->device copy nodes of a stepper's executable (each is a potential GPU wait)."""
+    cells = {type(c.cell_contents).__name__: c.cell_contents for c in step.__closure__}
+    sess, fetches = cells["Session"], cells["list"]
+    exe = sess._prepare(fetches, cells["dict"])[0]
+    return sorted(c.name for c in exe._copies.values())
+
+
 def torch_gpu_step(model, prob):
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -121,12 +129,14 @@ def bench_model(model, batch, rounds, per_round):
     af_np_step, af_np_close = af_gpu_step(model, prob, feed_gpu=False)
     torch_step = torch_gpu_step(model, prob)
     l0, l1, l2 = af_step(), af_np_step(), torch_step()
+    copies = _copy_nodes(af_step)
     res = timed_rounds({"actorflow": af_step, "actorflow (numpy feeds)": af_np_step, "pytorch": torch_step},
                        rounds, per_round)
     af_close()
     af_np_close()
     name = f"{model} batch {batch}"
     print(f"\n{name}: first-step losses actorflow {l0:.5f}, numpy-fed {l1:.5f}, pytorch {l2:.5f}")
+    print(f"  copy nodes in the actorflow step: {copies or 'none'}")
     base = res["pytorch"]
     for k, v in res.items():
         print(f"  {k:26s} {v * 1e3:8.3f} ms   {v / base:5.2f}x pytorch")

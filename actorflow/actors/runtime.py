@@ -441,6 +441,8 @@ class Executable:
         kdef = self._kdefs.get(op)
         if dev == "CPU":
             return None if kdef is not None and kdef.metadata_only else "CPU"
+        if kdef is not None and kdef.device_inputs is not None:
+            return dev if slot in kdef.device_inputs else "CPU"
         if kdef is not None and kdef.host_inputs and (slot in kdef.host_inputs
                                                       or slot - len(op.inputs) in kdef.host_inputs):
             return "CPU"

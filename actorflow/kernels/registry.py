@@ -31,6 +31,9 @@ class KernelDef:
     # Input slots read on the host even when the kernel runs on a GPU (TF's HostMemory): shapes, axes,
     # permutations, predicates. The runtime hands these inputs over as numpy arrays.
     host_inputs: tuple = ()
+    # When set, the only input slots that live on the kernel's device; every other input is read on
+    # the host (for ops with a variable number of host inputs, such as loop indices).
+    device_inputs: tuple | None = None
     # True when the kernel reads only its inputs' metadata (shape, size, rank), so an input that
     # lives on another device needs no copy (Shape, Size, Rank).
     metadata_only: bool = False
@@ -42,11 +45,12 @@ _LOAD_LOCK = threading.RLock()
 
 
 def register_kernel(op_type: str, device_type: str = "CPU", *, cost=None, releases_gil=True, split=None,
-                    host_inputs=(), metadata_only=False):
+                    host_inputs=(), metadata_only=False, device_inputs=None):
     """Decorator registering a kernel factory for (op_type, device_type)."""
     def deco(factory):
         _REGISTRY[(op_type, device_type)] = KernelDef(op_type, device_type, factory, cost, releases_gil, split,
-                                                      tuple(host_inputs), metadata_only)
+                                                      tuple(host_inputs), metadata_only,
+                                                      None if device_inputs is None else tuple(device_inputs))
         return factory
     return deco
 

@@ -126,7 +126,7 @@ def _greedy(op, placed, default, constraint):
 _PASS_THROUGH = frozenset({"Switch", "RefSwitch", "Merge", "Enter", "Exit", "NextIteration", "Identity",
                            "VariableV2", "_RefRead", "Const", "StopGradient", "Snapshot",
                            "IsVariableInitialized"})
-_HOST_ONLY = frozenset({"Placeholder", "LoopCond", "NoOp", "ControlTrigger",
+_HOST_ONLY = frozenset({"Placeholder", "LoopCond", "NoOp", "ControlTrigger", "AccumulatorV2",
                         "_Send", "_Recv"})
 
 

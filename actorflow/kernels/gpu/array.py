@@ -156,7 +156,7 @@ for _op in ("DynamicPartition", "DynamicStitch", "ParallelDynamicStitch"):
 @register_kernel("GatherV2", "GPU", releases_gil=False, host_inputs=(2,))
 def gather_v2_kernel(attrs):
     """tf.gather on the GPU. Out-of-range indices are not detected (that would wait for the GPU):
-    they are clamped, where TF's GPU kernel writes zeros."""
+    they wrap around, where TF's GPU kernel writes zeros and the CPU kernel raises."""
     batch_dims = int(attrs.get("batch_dims", 0))
 
     def gather(params, indices, axis):
@@ -165,7 +165,7 @@ def gather_v2_kernel(attrs):
         a = _axis(axis, params.ndim, "GatherV2")
         bd = batch_dims + indices.ndim if batch_dims < 0 else batch_dims
         if bd == 0:
-            return cp.take(params, indices, axis=a, mode="clip") if params.shape[a] else \
+            return cp.take(params, indices, axis=a) if params.shape[a] else \
                 cp.zeros(params.shape[:a] + indices.shape + params.shape[a + 1:], params.dtype)
         b = math.prod(params.shape[:bd])
         pre = math.prod(params.shape[bd:a])
@@ -202,3 +202,15 @@ def unsorted_segment_sum(data, segment_ids, num_segments):
 
 
 register_fn("UnsortedSegmentSum", unsorted_segment_sum, host_inputs=(2,))
+
+
+# -- step-local accumulators (values saved by a while loop for its gradient) ------------------------
+# The accumulator is a host object; a GPU value is saved and returned as is, never copied.
+def _reuse_accumulator(op_type, device_inputs):
+    def factory(attrs):
+        return get_kernel(op_type, "CPU").factory(attrs)
+    register_kernel(op_type, "GPU", releases_gil=False, device_inputs=device_inputs)(factory)
+
+
+_reuse_accumulator("AccumulatorPush", (1,))
+_reuse_accumulator("AccumulatorPop", ())

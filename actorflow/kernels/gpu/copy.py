@@ -17,7 +17,7 @@ import numpy as np
 from actorflow.kernels.gpu._common import cp
 from actorflow.kernels.registry import register_kernel
 
-# Below this size a plain synchronous copy costs less than staging it.
+# Below this size a device-to-host copy is a plain synchronous one (it has to wait anyway).
 _SMALL = 1 << 16
 
 _local = threading.local()
@@ -65,8 +65,10 @@ def to_device(x, device: int = 0):
             return x.copy()
     a = np.asarray(x)
     with cp.cuda.Device(device):
-        if a.nbytes < _SMALL or a.dtype.kind not in "biufc":
+        if a.dtype.kind not in "biufc" or a.size == 0:
             return cp.asarray(a)
+        # Even a scalar goes through pinned memory and the copy stream: a plain cudaMemcpy from
+        # pageable memory would wait for every kernel queued on the compute stream.
         stream = _copy_stream(device)
         buf = cupyx.empty_pinned(a.shape, a.dtype)
         np.copyto(buf, a)

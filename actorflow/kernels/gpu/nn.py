@@ -258,8 +258,26 @@ def bias_add_grad(attrs):
             raise ValueError(f"BiasAddGrad: out_backprop must have rank >= 2, got shape {g.shape}")
         if fmt == "NCHW":
             return g.sum(axis=(0,) + tuple(range(2, g.ndim)), dtype=g.dtype)
-        return cp.ascontiguousarray(g).reshape(-1, g.shape[-1]).sum(axis=0, dtype=g.dtype)
+        g2 = cp.ascontiguousarray(g).reshape(-1, g.shape[-1])
+        if g2.dtype in _ONE:
+            # A column sum is a GEMV with a ones vector: cuBLAS beats a strided reduction kernel.
+            return gemm(_ones(g2.shape[0], g2.dtype), g2).reshape(g2.shape[1])
+        return g2.sum(axis=0, dtype=g.dtype)
     return fn
+
+
+_ONES: dict = {}
+
+
+def _ones(n, dtype):
+    """A cached [1, n] row of ones on the current device."""
+    key = (n, dtype, cp.cuda.Device().id)
+    v = _ONES.get(key)
+    if v is None:
+        if len(_ONES) > 64:
+            _ONES.clear()
+        v = _ONES[key] = cp.ones((1, n), dtype)
+    return v
 
 
 # -- convolution ---------------------------------------------------------------------------------
