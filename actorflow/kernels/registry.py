@@ -48,9 +48,9 @@ def register_kernel(op_type: str, device_type: str = "CPU", *, cost=None, releas
                     host_inputs=(), metadata_only=False, device_inputs=None):
     """Decorator registering a kernel factory for (op_type, device_type)."""
     def deco(factory):
-        _REGISTRY[(op_type, device_type)] = KernelDef(op_type, device_type, factory, cost, releases_gil, split,
-                                                      tuple(host_inputs), metadata_only,
-                                                      None if device_inputs is None else tuple(device_inputs))
+        _REGISTRY[(op_type, device_type)] = KernelDef(
+            op_type, device_type, factory, cost, releases_gil, split, host_inputs=tuple(host_inputs),
+            device_inputs=None if device_inputs is None else tuple(device_inputs), metadata_only=metadata_only)
         return factory
     return deco
 
