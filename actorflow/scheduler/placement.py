@@ -130,6 +130,11 @@ _HOST_ONLY = frozenset({"Placeholder", "LoopCond", "NoOp", "ControlTrigger", "Ac
                         "_Send", "_Recv"})
 
 
+def _numeric(t) -> bool:
+    d = t.dtype
+    return d.is_floating or d.is_integer or d.is_bool
+
+
 def _floating(t) -> bool:
     return t.dtype.is_floating
 
@@ -161,6 +166,8 @@ def assign_devices(ops, n_gpu: int, soft: bool, gpu_kernel, metadata_only=lambda
         groups.setdefault(uf.find(op), []).append(op)
 
     def host(op) -> bool:
+        if op.type in _PASS_THROUGH and op.outputs and not _numeric(op.outputs[0]):
+            return True                  # a handle or string passing through a loop or branch
         return op.type in _HOST_ONLY or metadata_only(op.type)
 
     def capable(op) -> bool:

@@ -165,12 +165,10 @@ def _sparse_rows(op, var, grad, indices):
             bad = lo if lo < 0 else hi
             raise IndexError(f"{op}: indices contains {bad}, which is not in [0, {var.shape[0]}) "
                              f"(the variable's first dimension is {var.shape[0]})")
-    g = grad.astype(var.dtype, copy=False)
-    if rows.size != idx.size:
-        summed = cp.zeros((rows.size,) + var.shape[1:], var.dtype)
-        cupyx.scatter_add(summed, inv.reshape(-1), g)
-        g = summed
-    return rows, g
+    # Gradient rows in the order of the (sorted) unique indices, duplicates summed.
+    summed = cp.zeros((rows.size,) + var.shape[1:], var.dtype)
+    cupyx.scatter_add(summed, inv.reshape(-1), grad.astype(var.dtype, copy=False))
+    return rows, summed
 
 
 def _sparse(op, dense_kernel, n_slots, n_before_grad, n_after_indices=0):
