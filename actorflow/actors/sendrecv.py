@@ -6,6 +6,8 @@ side may be first.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from actorflow import errors
 from actorflow.actors.node import DEAD, NodeActor
 
@@ -31,6 +33,10 @@ class SendActor(NodeActor):
         if step.error is not None:
             return
         value = args[0] if args else None
+        if type(value) is not np.ndarray and hasattr(value, "__cuda_array_interface__"):
+            # The partitioner puts a copy node before a Send; a GPU value can still arrive from a
+            # variable that another graph of this task placed on the GPU. Tensors travel from host memory.
+            value = value.get()
         try:
             self.transport.send(self.dst, step.step_id, (self.key, _frame_key(tag)), value)
         except errors.OpError as e:
