@@ -308,12 +308,12 @@ class Executable:
     """The actors of one prepared plan, alive across steps; `start` launches one step."""
 
     def __init__(self, runtime: Runtime, plan: Plan, container: ResourceContainer, transport=None,
-                 soft_placement=False):
+                 soft_placement=False, auto_gpu=True):
         self.rt = runtime
         self.transport = transport         # Send/Recv across tasks (a worker service), or None
         self.plan = plan
         # {op: "CPU" | "GPU:i"}, or None when everything runs on the CPU.
-        self.devices = _assign_devices(plan, soft_placement)
+        self.devices = _assign_devices(plan, soft_placement, auto_gpu)
         self._kdefs: dict = {}             # op -> the KernelDef its actor runs
         self.dead_possible = plan.has_control_flow
         feed_index = {t: i for i, t in enumerate(plan.feeds)}
@@ -580,13 +580,13 @@ class Executable:
                 a.drop(step)
 
 
-def _assign_devices(plan, soft):
+def _assign_devices(plan, soft, auto_gpu):
     from actorflow.kernels.registry import has_kernel
     from actorflow.scheduler.devices import gpu_count
     from actorflow.scheduler.placement import assign_devices
     def metadata_only(op_type):
         return has_kernel(op_type, "CPU") and get_kernel(op_type, "CPU").metadata_only
-    return assign_devices(plan.ops, gpu_count(), soft, lambda t: has_kernel(t, "GPU"), metadata_only)
+    return assign_devices(plan.ops, gpu_count(), soft, lambda t: has_kernel(t, "GPU"), metadata_only, auto_gpu)
 
 
 def _foldable(const_op, in_plan, feed_index) -> bool:

@@ -152,8 +152,10 @@ class WorkerService:
         fetches = [g.get_tensor_by_name(n) for n in args.get("fetches", [])]
         targets = [g.get_operation_by_name(n) for n in args.get("targets", [])]
         plan = make_plan(g, feeds, fetches, targets)
+        # Tasks of a cluster use their GPUs for ops placed there explicitly (e.g. "/job:worker/task:0/
+        # device:GPU:0"); unconstrained ops stay on the CPU (see the GPU notes in docs/ops.md).
         exe = Executable(self.runtime, plan, self.container, transport=self,
-                         soft_placement=bool(args.get("soft_placement", False)))
+                         soft_placement=bool(args.get("soft_placement", False)), auto_gpu=False)
         h = self._next_handle
         self._next_handle += 1
         self.graphs[h] = exe

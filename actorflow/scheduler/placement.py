@@ -139,7 +139,8 @@ def _floating(t) -> bool:
     return t.dtype.is_floating
 
 
-def assign_devices(ops, n_gpu: int, soft: bool, gpu_kernel, metadata_only=lambda op_type: False) -> dict | None:
+def assign_devices(ops, n_gpu: int, soft: bool, gpu_kernel, metadata_only=lambda op_type: False,
+                   auto_gpu: bool = True) -> dict | None:
     """Chooses a device of this process for every op: {op: "CPU" or "GPU:i"}, or None when every op
     runs on the CPU (no GPU, and none asked for).
 
@@ -150,7 +151,8 @@ def assign_devices(ops, n_gpu: int, soft: bool, gpu_kernel, metadata_only=lambda
     loop counters, predicates) stays on the host, as TF keeps int32 in host memory. Ops colocated
     (variables and the ops updating them, `colocate_with`) share one device. Placeholders, control
     ops and ops that read only their inputs' shapes (`metadata_only(op_type)`) stay on the host
-    whatever their device scope says: they compute nothing a GPU could do.
+    whatever their device scope says: they compute nothing a GPU could do. With `auto_gpu` off,
+    only ops placed on a GPU explicitly go there.
     """
     from actorflow import errors
     explicit = False
@@ -158,7 +160,7 @@ def assign_devices(ops, n_gpu: int, soft: bool, gpu_kernel, metadata_only=lambda
         if op.device and "GPU" in op.device.upper():
             explicit = True
             break
-    if n_gpu == 0 and not explicit:
+    if (n_gpu == 0 or not auto_gpu) and not explicit:
         return None
     uf = _colocation_groups(ops, loops=False)
     groups: dict = {}
@@ -201,7 +203,7 @@ def assign_devices(ops, n_gpu: int, soft: bool, gpu_kernel, metadata_only=lambda
                     op.name, op, f"Cannot assign a device for operation '{op.name}': Could not satisfy explicit "
                     f"device specification '{op.device or spec.to_string()}' because {why}. Use "
                     "ConfigProto(allow_soft_placement=True) to fall back to the CPU.")
-        elif spec is not None or n_gpu == 0:
+        elif spec is not None or n_gpu == 0 or not auto_gpu:
             dev = "CPU"
         else:
             anchor = next((op for op in members if op.op_def.resource is not None), None)
