@@ -128,10 +128,10 @@ def test_softmax_family():
     labels = RNG.integers(0, 10, 32).astype(np.int64)
     dense = np.eye(10, dtype=np.float32)[labels]
     check(lambda a: (af.nn.softmax(a), af.nn.log_softmax(a)), x, grads=True, rtol=1e-3, atol=1e-5)
-    check(lambda a, l: af.nn.sparse_softmax_cross_entropy_with_logits(labels=l, logits=a), x, labels, grads=True)
-    check(lambda a, l: af.nn.softmax_cross_entropy_with_logits(labels=l, logits=a), x, dense, grads=True)
+    check(lambda a, lab: af.nn.sparse_softmax_cross_entropy_with_logits(labels=lab, logits=a), x, labels, grads=True)
+    check(lambda a, lab: af.nn.softmax_cross_entropy_with_logits(labels=lab, logits=a), x, dense, grads=True)
     # Many classes: one warp walks the row in strides of 32.
-    check(lambda a, l: af.nn.sparse_softmax_cross_entropy_with_logits(labels=l, logits=a), f32(4, 1000),
+    check(lambda a, lab: af.nn.sparse_softmax_cross_entropy_with_logits(labels=lab, logits=a), f32(4, 1000),
           RNG.integers(0, 1000, 4).astype(np.int32), grads=True)
 
 

@@ -13,7 +13,6 @@ import os
 import cupyx.scipy.special as special
 import numpy as np
 
-
 from actorflow.kernels.cpu.random import _float_dtype, _shape
 from actorflow.kernels.gpu._common import cp
 from actorflow.kernels.registry import register_kernel
