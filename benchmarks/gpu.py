@@ -24,20 +24,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import CONV_BATCH, LEARNING_RATE, MLP_SIZES, _glorot, actorflow_step  # noqa: E402
-
-
-def make_problem(model, batch, seed=0):
-    rng = np.random.default_rng(seed)
-    if model == "mlp":
-        p = {"x": rng.standard_normal((batch, MLP_SIZES[0]), dtype=np.float32),
-             "y": rng.integers(0, MLP_SIZES[-1], batch).astype(np.int64)}
-        for i, (a, b) in enumerate(zip(MLP_SIZES[:-1], MLP_SIZES[1:])):
-            p[f"w{i}"] = _glorot(rng, (a, b), a, b)
-            p[f"b{i}"] = np.full(b, 0.01, np.float32)
-        return p
-    from train_step import make_problem as conv_problem
-    return conv_problem("convnet", seed)
+from train_step import CONV_BATCH, actorflow_step, make_problem, torch_step  # noqa: E402
 
 
 def af_gpu_step(model, prob, feed_gpu=True):
@@ -61,54 +48,6 @@ def _copy_nodes(step):
     return sorted(c.name for c in exe._copies.values())
 
 
-def torch_gpu_step(model, prob):
-    import torch
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    nn = torch.nn
-    dev = "cuda"
-    if model == "mlp":
-        layers = []
-        n = len(MLP_SIZES) - 1
-        for i in range(n):
-            lin = nn.Linear(MLP_SIZES[i], MLP_SIZES[i + 1])
-            with torch.no_grad():
-                lin.weight.copy_(torch.from_numpy(prob[f"w{i}"].T))
-                lin.bias.copy_(torch.from_numpy(prob[f"b{i}"]))
-            layers += [lin, nn.ReLU()] if i < n - 1 else [lin]
-        net = nn.Sequential(*layers).to(dev)
-        x = torch.from_numpy(prob["x"]).to(dev)
-    else:
-        convs = []
-        for i, (ci, co) in enumerate(((1, 32), (32, 64))):
-            c = nn.Conv2d(ci, co, 5, padding=2)
-            with torch.no_grad():
-                c.weight.copy_(torch.from_numpy(prob[f"c{i}"].transpose(3, 2, 0, 1).copy()))
-                c.bias.copy_(torch.from_numpy(prob[f"cb{i}"]))
-            convs.append(c)
-        fc0, fc1 = nn.Linear(3136, 1024), nn.Linear(1024, 10)
-        with torch.no_grad():
-            w0 = prob["w0"].reshape(7, 7, 64, 1024).transpose(2, 0, 1, 3).reshape(3136, 1024)
-            fc0.weight.copy_(torch.from_numpy(w0.T.copy()))
-            fc0.bias.copy_(torch.from_numpy(prob["b0"]))
-            fc1.weight.copy_(torch.from_numpy(prob["w1"].T.copy()))
-            fc1.bias.copy_(torch.from_numpy(prob["b1"]))
-        net = nn.Sequential(convs[0], nn.ReLU(), nn.MaxPool2d(2), convs[1], nn.ReLU(), nn.MaxPool2d(2),
-                            nn.Flatten(), fc0, nn.ReLU(), fc1).to(dev)
-        x = torch.from_numpy(prob["x"].transpose(0, 3, 1, 2).copy()).to(dev)
-    y = torch.from_numpy(prob["y"]).to(dev)
-    opt = torch.optim.SGD(net.parameters(), lr=LEARNING_RATE)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(x), y)
-        loss.backward()
-        opt.step()
-        return float(loss.item())
-    return step
-
-
 def timed_rounds(steppers: dict, rounds: int, per_round: int) -> dict:
     for s in steppers.values():          # warm-up: compile kernels, fill memory pools
         for _ in range(5):
@@ -124,13 +63,13 @@ def timed_rounds(steppers: dict, rounds: int, per_round: int) -> dict:
 
 
 def bench_model(model, batch, rounds, per_round):
-    prob = make_problem(model, batch)
+    prob = make_problem(model, batch=batch)
     af_step, af_close = af_gpu_step(model, prob)
     af_np_step, af_np_close = af_gpu_step(model, prob, feed_gpu=False)
-    torch_step = torch_gpu_step(model, prob)
-    l0, l1, l2 = af_step(), af_np_step(), torch_step()
+    t_step = torch_step(model, prob, "cuda")
+    l0, l1, l2 = af_step(), af_np_step(), t_step()
     copies = _copy_nodes(af_step)
-    res = timed_rounds({"actorflow": af_step, "actorflow (numpy feeds)": af_np_step, "pytorch": torch_step},
+    res = timed_rounds({"actorflow": af_step, "actorflow (numpy feeds)": af_np_step, "pytorch": t_step},
                        rounds, per_round)
     af_close()
     af_np_close()

@@ -58,13 +58,14 @@ def _glorot(rng, shape, fan_in, fan_out):
     return rng.uniform(-limit, limit, shape).astype(np.float32)
 
 
-def make_problem(model: str, seed: int = 0) -> dict:
+def make_problem(model: str, seed: int = 0, batch: int | None = None) -> dict:
     """Inputs, labels and initial parameters (NHWC activations, HWIO filters, [in, out] kernels)."""
     rng = np.random.default_rng(seed)
     if model == "mlp":
         sizes = MLP_SIZES
-        p = {"x": rng.standard_normal((MLP_BATCH, sizes[0]), dtype=np.float32),
-             "y": rng.integers(0, sizes[-1], MLP_BATCH).astype(np.int64)}
+        batch = batch or MLP_BATCH
+        p = {"x": rng.standard_normal((batch, sizes[0]), dtype=np.float32),
+             "y": rng.integers(0, sizes[-1], batch).astype(np.int64)}
         for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
             p[f"w{i}"] = _glorot(rng, (a, b), a, b)
             p[f"b{i}"] = np.full(b, 0.01, np.float32)
@@ -318,9 +319,14 @@ def actorflow_step(model, prob):
 # PyTorch
 # ---------------------------------------------------------------------------------------------
 
-def torch_step(model, prob):
+def torch_step(model, prob, device="cpu"):
+    """The PyTorch step on `device` ("cpu": 2 threads; "cuda": float32 without TF32)."""
     import torch
-    torch.set_num_threads(2)
+    if device == "cpu":
+        torch.set_num_threads(2)
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     nn = torch.nn
     if model == "mlp":
         layers = []
@@ -331,8 +337,8 @@ def torch_step(model, prob):
                 lin.weight.copy_(torch.from_numpy(prob[f"w{i}"].T))
                 lin.bias.copy_(torch.from_numpy(prob[f"b{i}"]))
             layers += [lin, nn.ReLU()] if i < n - 1 else [lin]
-        net = nn.Sequential(*layers)
-        x = torch.from_numpy(prob["x"])
+        net = nn.Sequential(*layers).to(device)
+        x = torch.from_numpy(prob["x"]).to(device)
     else:
         convs = []
         for i, (ci, co) in enumerate(((1, 32), (32, 64))):
@@ -350,9 +356,9 @@ def torch_step(model, prob):
             fc1.weight.copy_(torch.from_numpy(prob["w1"].T.copy()))
             fc1.bias.copy_(torch.from_numpy(prob["b1"]))
         net = nn.Sequential(convs[0], nn.ReLU(), nn.MaxPool2d(2), convs[1], nn.ReLU(), nn.MaxPool2d(2),
-                            nn.Flatten(), fc0, nn.ReLU(), fc1)
-        x = torch.from_numpy(prob["x"].transpose(0, 3, 1, 2).copy())
-    y = torch.from_numpy(prob["y"])
+                            nn.Flatten(), fc0, nn.ReLU(), fc1).to(device)
+        x = torch.from_numpy(prob["x"].transpose(0, 3, 1, 2).copy()).to(device)
+    y = torch.from_numpy(prob["y"]).to(device)
     opt = torch.optim.SGD(net.parameters(), lr=LEARNING_RATE)
     loss_fn = nn.CrossEntropyLoss()
 

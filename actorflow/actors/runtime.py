@@ -378,10 +378,9 @@ class Executable:
                 if producer is not None:
                     want = self._input_device(op, slot) if devices is not None else None
                     if want is not None and want != self._output_device(producer):
-                        c = self._copy_actor((producer, idx), want, producer.outputs[idx].name)
-                        if not c.outs:
+                        c, new = self._copy_actor((producer, idx), want, producer.outputs[idx].name)
+                        if new:
                             outs[producer][idx].append((c, 0))
-                            c.outs = ([],)
                         c.outs[0].append((actor, slot))
                     else:
                         outs[producer][idx].append((actor, slot))
@@ -412,9 +411,8 @@ class Executable:
             for op, slot in targets:
                 want = self._input_device(op, slot) if devices is not None else None
                 if want is not None and want != "CPU":
-                    c = self._copy_actor(("feed", fi), want, plan.feeds[fi].name)
-                    if not c.outs:
-                        c.outs = ([],)
+                    c, new = self._copy_actor(("feed", fi), want, plan.feeds[fi].name)
+                    if new:
                         direct.append((c, 0))
                     c.outs[0].append((self.actors[op], slot))
                 else:
@@ -427,9 +425,6 @@ class Executable:
         self._actor_list = list(self.actors.values()) + list(self._copies.values())
 
     # -- devices ------------------------------------------------------------------------------
-    def _device(self, op) -> str:
-        return self.devices.get(op, "CPU")
-
     def _output_device(self, op) -> str:
         if op.type == "IsVariableInitialized":
             return "CPU"
@@ -458,20 +453,21 @@ class Executable:
                 continue
             want = self._input_device(op, slot)
             if want is not None and want != "CPU":
-                actor.template[slot] = get_kernel("_HostToDevice", "GPU").factory({"device": want})(v)
+                actor.template[slot] = _copy_kernel(want)(v)
 
     def _copy_actor(self, key, device, what):
-        """The actor copying `key` (a producer's output or a feed) to `device`, made once."""
+        """(the actor copying `key`, a producer's output or a feed, to `device`; True when it was
+        just made and still needs an edge from its source)."""
         c = self._copies.get((key, device))
-        if c is None:
-            to_host = device == "CPU"
-            op_type = "_DeviceToHost" if to_host else "_HostToDevice"
-            fn = get_kernel(op_type, "GPU").factory({"device": device})
-            # A copy to the host waits for the GPU: it runs on the pool, never on the loop.
-            c = SingleInputActor(self.rt, f"{what}/_copy_to_{device}", op_type, fn, 1, [None, 1],
-                                 offload=to_host)
-            self._copies[(key, device)] = c
-        return c
+        if c is not None:
+            return c, False
+        to_host = device == "CPU"
+        # A copy to the host waits for the GPU: it runs on the pool, never on the loop.
+        c = SingleInputActor(self.rt, f"{what}/_copy_to_{device}", "_DeviceToHost" if to_host else "_HostToDevice",
+                             _copy_kernel(device), 1, [None, 1], offload=to_host)
+        c.outs = ([],)
+        self._copies[(key, device)] = c
+        return c, True
 
     def _make_actor(self, op, n_in, tpl, count, refs, container):
         rt = self.rt
@@ -503,7 +499,7 @@ class Executable:
         if op.type == "Const":
             value = op.attrs["value"]
             if device_type == "GPU":
-                value = get_kernel("_HostToDevice", "GPU").factory({"device": self.devices[op]})(value)
+                value = _copy_kernel(self.devices[op])(value)
             cls = _actor_class(count)
             return cls(rt, name, "Const", lambda: value, n_in, tpl)
         if op.type in ("Placeholder",):
@@ -578,6 +574,12 @@ class Executable:
         for a in self._actor_list:
             if a.pending:
                 a.drop(step)
+
+
+def _copy_kernel(device: str):
+    """The kernel copying a value to `device` ("CPU" or "GPU:i")."""
+    op_type = "_DeviceToHost" if device == "CPU" else "_HostToDevice"
+    return get_kernel(op_type, "GPU").factory({"device": device})
 
 
 def _assign_devices(plan, soft, auto_gpu):

@@ -104,10 +104,10 @@ def _convert_feed(t: Tensor, value):
     if isinstance(value, Tensor):
         raise FeedError(t.op.name, None, f"The value of a feed cannot be an af.Tensor object ('{value.name}'). "
                                          f"Acceptable feed values include Python scalars, strings, lists, numpy ndarrays.")
-    if type(value) is not np.ndarray and hasattr(value, "__cuda_array_interface__"):
-        return _convert_device_feed(t, value)
+    # A CuPy array is taken as it is: it stays on its GPU (ops on the CPU get a copy).
+    on_gpu = type(value) is not np.ndarray and hasattr(value, "__cuda_array_interface__")
     try:
-        src = value if isinstance(value, np.ndarray) else np.asarray(value)
+        src = value if on_gpu or isinstance(value, np.ndarray) else np.asarray(value)
     except Exception as e:  # noqa: BLE001
         raise FeedError(t.op.name, None, f"Cannot convert feed value for '{t.name}': {e}") from None
     kind = src.dtype.kind
@@ -116,20 +116,6 @@ def _convert_feed(t: Tensor, value):
         raise FeedError(t.op.name, None, f"Cannot feed value of dtype {src.dtype} for tensor '{t.name}', which has "
                                          f"dtype {want.name} and shape {t.shape}")
     arr = src if src.dtype == want.np else src.astype(want.np)
-    if not t.shape.is_compatible_with(arr.shape):
-        raise FeedError(t.op.name, None, f"Cannot feed value of shape {tuple(arr.shape)} for Tensor '{t.name}', which "
-                                         f"has shape {t.shape} (dtype {want.name})")
-    return arr
-
-
-def _convert_device_feed(t: Tensor, value):
-    """A CuPy array fed as is: it stays on its GPU (ops on the CPU get a copy)."""
-    want = t.dtype
-    kind = value.dtype.kind
-    if (want.is_integer and kind == "f") or (want.is_bool and kind != "b"):
-        raise FeedError(t.op.name, None, f"Cannot feed value of dtype {value.dtype} for tensor '{t.name}', which has "
-                                         f"dtype {want.name} and shape {t.shape}")
-    arr = value if value.dtype == want.np else value.astype(want.np)
     if not t.shape.is_compatible_with(arr.shape):
         raise FeedError(t.op.name, None, f"Cannot feed value of shape {tuple(arr.shape)} for Tensor '{t.name}', which "
                                          f"has shape {t.shape} (dtype {want.name})")

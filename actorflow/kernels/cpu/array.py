@@ -440,8 +440,10 @@ def tile(x, multiples):
 _register_fn("Tile", tile, cost=_tile_cost)
 
 
-def _pad(op: str, x, paddings, value):
-    x = np.asarray(x)
+def _pad(op: str, x, paddings, value, xp=np):
+    """Pad/PadV2 on numpy arrays, or with `xp` another array module's (the GPU kernels pass CuPy)."""
+    if xp is np:
+        x = np.asarray(x)
     p = np.asarray(paddings)
     if p.shape != (x.ndim, 2):
         raise InvalidArgumentError(f"{op}: The first dimension of paddings must be the rank of "
@@ -453,7 +455,7 @@ def _pad(op: str, x, paddings, value):
         return x
     shape = tuple(d + a + b for d, (a, b) in zip(x.shape, pads))
     # np.pad walks the array in Python; one fill plus one block copy is several times faster.
-    out = np.zeros(shape, x.dtype) if value == 0 else np.full(shape, value, x.dtype)
+    out = xp.zeros(shape, x.dtype) if value == 0 else xp.full(shape, value, x.dtype)
     out[tuple(slice(a, a + d) for d, (a, _) in zip(x.shape, pads))] = x
     return out
 

@@ -108,19 +108,25 @@ def random_uniform_int(attrs):
     tout = attrs.get("Tout")
 
     def fn(shape, minval, maxval):
-        dims = _shape("RandomUniformInt", shape)
-        minval, maxval = np.asarray(minval), np.asarray(maxval)
-        if minval.ndim or maxval.ndim:
-            raise ValueError(f"RandomUniformInt: minval and maxval must be scalars, got shapes "
-                             f"{minval.shape} and {maxval.shape}")
-        dtype = np.dtype(tout) if tout is not None else minval.dtype
-        if dtype.kind not in "iu":
-            raise TypeError(f"RandomUniformInt: output dtype must be an integer type, got {dtype}")
-        lo, hi = int(minval), int(maxval)
+        dims, dtype, lo, hi = uniform_int_args(tout, shape, minval, maxval)
         if 0 in dims:
-            # As in TF, an empty output needs no valid range ("zero impossible things are fine").
             return np.empty(dims, dtype)
-        if not lo < hi:
-            raise ValueError(f"RandomUniformInt: need minval < maxval, got minval={lo} and maxval={hi}")
         return gen.integers(lo, hi, size=dims, dtype=dtype)
     return fn
+
+
+def uniform_int_args(tout, shape, minval, maxval):
+    """RandomUniformInt's checked (dims, dtype, lo, hi); an empty output needs no valid range."""
+    dims = _shape("RandomUniformInt", shape)
+    minval, maxval = np.asarray(minval), np.asarray(maxval)
+    if minval.ndim or maxval.ndim:
+        raise ValueError(f"RandomUniformInt: minval and maxval must be scalars, got shapes "
+                         f"{minval.shape} and {maxval.shape}")
+    dtype = np.dtype(tout) if tout is not None else minval.dtype
+    if dtype.kind not in "iu":
+        raise TypeError(f"RandomUniformInt: output dtype must be an integer type, got {dtype}")
+    lo, hi = int(minval), int(maxval)
+    # As in TF, an empty output needs no valid range ("zero impossible things are fine").
+    if 0 not in dims and not lo < hi:
+        raise ValueError(f"RandomUniformInt: need minval < maxval, got minval={lo} and maxval={hi}")
+    return dims, dtype, lo, hi

@@ -6,7 +6,8 @@ import numpy as np
 
 from actorflow.kernels.registry import get_kernel, register_kernel
 
-__all__ = ["cp", "register_fn", "host_kernel", "raw_kernel", "floats_only", "host_value", "ctype"]
+__all__ = ["cp", "register_fn", "reuse_cpu_kernel", "host_kernel", "raw_kernel", "floats_only", "host_value",
+           "ctype", "launch"]
 
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
@@ -33,6 +34,14 @@ def _to_device(v):
     return v
 
 
+def reuse_cpu_kernel(op_type: str, **kw) -> None:
+    """Registers the CPU kernel itself as the GPU one, for ops whose numpy calls dispatch to CuPy
+    (array-function protocol) or that only move references around."""
+    def factory(attrs):
+        return get_kernel(op_type, "CPU").factory(attrs)
+    register_kernel(op_type, "GPU", releases_gil=False, **kw)(factory)
+
+
 def host_kernel(op_type: str, **kw) -> None:
     """Registers, for an op whose work is shape bookkeeping on small integer vectors (Range,
     BroadcastGradientArgs, ...), a GPU kernel that reads every input on the host (TF's
@@ -44,13 +53,6 @@ def host_kernel(op_type: str, **kw) -> None:
             return _to_device(cpu(*(host_value(v) for v in inputs)))
         return fn
     register_kernel(op_type, "GPU", releases_gil=False, **kw)(factory)
-
-
-def synced_kernel(op_type: str, **kw) -> None:
-    """Registers, for an op whose output shape depends on input values (DynamicPartition,
-    DynamicStitch), a GPU kernel that waits for its inputs, runs the CPU kernel and copies the
-    result back: the one place a GPU kernel synchronizes, as TF's do for these ops."""
-    host_kernel(op_type, **kw)
 
 
 def ctype(dtype) -> str:

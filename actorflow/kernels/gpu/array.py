@@ -14,9 +14,9 @@ import numpy as np
 
 from actorflow.errors import InvalidArgumentError
 from actorflow.kernels.cpu import array as cpu_array
-from actorflow.kernels.cpu.array import _axis, _contiguous, _int_list, _masks, _slice_spec, _strided_slice_spec
-from actorflow.kernels.gpu._common import cp, host_kernel, register_fn, synced_kernel
-from actorflow.kernels.registry import get_kernel, register_kernel
+from actorflow.kernels.cpu.array import _axis, _contiguous, _int_list, _masks, _pad, _slice_spec, _strided_slice_spec
+from actorflow.kernels.gpu._common import cp, host_kernel, register_fn, reuse_cpu_kernel
+from actorflow.kernels.registry import register_kernel
 
 # -- the CPU kernel as is: its numpy calls dispatch to CuPy ---------------------------------------
 _SAME_AS_CPU = {"Identity": (), "StopGradient": (), "PlaceholderWithDefault": (), "Reshape": (1,),
@@ -24,14 +24,8 @@ _SAME_AS_CPU = {"Identity": (), "StopGradient": (), "PlaceholderWithDefault": ()
                 "SplitV": (1, 2), "Pack": (), "Unpack": (), "Tile": (1,), "BroadcastTo": (1,)}
 
 
-def _reuse(op_type, host_inputs):
-    def factory(attrs):
-        return get_kernel(op_type, "CPU").factory(attrs)
-    register_kernel(op_type, "GPU", releases_gil=False, host_inputs=host_inputs)(factory)
-
-
 for _op, _host in _SAME_AS_CPU.items():
-    _reuse(_op, _host)
+    reuse_cpu_kernel(_op, host_inputs=_host)
 
 
 def snapshot(x):
@@ -83,28 +77,12 @@ def strided_slice_grad_kernel(attrs):
     return strided_slice_grad
 
 
-def _pad(op, x, paddings, value):
-    p = np.asarray(paddings)
-    if p.shape != (x.ndim, 2):
-        raise InvalidArgumentError(f"{op}: The first dimension of paddings must be the rank of inputs "
-                                   f"[{x.ndim}, 2], got {list(p.shape)}")
-    pads = p.tolist()
-    if any(a < 0 or b < 0 for a, b in pads):
-        raise InvalidArgumentError(f"{op}: Paddings must be non-negative: {pads}")
-    if not any(a or b for a, b in pads):
-        return x
-    shape = tuple(d + a + b for d, (a, b) in zip(x.shape, pads))
-    out = cp.zeros(shape, x.dtype) if value == 0 else cp.full(shape, value, x.dtype)
-    out[tuple(slice(a, a + d) for d, (a, _) in zip(x.shape, pads))] = x
-    return out
-
-
 def pad(x, paddings):
-    return _pad("Pad", x, paddings, 0)
+    return _pad("Pad", x, paddings, 0, cp)
 
 
 def pad_v2(x, paddings, constant_values):
-    return _pad("PadV2", x, paddings, np.asarray(constant_values).reshape(()).item())
+    return _pad("PadV2", x, paddings, np.asarray(constant_values).reshape(()).item(), cp)
 
 
 register_fn("Pad", pad, host_inputs=(1,))
@@ -148,9 +126,10 @@ def one_hot_kernel(attrs):
 # Integer bookkeeping on small vectors: computed on the host, as TF's GPU kernels do (HostMemory).
 for _op in ("Range", "BroadcastGradientArgs", "InvertPermutation"):
     host_kernel(_op)
-# Output shapes that depend on the values: the kernel has to wait for its inputs.
+# Output shapes that depend on the values: the kernel waits for its inputs (the one place a GPU
+# kernel synchronizes, as TF's do for these ops).
 for _op in ("DynamicPartition", "DynamicStitch", "ParallelDynamicStitch"):
-    synced_kernel(_op)
+    host_kernel(_op)
 
 
 @register_kernel("GatherV2", "GPU", releases_gil=False, host_inputs=(2,))
@@ -206,11 +185,5 @@ register_fn("UnsortedSegmentSum", unsorted_segment_sum, host_inputs=(2,))
 
 # -- step-local accumulators (values saved by a while loop for its gradient) ------------------------
 # The accumulator is a host object; a GPU value is saved and returned as is, never copied.
-def _reuse_accumulator(op_type, device_inputs):
-    def factory(attrs):
-        return get_kernel(op_type, "CPU").factory(attrs)
-    register_kernel(op_type, "GPU", releases_gil=False, device_inputs=device_inputs)(factory)
-
-
-_reuse_accumulator("AccumulatorPush", (1,))
-_reuse_accumulator("AccumulatorPop", ())
+reuse_cpu_kernel("AccumulatorPush", device_inputs=(1,))
+reuse_cpu_kernel("AccumulatorPop", device_inputs=())

@@ -34,20 +34,14 @@ def _copy_stream(device: int):
     return s
 
 
-class _Staging:
-    """Pinned buffers in flight, kept alive until their copy has finished."""
-
-    def __init__(self):
-        self.in_flight: collections.deque = collections.deque()
-
-    def hold(self, event, buf) -> None:
-        q = self.in_flight
-        while q and q[0][0].done:
-            q.popleft()
-        q.append((event, buf))
+# Pinned buffers of host-to-device copies in flight, kept alive until their copy has finished.
+_in_flight: collections.deque = collections.deque()
 
 
-_staging = _Staging()
+def _hold(event, buf) -> None:
+    while _in_flight and _in_flight[0][0].done:
+        _in_flight.popleft()
+    _in_flight.append((event, buf))
 
 
 def _device_index(attrs) -> int:
@@ -76,7 +70,7 @@ def to_device(x, device: int = 0):
         out.set(buf, stream=stream)
         ev = stream.record()
         cp.cuda.get_current_stream().wait_event(ev)
-        _staging.hold(ev, buf)
+        _hold(ev, buf)
         return out
 
 
@@ -88,12 +82,8 @@ def to_host(x):
         return x.get()
     with x.device:
         stream = _copy_stream(x.device.id)
-        ev = cp.cuda.get_current_stream().record()
-        stream.wait_event(ev)
         src = x if x.flags.c_contiguous else cp.ascontiguousarray(x)
-        if src is not x:
-            ev = cp.cuda.get_current_stream().record()
-            stream.wait_event(ev)
+        stream.wait_event(cp.cuda.get_current_stream().record())
         out = cupyx.empty_pinned(x.shape, x.dtype)
         src.get(stream=stream, out=out)
         stream.synchronize()

@@ -184,8 +184,16 @@ def _check_features(op, x):
     return cp.ascontiguousarray(x)
 
 
-def _warp_rows_launch(kernel, rows, args):
-    launch(kernel, rows * 32, args, block=256)
+def _xent(kernel, x, labels):
+    """(loss, backprop) of a cross-entropy kernel run one warp per row."""
+    rows, cols = x.shape
+    loss = cp.empty(rows, x.dtype)
+    back = cp.empty_like(x)
+    if cols == 0:
+        loss.fill(0)
+    else:
+        launch(kernel(x.dtype), rows * 32, (x, labels, loss, back, np.int32(rows), np.int32(cols)), block=256)
+    return loss, back
 
 
 @register_kernel("SparseSoftmaxCrossEntropyWithLogits", "GPU", releases_gil=False)
@@ -199,15 +207,7 @@ def sparse_softmax_cross_entropy_with_logits(attrs):
                              f"to match features {x.shape}, got {labels.shape}")
         if labels.dtype.kind not in "iu":
             raise TypeError(f"SparseSoftmaxCrossEntropyWithLogits: labels must be integers, got {labels.dtype}")
-        rows, cols = x.shape
-        loss = cp.empty(rows, x.dtype)
-        back = cp.empty_like(x)
-        if cols == 0:
-            loss.fill(0)
-            return loss, back
-        lab = labels.astype(np.int64, copy=False)
-        _warp_rows_launch(_sparse_xent(x.dtype), rows, (x, lab, loss, back, np.int32(rows), np.int32(cols)))
-        return loss, back
+        return _xent(_sparse_xent, x, labels.astype(np.int64, copy=False))
     return floats_only(fn)
 
 
@@ -220,14 +220,7 @@ def softmax_cross_entropy_with_logits(attrs):
         except ValueError:
             raise ValueError(f"SoftmaxCrossEntropyWithLogits: labels of shape {labels.shape} do not match "
                              f"features of shape {x.shape}") from None
-        rows, cols = x.shape
-        loss = cp.empty(rows, x.dtype)
-        back = cp.empty_like(x)
-        if cols == 0:
-            loss.fill(0)
-            return loss, back
-        _warp_rows_launch(_dense_xent(x.dtype), rows, (x, lab, loss, back, np.int32(rows), np.int32(cols)))
-        return loss, back
+        return _xent(_dense_xent, x, lab)
     return floats_only(fn)
 
 

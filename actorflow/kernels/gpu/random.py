@@ -13,7 +13,7 @@ import os
 import cupyx.scipy.special as special
 import numpy as np
 
-from actorflow.kernels.cpu.random import _float_dtype, _shape
+from actorflow.kernels.cpu.random import _float_dtype, _shape, uniform_int_args
 from actorflow.kernels.gpu._common import cp
 from actorflow.kernels.registry import register_kernel
 
@@ -76,18 +76,8 @@ def random_uniform_int(attrs):
     tout = attrs.get("Tout")
 
     def fn(shape, minval, maxval):
-        dims = _shape("RandomUniformInt", shape)
-        minval, maxval = np.asarray(minval), np.asarray(maxval)
-        if minval.ndim or maxval.ndim:
-            raise ValueError(f"RandomUniformInt: minval and maxval must be scalars, got shapes "
-                             f"{minval.shape} and {maxval.shape}")
-        dtype = np.dtype(tout) if tout is not None else minval.dtype
-        if dtype.kind not in "iu":
-            raise TypeError(f"RandomUniformInt: output dtype must be an integer type, got {dtype}")
-        lo, hi = int(minval), int(maxval)
+        dims, dtype, lo, hi = uniform_int_args(tout, shape, minval, maxval)
         if 0 in dims:
             return cp.empty(dims, dtype)
-        if not lo < hi:
-            raise ValueError(f"RandomUniformInt: need minval < maxval, got minval={lo} and maxval={hi}")
         return gen.integers(lo, hi, size=dims, dtype=dtype)
     return fn
