@@ -183,6 +183,13 @@ class _Run:
                                            local_step=local, step=gs, duration_s=round(t1 - t0, 3))
                             recoveries = sess.recoveries
                         local += 1
+                        if rep.sync_opt is not None and int(out[0]) >= self.wl.steps:
+                            # The train op gives the step this worker computes next (the
+                            # documented sync loop: `while step < last_step`). StopAtStepHook
+                            # guesses it from the global step read when the run began, which a
+                            # straggler's run outlives: it would compute, and have admitted, a
+                            # gradient for a step after the last, which is never applied.
+                            break
         except BaseException as e:  # noqa: BLE001 - a client that dies is a finding, recorded
             self.client_errors[w] = f"{type(e).__name__}: {getattr(e, 'message', str(e)).splitlines()[0][:300]}"
             self.hlog.emit("client_failed", task=task, worker=w, error=self.client_errors[w])
