@@ -608,6 +608,9 @@ def main(argv=None):
             else:
                 print("(TensorFlow not importable and no --tf-python given: skipped)")
     print(f"training-step time, SGD lr {LEARNING_RATE}, float32, 2 threads per framework; {os.cpu_count()} CPUs")
+    from actorflow.kernels.cpu.blas import backend
+    print(f"actorflow GEMM backend: {backend()} (numpy floors: numpy's own BLAS; `pip install actorflow[mkl]` "
+          f"for MKL, AF_BLAS=numpy to compare)")
     _check_load("before the run")
     try:
         for m in models:

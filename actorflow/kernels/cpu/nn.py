@@ -1,7 +1,7 @@
 """CPU kernels for neural-network ops: matmul, softmax and cross-entropy, bias, convolution, pooling.
 
 Layout is TensorFlow's: NHWC activations and HWIO filters. A convolution is an im2col pass (a numba
-loop) followed by a GEMM through ``np.matmul`` (BLAS), done over cache-sized chunks of the batch; its
+loop) followed by a GEMM (``blas.matmul``: MKL when installed, else numpy's BLAS), done over cache-sized chunks of the batch; its
 input gradient is a GEMM followed by a col2im scatter-add. Pooling and the softmax family are single
 fused numba loops. Every numba kernel is compiled lazily on first call, cached on disk, and releases
 the GIL; none of them is parallel, because the runtime already runs independent ops on separate
@@ -15,6 +15,7 @@ import threading
 import numpy as np
 from numba import njit, uintp
 
+from actorflow.kernels.cpu.blas import matmul as gemm
 from actorflow.kernels.registry import register_kernel
 
 # A convolution runs im2col + GEMM over chunks of the batch whose column buffer holds at most this
@@ -55,7 +56,7 @@ def _matmul_split(attrs):
             return None           # the kernel reports shape errors; small products are not worth it
         out = np.empty((m, b2.shape[1]), dtype=np.result_type(a2.dtype, b2.dtype))
         bounds = [m * i // parts for i in range(parts + 1)]
-        return out, [functools.partial(np.matmul, a2[lo:hi], b2, out=out[lo:hi])
+        return out, [functools.partial(gemm, a2[lo:hi], b2, out[lo:hi])
                      for lo, hi in zip(bounds[:-1], bounds[1:])]
     return split
 
@@ -77,7 +78,7 @@ def matmul(attrs):
         if a2.shape[1] != b2.shape[0]:
             raise ValueError(f"MatMul: inner dimensions differ: op(a) is {a2.shape} and op(b) is {b2.shape} "
                              f"(transpose_a={ta}, transpose_b={tb})")
-        return np.matmul(a2, b2)
+        return gemm(a2, b2)
     return fn
 
 
@@ -625,7 +626,7 @@ def conv2d(attrs):
         for s in range(0, n, step):
             xs = x[s:s + step]
             cols = geo.im2col(xs, kh, kw, oh, ow, ph, pw)
-            np.matmul(cols, f2, out=out[s:s + step].reshape(-1, co))
+            gemm(cols, f2, out[s:s + step].reshape(-1, co))
         return _from_nhwc(out, geo.fmt)
     return _half_via_float32(fn)
 
@@ -661,7 +662,7 @@ def conv2d_backprop_input(attrs):
         step = geo.batch_chunk(n, oh * ow, kh * kw * c)
         for s in range(0, n, step):
             dys = dy[s:s + step].reshape(-1, co)
-            dcols = np.matmul(dys, f2t, out=_scratch.get((dys.shape[0], f2t.shape[1]), dtype))
+            dcols = gemm(dys, f2t, _scratch.get((dys.shape[0], f2t.shape[1]), dtype))
             dxs = dx[s:s + step]
             _col2im(dcols.reshape(-1), *dxs.shape, kh, kw, geo.sh, geo.sw, geo.dh, geo.dw, ph, pw, oh, ow,
                     dxs.reshape(-1))
@@ -704,7 +705,7 @@ def conv2d_backprop_filter(attrs):
         df_t = None
         for s in range(0, n, step):
             cols = geo.im2col(x[s:s + step], kh, kw, oh, ow, ph, pw)
-            part = np.matmul(dy[s:s + step].reshape(-1, co).T, cols)
+            part = gemm(dy[s:s + step].reshape(-1, co).T, cols)
             df_t = part if df_t is None else np.add(df_t, part, out=df_t)
         return np.ascontiguousarray(df_t.T).reshape(fshape).astype(dtype, copy=False)
     return _half_via_float32(fn)
