@@ -19,9 +19,16 @@ def _views(rng, m, k, n, dtype):
             (wide_a[:, 3:3 + k], wide_b[2:2 + k, 4:4 + n]), (a[::2], b), (a, b[:, ::3])]
 
 
+@pytest.fixture(params=["every product", "default threshold"])
+def gemm_threshold(request, monkeypatch):
+    """Every product through the GEMM library (when there is one), and the default size cut-off."""
+    if request.param == "every product":
+        monkeypatch.setattr(blas, "_MIN_FLOPS", 0)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(64, 48, 80), (1, 300, 200), (300, 200, 1), (200, 1, 300), (3, 4, 5)])
-def test_matmul_matches_numpy(dtype, shape):
+@pytest.mark.parametrize("shape", [(128, 64, 96), (1, 600, 500), (600, 500, 1), (500, 1, 600), (3, 4, 5)])
+def test_matmul_matches_numpy(dtype, shape, gemm_threshold):
     rng = np.random.default_rng(0)
     tol = 1e-4 if dtype == np.float32 else 1e-10
     for a, b in _views(rng, *shape, dtype):
@@ -31,7 +38,7 @@ def test_matmul_matches_numpy(dtype, shape):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * shape[1])
 
 
-def test_matmul_into_row_blocks_of_one_output():
+def test_matmul_into_row_blocks_of_one_output(gemm_threshold):
     rng = np.random.default_rng(1)
     a = rng.standard_normal((96, 64)).astype(np.float32)
     b = rng.standard_normal((64, 128)).astype(np.float32)
@@ -41,7 +48,7 @@ def test_matmul_into_row_blocks_of_one_output():
     np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-3)
 
 
-def test_matmul_falls_back_for_what_gemm_cannot_read():
+def test_matmul_falls_back_for_what_gemm_cannot_read(gemm_threshold):
     rng = np.random.default_rng(2)
     a = rng.standard_normal((40, 50))
     b = rng.standard_normal((50, 60))

@@ -349,8 +349,10 @@ class Server:
     async def _serve(self, ready: threading.Event):
         # Load the kernel modules before reporting healthy: imports must not stall the loop (and
         # heartbeats) during the first steps.
+        from actorflow.kernels.cpu.blas import backend
         from actorflow.kernels.registry import registered_ops
         registered_ops("CPU")
+        backend()          # loads MKL's libraries (~0.4 s) when it is installed
         self.service = WorkerService(self.cluster, self.job_name, self.task_index, self.token,
                                      asyncio.get_running_loop())
         runner = web.AppRunner(make_app(self.service), access_log=None, handle_signals=False)

@@ -31,7 +31,7 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _MKL_THREADING_SEQUENTIAL = 1
 _lock = threading.Lock()
 _gemm: dict | None = None           # dtype -> cblas function, once loaded; {} when MKL is not used
-_MIN_FLOPS = 1 << 15                # tiny products: numpy's call overhead is lower than ctypes'
+_MIN_FLOPS = 1 << 18                # small products (64^3): numpy's call costs less than ctypes'
 
 
 def _candidates():
