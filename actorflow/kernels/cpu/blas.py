@@ -36,7 +36,9 @@ _MIN_FLOPS = 1 << 18                # small products (64^3): numpy's call costs 
 
 def _candidates():
     names = ("libmkl_rt.so.3", "libmkl_rt.so.2", "libmkl_rt.so", "libmkl_rt.dylib", "mkl_rt.2.dll", "mkl_rt.dll")
-    for prefix in dict.fromkeys([sys.prefix, sys.base_prefix, os.environ.get("CONDA_PREFIX", "")]):
+    import site
+    user_base = getattr(site, "USER_BASE", None) or ""      # `pip install --user` puts data files here
+    for prefix in dict.fromkeys([sys.prefix, sys.base_prefix, os.environ.get("CONDA_PREFIX", ""), user_base]):
         if prefix:
             for sub in ("lib", "Library/bin"):
                 for n in names:
