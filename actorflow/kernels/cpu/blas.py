@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import glob
 import logging
 import os
+import site
 import sys
 import threading
 
@@ -36,7 +36,6 @@ _MIN_FLOPS = 1 << 18                # small products (64^3): numpy's call costs 
 
 def _candidates():
     names = ("libmkl_rt.so.3", "libmkl_rt.so.2", "libmkl_rt.so", "libmkl_rt.dylib", "mkl_rt.2.dll", "mkl_rt.dll")
-    import site
     user_base = getattr(site, "USER_BASE", None) or ""      # `pip install --user` puts data files here
     for prefix in dict.fromkeys([sys.prefix, sys.base_prefix, os.environ.get("CONDA_PREFIX", ""), user_base]):
         if prefix:
@@ -46,9 +45,6 @@ def _candidates():
     found = ctypes.util.find_library("mkl_rt")
     if found:
         yield found
-    for d in sys.path:            # a --target or user-site install keeps its data files beside it
-        if d and os.path.isdir(d):
-            yield from glob.glob(os.path.join(d, "mkl-*.data", "data", "lib", "libmkl_rt.so*"))
 
 
 def _load() -> dict:
@@ -118,25 +114,26 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
 
     Operands may be transposed views or row blocks of larger arrays: they are read in place.
     """
-    fns = _functions()
     dt = a.dtype
-    f = fns.get(dt) if fns else None
-    if a.ndim != 2 or b.ndim != 2:
+    f = _functions().get(dt)
+    if f is None or a.ndim != 2 or b.ndim != 2 or b.dtype != dt:
         return np.matmul(a, b, out=out)
     m, k = a.shape
     n = b.shape[1]
-    if f is None or b.dtype != dt or b.shape[0] != k or m * n * k < _MIN_FLOPS:
+    if b.shape[0] != k or m * n * k < _MIN_FLOPS:
         return np.matmul(a, b, out=out)
     oa, ob = _operand(a), _operand(b)
-    if out is None:
-        out = np.empty((m, n), dt)
-    oc = _operand(out) if out.dtype == dt and out.shape == (m, n) and out.flags.writeable else None
-    if oa is None or ob is None or oc is None or oc[0] != _NO_TRANS or _overlaps(out, a, b):
+    if oa is None or ob is None:
         return np.matmul(a, b, out=out)
-    (ta, lda), (tb, ldb), ldc = oa, ob, oc[1]
+    if out is None:
+        out = np.empty((m, n), dt)          # fresh: rows contiguous, shares nothing
+        ldc = n
+    else:
+        oc = _operand(out) if out.dtype == dt and out.shape == (m, n) and out.flags.writeable else None
+        if (oc is None or oc[0] != _NO_TRANS or np.may_share_memory(out, a)
+                or np.may_share_memory(out, b)):
+            return np.matmul(a, b, out=out)
+        ldc = oc[1]
+    (ta, lda), (tb, ldb) = oa, ob
     f(_ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0, out.ctypes.data, ldc)
     return out
-
-
-def _overlaps(out, a, b) -> bool:
-    return np.may_share_memory(out, a) or np.may_share_memory(out, b)

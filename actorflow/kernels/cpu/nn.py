@@ -1,8 +1,8 @@
 """CPU kernels for neural-network ops: matmul, softmax and cross-entropy, bias, convolution, pooling.
 
 Layout is TensorFlow's: NHWC activations and HWIO filters. A convolution is an im2col pass (a numba
-loop) followed by a GEMM (``blas.matmul``: MKL when installed, else numpy's BLAS), done over cache-sized chunks of the batch; its
-input gradient is a GEMM followed by a col2im scatter-add. Pooling and the softmax family are single
+loop) followed by a GEMM (``blas.matmul``: MKL when installed, else numpy's BLAS), done over
+cache-sized chunks of the batch; its input gradient is a GEMM followed by a col2im scatter-add. Pooling and the softmax family are single
 fused numba loops. Every numba kernel is compiled lazily on first call, cached on disk, and releases
 the GIL; none of them is parallel, because the runtime already runs independent ops on separate
 threads. numba has no float16 arithmetic, so half-precision convolution and pooling run in float32.
