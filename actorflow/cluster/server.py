@@ -26,7 +26,7 @@ from actorflow.graph.graph import Graph
 from actorflow.kernels.device_arrays import to_host
 from actorflow.scheduler.plan import make_plan
 from actorflow.sim import faults  # sim: fault-injection hooks, None unless a scenario installs one
-from actorflow.transport.channel import MAX_MESSAGE, TASK_HEADER, TOKEN_HEADER, Connection, Peer
+from actorflow.transport.channel import MAX_MESSAGE, TASK_HEADER, TOKEN_HEADER, Connection, Peer, accept_bulk
 from actorflow.transport.rendezvous import Rendezvous
 
 __all__ = ["Server", "WorkerService", "cluster_token"]
@@ -259,10 +259,11 @@ def make_app(service: WorkerService) -> web.Application:
                         request.remote)
             raise web.HTTPUnauthorized(text="invalid or missing cluster token")
         ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE, compress=False, autoping=True)
-        await ws.prepare(request)
         peer = request.headers.get(TASK_HEADER, "client")
-        conn = Connection(ws, service.handle, f"{peer} ({request.remote}) -> {service.name}", peer_task=peer,
-                          on_close=service.connection_lost)
+        name = f"{peer} ({request.remote}) -> {service.name}"
+        bulk = accept_bulk(request, ws, name)
+        await ws.prepare(request)
+        conn = Connection(ws, service.handle, name, peer_task=peer, on_close=service.connection_lost, bulk=bulk)
         service.connections.add(conn)
         try:
             await conn.serve()

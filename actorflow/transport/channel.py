@@ -17,9 +17,10 @@ import numpy as np
 
 from actorflow import errors
 from actorflow.sim import faults  # sim: fault-injection hooks, None unless a scenario installs one
+from actorflow.transport.bulk import BULK_HEADER, BULK_MIN, BulkStream, bulk_frame_head
 from actorflow.transport.codec import CHUNK, FrameError, decode, decode_header, encode, split_payload
 
-__all__ = ["Connection", "Peer", "TOKEN_HEADER", "MAX_MESSAGE"]
+__all__ = ["Connection", "Peer", "TOKEN_HEADER", "MAX_MESSAGE", "accept_bulk"]
 
 log = logging.getLogger(__name__)
 TOKEN_HEADER = "X-Actorflow-Token"
@@ -27,9 +28,23 @@ TASK_HEADER = "X-Actorflow-Task"       # who is connecting ("/job:worker/task:1"
 MAX_MESSAGE = CHUNK + (2 << 20)     # a websocket message: a chunk, or a header with small inline tensors
 
 
+class _BulkPayload:
+    """The payload of a frame that travels as one bulk frame (see transport/bulk.py)."""
+    __slots__ = ("bufs", "nbytes")
+
+    def __init__(self, bufs, nbytes: int):
+        self.bufs = bufs
+        self.nbytes = nbytes
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+
 class Connection:
-    def __init__(self, ws, handler, name: str, peer_task: str | None = None, on_close=None):
+    def __init__(self, ws, handler, name: str, peer_task: str | None = None, on_close=None,
+                 bulk: BulkStream | None = None):
         self.ws = ws
+        self.bulk = bulk                  # set where both ends negotiated bulk frames
         self.handler = handler            # handler(conn, header, tensors) -> None or awaitable
         self.name = name
         self.peer_task = peer_task        # the task at the other end, when it said
@@ -48,8 +63,13 @@ class Connection:
         """Queues a frame; the writer task sends frames in order."""
         if self.closed:
             raise errors.UnavailableError(None, None, f"connection to {self.name} is closed")
-        head, bufs = encode(header, tensors)
-        self._out.append(split_payload(head, bufs))
+        if self.bulk is None:
+            head, bufs = encode(header, tensors)
+            self._out.append(split_payload(head, bufs))
+        else:
+            head, bufs = encode(header, tensors, bulk_min=BULK_MIN)
+            n = sum(len(b) for b in bufs)
+            self._out.append([head, _BulkPayload(bufs, n)] if n >= BULK_MIN else split_payload(head, bufs))
         self._wake.set()
 
     async def _write_loop(self):
@@ -64,11 +84,27 @@ class Connection:
                     if faults.TRANSPORT is not None:
                         await faults.TRANSPORT.before_send(self, frame)
                     for m in frame:
-                        await ws.send_bytes(m)
+                        if type(m) is _BulkPayload:
+                            await self._send_bulk(m)
+                        else:
+                            await ws.send_bytes(m)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - a broken socket closes the connection
             self._close(errors.UnavailableError(None, None, f"connection to {self.name} failed: {e}"))
+
+    async def _send_bulk(self, payload: _BulkPayload) -> None:
+        """Writes one bulk frame straight to the socket; the transport holds the buffers, no copy."""
+        b = self.bulk
+        tr = b.transport
+        if tr.is_closing():
+            raise ConnectionResetError("transport is closing")
+        tr.write(bulk_frame_head(b.seq_out, payload.nbytes))
+        b.seq_out += 1
+        for buf in payload.bufs:
+            if len(buf):
+                tr.write(buf)
+        await b.drain()
 
     async def call(self, method: str, args: dict | None = None, tensors=(), timeout: float | None = 30.0):
         """Sends a request and awaits the reply: (result, tensors). Remote errors re-raise here."""
@@ -119,7 +155,15 @@ class Connection:
                 data = msg.data
                 header, off = decode_header(data)
                 n = header["n"]
-                if len(data) - off == n:
+                if header.get("b"):
+                    if self.bulk is None or len(data) != off:
+                        raise FrameError("a bulk payload announced on a connection that did not negotiate bulk "
+                                         "frames, or with inline payload bytes")
+                    buf = await self.bulk.take()
+                    if len(buf) != n:
+                        raise FrameError(f"bulk payload of {len(buf)} bytes where the header declares {n}")
+                    tensors = decode(header, buf, 0)
+                elif len(data) - off == n:
                     tensors = decode(header, data, off)
                 elif len(data) == off:
                     buf = np.empty(n, np.uint8)      # bytearray(n) would zero every page first
@@ -141,7 +185,10 @@ class Connection:
         except FrameError as e:
             log.warning("refusing malformed frame from %s: %s", self.name, e)
             self._close(errors.UnavailableError(None, None, f"malformed frame from {self.name}: {e}"))
-            await ws.close(code=aiohttp.WSCloseCode.UNSUPPORTED_DATA, message=str(e)[:120].encode())
+            try:
+                await ws.close(code=aiohttp.WSCloseCode.UNSUPPORTED_DATA, message=str(e)[:120].encode())
+            except Exception:  # noqa: BLE001 - a bulk stream that refused the frame already dropped the socket
+                pass
             return
         except asyncio.CancelledError:
             self._close(errors.CancelledError(None, None, f"connection to {self.name} cancelled"))
@@ -232,7 +279,8 @@ class Peer:
         while True:
             try:
                 ws = await self._session.ws_connect(
-                    f"http://{self.address}/ws", headers={TOKEN_HEADER: self.token, TASK_HEADER: self.local_task},
+                    f"http://{self.address}/ws",
+                    headers={TOKEN_HEADER: self.token, TASK_HEADER: self.local_task, BULK_HEADER: "1"},
                     max_msg_size=MAX_MESSAGE,
                     autoping=True, heartbeat=None, compress=0)
                 break
@@ -253,7 +301,12 @@ class Peer:
         writer = getattr(ws, "_writer", None)
         if writer is not None and hasattr(writer, "use_mask"):
             writer.use_mask = False
-        conn = Connection(ws, self.handler, self.name, peer_task=self.name, on_close=self.on_close)
+        bulk = None
+        resp = getattr(ws, "_response", None)
+        if resp is not None and resp.headers.get(BULK_HEADER) == "1" and writer is not None:
+            # The server sends nothing before our first request, so the stream starts at a frame boundary.
+            bulk = BulkStream.install(writer.transport, self.name)
+        conn = Connection(ws, self.handler, self.name, peer_task=self.name, on_close=self.on_close, bulk=bulk)
         self._conn = conn
         self._serve_task = loop.create_task(conn.serve())
         return conn
@@ -269,3 +322,15 @@ class Peer:
                 pass
         if self._session is not None:
             await self._session.close()
+
+
+def accept_bulk(request, ws, name: str) -> BulkStream | None:
+    """Server side of the bulk handshake; call before `ws.prepare(request)`.
+
+    Installed before the 101 response goes out, when the client cannot have sent any frame yet, so
+    the stream starts at a frame boundary. Returns None when the client did not ask for bulk frames.
+    """
+    if request.headers.get(BULK_HEADER) != "1" or request.transport is None:
+        return None
+    ws.headers[BULK_HEADER] = "1"
+    return BulkStream.install(request.transport, name)

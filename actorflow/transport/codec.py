@@ -7,7 +7,9 @@ malformed frames with FrameError. Tensors decode without a copy (`np.frombuffer`
 
 A large frame travels as several websocket messages (aiohttp moves 1 MiB messages several times
 faster than one huge one): the first carries the header and ``"n": total payload bytes``; the
-payload follows in as many raw continuation messages as needed.
+payload follows in as many raw continuation messages as needed. Between actorflow tasks, which
+negotiate bulk frames, a payload of 256 KiB or more instead follows as one bulk frame that the
+receiver reads straight into the tensor (transport/bulk.py); the header then says ``"b": 1``.
 """
 from __future__ import annotations
 
@@ -39,8 +41,12 @@ def _dtype_str(dt: np.dtype) -> str:
     return s
 
 
-def encode(header: dict, tensors=()) -> tuple[bytes, list]:
-    """Returns (head bytes, list of payload buffers). `tensors` are numpy arrays or scalars."""
+def encode(header: dict, tensors=(), bulk_min: int | None = None) -> tuple[bytes, list]:
+    """Returns (head bytes, list of payload buffers). `tensors` are numpy arrays or scalars.
+
+    With `bulk_min`, a payload of at least that many bytes is marked ``"b": 1``: it travels apart
+    from the header, as one bulk frame (transport/bulk.py).
+    """
     specs = []
     bufs = []
     for t in tensors:
@@ -55,6 +61,8 @@ def encode(header: dict, tensors=()) -> tuple[bytes, list]:
     h = dict(header)
     h["t"] = specs
     h["n"] = sum(s[2] for s in specs)
+    if bulk_min is not None and h["n"] >= bulk_min:
+        h["b"] = 1
     packed = msgpack.packb(h, use_bin_type=True)
     if len(packed) > MAX_HEADER:
         raise FrameError(f"header of {len(packed)} bytes exceeds the {MAX_HEADER}-byte limit")
