@@ -459,3 +459,24 @@ def test_arg_reduction_errors_and_ties():
     with pytest.raises(InvalidArgumentError, match="dimension"):
         run("ArgMin", np.zeros((2, 2)), np.int32(2))
     np.testing.assert_array_equal(run("ArgMax", np.zeros((0, 2)), np.int32(1)), np.zeros(0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3,), (64, 65), (256, 1024)])
+def test_relu_grad_matches_numpy_bit_for_bit(dtype, shape):
+    # Large float buffers take the fused numba pass; NaN and -0.0 must come out as numpy's g * (f > 0).
+    fn = get_kernel("ReluGrad", "CPU").factory({})
+    rng = np.random.default_rng(3)
+    g = rng.standard_normal(shape).astype(dtype)
+    f = rng.standard_normal(shape).astype(dtype)
+    g.reshape(-1)[::7] = np.nan
+    g.reshape(-1)[1::9] = -0.0
+    f.reshape(-1)[::11] = np.nan
+    f.reshape(-1)[::13] = 0
+    out = fn(g, f)
+    want = np.multiply(g, f > 0)
+    assert out.dtype == want.dtype and out.shape == want.shape
+    np.testing.assert_array_equal(out, want)
+    assert (np.signbit(out) == np.signbit(want)).all()
+    # Non-contiguous and mixed inputs fall back to numpy with the same result.
+    np.testing.assert_array_equal(fn(g.T, f.T), np.multiply(g.T, f.T > 0))
