@@ -294,3 +294,47 @@ async def test_malformed_bulk_frame_closes_that_connection_only(cluster, case):
         assert not other.closed
     finally:
         await bystander.close()
+
+
+async def test_bulk_header_without_a_websocket_handshake_leaves_http_alone(cluster):
+    # The stream is only installed for a real upgrade; the same keep-alive connection then serves HTTP.
+    conn = aiohttp.TCPConnector(limit=1)
+    async with aiohttp.ClientSession(connector=conn) as http:
+        headers = {TOKEN_HEADER: cluster.token, BULK_HEADER: "1"}
+        async with http.get(f"http://{_address(cluster)}/ws", headers=headers) as r:
+            assert r.status >= 400
+            await r.read()
+        for _ in range(3):
+            async with http.get(f"http://{_address(cluster)}/health", headers=headers) as r:
+                assert r.status == 200
+                assert (await r.json())["task"] == "/job:worker/task:0"
+
+
+def test_accept_bulk_needs_the_header_and_a_real_handshake():
+    from types import SimpleNamespace
+
+    from actorflow.transport.channel import accept_bulk
+
+    class WS:
+        def __init__(self, ok):
+            self.ok = ok
+            self.headers = {}
+
+        def can_prepare(self, request):
+            return SimpleNamespace(ok=self.ok)
+
+    def request(headers):
+        inner = FakeInner()
+        return SimpleNamespace(headers=headers, transport=FakeTransport(inner)), inner
+
+    req, inner = request({BULK_HEADER: "1"})
+    ws = WS(ok=False)
+    assert accept_bulk(req, ws, "x") is None and req.transport.protocol is inner and not ws.headers
+    req, inner = request({})
+    assert accept_bulk(req, WS(ok=True), "x") is None and req.transport.protocol is inner
+    req, inner = request({BULK_HEADER: "1"})
+    ws = WS(ok=True)
+    stream = accept_bulk(req, ws, "x")
+    assert req.transport.protocol is stream and ws.headers[BULK_HEADER] == "1"
+    stream.uninstall()
+    assert req.transport.protocol is inner

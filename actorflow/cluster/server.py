@@ -262,7 +262,12 @@ def make_app(service: WorkerService) -> web.Application:
         peer = request.headers.get(TASK_HEADER, "client")
         name = f"{peer} ({request.remote}) -> {service.name}"
         bulk = accept_bulk(request, ws, name)
-        await ws.prepare(request)
+        try:
+            await ws.prepare(request)
+        except BaseException:
+            if bulk is not None:
+                bulk.uninstall()
+            raise
         conn = Connection(ws, service.handle, name, peer_task=peer, on_close=service.connection_lost, bulk=bulk)
         service.connections.add(conn)
         try:

@@ -82,6 +82,11 @@ class BulkStream(asyncio.BufferedProtocol):
         transport.set_protocol(stream)
         return stream
 
+    def uninstall(self) -> None:
+        """Gives the transport back to aiohttp's protocol (a handshake that failed after install)."""
+        if self.transport.get_protocol() is self:
+            self.transport.set_protocol(self.inner)
+
     # -- receiving ------------------------------------------------------------------------------
     def get_buffer(self, sizehint: int):
         if self._state == _BULK and self._remaining:

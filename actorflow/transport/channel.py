@@ -328,9 +328,10 @@ def accept_bulk(request, ws, name: str) -> BulkStream | None:
     """Server side of the bulk handshake; call before `ws.prepare(request)`.
 
     Installed before the 101 response goes out, when the client cannot have sent any frame yet, so
-    the stream starts at a frame boundary. Returns None when the client did not ask for bulk frames.
+    the stream starts at a frame boundary. Returns None when the client did not ask for bulk frames
+    or the request is no websocket handshake; the caller uninstalls it if `prepare` fails.
     """
-    if request.headers.get(BULK_HEADER) != "1" or request.transport is None:
+    if request.headers.get(BULK_HEADER) != "1" or request.transport is None or not ws.can_prepare(request).ok:
         return None
     ws.headers[BULK_HEADER] = "1"
     return BulkStream.install(request.transport, name)
