@@ -96,6 +96,8 @@ class BulkStream(asyncio.BufferedProtocol):
         return self._sv
 
     def buffer_updated(self, nbytes: int) -> None:
+        if self._error is not None:
+            return                        # the socket is being dropped: ignore what is still read
         if self._direct:
             self._dpos += nbytes
             self._remaining -= nbytes
@@ -222,9 +224,8 @@ class BulkStream(asyncio.BufferedProtocol):
         w, self._waiter = self._waiter, None
         if w is not None and not w.done():
             w.set_exception(error)
-        self._state = _PASS          # ignore whatever else this read held
-        self._remaining = 1 << 62
-        self._direct = False
+        self._state = _HEAD
+        self._dest = self._dview = None
         if isinstance(error, FrameError) and not self.transport.is_closing():
             self.transport.abort()
 
@@ -252,9 +253,6 @@ class BulkStream(asyncio.BufferedProtocol):
         self.inner.resume_writing()
 
     # -- the rest of the protocol goes to aiohttp -----------------------------------------------
-    def connection_made(self, transport) -> None:     # not called after set_protocol; for completeness
-        self.inner.connection_made(transport)
-
     def connection_lost(self, exc) -> None:
         err = ConnectionResetError(f"connection to {self.name} lost" + (f": {exc}" if exc else ""))
         self._fail(err)

@@ -63,13 +63,10 @@ class Connection:
         """Queues a frame; the writer task sends frames in order."""
         if self.closed:
             raise errors.UnavailableError(None, None, f"connection to {self.name} is closed")
-        if self.bulk is None:
-            head, bufs = encode(header, tensors)
-            self._out.append(split_payload(head, bufs))
-        else:
-            head, bufs = encode(header, tensors, bulk_min=BULK_MIN)
-            n = sum(len(b) for b in bufs)
-            self._out.append([head, _BulkPayload(bufs, n)] if n >= BULK_MIN else split_payload(head, bufs))
+        bulk = self.bulk is not None
+        head, bufs = encode(header, tensors, bulk_min=BULK_MIN if bulk else None)
+        n = sum(len(b) for b in bufs) if bulk else 0
+        self._out.append([head, _BulkPayload(bufs, n)] if n >= BULK_MIN else split_payload(head, bufs))
         self._wake.set()
 
     async def _write_loop(self):

@@ -17,47 +17,52 @@ from numba import njit
 from actorflow.kernels.registry import register_kernel
 
 
-def _value_of(op_name, ref, value):
-    value = np.asarray(value)
+def value_of(op_name, ref, value, xp=np):
+    """`value` as an array of module `xp` (numpy; the GPU kernels pass CuPy), checked castable to ref."""
+    value = xp.asarray(value)
     if value.dtype != ref.dtype and not np.can_cast(value.dtype, ref.dtype, casting="same_kind"):
         raise TypeError(f"{op_name}: cannot update a {ref.dtype} variable with a {value.dtype} value")
     return value
 
 
-@register_kernel("Assign", "CPU")
-def assign(attrs):
-    """tf.raw_ops.Assign: copies value into the variable's buffer and returns it.
+def assign_fn(validate: bool, xp=np):
+    """Assign's kernel over array module `xp`: copies value into the variable's buffer and returns it.
 
     With validate_shape=False a value of another shape replaces the buffer: the kernel then returns
     a fresh array (a copy of value), and the caller must store that array as the variable.
     A ref of None (an uninitialized variable with no buffer yet) is handled the same way.
     """
-    validate = bool(attrs.get("validate_shape", True))
-
     def fn(ref, value):
         if ref is None:
-            return np.array(value, copy=True)
-        value = _value_of("Assign", ref, value)
+            return xp.array(value, copy=True)
+        value = value_of("Assign", ref, value, xp)
         if value.shape == ref.shape:
-            np.copyto(ref, value, casting="same_kind")
+            xp.copyto(ref, value, casting="same_kind")
             return ref
         if validate:
             raise ValueError(f"Assign: shapes must match with validate_shape=True: variable has shape "
                              f"{ref.shape}, value has shape {value.shape}")
-        return np.array(value, dtype=ref.dtype, copy=True)
+        return xp.array(value, dtype=ref.dtype, copy=True)
     return fn
 
 
-def _update_in_place(op_name, ufunc):
+@register_kernel("Assign", "CPU")
+def assign(attrs):
+    """tf.raw_ops.Assign: copies value into the variable's buffer and returns it (see assign_fn)."""
+    return assign_fn(bool(attrs.get("validate_shape", True)))
+
+
+def update_in_place(op_name, ufunc, xp=np):
+    """``ref = ufunc(ref, value)`` in place (value may broadcast to ref's shape), over module `xp`."""
     def fn(ref, value):
-        value = _value_of(op_name, ref, value)
+        value = value_of(op_name, ref, value, xp)
         try:
             shape = np.broadcast_shapes(ref.shape, value.shape)
         except ValueError:
             shape = None
         if shape != ref.shape:
             raise ValueError(f"{op_name}: value of shape {value.shape} does not match variable of shape {ref.shape}")
-        ufunc(ref, value, out=ref, casting="same_kind")
+        ufunc(ref, value.astype(ref.dtype, copy=False), out=ref)
         return ref
     return fn
 
@@ -65,13 +70,13 @@ def _update_in_place(op_name, ufunc):
 @register_kernel("AssignAdd", "CPU")
 def assign_add(attrs):
     """tf.raw_ops.AssignAdd: ``ref += value`` in place (value may broadcast to ref's shape)."""
-    return _update_in_place("AssignAdd", np.add)
+    return update_in_place("AssignAdd", np.add)
 
 
 @register_kernel("AssignSub", "CPU")
 def assign_sub(attrs):
     """tf.raw_ops.AssignSub: ``ref -= value`` in place (value may broadcast to ref's shape)."""
-    return _update_in_place("AssignSub", np.subtract)
+    return update_in_place("AssignSub", np.subtract)
 
 
 # Scatter modes, one numba kernel for all six so they share one compiled loop per dtype.
@@ -121,7 +126,7 @@ def _scatter_kernel(op_name, mode):
     def fn(ref, indices, updates):
         if ref.ndim == 0:
             raise ValueError(f"{op_name}: variable must have rank >= 1, got a scalar")
-        indices, updates = np.asarray(indices), _value_of(op_name, ref, updates)
+        indices, updates = np.asarray(indices), value_of(op_name, ref, updates)
         if indices.dtype.kind not in "iu":
             raise TypeError(f"{op_name}: indices must be integers, got {indices.dtype}")
         want = indices.shape + ref.shape[1:]

@@ -9,54 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from actorflow.kernels.cpu.state import assign_fn, update_in_place, value_of
 from actorflow.kernels.gpu._common import cp, launch, raw_kernel
 from actorflow.kernels.registry import register_kernel
 
 
-def _value_of(op_name, ref, value):
-    if not isinstance(value, cp.ndarray):
-        value = cp.asarray(value)
-    if value.dtype != ref.dtype and not np.can_cast(value.dtype, ref.dtype, casting="same_kind"):
-        raise TypeError(f"{op_name}: cannot update a {ref.dtype} variable with a {value.dtype} value")
-    return value
-
-
 @register_kernel("Assign", "GPU", releases_gil=False)
 def assign(attrs):
-    validate = bool(attrs.get("validate_shape", True))
-
-    def fn(ref, value):
-        if ref is None:
-            return cp.array(value, copy=True)
-        value = _value_of("Assign", ref, value)
-        if value.shape == ref.shape:
-            cp.copyto(ref, value, casting="same_kind")
-            return ref
-        if validate:
-            raise ValueError(f"Assign: shapes must match with validate_shape=True: variable has shape "
-                             f"{ref.shape}, value has shape {value.shape}")
-        return value.astype(ref.dtype, copy=True)
-    return fn
+    return assign_fn(bool(attrs.get("validate_shape", True)), cp)
 
 
-def _update_in_place(op_name, ufunc):
-    def factory(attrs):
-        def fn(ref, value):
-            value = _value_of(op_name, ref, value)
-            try:
-                shape = np.broadcast_shapes(ref.shape, value.shape)
-            except ValueError:
-                shape = None
-            if shape != ref.shape:
-                raise ValueError(f"{op_name}: value of shape {value.shape} does not match variable of shape {ref.shape}")
-            ufunc(ref, value.astype(ref.dtype, copy=False), out=ref)
-            return ref
-        return fn
-    return factory
-
-
-register_kernel("AssignAdd", "GPU", releases_gil=False)(_update_in_place("AssignAdd", cp.add))
-register_kernel("AssignSub", "GPU", releases_gil=False)(_update_in_place("AssignSub", cp.subtract))
+register_kernel("AssignAdd", "GPU", releases_gil=False)(lambda attrs: update_in_place("AssignAdd", cp.add, cp))
+register_kernel("AssignSub", "GPU", releases_gil=False)(lambda attrs: update_in_place("AssignSub", cp.subtract, cp))
 
 _ADD, _SUB, _UPDATE, _MUL, _MAX, _MIN = range(6)
 
@@ -105,7 +69,7 @@ def _scatter_kernel(op_name, mode):
         def fn(ref, indices, updates):
             if ref.ndim == 0:
                 raise ValueError(f"{op_name}: variable must have rank >= 1, got a scalar")
-            updates = _value_of(op_name, ref, updates)
+            updates = value_of(op_name, ref, updates, cp)
             if indices.dtype.kind not in "iu":
                 raise TypeError(f"{op_name}: indices must be integers, got {indices.dtype}")
             want = tuple(indices.shape) + ref.shape[1:]
