@@ -28,8 +28,8 @@ from actorflow.graph.initializers import *  # noqa: F401,F403
 from actorflow.graph.gradients import gradients
 from actorflow.graph.control_flow import case, cond, while_loop
 from actorflow.graph.nest import flatten as _flatten  # noqa: F401
-from actorflow.actors.session import (ConfigProto, GPUOptions, InteractiveSession, RunMetadata, RunOptions, Session,
-                                      get_default_session)
+from actorflow.actors.session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession, RewriterConfig,
+                                      RunMetadata, RunOptions, Session, get_default_session)
 from actorflow import nn, layers, train, cluster  # noqa: E402
 from actorflow.graph import nest  # noqa: F401
 

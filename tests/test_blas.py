@@ -64,3 +64,29 @@ def test_matmul_falls_back_for_what_gemm_cannot_read(gemm_threshold):
 
 def test_backend_is_named():
     assert blas.backend() in ("mkl", "numpy")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("alpha, beta", [(1.0, 1.0), (-0.01, 1.0), (2.0, 0.5), (0.5, 0.0)])
+def test_matmul_alpha_beta_accumulates_into_out(dtype, alpha, beta, gemm_threshold):
+    rng = np.random.default_rng(1)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for a, b in _views(rng, 96, 80, 72, dtype):
+        c = rng.standard_normal((a.shape[0], b.shape[1])).astype(dtype)
+        want = alpha * (a.astype(np.float64) @ b.astype(np.float64)) + beta * c
+        out = c.copy()
+        got = blas.matmul(a, b, out, alpha, beta)
+        assert got is out
+        np.testing.assert_allclose(out, want, rtol=tol, atol=tol * 80)
+        # A row block of the output: only those rows change.
+        out = c.copy()
+        blas.matmul(a[10:40], b, out[10:40], alpha, beta)
+        np.testing.assert_allclose(out[10:40], want[10:40], rtol=tol, atol=tol * 80)
+        np.testing.assert_array_equal(out[:10], c[:10])
+        np.testing.assert_array_equal(out[40:], c[40:])
+
+
+def test_matmul_beta_needs_an_output():
+    a = np.ones((4, 4), np.float32)
+    with pytest.raises(ValueError, match="beta"):
+        blas._numpy_matmul(a, a, None, 1.0, 1.0)

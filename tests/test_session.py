@@ -110,6 +110,19 @@ def test_uninitialized_variable_and_assignment_semantics():
             w.assign(np.ones((3, 3), np.float32))
 
 
+def test_read_value_under_a_control_dependency_sees_the_update():
+    v = af.Variable([1.0, 2.0], name="v")
+    inc = v.assign_add([10.0, 10.0])
+    with af.control_dependencies([inc]):
+        after = v.read_value()
+    before = v.read_value()
+    with af.Session() as sess:
+        sess.run(v.initializer)
+        np.testing.assert_array_equal(sess.run(before), [1.0, 2.0])
+        np.testing.assert_array_equal(sess.run(after), [11.0, 12.0])
+        np.testing.assert_array_equal(sess.run(v), [11.0, 12.0])
+
+
 def test_local_sessions_own_their_variables():
     v = af.Variable(5.0, name="v")
     with af.Session() as s1, af.Session() as s2:

@@ -48,7 +48,9 @@ class NodeActor:
     """A stateless op: fires its kernel when all inputs of a tag are present."""
 
     __slots__ = ("name", "op_type", "fn", "n_in", "template", "pending", "outs", "ctrl", "rt",
-                 "cost", "offload", "multi", "n_out", "split")
+                 "cost", "offload", "multi", "n_out", "split", "parts")
+
+    releases = False                      # True: `release(args)` runs when an offloaded call ends
 
     def __init__(self, rt, name, op_type, fn, n_in, template, cost=None, offload=False, n_out=1):
         self.rt = rt
@@ -65,6 +67,7 @@ class NodeActor:
         self.n_out = n_out
         self.multi = n_out != 1
         self.split = None                 # intra-op splitter of the kernel, when it has one
+        self.parts = None                 # a fused op: ((name, type), ...) of the ops it runs
 
     # -- mailbox ------------------------------------------------------------------------------
     def deliver(self, tag, slot, value):
@@ -142,6 +145,15 @@ class NodeActor:
             consumer.deliver(tag, slot, DEAD)
 
     def error(self, e: BaseException, args, tag=None) -> errors.OpError:
+        name, op_type = self.name, self.op_type
+        part = getattr(e, "part", None)
+        if self.parts is not None:
+            # A fused op names the original op that failed, and the group it ran in.
+            if part is not None and isinstance(getattr(e, "error", None), BaseException):
+                e = e.error
+                name, op_type = self.parts[part]
+            group = ", ".join(n for n, _ in self.parts)
+            op_type = f"{op_type}, fused as {self.op_type} of {group}"
         where = ""
         if tag is not None and tag.frame is not None:
             parts = []
@@ -152,14 +164,14 @@ class NodeActor:
             where = " in " + ", in ".join(parts)
         if isinstance(e, errors.OpError):
             if e.node_def is None or e.node_def == getattr(e, "_resource", None):
-                e.node_def = self.name
-            if f"[[node {self.name}" not in e.message:
-                e.message = f"{e.message}\n\t [[node {self.name} ({self.op_type}){where}]]"
+                e.node_def = name
+            if f"[[node {name}" not in e.message:
+                e.message = f"{e.message}\n\t [[node {name} ({op_type}){where}]]"
                 e.args = (e.message,)
             return e
         cls = errors.ResourceExhaustedError if isinstance(e, MemoryError) else errors.InvalidArgumentError
-        return cls(self.name, None, f"{type(e).__name__}: {e}\n\t [[node {self.name} ({self.op_type}) "
-                                    f"with input shapes {_describe(args)}{where}]]")
+        return cls(name, None, f"{type(e).__name__}: {e}\n\t [[node {name} ({op_type}) "
+                               f"with input shapes {_describe(args)}{where}]]")
 
     def drop(self, step) -> None:
         """Forgets the partial inputs of an aborted step."""
@@ -209,7 +221,11 @@ class VariableActor(NodeActor):
         step = tag.step
         if self.skips(step, tag, args):
             return
-        v = self.resource.value
+        res = self.resource
+        if res.busy is not None:          # an update is writing it on the pool: read after it
+            res.park(self, tag, args)
+            return
+        v = res.value
         if v is None:
             step.fail(errors.FailedPreconditionError(
                 self.name, None, f"Attempting to use uninitialized value {self.name}\n\t [[node {self.name} (VariableV2)]]"))
@@ -235,10 +251,13 @@ class ResourceUpdateActor(NodeActor):
 
     Its ref inputs are bound to resources when the actor is built; the resources' buffers are made
     exclusive (copy-on-write) just before the kernel mutates them. Runs inline on the event loop,
-    which serializes all updates of a resource.
+    which serializes all updates of a resource. An update with a cost estimate (a fused GEMM
+    update) may run on the pool instead: its resources are marked busy meanwhile, and every read or
+    update of them waits for it, so the update stays atomic for everyone else.
     """
 
     __slots__ = ("refs", "is_assign", "validate_shape")
+    releases = True
 
     def __init__(self, rt, name, op_type, fn, n_in, template, refs, validate_shape=True):
         super().__init__(rt, name, op_type, fn, n_in, template)
@@ -249,6 +268,21 @@ class ResourceUpdateActor(NodeActor):
     def fire(self, tag, args):
         step = tag.step
         if self.skips(step, tag, args):
+            return
+        for _, res in self.refs:
+            if res.busy is not None:
+                res.park(self, tag, args)
+                return
+        if self.offload or (self.cost is not None and self.cost(*args) > OFFLOAD_COST):
+            try:
+                for slot, res in self.refs:
+                    args[slot] = res.exclusive()
+            except Exception as e:  # noqa: BLE001
+                step.fail(self.error(e, args, tag))
+                return
+            for _, res in self.refs:
+                res.busy = []
+            self.rt.offload(self, tag, args)
             return
         try:
             if self.is_assign:
@@ -266,6 +300,17 @@ class ResourceUpdateActor(NodeActor):
             step.fail(self.error(e, args, tag))
             return
         self.emit(tag, out)
+
+    def release(self, args) -> None:
+        """An offloaded update ended (done or failed): the resources are free again."""
+        rt = self.rt
+        for _, res in self.refs:
+            res.version += 1
+            waiting, res.busy = res.busy, None
+            if waiting:
+                rt.ready.extend(waiting)
+        if rt.ready and not rt.scheduled:
+            rt.schedule()
 
     def _assign(self, args):
         res = self.refs[0][1]

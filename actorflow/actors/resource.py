@@ -20,7 +20,7 @@ _getrefcount = sys.getrefcount
 
 
 class VariableResource:
-    __slots__ = ("name", "dtype", "shape", "value", "version")
+    __slots__ = ("name", "dtype", "shape", "value", "version", "busy")
 
     def __init__(self, name: str, dtype: np.dtype, shape):
         self.name = name
@@ -28,6 +28,7 @@ class VariableResource:
         self.shape = shape        # declared static shape (tuple with None), or None
         self.value = None         # the current buffer; None until initialized
         self.version = 0
+        self.busy = None          # while an update runs off the loop: the activations waiting for it
 
     def read(self):
         v = self.value
@@ -46,6 +47,12 @@ class VariableResource:
         if _getrefcount(v) > 3 or not getattr(v.flags, "writeable", True):     # CuPy flags have no writeable
             v = self.value = v.copy()
         return v
+
+    def park(self, actor, tag, args) -> None:
+        """Holds an activation that must not run while the resource is busy; it is dispatched again
+        when the update ends (the activation keeps its step alive meanwhile)."""
+        tag.outstanding += 1
+        self.busy.append((actor, tag, args))
 
     def store(self, value: np.ndarray) -> None:
         self.value = value

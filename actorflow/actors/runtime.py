@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
 import itertools
 import logging
 import os
@@ -36,11 +35,13 @@ from actorflow.actors.node import (
     SourceActor,
     VariableActor,
 )
+from actorflow.actors.pool import KernelPool
 from actorflow.actors.resource import ResourceContainer
 from actorflow.actors.sendrecv import RecvActor, SendActor
 from actorflow.graph import dtypes
 from actorflow.graph.tensor_shape import TensorShape
 from actorflow.kernels.registry import get_kernel
+from actorflow.scheduler.fusion import find_fusions
 from actorflow.scheduler.plan import Plan
 
 __all__ = ["Runtime", "Executable", "StepState", "default_runtime"]
@@ -70,8 +71,7 @@ class Runtime:
         self.intra_op = os.environ.get("AF_INTRA_OP", "1") != "0"
         self.threads = threads or max(2, os.cpu_count() or 2)
         self._ids = itertools.count(1)
-        self.pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=self.threads, thread_name_prefix="actorflow-kernel")
+        self.pool = KernelPool(self.threads)
         self._thread = None
         _limit_blas_threads()
         if loop is None:
@@ -129,41 +129,40 @@ class Runtime:
     def _submit_offloads(self) -> None:
         batch = self._to_offload
         self._to_offload = []
-        if len(batch) == 1 and self.in_flight == 0 and self.threads > 1 and self.intra_op:
-            # One big kernel and an idle pool: split it over every thread (intra-op parallelism),
-            # so a kernel on the critical path does not leave cores unused. Several kernels at
-            # once already keep the threads busy (inter-op parallelism), so they run whole.
-            actor, tag, args = batch[0]
-            parts = None
-            if actor.split is not None:
+        split = self.threads > 1 and self.intra_op
+        submit = self.pool.submit
+        for actor, tag, args in batch:
+            deferred = actor.releases       # an update: nothing in the step waits on it but the end
+            if split and actor.split is not None:
+                # A big kernel runs as row blocks, one pool task each (intra-op parallelism):
+                # threads take blocks as they free up, so a kernel that starts while another runs
+                # still gets every core once that one ends, and no core idles at a tail.
                 try:
                     parts = actor.split(self.threads, *args)
                 except Exception:  # noqa: BLE001 - fall back to the plain kernel, which reports errors
                     parts = None
-            if parts is not None:
-                out, thunks = parts
-                self.in_flight += len(thunks)
-                futs = [self.loop.run_in_executor(self.pool, t) for t in thunks]
-                asyncio.gather(*futs).add_done_callback(partial(self._split_done, actor, tag, args, out, len(thunks)))
-                return
-        for actor, tag, args in batch:
+                if parts is not None:
+                    out, thunks = parts
+                    job = _Job(self, actor, tag, args, len(thunks), out)
+                    self.in_flight += 1
+                    for t in thunks:
+                        submit(partial(job.run_part, t), deferred)
+                    continue
             self.in_flight += 1
-            fut = self.loop.run_in_executor(self.pool, actor.fn, *args)
-            fut.add_done_callback(partial(self._offloaded, actor, tag, args))
+            submit(_Job(self, actor, tag, args, 1).run, deferred)
 
-    def _split_done(self, actor, tag, args, out, n, fut) -> None:
-        self.in_flight -= n - 1
-        self._offloaded(actor, tag, args, _Done(out, None if fut.cancelled() else fut.exception()))
-
-    def _offloaded(self, actor, tag, args, fut) -> None:
+    def _finished(self, job) -> None:
+        """A kernel ended on the pool (called on the loop): deliver its output or fail its step."""
         self.in_flight -= 1
+        actor, tag = job.actor, job.tag
+        if actor.releases:
+            actor.release(job.args)
         step = tag.step
         if step.error is None:
-            exc = fut.exception()
-            if exc is not None:
-                step.fail(actor.error(exc, args, tag))
+            if job.exc is not None:
+                step.fail(actor.error(job.exc, job.args, tag))
             else:
-                actor.emit(tag, fut.result())
+                actor.emit(tag, job.out)
         c = tag.outstanding - 1
         tag.outstanding = c
         if not c and tag.frame is not None and step.error is None:
@@ -189,25 +188,47 @@ class Runtime:
         if self._closed:
             return
         self._closed = True
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool.shutdown()
         if self._thread is not None:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=5)
 
 
-class _Done:
-    """A completed result in the shape of a future, for `_offloaded`."""
-    __slots__ = ("_value", "_exc")
+class _Job:
+    """One kernel call on the pool: whole (`run`), or as `parts` row blocks (`run_part` each, into
+    `out`). The last part to finish hands the result to the loop: one cross-thread wake-up per
+    kernel, not one per block."""
+    __slots__ = ("rt", "actor", "tag", "args", "out", "left", "exc", "lock")
 
-    def __init__(self, value, exc):
-        self._value = value
-        self._exc = exc
+    def __init__(self, rt, actor, tag, args, parts, out=None):
+        self.rt, self.actor, self.tag, self.args, self.out = rt, actor, tag, args, out
+        self.left = parts
+        self.exc = None
+        self.lock = threading.Lock() if parts > 1 else None
 
-    def exception(self):
-        return self._exc
+    def run(self) -> None:
+        try:
+            self.out = self.actor.fn(*self.args)
+        except BaseException as e:  # noqa: BLE001 - reported as the kernel's error
+            self.exc = e
+        self._done()
 
-    def result(self):
-        return self._value
+    def run_part(self, thunk) -> None:
+        try:
+            thunk()
+        except BaseException as e:  # noqa: BLE001
+            self.exc = e
+        with self.lock:
+            self.left -= 1
+            last = not self.left
+        if last:
+            self._done()
+
+    def _done(self) -> None:
+        try:
+            self.rt.loop.call_soon_threadsafe(self.rt._finished, self)
+        except RuntimeError:          # the loop is closed: the session is gone
+            pass
 
 
 _blas_limited = False
@@ -311,7 +332,7 @@ class Executable:
     """The actors of one prepared plan, alive across steps; `start` launches one step."""
 
     def __init__(self, runtime: Runtime, plan: Plan, container: ResourceContainer, transport=None,
-                 soft_placement=False, auto_gpu=True):
+                 soft_placement=False, auto_gpu=True, fuse=True):
         self.rt = runtime
         self.transport = transport         # Send/Recv across tasks (a worker service), or None
         self.plan = plan
@@ -319,6 +340,9 @@ class Executable:
         self.devices = _assign_devices(plan, soft_placement, auto_gpu)
         self._kdefs: dict = {}             # op -> the KernelDef its actor runs
         self.dead_possible = plan.has_control_flow
+        # {root op: Fusion}: chains of ops that run as one kernel; their inner ops get no actor.
+        self.fusions = find_fusions(plan, self._on_cpu) if fuse and _fusion_enabled() else {}
+        fused_away = {p for f in self.fusions.values() for p in f.parts[:-1]}
         feed_index = {t: i for i, t in enumerate(plan.feeds)}
         in_plan = set(plan.ops)
         self.actors: dict = {}            # Operation -> actor
@@ -337,18 +361,21 @@ class Executable:
         # It can still be folded into consumers that fire in the same frame anyway, through another input.
         folded = {op for op in plan.ops if op.type == "Const" and _foldable(op, in_plan, feed_index)}
         for op in plan.ops:
-            if op in folded:
+            if op in folded or op in fused_away:
                 continue
             self.actors[op] = None
         # Count message inputs and build templates.
         specs = {}
         for op in self.actors:
-            n_in = len(op.inputs)
+            fusion = self.fusions.get(op)
+            inputs = op.inputs if fusion is None else fusion.inputs
+            ref_inputs = op.op_def.ref_inputs if fusion is None else fusion.ref_inputs
+            n_in = len(inputs)
             template = [None] * n_in
             msg_inputs = []           # (slot, producer op, output index)
             refs = []
-            for i, t in enumerate(op.inputs):
-                if i in op.op_def.ref_inputs:
+            for i, t in enumerate(inputs):
+                if i in ref_inputs:
                     refs.append((i, t.op))
                 elif t in feed_index:
                     self.feed_targets[feed_index[t]].append((op, i))
@@ -358,6 +385,8 @@ class Executable:
                 else:
                     msg_inputs.append((i, t.op, t.value_index))
             ctrl = [c for c in op.control_inputs if c in self.actors]
+            if fusion is not None:
+                ctrl += [c for c in fusion.extra_control if c in self.actors and c not in ctrl]
             specs[op] = (n_in, template, msg_inputs, refs, ctrl)
 
         for op, (n_in, template, msg_inputs, refs, ctrl) in specs.items():
@@ -428,6 +457,9 @@ class Executable:
         self._actor_list = list(self.actors.values()) + list(self._copies.values())
 
     # -- devices ------------------------------------------------------------------------------
+    def _on_cpu(self, op) -> bool:
+        return self.devices is None or self.devices.get(op, "CPU") == "CPU"
+
     def _output_device(self, op) -> str:
         if op.type == "IsVariableInitialized":
             return "CPU"
@@ -450,7 +482,7 @@ class Executable:
 
     def _place_constants(self, op, actor, template) -> None:
         """Folded constants feeding a GPU input are copied to the GPU once, when the actor is built."""
-        for slot in range(len(op.inputs)):
+        for slot in range(actor.n_in):
             v = template[slot]
             if v is None:
                 continue
@@ -513,25 +545,33 @@ class Executable:
         if op.type in ("NoOp", "ControlTrigger"):
             cls = _actor_class(count)
             return cls(rt, name, op.type, _noop, n_in, tpl, n_out=0)
+        fusion = self.fusions.get(op)
+        op_type, attrs = (op.type, op.attrs) if fusion is None else (fusion.type, fusion.attrs)
+        inputs = op.inputs if fusion is None else fusion.inputs
         try:
-            kdef = get_kernel(op.type, device_type)
+            kdef = get_kernel(op_type, device_type)
         except LookupError:
             raise errors.InvalidArgumentError(
-                name, op, f"No {device_type} kernel is registered for op '{name}' of type {op.type}") from None
+                name, op, f"No {device_type} kernel is registered for op '{name}' of type {op_type}") from None
         self._kdefs[op] = kdef
         try:
-            fn = kdef.factory(kernel_attrs(op.attrs))
+            fn = kdef.factory(kernel_attrs(attrs))
         except Exception as e:  # noqa: BLE001
-            raise errors.InvalidArgumentError(name, op, f"Cannot build the {op.type} kernel of op '{name}': {e}") from e
+            raise errors.InvalidArgumentError(name, op, f"Cannot build the {op_type} kernel of op '{name}': {e}") from e
+        offload, cost = _offload_policy(inputs, kdef)
         if refs:
             bound = tuple((slot, _variable_resource(container, vop)) for slot, vop in refs)
-            return ResourceUpdateActor(rt, name, op.type, fn, n_in, tpl, bound,
-                                       validate_shape=op.attrs.get("validate_shape", True))
-        offload, cost = _offload_policy(op, kdef)
-        cls = _actor_class(count)
-        a = cls(rt, name, op.type, fn, n_in, tpl, cost=cost, offload=offload, n_out=len(op.outputs))
+            a = ResourceUpdateActor(rt, name, op_type, fn, n_in, tpl, bound,
+                                    validate_shape=op.attrs.get("validate_shape", True))
+            if kdef.cost is not None:       # an update worth the pool (a fused GEMM update)
+                a.offload, a.cost = offload, cost
+        else:
+            cls = _actor_class(count)
+            a = cls(rt, name, op_type, fn, n_in, tpl, cost=cost, offload=offload, n_out=len(op.outputs))
         if kdef.split is not None and (offload or cost is not None):
-            a.split = kdef.split(kernel_attrs(op.attrs))
+            a.split = kdef.split(kernel_attrs(attrs))
+        if fusion is not None:
+            a.parts = tuple((p.name, p.type) for p in fusion.parts)
         return a
 
     def _make_cf_actor(self, cls, op, n_in, tpl):
@@ -639,18 +679,23 @@ def _variable_resource(container, var_op):
     return container.variable(name, a["dtype"].np, None if shape.dims is None else shape.dims)
 
 
-def _offload_policy(op, kdef):
-    """(always_offload, cost_fn_or_None): decided once from static shapes when they are known."""
+def _fusion_enabled() -> bool:
+    return os.environ.get("AF_FUSION", "1") != "0"
+
+
+def _offload_policy(inputs, kdef):
+    """(always_offload, cost_fn_or_None) of a kernel on input tensors `inputs`: decided once from
+    static shapes when they are known."""
     if not kdef.releases_gil:
         return False, None
-    shapes = [t.shape for t in op.inputs]
+    shapes = [t.shape for t in inputs]
     if all(s.is_fully_defined() for s in shapes):
         if kdef.cost is None:
             est = sum(s.num_elements() for s in shapes)
         else:
             try:
                 est = kdef.cost(*[t.op.attrs["value"] if t.op.type == "Const"
-                                  else _ShapeOnly(tuple(t.shape.as_list())) for t in op.inputs])
+                                  else _ShapeOnly(tuple(t.shape.as_list())) for t in inputs])
             except Exception:  # noqa: BLE001 - a cost function that needs real values
                 return False, kdef.cost
         from actorflow.actors.node import OFFLOAD_COST

@@ -16,7 +16,7 @@ from actorflow.graph.graph import Graph, Operation, Tensor, get_default_graph
 from actorflow.scheduler.plan import make_plan
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "ConfigProto", "RunOptions",
-           "RunMetadata", "GPUOptions"]
+           "RunMetadata", "GPUOptions", "GraphOptions", "RewriterConfig"]
 
 
 class GPUOptions:
@@ -26,12 +26,29 @@ class GPUOptions:
         self.visible_device_list = visible_device_list
 
 
+class RewriterConfig:
+    """Graph rewrites (TF's rewriter_config_pb2.RewriterConfig); actorflow honours `remapping`: the
+    fusion of MatMul + BiasAdd [+ Relu] and of MatMul + ApplyGradientDescent into one kernel each."""
+
+    DEFAULT, ON, OFF = 0, 1, 2
+
+    def __init__(self, remapping=0, **unused):
+        self.remapping = remapping
+
+
+class GraphOptions:
+    """tf.compat.v1.GraphOptions: carries the `rewrite_options` (a RewriterConfig)."""
+
+    def __init__(self, rewrite_options=None, **unused):
+        self.rewrite_options = rewrite_options or RewriterConfig()
+
+
 class ConfigProto:
     """Session configuration (tf.compat.v1.ConfigProto); the fields actorflow honours."""
 
     def __init__(self, allow_soft_placement=False, log_device_placement=False, inter_op_parallelism_threads=0,
                  intra_op_parallelism_threads=0, device_count=None, operation_timeout_in_ms=0,
-                 gpu_options=None, device_filters=None, **unused):
+                 gpu_options=None, device_filters=None, graph_options=None, **unused):
         self.allow_soft_placement = allow_soft_placement
         self.log_device_placement = log_device_placement
         self.inter_op_parallelism_threads = inter_op_parallelism_threads
@@ -40,6 +57,10 @@ class ConfigProto:
         self.operation_timeout_in_ms = operation_timeout_in_ms
         self.gpu_options = gpu_options or GPUOptions()
         self.device_filters = list(device_filters or [])
+        self.graph_options = graph_options or GraphOptions()
+
+    def _fusion(self) -> bool:
+        return self.graph_options.rewrite_options.remapping != RewriterConfig.OFF
 
 
 class RunOptions:
@@ -219,7 +240,8 @@ class Session:
     def _build(self, plan):
         if self._backend is not None:
             return self._backend.build(plan)
-        return Executable(self._rt, plan, self._container, soft_placement=self._config.allow_soft_placement)
+        return Executable(self._rt, plan, self._container, soft_placement=self._config.allow_soft_placement,
+                          fuse=self._config._fusion())
 
     def _timeout(self, options, timeout):
         if timeout is not None:

@@ -238,7 +238,7 @@ class WorkerService:
                     await c.close()
             except (TimeoutError, Exception):  # noqa: BLE001 - closing anyway
                 pass
-        self.runtime.pool.shutdown(wait=False, cancel_futures=True)
+        self.runtime.pool.shutdown()
 
 
 def _edge_source(key) -> str | None:

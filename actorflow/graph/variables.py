@@ -120,8 +120,9 @@ class Variable:
         return self._snapshot
 
     def read_value(self) -> Tensor:
-        """A fresh read of the variable (tf.Variable.read_value)."""
-        return Identity(self._variable, name="read")
+        """A fresh read of the variable (tf.Variable.read_value): its value when this op runs, so a
+        read under ``control_dependencies([update])`` sees the update."""
+        return state_ops.RefRead(self._variable, name="read")
 
     def eval(self, session=None):
         return self._snapshot.eval(session=session)

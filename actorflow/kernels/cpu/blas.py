@@ -109,22 +109,27 @@ def _operand(x):
     return None
 
 
-def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``a @ b`` for 2-D matrices, into `out` when given (C-contiguous rows, the right shape and dtype).
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, alpha: float = 1.0,
+           beta: float = 0.0) -> np.ndarray:
+    """``alpha * (a @ b) + beta * out`` for 2-D matrices, into `out` when given (C-contiguous rows,
+    the right shape and dtype); `out` is required when `beta` is not 0.
 
-    Operands may be transposed views or row blocks of larger arrays: they are read in place.
+    Operands may be transposed views or row blocks of larger arrays: they are read in place. With
+    ``beta=1`` the product accumulates into `out` inside the GEMM (``var -= lr * x.T @ d`` is one
+    pass over `var`), which is what the fused SGD update uses.
     """
     dt = a.dtype
     f = _functions().get(dt)
-    if f is None or a.ndim != 2 or b.ndim != 2 or b.dtype != dt:
-        return np.matmul(a, b, out=out)
+    if (f is None or a.ndim != 2 or b.ndim != 2 or b.dtype != dt
+            or (out is not None and beta != 0.0 and out.dtype != dt)):
+        return _numpy_matmul(a, b, out, alpha, beta)
     m, k = a.shape
     n = b.shape[1]
     if b.shape[0] != k or m * n * k < _MIN_FLOPS:
-        return np.matmul(a, b, out=out)
+        return _numpy_matmul(a, b, out, alpha, beta)
     oa, ob = _operand(a), _operand(b)
     if oa is None or ob is None:
-        return np.matmul(a, b, out=out)
+        return _numpy_matmul(a, b, out, alpha, beta)
     if out is None:
         out = np.empty((m, n), dt)          # fresh: rows contiguous, shares nothing
         ldc = n
@@ -132,8 +137,25 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
         oc = _operand(out) if out.dtype == dt and out.shape == (m, n) and out.flags.writeable else None
         if (oc is None or oc[0] != _NO_TRANS or np.may_share_memory(out, a)
                 or np.may_share_memory(out, b)):
-            return np.matmul(a, b, out=out)
+            return _numpy_matmul(a, b, out, alpha, beta)
         ldc = oc[1]
     (ta, lda), (tb, ldb) = oa, ob
-    f(_ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0, out.ctypes.data, ldc)
+    f(_ROW_MAJOR, ta, tb, m, n, k, alpha, a.ctypes.data, lda, b.ctypes.data, ldb, beta, out.ctypes.data, ldc)
+    return out
+
+
+def _numpy_matmul(a, b, out, alpha, beta):
+    if beta == 0.0:
+        out = np.matmul(a, b, out=out)
+        if alpha != 1.0:
+            out *= out.dtype.type(alpha)
+        return out
+    if out is None:
+        raise ValueError("matmul: beta != 0 needs an output to accumulate into")
+    prod = np.matmul(a, b)
+    if alpha != 1.0:
+        prod *= prod.dtype.type(alpha)
+    if beta != 1.0:
+        out *= out.dtype.type(beta)
+    out += prod
     return out

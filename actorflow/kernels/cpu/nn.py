@@ -70,15 +70,114 @@ def matmul(attrs):
     ta, tb = bool(attrs.get("transpose_a", False)), bool(attrs.get("transpose_b", False))
 
     def fn(a, b):
-        a, b = np.asarray(a), np.asarray(b)
-        if a.ndim != 2 or b.ndim != 2:
-            raise ValueError(f"MatMul: inputs must be 2-D matrices, got shapes {a.shape} and {b.shape}")
-        a2 = a.T if ta else a
-        b2 = b.T if tb else b
-        if a2.shape[1] != b2.shape[0]:
-            raise ValueError(f"MatMul: inner dimensions differ: op(a) is {a2.shape} and op(b) is {b2.shape} "
-                             f"(transpose_a={ta}, transpose_b={tb})")
-        return gemm(a2, b2)
+        return gemm(*matmul_operands(a, b, ta, tb))
+    return fn
+
+
+def matmul_operands(a, b, ta: bool, tb: bool):
+    """(op(a), op(b)) as views, checked the way MatMul checks them (ValueError otherwise)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"MatMul: inputs must be 2-D matrices, got shapes {a.shape} and {b.shape}")
+    a2 = a.T if ta else a
+    b2 = b.T if tb else b
+    if a2.shape[1] != b2.shape[0]:
+        raise ValueError(f"MatMul: inner dimensions differ: op(a) is {a2.shape} and op(b) is {b2.shape} "
+                         f"(transpose_a={ta}, transpose_b={tb})")
+    return a2, b2
+
+
+# --------------------------------------------------------------------------------------------
+# _FusedMatMul: MatMul + BiasAdd (+ Relu), made by the runtime's fusion pass (TF grappler's remapper
+# makes the same op). Each row block's bias and ReLU run right after its GEMM, while the block is
+# still in cache, on the thread that computed it: no separate passes over the activations.
+# --------------------------------------------------------------------------------------------
+
+class FusedPartError(Exception):
+    """An error of one op of a fused group: `part` is its index in the group (the runtime names it)."""
+
+    def __init__(self, part: int, error: BaseException):
+        super().__init__(str(error))
+        self.part = part
+        self.error = error
+
+
+@njit(cache=True, nogil=True)
+def _bias_relu_rows(out, bias, relu, zero):
+    rows, cols = out.shape
+    for i in range(rows):
+        for j in range(cols):
+            v = out[i, j] + bias[j]
+            if relu and v <= zero:        # NaN stays NaN, -0.0 becomes 0.0, as np.maximum(x, 0)
+                v = zero
+            out[i, j] = v
+
+
+def _fused_epilogue(out, bias, relu):
+    if out.dtype in _FAST_FLOATS and out.flags.c_contiguous and bias.dtype == out.dtype:
+        _bias_relu_rows(out, bias, relu, out.dtype.type(0))
+    else:
+        out += bias
+        if relu:
+            np.maximum(out, 0, out=out)
+
+
+def fused_matmul_operands(attrs, a, b):
+    """matmul_operands for the MatMul that is part 0 of a fused op."""
+    try:
+        return matmul_operands(a, b, bool(attrs.get("transpose_a", False)), bool(attrs.get("transpose_b", False)))
+    except ValueError as e:
+        raise FusedPartError(0, e) from None
+
+
+def _fused_bias_operands(attrs, a, b, bias):
+    """(op(a), op(b), bias) checked as MatMul and BiasAdd would check them; errors name the part."""
+    a2, b2 = fused_matmul_operands(attrs, a, b)
+    bias = np.asarray(bias)
+    n = b2.shape[1]
+    if bias.ndim != 1 or bias.shape[0] != n:
+        raise FusedPartError(1, ValueError(f"BiasAdd: bias must be 1-D of size {n} (channel dim of value "
+                                           f"{(a2.shape[0], n)}, NHWC), got shape {bias.shape}"))
+    dt = np.result_type(a2.dtype, b2.dtype)
+    return a2, b2, bias.astype(dt, copy=False), dt
+
+
+def _fused_matmul_cost(a, b, bias):
+    return _matmul_cost(a, b)
+
+
+def _fused_matmul_split(attrs):
+    relu = "Relu" in tuple(attrs.get("fused_ops", ()))
+
+    def block(a2, b2, out, bias):
+        gemm(a2, b2, out)
+        _fused_epilogue(out, bias, relu)
+
+    def split(parts, a, b, bias):
+        try:
+            a2, b2, bias, dt = _fused_bias_operands(attrs, a, b, bias)
+        except FusedPartError:
+            return None               # the kernel reports it
+        m = a2.shape[0]
+        if m < 64 * parts:
+            return None
+        out = np.empty((m, b2.shape[1]), dtype=dt)
+        bounds = [m * i // parts for i in range(parts + 1)]
+        return out, [functools.partial(block, a2[lo:hi], b2, out[lo:hi], bias)
+                     for lo, hi in zip(bounds[:-1], bounds[1:])]
+    return split
+
+
+@register_kernel("_FusedMatMul", "CPU", cost=_fused_matmul_cost, split=_fused_matmul_split)
+def fused_matmul(attrs):
+    """``op(a) @ op(b) + bias``, then ReLU when ``fused_ops`` is ("BiasAdd", "Relu")."""
+    relu = "Relu" in tuple(attrs.get("fused_ops", ()))
+
+    def fn(a, b, bias):
+        a2, b2, bias, _ = _fused_bias_operands(attrs, a, b, bias)
+        out = gemm(a2, b2)
+        _fused_epilogue(out, bias, relu)
+        return out
     return fn
 
 

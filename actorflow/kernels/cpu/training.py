@@ -11,9 +11,13 @@ dtypes or strided buffers take a numpy path with the same formulas.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
+from actorflow.kernels.cpu.blas import matmul as gemm
+from actorflow.kernels.cpu.nn import FusedPartError, _matmul_cost, fused_matmul_operands
 from actorflow.kernels.registry import register_kernel
 
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))
@@ -289,6 +293,59 @@ def apply_gradient_descent(attrs):
             _gd_update(_flat(var), alpha, _flat_grad(delta, var.dtype))
         else:
             _np_gd(var, alpha, delta)
+        return var
+    return fn
+
+
+# _MatMulApplyGradientDescent: ApplyGradientDescent of a MatMul gradient, made by the runtime's
+# fusion pass. ``var -= alpha * op(a) @ op(b)`` is one GEMM accumulating into the variable
+# (beta = 1): no gradient buffer is written or read back, and no separate update pass runs.
+
+def _gemm_update_operands(attrs, var, alpha, a, b):
+    a2, b2 = fused_matmul_operands(attrs, a, b)
+    try:
+        shape = (a2.shape[0], b2.shape[1])
+        if var.shape != shape:
+            raise ValueError(f"ApplyGradientDescent: var and delta must have the same shape, got {var.shape} "
+                             f"and {shape}")
+        (alpha,) = _scalars("ApplyGradientDescent", var.dtype, alpha=alpha)
+    except ValueError as e:
+        raise FusedPartError(1, e) from None
+    if a2.dtype != var.dtype:
+        a2 = a2.astype(var.dtype)
+    if b2.dtype != var.dtype:
+        b2 = b2.astype(var.dtype)
+    return a2, b2, alpha
+
+
+def _gemm_update_cost(var, alpha, a, b):
+    return _matmul_cost(a, b)
+
+
+def _gemm_update_split(attrs):
+    def split(parts, var, alpha, a, b):
+        try:
+            a2, b2, alpha = _gemm_update_operands(attrs, var, alpha, a, b)
+        except Exception:  # noqa: BLE001 - the kernel reports it
+            return None
+        m = a2.shape[0]
+        if m < 64 * parts or not var.flags.c_contiguous:
+            return None
+        bounds = [m * i // parts for i in range(parts + 1)]
+        return var, [functools.partial(gemm, a2[lo:hi], b2, var[lo:hi], -alpha, 1.0)
+                     for lo, hi in zip(bounds[:-1], bounds[1:])]
+    return split
+
+
+@register_kernel("_MatMulApplyGradientDescent", "CPU", cost=_gemm_update_cost, split=_gemm_update_split)
+def matmul_apply_gradient_descent(attrs):
+    """``var -= alpha * (op(a) @ op(b))`` in place; returns var."""
+    def fn(var, alpha, a, b):
+        a2, b2, alpha = _gemm_update_operands(attrs, var, alpha, a, b)
+        if var.flags.c_contiguous:
+            gemm(a2, b2, var, -alpha, 1.0)
+        else:
+            var -= alpha * (a2 @ b2)
         return var
     return fn
 

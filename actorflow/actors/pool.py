@@ -1,0 +1,71 @@
+"""The kernel thread pool: a fixed set of threads running kernels handed over by the event loop,
+with two priorities.
+
+Work on the critical path (a kernel whose output another kernel waits for) goes before work that
+nothing in the step waits on but its end (a variable update): a thread that frees up takes the
+oldest urgent task first, and a deferred one only when no urgent task is queued. A split kernel's
+row blocks are separate tasks, so a big update soaks up idle threads without delaying anything
+urgent by more than one block.
+
+Hand-over is one C-level SimpleQueue token per task (what ThreadPoolExecutor uses too), with the
+tasks themselves in two deques whose append and popleft are atomic: a worker holding a token always
+finds a task, the urgent one if there is any.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import queue
+import threading
+
+__all__ = ["KernelPool"]
+
+log = logging.getLogger(__name__)
+
+
+class KernelPool:
+    def __init__(self, threads: int, name: str = "actorflow-kernel"):
+        self._urgent: collections.deque = collections.deque()
+        self._deferred: collections.deque = collections.deque()
+        self._tokens: queue.SimpleQueue = queue.SimpleQueue()
+        self._stopping = False
+        self._threads = [threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True)
+                         for i in range(threads)]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, fn, deferred: bool = False) -> None:
+        """Runs `fn()` on a pool thread. `fn` reports its own result and errors."""
+        if self._stopping:
+            raise RuntimeError("the kernel pool is shut down")
+        (self._deferred if deferred else self._urgent).append(fn)
+        self._tokens.put(None)
+
+    def _work(self) -> None:
+        get = self._tokens.get
+        urgent, deferred = self._urgent, self._deferred
+        while True:
+            get()
+            if self._stopping:
+                return
+            try:
+                fn = urgent.popleft()
+            except IndexError:
+                fn = deferred.popleft()
+            try:
+                fn()
+            except BaseException:  # noqa: BLE001 - a task must never take its thread down
+                log.exception("kernel pool task %r failed", fn)
+
+    def shutdown(self, wait: bool = False) -> None:
+        """Stops the threads once their current task ends; queued tasks are dropped."""
+        if self._stopping:
+            return
+        self._stopping = True
+        self._urgent.clear()
+        self._deferred.clear()
+        for _ in self._threads:
+            self._tokens.put(None)
+        if wait:
+            for t in self._threads:
+                t.join()

@@ -1,0 +1,287 @@
+"""Op fusion (actorflow/scheduler/fusion.py) and the fused kernels it runs: which chains fuse, that
+fused steps compute what the unfused ones do, that errors still name the original op, and that an
+update running on the pool stays atomic for readers (busy variables)."""
+import threading
+
+import numpy as np
+import pytest
+
+import actorflow as af
+from actorflow.actors.pool import KernelPool
+from actorflow.kernels.registry import get_kernel
+from actorflow.scheduler.fusion import find_fusions
+from actorflow.scheduler.plan import make_plan
+
+OFF = af.ConfigProto(graph_options=af.GraphOptions(rewrite_options=af.RewriterConfig(remapping=af.RewriterConfig.OFF)))
+
+
+def _mlp(dtype=af.float32, sizes=(12, 16, 8, 3), seed=0, transpose=False):
+    rng = np.random.default_rng(seed)
+    x = af.placeholder(dtype, [None, sizes[0]], name="x")
+    y = af.placeholder(af.int64, [None], name="y")
+    h = x
+    for i in range(len(sizes) - 1):
+        act = af.nn.relu if i < len(sizes) - 2 else None
+        init = af.constant_initializer(rng.standard_normal((sizes[i], sizes[i + 1])) * 0.5)
+        h = af.layers.dense(h, sizes[i + 1], activation=act, kernel_initializer=init,
+                            bias_initializer=af.constant_initializer(0.1), name=f"l{i}")
+    loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
+    return x, y, h, loss
+
+
+def _data(n=40, d=12, k=3, dtype=np.float32, seed=1):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, d)).astype(dtype), rng.integers(0, k, n)
+
+
+def _plan_fusions(fetches, feeds=(), targets=()):
+    g = af.get_default_graph()
+    return find_fusions(make_plan(g, list(feeds), list(fetches), list(targets)))
+
+
+# -- which chains fuse -------------------------------------------------------------------------
+
+def test_mlp_training_step_fuses_layers_and_kernel_updates():
+    with af.Graph().as_default():
+        x, y, logits, loss = _mlp()
+        train = af.train.GradientDescentOptimizer(0.1).minimize(loss)
+        fusions = _plan_fusions([loss], [x, y], [train])
+        by_type = {}
+        for root, f in fusions.items():
+            by_type.setdefault(f.type, []).append((root.name, tuple(p.type for p in f.parts)))
+        assert sorted(by_type["_FusedMatMul"]) == [("l0/Relu", ("MatMul", "BiasAdd", "Relu")),
+                                                   ("l1/Relu", ("MatMul", "BiasAdd", "Relu")),
+                                                   ("l2/BiasAdd", ("MatMul", "BiasAdd"))]
+        updates = sorted(by_type["_MatMulApplyGradientDescent"])
+        assert [n for n, _ in updates] == [f"GradientDescent/update_l{i}/kernel/ApplyGradientDescent"
+                                           for i in range(3)]
+        assert all(parts == ("MatMul", "ApplyGradientDescent") for _, parts in updates)
+        # The update of l1's kernel waits for the backward MatMul reading that kernel, so that it
+        # can write in place; l0's kernel has no such reader (no input gradient for layer 0).
+        extra = {r.name: [c.name for c in f.extra_control] for r, f in fusions.items()}
+        assert extra["GradientDescent/update_l1/kernel/ApplyGradientDescent"] == ["gradients/l1/MatMul_grad/MatMul"]
+        assert extra["GradientDescent/update_l0/kernel/ApplyGradientDescent"] == []
+
+
+def test_a_fetched_or_shared_inner_tensor_blocks_fusion():
+    with af.Graph().as_default():
+        x, y, logits, loss = _mlp()
+        g = af.get_default_graph()
+        mm0 = g.get_tensor_by_name("l0/MatMul:0")
+        ba1 = g.get_tensor_by_name("l1/BiasAdd:0")
+        fusions = _plan_fusions([logits, mm0, ba1], [x])
+        roots = {r.name: tuple(p.name for p in f.parts) for r, f in fusions.items()}
+        # l0's MatMul is fetched: no fusion there. l1's BiasAdd is fetched: MatMul+BiasAdd fuse
+        # (BiasAdd is the root and keeps its output), the Relu stays alone.
+        assert "l0/Relu" not in roots and "l0/BiasAdd" not in roots
+        assert roots["l1/BiasAdd"] == ("l1/MatMul", "l1/BiasAdd")
+        assert roots["l2/BiasAdd"] == ("l2/MatMul", "l2/BiasAdd")
+        # A MatMul output with a second consumer stays unfused.
+        extra = af.reduce_sum(g.get_tensor_by_name("l2/MatMul:0"))
+        fusions = _plan_fusions([logits, extra], [x])
+        assert "l2/BiasAdd" not in {r.name for r in fusions}
+
+
+def test_integer_matmul_and_fed_inner_tensors_do_not_fuse():
+    with af.Graph().as_default():
+        a = af.placeholder(af.int32, [None, 4])
+        w = af.constant(np.ones((4, 5), np.int32))
+        out = af.nn.relu(af.nn.bias_add(af.matmul(a, w), af.constant(np.ones(5, np.int32))))
+        assert _plan_fusions([out], [a]) == {}
+    with af.Graph().as_default():
+        x, y, logits, loss = _mlp()
+        mm = af.get_default_graph().get_tensor_by_name("l0/MatMul:0")
+        fusions = _plan_fusions([logits], [x, mm])
+        assert "l0/Relu" not in {r.name for r in fusions}
+
+
+# -- fused steps compute what unfused ones do -------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [af.float32, af.float64])
+def test_fused_training_matches_unfused(dtype):
+    xs, ys = _data(dtype=dtype.np)
+    runs = []
+    for config in (None, OFF):
+        with af.Graph().as_default():
+            x, y, logits, loss = _mlp(dtype)
+            train = af.train.GradientDescentOptimizer(0.2).minimize(loss)
+            with af.Session(config=config) as sess:
+                sess.run(af.global_variables_initializer())
+                losses = [sess.run([train, loss], {x: xs, y: ys})[1] for _ in range(5)]
+                runs.append((losses, sess.run(af.trainable_variables()), sess.run(logits, {x: xs})))
+    (l1, v1, o1), (l2, v2, o2) = runs
+    tol = 2e-5 if dtype == af.float32 else 1e-12
+    np.testing.assert_allclose(l1, l2, rtol=tol)
+    for a, b in zip(v1, v2):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+    np.testing.assert_allclose(o1, o2, rtol=tol, atol=tol)
+    assert l1[-1] < l1[0]
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_fused_kernels_honour_transposes_and_relu_semantics(ta, tb):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((300, 200)).astype(np.float32)
+    b = rng.standard_normal((200, 150)).astype(np.float32)
+    a_in, b_in = (a.T.copy() if ta else a), (b.T.copy() if tb else b)
+    bias = rng.standard_normal(150).astype(np.float32)
+    bias[:3] = (np.nan, -np.inf, 0.0)
+    want = a.astype(np.float64) @ b + bias
+    attrs = {"transpose_a": ta, "transpose_b": tb, "fused_ops": ("BiasAdd", "Relu")}
+    kdef = get_kernel("_FusedMatMul")
+    whole = kdef.factory(attrs)(a_in, b_in, bias)
+    out, thunks = kdef.split(attrs)(3, a_in, b_in, bias)
+    for t in thunks:
+        t()
+    for got in (whole, out):
+        np.testing.assert_allclose(got, np.maximum(want, 0), rtol=1e-4, atol=1e-3)   # NaN stays NaN
+        assert not np.signbit(got[~np.isnan(got)]).any()
+
+    var = rng.standard_normal((200, 150)).astype(np.float32)
+    g_attrs = {"transpose_a": True, "transpose_b": tb}
+    d = rng.standard_normal((300, 150)).astype(np.float32)
+    d_in = d.T.copy() if tb else d
+    want_var = var - np.float32(0.05) * (a.T.astype(np.float64) @ d)
+    k = get_kernel("_MatMulApplyGradientDescent")
+    v1 = var.copy()
+    assert k.factory(g_attrs)(v1, np.float32(0.05), a[:, :200], d_in) is v1
+    v2 = var.copy()
+    out, thunks = k.split(g_attrs)(2, v2, 0.05, a[:, :200], d_in)
+    for t in thunks:
+        t()
+    assert out is v2
+    np.testing.assert_allclose(v1, want_var, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(v2, want_var, rtol=1e-4, atol=1e-4)
+
+
+def test_fused_layers_run_inside_a_while_loop_and_a_cond():
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((6, 6)).astype(np.float32) * 0.3
+    b = rng.standard_normal(6).astype(np.float32)
+    xs = rng.standard_normal((130, 6)).astype(np.float32)
+    def build():
+        x = af.placeholder(af.float32, [None, 6])
+        p = af.placeholder(af.bool, [])
+        W, B = af.constant(w), af.constant(b)
+
+        def layer(h):
+            return af.nn.relu(af.nn.bias_add(af.matmul(h, W), B))
+        _, looped = af.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, layer(h)), [af.constant(0), x])
+        branch = af.cond(p, lambda: layer(x), lambda: x * 2.0)
+        return x, p, looped, branch
+
+    results = []
+    for config in (None, OFF):
+        with af.Graph().as_default():
+            x, p, looped, branch = build()
+            with af.Session(config=config) as sess:
+                results.append([sess.run([looped, branch], {x: xs, p: v}) for v in (True, False)])
+    want = xs
+    for _ in range(3):
+        want = np.maximum(want @ w + b, 0)
+    for (l_t, br_t), (l_f, br_f) in results:
+        np.testing.assert_allclose(l_t, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(l_f, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(br_t, np.maximum(xs @ w + b, 0), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(br_f, xs * 2, rtol=1e-6)
+
+
+def test_a_read_that_waits_on_the_update_does_not_deadlock():
+    """A reader that depends on the update gets no extra edge (it would make a cycle)."""
+    with af.Graph().as_default():
+        x, y, logits, loss = _mlp()
+        train = af.train.GradientDescentOptimizer(0.1).minimize(loss)
+        kernel = [v for v in af.trainable_variables() if v.op.name == "l1/kernel"][0]
+        with af.control_dependencies([train]):
+            after = kernel.read_value()
+        xs, ys = _data()
+        with af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            before = sess.run(kernel)
+            got, = sess.run([after], {x: xs, y: ys}, options=af.RunOptions(timeout_in_ms=20000))
+            now = sess.run(kernel)
+        np.testing.assert_array_equal(got, now)
+        assert not np.allclose(got, before)
+
+
+# -- errors name the original op --------------------------------------------------------------
+
+def test_errors_in_a_fused_op_name_the_original_op():
+    with af.Graph().as_default():
+        x = af.placeholder(af.float32, [None, None], name="x")
+        w = af.constant(np.ones((4, 3), np.float32))
+        out = af.nn.relu(af.nn.bias_add(af.matmul(x, w, name="mm"), af.constant(np.ones(3, np.float32)), name="ba"),
+                         name="act")
+        with af.Session() as sess:
+            with pytest.raises(af.errors.InvalidArgumentError) as e:
+                sess.run(out, {x: np.ones((2, 5), np.float32)})
+            assert e.value.node_def == "mm"
+            assert "[[node mm (MatMul, fused as _FusedMatMul of mm, ba, act)" in e.value.message
+            assert "inner dimensions" in e.value.message
+            # The session still works after the failed step.
+            np.testing.assert_allclose(sess.run(out, {x: np.ones((2, 4), np.float32)}), np.full((2, 3), 5.0))
+
+
+# -- updates on the pool stay atomic ----------------------------------------------------------
+
+def test_reads_never_see_a_half_applied_fused_update():
+    """A big fused update runs on the pool; reads from other threads must wait for it, not see a
+    variable with some rows updated and others not."""
+    n = 768
+    with af.Graph().as_default():
+        v = af.Variable(np.zeros((n, n), np.float32), name="v")
+        a = af.constant(np.ones((256, n), np.float32))
+        grad = af.matmul(a, af.constant(np.ones((256, n), np.float32)), transpose_a=True)
+        step = af.train.GradientDescentOptimizer(1.0 / 256).apply_gradients([(grad, v)])
+        assert any(f.type == "_MatMulApplyGradientDescent" for f in _plan_fusions([], [], [step]).values())
+        with af.Session() as sess:
+            sess.run(v.initializer)
+            stop = threading.Event()
+            torn, reads = [], [0]
+
+            def reader():
+                while not stop.is_set():
+                    val = sess.run(v)
+                    reads[0] += 1
+                    if val.min() != val.max():
+                        torn.append((val.min(), val.max()))
+            threads = [threading.Thread(target=reader) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for _ in range(40):
+                sess.run(step)
+            stop.set()
+            for t in threads:
+                t.join()
+            final = sess.run(v)
+        assert not torn, torn[:3]
+        assert reads[0] > 0
+        np.testing.assert_array_equal(final, np.full((n, n), -40.0, np.float32))
+
+
+# -- the kernel pool --------------------------------------------------------------------------
+
+def test_kernel_pool_runs_urgent_tasks_before_deferred_ones():
+    pool = KernelPool(1)
+    gate, order, done = threading.Event(), [], threading.Event()
+    pool.submit(gate.wait)                        # holds the only thread
+    for i in range(3):
+        pool.submit(lambda i=i: order.append(("deferred", i)), deferred=True)
+    for i in range(2):
+        pool.submit(lambda i=i: order.append(("urgent", i)))
+    pool.submit(done.set, deferred=True)
+    gate.set()
+    assert done.wait(5)
+    assert order == [("urgent", 0), ("urgent", 1), ("deferred", 0), ("deferred", 1), ("deferred", 2)]
+    pool.shutdown(wait=True)
+    with pytest.raises(RuntimeError, match="shut down"):
+        pool.submit(lambda: None)
+
+
+def test_kernel_pool_survives_a_failing_task():
+    pool = KernelPool(2)
+    done = threading.Event()
+    pool.submit(lambda: 1 / 0)
+    pool.submit(done.set)
+    assert done.wait(5)
+    pool.shutdown(wait=True)
