@@ -6,6 +6,8 @@ training step (forward, backward, update; the loss fetched) of
     + ReLU, max-pool 2x2, dense 1024 + ReLU, dense 10 (batch 64, float32),
 
 for actorflow and, beside it, baselines of the same model from the same initial parameters:
+- "actorflow, fusion off": the same session with the fusion pass off (no _FusedMatMul, no GEMM
+  accumulating the SGD update into the variable): what fusion is worth.
 - "numpy floor": a hand-written numpy forward/backward/update (the kernels-only floor: what is left
   with no graph, no runtime and no autodiff). The convnet floor is im2col + GEMM in plain numpy
   (sliding_window_view im2col, slice-add col2im, reshape pooling).
@@ -277,8 +279,9 @@ def kernels_convnet(prob):
 # actorflow
 # ---------------------------------------------------------------------------------------------
 
-def actorflow_step(model, prob):
-    """The model built with af.layers, trained by GradientDescentOptimizer; step() -> loss."""
+def actorflow_step(model, prob, fuse=True):
+    """The model built with af.layers, trained by GradientDescentOptimizer; step() -> loss.
+    fuse=False turns the fusion pass off (RewriterConfig.remapping = OFF)."""
     import actorflow as af
     g = af.Graph()
     with g.as_default():
@@ -305,7 +308,9 @@ def actorflow_step(model, prob):
         y = af.placeholder(af.int64, [None], name="y")
         loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
         train = af.train.GradientDescentOptimizer(LEARNING_RATE).minimize(loss)
-        sess = af.Session(graph=g)
+        config = None if fuse else af.ConfigProto(graph_options=af.GraphOptions(
+            rewrite_options=af.RewriterConfig(remapping=af.RewriterConfig.OFF)))
+        sess = af.Session(graph=g, config=config)
         sess.run(af.global_variables_initializer())
     feed = {x: prob["x"], y: prob["y"]}
     fetches = [train, loss]
@@ -518,6 +523,8 @@ def bench_model(model, prob, args, remote_tf):
     contenders = []
     af_step, af_close = actorflow_step(model, prob)
     contenders.append(Contender("actorflow", local(af_step), close=af_close))
+    unfused_step, unfused_close = actorflow_step(model, prob, fuse=False)
+    contenders.append(Contender("actorflow, fusion off", local(unfused_step), close=unfused_close))
     floor = numpy_mlp if model == "mlp" else numpy_convnet
     contenders.append(Contender("numpy floor", local(floor(prob)), blas=2))
     contenders.append(Contender("numpy floor (BLAS 1 thread)", local(floor(prob)), blas=1))
