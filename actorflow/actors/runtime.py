@@ -3,7 +3,8 @@
 The dispatcher is a ready queue of (actor, tag, args) drained in one loop callback at a time, so a
 message hop between actors costs a deque append and pop, and deep chains never recurse. Kernels
 that are expensive by their cost estimate run on a thread pool (numpy's BLAS and numba's nogil
-kernels release the GIL), so independent branches use both cores.
+kernels release the GIL), so independent branches use both cores; a kernel with a splitter runs as
+row blocks, and variable updates wait behind kernels on the critical path (actors/pool.py).
 """
 from __future__ import annotations
 

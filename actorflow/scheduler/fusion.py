@@ -67,6 +67,7 @@ def find_fusions(plan: Plan, on_cpu: Callable | None = None) -> dict:
 
     out: dict = {}
     taken: set = set()
+    after: dict = {}                # op -> the ops that run after it (data and control), built once
     for op in reversed(ops):            # a Relu claims its BiasAdd before the BiasAdd is a root
         if op in taken:
             continue
@@ -89,7 +90,7 @@ def find_fusions(plan: Plan, on_cpu: Callable | None = None) -> dict:
                              {"transpose_a": bool(mm.attrs.get("transpose_a", False)),
                               "transpose_b": bool(mm.attrs.get("transpose_b", False))},
                              (op.inputs[0], op.inputs[1], mm.inputs[0], mm.inputs[1]), frozenset({0}), (mm, op),
-                             () if plan.has_control_flow else _readers_first(op, var, in_plan, ops))
+                             () if plan.has_control_flow else _readers_first(op, var, in_plan, ops, after))
             taken.update((mm, op))
     return out
 
@@ -112,7 +113,7 @@ def _bias_chain(op, matmul_of, inner):
     return None if mm is None else (mm, bias_add) + tail
 
 
-def _readers_first(update, var, in_plan, ops) -> tuple:
+def _readers_first(update, var, in_plan, ops, consumers) -> tuple:
     """The plan's other readers of `var` that neither depend on `update` nor precede it already:
     making the update wait for them lets it write the variable in place, instead of copying a
     buffer a running reader still holds. (Every reader sees the value of the step either way.)"""
@@ -133,12 +134,12 @@ def _readers_first(update, var, in_plan, ops) -> tuple:
     if not readers:
         return ()
     # Ops after `update` (data and control edges) and ops before it.
-    consumers: dict = {}
-    for op in ops:
-        for t in op.inputs:
-            consumers.setdefault(t.op, []).append(op)
-        for c in op.control_inputs:
-            consumers.setdefault(c, []).append(op)
+    if not consumers:
+        for op in ops:
+            for t in op.inputs:
+                consumers.setdefault(t.op, []).append(op)
+            for c in op.control_inputs:
+                consumers.setdefault(c, []).append(op)
     after = _reach(update, lambda o: consumers.get(o, ()))
     before = _reach(update, lambda o: [t.op for t in o.inputs] + list(o.control_inputs))
     return tuple(r for r in readers if r not in after and r not in before)
