@@ -285,3 +285,21 @@ def test_kernel_pool_survives_a_failing_task():
     pool.submit(done.set)
     assert done.wait(5)
     pool.shutdown(wait=True)
+
+
+def test_fused_updates_write_the_variables_in_place():
+    """After the backward MatMul reading a kernel ends, nothing holds that kernel any more: the
+    fused update writes it in place, step after step, instead of copying 4 MiB first."""
+    with af.Graph().as_default():
+        x, y, logits, loss = _mlp(sizes=(64, 512, 512, 10))
+        train = af.train.GradientDescentOptimizer(0.01).minimize(loss)
+        rng = np.random.default_rng(0)
+        feed = {x: rng.standard_normal((256, 64)).astype(np.float32), y: rng.integers(0, 10, 256)}
+        with af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            sess.run(train, feed)
+            res = sess._container.get("l1/kernel")
+            where = res.value.ctypes.data
+            for _ in range(10):
+                sess.run(train, feed)
+                assert res.value.ctypes.data == where

@@ -56,6 +56,9 @@ class KernelPool:
                 fn()
             except BaseException:  # noqa: BLE001 - a task must never take its thread down
                 log.exception("kernel pool task %r failed", fn)
+            # Drop the task before waiting for the next: it holds the kernel's inputs, and a
+            # variable update copies any buffer someone else still references.
+            fn = None
 
     def shutdown(self, wait: bool = False) -> None:
         """Stops the threads once their current task ends; queued tasks are dropped."""

@@ -144,26 +144,27 @@ class Runtime:
                     parts = None
                 if parts is not None:
                     out, thunks = parts
-                    job = _Job(self, actor, tag, args, len(thunks), out)
+                    job = _Job(self, actor, tag, args, out, thunks)
                     self.in_flight += 1
-                    for t in thunks:
-                        submit(partial(job.run_part, t), deferred)
+                    for i in range(len(thunks)):
+                        submit(partial(job.run_part, i), deferred)
                     continue
             self.in_flight += 1
-            submit(_Job(self, actor, tag, args, 1).run, deferred)
+            submit(_Job(self, actor, tag, args).run, deferred)
 
     def _finished(self, job) -> None:
         """A kernel ended on the pool (called on the loop): deliver its output or fail its step."""
         self.in_flight -= 1
-        actor, tag = job.actor, job.tag
+        actor, tag, args, out = job.actor, job.tag, job.args, job.out
+        job.args = job.out = None       # other blocks' tasks may still reference the job
         if actor.releases:
-            actor.release(job.args)
+            actor.release(args)
         step = tag.step
         if step.error is None:
             if job.exc is not None:
-                step.fail(actor.error(job.exc, job.args, tag))
+                step.fail(actor.error(job.exc, args, tag))
             else:
-                actor.emit(tag, job.out)
+                actor.emit(tag, out)
         c = tag.outstanding - 1
         tag.outstanding = c
         if not c and tag.frame is not None and step.error is None:
@@ -196,16 +197,21 @@ class Runtime:
 
 
 class _Job:
-    """One kernel call on the pool: whole (`run`), or as `parts` row blocks (`run_part` each, into
-    `out`). The last part to finish hands the result to the loop: one cross-thread wake-up per
-    kernel, not one per block."""
-    __slots__ = ("rt", "actor", "tag", "args", "out", "left", "exc", "lock")
+    """One kernel call on the pool: whole (`run`), or as row blocks (`run_part(i)` runs thunk i,
+    which fills part of `out`). The last block to finish hands the result to the loop: one
+    cross-thread wake-up per kernel, not one per block.
 
-    def __init__(self, rt, actor, tag, args, parts, out=None):
+    A finished block drops its thunk at once, and the loop drops the inputs before it delivers
+    the output: nothing on a pool thread still references an input buffer when the next actor
+    runs, so a variable update after this kernel writes in place instead of copying."""
+    __slots__ = ("rt", "actor", "tag", "args", "out", "thunks", "left", "exc", "lock")
+
+    def __init__(self, rt, actor, tag, args, out=None, thunks=None):
         self.rt, self.actor, self.tag, self.args, self.out = rt, actor, tag, args, out
-        self.left = parts
+        self.thunks = thunks
+        self.left = len(thunks) if thunks else 1
         self.exc = None
-        self.lock = threading.Lock() if parts > 1 else None
+        self.lock = threading.Lock() if thunks else None
 
     def run(self) -> None:
         try:
@@ -214,11 +220,13 @@ class _Job:
             self.exc = e
         self._done()
 
-    def run_part(self, thunk) -> None:
+    def run_part(self, i) -> None:
+        thunk, self.thunks[i] = self.thunks[i], None
         try:
             thunk()
         except BaseException as e:  # noqa: BLE001
             self.exc = e
+        thunk = None
         with self.lock:
             self.left -= 1
             last = not self.left
