@@ -303,3 +303,34 @@ def test_fused_updates_write_the_variables_in_place():
             for _ in range(10):
                 sess.run(train, feed)
                 assert res.value.ctypes.data == where
+
+
+def test_updates_reading_each_others_variables_do_not_deadlock():
+    """loss = sum(V1 @ V2): V1's fused update reads V2 and V2's reads V1. Each would like the other's
+    readers to go first; only one of the two edges may be added (the other update copies)."""
+    rng = np.random.default_rng(5)
+    v1_0 = rng.standard_normal((300, 200)).astype(np.float32)
+    v2_0 = rng.standard_normal((200, 250)).astype(np.float32)
+    results = []
+    for config in (None, OFF):
+        with af.Graph().as_default():
+            v1, v2 = af.Variable(v1_0, name="v1"), af.Variable(v2_0, name="v2")
+            loss = af.reduce_sum(af.matmul(v1, v2))
+            train = af.train.GradientDescentOptimizer(1e-3).minimize(loss)
+            fusions = _plan_fusions([], [], [train])
+            if config is None:
+                assert sum(f.type == "_MatMulApplyGradientDescent" for f in fusions.values()) == 2
+                assert sum(len(f.extra_control) for f in fusions.values()) == 1
+            with af.Session(config=config) as sess:
+                sess.run(af.global_variables_initializer())
+                for _ in range(3):
+                    sess.run(train, options=af.RunOptions(timeout_in_ms=20000))
+                results.append(sess.run([v1, v2]))
+    # Reference: both gradients from the values before the step (a snapshot).
+    a, b = v1_0.astype(np.float64), v2_0.astype(np.float64)
+    for _ in range(3):
+        ga, gb = np.ones((300, 250)) @ b.T, a.T @ np.ones((300, 250))
+        a, b = a - 1e-3 * ga, b - 1e-3 * gb
+    for got in results:
+        np.testing.assert_allclose(got[0], a, rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(got[1], b, rtol=1e-4, atol=1e-3)

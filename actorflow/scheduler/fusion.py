@@ -16,6 +16,7 @@ get no actor. Pure functions over the plan; the runtime builds the actors.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -67,7 +68,6 @@ def find_fusions(plan: Plan, on_cpu: Callable | None = None) -> dict:
 
     out: dict = {}
     taken: set = set()
-    after: dict = {}                # op -> the ops that run after it (data and control), built once
     for op in reversed(ops):            # a Relu claims its BiasAdd before the BiasAdd is a root
         if op in taken:
             continue
@@ -89,9 +89,19 @@ def find_fusions(plan: Plan, on_cpu: Callable | None = None) -> dict:
             out[op] = Fusion("_MatMulApplyGradientDescent",
                              {"transpose_a": bool(mm.attrs.get("transpose_a", False)),
                               "transpose_b": bool(mm.attrs.get("transpose_b", False))},
-                             (op.inputs[0], op.inputs[1], mm.inputs[0], mm.inputs[1]), frozenset({0}), (mm, op),
-                             () if plan.has_control_flow else _readers_first(op, var, in_plan, ops, after))
+                             (op.inputs[0], op.inputs[1], mm.inputs[0], mm.inputs[1]), frozenset({0}), (mm, op))
             taken.update((mm, op))
+    if plan.has_control_flow:
+        return out          # control edges must not cross frames: updates just copy when they must
+    root_of = {p: root for root, f in out.items() for p in f.parts}
+    consumers: dict = {}    # op -> the ops that run after it (data, control, and edges added here)
+    for root, f in out.items():
+        if f.type == "_MatMulApplyGradientDescent":
+            first = _readers_first(root, f.inputs[0].op, in_plan, ops, consumers, root_of)
+            if first:
+                out[root] = dataclasses.replace(f, extra_control=first)
+                for r in first:
+                    consumers.setdefault(r, []).append(root)
     return out
 
 
@@ -113,10 +123,11 @@ def _bias_chain(op, matmul_of, inner):
     return None if mm is None else (mm, bias_add) + tail
 
 
-def _readers_first(update, var, in_plan, ops, consumers) -> tuple:
-    """The plan's other readers of `var` that neither depend on `update` nor precede it already:
-    making the update wait for them lets it write the variable in place, instead of copying a
-    buffer a running reader still holds. (Every reader sees the value of the step either way.)"""
+def _readers_first(update, var, in_plan, ops, consumers, root_of) -> tuple:
+    """The plan's other readers of `var` (the fused ops running them, for readers fused away) that
+    neither depend on `update` nor precede it already: making the update wait for them lets it
+    write the variable in place, instead of copying a buffer a running reader still holds. (Every
+    reader sees the value of the step either way.)"""
     readers, seen = [], set()
     stack = [var.outputs[0]]
     while stack:                        # through the variable's read Identities to who uses them
@@ -133,7 +144,8 @@ def _readers_first(update, var, in_plan, ops, consumers) -> tuple:
                 readers.append(c)
     if not readers:
         return ()
-    # Ops after `update` (data and control edges) and ops before it.
+    # Ops after `update` (data and control edges, and edges added for earlier updates: a new edge
+    # must not close a cycle through them) and ops before it.
     if not consumers:
         for op in ops:
             for t in op.inputs:
@@ -142,7 +154,12 @@ def _readers_first(update, var, in_plan, ops, consumers) -> tuple:
                 consumers.setdefault(c, []).append(op)
     after = _reach(update, lambda o: consumers.get(o, ()))
     before = _reach(update, lambda o: [t.op for t in o.inputs] + list(o.control_inputs))
-    return tuple(r for r in readers if r not in after and r not in before)
+    first = []
+    for r in readers:
+        r = root_of.get(r, r)
+        if r not in after and r not in before and r is not update and r not in first:
+            first.append(r)
+    return tuple(first)
 
 
 def _reach(start, nexts) -> set:
