@@ -334,3 +334,25 @@ def test_updates_reading_each_others_variables_do_not_deadlock():
     for got in results:
         np.testing.assert_allclose(got[0], a, rtol=1e-4, atol=1e-3)
         np.testing.assert_allclose(got[1], b, rtol=1e-4, atol=1e-3)
+
+
+def test_a_step_after_the_pool_shut_down_fails_instead_of_hanging():
+    import concurrent.futures
+
+    from actorflow.actors.resource import ResourceContainer
+    from actorflow.actors.runtime import Executable, Runtime
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [512, 512])
+        y = af.matmul(x, x)
+    rt = Runtime()
+    try:
+        exe = Executable(rt, make_plan(g, [x], [y], []), ResourceContainer())
+        rt.pool.shutdown(wait=True)
+        done = concurrent.futures.Future()
+        rt.loop.call_soon_threadsafe(exe.start, [np.ones((512, 512), np.float32)],
+                                     lambda res, err: done.set_result(err))
+        err = done.result(timeout=10)
+        assert isinstance(err, af.errors.CancelledError) and "shut down" in str(err)
+    finally:
+        rt.close()

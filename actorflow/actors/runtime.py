@@ -146,11 +146,20 @@ class Runtime:
                     out, thunks = parts
                     job = _Job(self, actor, tag, args, out, thunks)
                     self.in_flight += 1
-                    for i in range(len(thunks)):
-                        submit(partial(job.run_part, i), deferred)
+                    try:
+                        for i in range(len(thunks)):
+                            submit(partial(job.run_part, i), deferred)
+                    except RuntimeError as e:     # the pool is shut down: the runtime is closing
+                        job.exc = errors.CancelledError(actor.name, None, f"{e}: step abandoned")
+                        self._finished(job)
                     continue
             self.in_flight += 1
-            submit(_Job(self, actor, tag, args).run, deferred)
+            job = _Job(self, actor, tag, args)
+            try:
+                submit(job.run, deferred)
+            except RuntimeError as e:
+                job.exc = errors.CancelledError(actor.name, None, f"{e}: step abandoned")
+                self._finished(job)
 
     def _finished(self, job) -> None:
         """A kernel ended on the pool (called on the loop): deliver its output or fail its step."""
