@@ -24,8 +24,10 @@ Every contender uses 2 threads: torch.set_num_threads(2); TF intra_op = inter_op
 floors run BLAS on 2 threads ("BLAS 1 thread" rows show the floor under actorflow's own setting:
 its runtime limits BLAS to 1 thread and runs independent kernels on a 2-thread pool instead).
 Steps are timed one by one, in rounds that interleave the contenders so that a change of machine
-load hits all of them alike; the figure is the median. The loss of the first step, from identical
-parameters and data, is printed as a check that every contender trains the same model.
+load hits all of them alike; the figure is the median. "(paired)" is the median over rounds of the
+ratio of the two contenders' round medians (each ratio from steps a second apart). The loss of the
+first step, from identical parameters and data, is printed as a check that every contender trains
+the same model.
 
 Targets (issue 3): MLP no slower than the numpy floor and at most 1.15x PyTorch; convnet at most
 2.0x PyTorch.
@@ -492,6 +494,7 @@ class Contender:
     def __init__(self, name, run, blas=None, close=None):
         self.name, self.run, self.blas, self.close = name, run, blas, close
         self.times: list = []
+        self.rounds: list = []      # the median of each interleaved round
         self.loss = None
 
     def measure(self, n, settle=0.0):
@@ -505,6 +508,7 @@ class Contender:
         if self.loss is None:
             self.loss = r["loss"]
         self.times += r["times"][1:]
+        self.rounds.append(statistics.median(r["times"][1:]))
 
     @property
     def median_ms(self):
@@ -545,6 +549,7 @@ def bench_model(model, prob, args, remote_tf):
     for c in contenders:
         c.measure(args.warmup)
         c.times.clear()
+        c.rounds.clear()
     per_round = max(1, -(-args.steps // args.rounds))
     for _ in range(args.rounds):
         for c in contenders:
@@ -555,17 +560,25 @@ def bench_model(model, prob, args, remote_tf):
     return contenders
 
 
+def _paired(a, b):
+    """The median over interleaved rounds of a's round median / b's: load that changes between
+    rounds cancels out of each ratio."""
+    return statistics.median(x / y for x, y in zip(a.rounds, b.rounds))
+
+
 def report(model, contenders):
     title = {"mlp": f"MLP 784-1024-1024-10, batch {MLP_BATCH}",
              "convnet": f"LeNet-like convnet, 28x28x1, batch {CONV_BATCH}"}[model]
     af_ms = contenders[0].median_ms
     print(f"\n{title}: median ms per training step over {len(contenders[0].times)} steps")
-    print(f"  {'':34} {'ms/step':>9} {'actorflow/this':>15} {'(best)':>8} {'best ms':>9} {'first loss':>11}")
+    print(f"  {'':34} {'ms/step':>9} {'actorflow/this':>15} {'(paired)':>9} {'(best)':>8} {'best ms':>9} "
+          f"{'first loss':>11}")
     for c in contenders:
         ratio = "" if c is contenders[0] else f"{af_ms / c.median_ms:.2f}x"
+        paired = "" if c is contenders[0] else f"{_paired(contenders[0], c):.2f}x"
         best_ratio = "" if c is contenders[0] else f"{contenders[0].best_ms / c.best_ms:.2f}x"
         loss = "" if c.loss is None or c.loss != c.loss else f"{c.loss:.5f}"
-        print(f"  {c.name:34} {c.median_ms:9.2f} {ratio:>15} {best_ratio:>8} {c.best_ms:9.2f} {loss:>11}")
+        print(f"  {c.name:34} {c.median_ms:9.2f} {ratio:>15} {paired:>9} {best_ratio:>8} {c.best_ms:9.2f} {loss:>11}")
     by = {c.name: c for c in contenders}
     torch_c = next((c for c in contenders if c.name.startswith("PyTorch")), None)
     tf_c = next((c for c in contenders if c.name.startswith("TensorFlow")), None)
