@@ -143,8 +143,8 @@ class Runtime:
                 except Exception:  # noqa: BLE001 - fall back to the plain kernel, which reports errors
                     parts = None
                 if parts is not None:
-                    out, thunks = parts
-                    job = _Job(self, actor, tag, args, out, thunks)
+                    job = _Job(self, actor, tag, args, *parts)
+                    thunks = job.thunks
                     self.in_flight += 1
                     try:
                         for i in range(len(thunks)):
@@ -213,11 +213,12 @@ class _Job:
     A finished block drops its thunk at once, and the loop drops the inputs before it delivers
     the output: nothing on a pool thread still references an input buffer when the next actor
     runs, so a variable update after this kernel writes in place instead of copying."""
-    __slots__ = ("rt", "actor", "tag", "args", "out", "thunks", "left", "exc", "lock")
+    __slots__ = ("rt", "actor", "tag", "args", "out", "thunks", "finish", "left", "exc", "lock")
 
-    def __init__(self, rt, actor, tag, args, out=None, thunks=None):
+    def __init__(self, rt, actor, tag, args, out=None, thunks=None, finish=None):
         self.rt, self.actor, self.tag, self.args, self.out = rt, actor, tag, args, out
         self.thunks = thunks
+        self.finish = finish            # run after the last block: returns the output
         self.left = len(thunks) if thunks else 1
         self.exc = None
         self.lock = threading.Lock() if thunks else None
@@ -240,6 +241,12 @@ class _Job:
             self.left -= 1
             last = not self.left
         if last:
+            if self.finish is not None and self.exc is None:
+                try:
+                    self.out = self.finish()
+                except BaseException as e:  # noqa: BLE001
+                    self.exc = e
+            self.finish = None
             self._done()
 
     def _done(self) -> None:

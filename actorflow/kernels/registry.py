@@ -26,7 +26,8 @@ class KernelDef:
     # so running it on a worker thread buys real parallelism.
     releases_gil: bool = True
     # Optional intra-op parallelism: split(attrs) -> fn(parts, *inputs) returning (output, [thunks])
-    # whose thunks, run concurrently, fill `output`; or None when the call is not worth splitting.
+    # whose thunks, run concurrently, fill `output`, or (None, [thunks], finish) where finish(), run
+    # once after every thunk, returns the output; or None when the call is not worth splitting.
     split: Callable | None = None
     # Input slots read on the host even when the kernel runs on a GPU (TF's HostMemory): shapes, axes,
     # permutations, predicates. The runtime hands these inputs over as numpy arrays.

@@ -41,8 +41,29 @@ def _matmul_cost(a, b):
     return int(np.size(a)) * int(np.size(b)) // max(k, 1)
 
 
+def gemm_blocks(m: int, n: int, parts: int):
+    """How to split an [m, n] product over `parts` threads: ("rows" | "cols", [(lo, hi), ...]), or
+    None when it is too small. Row blocks when there are rows enough (each block then reads all of
+    the right operand), else column blocks (a batch of 64 against a wide layer)."""
+    if m >= 64 * parts:
+        axis, size = "rows", m
+    elif n >= 64 * parts:
+        axis, size = "cols", n
+    else:
+        return None
+    bounds = [size * i // parts for i in range(parts + 1)]
+    return axis, list(zip(bounds[:-1], bounds[1:]))
+
+
+def gemm_block_operands(axis, lo, hi, a2, b2, out):
+    """(a block, b block, out block) of block [lo, hi) along `axis` (see gemm_blocks)."""
+    if axis == "rows":
+        return a2[lo:hi], b2, out[lo:hi]
+    return a2, b2[:, lo:hi], out[:, lo:hi]
+
+
 def _matmul_split(attrs):
-    """Row blocks of ``op(a) @ op(b)``, each written by its own BLAS call into one output."""
+    """Row (or column) blocks of ``op(a) @ op(b)``, each written by its own BLAS call into one output."""
     ta, tb = bool(attrs.get("transpose_a", False)), bool(attrs.get("transpose_b", False))
 
     def split(parts, a, b):
@@ -51,13 +72,15 @@ def _matmul_split(attrs):
             return None
         a2 = a.T if ta else a
         b2 = b.T if tb else b
-        m = a2.shape[0]
-        if a2.shape[1] != b2.shape[0] or m < 64 * parts:
-            return None           # the kernel reports shape errors; small products are not worth it
-        out = np.empty((m, b2.shape[1]), dtype=np.result_type(a2.dtype, b2.dtype))
-        bounds = [m * i // parts for i in range(parts + 1)]
-        return out, [functools.partial(gemm, a2[lo:hi], b2, out[lo:hi])
-                     for lo, hi in zip(bounds[:-1], bounds[1:])]
+        if a2.shape[1] != b2.shape[0]:
+            return None           # the kernel reports shape errors
+        m, n = a2.shape[0], b2.shape[1]
+        blocks = gemm_blocks(m, n, parts)
+        if blocks is None:
+            return None           # small products are not worth it
+        out = np.empty((m, n), dtype=np.result_type(a2.dtype, b2.dtype))
+        axis, bounds = blocks
+        return out, [functools.partial(gemm, *gemm_block_operands(axis, lo, hi, a2, b2, out)) for lo, hi in bounds]
     return split
 
 
@@ -114,7 +137,7 @@ def _bias_relu_rows(out, bias, relu, zero):
 
 
 def _fused_epilogue(out, bias, relu):
-    if out.dtype in _FAST_FLOATS and out.flags.c_contiguous and bias.dtype == out.dtype:
+    if out.dtype in _FAST_FLOATS and out.strides[1] == out.itemsize and bias.dtype == out.dtype:
         _bias_relu_rows(out, bias, relu, out.dtype.type(0))
     else:
         out += bias
@@ -158,13 +181,14 @@ def _fused_matmul_split(attrs):
             a2, b2, bias, dt = _fused_bias_operands(attrs, a, b, bias)
         except FusedPartError:
             return None               # the kernel reports it
-        m = a2.shape[0]
-        if m < 64 * parts:
+        m, n = a2.shape[0], b2.shape[1]
+        blocks = gemm_blocks(m, n, parts)
+        if blocks is None:
             return None
-        out = np.empty((m, b2.shape[1]), dtype=dt)
-        bounds = [m * i // parts for i in range(parts + 1)]
-        return out, [functools.partial(block, a2[lo:hi], b2, out[lo:hi], bias)
-                     for lo, hi in zip(bounds[:-1], bounds[1:])]
+        out = np.empty((m, n), dtype=dt)
+        axis, bounds = blocks
+        return out, [functools.partial(block, *gemm_block_operands(axis, lo, hi, a2, b2, out),
+                                       bias if axis == "rows" else bias[lo:hi]) for lo, hi in bounds]
     return split
 
 
@@ -700,13 +724,60 @@ def _conv_cost(x, f):
     return int(np.size(x)) * (int(fs[0] * fs[1] * fs[3]) if len(fs) == 4 else 1)
 
 
-@register_kernel("Conv2D", "CPU", cost=_conv_cost)
+def _conv_forward(geo, x, f, out, oh, ow, ph, pw):
+    """Conv2D of NHWC `x` into `out` [N, OH, OW, O], batch chunk by batch chunk."""
+    n, _, _, c = x.shape
+    kh, kw, _, co = f.shape
+    f2 = f.reshape(kh * kw * c, co)
+    step = geo.batch_chunk(n, oh * ow, kh * kw * c)
+    for s in range(0, n, step):
+        cols = geo.im2col(x[s:s + step], kh, kw, oh, ow, ph, pw)
+        gemm(cols, f2, out[s:s + step].reshape(-1, co))
+
+
+def _batch_blocks(n: int, parts: int):
+    """[(lo, hi), ...] image ranges of a batch split over `parts` threads, or None when too small."""
+    if n < 2 * parts:
+        return None
+    bounds = [n * i // parts for i in range(parts + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _conv_split_ok(geo, *arrays) -> bool:
+    """Batch splitting handles NHWC float32/float64 arrays of one dtype (the common case)."""
+    dt = arrays[0].dtype
+    return geo.fmt == "NHWC" and dt in _FAST_FLOATS and all(a.ndim == 4 and a.dtype == dt for a in arrays)
+
+
+def _conv2d_split(attrs):
+    """Batch blocks of a Conv2D: each thread runs im2col + GEMM on its images, into one output."""
+    geo = _ConvGeometry(attrs, "Conv2D")
+
+    def split(parts, input, filter):
+        x, f = np.asarray(input), np.asarray(filter)
+        blocks = _batch_blocks(x.shape[0], parts) if x.ndim == 4 else None
+        if blocks is None or not _conv_split_ok(geo, x, f):
+            return None
+        try:
+            oh, ow, ph, pw = geo.resolve(x.shape, f.shape)
+        except ValueError:
+            return None                   # the kernel reports it
+        if geo.is_pointwise(f.shape, ph, pw):
+            return None
+        x = np.ascontiguousarray(x)
+        out = np.empty((x.shape[0], oh, ow, f.shape[3]), x.dtype)
+        return out, [functools.partial(_conv_forward, geo, x[lo:hi], f, out[lo:hi], oh, ow, ph, pw)
+                     for lo, hi in blocks]
+    return split
+
+
+@register_kernel("Conv2D", "CPU", cost=_conv_cost, split=_conv2d_split)
 def conv2d(attrs):
     """tf.raw_ops.Conv2D: NHWC input, HWIO filter, SAME/VALID padding, strides and dilations.
 
     im2col into a [N*OH*OW, KH*KW*C] buffer, then a GEMM with the filter viewed as [KH*KW*C, O]
     (per batch chunk, see _MAX_COL_ELEMENTS; a 1x1 stride-1 convolution skips im2col). NCHW is
-    accepted by transposing to NHWC and back.
+    accepted by transposing to NHWC and back. On the pool, big convolutions split by batch.
     """
     geo = _ConvGeometry(attrs, "Conv2D")
 
@@ -716,16 +787,11 @@ def conv2d(attrs):
         n, h, w, c = x.shape
         kh, kw, _, co = f.shape
         oh, ow, ph, pw = geo.resolve(x.shape, f.shape)
-        f2 = f.reshape(kh * kw * c, co)
         if geo.is_pointwise(f.shape, ph, pw):
-            out = np.matmul(x.reshape(-1, c), f2).reshape(n, oh, ow, co)
+            out = np.matmul(x.reshape(-1, c), f.reshape(c, co)).reshape(n, oh, ow, co)
             return _from_nhwc(out, geo.fmt)
         out = np.empty((n, oh, ow, co), np.result_type(x.dtype, f.dtype))
-        step = geo.batch_chunk(n, oh * ow, kh * kw * c)
-        for s in range(0, n, step):
-            xs = x[s:s + step]
-            cols = geo.im2col(xs, kh, kw, oh, ow, ph, pw)
-            gemm(cols, f2, out[s:s + step].reshape(-1, co))
+        _conv_forward(geo, x, f, out, oh, ow, ph, pw)
         return _from_nhwc(out, geo.fmt)
     return _half_via_float32(fn)
 
@@ -735,7 +801,44 @@ def _conv_bp_input_cost(input_sizes, f, dy):
     return int(np.size(dy)) * (int(fs[0] * fs[1] * fs[2]) if len(fs) == 4 else 1)
 
 
-@register_kernel("Conv2DBackpropInput", "CPU", cost=_conv_bp_input_cost)
+def _conv_backprop_input(geo, dy, f, dx, oh, ow, ph, pw):
+    """Conv2DBackpropInput of NHWC `dy` added into the zeroed NHWC `dx`, batch chunk by chunk."""
+    n, _, _, c = dx.shape
+    kh, kw, _, co = f.shape
+    f2t = f.reshape(kh * kw * c, co).T
+    step = geo.batch_chunk(n, oh * ow, kh * kw * c)
+    for s in range(0, n, step):
+        dys = dy[s:s + step].reshape(-1, co)
+        dcols = gemm(dys, f2t, _scratch.get((dys.shape[0], f2t.shape[1]), dx.dtype))
+        dxs = dx[s:s + step]
+        _col2im(dcols.reshape(-1), *dxs.shape, kh, kw, geo.sh, geo.sw, geo.dh, geo.dw, ph, pw, oh, ow,
+                dxs.reshape(-1))
+
+
+def _conv_bp_input_split(attrs):
+    """Batch blocks of a Conv2DBackpropInput: images do not share input gradients."""
+    geo = _ConvGeometry(attrs, "Conv2DBackpropInput")
+
+    def split(parts, input_sizes, filter, out_backprop):
+        f, dy = np.asarray(filter), np.asarray(out_backprop)
+        sizes = tuple(int(d) for d in np.asarray(input_sizes).reshape(-1))
+        blocks = _batch_blocks(dy.shape[0], parts) if dy.ndim == 4 else None
+        if blocks is None or len(sizes) != 4 or not _conv_split_ok(geo, f, dy):
+            return None
+        try:
+            oh, ow, ph, pw = geo.resolve(sizes, f.shape)
+        except ValueError:
+            return None
+        if dy.shape != (sizes[0], oh, ow, f.shape[3]) or geo.is_pointwise(f.shape, ph, pw):
+            return None
+        dy = np.ascontiguousarray(dy)
+        dx = np.zeros(sizes, dy.dtype)
+        return dx, [functools.partial(_conv_backprop_input, geo, dy[lo:hi], f, dx[lo:hi], oh, ow, ph, pw)
+                    for lo, hi in blocks]
+    return split
+
+
+@register_kernel("Conv2DBackpropInput", "CPU", cost=_conv_bp_input_cost, split=_conv_bp_input_split)
 def conv2d_backprop_input(attrs):
     """tf.raw_ops.Conv2DBackpropInput: gradient of Conv2D with respect to its input.
 
@@ -754,17 +857,11 @@ def conv2d_backprop_input(attrs):
             raise ValueError(f"Conv2DBackpropInput: out_backprop has shape {dy.shape} (NHWC) but input_sizes "
                              f"{(n, h, w, c)} and filter {f.shape} give an output of {(n, oh, ow, co)}")
         dtype = np.result_type(f.dtype, dy.dtype)
-        f2t = f.reshape(kh * kw * c, co).T
         if geo.is_pointwise(f.shape, ph, pw):
+            f2t = f.reshape(c, co).T
             return _from_nhwc(np.matmul(dy.reshape(-1, co), f2t).reshape(n, h, w, c), geo.fmt)
         dx = np.zeros((n, h, w, c), dtype)
-        step = geo.batch_chunk(n, oh * ow, kh * kw * c)
-        for s in range(0, n, step):
-            dys = dy[s:s + step].reshape(-1, co)
-            dcols = gemm(dys, f2t, _scratch.get((dys.shape[0], f2t.shape[1]), dtype))
-            dxs = dx[s:s + step]
-            _col2im(dcols.reshape(-1), *dxs.shape, kh, kw, geo.sh, geo.sw, geo.dh, geo.dw, ph, pw, oh, ow,
-                    dxs.reshape(-1))
+        _conv_backprop_input(geo, dy, f, dx, oh, ow, ph, pw)
         return _from_nhwc(dx, geo.fmt)
     return _half_via_float32(fn)
 
@@ -774,7 +871,54 @@ def _conv_bp_filter_cost(x, filter_sizes, dy):
     return int(np.size(dy)) * (int(fs[0] * fs[1] * fs[2]) if fs.size == 4 else 1)
 
 
-@register_kernel("Conv2DBackpropFilter", "CPU", cost=_conv_bp_filter_cost)
+def _conv_backprop_filter_t(geo, x, dy, fshape, oh, ow, ph, pw):
+    """The filter gradient of NHWC `x` and `dy`, transposed: [O, KH*KW*C]."""
+    n, _, _, c = x.shape
+    kh, kw, _, co = fshape
+    step = geo.batch_chunk(n, oh * ow, kh * kw * c)
+    # Computed as (dy.T @ cols).T: OpenBLAS is markedly faster with the long dimension as the
+    # shared one on the right-hand side than with a transposed tall left operand.
+    df_t = None
+    for s in range(0, n, step):
+        cols = geo.im2col(x[s:s + step], kh, kw, oh, ow, ph, pw)
+        part = gemm(dy[s:s + step].reshape(-1, co).T, cols)
+        df_t = part if df_t is None else np.add(df_t, part, out=df_t)
+    return df_t
+
+
+def _conv_bp_filter_split(attrs):
+    """Batch blocks of a Conv2DBackpropFilter: each thread sums its images' filter gradients, and
+    the thread that finishes last adds the partial sums."""
+    geo = _ConvGeometry(attrs, "Conv2DBackpropFilter")
+
+    def split(parts, input, filter_sizes, out_backprop):
+        x, dy = np.asarray(input), np.asarray(out_backprop)
+        fshape = tuple(int(d) for d in np.asarray(filter_sizes).reshape(-1))
+        blocks = _batch_blocks(x.shape[0], parts) if x.ndim == 4 else None
+        if blocks is None or len(fshape) != 4 or not _conv_split_ok(geo, x, dy):
+            return None
+        try:
+            oh, ow, ph, pw = geo.resolve(x.shape, fshape)
+        except ValueError:
+            return None
+        if dy.shape != (x.shape[0], oh, ow, fshape[3]) or geo.is_pointwise(fshape, ph, pw):
+            return None
+        x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
+        partial_sums = [None] * len(blocks)
+
+        def block(i, lo, hi):
+            partial_sums[i] = _conv_backprop_filter_t(geo, x[lo:hi], dy[lo:hi], fshape, oh, ow, ph, pw)
+
+        def finish():
+            total = partial_sums[0]
+            for p in partial_sums[1:]:
+                total += p
+            return np.ascontiguousarray(total.T).reshape(fshape)
+        return None, [functools.partial(block, i, lo, hi) for i, (lo, hi) in enumerate(blocks)], finish
+    return split
+
+
+@register_kernel("Conv2DBackpropFilter", "CPU", cost=_conv_bp_filter_cost, split=_conv_bp_filter_split)
 def conv2d_backprop_filter(attrs):
     """tf.raw_ops.Conv2DBackpropFilter: gradient of Conv2D with respect to its filter.
 
@@ -798,14 +942,7 @@ def conv2d_backprop_filter(attrs):
         if geo.is_pointwise(fshape, ph, pw):
             df_t = np.matmul(dy.reshape(-1, co).T, x.reshape(-1, c))
             return np.ascontiguousarray(df_t.T).reshape(fshape).astype(dtype, copy=False)
-        step = geo.batch_chunk(n, oh * ow, kh * kw * c)
-        # Computed as (dy.T @ cols).T: OpenBLAS is markedly faster with the long dimension as the
-        # shared one on the right-hand side than with a transposed tall left operand.
-        df_t = None
-        for s in range(0, n, step):
-            cols = geo.im2col(x[s:s + step], kh, kw, oh, ow, ph, pw)
-            part = gemm(dy[s:s + step].reshape(-1, co).T, cols)
-            df_t = part if df_t is None else np.add(df_t, part, out=df_t)
+        df_t = _conv_backprop_filter_t(geo, x, dy, fshape, oh, ow, ph, pw)
         return np.ascontiguousarray(df_t.T).reshape(fshape).astype(dtype, copy=False)
     return _half_via_float32(fn)
 

@@ -17,7 +17,13 @@ import numpy as np
 from numba import njit
 
 from actorflow.kernels.cpu.blas import matmul as gemm
-from actorflow.kernels.cpu.nn import FusedPartError, _matmul_cost, fused_matmul_operands
+from actorflow.kernels.cpu.nn import (
+    FusedPartError,
+    _matmul_cost,
+    fused_matmul_operands,
+    gemm_block_operands,
+    gemm_blocks,
+)
 from actorflow.kernels.registry import register_kernel
 
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))
@@ -328,12 +334,12 @@ def _gemm_update_split(attrs):
             a2, b2, alpha = _gemm_update_operands(attrs, var, alpha, a, b)
         except Exception:  # noqa: BLE001 - the kernel reports it
             return None
-        m = a2.shape[0]
-        if m < 64 * parts or not var.flags.c_contiguous:
+        blocks = gemm_blocks(var.shape[0], var.shape[1], parts)
+        if blocks is None or not var.flags.c_contiguous:
             return None
-        bounds = [m * i // parts for i in range(parts + 1)]
-        return var, [functools.partial(gemm, a2[lo:hi], b2, var[lo:hi], -alpha, 1.0)
-                     for lo, hi in zip(bounds[:-1], bounds[1:])]
+        axis, bounds = blocks
+        return var, [functools.partial(gemm, *gemm_block_operands(axis, lo, hi, a2, b2, var), -alpha, 1.0)
+                     for lo, hi in bounds]
     return split
 
 

@@ -1,0 +1,112 @@
+"""Intra-op splitting: every kernel with a splitter computes, block by block, what it computes whole
+(MatMul by rows or columns, the fused MatMuls, the convolutions by batch), and the runtime runs the
+blocks (and a splitter's finishing step) on its pool."""
+import numpy as np
+import pytest
+
+import actorflow as af
+from actorflow.kernels.registry import get_kernel
+
+CONV = {"strides": (1, 1, 1, 1), "padding": "SAME", "data_format": "NHWC", "dilations": (1, 1, 1, 1)}
+
+
+def _run_split(op, attrs, parts, *args):
+    res = get_kernel(op).split(attrs)(parts, *args)
+    if res is None:
+        return None
+    out, thunks = res[0], res[1]
+    for t in reversed(thunks):          # any order: blocks are independent
+        t()
+    return res[2]() if len(res) == 3 else out
+
+
+@pytest.mark.parametrize("m, n", [(300, 40), (64, 500), (64, 100)])
+@pytest.mark.parametrize("ta", [False, True])
+def test_matmul_splits_by_rows_or_columns(m, n, ta):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, 70)).astype(np.float32)
+    b = rng.standard_normal((70, n)).astype(np.float32)
+    a_in = a.T.copy() if ta else a
+    attrs = {"transpose_a": ta}
+    split = _run_split("MatMul", attrs, 2, a_in, b)
+    if m < 128 and n < 128:
+        assert split is None                     # too small to be worth it
+        return
+    np.testing.assert_allclose(split, a @ b, rtol=1e-5, atol=1e-4)
+    bias = rng.standard_normal(n).astype(np.float32)
+    fused = {"transpose_a": ta, "fused_ops": ("BiasAdd", "Relu")}
+    np.testing.assert_allclose(_run_split("_FusedMatMul", fused, 2, a_in, b, bias),
+                               np.maximum(a @ b + bias, 0), rtol=1e-5, atol=1e-4)
+    var = rng.standard_normal((m, n)).astype(np.float32)
+    v = var.copy()
+    out = _run_split("_MatMulApplyGradientDescent", {"transpose_a": True}, 2, v, np.float32(0.1), a.T.copy(), b)
+    assert out is v
+    np.testing.assert_allclose(v, var - 0.1 * (a @ b), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, fshape, padding", [((7, 12, 12, 3), (5, 5, 3, 8), "SAME"),
+                                                    ((6, 9, 11, 4), (3, 2, 4, 5), "VALID")])
+def test_convolutions_split_by_batch(dtype, shape, fshape, padding):
+    rng = np.random.default_rng(1)
+    attrs = dict(CONV, padding=padding)
+    x = rng.standard_normal(shape).astype(dtype)
+    f = rng.standard_normal(fshape).astype(dtype)
+    y = get_kernel("Conv2D").factory(attrs)(x, f)
+    dy = rng.standard_normal(y.shape).astype(dtype)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for parts in (2, 3):
+        np.testing.assert_allclose(_run_split("Conv2D", attrs, parts, x, f), y, rtol=tol, atol=tol)
+        sizes = np.array(shape, np.int32)
+        np.testing.assert_allclose(_run_split("Conv2DBackpropInput", attrs, parts, sizes, f, dy),
+                                   get_kernel("Conv2DBackpropInput").factory(attrs)(sizes, f, dy), rtol=tol, atol=tol)
+        fsizes = np.array(fshape, np.int32)
+        np.testing.assert_allclose(_run_split("Conv2DBackpropFilter", attrs, parts, x, fsizes, dy),
+                                   get_kernel("Conv2DBackpropFilter").factory(attrs)(x, fsizes, dy),
+                                   rtol=tol, atol=tol * 10)
+
+
+def test_convolutions_do_not_split_what_they_cannot():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 8, 8, 2)).astype(np.float32)
+    f = rng.standard_normal((3, 3, 2, 4)).astype(np.float32)
+    assert get_kernel("Conv2D").split(CONV)(2, x, f) is None                          # batch of 3
+    nchw = dict(CONV, data_format="NCHW")
+    assert get_kernel("Conv2D").split(nchw)(2, np.ones((8, 2, 8, 8), np.float32), f) is None
+    assert get_kernel("Conv2D").split(CONV)(2, np.ones((8, 8, 8, 2), np.float16), f.astype(np.float16)) is None
+    bad = rng.standard_normal((3, 3, 5, 4)).astype(np.float32)                       # depth mismatch
+    assert get_kernel("Conv2D").split(CONV)(2, np.ones((8, 8, 8, 2), np.float32), bad) is None
+
+
+def test_a_split_convnet_step_trains_like_the_unsplit_kernels():
+    """End to end through the runtime (blocks on the pool, the filter gradient's finishing step)."""
+    rng = np.random.default_rng(3)
+    xs = rng.random((32, 12, 12, 1), dtype=np.float32)
+    ys = rng.integers(0, 10, 32)
+    f0 = (rng.standard_normal((5, 5, 1, 16)) * 0.2).astype(np.float32)
+    w0 = (rng.standard_normal((12 * 12 * 16, 10)) * 0.05).astype(np.float32)
+    with af.Graph().as_default():
+        x = af.placeholder(af.float32, [None, 12, 12, 1])
+        y = af.placeholder(af.int64, [None])
+        h = af.layers.conv2d(x, 16, 5, padding="same", activation=af.nn.relu,
+                             kernel_initializer=af.constant_initializer(f0))
+        logits = af.layers.dense(af.layers.flatten(h), 10, kernel_initializer=af.constant_initializer(w0))
+        loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        grads = af.gradients(loss, af.trainable_variables())
+        with af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            got = sess.run(grads, {x: xs, y: ys})
+    # The same gradients from the kernels called whole, one after the other.
+    conv = get_kernel("Conv2D").factory(CONV)
+    z = conv(xs, f0) + 0.0
+    hz = np.maximum(z, 0)
+    lg = hz.reshape(32, -1) @ w0
+    p = np.exp(lg - lg.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    p[np.arange(32), ys] -= 1
+    d = p / 32
+    dw0 = hz.reshape(32, -1).T @ d
+    dz = (d @ w0.T).reshape(z.shape) * (z > 0)
+    df0 = get_kernel("Conv2DBackpropFilter").factory(CONV)(xs, np.array(f0.shape, np.int32), dz)
+    np.testing.assert_allclose(got[0], df0, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[2], dw0, rtol=1e-4, atol=1e-6)
