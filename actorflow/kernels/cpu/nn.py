@@ -749,21 +749,31 @@ def _conv_split_ok(geo, *arrays) -> bool:
     return geo.fmt == "NHWC" and dt in _FAST_FLOATS and all(a.ndim == 4 and a.dtype == dt for a in arrays)
 
 
+def _conv_split_plan(geo, parts, batched, in_shape, fshape, *arrays):
+    """(batch blocks, oh, ow, ph, pw) for splitting a convolution-family call over `parts`
+    threads, or None when it should run whole (the kernel then reports any error)."""
+    blocks = _batch_blocks(batched.shape[0], parts) if batched.ndim == 4 else None
+    if blocks is None or len(in_shape) != 4 or len(fshape) != 4 or not _conv_split_ok(geo, *arrays):
+        return None
+    try:
+        oh, ow, ph, pw = geo.resolve(in_shape, fshape)
+    except ValueError:
+        return None
+    if geo.is_pointwise(fshape, ph, pw):
+        return None
+    return blocks, oh, ow, ph, pw
+
+
 def _conv2d_split(attrs):
     """Batch blocks of a Conv2D: each thread runs im2col + GEMM on its images, into one output."""
     geo = _ConvGeometry(attrs, "Conv2D")
 
     def split(parts, input, filter):
         x, f = np.asarray(input), np.asarray(filter)
-        blocks = _batch_blocks(x.shape[0], parts) if x.ndim == 4 else None
-        if blocks is None or not _conv_split_ok(geo, x, f):
+        plan = _conv_split_plan(geo, parts, x, x.shape, f.shape, x, f)
+        if plan is None:
             return None
-        try:
-            oh, ow, ph, pw = geo.resolve(x.shape, f.shape)
-        except ValueError:
-            return None                   # the kernel reports it
-        if geo.is_pointwise(f.shape, ph, pw):
-            return None
+        blocks, oh, ow, ph, pw = plan
         x = np.ascontiguousarray(x)
         out = np.empty((x.shape[0], oh, ow, f.shape[3]), x.dtype)
         return out, [functools.partial(_conv_forward, geo, x[lo:hi], f, out[lo:hi], oh, ow, ph, pw)
@@ -822,14 +832,11 @@ def _conv_bp_input_split(attrs):
     def split(parts, input_sizes, filter, out_backprop):
         f, dy = np.asarray(filter), np.asarray(out_backprop)
         sizes = tuple(int(d) for d in np.asarray(input_sizes).reshape(-1))
-        blocks = _batch_blocks(dy.shape[0], parts) if dy.ndim == 4 else None
-        if blocks is None or len(sizes) != 4 or not _conv_split_ok(geo, f, dy):
+        plan = _conv_split_plan(geo, parts, dy, sizes, f.shape, f, dy)
+        if plan is None:
             return None
-        try:
-            oh, ow, ph, pw = geo.resolve(sizes, f.shape)
-        except ValueError:
-            return None
-        if dy.shape != (sizes[0], oh, ow, f.shape[3]) or geo.is_pointwise(f.shape, ph, pw):
+        blocks, oh, ow, ph, pw = plan
+        if dy.shape != (sizes[0], oh, ow, f.shape[3]):
             return None
         dy = np.ascontiguousarray(dy)
         dx = np.zeros(sizes, dy.dtype)
@@ -894,14 +901,11 @@ def _conv_bp_filter_split(attrs):
     def split(parts, input, filter_sizes, out_backprop):
         x, dy = np.asarray(input), np.asarray(out_backprop)
         fshape = tuple(int(d) for d in np.asarray(filter_sizes).reshape(-1))
-        blocks = _batch_blocks(x.shape[0], parts) if x.ndim == 4 else None
-        if blocks is None or len(fshape) != 4 or not _conv_split_ok(geo, x, dy):
+        plan = _conv_split_plan(geo, parts, x, x.shape, fshape, x, dy)
+        if plan is None:
             return None
-        try:
-            oh, ow, ph, pw = geo.resolve(x.shape, fshape)
-        except ValueError:
-            return None
-        if dy.shape != (x.shape[0], oh, ow, fshape[3]) or geo.is_pointwise(fshape, ph, pw):
+        blocks, oh, ow, ph, pw = plan
+        if dy.shape != (x.shape[0], oh, ow, fshape[3]):
             return None
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         partial_sums = [None] * len(blocks)
