@@ -48,7 +48,7 @@ class NodeActor:
     """A stateless op: fires its kernel when all inputs of a tag are present."""
 
     __slots__ = ("name", "op_type", "fn", "n_in", "template", "pending", "outs", "ctrl", "rt",
-                 "cost", "offload", "multi", "n_out", "split", "parts")
+                 "cost", "offload", "multi", "n_out", "split", "parts", "deferred")
 
     releases = False                      # True: `release(args)` runs when an offloaded call ends
 
@@ -68,6 +68,9 @@ class NodeActor:
         self.multi = n_out != 1
         self.split = None                 # intra-op splitter of the kernel, when it has one
         self.parts = None                 # a fused op: ((name, type), ...) of the ops it runs
+        # True when nothing in the step waits on this kernel but variable updates (and the step's
+        # end): the pool runs it after kernels on the critical path.
+        self.deferred = False
 
     # -- mailbox ------------------------------------------------------------------------------
     def deliver(self, tag, slot, value):
@@ -261,6 +264,7 @@ class ResourceUpdateActor(NodeActor):
 
     def __init__(self, rt, name, op_type, fn, n_in, template, refs, validate_shape=True):
         super().__init__(rt, name, op_type, fn, n_in, template)
+        self.deferred = True
         self.refs = refs                  # tuple of (slot, VariableResource)
         self.is_assign = op_type == "Assign"
         self.validate_shape = validate_shape

@@ -133,7 +133,7 @@ class Runtime:
         split = self.threads > 1 and self.intra_op
         submit = self.pool.submit
         for actor, tag, args in batch:
-            deferred = actor.releases       # an update: nothing in the step waits on it but the end
+            deferred = actor.deferred
             if split and actor.split is not None:
                 # A big kernel runs as row blocks, one pool task each (intra-op parallelism):
                 # threads take blocks as they free up, so a kernel that starts while another runs
@@ -480,6 +480,7 @@ class Executable:
             c.outs = tuple(tuple(o) for o in c.outs)
         self.n_sinks = n_sinks
         self._actor_list = list(self.actors.values()) + list(self._copies.values())
+        _mark_deferred(self.actors, plan.ops)
 
     # -- devices ------------------------------------------------------------------------------
     def _on_cpu(self, op) -> bool:
@@ -702,6 +703,19 @@ def _variable_resource(container, var_op):
     name = a.get("shared_name") or var_op.name
     shape = a["shape"]
     return container.variable(name, a["dtype"].np, None if shape.dims is None else shape.dims)
+
+
+def _mark_deferred(actors: dict, ops) -> None:
+    """Marks the actors whose outputs go only to variable updates (a weight gradient: a
+    Conv2DBackpropFilter, an unfused dW MatMul): the pool runs them, like the updates, after work
+    on the critical path. Only one level: in a training step everything in the backward pass
+    ends in updates, but an input gradient leads on to the next layer's kernels first."""
+    for op in ops:
+        a = actors.get(op)
+        if a is None or a.deferred:
+            continue
+        consumers = [c for outs in a.outs for c, _ in outs] + [c for c, _ in a.ctrl]
+        a.deferred = bool(consumers) and all(isinstance(c, ResourceUpdateActor) for c in consumers)
 
 
 def _fusion_enabled() -> bool:
