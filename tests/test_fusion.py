@@ -356,3 +356,64 @@ def test_a_step_after_the_pool_shut_down_fails_instead_of_hanging():
         assert isinstance(err, af.errors.CancelledError) and "shut down" in str(err)
     finally:
         rt.close()
+
+
+def _convnet(dtype=af.float32, data_format="channels_last"):
+    rng = np.random.default_rng(6)
+    shape = [None, 10, 10, 2] if data_format == "channels_last" else [None, 2, 10, 10]
+    x = af.placeholder(dtype, shape, name="x")
+    y = af.placeholder(af.int64, [None], name="y")
+    h = af.layers.conv2d(x, 6, 3, padding="same", activation=af.nn.relu, data_format=data_format,
+                         kernel_initializer=af.constant_initializer(rng.standard_normal((3, 3, 2, 6)) * 0.3),
+                         bias_initializer=af.constant_initializer(0.05), name="c0")
+    h = af.layers.conv2d(h, 4, 3, padding="valid", data_format=data_format,
+                         kernel_initializer=af.constant_initializer(rng.standard_normal((3, 3, 6, 4)) * 0.3),
+                         bias_initializer=af.constant_initializer(-0.05), name="c1")
+    logits = af.layers.dense(af.layers.flatten(h), 3, name="d")
+    loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    return x, y, loss
+
+
+def test_conv_bias_relu_fuses_and_trains_like_unfused():
+    rng = np.random.default_rng(7)
+    xs = rng.standard_normal((16, 10, 10, 2)).astype(np.float32)
+    ys = rng.integers(0, 3, 16)
+    runs = []
+    for config in (None, OFF):
+        with af.Graph().as_default():
+            x, y, loss = _convnet()
+            train = af.train.GradientDescentOptimizer(0.1).minimize(loss)
+            if config is None:
+                fused = {r.name: (f.type, tuple(p.type for p in f.parts))
+                         for r, f in _plan_fusions([loss], [x, y], [train]).items()}
+                assert fused["c0/Relu"] == ("_FusedConv2D", ("Conv2D", "BiasAdd", "Relu"))
+                assert fused["c1/BiasAdd"] == ("_FusedConv2D", ("Conv2D", "BiasAdd"))
+            with af.Session(config=config) as sess:
+                sess.run(af.global_variables_initializer())
+                init = sess.run(af.trainable_variables())
+                if runs:      # the dense kernel is random: start both runs from the same values
+                    for v, val in zip(af.trainable_variables(), runs[0][0]):
+                        v.load(val, sess)
+                losses = [sess.run([train, loss], {x: xs, y: ys})[1] for _ in range(4)]
+                runs.append((init, losses, sess.run(af.trainable_variables())))
+    np.testing.assert_allclose(runs[0][1], runs[1][1], rtol=1e-5)
+    for a, b in zip(runs[0][2], runs[1][2]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_nchw_convolutions_are_not_fused_and_conv_errors_name_the_conv():
+    with af.Graph().as_default():
+        x, y, loss = _convnet(data_format="channels_first")
+        assert not any(f.type == "_FusedConv2D" for f in _plan_fusions([loss], [x, y]).values())
+    with af.Graph().as_default():
+        x = af.placeholder(af.float32, [None, 8, 8, None])
+        f = af.constant(np.ones((3, 3, 2, 4), np.float32))
+        out = af.nn.relu(af.nn.bias_add(af.nn.conv2d(x, f, 1, "SAME", name="conv"),
+                                        af.constant(np.ones(4, np.float32))))
+        assert _plan_fusions([out], [x])
+        with af.Session() as sess:
+            with pytest.raises(af.errors.InvalidArgumentError) as e:
+                sess.run(out, {x: np.ones((2, 8, 8, 3), np.float32)})
+            assert e.value.node_def == "conv" and "_FusedConv2D" in e.value.message
+            assert "input depth 3 does not match filter in_channels 2" in e.value.message
+            np.testing.assert_allclose(sess.run(out, {x: np.ones((2, 8, 8, 2), np.float32)})[0, 4, 4], np.full(4, 19.0))

@@ -1,10 +1,11 @@
 """Op fusion: a pass over a plan that merges short chains of ops into one kernel (TF grappler's
 remapper does the same for MatMul + BiasAdd + Relu).
 
-Two patterns, on the CPU, for float32/float64:
+Three patterns, on the CPU, for float32/float64:
 
 - ``MatMul -> BiasAdd [-> Relu]`` becomes one ``_FusedMatMul``: each row block of the product gets
   its bias and ReLU right after its GEMM, while it is still in cache.
+- ``Conv2D -> BiasAdd [-> Relu]`` (NHWC) becomes one ``_FusedConv2D``, the same per batch chunk.
 - ``MatMul -> ApplyGradientDescent`` (the SGD update of a dense layer's kernel) becomes one
   ``_MatMulApplyGradientDescent``: ``var -= lr * op(a) @ op(b)`` is a single GEMM accumulating into
   the variable, so no gradient buffer is written, read back and thrown away.
@@ -66,20 +67,33 @@ def find_fusions(plan: Plan, on_cpu: Callable | None = None) -> dict:
     def matmul_of(t, consumer):
         return t.op if t.op.type == "MatMul" and inner(t, consumer) else None
 
+    def producer_of(t, consumer):
+        """The MatMul or NHWC Conv2D whose output `t` only `consumer` sees, or None."""
+        op = t.op
+        if op.type == "Conv2D" and _attr_str(op, "data_format") == "NHWC" and inner(t, consumer):
+            return op
+        return matmul_of(t, consumer)
+
     out: dict = {}
     taken: set = set()
     for op in reversed(ops):            # a Relu claims its BiasAdd before the BiasAdd is a root
         if op in taken:
             continue
         if op.type in ("Relu", "BiasAdd"):
-            chain = _bias_chain(op, matmul_of, inner)
+            chain = _bias_chain(op, producer_of, inner)
             if chain is None or any(p in taken for p in chain):
                 continue
-            mm, bias_add = chain[0], chain[1]
-            out[op] = Fusion("_FusedMatMul", {"transpose_a": bool(mm.attrs.get("transpose_a", False)),
-                                              "transpose_b": bool(mm.attrs.get("transpose_b", False)),
-                                              "fused_ops": tuple(p.type for p in chain[1:])},
-                             (mm.inputs[0], mm.inputs[1], bias_add.inputs[1]), frozenset(), chain)
+            first, bias_add = chain[0], chain[1]
+            fused_ops = tuple(p.type for p in chain[1:])
+            if first.type == "MatMul":
+                attrs = {"transpose_a": bool(first.attrs.get("transpose_a", False)),
+                         "transpose_b": bool(first.attrs.get("transpose_b", False)), "fused_ops": fused_ops}
+            else:
+                attrs = {k: first.attrs[k] for k in ("strides", "padding", "dilations", "data_format")
+                         if k in first.attrs}
+                attrs["fused_ops"] = fused_ops
+            out[op] = Fusion("_Fused" + first.type, attrs, (first.inputs[0], first.inputs[1], bias_add.inputs[1]),
+                             frozenset(), chain)
             taken.update(chain)
         elif op.type == "ApplyGradientDescent":
             var = op.inputs[0].op
@@ -105,8 +119,13 @@ def find_fusions(plan: Plan, on_cpu: Callable | None = None) -> dict:
     return out
 
 
-def _bias_chain(op, matmul_of, inner):
-    """(MatMul, BiasAdd[, Relu]) ending at `op`, or None."""
+def _attr_str(op, name, default="NHWC"):
+    v = op.attrs.get(name, default) or default
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def _bias_chain(op, producer_of, inner):
+    """(MatMul or Conv2D, BiasAdd[, Relu]) ending at `op`, or None."""
     if op.type == "Relu":
         t = op.inputs[0]
         if t.op.type != "BiasAdd" or not inner(t, op):
@@ -114,13 +133,12 @@ def _bias_chain(op, matmul_of, inner):
         bias_add, tail = t.op, (op,)
     else:
         bias_add, tail = op, ()
-    fmt = bias_add.attrs.get("data_format", "NHWC")
-    if isinstance(fmt, bytes):
-        fmt = fmt.decode()
-    if fmt != "NHWC" or bias_add.inputs[0].shape.rank != 2:
+    if _attr_str(bias_add, "data_format") != "NHWC":
         return None
-    mm = matmul_of(bias_add.inputs[0], bias_add)
-    return None if mm is None else (mm, bias_add) + tail
+    first = producer_of(bias_add.inputs[0], bias_add)
+    if first is None or bias_add.inputs[0].shape.rank != (2 if first.type == "MatMul" else 4):
+        return None
+    return (first, bias_add) + tail
 
 
 def _readers_first(update, var, in_plan, ops, consumers, root_of) -> tuple:

@@ -806,6 +806,72 @@ def conv2d(attrs):
     return _half_via_float32(fn)
 
 
+# _FusedConv2D: Conv2D + BiasAdd (+ Relu), made by the fusion pass as grappler's remapper does:
+# the bias and ReLU run on each batch chunk's output right after its GEMM.
+
+def _fused_conv_parts(attrs, geo, input, filter, bias):
+    """(x NHWC, f, bias, oh, ow, ph, pw), checked the way Conv2D and BiasAdd check them."""
+    try:
+        x = _conv_input("Conv2D", "input", input, geo.fmt)
+        f = _check_filter("Conv2D", filter)
+        oh, ow, ph, pw = geo.resolve(x.shape, f.shape)
+    except ValueError as e:
+        raise FusedPartError(0, e) from None
+    bias = np.asarray(bias)
+    co = f.shape[3]
+    if bias.ndim != 1 or bias.shape[0] != co:
+        raise FusedPartError(1, ValueError(f"BiasAdd: bias must be 1-D of size {co} (channel dim of value "
+                                           f"{(x.shape[0], oh, ow, co)}, NHWC), got shape {bias.shape}"))
+    return x, f, bias, oh, ow, ph, pw
+
+
+def _fused_conv_block(geo, x, f, bias, out, oh, ow, ph, pw, relu):
+    if geo.is_pointwise(f.shape, ph, pw):
+        gemm(x.reshape(-1, x.shape[3]), f.reshape(f.shape[2], f.shape[3]), out.reshape(-1, f.shape[3]))
+    else:
+        _conv_forward(geo, x, f, out, oh, ow, ph, pw)
+    _fused_epilogue(out.reshape(-1, out.shape[3]), bias, relu)
+
+
+def _fused_conv_split(attrs):
+    geo = _ConvGeometry(attrs, "Conv2D")
+    relu = "Relu" in tuple(attrs.get("fused_ops", ()))
+
+    def split(parts, input, filter, bias):
+        x, f = np.asarray(input), np.asarray(filter)
+        blocks = _batch_blocks(x.shape[0], parts) if x.ndim == 4 else None
+        if blocks is None or not _conv_split_ok(geo, x, f):
+            return None
+        try:
+            x, f, bias, oh, ow, ph, pw = _fused_conv_parts(attrs, geo, x, f, bias)
+        except FusedPartError:
+            return None
+        out = np.empty((x.shape[0], oh, ow, f.shape[3]), x.dtype)
+        bias = bias.astype(x.dtype, copy=False)
+        return out, [functools.partial(_fused_conv_block, geo, x[lo:hi], f, bias, out[lo:hi], oh, ow, ph, pw, relu)
+                     for lo, hi in blocks]
+    return split
+
+
+def _fused_conv_cost(input, filter, bias):
+    return _conv_cost(input, filter)
+
+
+@register_kernel("_FusedConv2D", "CPU", cost=_fused_conv_cost, split=_fused_conv_split)
+def fused_conv2d(attrs):
+    """Conv2D (NHWC) + bias, then ReLU when ``fused_ops`` is ("BiasAdd", "Relu")."""
+    geo = _ConvGeometry(attrs, "Conv2D")
+    relu = "Relu" in tuple(attrs.get("fused_ops", ()))
+
+    def fn(input, filter, bias):
+        x, f, bias, oh, ow, ph, pw = _fused_conv_parts(attrs, geo, input, filter, bias)
+        dt = np.result_type(x.dtype, f.dtype)
+        out = np.empty((x.shape[0], oh, ow, f.shape[3]), dt)
+        _fused_conv_block(geo, x, f, bias.astype(dt, copy=False), out, oh, ow, ph, pw, relu)
+        return out
+    return _half_via_float32(fn)
+
+
 def _conv_bp_input_cost(input_sizes, f, dy):
     fs = np.shape(f)
     return int(np.size(dy)) * (int(fs[0] * fs[1] * fs[2]) if len(fs) == 4 else 1)
