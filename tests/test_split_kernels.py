@@ -110,3 +110,31 @@ def test_a_split_convnet_step_trains_like_the_unsplit_kernels():
     df0 = get_kernel("Conv2DBackpropFilter").factory(CONV)(xs, np.array(f0.shape, np.int32), dz)
     np.testing.assert_allclose(got[0], df0, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got[2], dw0, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pooling_relu_grad_and_bias_grad_split(dtype):
+    rng = np.random.default_rng(4)
+    pool = {"ksize": (1, 2, 2, 1), "strides": (1, 2, 2, 1), "padding": "VALID", "data_format": "NHWC"}
+    x = rng.standard_normal((9, 12, 10, 16)).astype(dtype)
+    y = get_kernel("MaxPool").factory(pool)(x)
+    np.testing.assert_array_equal(_run_split("MaxPool", pool, 2, x), y)
+    g = rng.standard_normal(y.shape).astype(dtype)
+    np.testing.assert_array_equal(_run_split("MaxPoolGrad", pool, 3, x, y, g),
+                                  get_kernel("MaxPoolGrad").factory(pool)(x, y, g))
+
+    big = rng.standard_normal((64, 28, 28, 8)).astype(dtype)
+    feats = rng.standard_normal(big.shape).astype(dtype)
+    feats.reshape(-1)[:3] = (0.0, -0.0, np.nan)
+    whole = get_kernel("ReluGrad").factory({})(big, feats)
+    np.testing.assert_array_equal(whole, np.multiply(big, feats > 0))
+    np.testing.assert_array_equal(_run_split("ReluGrad", {}, 2, big, feats), whole)
+
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    want = big.astype(np.float64).sum(axis=(0, 1, 2))
+    got = get_kernel("BiasAddGrad").factory({})(big)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 100)
+    np.testing.assert_array_equal(got, big.reshape(-1, 8).sum(axis=0))      # numpy's own order
+    np.testing.assert_allclose(_run_split("BiasAddGrad", {}, 2, big), want, rtol=tol, atol=tol * 100)
+    assert get_kernel("BiasAddGrad").split({"data_format": "NCHW"})(2, big) is None

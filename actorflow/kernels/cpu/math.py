@@ -17,6 +17,8 @@ Differences from numpy that these kernels reproduce (TensorFlow's behaviour):
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -247,6 +249,11 @@ def _relu_grad_flat(g, f, out, zero):
         out[i] = g[i] if f[i] > 0 else g[i] * zero     # g * 0, not 0: NaN and -0.0 as numpy (and TF) give
 
 
+def _relu_grad_fast(g, f) -> bool:
+    return (type(g) is np.ndarray and type(f) is np.ndarray and g.shape == f.shape and g.dtype == f.dtype
+            and g.dtype in (_F32, _F64) and g.flags.c_contiguous and f.flags.c_contiguous and g.size >= 4096)
+
+
 def relu_grad(gradients, features):
     """Gradient of relu: ``gradients * (features > 0)``; raw op ReluGrad.
 
@@ -254,12 +261,26 @@ def relu_grad(gradients, features):
     mixed-type multiply; anything else goes through numpy.
     """
     g, f = gradients, features
-    if (type(g) is np.ndarray and type(f) is np.ndarray and g.shape == f.shape and g.dtype == f.dtype
-            and g.dtype in (_F32, _F64) and g.flags.c_contiguous and f.flags.c_contiguous and g.size >= 4096):
+    if _relu_grad_fast(g, f):
         out = np.empty_like(g)
         _relu_grad_flat(g.reshape(-1), f.reshape(-1), out.reshape(-1), g.dtype.type(0))
         return out
     return np.multiply(gradients, features > 0)
+
+
+def _relu_grad_split(attrs):
+    """Contiguous blocks of a big ReluGrad, one pass each."""
+    def split(parts, gradients, features):
+        g, f = gradients, features
+        if not _relu_grad_fast(g, f) or g.size < (1 << 16) * parts:
+            return None
+        out = np.empty_like(g)
+        gf, ff, of = g.reshape(-1), f.reshape(-1), out.reshape(-1)
+        bounds = [gf.size * i // parts for i in range(parts + 1)]
+        zero = g.dtype.type(0)
+        return out, [functools.partial(_relu_grad_flat, gf[lo:hi], ff[lo:hi], of[lo:hi], zero)
+                     for lo, hi in zip(bounds[:-1], bounds[1:])]
+    return split
 
 
 def relu6_grad(gradients, features):
@@ -321,7 +342,7 @@ for _op, _fn in {"ReluGrad": relu_grad, "Relu6Grad": relu6_grad, "EluGrad": elu_
                  "SoftplusGrad": softplus_grad, "SigmoidGrad": sigmoid_grad,
                  "TanhGrad": tanh_grad, "RsqrtGrad": rsqrt_grad, "SqrtGrad": sqrt_grad,
                  "ReciprocalGrad": reciprocal_grad}.items():
-    _register_fn(_op, _fn)
+    _register_fn(_op, _fn, split=_relu_grad_split if _op == "ReluGrad" else None)
 
 
 # ---------------------------------------------------------------------------------------------

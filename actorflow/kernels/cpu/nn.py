@@ -480,7 +480,45 @@ def bias_add(attrs):
     return fn
 
 
-@register_kernel("BiasAddGrad", "CPU")
+@njit(cache=True, nogil=True)
+def _column_sums(g, out):
+    """out[j] += sum_i g[i, j], row after row (numpy's order for an axis-0 sum)."""
+    rows, cols = g.shape
+    for i in range(rows):
+        for j in range(cols):
+            out[j] += g[i, j]
+
+
+def _bias_grad_rows(g):
+    """(g as [rows, channels], True when the numba loop applies) for an NHWC out_backprop."""
+    g2 = np.ascontiguousarray(g).reshape(-1, g.shape[-1])
+    return g2, g2.dtype in _FAST_FLOATS
+
+
+def _bias_add_grad_split(attrs):
+    """Row blocks of an NHWC BiasAddGrad: each thread sums its rows, the last adds the partials."""
+    fmt = _data_format(attrs, "BiasAddGrad")
+
+    def split(parts, out_backprop):
+        g = np.asarray(out_backprop)
+        if fmt != "NHWC" or g.ndim < 2:
+            return None
+        g2, fast = _bias_grad_rows(g)
+        if not fast or g2.shape[0] < 256 * parts:
+            return None
+        bounds = [g2.shape[0] * i // parts for i in range(parts + 1)]
+        sums = np.zeros((parts, g2.shape[1]), g2.dtype)
+        thunks = [functools.partial(_column_sums, g2[lo:hi], sums[i])
+                  for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        return None, thunks, lambda: sums.sum(axis=0, dtype=g2.dtype)
+    return split
+
+
+def _bias_add_grad_cost(out_backprop):
+    return int(np.size(out_backprop))
+
+
+@register_kernel("BiasAddGrad", "CPU", cost=_bias_add_grad_cost, split=_bias_add_grad_split)
 def bias_add_grad(attrs):
     """tf.raw_ops.BiasAddGrad: sums out_backprop over every axis but the channel axis."""
     fmt = _data_format(attrs, "BiasAddGrad")
@@ -492,8 +530,13 @@ def bias_add_grad(attrs):
         if fmt == "NCHW":
             axes = (0,) + tuple(range(2, g.ndim))
             return np.sum(g, axis=axes, dtype=g.dtype)
+        g2, fast = _bias_grad_rows(g)
+        if fast:
+            out = np.zeros(g2.shape[1], g2.dtype)
+            _column_sums(g2, out)
+            return out
         # Collapsing to [rows, channels] makes numpy add whole rows at a time (vectorised).
-        return np.sum(np.ascontiguousarray(g).reshape(-1, g.shape[-1]), axis=0, dtype=g.dtype)
+        return np.sum(g2, axis=0, dtype=g.dtype)
     return fn
 
 
@@ -1160,7 +1203,41 @@ def _check_grad_shape(op_name, g, want):
         raise ValueError(f"{op_name}: grad has shape {g.shape} (NHWC) but the pooled output has shape {tuple(want)}")
 
 
-@register_kernel("MaxPool", "CPU")
+def _pool_split(op_name, with_grad):
+    """Batch blocks of MaxPool (with_grad False) or MaxPoolGrad: images pool independently."""
+    def make(attrs):
+        geo = _PoolGeometry(attrs, op_name)
+
+        def split(parts, *inputs):
+            x = np.asarray(inputs[0])
+            g = np.asarray(inputs[-1]) if with_grad else x
+            blocks = _batch_blocks(x.shape[0], parts) if x.ndim == 4 else None
+            if (blocks is None or geo.fmt != "NHWC" or x.dtype not in _FAST_FLOATS or g.dtype != x.dtype
+                    or g.ndim != 4):
+                return None
+            try:
+                oh, ow, ph, pw = geo.resolve(x.shape)
+            except ValueError:
+                return None
+            pooled = (x.shape[0], oh, ow, x.shape[3])
+            if with_grad and g.shape != pooled:
+                return None
+            x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+            out = np.zeros(x.shape, x.dtype) if with_grad else np.empty(pooled, x.dtype)
+
+            def block(lo, hi):
+                xb = x[lo:hi]
+                if with_grad:
+                    _max_pool_grad(xb.reshape(-1), g[lo:hi].reshape(-1), *geo.args(xb.shape, ph, pw, oh, ow),
+                                   out[lo:hi].reshape(-1))
+                else:
+                    _max_pool(xb.reshape(-1), *geo.args(xb.shape, ph, pw, oh, ow), out[lo:hi].reshape(-1))
+            return out, [functools.partial(block, lo, hi) for lo, hi in blocks]
+        return split
+    return make
+
+
+@register_kernel("MaxPool", "CPU", split=_pool_split("MaxPool", False))
 def max_pool(attrs):
     """tf.raw_ops.MaxPool (NHWC; NCHW via transposes). SAME padding never wins the max."""
     geo = _PoolGeometry(attrs, "MaxPool")
@@ -1175,7 +1252,7 @@ def max_pool(attrs):
     return _half_via_float32(fn)
 
 
-@register_kernel("MaxPoolGrad", "CPU")
+@register_kernel("MaxPoolGrad", "CPU", split=_pool_split("MaxPoolGrad", True))
 def max_pool_grad(attrs):
     """tf.raw_ops.MaxPoolGrad: routes each output gradient to the first maximum of its window.
 
