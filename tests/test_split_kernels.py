@@ -138,3 +138,13 @@ def test_pooling_relu_grad_and_bias_grad_split(dtype):
     np.testing.assert_array_equal(got, big.reshape(-1, 8).sum(axis=0))      # numpy's own order
     np.testing.assert_allclose(_run_split("BiasAddGrad", {}, 2, big), want, rtol=tol, atol=tol * 100)
     assert get_kernel("BiasAddGrad").split({"data_format": "NCHW"})(2, big) is None
+
+
+def test_gemm_blocks_split_the_bigger_operand():
+    from actorflow.kernels.cpu.nn import gemm_blocks
+    assert gemm_blocks(256, 1024, 784, 2) == ("cols", [(0, 512), (512, 1024)])     # x @ W: W is bigger
+    assert gemm_blocks(1024, 1024, 256, 2)[0] == "rows"                              # h.T @ d: a tie
+    assert gemm_blocks(3136, 1024, 64, 2)[0] == "rows"                               # flat.T @ d
+    assert gemm_blocks(64, 1024, 3136, 2)[0] == "cols"                               # rows too few
+    assert gemm_blocks(1024, 100, 5000, 2)[0] == "rows"                              # columns too few
+    assert gemm_blocks(100, 100, 100, 2) is None

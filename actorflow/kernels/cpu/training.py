@@ -334,7 +334,7 @@ def _gemm_update_split(attrs):
             a2, b2, alpha = _gemm_update_operands(attrs, var, alpha, a, b)
         except Exception:  # noqa: BLE001 - the kernel reports it
             return None
-        blocks = gemm_blocks(var.shape[0], var.shape[1], parts)
+        blocks = gemm_blocks(var.shape[0], var.shape[1], a2.shape[1], parts)
         if blocks is None or not var.flags.c_contiguous:
             return None
         axis, bounds = blocks
