@@ -133,31 +133,26 @@ class Runtime:
         split = self.threads > 1 and self.intra_op
         submit = self.pool.submit
         for actor, tag, args in batch:
-            deferred = actor.deferred
+            parts = None
             if split and actor.split is not None:
-                # A big kernel runs as row blocks, one pool task each (intra-op parallelism):
-                # threads take blocks as they free up, so a kernel that starts while another runs
-                # still gets every core once that one ends, and no core idles at a tail.
+                # A big kernel runs as blocks (of rows, columns or images), one pool task each
+                # (intra-op parallelism): threads take blocks as they free up, so a kernel that
+                # starts while another runs still gets every core once that one ends.
                 try:
                     parts = actor.split(self.threads, *args)
                 except Exception:  # noqa: BLE001 - fall back to the plain kernel, which reports errors
                     parts = None
-                if parts is not None:
-                    job = _Job(self, actor, tag, args, *parts)
-                    thunks = job.thunks
-                    self.in_flight += 1
-                    try:
-                        for i in range(len(thunks)):
-                            submit(partial(job.run_part, i), deferred)
-                    except RuntimeError as e:     # the pool is shut down: the runtime is closing
-                        job.exc = errors.CancelledError(actor.name, None, f"{e}: step abandoned")
-                        self._finished(job)
-                    continue
+            if parts is None:
+                job = _Job(self, actor, tag, args)
+                tasks = [job.run]
+            else:
+                job = _Job(self, actor, tag, args, *parts)
+                tasks = [partial(job.run_part, i) for i in range(len(job.thunks))]
             self.in_flight += 1
-            job = _Job(self, actor, tag, args)
             try:
-                submit(job.run, deferred)
-            except RuntimeError as e:
+                for t in tasks:
+                    submit(t, actor.deferred)
+            except RuntimeError as e:     # the pool is shut down: the runtime is closing
                 job.exc = errors.CancelledError(actor.name, None, f"{e}: step abandoned")
                 self._finished(job)
 
