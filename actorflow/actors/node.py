@@ -68,8 +68,8 @@ class NodeActor:
         self.multi = n_out != 1
         self.split = None                 # intra-op splitter of the kernel, when it has one
         self.parts = None                 # a fused op: ((name, type), ...) of the ops it runs
-        # True when nothing in the step waits on this kernel but variable updates (and the step's
-        # end): the pool runs it after kernels on the critical path.
+        # True for variable updates and kernels whose outputs go only to updates (weight
+        # gradients): the pool runs them after kernels on the critical path.
         self.deferred = False
 
     # -- mailbox ------------------------------------------------------------------------------
