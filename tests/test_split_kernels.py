@@ -148,3 +148,66 @@ def test_gemm_blocks_split_the_bigger_operand():
     assert gemm_blocks(64, 1024, 3136, 2)[0] == "cols"                               # rows too few
     assert gemm_blocks(1024, 100, 5000, 2)[0] == "rows"                              # columns too few
     assert gemm_blocks(100, 100, 100, 2) is None
+
+
+@pytest.mark.parametrize("op, slots, scalars", [
+    ("ApplyGradientDescent", 0, (0.1,)),
+    ("ApplyMomentum", 1, (0.1, "g", 0.9)),
+    ("ApplyAdagrad", 1, (0.1, "g")),
+    ("ApplyRMSProp", 2, (0.01, 0.9, 0.5, 1e-7, "g")),
+    ("ApplyCenteredRMSProp", 3, (0.01, 0.9, 0.5, 1e-7, "g")),
+    ("ApplyAdam", 2, (0.9, 0.999, 0.01, 0.9, 0.999, 1e-7, "g")),
+])
+def test_dense_updates_split_into_flat_blocks(op, slots, scalars):
+    rng = np.random.default_rng(5)
+    shape = (400, 700)
+    var = rng.standard_normal(shape).astype(np.float32)
+    slot_vals = [np.abs(rng.standard_normal(shape)).astype(np.float32) + 0.1 for _ in range(slots)]
+    grad = rng.standard_normal(shape).astype(np.float32)
+
+    def inputs(v, s):
+        rest = [grad if x == "g" else np.float32(x) for x in scalars]
+        if op == "ApplyGradientDescent":
+            return [v, rest[0], grad]
+        return [v, *s, *rest]
+    whole_v, whole_s = var.copy(), [x.copy() for x in slot_vals]
+    get_kernel(op).factory({})(*inputs(whole_v, whole_s))
+    split_v, split_s = var.copy(), [x.copy() for x in slot_vals]
+    out = _run_split(op, {}, 3, *inputs(split_v, split_s))
+    assert out is split_v
+    np.testing.assert_array_equal(split_v, whole_v)          # the same loop on slices: bit for bit
+    for a, b in zip(split_s, whole_s):
+        np.testing.assert_array_equal(a, b)
+    small = np.ones((10, 10), np.float32)
+    assert get_kernel(op).split({})(2, *inputs(small, [np.ones((10, 10), np.float32)] * slots)) is None
+
+
+def test_a_big_adam_update_runs_on_the_pool_and_reads_stay_consistent():
+    import threading
+    n = 600
+    with af.Graph().as_default():
+        v = af.Variable(np.zeros((n, n), np.float32), name="v")
+        grad = af.ones([n, n]) * 0.5
+        step = af.train.AdamOptimizer(0.01).apply_gradients([(grad, v)])
+        with af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            stop, torn, reads = threading.Event(), [], [0]
+
+            def reader():
+                while not stop.is_set():
+                    val = sess.run(v)
+                    reads[0] += 1
+                    if val.min() != val.max():
+                        torn.append((val.min(), val.max()))
+            threads = [threading.Thread(target=reader) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for _ in range(30):
+                sess.run(step)
+            stop.set()
+            for t in threads:
+                t.join()
+            final = sess.run(v)
+    assert not torn, torn[:3]
+    assert reads[0] > 0
+    np.testing.assert_allclose(final, np.full((n, n), -0.3), rtol=1e-3)    # 30 steps of lr for a constant grad

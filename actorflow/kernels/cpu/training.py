@@ -289,18 +289,63 @@ def _sparse_cost(grad_position):
 # Dense kernels
 # --------------------------------------------------------------------------------------------
 
-@register_kernel("ApplyGradientDescent", "CPU")
-def apply_gradient_descent(attrs):
-    """tf.raw_ops.ApplyGradientDescent: ``var -= alpha * delta``."""
-    def fn(var, alpha, delta):
+# Each dense kernel is a `prepare(attrs) -> prep(*inputs)` returning (var, update, args, fused):
+# validated inputs and scalars, and the update to run as ``update(*args)`` (the numba loop on
+# flat buffers when `fused`, else the numpy path). `_dense` makes the kernel and its splitter from
+# it: a big fused update runs on the pool as flat blocks, each block one call of the same loop on
+# slices of every buffer.
+
+def _dense(prepare, arrays: int):
+    """(factory, split factory, cost) of a dense update; `arrays`: buffers it streams through."""
+    def factory(attrs):
+        prep = prepare(attrs)
+
+        def fn(*inputs):
+            var, update, args, _ = prep(*inputs)
+            update(*args)
+            return var
+        return fn
+
+    def split_factory(attrs):
+        prep = prepare(attrs)
+
+        def split(parts, *inputs):
+            try:
+                var, update, args, fused = prep(*inputs)
+            except Exception:  # noqa: BLE001 - the kernel reports it
+                return None
+            n = var.size
+            if not fused or n < (1 << 16) * parts:
+                return None
+            bounds = [n * i // parts for i in range(parts + 1)]
+            return var, [functools.partial(update, *[a[lo:hi] if type(a) is np.ndarray and a.ndim == 1
+                                                     and a.shape[0] == n else a for a in args])
+                         for lo, hi in zip(bounds[:-1], bounds[1:])]
+        return split
+
+    def cost(var, *rest):
+        return arrays * int(np.size(var))
+    return factory, split_factory, cost
+
+
+def _register_dense(op_type, prepare, arrays):
+    factory, split, cost = _dense(prepare, arrays)
+    register_kernel(op_type, "CPU", cost=cost, split=split)(factory)
+    return factory
+
+
+def _prepare_gd(attrs):
+    def prep(var, alpha, delta):
         delta = _dense_grad("ApplyGradientDescent", var, delta, "delta")
         (alpha,) = _scalars("ApplyGradientDescent", var.dtype, alpha=alpha)
         if _fused(var):
-            _gd_update(_flat(var), alpha, _flat_grad(delta, var.dtype))
-        else:
-            _np_gd(var, alpha, delta)
-        return var
-    return fn
+            return var, _gd_update, (_flat(var), alpha, _flat_grad(delta, var.dtype)), True
+        return var, _np_gd, (var, alpha, delta), False
+    return prep
+
+
+# tf.raw_ops.ApplyGradientDescent: ``var -= alpha * delta``.
+apply_gradient_descent = _register_dense("ApplyGradientDescent", _prepare_gd, 3)
 
 
 # _MatMulApplyGradientDescent: ApplyGradientDescent of a MatMul gradient, made by the runtime's
@@ -356,84 +401,80 @@ def matmul_apply_gradient_descent(attrs):
     return fn
 
 
-@register_kernel("ApplyMomentum", "CPU")
-def apply_momentum(attrs):
+def _prepare_momentum(attrs):
     """tf.raw_ops.ApplyMomentum: ``accum = accum*momentum + grad; var -= lr*accum``.
 
     With use_nesterov: ``var -= lr*grad + lr*momentum*accum`` (after the accum update), as TF.
     """
     nesterov = bool(attrs.get("use_nesterov", False))
 
-    def fn(var, accum, lr, grad, momentum):
+    def prep(var, accum, lr, grad, momentum):
         _check_slots("ApplyMomentum", var, accum=accum)
         grad = _dense_grad("ApplyMomentum", var, grad)
         lr, momentum = _scalars("ApplyMomentum", var.dtype, lr=lr, momentum=momentum)
         if _fused(var, accum):
-            _momentum_update(_flat(var), _flat(accum), lr, _flat_grad(grad, var.dtype), momentum, nesterov)
-        else:
-            _np_momentum(var, accum, lr, grad, momentum, nesterov)
-        return var
-    return fn
+            return var, _momentum_update, (_flat(var), _flat(accum), lr, _flat_grad(grad, var.dtype), momentum,
+                                           nesterov), True
+        return var, _np_momentum, (var, accum, lr, grad, momentum, nesterov), False
+    return prep
 
 
-@register_kernel("ApplyAdagrad", "CPU")
-def apply_adagrad(attrs):
+def _prepare_adagrad(attrs):
     """tf.raw_ops.ApplyAdagrad: ``accum += grad**2 (if update_slots); var -= lr*grad/sqrt(accum)``."""
     update_slots = bool(attrs.get("update_slots", True))
 
-    def fn(var, accum, lr, grad):
+    def prep(var, accum, lr, grad):
         _check_slots("ApplyAdagrad", var, accum=accum)
         grad = _dense_grad("ApplyAdagrad", var, grad)
         (lr,) = _scalars("ApplyAdagrad", var.dtype, lr=lr)
         if _fused(var, accum):
-            _adagrad_update(_flat(var), _flat(accum), lr, _flat_grad(grad, var.dtype), update_slots)
-        else:
-            _np_adagrad(var, accum, lr, grad, update_slots)
-        return var
-    return fn
+            return var, _adagrad_update, (_flat(var), _flat(accum), lr, _flat_grad(grad, var.dtype),
+                                          update_slots), True
+        return var, _np_adagrad, (var, accum, lr, grad, update_slots), False
+    return prep
 
 
-@register_kernel("ApplyRMSProp", "CPU")
-def apply_rms_prop(attrs):
+def _prepare_rms_prop(attrs):
     """tf.raw_ops.ApplyRMSProp.
 
     ``ms += (grad**2 - ms)*(1-rho); mom = mom*momentum + lr*grad/sqrt(ms+epsilon); var -= mom``.
     """
-    def fn(var, ms, mom, lr, rho, momentum, epsilon, grad):
+    def prep(var, ms, mom, lr, rho, momentum, epsilon, grad):
         _check_slots("ApplyRMSProp", var, ms=ms, mom=mom)
         grad = _dense_grad("ApplyRMSProp", var, grad)
         lr, rho, momentum, epsilon = _scalars("ApplyRMSProp", var.dtype, lr=lr, rho=rho, momentum=momentum,
                                               epsilon=epsilon)
         one_minus_rho = var.dtype.type(1) - rho
         if _fused(var, ms, mom):
-            _rmsprop_update(_flat(var), _flat(ms), _flat(mom), lr, one_minus_rho, momentum, epsilon,
-                            _flat_grad(grad, var.dtype))
-        else:
-            _np_rmsprop(var, ms, mom, lr, one_minus_rho, momentum, epsilon, grad)
-        return var
-    return fn
+            return var, _rmsprop_update, (_flat(var), _flat(ms), _flat(mom), lr, one_minus_rho, momentum, epsilon,
+                                          _flat_grad(grad, var.dtype)), True
+        return var, _np_rmsprop, (var, ms, mom, lr, one_minus_rho, momentum, epsilon, grad), False
+    return prep
 
 
-@register_kernel("ApplyCenteredRMSProp", "CPU")
-def apply_centered_rms_prop(attrs):
+def _prepare_centered_rms_prop(attrs):
     """tf.raw_ops.ApplyCenteredRMSProp: RMSProp normalised by the centred second moment.
 
     ``ms += (grad**2-ms)*(1-rho); mg += (grad-mg)*(1-rho);
     mom = mom*momentum + lr*grad/sqrt(ms - mg**2 + epsilon); var -= mom``.
     """
-    def fn(var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
+    def prep(var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
         _check_slots("ApplyCenteredRMSProp", var, mg=mg, ms=ms, mom=mom)
         grad = _dense_grad("ApplyCenteredRMSProp", var, grad)
         lr, rho, momentum, epsilon = _scalars("ApplyCenteredRMSProp", var.dtype, lr=lr, rho=rho,
                                               momentum=momentum, epsilon=epsilon)
         one_minus_rho = var.dtype.type(1) - rho
         if _fused(var, mg, ms, mom):
-            _centered_rmsprop_update(_flat(var), _flat(mg), _flat(ms), _flat(mom), lr, one_minus_rho, momentum,
-                                     epsilon, _flat_grad(grad, var.dtype))
-        else:
-            _np_centered_rmsprop(var, mg, ms, mom, lr, one_minus_rho, momentum, epsilon, grad)
-        return var
-    return fn
+            return var, _centered_rmsprop_update, (_flat(var), _flat(mg), _flat(ms), _flat(mom), lr, one_minus_rho,
+                                                   momentum, epsilon, _flat_grad(grad, var.dtype)), True
+        return var, _np_centered_rmsprop, (var, mg, ms, mom, lr, one_minus_rho, momentum, epsilon, grad), False
+    return prep
+
+
+apply_momentum = _register_dense("ApplyMomentum", _prepare_momentum, 3)
+apply_adagrad = _register_dense("ApplyAdagrad", _prepare_adagrad, 4)
+apply_rms_prop = _register_dense("ApplyRMSProp", _prepare_rms_prop, 6)
+apply_centered_rms_prop = _register_dense("ApplyCenteredRMSProp", _prepare_centered_rms_prop, 7)
 
 
 def _adam_scalars(op_name, dtype, beta1_power, beta2_power, lr, beta1, beta2, epsilon):
@@ -446,8 +487,7 @@ def _adam_scalars(op_name, dtype, beta1_power, beta2_power, lr, beta1, beta2, ep
     return dtype.type(alpha), beta1, one - beta1, one - beta2, epsilon
 
 
-@register_kernel("ApplyAdam", "CPU")
-def apply_adam(attrs):
+def _prepare_adam(attrs):
     """tf.raw_ops.ApplyAdam.
 
     ``lr_t = lr*sqrt(1-beta2_power)/(1-beta1_power); m += (grad-m)*(1-beta1);
@@ -456,21 +496,18 @@ def apply_adam(attrs):
     """
     nesterov = bool(attrs.get("use_nesterov", False))
 
-    def fn(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
+    def prep(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
         _check_slots("ApplyAdam", var, m=m, v=v)
         grad = _dense_grad("ApplyAdam", var, grad)
         s = _adam_scalars("ApplyAdam", var.dtype, beta1_power, beta2_power, lr, beta1, beta2, epsilon)
         if _fused(var, m, v):
-            _adam_update(_flat(var), _flat(m), _flat(v), *s, _flat_grad(grad, var.dtype), nesterov)
-        else:
-            _np_adam(var, m, v, *s, grad, nesterov)
-        return var
-    return fn
+            return var, _adam_update, (_flat(var), _flat(m), _flat(v), *s, _flat_grad(grad, var.dtype), nesterov), True
+        return var, _np_adam, (var, m, v, *s, grad, nesterov), False
+    return prep
 
 
-# --------------------------------------------------------------------------------------------
-# Sparse kernels
-# --------------------------------------------------------------------------------------------
+apply_adam = _register_dense("ApplyAdam", _prepare_adam, 6)
+
 
 @register_kernel("SparseApplyGradientDescent", "CPU", cost=_sparse_cost(2))
 def sparse_apply_gradient_descent(attrs):
