@@ -11,6 +11,7 @@ from actorflow.actors.pool import KernelPool
 from actorflow.kernels.registry import get_kernel
 from actorflow.scheduler.fusion import find_fusions
 from actorflow.scheduler.plan import make_plan
+from tests.readers import run_beside_readers
 
 OFF = af.ConfigProto(graph_options=af.GraphOptions(rewrite_options=af.RewriterConfig(remapping=af.RewriterConfig.OFF)))
 
@@ -236,26 +237,9 @@ def test_reads_never_see_a_half_applied_fused_update():
         assert any(f.type == "_MatMulApplyGradientDescent" for f in _plan_fusions([], [], [step]).values())
         with af.Session() as sess:
             sess.run(v.initializer)
-            stop = threading.Event()
-            torn, reads = [], [0]
-
-            def reader():
-                while not stop.is_set():
-                    val = sess.run(v)
-                    reads[0] += 1
-                    if val.min() != val.max():
-                        torn.append((val.min(), val.max()))
-            threads = [threading.Thread(target=reader) for _ in range(2)]
-            for t in threads:
-                t.start()
-            for _ in range(40):
-                sess.run(step)
-            stop.set()
-            for t in threads:
-                t.join()
-            final = sess.run(v)
+            torn, reads, final = run_beside_readers(sess, v, step, 40)
         assert not torn, torn[:3]
-        assert reads[0] > 0
+        assert reads > 0
         np.testing.assert_array_equal(final, np.full((n, n), -40.0, np.float32))
 
 

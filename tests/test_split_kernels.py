@@ -6,6 +6,7 @@ import pytest
 
 import actorflow as af
 from actorflow.kernels.registry import get_kernel
+from tests.readers import run_beside_readers
 
 CONV = {"strides": (1, 1, 1, 1), "padding": "SAME", "data_format": "NHWC", "dilations": (1, 1, 1, 1)}
 
@@ -183,7 +184,6 @@ def test_dense_updates_split_into_flat_blocks(op, slots, scalars):
 
 
 def test_a_big_adam_update_runs_on_the_pool_and_reads_stay_consistent():
-    import threading
     n = 600
     with af.Graph().as_default():
         v = af.Variable(np.zeros((n, n), np.float32), name="v")
@@ -191,23 +191,7 @@ def test_a_big_adam_update_runs_on_the_pool_and_reads_stay_consistent():
         step = af.train.AdamOptimizer(0.01).apply_gradients([(grad, v)])
         with af.Session() as sess:
             sess.run(af.global_variables_initializer())
-            stop, torn, reads = threading.Event(), [], [0]
-
-            def reader():
-                while not stop.is_set():
-                    val = sess.run(v)
-                    reads[0] += 1
-                    if val.min() != val.max():
-                        torn.append((val.min(), val.max()))
-            threads = [threading.Thread(target=reader) for _ in range(2)]
-            for t in threads:
-                t.start()
-            for _ in range(30):
-                sess.run(step)
-            stop.set()
-            for t in threads:
-                t.join()
-            final = sess.run(v)
+            torn, reads, final = run_beside_readers(sess, v, step, 30)
     assert not torn, torn[:3]
-    assert reads[0] > 0
+    assert reads > 0
     np.testing.assert_allclose(final, np.full((n, n), -0.3), rtol=1e-3)    # 30 steps of lr for a constant grad

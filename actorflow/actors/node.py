@@ -319,46 +319,26 @@ class ResourceUpdateActor(NodeActor):
     def _assign(self, args):
         res = self.refs[0][1]
         value = args[1]
-        if type(value) is not np.ndarray and hasattr(value, "__cuda_array_interface__"):
-            return self._assign_device(args, res, value)
-        value = np.asarray(value, dtype=res.dtype)
-        cur = res.value
-        if self.validate_shape and res.shape is not None and not _shape_ok(res.shape, value.shape):
-            raise errors.InvalidArgumentError(
-                self.name, None, f"Assign requires shapes of both tensors to match. lhs shape= "
-                f"{list(res.shape)} rhs shape= {list(value.shape)}")
-        if cur is not None and cur.shape == value.shape:
-            args[0] = res.exclusive()
-            out = self.fn(*args)
-            res.version += 1
-            return out
-        # A value nobody else holds (a freshly computed or restored array) is adopted, not copied.
-        # References: args[1], `value`, getrefcount's argument.
-        if value is args[1] and value.flags.writeable and value.base is None and sys.getrefcount(value) <= 3:
-            args[1] = None
-            res.store(value)
-            return value
-        new = np.array(value, dtype=res.dtype, copy=True)
-        res.store(new)
-        return new
-
-
-    def _assign_device(self, args, res, value):
-        """Assign of a GPU (CuPy) value to a variable living on the GPU."""
-        if value.dtype != res.dtype:
+        # A GPU (CuPy) value assigned to a variable living on the GPU stays a CuPy array.
+        on_device = type(value) is not np.ndarray and hasattr(value, "__cuda_array_interface__")
+        if not on_device:
+            value = np.asarray(value, dtype=res.dtype)
+        elif value.dtype != res.dtype:
             value = value.astype(res.dtype)
         if self.validate_shape and res.shape is not None and not _shape_ok(res.shape, value.shape):
             raise errors.InvalidArgumentError(
                 self.name, None, f"Assign requires shapes of both tensors to match. lhs shape= "
                 f"{list(res.shape)} rhs shape= {list(value.shape)}")
         cur = res.value
-        if cur is not None and cur.shape == value.shape and type(cur) is type(value):
+        if cur is not None and cur.shape == value.shape and (not on_device or type(cur) is type(value)):
             args[0] = res.exclusive()
             out = self.fn(*args)
             res.version += 1
             return out
-        # References: args[1], `value`, getrefcount's argument.
-        if value is args[1] and value.flags.c_contiguous and value.base is None and sys.getrefcount(value) <= 3:
+        # A value nobody else holds (a freshly computed or restored array) is adopted, not copied
+        # (CuPy flags have no `writeable`). References: args[1], `value`, getrefcount's argument.
+        owned = value.flags.c_contiguous if on_device else value.flags.writeable
+        if value is args[1] and owned and value.base is None and sys.getrefcount(value) <= 3:
             args[1] = None
             res.store(value)
             return value

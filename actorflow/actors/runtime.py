@@ -67,7 +67,6 @@ class Runtime:
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None, threads: int | None = None):
         self.ready: collections.deque = collections.deque()
         self.scheduled = False
-        self.in_flight = 0                 # kernels running on the pool
         self._to_offload: list = []        # expensive kernels made ready during this dispatch
         self.intra_op = os.environ.get("AF_INTRA_OP", "1") != "0"
         self.threads = threads or max(2, os.cpu_count() or 2)
@@ -148,7 +147,6 @@ class Runtime:
             else:
                 job = _Job(self, actor, tag, args, *parts)
                 tasks = [partial(job.run_part, i) for i in range(len(job.thunks))]
-            self.in_flight += 1
             try:
                 for t in tasks:
                     submit(t, actor.deferred)
@@ -158,7 +156,6 @@ class Runtime:
 
     def _finished(self, job) -> None:
         """A kernel ended on the pool (called on the loop): deliver its output or fail its step."""
-        self.in_flight -= 1
         actor, tag, args, out = job.actor, job.tag, job.args, job.out
         job.args = job.out = None       # other blocks' tasks may still reference the job
         if actor.releases:
