@@ -31,6 +31,16 @@ from actorflow.graph.nest import flatten as _flatten  # noqa: F401
 from actorflow.actors.session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession, RewriterConfig,
                                       RunMetadata, RunOptions, Session, get_default_session)
 from actorflow import nn, layers, train, cluster  # noqa: E402
+# Runtime checks (tf.debugging, tf.check_numerics, tf.assert_*) and the tf.math namespace.
+from actorflow import debugging, math  # noqa: E402,A004
+from actorflow.graph.ops.check_ops import (Assert, assert_equal, assert_greater, assert_greater_equal,  # noqa: E402
+                                           assert_integer, assert_less, assert_less_equal, assert_near,
+                                           assert_negative, assert_non_negative, assert_non_positive,
+                                           assert_none_equal, assert_positive, assert_proper_iterable, assert_rank,
+                                           assert_rank_at_least, assert_rank_in, assert_same_float_dtype,
+                                           assert_scalar, assert_type, is_non_decreasing, is_numeric_tensor,
+                                           is_strictly_increasing)
+from actorflow.graph.ops.numerics import add_check_numerics_ops, check_numerics, verify_tensor_all_finite  # noqa: E402
 from actorflow.graph import nest  # noqa: F401
 
 newaxis = None

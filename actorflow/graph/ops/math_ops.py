@@ -28,7 +28,7 @@ __all__ = [
     "scalar_mul", "add_n", "accumulate_n",
     # element-wise functions
     "exp", "log", "log1p", "expm1", "sin", "cos", "sqrt", "rsqrt", "square", "abs", "sign",
-    "reciprocal", "floor", "ceil", "round", "sigmoid", "tanh", "is_nan", "is_finite",
+    "reciprocal", "floor", "ceil", "round", "sigmoid", "tanh", "is_nan", "is_inf", "is_finite",
     # comparison and logic
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_not", "logical_xor", "where", "where_v2",
@@ -225,6 +225,7 @@ Tanh = define_op("Tanh", _unary("float"))
 LogicalNot = define_op("LogicalNot", _unary("bool"))
 IsNan = define_op("IsNan", _unary("float", dtypes.bool_))
 IsFinite = define_op("IsFinite", _unary("float", dtypes.bool_))
+IsInf = define_op("IsInf", _unary("float", dtypes.bool_))
 
 # Gradient helpers of the unary ops: (y, dy) -> dy * f'(x) expressed through y = f(x).
 SigmoidGrad = define_op("SigmoidGrad", _same_shape_pair("float", ("y", "dy")))
@@ -237,7 +238,7 @@ Relu6Grad = define_op("Relu6Grad", _same_shape_pair("numeric", ("gradients", "fe
 EluGrad = define_op("EluGrad", _same_shape_pair("float", ("gradients", "outputs")))
 SoftplusGrad = define_op("SoftplusGrad", _same_shape_pair("float", ("gradients", "features")))
 
-_no_grad(Sign, Floor, Ceil, Round, LogicalNot, IsNan, IsFinite)
+_no_grad(Sign, Floor, Ceil, Round, LogicalNot, IsNan, IsInf, IsFinite)
 
 
 @_grad(Neg)
@@ -1096,6 +1097,11 @@ def tanh(x, name=None):
 def is_nan(x, name=None):
     """Whether each element is NaN (tf.math.is_nan)."""
     return IsNan(_t(x, True), name=name)
+
+
+def is_inf(x, name=None):
+    """Whether each element is +inf or -inf (tf.math.is_inf)."""
+    return IsInf(_t(x, True), name=name)
 
 
 def is_finite(x, name=None):

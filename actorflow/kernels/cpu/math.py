@@ -59,7 +59,7 @@ _UNARY_UFUNCS = {
     "Neg": np.negative, "Exp": np.exp, "Log": np.log, "Log1p": np.log1p, "Expm1": np.expm1,
     "Sin": np.sin, "Cos": np.cos, "Sqrt": np.sqrt, "Square": np.square, "Abs": np.absolute,
     "Sign": np.sign, "Reciprocal": np.reciprocal, "Floor": np.floor, "Ceil": np.ceil,
-    "Tanh": np.tanh, "LogicalNot": np.logical_not, "IsNan": np.isnan, "IsFinite": np.isfinite,
+    "Tanh": np.tanh, "LogicalNot": np.logical_not, "IsNan": np.isnan, "IsInf": np.isinf, "IsFinite": np.isfinite,
 }
 for _op, _uf in _UNARY_UFUNCS.items():
     _register_fn(_op, _uf)

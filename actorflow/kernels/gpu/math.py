@@ -19,7 +19,7 @@ _F32 = np.dtype(np.float32)
 # -- unary ---------------------------------------------------------------------------------------
 for _op, _uf in {"Neg": cp.negative, "Exp": cp.exp, "Log": cp.log, "Log1p": cp.log1p, "Expm1": cp.expm1,
                  "Sin": cp.sin, "Cos": cp.cos, "Sqrt": cp.sqrt, "Square": cp.square, "Abs": cp.absolute,
-                 "Sign": cp.sign, "Tanh": cp.tanh, "LogicalNot": cp.logical_not, "IsNan": cp.isnan,
+                 "Sign": cp.sign, "Tanh": cp.tanh, "LogicalNot": cp.logical_not, "IsNan": cp.isnan, "IsInf": cp.isinf,
                  "IsFinite": cp.isfinite}.items():
     register_fn(_op, _uf)
 

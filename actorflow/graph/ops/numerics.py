@@ -1,0 +1,119 @@
+"""NaN and infinity checks: the CheckNumerics op, `check_numerics`, `verify_tensor_all_finite` and
+`add_check_numerics_ops` (tf.debugging.check_numerics and tensorflow/python/ops/numerics.py).
+
+CheckNumerics passes its input through unchanged and fails its step with InvalidArgumentError,
+"<message> : Tensor had NaN values" in TF's words, when the input holds a NaN or an infinity; the
+message then goes on to give the first bad element's value and index, which TF does not, and the
+runtime adds the op's name. Its gradient checks the incoming gradient the same way, as TF's does.
+"""
+from __future__ import annotations
+
+from actorflow.graph.graph import (
+    Tensor,
+    colocate_with,
+    control_dependencies,
+    convert_to_tensor,
+    get_default_graph,
+    name_scope,
+)
+from actorflow.graph.indexed_slices import IndexedSlices
+from actorflow.graph.op_def import InferenceError, define_op
+from actorflow.graph.ops.constant import group, identity
+
+__all__ = ["check_numerics", "verify_tensor_all_finite", "add_check_numerics_ops"]
+
+
+def _infer_check_numerics(inputs, attrs):
+    (x,) = inputs
+    if not x.dtype.is_floating:
+        raise InferenceError(f"check_numerics needs a floating-point tensor (half, float or double), "
+                             f"got {x.dtype.name}")
+    if not isinstance(attrs.get("message", ""), str):
+        raise InferenceError(f"CheckNumerics' message must be a string, got {type(attrs['message']).__name__}")
+    return [(x.dtype, x.shape)]
+
+
+# Stateful, as in TF: two checks of one tensor with different messages are not one op, and none is
+# ever dropped by an optimization for computing nothing new.
+CheckNumerics = define_op("CheckNumerics", _infer_check_numerics, stateful=True,
+                          doc="Passes `tensor` through; fails the step if it holds a NaN or an infinity.")
+
+
+@CheckNumerics.gradient
+def _check_numerics_grad(op, grad):
+    if grad is None:
+        return [None]
+    message = ("Not a number (NaN) or infinity (Inf) values detected in gradient. "
+               + op.attrs.get("message", ""))
+    if isinstance(grad, IndexedSlices):
+        return [IndexedSlices(CheckNumerics(grad.values, message=message), grad.indices, grad.dense_shape)]
+    return [CheckNumerics(grad, message=message)]
+
+
+def check_numerics(tensor, message, name=None):
+    """Returns `tensor` unchanged; running it fails the step with InvalidArgumentError if `tensor`
+    holds a NaN or an infinity (tf.debugging.check_numerics).
+
+    The error reads "<message> : Tensor had NaN values" (or "Inf", or "Inf and NaN", as in TF),
+    followed by the first bad element's value and index (actorflow's addition) and the op's name.
+    The gradient is the incoming gradient, checked the same way.
+    """
+    if not isinstance(message, str):
+        raise TypeError(f"check_numerics: message must be a string, got {type(message).__name__}")
+    return CheckNumerics(convert_to_tensor(tensor), message=message, name=name)
+
+
+def verify_tensor_all_finite(t=None, msg=None, name=None, x=None, message=None):
+    """Returns `t` after a check that it holds no NaN or infinity (tf.compat.v1.verify_tensor_all_finite,
+    also tf.compat.v1.debugging.assert_all_finite).
+
+    The returned tensor depends on a CheckNumerics of `t` with message `msg`, colocated with `t`,
+    so running it fails the step with InvalidArgumentError naming that op. `x` and `message` are
+    the newer names of `t` and `msg`.
+    """
+    if x is not None and t is not None:
+        raise ValueError("Cannot specify both 't' and 'x'")
+    if message is not None and msg is not None:
+        raise ValueError("Cannot specify both 'msg' and 'message'")
+    t = x if t is None else t
+    msg = message if msg is None else msg
+    if t is None:
+        raise ValueError("verify_tensor_all_finite needs a tensor ('t' or 'x')")
+    with name_scope(name, "VerifyFinite", [t if isinstance(t, Tensor) else None]):
+        t = convert_to_tensor(t, name="x")
+        with colocate_with(t.op):
+            verify = check_numerics(t, message="" if msg is None else str(msg))
+            with control_dependencies([verify]):
+                return identity(t)
+
+
+_CONTROL_FLOW_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit",
+                               "RefExit", "NextIteration", "RefNextIteration", "LoopCond"})
+
+
+def add_check_numerics_ops():
+    """Adds a CheckNumerics on every half, float and double tensor of the default graph and
+    returns a group op of them all (tf.compat.v1.add_check_numerics_ops).
+
+    Each check's message is "<op name>:<output index>"; the checks are chained by control edges in
+    graph order, so the checks of an op's inputs run before those of its outputs and the first
+    failure reported is the earliest bad tensor. Run the returned op with the step (or make the
+    update depend on it) to stop a step whose values went NaN or infinite. Like TF, refuses graphs
+    with cond or while_loop (ValueError): a check outside a branch or loop frame cannot see its
+    tensors. Variables themselves are not checked, as in TF (their outputs are references).
+    """
+    from actorflow.graph.control_flow import context_of
+    graph = get_default_graph()
+    check = []
+    for op in list(graph.get_operations()):
+        for out in op.outputs:
+            # A variable's output is its reference (TF's float32_ref, which TF skips too): its
+            # reads and updates are checked where they are used.
+            if not out.dtype.is_floating or op.op_def.resource is not None:
+                continue
+            if op.type in _CONTROL_FLOW_OPS or context_of(op) is not None:
+                raise ValueError("`af.add_check_numerics_ops() is not compatible with control flow operations "
+                                 f"such as `af.cond()` or `af.while_loop()` (op '{op.name}' of type {op.type}).")
+            with control_dependencies(check):
+                check = [check_numerics(out, message=f"{op.name}:{out.value_index}")]
+    return group(*check)
