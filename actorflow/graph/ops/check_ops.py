@@ -38,10 +38,14 @@ __all__ = [
 # The Assert op
 # ---------------------------------------------------------------------------------------------
 
+class _DTypeError(InferenceError, TypeError):
+    """A dtype mistake: a ValueError like every inference error, and a TypeError like in TF."""
+
+
 def _infer_assert(inputs, attrs):
     cond = inputs[0]
     if not cond.dtype.is_bool:
-        raise InferenceError(f"Assert's condition must be a bool tensor, got {cond.dtype.name}")
+        raise _DTypeError(f"Assert's condition must be a bool tensor, got {cond.dtype.name}")
     nd = cond.shape.ndims
     if nd is not None and not (nd == 0 or (nd == 1 and cond.shape.dims[0] in (1, None))):
         raise InferenceError(f"Assert's condition must be a scalar, got shape {cond.shape}")

@@ -23,10 +23,14 @@ from actorflow.graph.ops.constant import group, identity
 __all__ = ["check_numerics", "verify_tensor_all_finite", "add_check_numerics_ops"]
 
 
+class _DTypeError(InferenceError, TypeError):
+    """A dtype mistake: a ValueError like every inference error, and a TypeError like in TF."""
+
+
 def _infer_check_numerics(inputs, attrs):
     (x,) = inputs
     if not x.dtype.is_floating:
-        raise InferenceError(f"check_numerics needs a floating-point tensor (half, float or double), "
+        raise _DTypeError(f"check_numerics needs a floating-point tensor (half, float or double), "
                              f"got {x.dtype.name}")
     if not isinstance(attrs.get("message", ""), str):
         raise InferenceError(f"CheckNumerics' message must be a string, got {type(attrs['message']).__name__}")
@@ -100,16 +104,18 @@ def add_check_numerics_ops():
     failure reported is the earliest bad tensor. Run the returned op with the step (or make the
     update depend on it) to stop a step whose values went NaN or infinite. Like TF, refuses graphs
     with cond or while_loop (ValueError): a check outside a branch or loop frame cannot see its
-    tensors. Variables themselves are not checked, as in TF (their outputs are references).
+    tensors. Variables and their updates are not checked, as in TF (their outputs are references);
+    the reads of variables are.
     """
     from actorflow.graph.control_flow import context_of
     graph = get_default_graph()
     check = []
     for op in list(graph.get_operations()):
         for out in op.outputs:
-            # A variable's output is its reference (TF's float32_ref, which TF skips too): its
-            # reads and updates are checked where they are used.
-            if not out.dtype.is_floating or op.op_def.resource is not None:
+            # A variable and the ops that update one (Assign, Apply*, Scatter*) output its
+            # reference in TF (float32_ref), which TF skips: checking them would re-run every
+            # initializer and update with each check. The variable's reads are checked.
+            if not out.dtype.is_floating or op.op_def.resource is not None or op.op_def.ref_inputs:
                 continue
             if op.type in _CONTROL_FLOW_OPS or context_of(op) is not None:
                 raise ValueError("`af.add_check_numerics_ops() is not compatible with control flow operations "
