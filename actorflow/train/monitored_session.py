@@ -180,6 +180,8 @@ class MonitoredSession:
         self._max_recoveries = max_recoveries
         self._grace = stop_grace_period_secs
         self.recoveries = 0
+        # Recovered failures by error class ("UnavailableError": 2, ...), for soak tests and logs.
+        self.recovered_errors: dict = {}
         self._stop = False
         from actorflow.train.coordinator import Coordinator
         self._coord = Coordinator()
@@ -210,6 +212,7 @@ class MonitoredSession:
             except _RECOVERABLE as e:
                 failures += 1
                 self.recoveries += 1
+                self.recovered_errors[type(e).__name__] = self.recovered_errors.get(type(e).__name__, 0) + 1
                 if failures > self._max_recoveries:
                     raise
                 log.warning("run failed (%s); re-creating the session (recovery %d)",
