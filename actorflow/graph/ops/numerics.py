@@ -8,11 +8,14 @@ runtime adds the op's name. Its gradient checks the incoming gradient the same w
 """
 from __future__ import annotations
 
+import contextlib
+
+from actorflow.graph.device_spec import DeviceSpec
 from actorflow.graph.graph import (
     Tensor,
-    colocate_with,
     control_dependencies,
     convert_to_tensor,
+    device,
     get_default_graph,
     name_scope,
 )
@@ -54,6 +57,17 @@ def _check_numerics_grad(op, grad):
     return [CheckNumerics(grad, message=message)]
 
 
+def _on_task_of(t: Tensor):
+    """A device scope naming the job and task of `t`'s op, not its device type: the check runs in
+    the process that holds the data (no copy across the network), and on its CPU when the data is
+    on a GPU (CheckNumerics has CPU kernels only; colocating, as TF does, would pull the producer
+    off the GPU with it)."""
+    spec = DeviceSpec.from_string(t.op.device)
+    if spec.job is None and spec.task is None:
+        return contextlib.nullcontext()
+    return device(DeviceSpec(spec.job, spec.replica, spec.task).to_string())
+
+
 def check_numerics(tensor, message, name=None):
     """Returns `tensor` unchanged; running it fails the step with InvalidArgumentError if `tensor`
     holds a NaN or an infinity (tf.debugging.check_numerics).
@@ -71,9 +85,9 @@ def verify_tensor_all_finite(t=None, msg=None, name=None, x=None, message=None):
     """Returns `t` after a check that it holds no NaN or infinity (tf.compat.v1.verify_tensor_all_finite,
     also tf.compat.v1.debugging.assert_all_finite).
 
-    The returned tensor depends on a CheckNumerics of `t` with message `msg`, colocated with `t`,
-    so running it fails the step with InvalidArgumentError naming that op. `x` and `message` are
-    the newer names of `t` and `msg`.
+    The returned tensor depends on a CheckNumerics of `t` with message `msg`, on `t`'s task (TF
+    colocates it with `t`; here a GPU producer keeps its GPU), so running it fails the step with
+    InvalidArgumentError naming that op. `x` and `message` are the newer names of `t` and `msg`.
     """
     if x is not None and t is not None:
         raise ValueError("Cannot specify both 't' and 'x'")
@@ -85,7 +99,7 @@ def verify_tensor_all_finite(t=None, msg=None, name=None, x=None, message=None):
         raise ValueError("verify_tensor_all_finite needs a tensor ('t' or 'x')")
     with name_scope(name, "VerifyFinite", [t if isinstance(t, Tensor) else None]):
         t = convert_to_tensor(t, name="x")
-        with colocate_with(t.op):
+        with _on_task_of(t):
             verify = check_numerics(t, message="" if msg is None else str(msg))
             with control_dependencies([verify]):
                 return identity(t)
@@ -101,7 +115,8 @@ def add_check_numerics_ops():
 
     Each check's message is "<op name>:<output index>"; the checks are chained by control edges in
     graph order, so the checks of an op's inputs run before those of its outputs and the first
-    failure reported is the earliest bad tensor. Run the returned op with the step (or make the
+    failure reported is the earliest bad tensor. Each check runs on its tensor's task (TF leaves
+    them to the placer). Run the returned op with the step (or make the
     update depend on it) to stop a step whose values went NaN or infinite. Like TF, refuses graphs
     with cond or while_loop (ValueError): a check outside a branch or loop frame cannot see its
     tensors. Variables and their updates are not checked, as in TF (their outputs are references);
@@ -120,6 +135,6 @@ def add_check_numerics_ops():
             if op.type in _CONTROL_FLOW_OPS or context_of(op) is not None:
                 raise ValueError("`af.add_check_numerics_ops() is not compatible with control flow operations "
                                  f"such as `af.cond()` or `af.while_loop()` (op '{op.name}' of type {op.type}).")
-            with control_dependencies(check):
+            with control_dependencies(check), _on_task_of(out):
                 check = [check_numerics(out, message=f"{op.name}:{out.value_index}")]
     return group(*check)
