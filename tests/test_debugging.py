@@ -16,6 +16,9 @@ import pytest
 import actorflow as af
 from actorflow.errors import InvalidArgumentError
 
+# The kernels computing the NaNs these tests are about warn as numpy does.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
 _FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "debugging_tf.json")
 with open(_FIXTURE) as _f:
     TF = json.load(_f)

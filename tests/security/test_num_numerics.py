@@ -13,6 +13,9 @@ import pytest
 import actorflow as af
 from actorflow.errors import InvalidArgumentError
 
+# The kernels computing the NaNs these tests are about warn as numpy does.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
 GOOD = np.array([[1.0, 2.0], [2.0, 1.0], [0.5, 0.5]], np.float32)
 BAD = np.array([[1.0, 2.0], [-30.0, -30.0], [0.5, 0.5]], np.float32)   # a negative prediction: sqrt -> NaN
 
@@ -78,16 +81,23 @@ def test_check_numerics_on_the_loss_names_the_op_and_the_message():
             np.testing.assert_array_equal(sess.run(w), before)
 
 
-def test_inf_input_is_reported_with_its_index_across_a_cluster():
-    """The error travels from a worker process to the client with its class, op and index."""
+def test_checks_fail_steps_on_a_cluster_worker():
+    """The errors travel from a worker process to the client with their class, op and message."""
     with af.cluster.LocalCluster(ps=0, workers=1) as lc:
         with af.Graph().as_default():
             with af.device("/job:worker/task:0"):
                 x = af.placeholder(af.float32, [4], name="x")
                 y = af.verify_tensor_all_finite(x * 2.0, "doubled input")
+                positive = af.assert_positive(x, message="x must be positive", summarize=2)
             with af.Session(lc.target) as sess:
                 np.testing.assert_array_equal(sess.run(y, {x: [1, 2, 3, 4]}), [2, 4, 6, 8])
                 with pytest.raises(InvalidArgumentError, match="^doubled input : Tensor had Inf values; "
                                                                "the first, inf, is at index \\[2\\]") as ei:
                     sess.run(y, {x: [1, 2, np.inf, 4]})
                 assert ei.value.node_def == "VerifyFinite/CheckNumerics"
+                sess.run(positive, {x: [1, 2, 3, 4]})
+                with pytest.raises(InvalidArgumentError) as ei:
+                    sess.run(positive, {x: [1, -2, 3, 4]})
+                assert str(ei.value).startswith("assertion failed: [x must be positive.  ] [Condition x > 0 did not "
+                                                "hold element-wise:] [x (x:0) = ] [1 -2...]")
+                assert ei.value.node_def == "assert_positive/assert_less/Assert/Assert"
