@@ -73,10 +73,15 @@ def make_plan(args) -> Plan:
     triggers = []
     t = args.fault_every / 2.0
     i = 0
-    end = args.minutes * 60.0 - 5.0       # no fault in the last seconds: its recovery must be seen
+    # No fault in the last 25 s, and slow windows that close 10 s before the end and before the
+    # next fault: every fault's recovery must be seen, and be that fault's alone.
+    end = args.minutes * 60.0 - 25.0
+    slow_s = min(args.slow_s, args.fault_every - 5.0)
     while t < end:
         kind = KINDS[i % len(KINDS)]
         rnd = i // len(KINDS)
+        if kind == "slow" and t + slow_s > args.minutes * 60.0 - 10.0:
+            break
         if kind == "kill":
             w = KILL_ORDER[rnd % len(KILL_ORDER)]
             triggers.append(Trigger(100 + i, "kill", at_time_s=t, params={
@@ -88,8 +93,8 @@ def make_plan(args) -> Plan:
                 "task": sender, "peer": peer, "mode": "reset", "rto_ms": 200.0, "episode": rnd}))
         else:
             w = (rnd + 2) % WORKERS
-            triggers.append(Trigger(1 + w, "on", at_time_s=t))
-            triggers.append(Trigger(1 + w, "off", at_time_s=min(t + args.slow_s, end + 4.0)))
+            triggers.append(Trigger(1 + w, "on", at_time_s=t, params={"duration_s": slow_s}))
+            triggers.append(Trigger(1 + w, "off", at_time_s=t + slow_s))
         t += args.fault_every
         i += 1
     return Plan(args.seed, triggers, task_faults, {})
@@ -234,10 +239,10 @@ class Soak(_Run):
             kind, target = "connection reset", f"{p['task']} -> {p['peer']}"
             w = int((p["peer"] if p["task"] == PS else p["task"]).rsplit(":", 1)[1])
         else:
-            kind, w = f"slow peer {self.args.slow_s:g} s", tr.fault - 1
+            kind, w = f"slow peer {p['duration_s']:g} s", tr.fault - 1
             target = _worker(w)
-        # A fault ends when its task is back (kill: restarted) or its window closes (slow).
-        t_end = now + (1.0 if tr.action == "kill" else self.args.slow_s if tr.action == "on" else 0.0)
+        # A fault ends when its task is restarted (kill) or its window closes (slow).
+        t_end = now + (1.0 if tr.action == "kill" else p["duration_s"] if tr.action == "on" else 0.0)
         with self.lock:
             self.injected.append({
                 "kind": kind, "target": target, "at_s": round(now - self.t_start, 1), "t_end": t_end,
@@ -373,6 +378,11 @@ def report(soak: Soak, final: dict, args) -> bool:
     for f in soak.injected:
         after = f["gs_after_min"]
         ok = after is not None and f["recovery_s"] is not None
+        if not ok and soak.t_train_end - f["t_end"] < 30.0:
+            # Planned to end 25 s before the run does; a restart that took longer is not a loss.
+            print(f"  {f['at_s']:>6.1f}  {f['kind']:<22} {f['target']:<42} {f['gs_before']:>9}   "
+                  f"unverified: the run ended {soak.t_train_end - f['t_end']:.0f} s after the fault did")
+            continue
         if ok and f["ckpt_step"] is not None and after < f["ckpt_step"]:
             ok = False
         if ok and f["gs_before"] - after > args.checkpoint_steps:

@@ -377,7 +377,7 @@ def assert_scalar(tensor, name=None, message=None):
     """Statically checks that `tensor` is a scalar and returns it (tf.compat.v1.assert_scalar);
     ValueError when its rank is not known to be 0."""
     with name_scope(name, "assert_scalar", [tensor]) as scope:
-        tensor = convert_to_tensor(tensor, name=scope.rstrip("/") or None)
+        tensor = convert_to_tensor(tensor, name=scope)
         if tensor.shape.ndims != 0:
             raise ValueError(f"{_message_prefix(message)}Expected scalar shape for {tensor.name}, "
                              f"saw shape: {tensor.shape}.")
