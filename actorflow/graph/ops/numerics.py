@@ -34,7 +34,7 @@ def _infer_check_numerics(inputs, attrs):
     (x,) = inputs
     if not x.dtype.is_floating:
         raise _DTypeError(f"check_numerics needs a floating-point tensor (half, float or double), "
-                             f"got {x.dtype.name}")
+                          f"got {x.dtype.name}")
     if not isinstance(attrs.get("message", ""), str):
         raise InferenceError(f"CheckNumerics' message must be a string, got {type(attrs['message']).__name__}")
     return [(x.dtype, x.shape)]
@@ -116,8 +116,10 @@ def add_check_numerics_ops():
     Each check's message is "<op name>:<output index>"; the checks are chained by control edges in
     graph order, so the checks of an op's inputs run before those of its outputs and the first
     failure reported is the earliest bad tensor. Each check runs on its tensor's task (TF leaves
-    them to the placer). Run the returned op with the step (or make the
-    update depend on it) to stop a step whose values went NaN or infinite. Like TF, refuses graphs
+    them to the placer). Fetched beside a training op, the group fails the step whose values went
+    NaN or infinite, but the update may already be applied; built under
+    `af.control_dependencies([group])`, the update waits for every check and is never applied with
+    bad values (the variables keep their values from before the step). Like TF, refuses graphs
     with cond or while_loop (ValueError): a check outside a branch or loop frame cannot see its
     tensors. Variables and their updates are not checked, as in TF (their outputs are references);
     the reads of variables are.
