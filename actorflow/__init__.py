@@ -43,6 +43,7 @@ def list_devices():
 __version__ = "0.1.0"
 
 # -- summaries, app, flags, logging, gfile (issue 16, items 1 and 2) ----------------------------------
+from actorflow.graph.dtypes import string  # noqa: E402  (also exported by the strings change; same object)
 from actorflow import summary  # noqa: E402
 
 
