@@ -38,7 +38,7 @@ def _path(name) -> str:
     return p
 
 
-def _os_error(e: OSError, what: str) -> errors.OpError:
+def os_error(e: OSError, what: str) -> errors.OpError:
     """An OSError as TF's error class, the message naming `what` (the operation and path)."""
     reason = e.strerror or str(e)
     cls = {errno.ENOENT: errors.NotFoundError, errno.EEXIST: errors.AlreadyExistsError,
@@ -80,7 +80,7 @@ def makedirs(path) -> None:
         raise errors.FailedPreconditionError(None, None, f"Cannot create directory '{p}': a file of that name "
                                                          f"exists") from None
     except OSError as e:
-        raise _os_error(e, f"Cannot create directory '{p}'") from None
+        raise os_error(e, f"Cannot create directory '{p}'") from None
 
 
 def mkdir(path) -> None:
@@ -90,7 +90,7 @@ def mkdir(path) -> None:
     try:
         os.mkdir(p)
     except OSError as e:
-        raise _os_error(e, f"Cannot create directory '{p}'") from None
+        raise os_error(e, f"Cannot create directory '{p}'") from None
 
 
 def remove(path) -> None:
@@ -102,7 +102,7 @@ def remove(path) -> None:
     try:
         os.remove(p)
     except OSError as e:
-        raise _os_error(e, f"Cannot delete file '{p}'") from None
+        raise os_error(e, f"Cannot delete file '{p}'") from None
 
 
 def rmtree(path) -> None:
@@ -117,7 +117,7 @@ def rmtree(path) -> None:
         else:
             os.remove(p)
     except OSError as e:
-        raise _os_error(e, f"Cannot delete '{p}' recursively") from None
+        raise os_error(e, f"Cannot delete '{p}' recursively") from None
 
 
 def listdir(path) -> list:
@@ -129,7 +129,7 @@ def listdir(path) -> list:
     try:
         return os.listdir(p)
     except OSError as e:
-        raise _os_error(e, f"Cannot list directory '{p}'") from None
+        raise os_error(e, f"Cannot list directory '{p}'") from None
 
 
 def glob(pattern) -> list:
@@ -153,7 +153,7 @@ def copy(src, dst, overwrite=False) -> None:
     try:
         shutil.copyfile(s, d)
     except OSError as e:
-        raise _os_error(e, f"Cannot copy '{s}' to '{d}'") from None
+        raise os_error(e, f"Cannot copy '{s}' to '{d}'") from None
 
 
 def rename(src, dst, overwrite=False) -> None:
@@ -165,7 +165,7 @@ def rename(src, dst, overwrite=False) -> None:
     try:
         os.replace(s, d)
     except OSError as e:
-        raise _os_error(e, f"Cannot rename '{s}' to '{d}'") from None
+        raise os_error(e, f"Cannot rename '{s}' to '{d}'") from None
 
 
 class FileStatistics:
@@ -189,7 +189,7 @@ def stat(path) -> FileStatistics:
     try:
         st = os.stat(p)
     except OSError as e:
-        raise _os_error(e, f"Cannot stat '{p}'") from None
+        raise os_error(e, f"Cannot stat '{p}'") from None
     return FileStatistics(length=st.st_size, mtime_nsec=st.st_mtime_ns, is_directory=os.path.isdir(p))
 
 
@@ -255,7 +255,7 @@ class GFile:
             try:
                 self._f = open(self.__name, mode)   # noqa: SIM115 - owned by this object, closed by close()
             except OSError as e:
-                raise _os_error(e, f"Cannot open '{self.__name}'") from None
+                raise os_error(e, f"Cannot open '{self.__name}'") from None
         return self._f
 
     def _preread_check(self):

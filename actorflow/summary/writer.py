@@ -69,8 +69,8 @@ class FileWriter:
             self._writer = efw.EventFileWriter(self._logdir, max_queue_size=self._max_queue,
                                                flush_secs=self._flush_secs, filename_suffix=self._suffix)
         except OSError as e:
-            raise errors.PermissionDeniedError(None, None, f"Cannot create an event file in '{self._logdir}': "
-                                                           f"{e}") from e
+            from actorflow.gfile import os_error
+            raise os_error(e, f"Cannot create an event file in '{self._logdir}'") from e
         self._closed = False
         log.debug("writing events to %s", self._writer._file_name)
 
