@@ -353,3 +353,27 @@ def test_proto_aliases():
     assert af.Event is af.summary.Event and af.SessionLog is af.summary.SessionLog
     s = af.Summary(value=[af.Summary.Value(tag="x", simple_value=1.0)])
     assert af.Summary.FromString(s.SerializeToString()).value[0].simple_value == 1.0
+
+
+def test_writer_errors_name_the_directory(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    with pytest.raises(af.errors.FailedPreconditionError, match="a_file"):
+        af.summary.FileWriter(str(blocker / "logs"))
+    with pytest.raises(NotImplementedError):
+        af.summary.FileWriter(str(tmp_path), session=object())
+
+
+def test_missing_tensorboard_names_the_extra():
+    from actorflow import protos
+    with pytest.raises(ImportError, match=r"actorflow\[summary\]"):
+        protos.require("tensorboard.no_such_module")
+
+
+def test_train_aliases():
+    assert af.train.SummaryWriterCache is af.summary.FileWriterCache
+    timer = af.train.SecondOrStepTimer(every_steps=3)
+    assert timer.should_trigger_for_step(0)
+    timer.update_last_triggered_step(0)
+    assert not timer.should_trigger_for_step(0) and not timer.should_trigger_for_step(2)
+    assert timer.should_trigger_for_step(3)
