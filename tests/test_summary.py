@@ -72,7 +72,8 @@ def test_collections_and_merge_all():
     assert af.get_collection("mine") == [b]
     assert af.summary.merge_all("nothing_here") is None
     merged = af.summary.merge_all()
-    assert merged.op.type == "MergeSummary"
+    assert merged.op.type == "MergeSummary" and merged.op.name == "Merge/MergeSummary"
+    assert af.summary.merge([a], name="m").op.name == "m/m"
     both = af.summary.merge([a, b])
     assert af.get_collection(af.GraphKeys.SUMMARIES) == [a]        # merge adds to no collection by default
     m1, m2 = _run([merged, both])
@@ -254,10 +255,10 @@ def test_filewriter_writes_scalars_histograms_images_text_graph(tmp_path):
     assert acc.SummaryMetadata("note").plugin_data.plugin_name == "text"
     graph = acc.Graph()
     nodes = {n.name: n for n in graph.node}
-    assert {"x", "w", "stats/mean", "stats/x", "MergeSummary"} <= set(nodes)
+    assert {"x", "w", "stats/mean", "stats/x", "Merge/MergeSummary"} <= set(nodes)
     assert nodes["x"].op == "Placeholder"
     assert nodes["stats/mean"].op == "ScalarSummary"
-    assert nodes["MergeSummary"].op == "MergeSummary"
+    assert nodes["Merge/MergeSummary"].op == "MergeSummary"
     assert nodes["stats/x"].attr["tag"].s == b"stats/x"
 
 

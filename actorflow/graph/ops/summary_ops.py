@@ -249,8 +249,11 @@ def merge(inputs, collections=None, name=None):
     """Merges serialized summaries into one (tf.compat.v1.summary.merge); two values with the same
     tag fail the step with InvalidArgumentError, as in TF. Not added to any collection unless
     `collections` names some."""
-    inputs = [_as_tensor(x, "input") for x in inputs]
-    val = MergeSummary(*inputs, name=name)
+    name = _clean_tag(name)
+    tensors = [x for x in inputs if isinstance(x, Tensor)]
+    # As TF: the op sits in a scope of its own, `Merge/MergeSummary` (or `name/name`).
+    with _name_scope(name, default_name="Merge", values=tensors or None):
+        val = MergeSummary(*[_as_tensor(x, "input") for x in inputs], name=name)
     _collect(val, collections, [])
     return val
 
