@@ -110,7 +110,9 @@ def _start_tensorboard(logdir, out_path):
 
 def test_tensorboard_serves_the_scalars_over_http(tmp_path):
     logdir = str(tmp_path / "logs")
-    with af.summary.FileWriter(logdir) as fw:
+    x = af.placeholder(af.float32, [None, 3], name="inputs")
+    af.summary.scalar("loss", af.reduce_sum(x))
+    with af.summary.FileWriter(logdir, af.get_default_graph()) as fw:
         for step, value in enumerate([0.5, 0.25, 0.125]):
             fw.add_summary(af.Summary(value=[af.Summary.Value(tag="loss", simple_value=value)]), step * 10)
     out_path = str(tmp_path / "tensorboard.out")
@@ -135,6 +137,12 @@ def test_tensorboard_serves_the_scalars_over_http(tmp_path):
                 time.sleep(0.5)
         assert data is not None, f"TensorBoard did not serve the scalars in time:\n{open(out_path).read()}"
         assert [(step, value) for _, step, value in data] == [(0, 0.5), (10, 0.25), (20, 0.125)]
+        # The graph tab's data: TensorBoard parses the GraphDef and serves it back as text.
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/plugin/graphs/graph?run=.&conceptual=false",
+                                    timeout=30) as r:
+            graph = r.read().decode()
+        assert 'name: "inputs"' in graph and 'op: "Placeholder"' in graph
+        assert 'op: "ScalarSummary"' in graph and 'input: "Sum"' in graph
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
