@@ -205,7 +205,11 @@ def test_text_and_tensor_summary():
     np.testing.assert_array_equal(tensor_util.make_ndarray(v.tensor), [[1.0, 2.0]])
 
 
-def test_scalar_rejects_non_scalar():
+def test_scalar_rejects_non_scalar_and_non_numeric():
+    with pytest.raises(ValueError, match="real numeric"):
+        af.summary.scalar("flag", af.constant(True))
+    with pytest.raises(ValueError, match="real numeric"):
+        af.summary.histogram("flags", af.constant([True, False]))
     with pytest.raises(ValueError, match="not the same shape"):
         af.summary.scalar("v", af.zeros([3]))
     x = af.placeholder(af.float32)

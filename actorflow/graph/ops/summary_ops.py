@@ -40,7 +40,7 @@ def _check_tag(attrs, op):
 def _infer_scalar(inputs, attrs):
     _check_tag(attrs, "ScalarSummary")
     x = inputs[0]
-    if not (x.dtype.is_numeric or x.dtype.is_bool):
+    if not x.dtype.is_numeric:
         raise InferenceError(f"ScalarSummary needs a real numeric tensor, got {x.dtype.name}")
     if x.shape.ndims is not None and x.shape.ndims != 0:
         raise InferenceError(f"tags and values are not the same shape: the tag '{attrs['tag']}' is a scalar, "
@@ -50,7 +50,7 @@ def _infer_scalar(inputs, attrs):
 
 def _infer_histogram(inputs, attrs):
     _check_tag(attrs, "HistogramSummary")
-    if not (inputs[0].dtype.is_numeric or inputs[0].dtype.is_bool):
+    if not inputs[0].dtype.is_numeric:
         raise InferenceError(f"HistogramSummary needs a real numeric tensor, got {inputs[0].dtype.name}")
     return _SCALAR_STRING
 
