@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass, fields, replace
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 __all__ = ["ConnectionLimits", "GuardedSite"]
 
@@ -71,7 +72,28 @@ class ConnectionLimits:
         """Keyword arguments for aiohttp's AppRunner (its per-connection request handler)."""
         return {"keepalive_timeout": self.idle_timeout, "max_field_size": self.max_field_size,
                 "max_line_size": self.max_field_size, "max_headers": self.max_headers,
-                "handler_cancellation": True}
+                "handler_cancellation": True, "logger": _HTTPLog(log, {})}
+
+
+class _HTTPLog(logging.LoggerAdapter):
+    """aiohttp's request-handler logger, minus the traceback for requests that are merely malformed.
+
+    aiohttp logs every request its parser refuses (a control byte in a header, a line too long) with
+    "Error handling request" and a traceback at ERROR: anyone who can connect could fill the log.
+    Those become one INFO line (the first ten, then one in a thousand); real handler failures keep
+    their traceback.
+    """
+
+    refused = 0
+
+    def exception(self, msg, *args, exc_info=True, **kwargs):
+        if isinstance(exc_info, HttpProcessingError):
+            _HTTPLog.refused += 1
+            if _HTTPLog.refused <= 10 or _HTTPLog.refused % 1000 == 0:
+                self.logger.info(msg + " (malformed request, answered %s: %s; %d so far)", *args, exc_info.code,
+                                 str(exc_info.message).splitlines()[0] if exc_info.message else "", _HTTPLog.refused)
+            return
+        self.logger.error(msg, *args, exc_info=exc_info, **kwargs)
 
 
 class _Refused(asyncio.Protocol):
