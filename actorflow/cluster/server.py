@@ -27,6 +27,7 @@ from actorflow.graph.graph import Graph
 from actorflow.kernels.device_arrays import to_host
 from actorflow.scheduler.plan import make_plan
 from actorflow.sim import faults  # sim: fault-injection hooks, None unless a scenario installs one
+from actorflow.transport.bulk import BULK_HEADER
 from actorflow.transport.channel import MAX_MESSAGE, TASK_HEADER, TOKEN_HEADER, Connection, Peer, accept_bulk
 from actorflow.transport.listener import ConnectionLimits, GuardedSite
 from actorflow.transport.rendezvous import Rendezvous
@@ -278,6 +279,10 @@ def _edge_source(key) -> str | None:
     return edge.split(";", 1)[1].split("->", 1)[0]
 
 
+_HANDSHAKE_HEADERS = ("Upgrade", "Connection", "Sec-WebSocket-Key", "Sec-WebSocket-Version",
+                      "Sec-WebSocket-Extensions", "Sec-WebSocket-Protocol", BULK_HEADER)
+
+
 def make_app(service: WorkerService) -> web.Application:
     app = web.Application(client_max_size=MAX_MESSAGE)
 
@@ -300,6 +305,10 @@ def make_app(service: WorkerService) -> web.Application:
         if not peer.isascii() or not peer.isprintable() or len(peer) > 200:
             peer = "client"     # only a label for logs and errors, but it must not garble them
         name = f"{peer} ({request.remote}) -> {service.name}"
+        for h in _HANDSHAKE_HEADERS:
+            # aiohttp quotes these in its 400 text and fails to encode non-ASCII ones (a 500 and a traceback).
+            if any(not v.isascii() for v in request.headers.getall(h, ())):
+                raise web.HTTPBadRequest(text=f"the {h} header of a websocket handshake must be ASCII")
         bulk = accept_bulk(request, ws, name)
         try:
             await ws.prepare(request)
