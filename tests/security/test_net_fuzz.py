@@ -43,7 +43,7 @@ def test_harness_catches_an_auth_bypass():
     fh = _harness()
     target = fh.Target(handshake_timeout=0.5)
     try:
-        good = f"GET /health HTTP/1.1\r\nX-Actorflow-Token: {fh.TOKEN}\r\n\r\n".encode()
+        good = f"GET /health HTTP/1.1\r\nHost: x\r\nX-Actorflow-Token: {fh.TOKEN}\r\n\r\n".encode()
         target.one(good, True, True)
         with pytest.raises(AssertionError, match="without exactly the right token"):
             target.one(good, False, True)           # claims no token: the 200 it gets is flagged
