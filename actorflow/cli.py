@@ -251,7 +251,7 @@ def main(argv=None) -> int:
     w.add_argument("--handshake-timeout", type=float, help="seconds a connection may take to present the token "
                                                            "(default 10, or $ACTORFLOW_HANDSHAKE_TIMEOUT)")
     w.add_argument("--heartbeat", type=float, help="websocket ping interval in seconds; a peer that does not "
-                                                   "answer within half of it is dropped (default 30)")
+                                                   "answer within half of it is dropped (default 60)")
     w.add_argument("--max-unauthenticated", type=int, help="connections that may wait for their token check at "
                                                            "once; more are refused with 503 (default 128)")
     w.add_argument("--parent-pid", type=int, default=0, help="stop when this process (the launcher) exits")

@@ -34,6 +34,8 @@ class ConnectionLimits:
 
     - `handshake_timeout`: seconds from accept (TLS handshake included) to a valid cluster token.
     - `heartbeat`: websocket ping interval; a peer that does not answer within half of it is closed.
+      A pong queues behind a tensor being sent, so half of it must cover sending the largest tensor
+      (30 s: about 3.5 GiB at 1 Gbit/s).
     - `idle_timeout`: keep-alive of a trusted plain-HTTP connection (e.g. health checks).
     - `max_unauthenticated`: connections allowed to wait for their token check at once.
     - `max_field_size`, `max_headers`: request header limits (larger is answered 400).
@@ -42,7 +44,7 @@ class ConnectionLimits:
     worker processes started by a LocalCluster or a cluster manager pick them up.
     """
     handshake_timeout: float = 10.0
-    heartbeat: float = 30.0
+    heartbeat: float = 60.0
     idle_timeout: float = 60.0
     max_unauthenticated: int = 128
     max_field_size: int = 8190
@@ -72,7 +74,10 @@ class ConnectionLimits:
         """Keyword arguments for aiohttp's AppRunner (its per-connection request handler)."""
         return {"keepalive_timeout": self.idle_timeout, "max_field_size": self.max_field_size,
                 "max_line_size": self.max_field_size, "max_headers": self.max_headers,
-                "handler_cancellation": True, "logger": _HTTPLog(log, {})}
+                "logger": _HTTPLog(log, {})}
+        # handler_cancellation stays off: a websocket handler owns its connection and closes it on
+        # the peer's EOF (failing the steps that waited on it with UnavailableError); cancelling it
+        # from under the reader would turn that into a CancelledError. /health has nothing to cancel.
 
 
 class _HTTPLog(logging.LoggerAdapter):
