@@ -99,7 +99,7 @@ def _worker(args) -> int:
         return 2
     try:
         tls = TLSConfig.make(cert=args.tls_cert, key=args.tls_key, ca=args.tls_ca) or TLSConfig.make(tls)
-        limits = ConnectionLimits.from_env(handshake_timeout=args.handshake_timeout, heartbeat=args.heartbeat,
+        limits = ConnectionLimits.from_env(handshake_timeout=args.handshake_timeout, ws_heartbeat=args.ws_heartbeat,
                                            max_unauthenticated=args.max_unauthenticated)
     except (TypeError, ValueError) as e:
         print(f"actorflow worker: {e}", file=sys.stderr)
@@ -250,7 +250,7 @@ def main(argv=None) -> int:
     _tls_args(w)
     w.add_argument("--handshake-timeout", type=float, help="seconds a connection may take to present the token "
                                                            "(default 10, or $ACTORFLOW_HANDSHAKE_TIMEOUT)")
-    w.add_argument("--heartbeat", type=float, help="websocket ping interval in seconds; a peer that does not "
+    w.add_argument("--ws-heartbeat", type=float, help="websocket ping interval in seconds; a peer that does not "
                                                    "answer within half of it is dropped (default 60)")
     w.add_argument("--max-unauthenticated", type=int, help="connections that may wait for their token check at "
                                                            "once; more are refused with 503 (default 128)")

@@ -57,7 +57,7 @@ class Master:
         self.token = token or os.environ.get("ACTORFLOW_TOKEN", "")
         tls = target_tls(target)
         self._ssl = tls.client_context() if tls is not None else None   # afs:// targets: TLS to every task
-        self._ws_heartbeat = ConnectionLimits.from_env().heartbeat
+        self._ws_heartbeat = ConnectionLimits.from_env().ws_heartbeat
         self.graph = graph
         self.config = config
         self.rt = default_runtime()

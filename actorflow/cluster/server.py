@@ -132,7 +132,7 @@ class WorkerService:
             job, task = name.split("/")[1][4:], int(name.split("/")[2][5:])
             p = self.peers[name] = Peer(self.cluster.task_address(job, task), self.token, self.handle,
                                         name=name, local_task=self.name, on_close=self.connection_lost,
-                                        ssl=self._client_ssl, heartbeat=self.limits.heartbeat)
+                                        ssl=self._client_ssl, heartbeat=self.limits.ws_heartbeat)
         return p
 
     # -- incoming frames ------------------------------------------------------------------------------
@@ -300,7 +300,7 @@ def make_app(service: WorkerService) -> web.Application:
     async def ws_handler(request: web.Request):
         authorize(request)
         ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE, compress=False, autoping=True,
-                                   heartbeat=service.limits.heartbeat)
+                                   heartbeat=service.limits.ws_heartbeat)
         peer = request.headers.get(TASK_HEADER, "client")
         if not peer.isascii() or not peer.isprintable() or len(peer) > 200:
             peer = "client"     # only a label for logs and errors, but it must not garble them

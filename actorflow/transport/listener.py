@@ -11,7 +11,7 @@ answered `503` and closed. A TLS handshake must finish within half the deadline 
 known to be gone.
 
 Trusted connections are the cluster's own tasks and clients; they carry websocket heartbeats
-(`ConnectionLimits.heartbeat`) that close a peer that stops answering pings.
+(`ConnectionLimits.ws_heartbeat`) that close a peer that stops answering pings.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class ConnectionLimits:
     """Timeouts and caps of a task's server (and the heartbeat of its outgoing connections).
 
     - `handshake_timeout`: seconds from accept (TLS handshake included) to a valid cluster token.
-    - `heartbeat`: websocket ping interval; a peer that does not answer within half of it is closed.
+    - `ws_heartbeat`: websocket ping interval; a peer that does not answer within half of it is closed.
       A pong queues behind a tensor being sent, so half of it must cover sending the largest tensor
       (30 s: about 3.5 GiB at 1 Gbit/s).
     - `idle_timeout`: keep-alive of a trusted plain-HTTP connection (e.g. health checks).
@@ -44,7 +44,7 @@ class ConnectionLimits:
     worker processes started by a LocalCluster or a cluster manager pick them up.
     """
     handshake_timeout: float = 10.0
-    heartbeat: float = 60.0
+    ws_heartbeat: float = 60.0
     idle_timeout: float = 60.0
     max_unauthenticated: int = 128
     max_field_size: int = 8190

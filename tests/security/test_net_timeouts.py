@@ -101,7 +101,7 @@ def test_unauthenticated_connections_are_capped():
 def test_a_peer_that_stops_answering_pings_is_dropped():
     """An authenticated websocket whose client no longer answers pings (a half-open connection, a
     hung peer) is closed by the server's heartbeat."""
-    with serve(handshake_timeout=HANDSHAKE, heartbeat=0.5) as server:
+    with serve(handshake_timeout=HANDSHAKE, ws_heartbeat=0.5) as server:
         async def main():
             async with aiohttp.ClientSession() as http:
                 ws = await http.ws_connect(f"http://{server.address}/ws", headers={TOKEN_HEADER: TOKEN},
@@ -123,10 +123,10 @@ def test_limits_come_from_the_environment(monkeypatch):
     from actorflow.transport.listener import ConnectionLimits
     monkeypatch.setenv("ACTORFLOW_HANDSHAKE_TIMEOUT", "1.5")
     monkeypatch.setenv("ACTORFLOW_MAX_UNAUTHENTICATED", "7")
-    lim = ConnectionLimits.from_env(heartbeat=3)
-    assert (lim.handshake_timeout, lim.max_unauthenticated, lim.heartbeat) == (1.5, 7, 3)
-    monkeypatch.setenv("ACTORFLOW_HEARTBEAT", "soon")
-    with pytest.raises(ValueError, match="ACTORFLOW_HEARTBEAT"):
+    lim = ConnectionLimits.from_env(ws_heartbeat=3)
+    assert (lim.handshake_timeout, lim.max_unauthenticated, lim.ws_heartbeat) == (1.5, 7, 3)
+    monkeypatch.setenv("ACTORFLOW_WS_HEARTBEAT", "soon")
+    with pytest.raises(ValueError, match="ACTORFLOW_WS_HEARTBEAT"):
         ConnectionLimits.from_env()
     with pytest.raises(ValueError, match="handshake_timeout"):
         ConnectionLimits(handshake_timeout=0)
