@@ -56,3 +56,15 @@ def test_non_ascii_task_header_is_only_a_label(server, caplog):
         assert status_of(raw_request(server, req, timeout=2.0)) == status
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
     assert healthy(server)
+
+
+def test_header_limits(server, caplog):
+    """Too many headers, or one too long, is a 400 logged as one line without a traceback."""
+    caplog.set_level(logging.DEBUG)
+    many = b"".join(b"X-H-%d: v\r\n" % i for i in range(100))
+    long = b"X-Actorflow-Token: " + b"A" * 20000 + b"\r\n"
+    for extra in (many, long):
+        resp = raw_request(server, b"GET /health HTTP/1.1\r\nHost: x\r\n" + extra + b"\r\n")
+        assert status_of(resp) == 400, resp[:200]
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+    assert healthy(server)
