@@ -268,7 +268,13 @@ class Peer:
             c = self._conn
             if c is not None and not c.closed:
                 return c
-            return await self._connect(timeout if timeout is not None else self.connect_timeout)
+            try:
+                return await self._connect(timeout if timeout is not None else self.connect_timeout)
+            except errors.OpError:
+                # A failed connect leaves no client session open behind it (the next try makes one).
+                if self._session is not None:
+                    await self._session.close()
+                raise
 
     async def _connect(self, timeout: float) -> Connection:
         loop = asyncio.get_running_loop()
