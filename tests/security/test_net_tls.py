@@ -167,3 +167,20 @@ def test_tls_rides_on_the_cluster_spec_and_the_target(certs):
     assert parse_target(server.target) == ("127.0.0.1:1", "a&b=c")
     assert target_tls(server.target) == tls
     assert target_tls("af://127.0.0.1:1?token=t") is None
+
+
+def test_a_stalled_tls_handshake_is_closed(certs):
+    """A TCP connection to a TLS task that never starts (or never finishes) its TLS handshake is
+    closed by the handshake deadline too, and does not count against good clients."""
+    import socket
+
+    from .net_support import host_port, wait_closed
+    tls, paths = certs
+    with serve(tls=tls, handshake_timeout=1.0) as server:
+        idle = [socket.create_connection(host_port(server), timeout=5) for _ in range(10)]
+        partial = socket.create_connection(host_port(server), timeout=5)
+        partial.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")      # the start of a ClientHello
+        assert not wait_closed(idle + [partial], 10.0)
+        assert healthy(server, TLSConfig(cert=paths["client"], key=paths["client"], ca=paths["ca"]))
+        for s in idle + [partial]:
+            s.close()
