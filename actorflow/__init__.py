@@ -35,6 +35,9 @@ from actorflow.graph import nest  # noqa: F401
 
 newaxis = None
 
+# -- losses, metrics, strings and TF-1.x aliases (issue 16, items 3, 7, 8) --------------------------
+from actorflow.graph.dtypes import string  # noqa: E402
+
 
 def list_devices():
     """The devices of this process: CPU:0, and GPU:i when CuPy sees CUDA devices."""
