@@ -162,7 +162,7 @@ def print_v2(*inputs, output_stream=sys.stderr, summarize=3, sep=" ", end="\n", 
     """
     from actorflow.graph import nest
     stream = _stream_name(output_stream)
-    placeholder = "{%d}" % id(inputs)     # unlikely to occur in any printed Python value
+    placeholder = f"{{{id(inputs)}}}"     # unlikely to occur in any printed Python value
     parts, tensors = [], []
     for x in inputs:
         if isinstance(x, Tensor):
