@@ -22,6 +22,7 @@ class GraphKeys:
     GLOBAL_VARIABLES = "variables"
     TRAINABLE_VARIABLES = "trainable_variables"
     LOCAL_VARIABLES = "local_variables"
+    METRIC_VARIABLES = "metric_variables"
     MODEL_VARIABLES = "model_variables"
     GLOBAL_STEP = "global_step"
     UPDATE_OPS = "update_ops"
