@@ -85,6 +85,10 @@ class FeedError(errors.InvalidArgumentError, ValueError):
     """A fed value does not fit its placeholder (also a ValueError, as TF 1.x raises)."""
 
 
+class FeedTypeError(errors.InvalidArgumentError, TypeError):
+    """A fed Python int does not fit the placeholder's dtype (a TypeError, as TF 1.x raises)."""
+
+
 class FetchError(errors.InvalidArgumentError, TypeError):
     """A fetch is not a graph element of this session's graph."""
 
@@ -141,7 +145,7 @@ def _convert_feed(t: Tensor, value):
     else:
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and want.is_integer \
                 and not want.min <= int(value) <= want.max:
-            raise FeedError(t.op.name, None, f"Type of feed value {value} with type {type(value)} is not compatible "
+            raise FeedTypeError(t.op.name, None, f"Type of feed value {value} with type {type(value)} is not compatible "
                                              f"with Tensor type {want.name} of '{t.name}'")
         try:
             with np.errstate(invalid="ignore", over="ignore"):
