@@ -97,6 +97,9 @@ def _partial_ints(t):
     op = t.op
     if op.type == "Pack" and op.attrs.get("axis", 0) == 0 and all(x.shape.ndims == 0 for x in op.inputs):
         return [_static_int(x) for x in op.inputs]
+    if op.type == "Shape" and op.inputs[0].shape.ndims is not None:
+        # The shape of a partially known tensor: its known dimensions are known here too.
+        return list(op.inputs[0].shape.dims)
     if t.shape.ndims == 1 and t.shape.dims[0] is not None:
         return [None] * t.shape.dims[0]
     return None
