@@ -127,9 +127,9 @@ _STREAMS = {"stderr", "stdout", "log(info)", "log(warning)", "log(error)"}
 
 
 def _stream_name(output_stream) -> str:
-    if output_stream is sys.stderr:
+    if output_stream is None or output_stream is sys.stderr or output_stream is sys.__stderr__:
         return "stderr"
-    if output_stream is sys.stdout:
+    if output_stream is sys.stdout or output_stream is sys.__stdout__:
         return "stdout"
     for fn, key in ((logging.info, "log(info)"), (logging.warning, "log(warning)"), (logging.error, "log(error)")):
         if output_stream is fn:
@@ -152,12 +152,12 @@ class _Slot:
         return self.text
 
 
-def print_v2(*inputs, output_stream=sys.stderr, summarize=3, sep=" ", end="\n", name=None):
+def print_v2(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=None):
     """Prints tensors and Python values, space-separated, when the returned op runs (tf.print).
 
     In a graph the returned op must be run, or made a control dependency, as in TF 1.x. Python
     strings print as they are; tensors print numpy-like with `summarize` entries at each end of
-    each axis (None: all). `output_stream`: sys.stderr (default), sys.stdout, a logging function
+    each axis (None: all). `output_stream`: sys.stderr (the default, None), sys.stdout, a logging function
     (logging.info/warning/error) or "file://<path>" (appended to).
     """
     from actorflow.graph import nest

@@ -50,6 +50,8 @@ def summarize_v2(a: np.ndarray, n: int) -> str:
         n = a.size
 
     def dim(sub, d):
+        if not isinstance(sub, np.ndarray):     # an element (object arrays index to their items)
+            return _one(sub, True)
         if sub.ndim == 0:
             return _one(sub[()], True)
         count = sub.shape[0]
