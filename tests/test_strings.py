@@ -151,3 +151,28 @@ def test_string_constants_survive_graph_serialization():
     assert t.dtype is af.string
     with af.Session(graph=g2) as sess:
         assert sess.run(t).tolist() == [[b"a", b"bb"], [b"", "é".encode()]]
+
+
+def test_strings_cross_tasks_of_a_cluster():
+    from actorflow.cluster.local import free_port
+    spec = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+    servers = [af.train.Server(spec, "worker", i, token="strings-token") for i in range(2)]
+    try:
+        g = af.Graph()
+        with g.as_default():
+            with af.device("/job:worker/task:0"):
+                words = af.placeholder(af.string, [None], name="words")
+                n = af.placeholder(af.int32, [], name="n")
+                tagged = af.strings.join([words, af.as_string(n)], separator="#")
+            with af.device("/job:worker/task:1"):
+                joined = af.strings.join([tagged, "end"], separator="/")
+                length = af.strings.length(joined)
+                hello = af.constant("Hello, TensorFlow!")
+            with af.Session(servers[1].target, graph=g) as sess:
+                j, ln, h = sess.run([joined, length, hello], {words: ["a", "βγ", ""], n: 7}, timeout=30)
+        assert j.tolist() == [b"a#7/end", "βγ#7/end".encode(), b"#7/end"]
+        assert ln.tolist() == [7, 10, 6]
+        assert h == b"Hello, TensorFlow!"
+    finally:
+        for s in servers:
+            s.stop()
