@@ -18,7 +18,9 @@ from actorflow.losses import _check_broadcastable
 
 __all__ = ["accuracy", "mean", "mean_squared_error", "mean_absolute_error", "root_mean_squared_error",
            "true_positives", "false_positives", "true_negatives", "false_negatives", "precision", "recall",
-           "auc", "mean_iou", "metric_variable"]
+           "auc", "mean_iou", "metric_variable", "true_positives_at_thresholds", "false_positives_at_thresholds",
+           "true_negatives_at_thresholds", "false_negatives_at_thresholds", "precision_at_thresholds",
+           "recall_at_thresholds", "mean_per_class_accuracy"]
 
 
 def metric_variable(shape, dtype, validate_shape=True, name=None) -> Variable:
@@ -200,9 +202,9 @@ def recall(labels, predictions, weights=None, metrics_collections=None, updates_
                         updates_collections)
 
 
-def _confusion_at_thresholds(labels, predictions, thresholds, weights):
+def _confusion_at_thresholds(labels, predictions, thresholds, weights, includes=("tp", "fn", "tn", "fp")):
     """Running tp, fn, tn, fp per threshold (prediction > threshold is positive), as TF's
-    _confusion_matrix_at_thresholds; returns (values, update ops), dicts keyed 'tp', 'fn', 'tn', 'fp'."""
+    _confusion_matrix_at_thresholds; returns (values, update ops), dicts keyed by `includes`."""
     predictions = math_ops.cast(_tensor(predictions, "predictions"), dtypes.float32)
     labels = math_ops.cast(_tensor(labels, "labels"), dtypes.bool_)
     predictions, labels, weights = _remove_squeezable(predictions, labels, weights)
@@ -221,6 +223,8 @@ def _confusion_at_thresholds(labels, predictions, thresholds, weights):
     values, updates = {}, {}
     for key, a, b in (("tp", label_pos, pred_pos), ("fn", label_pos, pred_neg), ("tn", label_neg, pred_neg),
                       ("fp", label_neg, pred_pos)):
+        if key not in includes:
+            continue
         var = metric_variable([n], dtypes.float32, name={"tp": "true_positives", "fn": "false_negatives",
                                                         "tn": "true_negatives", "fp": "false_positives"}[key])
         hits = math_ops.cast(math_ops.logical_and(a, b), dtypes.float32)
@@ -273,6 +277,82 @@ def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collectio
             return math_ops.reduce_sum(math_ops.multiply(dx, h), name=name)
         return _collect(compute(values, "value"), compute(updates, "update_op"), metrics_collections,
                         updates_collections)
+
+
+def _at_thresholds(key, default_name):
+    def metric(labels, predictions, thresholds, weights=None, metrics_collections=None, updates_collections=None,
+               name=None):
+        with variable_scope(name, default_name):
+            values, updates = _confusion_at_thresholds(labels, predictions, [float(t) for t in thresholds],
+                                                       weights, includes=(key,))
+            return _collect(values[key], updates[key], metrics_collections, updates_collections)
+    metric.__name__ = default_name
+    metric.__doc__ = (f"Running {default_name.replace('_at_thresholds', '').replace('_', ' ')} per threshold "
+                      f"(a prediction above the threshold counts as positive), a [len(thresholds)] float "
+                      f"tensor (tf.compat.v1.metrics.{default_name}).")
+    return metric
+
+
+true_positives_at_thresholds = _at_thresholds("tp", "true_positives_at_thresholds")
+false_positives_at_thresholds = _at_thresholds("fp", "false_positives_at_thresholds")
+true_negatives_at_thresholds = _at_thresholds("tn", "true_negatives_at_thresholds")
+false_negatives_at_thresholds = _at_thresholds("fn", "false_negatives_at_thresholds")
+
+
+def precision_at_thresholds(labels, predictions, thresholds, weights=None, metrics_collections=None,
+                            updates_collections=None, name=None):
+    """tp / (tp + fp + 1e-7) per threshold (tf.compat.v1.metrics.precision_at_thresholds)."""
+    with variable_scope(name, "precision_at_thresholds"):
+        values, updates = _confusion_at_thresholds(labels, predictions, [float(t) for t in thresholds], weights,
+                                                   includes=("tp", "fp"))
+
+        def compute(c, name):
+            return math_ops.divide(c["tp"], math_ops.add(math_ops.add(c["tp"], c["fp"]), 1e-7), name=name)
+        return _collect(compute(values, "value"), compute(updates, "update_op"), metrics_collections,
+                        updates_collections)
+
+
+def recall_at_thresholds(labels, predictions, thresholds, weights=None, metrics_collections=None,
+                         updates_collections=None, name=None):
+    """tp / (tp + fn + 1e-7) per threshold (tf.compat.v1.metrics.recall_at_thresholds)."""
+    with variable_scope(name, "recall_at_thresholds"):
+        values, updates = _confusion_at_thresholds(labels, predictions, [float(t) for t in thresholds], weights,
+                                                   includes=("tp", "fn"))
+
+        def compute(c, name):
+            return math_ops.divide(c["tp"], math_ops.add(math_ops.add(c["tp"], c["fn"]), 1e-7), name=name)
+        return _collect(compute(values, "value"), compute(updates, "update_op"), metrics_collections,
+                        updates_collections)
+
+
+def mean_per_class_accuracy(labels, predictions, num_classes, weights=None, metrics_collections=None,
+                            updates_collections=None, name=None):
+    """The mean over classes of each class's running accuracy (tf.compat.v1.metrics.mean_per_class_accuracy).
+    As in TF, `update_op` returns the per-class accuracies, a [num_classes] tensor."""
+    with variable_scope(name, "mean_accuracy"):
+        labels, predictions = _tensor(labels, "labels"), _tensor(predictions, "predictions")
+        predictions, labels, weights = _remove_squeezable(predictions, labels, weights)
+        _check_shapes(predictions, labels)
+        num_classes = int(num_classes)
+        total = metric_variable([num_classes], dtypes.float32, name="total")
+        count = metric_variable([num_classes], dtypes.float32, name="count")
+        if labels.dtype is not predictions.dtype:
+            predictions = math_ops.cast(predictions, labels.dtype)
+        ones = math_ops.cast(array_ops.ones_like(labels), dtypes.float32)
+        is_correct = math_ops.cast(math_ops.equal(predictions, labels), dtypes.float32)
+        if weights is not None:
+            w = _broadcast_weights(weights, ones)
+            ones, is_correct = math_ops.multiply(ones, w), math_ops.multiply(is_correct, w)
+        lab_1h = array_ops.one_hot(array_ops.reshape(math_ops.cast(labels, dtypes.int32), [-1]), num_classes,
+                                   dtype=dtypes.float32)
+        update_total = assign_add(total, math_ops.reduce_sum(
+            math_ops.multiply(lab_1h, array_ops.reshape(ones, [-1, 1])), axis=0))
+        update_count = assign_add(count, math_ops.reduce_sum(
+            math_ops.multiply(lab_1h, array_ops.reshape(is_correct, [-1, 1])), axis=0))
+        per_class = math_ops.div_no_nan(count.value(), total.value())
+        value = math_ops.reduce_mean(per_class, name="mean_accuracy")
+        update_op = math_ops.div_no_nan(update_count, update_total, name="update_op")
+        return _collect(value, update_op, metrics_collections, updates_collections)
 
 
 def mean_iou(labels, predictions, num_classes, weights=None, metrics_collections=None, updates_collections=None,
