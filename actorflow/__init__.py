@@ -37,7 +37,8 @@ newaxis = None
 
 # -- losses, metrics, strings and TF-1.x aliases (issue 16, items 3, 7, 8) --------------------------
 from actorflow.graph.dtypes import string  # noqa: E402
-from actorflow.graph.ops.string_ops import Print, as_string, print_v2 as print, string_join  # noqa: E402,A004
+from actorflow.graph.ops.string_ops import (Print, as_string, print_v2 as print, string_join,  # noqa: E402,A004
+                                             string_to_number)
 from actorflow.graph.ops.deprecated import *  # noqa: E402,F401,F403
 from actorflow import initializers, losses, metrics, strings  # noqa: E402
 

@@ -176,3 +176,21 @@ def test_strings_cross_tasks_of_a_cluster():
     finally:
         for s in servers:
             s.stop()
+
+
+def test_string_to_number():
+    g = af.Graph()
+    with g.as_default():
+        s = af.placeholder(af.string, [None])
+        f = af.strings.to_number(s)
+        i = af.string_to_number(s, out_type=af.int64)
+        assert f.dtype is af.float32 and i.dtype is af.int64 and f.shape.as_list() == [None]
+        with af.Session() as sess:
+            np.testing.assert_array_equal(sess.run(f, {s: ["1.5", " -2e3", "7"]}), np.float32([1.5, -2000, 7]))
+            assert sess.run(i, {s: ["12", "-3"]}).tolist() == [12, -3]
+            with pytest.raises(af.errors.InvalidArgumentError, match="could not correctly convert"):
+                sess.run(i, {s: ["1.5"]})
+            with pytest.raises(af.errors.InvalidArgumentError, match="out of range"):
+                sess.run(af.string_to_number(s, out_type=af.int32), {s: ["99999999999"]})
+        with pytest.raises(ValueError, match="out_type"):
+            af.strings.to_number(s, out_type=af.bool)

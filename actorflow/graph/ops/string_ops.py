@@ -13,7 +13,7 @@ from actorflow.graph.graph import Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["as_string", "string_join", "string_length", "string_format", "Print", "print_v2"]
+__all__ = ["as_string", "string_join", "string_length", "string_format", "string_to_number", "Print", "print_v2"]
 
 
 def _need_string(t, op):
@@ -68,6 +68,15 @@ AsString = define_op("AsString", _infer_as_string)
 StringJoin = define_op("StringJoin", _infer_join)
 StringLength = define_op("StringLength", _infer_length)
 StringFormat = define_op("StringFormat", _infer_format)
+def _infer_to_number(inputs, attrs):
+    _need_string(inputs[0], "StringToNumber")
+    out = dtypes.as_dtype(attrs["out_type"])
+    if out not in (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64):
+        raise InferenceError(f"out_type must be float32, float64, int32 or int64, got {out.name}")
+    return [(out, inputs[0].shape)]
+
+
+StringToNumber = define_op("StringToNumber", _infer_to_number)
 PrintOp = define_op("Print", lambda i, a: [(i[0].dtype, i[0].shape)], stateful=True)
 PrintV2 = define_op("PrintV2", _infer_print_v2, stateful=True)
 
@@ -101,6 +110,13 @@ def string_length(input, name=None, unit="BYTE"):
     """The length of each string, in bytes or UTF-8 characters (tf.strings.length)."""
     x = input if isinstance(input, Tensor) else convert_to_tensor(input, dtype=dtypes.string)
     return StringLength(x, unit=unit, name=name)
+
+
+def string_to_number(string_tensor, out_type=dtypes.float32, name=None):
+    """Parses each string as a number of `out_type` (tf.strings.to_number / tf.compat.v1.string_to_number);
+    a string that is not a number of that type fails the step with InvalidArgumentError."""
+    x = string_tensor if isinstance(string_tensor, Tensor) else convert_to_tensor(string_tensor, dtype=dtypes.string)
+    return StringToNumber(x, out_type=dtypes.as_dtype(out_type), name=name)
 
 
 def string_format(template, inputs, placeholder="{}", summarize=3, name=None):

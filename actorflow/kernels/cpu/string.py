@@ -174,6 +174,28 @@ def string_format_kernel(attrs):
     return fn
 
 
+@register_kernel("StringToNumber", "CPU")
+def string_to_number_kernel(attrs):
+    """tf.strings.to_number: each string parsed as a float or an integer of `out_type`."""
+    out = np.dtype(attrs["out_type"])
+    parse = float if out.kind == "f" else int
+    info = None if out.kind == "f" else np.iinfo(out)
+
+    def fn(x):
+        x = np.asarray(x)
+        vals = []
+        for b in x.reshape(-1):
+            try:
+                v = parse(b.decode("utf-8").strip())
+            except (ValueError, UnicodeDecodeError):
+                raise InvalidArgumentError(f"StringToNumberOp could not correctly convert string: {b!r}") from None
+            if info is not None and not info.min <= v <= info.max:
+                raise InvalidArgumentError(f"StringToNumberOp: {b!r} is out of range for {out.name}")
+            vals.append(v)
+        return np.array(vals, dtype=out).reshape(x.shape)
+    return fn
+
+
 def _emit(stream: str, text: str) -> None:
     if stream == "stderr":
         sys.stderr.write(text)
