@@ -48,3 +48,28 @@ def test_the_comparison_itself():
     assert _at_least_as_known([None, 3], None) and _at_least_as_known([2, 3], [None, 3])
     assert not _at_least_as_known([None, None], [None, 3]) and not _at_least_as_known(None, [None])
     assert not _at_least_as_known([None], [None, 3]) and not _at_least_as_known([4, 3], [5, 3])
+
+
+def test_where_coordinates_and_boolean_mask_values():
+    import numpy as np
+    g = af.Graph()
+    with g.as_default():
+        c = af.placeholder(af.bool, [None, 3])
+        x = af.placeholder(af.float32, [None, 3])
+        cube = af.constant(np.arange(24.0, dtype=np.float32).reshape(2, 3, 4))
+        fetches = [af.where(c), af.boolean_mask(x, af.reduce_any(c, 1)), af.boolean_mask(x, c),
+                   af.boolean_mask(cube, [True, False, True], axis=1), af.where(af.constant([0, 3, 0, 1]))]
+        cv = np.array([[True, False, True], [False, False, False], [False, True, False]])
+        xv = np.arange(9.0, dtype=np.float32).reshape(3, 3)
+        with af.Session() as sess:
+            w, rows, elems, mid, nz = sess.run(fetches, {c: cv, x: xv})
+            assert sess.run(af.where(c), {c: np.zeros((2, 3), bool)}).shape == (0, 2)
+        with pytest.raises(ValueError, match="mask"):
+            af.boolean_mask(x, af.placeholder(af.bool))
+        with pytest.raises(ValueError, match="mask"):
+            af.boolean_mask(x, af.placeholder(af.bool, [None, 4]))
+    np.testing.assert_array_equal(w, np.argwhere(cv))
+    np.testing.assert_array_equal(rows, xv[cv.any(1)])
+    np.testing.assert_array_equal(elems, xv[cv])
+    np.testing.assert_array_equal(mid, np.arange(24.0).reshape(2, 3, 4)[:, [0, 2]])
+    np.testing.assert_array_equal(nz, [[1], [3]])

@@ -271,17 +271,20 @@ class Session:
     @staticmethod
     def _finish_values(values, options=None):
         """Fetched values for the caller: read-only buffers copied, GPU arrays copied to the host
-        unless `RunOptions(output_device="gpu")` asks to keep them as CuPy arrays."""
+        unless `RunOptions(output_device="gpu")` asks to keep them as CuPy arrays, scalars as numpy
+        scalars (bytes for strings), as TF 1.x returns them."""
         keep_gpu = options is not None and getattr(options, "output_device", "cpu") == "gpu"
         out = []
         for v in values:
+            if not keep_gpu and not isinstance(v, np.ndarray) and hasattr(v, "__cuda_array_interface__"):
+                v = v.get()
             if isinstance(v, np.ndarray):
-                if v.dtype == object and v.ndim == 0:
-                    v = v.item()       # a scalar string fetches as bytes, as in TF
+                if v.ndim == 0:
+                    # A scalar fetches as a numpy scalar (np.float32, ...) and a scalar string as
+                    # bytes, as in TF; either way a copy, never a view of runtime state.
+                    v = v.item() if v.dtype == object else v[()]
                 elif not v.flags.writeable:
                     v = v.copy()
-            elif not keep_gpu and hasattr(v, "__cuda_array_interface__"):
-                v = v.get()
             out.append(v)
         return out
 
