@@ -73,3 +73,31 @@ def test_where_coordinates_and_boolean_mask_values():
     np.testing.assert_array_equal(elems, xv[cv])
     np.testing.assert_array_equal(mid, np.arange(24.0).reshape(2, 3, 4)[:, [0, 2]])
     np.testing.assert_array_equal(nz, [[1], [3]])
+
+
+def test_dense_after_dropout_and_batch_norm_with_a_training_placeholder_trains():
+    # The shape of tutorials' MLPs: training= a bool placeholder of unknown shape.
+    import numpy as np
+    rng = np.random.default_rng(3)
+    xs = rng.normal(size=(32, 5)).astype(np.float32)
+    ys = rng.integers(0, 3, size=32)
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 5])
+        y = af.placeholder(af.int64, [None])
+        training = af.placeholder(af.bool)
+        h = af.layers.batch_normalization(af.layers.dense(x, 8, activation=af.nn.relu), training=training)
+        logits = af.layers.dense(af.layers.dropout(h, 0.3, training=training), 3)
+        assert logits.shape.as_list() == [None, 3]
+        loss = af.losses.sparse_softmax_cross_entropy(y, logits)
+        with af.control_dependencies(af.get_collection(af.GraphKeys.UPDATE_OPS)):
+            train = af.train.AdamOptimizer(0.05).minimize(loss)
+        with af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            before = sess.run(loss, {x: xs, y: ys, training: False})
+            for _ in range(40):
+                sess.run(train, {x: xs, y: ys, training: True})
+            after = sess.run(loss, {x: xs, y: ys, training: False})
+            with pytest.raises(af.errors.InvalidArgumentError):
+                sess.run(loss, {x: xs, y: ys, training: [True, False]})   # not a scalar
+    assert after < before
