@@ -20,7 +20,8 @@ __all__ = ["accuracy", "mean", "mean_squared_error", "mean_absolute_error", "roo
            "true_positives", "false_positives", "true_negatives", "false_negatives", "precision", "recall",
            "auc", "mean_iou", "metric_variable", "true_positives_at_thresholds", "false_positives_at_thresholds",
            "true_negatives_at_thresholds", "false_negatives_at_thresholds", "precision_at_thresholds",
-           "recall_at_thresholds", "mean_per_class_accuracy"]
+           "recall_at_thresholds", "mean_per_class_accuracy", "mean_relative_error", "mean_cosine_distance",
+           "percentage_below", "mean_tensor"]
 
 
 def metric_variable(shape, dtype, validate_shape=True, name=None) -> Variable:
@@ -136,6 +137,59 @@ def root_mean_squared_error(labels, predictions, weights=None, metrics_collectio
     mse, update_mse = mean(math_ops.squared_difference(labels, predictions), weights, None, None,
                            name or "root_mean_squared_error")
     return _collect(math_ops.sqrt(mse), math_ops.sqrt(update_mse), metrics_collections, updates_collections)
+
+
+def mean_relative_error(labels, predictions, normalizer, weights=None, metrics_collections=None,
+                        updates_collections=None, name=None):
+    """The running mean of |labels - predictions| / normalizer, 0 where the normalizer is 0
+    (tf.compat.v1.metrics.mean_relative_error)."""
+    labels, predictions, weights = _errors(labels, predictions, weights)
+    normalizer = math_ops.cast(_tensor(normalizer, "normalizer"), dtypes.float32)
+    rel = math_ops.where(math_ops.equal(normalizer, 0.0), array_ops.zeros_like(labels),
+                         math_ops.div_no_nan(math_ops.abs(math_ops.subtract(labels, predictions)), normalizer))
+    return mean(rel, weights, metrics_collections, updates_collections, name or "mean_relative_error")
+
+
+def mean_cosine_distance(labels, predictions, dim, weights=None, metrics_collections=None, updates_collections=None,
+                         name=None):
+    """1 - the running mean of sum(labels * predictions, dim), both unit-normalized along `dim`
+    (tf.compat.v1.metrics.mean_cosine_distance)."""
+    labels, predictions, weights = _errors(labels, predictions, weights)
+    radial = math_ops.reduce_sum(math_ops.multiply(predictions, labels), axis=[dim], keepdims=True)
+    value, update_op = mean(radial, weights, None, None, name or "mean_cosine_distance")
+    return _collect(math_ops.subtract(1.0, value), math_ops.subtract(1.0, update_op), metrics_collections,
+                    updates_collections)
+
+
+def percentage_below(values, threshold, weights=None, metrics_collections=None, updates_collections=None,
+                     name=None):
+    """The running (weighted) fraction of values below `threshold` (tf.compat.v1.metrics.percentage_below)."""
+    is_below = math_ops.less(_tensor(values, "values"), threshold)
+    return mean(is_below, weights, metrics_collections, updates_collections, name or "percentage_below_threshold")
+
+
+def mean_tensor(values, weights=None, metrics_collections=None, updates_collections=None, name=None):
+    """The element-wise running (weighted) mean of `values`, which need a fully defined shape
+    (tf.compat.v1.metrics.mean_tensor)."""
+    with variable_scope(name, "mean"):
+        values = math_ops.cast(_tensor(values, "values"), dtypes.float32)
+        if not values.shape.is_fully_defined():
+            raise ValueError(f"mean_tensor needs values of a fully defined shape, got {values.shape} "
+                             f"('{values.name}')")
+        total = metric_variable(values.shape.as_list(), dtypes.float32, name="total_tensor")
+        count = metric_variable(values.shape.as_list(), dtypes.float32, name="count_tensor")
+        num_values = array_ops.ones_like(values)
+        if weights is not None:
+            values, _, weights = _remove_squeezable(values, values, weights)
+            weights = _broadcast_weights(weights, values)
+            values = math_ops.multiply(values, weights)
+            num_values = math_ops.multiply(num_values, weights)
+        update_total = assign_add(total, values)
+        with control_dependencies([values]):
+            update_count = assign_add(count, num_values)
+        value = math_ops.div_no_nan(total.value(), count.value(), name="value")
+        update_op = math_ops.div_no_nan(update_total, update_count, name="update_op")
+        return _collect(value, update_op, metrics_collections, updates_collections)
 
 
 def _count_condition(values: Tensor, weights, metrics_collections, updates_collections):

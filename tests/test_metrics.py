@@ -83,3 +83,21 @@ def test_streaming_accuracy_of_a_trained_model():
             got = sess.run(acc)
     want = np.mean((xs[:, 0] + xs[:, 1] <= 0).astype(np.int64) == ys)
     assert got == pytest.approx(want)
+
+
+@pytest.mark.parametrize("case", FIX["extra"], ids=[f"{c['metric']}-{i}" for i, c in enumerate(FIX["extra"])])
+def test_more_metrics_match_tf(case):
+    g = af.Graph()
+    with g.as_default():
+        phs = {k: af.placeholder(af.float32, np.shape(v)) for k, v in case["batches"][0].items()}
+        weighted = case["weights"][0] is not None
+        wp = af.placeholder(af.float32, np.shape(case["weights"][0])) if weighted else None
+        value, update = getattr(af.metrics, case["metric"])(**phs, weights=wp, **case["kwargs"])
+        with af.Session() as sess:
+            sess.run(af.local_variables_initializer())
+            for b, w, want in zip(case["batches"], case["weights"], case["updates"]):
+                feed = {phs[k]: v for k, v in b.items()}
+                if weighted:
+                    feed[wp] = w
+                np.testing.assert_allclose(sess.run(update, feed), want, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(sess.run(value), case["value"], rtol=1e-5, atol=1e-6)
