@@ -45,6 +45,13 @@ from actorflow.graph import nest  # noqa: F401
 
 newaxis = None
 
+# -- losses, metrics, strings and TF-1.x aliases (issue 16, items 3, 7, 8) --------------------------
+from actorflow.graph.dtypes import string  # noqa: E402
+from actorflow.graph.ops.string_ops import (Print, as_string, print_v2 as print, string_join,  # noqa: E402,A004
+                                             string_to_number)
+from actorflow.graph.ops.deprecated import *  # noqa: E402,F401,F403
+from actorflow import initializers, losses, metrics, strings  # noqa: E402
+
 
 def list_devices():
     """The devices of this process: CPU:0, and GPU:i when CuPy sees CUDA devices."""
@@ -53,7 +60,6 @@ def list_devices():
 __version__ = "0.1.0"
 
 # -- summaries, app, flags, logging, gfile (issue 16, items 1 and 2) ----------------------------------
-from actorflow.graph.dtypes import string  # noqa: E402  (also exported by the strings change; same object)
 from actorflow import app, flags, gfile, summary  # noqa: E402
 from actorflow import tf_logging as logging  # noqa: E402
 from actorflow import tfio as io  # noqa: E402

@@ -91,6 +91,10 @@ def _training_tensor(training) -> Tensor:
         raise TypeError(f"`training` must be a Python bool or a bool tensor, got a {t.dtype.name} tensor '{t.name}'")
     if t.shape.ndims not in (None, 0):
         raise ValueError(f"`training` must be a scalar, got shape {t.shape} ('{t.name}')")
+    if t.shape.ndims is None:
+        # A bool placeholder of unknown shape: pin it to a scalar (a run-time check), so that
+        # selecting with it keeps the layer's static shape, as TF's cond does.
+        t = array_ops.reshape(t, [])
     return t
 
 

@@ -299,8 +299,8 @@ def test_where_and_select():
     out = af.where(c, x, 0.0)
     assert out.op.type == "SelectV2" and out.shape.as_list() == [None, 3] and out.dtype is af.float32
     assert af.where_v2(ph(af.bool, [3]), x, x).shape.as_list() == [None, 3]
-    with pytest.raises(NotImplementedError, match="Where"):
-        af.where(c)
+    coords = af.where(c)     # one argument: the coordinates of the true elements (op Where)
+    assert coords.op.type == "Where" and coords.shape.as_list() == [None, 2] and coords.dtype is af.int64
     with pytest.raises(TypeError):
         af.where(x, x, x)
     with pytest.raises(TypeError):

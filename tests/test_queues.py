@@ -127,7 +127,7 @@ def test_single_component_dequeue_is_a_tensor_not_a_tuple(sess):
     q = af.FIFOQueue(3, af.int64, shapes=[])
     sess.run(q.enqueue_many([np.array([4, 5, 6], np.int64)]))
     v = sess.run(q.dequeue())
-    assert isinstance(v, np.ndarray) and v.shape == () and v == 4
+    assert isinstance(v, np.int64) and v.shape == () and v == 4     # a numpy scalar, as TF fetches scalars
     np.testing.assert_array_equal(sess.run(q.dequeue_many(2)), [5, 6])
 
 

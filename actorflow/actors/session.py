@@ -12,6 +12,7 @@ import numpy as np
 from actorflow import errors
 from actorflow.actors.resource import ResourceContainer
 from actorflow.actors.runtime import Executable, default_runtime
+from actorflow.graph import dtypes
 from actorflow.graph.graph import Graph, Operation, Tensor, get_default_graph
 from actorflow.scheduler.plan import make_plan
 
@@ -84,6 +85,10 @@ class FeedError(errors.InvalidArgumentError, ValueError):
     """A fed value does not fit its placeholder (also a ValueError, as TF 1.x raises)."""
 
 
+class FeedTypeError(errors.InvalidArgumentError, TypeError):
+    """A fed Python int does not fit the placeholder's dtype (a TypeError, as TF 1.x raises)."""
+
+
 class FetchError(errors.InvalidArgumentError, TypeError):
     """A fetch is not a graph element of this session's graph."""
 
@@ -121,22 +126,33 @@ def _flatten_fetches(fetches, graph, out: list):
 
 
 def _convert_feed(t: Tensor, value):
+    """A fed value as the array the step receives, converted as TF 1.x's Session does:
+    `np.asarray(value, dtype=placeholder_dtype)`, so a float64 array fed to an int32 placeholder
+    truncates as numpy casts, a list of mixed ints and floats is accepted, and a Python int that
+    does not fit the dtype is refused. Strings (`af.string`) become object arrays of bytes."""
     want = t.dtype
     if isinstance(value, Tensor):
         raise FeedError(t.op.name, None, f"The value of a feed cannot be an af.Tensor object ('{value.name}'). "
                                          f"Acceptable feed values include Python scalars, strings, lists, numpy ndarrays.")
     # A CuPy array is taken as it is: it stays on its GPU (ops on the CPU get a copy).
-    on_gpu = type(value) is not np.ndarray and hasattr(value, "__cuda_array_interface__")
-    try:
-        src = value if on_gpu or isinstance(value, np.ndarray) else np.asarray(value)
-    except Exception as e:  # noqa: BLE001
-        raise FeedError(t.op.name, None, f"Cannot convert feed value for '{t.name}': {e}") from None
-    kind = src.dtype.kind
-    bad = kind in "OUSV" or (want.is_integer and kind == "f") or (want.is_bool and kind not in "b")
-    if bad:
-        raise FeedError(t.op.name, None, f"Cannot feed value of dtype {src.dtype} for tensor '{t.name}', which has "
-                                         f"dtype {want.name} and shape {t.shape}")
-    arr = src if src.dtype == want.np else src.astype(want.np)
+    if type(value) is not np.ndarray and hasattr(value, "__cuda_array_interface__"):
+        arr = value if value.dtype == want.np else value.astype(want.np)
+    elif want.is_string:
+        try:
+            arr = dtypes.string_array(value)
+        except (TypeError, ValueError) as e:
+            raise FeedError(t.op.name, None, f"Cannot feed value {value!r} for string tensor '{t.name}': {e}") from None
+    else:
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and want.is_integer \
+                and not want.min <= int(value) <= want.max:
+            raise FeedTypeError(t.op.name, None, f"Type of feed value {value} with type {type(value)} is not compatible "
+                                             f"with Tensor type {want.name} of '{t.name}'")
+        try:
+            with np.errstate(invalid="ignore", over="ignore"):
+                arr = np.asarray(value, dtype=want.np)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise FeedError(t.op.name, None, f"Cannot convert feed value {value!r} for tensor '{t.name}' to "
+                                             f"{want.name}: {e}") from None
     if not t.shape.is_compatible_with(arr.shape):
         raise FeedError(t.op.name, None, f"Cannot feed value of shape {tuple(arr.shape)} for Tensor '{t.name}', which "
                                          f"has shape {t.shape} (dtype {want.name})")
@@ -255,17 +271,20 @@ class Session:
     @staticmethod
     def _finish_values(values, options=None):
         """Fetched values for the caller: read-only buffers copied, GPU arrays copied to the host
-        unless `RunOptions(output_device="gpu")` asks to keep them as CuPy arrays."""
+        unless `RunOptions(output_device="gpu")` asks to keep them as CuPy arrays, scalars as numpy
+        scalars (bytes for strings), as TF 1.x returns them."""
         keep_gpu = options is not None and getattr(options, "output_device", "cpu") == "gpu"
         out = []
         for v in values:
+            if not keep_gpu and not isinstance(v, np.ndarray) and hasattr(v, "__cuda_array_interface__"):
+                v = v.get()
             if isinstance(v, np.ndarray):
-                if v.dtype == object and v.ndim == 0:
-                    v = v.item()       # a scalar string fetches as bytes, as in TF
+                if v.ndim == 0:
+                    # A scalar fetches as a numpy scalar (np.float32, ...) and a scalar string as
+                    # bytes, as in TF; either way a copy, never a view of runtime state.
+                    v = v.item() if v.dtype == object else v[()]
                 elif not v.flags.writeable:
                     v = v.copy()
-            elif not keep_gpu and hasattr(v, "__cuda_array_interface__"):
-                v = v.get()
             out.append(v)
         return out
 

@@ -22,6 +22,7 @@ class GraphKeys:
     GLOBAL_VARIABLES = "variables"
     TRAINABLE_VARIABLES = "trainable_variables"
     LOCAL_VARIABLES = "local_variables"
+    METRIC_VARIABLES = "metric_variables"
     MODEL_VARIABLES = "model_variables"
     GLOBAL_STEP = "global_step"
     UPDATE_OPS = "update_ops"
@@ -563,7 +564,7 @@ class Graph:
         return g
 
 
-_EXT_DTYPE, _EXT_SHAPE, _EXT_NDARRAY, _EXT_NONE_TUPLE = 1, 2, 3, 4
+_EXT_DTYPE, _EXT_SHAPE, _EXT_NDARRAY, _EXT_NONE_TUPLE, _EXT_STRINGS = 1, 2, 3, 4, 5
 
 
 def _encode_ext(obj):
@@ -571,6 +572,10 @@ def _encode_ext(obj):
         return msgpack.ExtType(_EXT_DTYPE, obj.name.encode())
     if isinstance(obj, TensorShape):
         return msgpack.ExtType(_EXT_SHAPE, msgpack.packb(None if obj.dims is None else list(obj.dims)))
+    if isinstance(obj, np.ndarray) and obj.dtype == object:
+        # A string constant: its shape and its elements as msgpack bin values.
+        return msgpack.ExtType(_EXT_STRINGS, msgpack.packb([list(obj.shape), [bytes(x) for x in obj.reshape(-1)]],
+                                                           use_bin_type=True))
     if isinstance(obj, np.ndarray):
         arr = obj if obj.flags.c_contiguous else obj.copy(order="C")   # (ascontiguousarray makes 0-d 1-d)
         header = msgpack.packb([arr.dtype.str, list(arr.shape)])
@@ -590,6 +595,11 @@ def _decode_ext(code, data):
         n = int.from_bytes(data[:4], "little")
         dt, shape = msgpack.unpackb(data[4:4 + n])
         return np.frombuffer(data, dtype=np.dtype(dt), offset=4 + n).reshape(shape)
+    if code == _EXT_STRINGS:
+        shape, items = msgpack.unpackb(data, raw=False)
+        arr = np.empty(len(items), dtype=object)
+        arr[:] = [bytes(x) for x in items]
+        return arr.reshape(shape)
     raise ValueError(f"Unknown msgpack extension type {code} in serialized graph")
 
 

@@ -5,6 +5,9 @@ lists the tensors in the payload as ``[dtype, shape, nbytes]`` in order. Decodin
 tensor's dtype, shape and size against the header and the payload, and refuses oversized or
 malformed frames with FrameError. Tensors decode without a copy (`np.frombuffer` on the payload).
 
+String tensors (object arrays of bytes) travel with the dtype tag "str": their payload is each
+element's u32 length followed by its bytes, in C order (see `_encode_strings`).
+
 A large frame travels as several websocket messages (aiohttp moves 1 MiB messages several times
 faster than one huge one): the first carries the header and ``"n": total payload bytes``; the
 payload follows in as many raw continuation messages as needed. Between actorflow tasks, which
@@ -28,6 +31,7 @@ MAX_RANK = 32                   # tensors of higher rank are refused
 MAX_DIM = 1 << 40               # and so are dimensions larger than this
 ALLOWED_DTYPES = frozenset(["<f2", "<f4", "<f8", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "|b1"])
 _U32 = struct.Struct("<I")
+STRING_TAG = "str"              # the dtype tag of a string tensor (length-prefixed bytes)
 
 
 class FrameError(ValueError):
@@ -51,6 +55,11 @@ def encode(header: dict, tensors=(), bulk_min: int | None = None) -> tuple[bytes
     bufs = []
     for t in tensors:
         a = np.asarray(t)
+        if a.dtype == object:
+            raw = _encode_strings(a)
+            specs.append((STRING_TAG, list(a.shape), len(raw)))
+            bufs.append(raw)
+            continue
         if not a.flags.c_contiguous:
             a = a.copy(order="C")
         ds = _dtype_str(a.dtype)
@@ -90,7 +99,8 @@ def decode_header(data) -> tuple[dict, int]:
         raise FrameError(f"frame declares an invalid payload size {n!r}")
     total = 0
     for s in specs:
-        if (not isinstance(s, list) or len(s) != 3 or not isinstance(s[0], str) or s[0] not in ALLOWED_DTYPES
+        if (not isinstance(s, list) or len(s) != 3 or not isinstance(s[0], str)
+                or (s[0] not in ALLOWED_DTYPES and s[0] != STRING_TAG)
                 or not isinstance(s[1], list) or len(s[1]) > MAX_RANK
                 or not all(type(d) is int and 0 <= d <= MAX_DIM for d in s[1]) or type(s[2]) is not int):
             raise FrameError(f"malformed tensor spec {s!r}")
@@ -101,7 +111,10 @@ def decode_header(data) -> tuple[dict, int]:
             nonzero *= d or 1
         if nonzero > MAX_DIM:     # numpy cannot represent such a shape even when it is empty
             raise FrameError(f"tensor spec {s!r}: shape is too large")
-        if count * np.dtype(s[0]).itemsize != s[2]:
+        if s[0] == STRING_TAG:
+            if s[2] < 4 * count:      # each element carries at least its 4-byte length
+                raise FrameError(f"tensor spec {s!r}: {count} strings need at least {4 * count} bytes")
+        elif count * np.dtype(s[0]).itemsize != s[2]:
             raise FrameError(f"tensor spec {s!r}: shape and dtype give {count * np.dtype(s[0]).itemsize} bytes, "
                              f"header says {s[2]}")
         total += s[2]
@@ -121,10 +134,48 @@ def decode(header: dict, payload, offset: int = 0) -> list:
     out = []
     pos = offset
     for ds, shape, nbytes in header["t"]:
+        if ds == STRING_TAG:
+            out.append(_decode_strings(mv[pos:pos + nbytes], shape))
+            pos += nbytes
+            continue
         a = np.frombuffer(mv, dtype=np.dtype(ds), count=nbytes // np.dtype(ds).itemsize, offset=pos).reshape(shape)
         out.append(a)
         pos += nbytes
     return out
+
+
+def _encode_strings(a: np.ndarray) -> bytes:
+    """An object array of bytes (or str, taken as UTF-8) as u32-length-prefixed elements."""
+    parts = []
+    for x in a.reshape(-1):
+        b = x.encode("utf-8") if isinstance(x, str) else x
+        if not isinstance(b, bytes):
+            raise FrameError(f"a string tensor holds a {type(x).__name__}, which cannot be sent")
+        parts.append(_U32.pack(len(b)))
+        parts.append(b)
+    return b"".join(parts)
+
+
+def _decode_strings(mv: memoryview, shape) -> np.ndarray:
+    """The inverse of `_encode_strings`: every length is checked against the bytes left."""
+    count = 1
+    for d in shape:
+        count *= d
+    out = np.empty(count, dtype=object)
+    pos, end = 0, len(mv)
+    for i in range(count):
+        if pos + 4 > end:
+            raise FrameError(f"string tensor of shape {shape} is truncated at element {i}")
+        (n,) = _U32.unpack_from(mv, pos)
+        pos += 4
+        if n > end - pos:
+            raise FrameError(f"string element {i} declares {n} bytes but only {end - pos} remain")
+        out[i] = bytes(mv[pos:pos + n])
+        pos += n
+    if pos != end:
+        raise FrameError(f"string tensor of shape {shape} leaves {end - pos} unread bytes")
+    out.setflags(write=False)
+    return out.reshape(shape)
 
 
 def split_payload(head: bytes, bufs: list, chunk: int = CHUNK) -> list:

@@ -31,6 +31,7 @@ __all__ = [
     "tile", "pad", "stack", "unstack", "gather", "one_hot", "fill", "zeros", "ones", "zeros_like",
     "ones_like", "range", "shape", "size", "rank", "broadcast_to", "unsorted_segment_sum",
     "dynamic_partition", "dynamic_stitch", "invert_permutation", "newaxis",
+    "boolean_mask",
 ]
 
 # This module defines `range`, `slice` and friends, TF's names; Python's own stay reachable.
@@ -97,6 +98,9 @@ def _partial_ints(t):
     op = t.op
     if op.type == "Pack" and op.attrs.get("axis", 0) == 0 and all(x.shape.ndims == 0 for x in op.inputs):
         return [_static_int(x) for x in op.inputs]
+    if op.type == "Shape" and op.inputs[0].shape.ndims is not None:
+        # The shape of a partially known tensor: its known dimensions are known here too.
+        return list(op.inputs[0].shape.dims)
     if t.shape.ndims == 1 and t.shape.dims[0] is not None:
         return [None] * t.shape.dims[0]
     return None
@@ -1822,3 +1826,55 @@ def invert_permutation(x, name=None):
     """The inverse of the permutation `x`: ``y[x[i]] = i`` (tf.math.invert_permutation)."""
     with _op_scope(name, "InvertPermutation") as sc:
         return sc.op(InvertPermutation, _to_index_tensor(x, "x"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Where (coordinates of true elements) and boolean_mask
+# ---------------------------------------------------------------------------------------------
+
+def _infer_where(inputs, attrs):
+    c = inputs[0]
+    if not (c.dtype.is_bool or c.dtype.is_numeric):
+        raise InferenceError(f"Where needs a bool or numeric input, got {c.dtype.name}")
+    return [(dtypes.int64, TensorShape([None, c.shape.ndims]) if c.shape.ndims is not None
+             else TensorShape([None, None]))]
+
+
+Where = define_op("Where", _infer_where)
+
+
+def where_indices(condition, name=None):
+    """The coordinates of the true (non-zero) elements of `condition`, an int64 [num_true, rank]
+    tensor in row-major order (tf.compat.v1.where with one argument; op Where). No gradient."""
+    c = convert_to_tensor(condition)
+    return Where(c, name=name or "Where")
+
+
+def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
+    """The entries of `tensor` where `mask` is true: `mask`'s k dimensions, starting at `axis`
+    (default 0), collapse into one of unknown size (tf.boolean_mask). `mask` needs a known rank."""
+    with name_scope(name, "boolean_mask"):
+        tensor = convert_to_tensor(tensor)
+        mask = convert_to_tensor(mask, dtype=dtypes.bool_) if not isinstance(mask, Tensor) else mask
+        k = mask.shape.ndims
+        if k is None or k == 0:
+            raise ValueError(f"boolean_mask: the mask must have a known, non-zero rank, got {mask.shape} "
+                             f"('{mask.name}')")
+        axis = 0 if axis is None else int(axis)
+        rank = tensor.shape.ndims
+        if rank is not None:
+            if axis < 0:
+                axis += rank
+            if not tensor.shape[axis:axis + k].is_compatible_with(mask.shape):
+                raise ValueError(f"boolean_mask: the mask's shape {mask.shape} does not match the tensor's "
+                                 f"dimensions {tensor.shape[axis:axis + k]} from axis {axis} ('{tensor.name}')")
+        dims = shape(tensor)
+        lead = strided_slice(dims, [0], [axis]) if axis else None
+        collapsed = math_ops.reduce_prod(strided_slice(dims, [axis], [axis + k]), [0], keepdims=True)
+        rest = strided_slice(dims, [axis + k], [0], end_mask=1)
+        flat = reshape(tensor, concat([p for p in (lead, collapsed, rest) if p is not None], 0))
+        if rank is not None:
+            flat.set_shape(tensor.shape[:axis].concatenate(
+                [tensor.shape[axis:axis + k].num_elements()]).concatenate(tensor.shape[axis + k:]))
+        idx = squeeze(where_indices(reshape(mask, [-1])), [1])
+        return gather(flat, idx, axis=axis)

@@ -1165,13 +1165,12 @@ def where(condition, x=None, y=None, name=None):
     """Picks elements of `x` where `condition` is true, else of `y` (tf.compat.v1.where).
 
     As in TF 1.x, a vector condition may select whole rows of higher-rank `x` and `y`; other
-    shapes broadcast (op SelectV2). The one-argument form (coordinates of true elements) needs
-    the Where op, which actorflow does not have.
+    shapes broadcast (op SelectV2). With only a condition, the coordinates of its true elements
+    (op Where, an int64 [num_true, rank] tensor).
     """
     if x is None and y is None:
-        raise NotImplementedError(
-            "af.where(condition) with only a condition (the coordinates of true elements, op Where) "
-            "is not supported; pass x and y to select between them")
+        from actorflow.graph.ops.array_ops import where_indices  # array_ops imports this module
+        return where_indices(condition, name=name)
     if x is None or y is None:
         raise ValueError("af.where: x and y must both be given, or neither")
     with name_scope(name, "Where", [condition, x, y]) as scope:

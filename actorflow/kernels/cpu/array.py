@@ -914,3 +914,14 @@ def invert_permutation(x):
 
 
 _register_fn("InvertPermutation", invert_permutation)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where: coordinates of the true (non-zero) elements, row-major.
+
+def where_coordinates(x):
+    """tf.where(condition) (raw op Where): an int64 [num_true, rank] array."""
+    return np.argwhere(np.asarray(x)).astype(np.int64, copy=False)
+
+
+_register_fn("Where", where_coordinates)

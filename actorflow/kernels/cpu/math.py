@@ -140,8 +140,12 @@ for _op, _uf in _BINARY_UFUNCS.items():
     _register_fn(_op, _uf, cost=_broadcast_size)
 
 
-def _check_int_divisor(op: str, y) -> None:
-    # numpy returns 0 (and warns) for integer division by zero; TF fails the op.
+def _check_int_divisor(op: str, y, x=None) -> None:
+    # numpy returns 0 (and warns) for integer division by zero; TF fails the op. An empty result
+    # divides nothing, and TF runs no division then: `(axes + rank) % rank` with no axes and rank
+    # 0 is how reduction gradients normalize axes when a scalar is fed where the rank is unknown.
+    if x is not None and (x.size == 0 or y.size == 0):
+        return
     zero = (y == 0) if y.size == 1 else not y.all()
     if zero:
         raise InvalidArgumentError(f"{op}: Integer division by zero")
@@ -156,7 +160,7 @@ def floor_div(x, y):
     if x.dtype.kind == "f":
         q = np.true_divide(x, y)
         return np.floor(q, out=q) if type(q) is np.ndarray else np.floor(q)
-    _check_int_divisor("FloorDiv", y)
+    _check_int_divisor("FloorDiv", y, x)
     return np.floor_divide(x, y)
 
 
@@ -166,7 +170,7 @@ def floor_mod(x, y):
     A zero integer divisor raises InvalidArgumentError.
     """
     if x.dtype.kind != "f":
-        _check_int_divisor("FloorMod", y)
+        _check_int_divisor("FloorMod", y, x)
     return np.remainder(x, y)
 
 
@@ -179,7 +183,7 @@ def div(x, y):
     """
     if x.dtype.kind == "f":
         return np.true_divide(x, y)
-    _check_int_divisor("Div", y)
+    _check_int_divisor("Div", y, x)
     return np.floor_divide(x, y)
 
 
