@@ -32,6 +32,9 @@ from actorflow.actors.session import (ConfigProto, GPUOptions, GraphOptions, Int
                                       RunMetadata, RunOptions, Session, get_default_session)
 from actorflow import nn, layers, train, cluster  # noqa: E402
 from actorflow.graph import nest  # noqa: F401
+# -- N-d gather/scatter (graph/ops/scatter_nd_ops.py; dynamic_rnn writes its outputs with them) --
+from actorflow.graph.ops.scatter_nd_ops import (gather_nd, scatter_nd, tensor_scatter_nd_update,  # noqa: E402,F401
+                                                tensor_scatter_update)
 
 newaxis = None
 

@@ -39,3 +39,9 @@ __all__ = [
     "bias_add", "xw_plus_b", "conv2d", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool",
     "dropout", "moments", "batch_normalization", "l2_loss", "l2_normalize", "embedding_lookup", "in_top_k",
 ]
+
+# -- recurrent networks (rnn_cell.py, rnn.py) ---------------------------------------------------
+from actorflow import rnn_cell  # noqa: E402
+from actorflow.rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn, static_rnn  # noqa: E402
+
+__all__ += ["rnn_cell", "dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn"]
