@@ -55,6 +55,22 @@ def bidi(cell_fn):
     return build
 
 
+def static_bidi(cell_fn):
+    def build(x_np):
+        xs = af.unstack(af.constant(x_np), axis=1)
+        o, sf, sb = af.nn.static_bidirectional_rnn(cell_fn(), cell_fn(), xs, sequence_length=af.constant(SEQ),
+                                                   dtype=af.float32)
+        return [af.stack(o, 1), sf, sb]
+    return build
+
+
+def dropout_one(x_np):
+    cell = rc.DropoutWrapper(rc.GRUCell(3), input_keep_prob=af.constant(1.0), output_keep_prob=af.constant(1.0),
+                             state_keep_prob=af.constant(1.0))
+    o, s = af.nn.dynamic_rnn(cell, af.constant(x_np), dtype=af.float32)
+    return [o, s]
+
+
 CASES = {
     "basic_rnn": dyn(lambda: rc.BasicRNNCell(3)),
     "basic_lstm": dyn(lambda: rc.BasicLSTMCell(3, forget_bias=1.0)),
@@ -67,6 +83,8 @@ CASES = {
     "residual_gru": dyn(lambda: rc.ResidualWrapper(rc.GRUCell(D)), seq=False),
     "static_lstm": static(lambda: rc.BasicLSTMCell(3)),
     "bidi_lstm": bidi(lambda: rc.LSTMCell(3)),
+    "static_bidi_gru": static_bidi(lambda: rc.GRUCell(2)),
+    "dropout_keep_all": dropout_one,
 }
 
 
@@ -94,3 +112,165 @@ def test_matches_tf(name):
                 for v, gv in zip(tv, s.run(grads)):
                     np.testing.assert_allclose(gv, np.array(ref["grads"][v.op.name], np.float32),
                                                rtol=1e-4, atol=1e-5, err_msg=v.op.name)
+
+
+def _lstm_graph(batch=None, steps=None, units=4, **rnn_kw):
+    x = af.placeholder(af.float32, [batch, steps, D], name="x")
+    cell = rc.LSTMCell(units)
+    out, state = af.nn.dynamic_rnn(cell, x, dtype=af.float32, **rnn_kw)
+    return x, cell, out, state
+
+
+def test_unknown_batch_and_time_keep_static_shapes_and_run():
+    g = af.Graph()
+    with g.as_default():
+        x, cell, out, state = _lstm_graph()
+        assert out.shape.as_list() == [None, None, 4]
+        assert isinstance(state, rc.LSTMStateTuple)
+        assert state.h.shape.as_list() == [None, 4]
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            o, st = s.run([out, state], {x: np.ones((2, 7, D), np.float32)})
+    assert o.shape == (2, 7, 4) and st.c.shape == (2, 4)
+    np.testing.assert_allclose(o[:, -1], st.h, rtol=1e-6)
+
+
+def test_state_fed_back_continues_the_sequence():
+    # A long sequence run in two halves, the final state of the first fed as the initial state of
+    # the second (the usual TF 1.x char-RNN loop), gives the same outputs as one run.
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((2, 6, D)).astype(np.float32)
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, None, D])
+        cell = rc.BasicLSTMCell(5)
+        init = cell.zero_state(af.shape(x)[0], af.float32)
+        out, state = af.nn.dynamic_rnn(cell, x, initial_state=init)
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            full = s.run(out, {x: xs})
+            o1, st = s.run([out, state], {x: xs[:, :3]})
+            o2 = s.run(out, {x: xs[:, 3:], init: st})
+    np.testing.assert_allclose(np.concatenate([o1, o2], 1), full, rtol=1e-5, atol=1e-6)
+
+
+def test_lstm_training_reduces_loss():
+    rng = np.random.default_rng(1)
+    xs = rng.standard_normal((8, 6, D)).astype(np.float32)
+    ys = np.cumsum(xs[:, :, 0], axis=1)[:, -1:].astype(np.float32)     # needs memory over time
+    g = af.Graph()
+    with g.as_default():
+        af.set_random_seed(3)
+        x = af.placeholder(af.float32, [None, 6, D])
+        y = af.placeholder(af.float32, [None, 1])
+        cell = rc.MultiRNNCell([rc.LSTMCell(8), rc.GRUCell(8)])
+        out, state = af.nn.dynamic_rnn(cell, x, sequence_length=af.fill([af.shape(x)[0]], 6), dtype=af.float32)
+        pred = af.layers.dense(out[:, -1], 1)
+        loss = af.reduce_mean(af.square(pred - y))
+        train = af.train.AdamOptimizer(0.02).minimize(loss)
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            first = s.run(loss, {x: xs, y: ys})
+            for _ in range(40):
+                s.run(train, {x: xs, y: ys})
+            last = s.run(loss, {x: xs, y: ys})
+    assert last < 0.5 * first
+
+
+def test_sequence_length_zeroes_outputs_and_copies_state():
+    g = af.Graph()
+    with g.as_default():
+        x = af.constant(np.random.default_rng(2).standard_normal((3, 5, D)).astype(np.float32))
+        cell = rc.GRUCell(3)
+        out, state = af.nn.dynamic_rnn(cell, x, sequence_length=[5, 0, 2], dtype=af.float32)
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            o, st = s.run([out, state])
+    assert np.all(o[1] == 0) and np.all(o[2, 2:] == 0) and np.all(o[0] != 0)
+    np.testing.assert_array_equal(st[1], 0)
+    np.testing.assert_allclose(st[2], o[2, 1])
+    np.testing.assert_allclose(st[0], o[0, 4])
+
+
+def test_dropout_wrapper_drops_and_variational_mask_is_shared_over_time():
+    g = af.Graph()
+    with g.as_default():
+        x = af.constant(np.ones((4, 6, D), np.float32))
+        keep = af.placeholder_with_default(1.0, [])
+        cell = rc.DropoutWrapper(rc.BasicRNNCell(16), output_keep_prob=keep, seed=5)
+        out, _ = af.nn.dynamic_rnn(cell, x, dtype=af.float32, scope="plain")
+        vcell = rc.DropoutWrapper(rc.BasicRNNCell(16, activation=lambda z: z * 0 + 1.0), output_keep_prob=0.5,
+                                  variational_recurrent=True, dtype=af.float32, seed=7)
+        vout, _ = af.nn.dynamic_rnn(vcell, x, dtype=af.float32, scope="variational")
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            kept = s.run(out)
+            dropped = s.run(out, {keep: 0.5})
+            v = s.run(vout)
+    assert np.all(kept != 0)
+    zero = dropped == 0
+    assert 0.2 < zero.mean() < 0.8
+    np.testing.assert_allclose(dropped[~zero], 2 * kept[~zero], rtol=1e-5)
+    # One mask per sequence: every time step has the same zero pattern (values 0 or 1 / 0.5).
+    assert set(np.unique(v)) <= {0.0, 2.0}
+    assert np.all(v == v[:, :1])
+    assert 0 < (v == 0).mean() < 1
+
+
+def test_cell_scope_and_reuse_names():
+    g = af.Graph()
+    with g.as_default():
+        x = af.zeros([2, D])
+        cell = rc.BasicLSTMCell(3)
+        state = cell.zero_state(2, af.float32)
+        _, state = cell(x, state, scope="my_lstm")
+        _, state = cell(x, state)                       # same scope, variables reused
+        other = rc.BasicLSTMCell(3)
+        other(x, other.zero_state(2, af.float32))
+        names = [v.op.name for v in af.trainable_variables()]
+    assert names == ["my_lstm/kernel", "my_lstm/bias", "basic_lstm_cell/kernel", "basic_lstm_cell/bias"]
+    assert cell.state_size == (3, 3) and cell.output_size == 3
+
+
+def test_errors_name_the_problem():
+    g = af.Graph()
+    with g.as_default():
+        x = af.zeros([2, 3, D])
+        with pytest.raises(ValueError, match="dtype"):
+            af.nn.dynamic_rnn(rc.GRUCell(2), x)
+        with pytest.raises(ValueError, match="sequence_length must be a vector"):
+            af.nn.dynamic_rnn(rc.GRUCell(2), x, sequence_length=[[1, 2]], dtype=af.float32)
+        with pytest.raises(TypeError, match="RNNCell"):
+            af.nn.dynamic_rnn(object(), x, dtype=af.float32)
+        with pytest.raises(ValueError, match="rank at least 2"):
+            af.nn.dynamic_rnn(rc.GRUCell(2), af.zeros([3]), dtype=af.float32, scope="r2")
+        with pytest.raises(ValueError, match="must be between 0 and 1"):
+            rc.DropoutWrapper(rc.GRUCell(2), output_keep_prob=1.5)
+
+
+def test_scatter_nd_ops_and_gradients():
+    g = af.Graph()
+    with g.as_default():
+        t = af.constant(np.arange(12, dtype=np.float32).reshape(4, 3))
+        u = af.constant(np.full((2, 3), -1.0, np.float32))
+        idx = af.constant([[1], [3]])
+        upd = af.tensor_scatter_nd_update(t, idx, u)
+        gn = af.gather_nd(t, [[0, 2], [3, 1]])
+        sc = af.scatter_nd([[1], [1], [0]], af.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), [3, 2])
+        gt, gu = af.gradients(af.reduce_sum(upd * af.constant(np.arange(12, dtype=np.float32).reshape(4, 3))),
+                              [t, u])
+        bad = af.gather_nd(t, [[4, 0]])
+        with af.Session() as s:
+            a, b, c, dt, du = s.run([upd, gn, sc, gt, gu])
+            with pytest.raises(af.errors.InvalidArgumentError, match="GatherNd"):
+                s.run(bad)
+    want = np.arange(12, dtype=np.float32).reshape(4, 3)
+    want[[1, 3]] = -1
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_array_equal(b, [2.0, 10.0])
+    np.testing.assert_array_equal(c, [[5, 6], [4, 6], [0, 0]])
+    w = np.arange(12, dtype=np.float32).reshape(4, 3)
+    mask = np.ones((4, 3), np.float32)
+    mask[[1, 3]] = 0
+    np.testing.assert_array_equal(dt, w * mask)
+    np.testing.assert_array_equal(du, w[[1, 3]])
