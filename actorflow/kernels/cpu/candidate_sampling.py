@@ -122,16 +122,24 @@ def _sampler_kernel(op: str, make_dist):
     def factory(attrs):
         num_true, num_sampled = int(attrs["num_true"]), int(attrs["num_sampled"])
         unique = bool(attrs.get("unique", False))
-        dist = make_dist(attrs)
-        if unique and num_sampled > dist.range_max:
-            raise InvalidArgumentError(f"{op}: Sampler's range is too small: range_max={dist.range_max} < "
-                                       f"num_sampled={num_sampled} with unique=True")
-        if unique and isinstance(dist, _Weighted) and np.count_nonzero(dist.p) < num_sampled:
-            raise InvalidArgumentError(f"{op}: only {np.count_nonzero(dist.p)} ids have a non-zero count, fewer "
-                                       f"than num_sampled={num_sampled} with unique=True")
         gen = _generator(attrs)
+        built: list = []
+
+        def distribution():
+            # Built on the first call, so that a bad vocab_file is that step's error (NotFoundError).
+            if not built:
+                dist = make_dist(attrs)
+                if unique and num_sampled > dist.range_max:
+                    raise InvalidArgumentError(f"{op}: Sampler's range is too small: range_max={dist.range_max} "
+                                               f"< num_sampled={num_sampled} with unique=True")
+                if unique and isinstance(dist, _Weighted) and np.count_nonzero(dist.p) < num_sampled:
+                    raise InvalidArgumentError(f"{op}: only {np.count_nonzero(dist.p)} ids have a non-zero count, "
+                                               f"fewer than num_sampled={num_sampled} with unique=True")
+                built.append(dist)
+            return built[0]
 
         def fn(true_classes):
+            dist = distribution()
             tc = np.asarray(true_classes)
             if tc.ndim != 2 or tc.shape[1] != num_true:
                 raise InvalidArgumentError(f"{op}: true_classes must be [batch_size, num_true={num_true}], got "
