@@ -51,10 +51,12 @@ from actorflow.graph.ops.candidate_sampling_ops import (  # noqa: E402
     all_candidate_sampler,
     compute_accidental_hits,
     fixed_unigram_candidate_sampler,
+    learned_unigram_candidate_sampler,
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
 )
 from actorflow.graph.ops.sampled_loss_ops import nce_loss, sampled_softmax_loss  # noqa: E402
 
 __all__ += ["nce_loss", "sampled_softmax_loss", "log_uniform_candidate_sampler", "uniform_candidate_sampler",
-            "fixed_unigram_candidate_sampler", "all_candidate_sampler", "compute_accidental_hits"]
+            "fixed_unigram_candidate_sampler", "learned_unigram_candidate_sampler",
+            "all_candidate_sampler", "compute_accidental_hits"]

@@ -274,3 +274,21 @@ def test_scatter_nd_ops_and_gradients():
     mask[[1, 3]] = 0
     np.testing.assert_array_equal(dt, w * mask)
     np.testing.assert_array_equal(du, w[[1, 3]])
+
+
+def test_reused_scope_shares_the_cell_variables():
+    # The TF 1.x train/eval pattern: a second model under the same scope with reuse=True, new cells.
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 5, D])
+        with af.variable_scope("model"):
+            o1, _ = af.nn.dynamic_rnn(rc.GRUCell(4), x, dtype=af.float32)
+        with af.variable_scope("model", reuse=True):
+            o2, _ = af.nn.dynamic_rnn(rc.GRUCell(4), x, dtype=af.float32)
+        names = [v.op.name for v in af.trainable_variables()]
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            a, b = s.run([o1, o2], {x: np.ones((2, 5, D), np.float32)})
+    assert names == ["model/rnn/gru_cell/gates/kernel", "model/rnn/gru_cell/gates/bias",
+                     "model/rnn/gru_cell/candidate/kernel", "model/rnn/gru_cell/candidate/bias"]
+    np.testing.assert_array_equal(a, b)

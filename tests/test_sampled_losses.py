@@ -240,3 +240,17 @@ def test_skip_gram_with_nce_loss_learns():
                 s.run(train, {inputs: centres[i], labels: contexts[i, None]})
             last = np.mean([s.run(loss, feed_eval) for _ in range(5)])
     assert last < 0.6 * first
+
+
+def test_learned_unigram_sampler_learns_from_true_classes():
+    # TF 2.21 gives exactly these counts for this program: uniform at first, then each call's true
+    # classes add 1 to their weight (all weights start at 1).
+    with af.Graph().as_default():
+        t = af.constant([[0], [0], [3]], af.int64)
+        out = af.nn.learned_unigram_candidate_sampler(t, 1, 4, False, range_max=5, seed=1)
+        with af.Session() as s:
+            runs = [s.run(out) for _ in range(3)]
+    for (c, te, se), w in zip(runs, ([1, 1, 1, 1, 1], [3, 1, 1, 2, 1], [5, 1, 1, 3, 1])):
+        p = np.array(w, np.float64) / sum(w)
+        np.testing.assert_allclose(te.reshape(-1), 4 * p[[0, 0, 3]], rtol=1e-6)
+        np.testing.assert_allclose(se, 4 * p[c], rtol=1e-6)

@@ -18,7 +18,7 @@ from actorflow.graph.ops.random_ops import _seed_attrs
 from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["uniform_candidate_sampler", "log_uniform_candidate_sampler", "fixed_unigram_candidate_sampler",
-           "all_candidate_sampler", "compute_accidental_hits"]
+           "learned_unigram_candidate_sampler", "all_candidate_sampler", "compute_accidental_hits"]
 
 
 def _check_true_classes(t, num_true):
@@ -53,6 +53,7 @@ def _infer_sampler(inputs, attrs):
 UniformCandidateSampler = define_op("UniformCandidateSampler", _infer_sampler, stateful=True)
 LogUniformCandidateSampler = define_op("LogUniformCandidateSampler", _infer_sampler, stateful=True)
 FixedUnigramCandidateSampler = define_op("FixedUnigramCandidateSampler", _infer_sampler, stateful=True)
+LearnedUnigramCandidateSampler = define_op("LearnedUnigramCandidateSampler", _infer_sampler, stateful=True)
 AllCandidateSampler = define_op("AllCandidateSampler", _infer_sampler, stateful=True)
 
 
@@ -74,6 +75,7 @@ ComputeAccidentalHits = define_op("ComputeAccidentalHits", _infer_accidental_hit
 @UniformCandidateSampler.gradient
 @LogUniformCandidateSampler.gradient
 @FixedUnigramCandidateSampler.gradient
+@LearnedUnigramCandidateSampler.gradient
 @AllCandidateSampler.gradient
 def _sampler_grad(op, *grads):
     return [None]
@@ -131,6 +133,18 @@ def fixed_unigram_candidate_sampler(true_classes, num_true, num_sampled, unique,
                    num_sampled, unique, seed, name, range_max=int(range_max), vocab_file=str(vocab_file or ""),
                    distortion=float(distortion), num_reserved_ids=int(num_reserved_ids),
                    num_shards=int(num_shards), shard=int(shard), unigrams=tuple(float(u) for u in unigrams))
+
+
+def learned_unigram_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max, seed=None,
+                                      name=None):
+    """Samples classes in proportion to how often they were true classes so far
+    (tf.random.learned_unigram_candidate_sampler).
+
+    Every class starts with count 1; after each call the batch's true classes add 1 to theirs. The
+    counts belong to this op in this process (TF keeps them in the kernel too) and restart with it.
+    """
+    return _sample(LearnedUnigramCandidateSampler, "LearnedUnigramCandidateSampler", true_classes, num_true,
+                   num_sampled, unique, seed, name, range_max=int(range_max))
 
 
 def all_candidate_sampler(true_classes, num_true, num_sampled, unique, seed=None, name=None):

@@ -76,6 +76,31 @@ class _Weighted(_Distribution):
         return out
 
 
+class _Learned(_Distribution):
+    """TF's UnigramSampler: every class starts with weight 1 and gains 1 each time it is a true class."""
+
+    def __init__(self, range_max):
+        self.range_max = range_max
+        self.weights = np.ones(range_max, np.float64)
+
+    def draw(self, gen, n):
+        cdf = np.cumsum(self.weights)
+        return np.minimum(np.searchsorted(cdf, gen.random(n) * cdf[-1], side="right"),
+                          self.range_max - 1).astype(np.int64)
+
+    def prob(self, ids):
+        ids = np.asarray(ids, np.int64)
+        ok = (ids >= 0) & (ids < self.range_max)
+        out = np.zeros(ids.shape, np.float32)
+        out[ok] = self.weights[ids[ok]] / self.weights.sum()
+        return out
+
+    def update(self, true_classes):
+        ids = np.asarray(true_classes, np.int64).reshape(-1)
+        ids = ids[(ids >= 0) & (ids < self.range_max)]
+        np.add.at(self.weights, ids, 1.0)
+
+
 def _read_vocab(path: str, op: str) -> list:
     try:
         with open(path, encoding="utf-8") as f:
@@ -162,6 +187,9 @@ def _sampler_kernel(op: str, make_dist):
                 sampled = np.asarray(picked, np.int64)
             true_ec = _expected(dist.prob(tc), num_sampled, tries).astype(np.float32)
             sampled_ec = _expected(dist.prob(sampled), num_sampled, tries).astype(np.float32)
+            if isinstance(dist, _Learned):
+                # As TF: the counts learn from this batch's true classes after it has been sampled.
+                dist.update(tc)
             return sampled, true_ec, sampled_ec
         return fn
     register_kernel(op, "CPU")(factory)
@@ -184,6 +212,7 @@ _sampler_kernel("UniformCandidateSampler", lambda a: _Uniform(int(a["range_max"]
 _sampler_kernel("LogUniformCandidateSampler", lambda a: _LogUniform(int(a["range_max"])))
 _sampler_kernel("FixedUnigramCandidateSampler",
                 lambda a: _Weighted(_unigram_weights(a, "FixedUnigramCandidateSampler")))
+_sampler_kernel("LearnedUnigramCandidateSampler", lambda a: _Learned(int(a["range_max"])))
 register_kernel("AllCandidateSampler", "CPU")(_all_candidates)
 
 
