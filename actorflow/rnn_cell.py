@@ -16,17 +16,17 @@ the gradient reaches them.
 from __future__ import annotations
 
 import collections
-import contextlib
 import numbers
 import re
 
 from actorflow.graph import dtypes, nest
-from actorflow.graph.graph import Tensor, convert_to_tensor, device, get_default_graph, name_scope
+from actorflow.graph.graph import Tensor, convert_to_tensor, device, name_scope
 from actorflow.graph.initializers import constant_initializer, zeros_initializer
 from actorflow.graph.ops import array_ops, clip_ops, math_ops, nn_ops, random_ops
 from actorflow.graph.ops.constant import constant
 from actorflow.graph.tensor_shape import TensorShape
 from actorflow.graph.variable_scope import fixed_size_partitioner, get_variable, variable_scope
+from actorflow.graph.variables import init_scope
 
 __all__ = ["RNNCell", "LayerRNNCell", "BasicRNNCell", "BasicLSTMCell", "LSTMCell", "GRUCell", "MultiRNNCell",
            "DropoutWrapper", "ResidualWrapper", "DeviceWrapper", "LSTMStateTuple"]
@@ -46,20 +46,6 @@ class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
         if c.dtype is not h.dtype:
             raise TypeError(f"Inconsistent internal state: {c.dtype.name} vs {h.dtype.name}")
         return c.dtype
-
-
-@contextlib.contextmanager
-def _outside_control_flow():
-    """Builds in the root frame with no control inputs (what TF's init_scope does for variables)."""
-    g = get_default_graph()
-    st = g._state()
-    saved = st.context
-    st.context = None
-    try:
-        with g.control_dependencies(None):
-            yield
-    finally:
-        st.context = saved
 
 
 def _snake(name: str) -> str:
@@ -146,7 +132,7 @@ class RNNCell:
 
     def add_variable(self, name, shape, dtype=None, initializer=None, partitioner=None, trainable=None):
         """A variable of this cell, created in the root frame under the cell's variable scope."""
-        with _outside_control_flow():
+        with init_scope():
             v = get_variable(name, shape=shape, dtype=dtype or self._dtype or dtypes.float32,
                              initializer=initializer, partitioner=partitioner,
                              trainable=self.trainable if trainable is None else trainable)

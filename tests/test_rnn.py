@@ -292,3 +292,47 @@ def test_reused_scope_shares_the_cell_variables():
     assert names == ["model/rnn/gru_cell/gates/kernel", "model/rnn/gru_cell/gates/bias",
                      "model/rnn/gru_cell/candidate/kernel", "model/rnn/gru_cell/candidate/bias"]
     np.testing.assert_array_equal(a, b)
+
+
+class _HandMadeCell(rc.RNNCell):
+    """A TF-1.x-style custom cell: its own __call__, variables made with get_variable on each call."""
+
+    def __init__(self, units):
+        super().__init__()
+        self._units = units
+
+    @property
+    def state_size(self):
+        return self._units
+
+    @property
+    def output_size(self):
+        return self._units
+
+    def __call__(self, inputs, state, scope=None):
+        with af.variable_scope(scope or "hand_made", reuse=af.AUTO_REUSE):
+            w = af.get_variable("w", [inputs.shape.as_list()[1] + self._units, self._units],
+                                initializer=af.constant_initializer(0.1))
+            h = af.tanh(af.matmul(af.concat([inputs, state], 1), w))
+        return h, h
+
+
+def test_variables_created_inside_the_loop_are_lifted_out_of_it():
+    # get_variable in the body of dynamic_rnn's while loop creates the variable once, in the root
+    # frame (TF's init_scope); the loop reads it and the gradient reaches it.
+    x_np = np.random.default_rng(5).standard_normal((2, 4, D)).astype(np.float32)
+    g = af.Graph()
+    with g.as_default():
+        out, _ = af.nn.dynamic_rnn(_HandMadeCell(3), af.constant(x_np), dtype=af.float32)
+        (w,) = af.trainable_variables()
+        assert w.op.name == "rnn/hand_made/w"
+        (gw,) = af.gradients(af.reduce_sum(out), [w])
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            o, gv = s.run([out, gw])
+    h = np.zeros((2, 3), np.float32)
+    wn = np.full((D + 3, 3), 0.1, np.float32)
+    for t in range(4):
+        h = np.tanh(np.concatenate([x_np[:, t], h], 1) @ wn)
+        np.testing.assert_allclose(o[:, t], h, rtol=1e-5)
+    assert gv.shape == (D + 3, 3) and np.abs(gv).sum() > 0
