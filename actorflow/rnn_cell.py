@@ -546,7 +546,7 @@ class DropoutWrapper(_Wrapper):
 
     def _dropout(self, values, salt, keep_prob, keep_mask=None):
         flat = nest.flatten(values)
-        masks = nest.flatten(keep_mask) if keep_mask is not None else [True] * len(flat)
+        masks = keep_mask if keep_mask is not None else [True] * len(flat)
         noise = nest.flatten(self._noise[salt]) if self._variational else [None] * len(flat)
         out = []
         for k, (v, m, nz) in enumerate(zip(flat, masks, noise)):
@@ -561,14 +561,26 @@ class DropoutWrapper(_Wrapper):
                 out.append(math_ops.divide(v, kp) * binary)
         return nest.pack_sequence_as(values, out)
 
+    def _state_mask(self, state) -> list:
+        """Which leaves of `state` get dropout, one bool per leaf of nest.flatten(state).
+
+        As TF's get_traverse_shallow_structure: the filter sees each substructure from the top; True
+        on a tuple descends into it, a bool elsewhere covers the whole substructure, and a tuple of
+        bools (an LSTMStateTuple(c=False, h=True)) covers each child as a whole.
+        """
+        r = self._filter(state)
+        if isinstance(r, (tuple, list)):
+            return [bool(b) for child, b in zip(state, r) for _ in nest.flatten(child)]
+        if r and isinstance(state, (tuple, list)):
+            return [m for child in state for m in self._state_mask(child)]
+        return [bool(r)] * len(nest.flatten(state))
+
     def __call__(self, inputs, state, scope=None):
         if self._should_dropout(self._input_keep_prob):
             inputs = self._dropout(inputs, "input", self._input_keep_prob)
         output, new_state = self._cell(inputs, state, scope=scope)
         if self._should_dropout(self._state_keep_prob):
-            mask = nest.map_structure(self._filter, new_state) if not isinstance(new_state, LSTMStateTuple) \
-                else self._filter(new_state)
-            new_state = self._dropout(new_state, "state", self._state_keep_prob, mask)
+            new_state = self._dropout(new_state, "state", self._state_keep_prob, self._state_mask(new_state))
         if self._should_dropout(self._output_keep_prob):
             output = self._dropout(output, "output", self._output_keep_prob)
         return output, new_state

@@ -336,3 +336,22 @@ def test_variables_created_inside_the_loop_are_lifted_out_of_it():
         h = np.tanh(np.concatenate([x_np[:, t], h], 1) @ wn)
         np.testing.assert_allclose(o[:, t], h, rtol=1e-5)
     assert gv.shape == (D + 3, 3) and np.abs(gv).sum() > 0
+
+
+def test_state_dropout_spares_the_lstm_memory():
+    # The default filter drops out h, never c, in every layer of a stack (TF's behaviour).
+    g = af.Graph()
+    with g.as_default():
+        x = af.constant(np.ones((64, 1, D), np.float32))
+        cells = [rc.LSTMCell(8), rc.LSTMCell(8)]
+        plain_out, plain = af.nn.dynamic_rnn(rc.MultiRNNCell(cells), x, dtype=af.float32, scope="m")
+        wrapped = rc.DropoutWrapper(rc.MultiRNNCell(cells), state_keep_prob=0.5, seed=1)
+        _, dropped = af.nn.dynamic_rnn(wrapped, x, dtype=af.float32, scope="m")
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            a, b = s.run([plain, dropped])
+    for layer in range(2):
+        np.testing.assert_allclose(b[layer].c, a[layer].c, rtol=1e-6)
+        zero = b[layer].h == 0
+        assert 0.2 < zero.mean() < 0.8
+        np.testing.assert_allclose(b[layer].h[~zero], 2 * a[layer].h[~zero], rtol=1e-5)
