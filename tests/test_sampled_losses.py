@@ -255,3 +255,22 @@ def test_learned_unigram_sampler_learns_from_true_classes():
         p = np.array(w, np.float64) / sum(w)
         np.testing.assert_allclose(te.reshape(-1), 4 * p[[0, 0, 3]], rtol=1e-6)
         np.testing.assert_allclose(se, 4 * p[c], rtol=1e-6)
+
+
+def test_partitioned_variable_weights():
+    # A PartitionedVariable of 3 row blocks is the "div" layout: the same numbers as TF's div shards.
+    ref = FIX["losses"]["nce_t1_s3_div_keep"]
+    with af.Graph().as_default():
+        w = af.get_variable("w", initializer=af.constant_initializer(W), shape=[V, W.shape[1]],
+                            partitioner=af.fixed_size_partitioner(3))
+        b = af.constant(np.array(FIX["bias"], np.float32))
+        x = af.constant(np.array(FIX["x"], np.float32))
+        sv = (af.constant(FIX["sampled"], af.int64), af.constant(FIX["true_ec"]["1"]), af.constant(FIX["sampled_ec"]))
+        loss = af.nn.nce_loss(w, b, af.constant(FIX["labels"]["1"]), x, 5, V, sampled_values=sv,
+                              partition_strategy="div")
+        grads = af.gradients(af.reduce_sum(loss), list(w))
+        assert all(isinstance(gr, af.IndexedSlices) for gr in grads)
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            lv = s.run(loss)
+    np.testing.assert_allclose(lv, ref["loss"], rtol=1e-5, atol=1e-5)
