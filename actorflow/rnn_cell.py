@@ -87,6 +87,8 @@ class RNNCell:
     """
 
     def __init__(self, trainable=True, name=None, dtype=None, _reuse=None, **kwargs):
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}: unexpected keyword arguments {sorted(kwargs)}")
         self.trainable = trainable
         self._base_name = name or _snake(type(self).__name__)
         self._dtype = None if dtype is None else dtypes.as_dtype(dtype)
@@ -97,10 +99,12 @@ class RNNCell:
 
     @property
     def name(self) -> str:
+        """The cell's variable scope name once called, else its base name (``lstm_cell``...)."""
         return self._scope.name if self._scope is not None else self._base_name
 
     @property
     def dtype(self):
+        """The dtype of the cell's variables (from its first inputs unless given)."""
         return self._dtype
 
     @property
@@ -115,10 +119,12 @@ class RNNCell:
 
     @property
     def variables(self) -> list:
+        """The variables the cell created (after its first call)."""
         return list(self._variables)
 
     @property
     def trainable_variables(self) -> list:
+        """The cell's variables when it is trainable, else none."""
         return list(self._variables) if self.trainable else []
 
     weights = variables
@@ -128,6 +134,7 @@ class RNNCell:
         """Creates the cell's variables; `inputs_shape` is the static shape of the first inputs."""
 
     def call(self, inputs, state):
+        """One time step: ``(output, new_state)`` from `inputs` and `state` (variables already built)."""
         raise NotImplementedError
 
     def add_variable(self, name, shape, dtype=None, initializer=None, partitioner=None, trainable=None):
