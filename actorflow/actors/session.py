@@ -88,6 +88,19 @@ class FetchError(errors.InvalidArgumentError, TypeError):
     """A fetch is not a graph element of this session's graph."""
 
 
+def _feed_items(items):
+    """(key, value) feed pairs with tuple keys (an RNN's LSTMStateTuple state...) fed leaf by leaf
+    from a value of the same structure, as TF 1.x's Session.run does."""
+    for key, value in items:
+        if isinstance(key, tuple):
+            if not isinstance(value, (tuple, list)) or len(value) != len(key):
+                raise FeedError(None, None, f"The feed_dict key {key!r} is a structure of {len(key)} tensors; its "
+                                f"value must be a tuple or list of {len(key)} values, got {type(value).__name__}")
+            yield from _feed_items(zip(key, value))
+        else:
+            yield key, value
+
+
 # -- fetch structures ----------------------------------------------------------------------------
 
 def _flatten_fetches(fetches, graph, out: list):
@@ -118,19 +131,6 @@ def _flatten_fetches(fetches, graph, out: list):
         return lambda vals: cls((k, s(vals)) for k, s in items)
     raise FetchError(None, None, f"Fetch argument {fetches!r} has invalid type {type(fetches)}, must be a string "
                                  "or Tensor. (Can not convert a {0} into a Tensor or Operation.)".format(type(fetches).__name__))
-
-
-def _feed_items(items):
-    """(key, value) feed pairs with tuple keys (an RNN's LSTMStateTuple state...) fed leaf by leaf
-    from a value of the same structure, as TF 1.x's Session.run does."""
-    for key, value in items:
-        if isinstance(key, tuple):
-            if not isinstance(value, (tuple, list)) or len(value) != len(key):
-                raise FeedError(None, None, f"The feed_dict key {key!r} is a structure of {len(key)} tensors; its "
-                                f"value must be a tuple or list of {len(key)} values, got {type(value).__name__}")
-            yield from _feed_items(zip(key, value))
-        else:
-            yield key, value
 
 
 def _convert_feed(t: Tensor, value):
