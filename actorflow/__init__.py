@@ -42,6 +42,10 @@ from actorflow.graph.ops.check_ops import (Assert, assert_equal, assert_greater,
                                            is_strictly_increasing)
 from actorflow.graph.ops.numerics import add_check_numerics_ops, check_numerics, verify_tensor_all_finite  # noqa: E402
 from actorflow.graph import nest  # noqa: F401
+# -- N-d gather/scatter (graph/ops/scatter_nd_ops.py; dynamic_rnn writes its outputs with them) --
+from actorflow.graph.ops.scatter_nd_ops import (gather_nd, scatter_nd, tensor_scatter_nd_update,  # noqa: E402,F401
+                                                tensor_scatter_update)
+from actorflow import random  # noqa: E402,F401  (af.random: tf.random's names, candidate samplers)
 
 newaxis = None
 

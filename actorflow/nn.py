@@ -39,3 +39,24 @@ __all__ = [
     "bias_add", "xw_plus_b", "conv2d", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool",
     "dropout", "moments", "batch_normalization", "l2_loss", "l2_normalize", "embedding_lookup", "in_top_k",
 ]
+
+# -- recurrent networks (rnn_cell.py, rnn.py) ---------------------------------------------------
+from actorflow import rnn_cell  # noqa: E402
+from actorflow.rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn, static_rnn  # noqa: E402
+
+__all__ += ["rnn_cell", "dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn"]
+
+# -- sampled losses and candidate samplers (graph/ops/sampled_loss_ops.py, candidate_sampling_ops.py) --
+from actorflow.graph.ops.candidate_sampling_ops import (  # noqa: E402
+    all_candidate_sampler,
+    compute_accidental_hits,
+    fixed_unigram_candidate_sampler,
+    learned_unigram_candidate_sampler,
+    log_uniform_candidate_sampler,
+    uniform_candidate_sampler,
+)
+from actorflow.graph.ops.sampled_loss_ops import nce_loss, sampled_softmax_loss  # noqa: E402
+
+__all__ += ["nce_loss", "sampled_softmax_loss", "log_uniform_candidate_sampler", "uniform_candidate_sampler",
+            "fixed_unigram_candidate_sampler", "learned_unigram_candidate_sampler",
+            "all_candidate_sampler", "compute_accidental_hits"]

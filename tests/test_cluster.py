@@ -404,6 +404,41 @@ def test_embedding_shards_as_explicit_variables(cluster, graph):
     np.testing.assert_array_equal(got, np.stack([tables[i % 2][i // 2] for i in ids_v]))
 
 
+def _rnn_nce_losses(target, scope):
+    """Five SGD steps of an LSTM + nce_loss model, variables on the PS tasks, loop on a worker."""
+    rng = np.random.default_rng(7)
+    xs = rng.standard_normal((3, 4, 2)).astype(np.float32)
+    g = af.Graph()
+    with g.as_default(), af.variable_scope(scope):
+        placed = af.device(af.train.replica_device_setter(ps_tasks=2, worker_device=W1)) if target else af.device(None)
+        with placed:
+            x = af.constant(xs)
+            cell = af.nn.rnn_cell.LSTMCell(5, initializer=af.constant_initializer(0.1))
+            _, state = af.nn.dynamic_rnn(cell, x, sequence_length=[4, 2, 3], dtype=af.float32)
+            w = af.get_variable("nce_w", initializer=rng.standard_normal((20, 5)).astype(np.float32))
+            b = af.get_variable("nce_b", [20], initializer=af.zeros_initializer())
+            labels = af.constant([[1], [4], [9]], af.int64)
+            sv = (af.constant([0, 4, 7, 13], af.int64), af.constant([[0.2], [0.3], [0.1]]),
+                  af.constant([0.5, 0.3, 0.2, 0.1]))
+            loss = af.reduce_mean(af.nn.nce_loss(w, b, labels, state.h, 4, 20, sampled_values=sv))
+            step = af.train.GradientDescentOptimizer(0.5).minimize(loss)
+        with af.Session(target) as sess:
+            sess.run(af.global_variables_initializer())
+            out = []
+            for _ in range(5):
+                out.append(sess.run([loss, step])[0])
+    return out
+
+
+def test_rnn_and_sampled_loss_train_with_variables_on_ps(cluster):
+    # The while loop's gradient saves per-iteration values on the worker while the loop reads the
+    # PS variables every iteration; the sparse nce gradients update rows on the PS tasks.
+    got = _rnn_nce_losses(cluster.target, unique("rnn_nce"))
+    want = _rnn_nce_losses(None, "rnn_nce_local")
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert got[-1] < got[0]
+
+
 # ---------------------------------------------------------------------------------------------------
 # The cluster token
 # ---------------------------------------------------------------------------------------------------

@@ -93,6 +93,19 @@ class FetchError(errors.InvalidArgumentError, TypeError):
     """A fetch is not a graph element of this session's graph."""
 
 
+def _feed_items(items):
+    """(key, value) feed pairs with tuple keys (an RNN's LSTMStateTuple state...) fed leaf by leaf
+    from a value of the same structure, as TF 1.x's Session.run does."""
+    for key, value in items:
+        if isinstance(key, tuple):
+            if not isinstance(value, (tuple, list)) or len(value) != len(key):
+                raise FeedError(None, None, f"The feed_dict key {key!r} is a structure of {len(key)} tensors; its "
+                                f"value must be a tuple or list of {len(key)} values, got {type(value).__name__}")
+            yield from _feed_items(zip(key, value))
+        else:
+            yield key, value
+
+
 # -- fetch structures ----------------------------------------------------------------------------
 
 def _flatten_fetches(fetches, graph, out: list):
@@ -232,7 +245,7 @@ class Session:
         feed_tensors = []
         feed_values = []
         if feed_dict:
-            for key, value in feed_dict.items():
+            for key, value in _feed_items(feed_dict.items()):
                 try:
                     t = g.as_graph_element(key, allow_operation=False)
                 except (KeyError, ValueError, TypeError) as e:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import threading
 
@@ -15,6 +16,18 @@ from actorflow.graph.tensor_shape import TensorShape, as_shape
 __all__ = ["Graph", "Operation", "Tensor", "get_default_graph", "reset_default_graph",
            "name_scope", "control_dependencies", "device", "colocate_with", "GraphKeys",
            "convert_to_tensor", "add_to_collection", "get_collection", "get_collection_ref"]
+
+
+@functools.cache
+def _import_op_modules() -> None:
+    """Imports every op definition module: a worker rebuilding a graph may not have imported the ones
+    that only gradients or helpers use (AccumulatorV2 of a while loop's gradient, for one)."""
+    import importlib
+    import pkgutil
+
+    from actorflow.graph import ops
+    for m in pkgutil.iter_modules(ops.__path__):
+        importlib.import_module(f"actorflow.graph.ops.{m.name}")
 
 
 class GraphKeys:
@@ -534,6 +547,7 @@ class Graph:
     def from_msgpack(cls, data: bytes) -> "Graph":
         """Rebuilds a graph serialized by `to_msgpack`, without re-running inference."""
         doc = msgpack.unpackb(data, ext_hook=_decode_ext, raw=False, use_list=False, strict_map_key=False)
+        _import_op_modules()
         g = cls()
         g.seed = doc.get("seed")
         back_edges = []

@@ -6,6 +6,8 @@ device, and outlives steps; updates are ops that take the VariableV2 output as a
 """
 from __future__ import annotations
 
+import contextlib
+
 from actorflow.graph import dtypes
 from actorflow.graph.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.ops import state_ops
@@ -16,7 +18,26 @@ __all__ = ["Variable", "global_variables", "trainable_variables", "local_variabl
            "global_variables_initializer", "variables_initializer", "local_variables_initializer",
            "initialize_all_variables", "assign", "assign_add", "assign_sub", "scatter_add",
            "scatter_sub", "scatter_update", "scatter_mul", "scatter_max", "scatter_min",
-           "is_variable_initialized", "model_variables"]
+           "is_variable_initialized", "model_variables", "init_scope"]
+
+
+@contextlib.contextmanager
+def init_scope():
+    """Builds ops outside any cond or while context and without control inputs (tf.init_scope).
+
+    Variables are created this way (when their initial value is not already a tensor), as in TF 1.x:
+    a variable first asked for inside a loop body (an RNN cell's kernel in `dynamic_rnn`) is created
+    once in the root frame, and the loop reads it on every iteration. The name scope is kept.
+    """
+    g = get_default_graph()
+    st = g._state()
+    saved = st.context
+    st.context = None
+    try:
+        with g.control_dependencies(None):
+            yield
+    finally:
+        st.context = saved
 
 
 class Variable:
@@ -35,9 +56,10 @@ class Variable:
         g = get_default_graph()
         self._trainable = trainable
         self.constraint = constraint
+        lift = init_scope() if not isinstance(initial_value, Tensor) else contextlib.nullcontext()
         with g.name_scope(name or "Variable") as scope_name:
             op_name = scope_name.rstrip("/")
-            with g.control_dependencies(None):
+            with g.control_dependencies(None), lift:
                 if callable(initial_value):
                     with g.name_scope("Initializer"):
                         initial_value = initial_value()

@@ -35,6 +35,36 @@ def _copy(g: Graph, op: Operation, inputs, control, device: str, attrs=None) -> 
                         [(t.dtype, t.shape) for t in op.outputs])
 
 
+def _dependency_order(ops) -> list:
+    """`ops` with every op after its inputs and control inputs (loop back edges aside).
+
+    Creation order is not enough: a while loop's gradient adds control inputs to ops built before
+    the ops they wait for (the trip count waits for the pushes of saved values).
+    """
+    members = set(ops)
+    order, state = [], {}
+    for root in ops:
+        if root in state:
+            continue
+        stack = [(root, False)]
+        while stack:
+            op, done = stack.pop()
+            if done:
+                state[op] = 2
+                order.append(op)
+                continue
+            if state.get(op):
+                continue
+            state[op] = 1
+            stack.append((op, True))
+            deps = [t.op for t in op.inputs if not (op.type == "Merge" and t.op.type == "NextIteration")]
+            deps += list(op.control_inputs)
+            for d in reversed(deps):
+                if d in members and not state.get(d):
+                    stack.append((d, False))
+    return order
+
+
 def partition(plan, placement: dict) -> dict[str, Partition]:
     """Splits `plan` by `placement` ({op: DeviceSpec}); returns {task name: Partition}."""
     parts: dict[str, Partition] = {}
@@ -122,9 +152,9 @@ def partition(plan, placement: dict) -> dict[str, Partition]:
             ctrl_recvs[key] = r
         return r
 
-    # Ops in creation order, except loop back edges (Merge <- NextIteration), which are patched after.
+    # Ops in dependency order, except loop back edges (Merge <- NextIteration), which are patched after.
     back_edges = []
-    for op in plan.ops:
+    for op in _dependency_order(plan.ops):
         task = _task(placement[op])
         if op.type == "Const" and not op.control_inputs or (task, op) in copies:
             continue
