@@ -32,6 +32,10 @@ from actorflow.actors.session import (ConfigProto, GPUOptions, GraphOptions, Int
                                       RunMetadata, RunOptions, Session, get_default_session)
 from actorflow import nn, layers, train, cluster  # noqa: E402
 from actorflow.graph import nest  # noqa: F401
+from actorflow.graph.dtypes import string, variant  # noqa: F401
+# af.data (input pipelines) and af.compat.v1 (this module, under TF 2's compat name).
+from actorflow import data  # noqa: E402
+from actorflow import compat  # noqa: E402
 
 newaxis = None
 
