@@ -283,9 +283,9 @@ class Dataset:
         `padding_values` (default 0) (tf.data.Dataset.padded_batch)."""
         from actorflow.graph.ops.infer import constant_value
         if padded_shapes is None:
-            padded_shapes = nest.map_structure(lambda s: TensorShape([None] * s.ndims) if s.ndims is not None
-                                               else _raise(ValueError("padded_batch: an unknown rank needs padded_shapes")),
-                                               self._shapes)
+            # As TF: each component padded to its own static shape, unknown dimensions to the batch's largest.
+            padded_shapes = nest.map_structure(lambda s: s if s.ndims is not None else _raise(
+                ValueError("padded_batch: a component of unknown rank needs padded_shapes")), self._shapes)
         pshapes = _shape_structure(self._types, padded_shapes, "padded_batch")
         for p, s in zip(nest.flatten(pshapes), nest.flatten(self._shapes)):
             if not p.is_compatible_with(s) and not (p.ndims == s.ndims and all(
