@@ -80,7 +80,7 @@ def contender(name, steps, rounds) -> dict:
     for i in range(100):                     # warm-up: kernels compiled, caches filled
         step(i)
     per_round = []
-    for r in range(rounds):
+    for _ in range(rounds):
         t0 = time.perf_counter()
         for i in range(steps):
             step(i)

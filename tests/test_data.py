@@ -298,7 +298,7 @@ def test_one_shot_iterator_method_and_function():
     ds = Dataset.range(2)
     it = ds.make_one_shot_iterator()
     with pytest.raises(ValueError):
-        it.initializer
+        _ = it.initializer
     t = it.get_next()
     with af.Session() as sess:
         assert drain(sess, t) == [0, 1]

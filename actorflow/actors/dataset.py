@@ -203,7 +203,7 @@ class _Generator(Stage):
             leaves = _flatten_as(self.structure, v, "from_generator")
             out = []
             for i, (x, dt, shape) in enumerate(zip(leaves, self.types, self.shapes)):
-                a = _as_string(x) if dt == object else np.asarray(x, dtype=dt)
+                a = _as_string(x) if dt.kind == "O" else np.asarray(x, dtype=dt)
                 if shape is not None and (a.ndim != len(shape) or any(s not in (-1, d) for s, d in zip(shape, a.shape))):
                     raise ValueError(f"component {i} of the generator's element has shape {list(a.shape)}, "
                                      f"expected {[None if s < 0 else s for s in shape]}")
@@ -424,7 +424,7 @@ class _Shuffle(Stage):
 
 
 def _stack(parts, dt, index, spec):
-    if dt == object:
+    if dt.kind == "O":
         out = np.empty((len(parts),) + np.shape(parts[0]), dtype=object)
         for j, p in enumerate(parts):
             out[j] = p

@@ -5,9 +5,9 @@
 """
 from __future__ import annotations
 
+from actorflow.data import experimental
 from actorflow.data.dataset import AUTOTUNE, Dataset, TextLineDataset
 from actorflow.data.iterator import Iterator
-from actorflow.data import experimental
 
 __all__ = ["Dataset", "TextLineDataset", "Iterator", "AUTOTUNE", "experimental", "make_one_shot_iterator",
            "make_initializable_iterator", "get_output_types", "get_output_shapes", "get_output_classes"]
