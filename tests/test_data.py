@@ -496,3 +496,28 @@ def test_digits_mlp_trained_from_a_pipeline_matches_numpy_feeding():
             numpy_acc = sess.run(acc, {x: xte, y: yte})
     assert numpy_acc > 0.93
     assert abs(pipeline_acc - numpy_acc) < 0.03
+
+
+def test_graph_with_datasets_serializes_and_runs_after_a_round_trip():
+    """A meta graph (Saver) or a cluster partition carries dataset functions; a Python generator
+    travels as its name and says so when run elsewhere."""
+    ds = Dataset.range(4).map(lambda x: x * 10).filter(lambda x: x > 0)
+    it = ds.make_initializable_iterator()
+    t = it.get_next()
+    Dataset.from_generator(lambda: iter([1]), af.int32).make_one_shot_iterator().get_next(name="gen_next")
+    g2 = af.Graph.from_msgpack(af.get_default_graph().to_msgpack())
+    with af.Session(graph=g2) as sess:
+        sess.run(g2.get_operation_by_name(it.initializer.name))
+        assert drain(sess, g2.get_tensor_by_name(t.name)) == [10, 20, 30]
+        with pytest.raises(af.errors.InvalidArgumentError, match="not available in this process"):
+            sess.run(g2.get_tensor_by_name("gen_next:0"))
+
+
+def test_saver_works_in_a_graph_with_a_pipeline(tmp_path):
+    v = af.Variable(1.0, name="v")
+    t = one_shot(Dataset.range(3).map(lambda x: af.cast(x, af.float32)))
+    saver = af.train.Saver()
+    with af.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run(t + v) == 1.0
+        saver.save(sess, str(tmp_path / "model"))

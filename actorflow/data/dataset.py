@@ -15,7 +15,7 @@ import numpy as np
 
 from actorflow.graph import dtypes, nest
 from actorflow.graph import function as graph_function
-from actorflow.graph.graph import Tensor, convert_to_tensor
+from actorflow.graph.graph import Tensor, convert_to_tensor, register_attr_type
 from actorflow.graph.ops import dataset_ops as ops
 from actorflow.graph.tensor_shape import TensorShape, as_shape
 
@@ -88,6 +88,23 @@ class _GeneratorSpec:
 
     def __repr__(self):
         return f"<generator {getattr(self.fn, '__name__', self.fn)!s}>"
+
+    def _attr_payload(self):
+        # A Python callable cannot travel (as TF's py_func cannot): a serialized graph keeps its
+        # name, and running it elsewhere fails saying so.
+        return "py_generator", [str(getattr(self.fn, "__name__", self.fn)), self.structure]
+
+
+def _decode_generator(payload):
+    name, structure = payload
+
+    def unavailable(*args):
+        raise RuntimeError(f"the Python generator '{name}' of this from_generator dataset is not available in this "
+                           f"process: such a dataset runs only in the process that built it")
+    return _GeneratorSpec(unavailable, structure)
+
+
+register_attr_type("py_generator", _decode_generator)
 
 
 # -- Dataset ---------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ way, so their ops get shape inference, error messages naming the op, and the sam
 from __future__ import annotations
 
 from actorflow.graph import nest
-from actorflow.graph.graph import Graph, Tensor, get_default_graph
+from actorflow.graph.graph import Graph, Tensor, get_default_graph, register_attr_type
 
 __all__ = ["GraphFunction", "trace"]
 
@@ -29,6 +29,22 @@ class GraphFunction:
 
     def __repr__(self):
         return f"<GraphFunction {self.name}: {len(self.inputs)} inputs, {len(self.outputs)} outputs>"
+
+    def _attr_payload(self):
+        """How the function travels in a serialized graph (a meta graph, a cluster's partition)."""
+        return "graph_function", [self.name, self.graph.to_msgpack(), [t.name for t in self.inputs],
+                                  [t.name for t in self.outputs]]
+
+
+def _decode(payload) -> GraphFunction:
+    name, data, inputs, outputs = payload
+    g = Graph.from_msgpack(data)
+    # The nested output structure only matters while building the outer graph: the flat outputs stand in.
+    outs = [g.get_tensor_by_name(n) for n in outputs]
+    return GraphFunction(name, g, [g.get_tensor_by_name(n) for n in inputs], outs, tuple(outs))
+
+
+register_attr_type("graph_function", _decode)
 
 
 def trace(fn, types, shapes, name=None, unpack_tuple=True, convert=None) -> GraphFunction:
