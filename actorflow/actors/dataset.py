@@ -96,6 +96,10 @@ class Stage:
     `next`. `try_now` returns an element if one is at hand without waiting, else _NOT_READY."""
 
     sync = True
+    # Arrays whose rows are this stage's elements, when every element is one (from_tensor_slices,
+    # and shuffles of it): then `pull_index()` gives the next row's index, and a batch gathers its
+    # rows with one fancy index per component instead of stacking one view per element.
+    rows = None
 
     def __init__(self, spec):
         self.spec = spec
@@ -137,9 +141,16 @@ class _Slices(Stage):
             raise errors.InvalidArgumentError(
                 spec.name, None, f"from_tensor_slices: dimension 0 differs between components: "
                                  f"{[np.shape(a)[0] for a in args]} (dataset op '{spec.name}')")
-        self.args = tuple(np.asarray(a) for a in args)
+        self.args = self.rows = tuple(np.asarray(a) for a in args)
         self.n = sizes.pop() if sizes else 0
         self.i = 0
+
+    def pull_index(self):
+        i = self.i
+        if i >= self.n:
+            return END
+        self.i = i + 1
+        return i
 
     def pull(self):
         i = self.i
@@ -385,6 +396,7 @@ class _Shuffle(Stage):
         self.buf: list = []
         self.up = build(spec.inputs[0], ctx)
         self.sync = self.up.sync
+        self.rows = self.up.rows if self.sync else None      # then the buffer holds row indices
         self.up_done = False
 
     def _pick(self):
@@ -397,7 +409,21 @@ class _Shuffle(Stage):
         buf.pop()
         return e
 
+    def pull_index(self):
+        buf, size, up = self.buf, self.size, self.up
+        while not self.up_done and len(buf) < size:
+            i = up.pull_index()
+            if i is END:
+                self.up_done = True
+                break
+            buf.append(i)
+        return self._pick()
+
     def pull(self):
+        rows = self.rows
+        if rows is not None:
+            i = self.pull_index()
+            return END if i is END else tuple([a[i] for a in rows])
         buf, size, up = self.buf, self.size, self.up
         while not self.up_done and len(buf) < size:
             e = up.pull()
@@ -464,6 +490,9 @@ class _Batch(Stage):
     def pull(self):
         if self.up_done:
             return END
+        rows = self.up.rows
+        if rows is not None and type(self) is _Batch:
+            return self._gather(rows)
         elems = []
         pull = self.up.pull
         for _ in range(self.n):
@@ -473,6 +502,20 @@ class _Batch(Stage):
                 break
             elems.append(e)
         return self._finish(elems)
+
+    def _gather(self, rows):
+        idx = []
+        pull_index = self.up.pull_index
+        for _ in range(self.n):
+            i = pull_index()
+            if i is END:
+                self.up_done = True
+                break
+            idx.append(i)
+        if not idx or (self.drop and len(idx) < self.n):
+            return END
+        sel = np.array(idx, dtype=np.intp)
+        return tuple([a[sel] for a in rows])
 
     async def next(self):
         if self.sync:
