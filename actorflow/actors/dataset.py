@@ -769,50 +769,53 @@ class _FlatMap(Stage):
 
 
 class _Interleave(_FlatMap):
-    """Cycles through `cycle_length` datasets made from consecutive input elements, `block_length`
-    elements from each in turn; an exhausted one is replaced by the next input element's."""
+    """Cycles through `cycle_length` slots, `block_length` elements from each in turn; an empty slot
+    opens the dataset of the next input element when the cycle reaches it, an exhausted one is
+    emptied and the cycle moves on (TF's InterleaveDataset, step for step)."""
 
     def __init__(self, spec, ctx):
         super().__init__(spec, ctx)
         self.cycle = max(1, int(spec.args[0]))
         self.block = max(1, int(spec.args[1]))
-        self.slots: list = []
-        self.pos = 0
-        self.taken = 0
+        self.slots: list = [None] * self.cycle
+        self.index = 0              # the slot in turn
+        self.taken = 0              # elements taken from it in this turn
+        self.open = 0
         self.up_done = False
 
+    def _advance(self):
+        self.taken = 0
+        self.index = (self.index + 1) % self.cycle
+
     async def next(self):
-        while True:
-            while not self.up_done and len(self.slots) < self.cycle:
+        while not self.up_done or self.open:
+            slot = self.slots[self.index]
+            if slot is not None:
+                e = await slot.next()
+                if e is not END:
+                    self.taken += 1
+                    if self.taken == self.block:
+                        self._advance()
+                    return e
+                _close(slot)
+                self.slots[self.index] = None
+                self.open -= 1
+                self._advance()
+            elif not self.up_done:
                 e = await self.up.next()
                 if e is END:
                     self.up_done = True
-                    break
-                self.slots.append(await self._open(e))
-            if not self.slots:
-                return END
-            self.pos %= len(self.slots)
-            e = await self.slots[self.pos].next()
-            if e is END:
-                _close(self.slots.pop(self.pos))
-                self.taken = 0
-                if not self.up_done:
-                    e2 = await self.up.next()
-                    if e2 is END:
-                        self.up_done = True
-                    else:
-                        self.slots.insert(self.pos, await self._open(e2))
-                continue
-            self.taken += 1
-            if self.taken >= self.block:
-                self.taken = 0
-                self.pos += 1
-            return e
+                else:
+                    self.slots[self.index] = await self._open(e)
+                    self.open += 1
+            else:
+                self._advance()
+        return END
 
     def close(self):
         for s in self.slots:
             _close(s)
-        self.slots = []
+        self.slots = [None] * self.cycle
         _close(self.up)
 
 
