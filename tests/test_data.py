@@ -551,3 +551,24 @@ def test_pipeline_matches_tensorflow(name):
     assert got["types"] == want["types"]
     assert got["shapes"] == want["shapes"]
     assert got["elements"] == want["elements"]
+
+
+def test_a_blocking_generator_behind_prefetch_does_not_stall_other_steps():
+    """Behind prefetch the generator runs off the runtime's loop: while it blocks, other steps run
+    (the generator is released by a step that could not run if it held the loop)."""
+    release = threading.Event()
+    seen = []
+
+    def gen():
+        yield 0
+        seen.append(release.wait(20))        # True: released by the test, not by the timeout
+        yield 1
+
+    t = one_shot(Dataset.from_generator(gen, af.int64, []).prefetch(1))
+    other = af.constant(2.0) * 3.0
+    with af.Session() as sess:
+        assert sess.run(t) == 0
+        assert sess.run(other) == 6.0          # runs while the producer is blocked in the generator
+        release.set()
+        assert sess.run(t) == 1
+    assert seen == [True]

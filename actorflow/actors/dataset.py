@@ -69,6 +69,13 @@ class _Context:
         self.state: dict = {}
         self.tasks: set = set()
         self.closed = False
+        self._threads = None            # runs synchronous input work behind a prefetch
+
+    def executor(self):
+        if self._threads is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="actorflow-data")
+        return self._threads
 
     def runner(self, fn) -> FunctionRunner:
         r = self.runners.get(id(fn))
@@ -87,6 +94,9 @@ class _Context:
         for t in list(self.tasks):
             t.cancel()
         self.tasks.clear()
+        if self._threads is not None:
+            # A pull in progress (a generator blocked on I/O) ends on its own; nothing new starts.
+            self._threads.shutdown(wait=False, cancel_futures=True)
 
 
 # -- stages ---------------------------------------------------------------------------------------
@@ -189,8 +199,9 @@ def _flatten_as(structure, value, where):
 
 
 class _Generator(Stage):
-    """Calls the Python generator on the runtime's loop (TF runs it in a py_func, also under the
-    GIL); a generator that blocks for long should sit behind `prefetch`."""
+    """Calls the Python generator where its consumer pulls: on the runtime's loop, or on a data
+    thread behind `prefetch` (TF runs it in a py_func, also under the GIL). A generator that
+    blocks (reads files, waits on I/O) belongs behind `prefetch`, which keeps it off the loop."""
 
     def __init__(self, spec, ctx):
         super().__init__(spec)
@@ -852,7 +863,10 @@ class _Prefetch(Stage):
                 self.room = loop.create_future()
                 await self.room
             try:
-                e = up.pull() if up.sync else await up.next()
+                # A synchronous input (slices, a generator, text files, their batches) runs on
+                # a data thread: its work, a blocking generator included, overlaps the steps on
+                # the loop instead of stalling them.
+                e = await loop.run_in_executor(self.ctx.executor(), up.pull) if up.sync else await up.next()
             except errors.OpError as err:
                 e = _Error(err)
             except Exception as err:  # noqa: BLE001 - a pipeline bug fails the element, not the loop
