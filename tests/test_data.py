@@ -572,3 +572,28 @@ def test_a_blocking_generator_behind_prefetch_does_not_stall_other_steps():
         release.set()
         assert sess.run(t) == 1
     assert seen == [True]
+
+
+@pytest.mark.timeout(120)
+def test_pipeline_on_a_cluster_worker():
+    """Datasets, their map functions and the iterator run in the worker that owns them; the
+    elements feed an update on a parameter server."""
+    from actorflow.cluster import LocalCluster
+    c = LocalCluster(ps=1, workers=1)
+    c.start()
+    try:
+        with af.device("/job:worker/task:0"):
+            it = Dataset.from_tensor_slices(np.arange(6)).map(lambda x: x * 2).batch(4).make_initializable_iterator()
+            n = it.get_next()
+        with af.device("/job:ps/task:0"):
+            v = af.Variable(np.int64(0), name="data_sum")
+            update = af.assign_add(v, af.reduce_sum(n))
+        with af.Session(c.target) as sess:
+            sess.run([v.initializer, it.initializer])
+            assert [sess.run(update) for _ in range(2)] == [12, 30]
+            with pytest.raises(af.errors.OutOfRangeError):
+                sess.run(update)
+            sess.run(it.initializer)
+            assert list(sess.run(n)) == [0, 2, 4, 6]
+    finally:
+        c.stop()
