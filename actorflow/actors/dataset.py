@@ -24,6 +24,7 @@ import collections
 import logging
 import os
 import random
+import threading
 
 import numpy as np
 
@@ -69,13 +70,6 @@ class _Context:
         self.state: dict = {}
         self.tasks: set = set()
         self.closed = False
-        self._threads = None            # runs synchronous input work behind a prefetch
-
-    def executor(self):
-        if self._threads is None:
-            from concurrent.futures import ThreadPoolExecutor
-            self._threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="actorflow-data")
-        return self._threads
 
     def runner(self, fn) -> FunctionRunner:
         r = self.runners.get(id(fn))
@@ -94,9 +88,6 @@ class _Context:
         for t in list(self.tasks):
             t.cancel()
         self.tasks.clear()
-        if self._threads is not None:
-            # A pull in progress (a generator blocked on I/O) ends on its own; nothing new starts.
-            self._threads.shutdown(wait=False, cancel_futures=True)
 
 
 # -- stages ---------------------------------------------------------------------------------------
@@ -838,9 +829,15 @@ class _Error:
 
 
 class _Prefetch(Stage):
-    """A producer task fills a buffer of at most `buffer_size` elements from the input, pulling
-    only when there is room, while the consumer takes from it: input work overlaps the steps
-    that consume it, with back-pressure."""
+    """A producer fills a buffer of at most `buffer_size` elements from the input, pulling only
+    when there is room, while the consumer takes from it: input work overlaps the steps that
+    consume it, with back-pressure.
+
+    A synchronous input (slices, a generator, text files, their shuffles and batches) is pulled
+    by a thread of its own, so that its work, a blocking generator included, runs beside the
+    loop instead of stalling it; the consumer takes a ready element under a lock, with no hop
+    through the loop. An asynchronous input (a map, a filter) is pulled by a task on the loop,
+    since its functions run there anyway. Both start on the first request, as TF's do."""
 
     sync = False
 
@@ -851,43 +848,95 @@ class _Prefetch(Stage):
         self.ctx = ctx
         self.up = build(spec.inputs[0], ctx)
         self.buf: collections.deque = collections.deque()
-        self.task = None
-        self.finished = False           # END was handed out
-        self.room = None                # the producer waits on this future while the buffer is full
-        self.avail = None               # the consumer waits on this future while it is empty
+        self.cond = threading.Condition()      # guards buf, avail and stopped against the thread
+        self.producer = None                   # the thread or task, once started
+        self.stopped = False
+        self.finished = False                  # END was handed out
+        self.room = None                       # the task waits on this future while the buffer is full
+        self.avail = None                      # the consumer waits on this future while it is empty
 
-    async def _produce(self):
+    def _start(self) -> None:
+        if self.up.sync:
+            self.producer = threading.Thread(target=self._produce_sync, daemon=True,
+                                             name=f"actorflow-prefetch-{self.spec.name}")
+            self.producer.start()
+        else:
+            self.producer = self.ctx.spawn(self._produce())
+
+    def _pull_sync(self):
+        try:
+            return self.up.pull()
+        except errors.OpError as err:
+            return _Error(err)
+        except Exception as err:  # noqa: BLE001 - a pipeline bug fails the element, not the runtime
+            log.exception("prefetch of %s failed", self.spec.name)
+            return _Error(_op_error(self.spec, err))
+
+    def _produce_sync(self) -> None:
+        try:
+            self._fill()
+        finally:
+            if self.stopped:
+                _close(self.up)
+
+    def _fill(self) -> None:
+        buf, cond, loop = self.buf, self.cond, self.ctx.loop
+        while True:
+            with cond:
+                while len(buf) >= self.n and not self.stopped:
+                    cond.wait()
+                if self.stopped:
+                    return
+            e = self._pull_sync()
+            with cond:
+                if self.stopped:
+                    return
+                buf.append(e)
+                wake = self.avail is not None
+            if wake:
+                try:
+                    loop.call_soon_threadsafe(self._wake)
+                except RuntimeError:          # the loop is closed: nobody will consume
+                    return
+            if e is END:
+                return
+
+    async def _produce(self) -> None:
         up, buf, loop = self.up, self.buf, self.ctx.loop
         while True:
             while len(buf) >= self.n:
                 self.room = loop.create_future()
                 await self.room
             try:
-                # A synchronous input (slices, a generator, text files, their batches) runs on
-                # a data thread: its work, a blocking generator included, overlaps the steps on
-                # the loop instead of stalling them.
-                e = await loop.run_in_executor(self.ctx.executor(), up.pull) if up.sync else await up.next()
+                e = await up.next()
             except errors.OpError as err:
                 e = _Error(err)
             except Exception as err:  # noqa: BLE001 - a pipeline bug fails the element, not the loop
                 log.exception("prefetch of %s failed", self.spec.name)
                 e = _Error(_op_error(self.spec, err))
-            buf.append(e)
-            a = self.avail
-            if a is not None and not a.done():
-                a.set_result(None)
+            with self.cond:
+                buf.append(e)
+            self._wake()
             if e is END:
                 return
 
-    def try_now(self):
+    def _wake(self) -> None:
+        a = self.avail
+        if a is not None and not a.done():
+            a.set_result(None)
+
+    def _take(self):
+        """The next element (raising a failed one's error), or _NOT_READY; with `cond` held, and
+        then a waiting consumer's future set up."""
         if self.finished:
             return END
         buf = self.buf
         if not buf:
-            if self.task is None:
-                self.task = self.ctx.spawn(self._produce())
+            if self.producer is None:
+                self._start()
             return _NOT_READY
         e = buf.popleft()
+        self.cond.notify()
         r = self.room
         if r is not None and not r.done():
             r.set_result(None)
@@ -897,18 +946,37 @@ class _Prefetch(Stage):
             raise e.error
         return e
 
+    def try_now(self):
+        with self.cond:
+            return self._take()
+
     async def next(self):
         while True:
-            e = self.try_now()
+            with self.cond:
+                e = self._take()
+                if e is _NOT_READY:
+                    # Set up under the lock, so the producer's next append sees it and wakes us.
+                    self.avail = self.ctx.loop.create_future()
             if e is not _NOT_READY:
                 return e
-            self.avail = self.ctx.loop.create_future()
-            await self.avail
+            try:
+                await self.avail
+            finally:
+                with self.cond:
+                    self.avail = None
 
     def close(self):
-        if self.task is not None:
-            self.task.cancel()
-        self.buf.clear()
+        with self.cond:
+            self.stopped = True
+            self.buf.clear()
+            self.cond.notify_all()
+        p = self.producer
+        if isinstance(p, threading.Thread) and p.is_alive():
+            # The thread may be inside `up.pull()` (a blocked generator): it owns the input until
+            # it returns, then sees `stopped` and closes the input itself.
+            return
+        if p is not None and not isinstance(p, threading.Thread):
+            p.cancel()
         _close(self.up)
 
 
