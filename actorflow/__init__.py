@@ -46,6 +46,10 @@ from actorflow.graph import nest  # noqa: F401
 from actorflow.graph.ops.scatter_nd_ops import (gather_nd, scatter_nd, tensor_scatter_nd_update,  # noqa: E402,F401
                                                 tensor_scatter_update)
 from actorflow import random  # noqa: E402,F401  (af.random: tf.random's names, candidate samplers)
+from actorflow.graph.dtypes import variant  # noqa: E402,F401
+# af.data (input pipelines) and af.compat.v1 (this module, under TF 2's compat name).
+from actorflow import data  # noqa: E402
+from actorflow import compat  # noqa: E402
 
 newaxis = None
 

@@ -100,11 +100,18 @@ class ResourceContainer:
 
     def clear(self) -> None:
         with self._lock:
+            resources = list(self._resources.values())
             self._resources.clear()
+        for r in resources:
+            # Resources that run work of their own (an iterator's prefetch tasks) stop it.
+            release = getattr(r, "release", None)
+            if release is not None:
+                release()
 
 
 def resource_factory(op_type: str):
     """The constructor of the resource an op of `op_type` creates: factory(name, attrs)."""
+    import actorflow.actors.dataset  # noqa: F401  (registers the iterator resources)
     from actorflow.actors.accumulator import AccumulatorResource
     from actorflow.actors.queue import QueueResource
     factories = {

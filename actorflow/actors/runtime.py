@@ -353,6 +353,7 @@ class Executable:
         self.rt = runtime
         self.transport = transport         # Send/Recv across tasks (a worker service), or None
         self.plan = plan
+        self.container = container         # its resources (graph functions run against the same)
         # {op: "CPU" | "GPU:i"}, or None when everything runs on the CPU.
         self.devices = _assign_devices(plan, soft_placement, auto_gpu)
         self._kdefs: dict = {}             # op -> the KernelDef its actor runs

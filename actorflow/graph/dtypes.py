@@ -82,10 +82,12 @@ double = float64
 resource = DType("resource", np.object_)   # a handle to step-local runtime state (accumulators)
 # Byte strings, held as numpy object arrays of `bytes` (TF's tf.string; as_numpy_dtype is object).
 string = DType("string", np.object_)
+variant = DType("variant", np.object_)     # an opaque host value: a dataset definition (af.data)
 
 _ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string)
 _BY_NAME = {d.name: d for d in _ALL}
-_BY_NAME.update({"half": float16, "double": float64, "float": float32, "int": int32, "resource": resource})
+_BY_NAME.update({"half": float16, "double": float64, "float": float32, "int": int32, "resource": resource,
+                 "variant": variant, "string": string})
 _BY_NP = {d.np: d for d in _ALL}
 
 

@@ -579,6 +579,15 @@ class Graph:
 
 
 _EXT_DTYPE, _EXT_SHAPE, _EXT_NDARRAY, _EXT_NONE_TUPLE, _EXT_STRINGS = 1, 2, 3, 4, 5
+_EXT_OBJECT = 6
+_ATTR_TYPES: dict = {}      # kind -> decode(payload), for attribute values of other layers' types
+
+
+def register_attr_type(kind: str, decode) -> None:
+    """Lets attribute values of a type defined elsewhere (a graph function, a dataset's generator)
+    travel in serialized graphs: the value's `_attr_payload()` returns `(kind, payload)`, a
+    msgpack-able payload, and `decode(payload)` rebuilds the value."""
+    _ATTR_TYPES[kind] = decode
 
 
 def _encode_ext(obj):
@@ -596,6 +605,9 @@ def _encode_ext(obj):
         return msgpack.ExtType(_EXT_NDARRAY, len(header).to_bytes(4, "little") + header + arr.tobytes())
     if isinstance(obj, np.generic):
         return obj.item()
+    payload = getattr(obj, "_attr_payload", None)
+    if payload is not None:
+        return msgpack.ExtType(_EXT_OBJECT, msgpack.packb(list(payload()), default=_encode_ext, use_bin_type=True))
     raise TypeError(f"Cannot serialize attribute value of type {type(obj).__name__}")
 
 
@@ -614,6 +626,11 @@ def _decode_ext(code, data):
         arr = np.empty(len(items), dtype=object)
         arr[:] = [bytes(x) for x in items]
         return arr.reshape(shape)
+    if code == _EXT_OBJECT:
+        kind, payload = msgpack.unpackb(data, ext_hook=_decode_ext, raw=False, use_list=False, strict_map_key=False)
+        if kind not in _ATTR_TYPES:
+            raise ValueError(f"Unknown attribute type '{kind}' in serialized graph")
+        return _ATTR_TYPES[kind](payload)
     raise ValueError(f"Unknown msgpack extension type {code} in serialized graph")
 
 

@@ -1,0 +1,1131 @@
+"""Iterators over datasets: the iterator resource and the pipeline stages it runs.
+
+An IteratorResource is owned by its runtime and, like a queue, serves its operations one at a time
+on the runtime's loop: MakeIterator builds a pipeline from a DatasetSpec (kernels/cpu/dataset.py),
+IteratorGetNext takes elements from it in request order. An element is a tuple of its flat
+components (numpy values).
+
+A pipeline is a tree of stages, one per dataset in the definition. Stages whose work needs no
+waiting (slices, shuffle, batch, repeat, ...) over such stages are *synchronous*: `pull()` returns
+the next element (or END) at once, and an IteratorGetNext over a synchronous pipeline, or over a
+prefetch buffer that holds an element, completes inline, without a task. Stages that wait (map,
+filter, flat_map and interleave run their function as a step of its own on this runtime; prefetch
+waits for its producer) are asynchronous: `await next()`.
+
+Memory is bounded everywhere: a prefetch stage of N holds at most N elements and pulls from its
+input only when it has room; a parallel map of P has at most P calls in flight; shuffle holds its
+buffer size. Tasks (a prefetch producer, the resource's server) are owned by the pipeline's
+context and cancelled when the iterator is restarted or its session closes.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import random
+import threading
+
+import numpy as np
+
+from actorflow import errors
+from actorflow.actors.function import FunctionRunner
+from actorflow.actors.resource import register_resource
+
+__all__ = ["IteratorResource", "END"]
+
+log = logging.getLogger(__name__)
+
+
+class _End:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "END"
+
+
+END = _End()            # the end of a dataset
+_NOT_READY = object()   # try_now: the element needs waiting for
+
+
+def _op_error(spec, e: BaseException, what: str = "") -> errors.OpError:
+    """`e`, raised while producing an element of dataset `spec`, as an OpError naming its op."""
+    where = f"dataset op '{spec.name}' ({spec.kind}){what}"
+    if isinstance(e, errors.OpError):
+        cls = type(e)
+        return cls(e.node_def, None, f"{e.message}\n\t in {where}")
+    return errors.InvalidArgumentError(spec.name, None, f"{type(e).__name__}: {e}\n\t in {where}")
+
+
+class _Context:
+    """What one run of an iterator shares: the runtime, the resource container, one function
+    runner per function, state that outlives a stage's re-creation by `repeat` (shuffle seeds,
+    caches), and the tasks it owns."""
+
+    def __init__(self, rt, container):
+        self.rt = rt
+        self.loop = rt.loop
+        self.container = container
+        self.runners: dict = {}
+        self.state: dict = {}
+        self.tasks: set = set()
+        self.closed = False
+
+    def runner(self, fn) -> FunctionRunner:
+        r = self.runners.get(id(fn))
+        if r is None:
+            r = self.runners[id(fn)] = FunctionRunner(self.rt, self.container, fn)
+        return r
+
+    def spawn(self, coro) -> asyncio.Task:
+        task = self.loop.create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    def close(self) -> None:
+        self.closed = True
+        for t in list(self.tasks):
+            t.cancel()
+        self.tasks.clear()
+
+
+# -- stages ---------------------------------------------------------------------------------------
+
+class Stage:
+    """One dataset in a running pipeline. Synchronous stages implement `pull`; asynchronous ones
+    `next`. `try_now` returns an element if one is at hand without waiting, else _NOT_READY."""
+
+    sync = True
+    # Arrays whose rows are this stage's elements, when every element is one (from_tensor_slices,
+    # and shuffles of it): then `pull_index()` gives the next row's index, and a batch gathers its
+    # rows with one fancy index per component instead of stacking one view per element.
+    rows = None
+
+    def __init__(self, spec):
+        self.spec = spec
+
+    def pull(self):
+        raise NotImplementedError
+
+    async def next(self):
+        return self.pull()
+
+    def try_now(self):
+        return self.pull() if self.sync else _NOT_READY
+
+    def fail(self, e, what=""):
+        return _op_error(self.spec, e, what)
+
+
+class _Tensors(Stage):
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.done = False
+
+    def pull(self):
+        if self.done:
+            return END
+        self.done = True
+        return tuple(self.spec.args)
+
+
+class _Slices(Stage):
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        args = spec.args
+        sizes = {np.shape(a)[0] if np.ndim(a) else None for a in args}
+        if None in sizes:
+            raise errors.InvalidArgumentError(spec.name, None, f"from_tensor_slices: every component needs a "
+                                                               f"leading dimension (dataset op '{spec.name}')")
+        if len(sizes) > 1:
+            raise errors.InvalidArgumentError(
+                spec.name, None, f"from_tensor_slices: dimension 0 differs between components: "
+                                 f"{[np.shape(a)[0] for a in args]} (dataset op '{spec.name}')")
+        self.args = self.rows = tuple(np.asarray(a) for a in args)
+        self.n = sizes.pop() if sizes else 0
+        self.i = 0
+
+    def pull_index(self):
+        i = self.i
+        if i >= self.n:
+            return END
+        self.i = i + 1
+        return i
+
+    def pull(self):
+        i = self.i
+        if i >= self.n:
+            return END
+        self.i = i + 1
+        return tuple([a[i] for a in self.args])
+
+
+class _Range(Stage):
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        start, stop, step = (int(a) for a in spec.args)
+        if step == 0:
+            raise errors.InvalidArgumentError(spec.name, None, f"range: step must not be 0 (dataset op '{spec.name}')")
+        self.it = iter(range(start, stop, step))
+
+    def pull(self):
+        for v in self.it:
+            return (np.int64(v),)
+        return END
+
+
+def _flatten_as(structure, value, where):
+    """The leaves of `value` following `structure` (tuples and dicts are structure; everything
+    else, lists included, is one component, as TF's from_generator reads them)."""
+    if isinstance(structure, dict):
+        if not isinstance(value, dict) or set(value) != set(structure):
+            raise ValueError(f"{where}: expected a dict with keys {sorted(structure)}, got {value!r:.200}")
+        return [x for k in sorted(structure) for x in _flatten_as(structure[k], value[k], where)]
+    if isinstance(structure, tuple):
+        if not isinstance(value, (tuple, list)) or len(value) != len(structure):
+            raise ValueError(f"{where}: expected a tuple of {len(structure)} components, got {value!r:.200}")
+        return [x for s, v in zip(structure, value) for x in _flatten_as(s, v, where)]
+    return [value]
+
+
+class _Generator(Stage):
+    """Calls the Python generator where its consumer pulls: on the runtime's loop, or on a data
+    thread behind `prefetch` (TF runs it in a py_func, also under the GIL). A generator that
+    blocks (reads files, waits on I/O) belongs behind `prefetch`, which keeps it off the loop."""
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        g = spec.attrs["generator"]
+        self.structure = g.structure
+        self.types = spec.attrs["output_types"]
+        self.shapes = spec.attrs["output_shapes"]
+        try:
+            self.it = iter(g.fn(*[a[()] if np.ndim(a) == 0 else a for a in spec.args]))
+        except Exception as e:  # noqa: BLE001
+            raise self.fail(e, " calling the generator") from None
+
+    def pull(self):
+        try:
+            v = next(self.it)
+        except StopIteration:
+            return END
+        except Exception as e:  # noqa: BLE001
+            raise self.fail(e, " in the generator") from None
+        try:
+            leaves = _flatten_as(self.structure, v, "from_generator")
+            out = []
+            for i, (x, dt, shape) in enumerate(zip(leaves, self.types, self.shapes)):
+                a = _as_string(x) if dt.kind == "O" else np.asarray(x, dtype=dt)
+                if shape is not None and (a.ndim != len(shape) or any(s not in (-1, d) for s, d in zip(shape, a.shape))):
+                    raise ValueError(f"component {i} of the generator's element has shape {list(a.shape)}, "
+                                     f"expected {[None if s < 0 else s for s in shape]}")
+                out.append(a)
+        except (ValueError, TypeError, OverflowError) as e:
+            raise self.fail(e, " checking the generator's element") from None
+        return tuple(out)
+
+
+def _as_string(x):
+    if isinstance(x, str):
+        return x.encode()
+    if isinstance(x, bytes):
+        return x
+    return np.vectorize(lambda s: s.encode() if isinstance(s, str) else s, otypes=[object])(np.asarray(x, dtype=object))
+
+
+class _TextLines(Stage):
+    """Lines of text files, one string element each, without the line ending (TextLineDataset).
+    Reads through a buffered file, so most elements cost no system call."""
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.files = list(spec.attrs["filenames"])
+        self.f = None
+
+    def pull(self):
+        while True:
+            if self.f is None:
+                if not self.files:
+                    return END
+                path = self.files.pop(0)
+                try:
+                    self.f = open(path, "rb")  # noqa: SIM115 - closed at its end or by close()
+                except OSError as e:
+                    raise errors.NotFoundError(self.spec.name, None, f"{path}: {e.strerror} (dataset op "
+                                                                     f"'{self.spec.name}')") from None
+            line = self.f.readline()
+            if line:
+                if line.endswith(b"\n"):
+                    line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+                return (line,)
+            self.f.close()
+            self.f = None
+
+    def close(self):
+        if self.f is not None:
+            self.f.close()
+            self.f = None
+
+
+class _Repeat(Stage):
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.ctx = ctx
+        self.count = int(spec.args[0])
+        self.epoch = 0
+        self.up = build(spec.inputs[0], ctx)
+        self.sync = self.up.sync
+        self.seen = False           # the current epoch produced an element
+
+    def _advance(self) -> bool:
+        """The current epoch ended: starts the next, or returns False when done."""
+        self.epoch += 1
+        # An empty epoch ends an infinite repeat instead of spinning forever (as TF does).
+        if (self.count >= 0 and self.epoch >= self.count) or not self.seen:
+            return False
+        _close(self.up)
+        self.up = build(self.spec.inputs[0], self.ctx)
+        self.seen = False
+        return True
+
+    def pull(self):
+        if self.count == 0:
+            return END
+        while True:
+            e = self.up.pull()
+            if e is not END:
+                self.seen = True
+                return e
+            if not self._advance():
+                return END
+
+    async def next(self):
+        if self.sync:
+            return self.pull()
+        if self.count == 0:
+            return END
+        while True:
+            e = await self.up.next()
+            if e is not END:
+                self.seen = True
+                return e
+            if not self._advance():
+                return END
+
+    def close(self):
+        _close(self.up)
+
+
+class _Take(Stage):
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.left = int(spec.args[0])
+        self.up = build(spec.inputs[0], ctx)
+        self.sync = self.up.sync
+
+    def pull(self):
+        if self.left == 0:
+            return END
+        e = self.up.pull()
+        if e is not END:
+            self.left -= 1
+        return e
+
+    async def next(self):
+        if self.left == 0:
+            return END
+        e = await self.up.next()
+        if e is not END:
+            self.left -= 1
+        return e
+
+    def close(self):
+        _close(self.up)
+
+
+class _Skip(Stage):
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.left = int(spec.args[0])
+        self.up = build(spec.inputs[0], ctx)
+        self.sync = self.up.sync
+
+    def pull(self):
+        while self.left != 0:
+            if self.up.pull() is END:
+                self.left = 0
+                return END
+            self.left -= 1
+        return self.up.pull()
+
+    async def next(self):
+        while self.left != 0:
+            if await self.up.next() is END:
+                self.left = 0
+                return END
+            self.left -= 1
+        return await self.up.next()
+
+    def close(self):
+        _close(self.up)
+
+
+class _Shuffle(Stage):
+    """TF's shuffle buffer: fill it to `buffer_size`, then each output is a uniformly random
+    element of the buffer, replaced by the next input element."""
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.size = int(spec.args[0])
+        if self.size <= 0:
+            raise errors.InvalidArgumentError(spec.name, None, f"shuffle: buffer_size must be greater than zero, "
+                                                               f"got {self.size} (dataset op '{spec.name}')")
+        seed, seed2 = int(spec.args[1]), int(spec.args[2])
+        # Seeds live in the iterator's context: `repeat` rebuilds this stage every epoch, and each
+        # epoch takes the next seed (reshuffle_each_iteration) or the same one again.
+        st = ctx.state.get(id(spec))
+        if st is None:
+            base = random.SystemRandom().getrandbits(64) if seed == 0 and seed2 == 0 else (seed << 32) ^ seed2
+            st = ctx.state[id(spec)] = random.Random(base)
+            st.first = st.getrandbits(64)
+        if spec.attrs.get("reshuffle_each_iteration", True):
+            epoch_seed = st.first if not hasattr(st, "used") else st.getrandbits(64)
+            st.used = True
+        else:
+            epoch_seed = st.first
+        self.random = random.Random(epoch_seed).random
+        self.buf: list = []
+        self.up = build(spec.inputs[0], ctx)
+        self.sync = self.up.sync
+        self.rows = self.up.rows if self.sync else None      # then the buffer holds row indices
+        self.up_done = False
+
+    def _pick(self):
+        buf = self.buf
+        if not buf:
+            return END
+        j = int(self.random() * len(buf))
+        e = buf[j]
+        buf[j] = buf[-1]
+        buf.pop()
+        return e
+
+    def pull_index(self):
+        buf, size, up = self.buf, self.size, self.up
+        while not self.up_done and len(buf) < size:
+            i = up.pull_index()
+            if i is END:
+                self.up_done = True
+                break
+            buf.append(i)
+        return self._pick()
+
+    def pull(self):
+        rows = self.rows
+        if rows is not None:
+            i = self.pull_index()
+            return END if i is END else tuple([a[i] for a in rows])
+        buf, size, up = self.buf, self.size, self.up
+        while not self.up_done and len(buf) < size:
+            e = up.pull()
+            if e is END:
+                self.up_done = True
+                break
+            buf.append(e)
+        return self._pick()
+
+    async def next(self):
+        if self.sync:
+            return self.pull()
+        buf = self.buf
+        while not self.up_done and len(buf) < self.size:
+            e = await self.up.next()
+            if e is END:
+                self.up_done = True
+                break
+            buf.append(e)
+        return self._pick()
+
+    def close(self):
+        _close(self.up)
+
+
+def _stack(parts, dt, index, spec):
+    if dt.kind == "O":
+        out = np.empty((len(parts),) + np.shape(parts[0]), dtype=object)
+        for j, p in enumerate(parts):
+            out[j] = p
+        return out
+    try:
+        return np.stack(parts).astype(dt, copy=False)
+    except ValueError:
+        first = np.shape(parts[0])
+        k = next(j for j, p in enumerate(parts) if np.shape(p) != first)
+        raise errors.InvalidArgumentError(
+            spec.name, None, f"Cannot batch tensors with different shapes in component {index}. First element had "
+                             f"shape {list(first)} and element {k} had shape {list(np.shape(parts[k]))}. "
+                             f"(dataset op '{spec.name}'; padded_batch pads them)") from None
+
+
+class _Batch(Stage):
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.n = int(spec.args[0])
+        if self.n <= 0:
+            raise errors.InvalidArgumentError(spec.name, None, f"batch_size must be greater than zero, got "
+                                                               f"{self.n} (dataset op '{spec.name}')")
+        self.drop = bool(spec.args[1])
+        self.dtypes = spec.attrs["output_types"]
+        self.up = build(spec.inputs[0], ctx)
+        self.sync = self.up.sync
+        self.up_done = False
+
+    def _finish(self, elems):
+        if not elems or (self.drop and len(elems) < self.n):
+            return END
+        return tuple([self._combine([e[i] for e in elems], dt, i) for i, dt in enumerate(self.dtypes)])
+
+    def _combine(self, parts, dt, i):
+        return _stack(parts, dt, i, self.spec)
+
+    def pull(self):
+        if self.up_done:
+            return END
+        rows = self.up.rows
+        if rows is not None and type(self) is _Batch:
+            return self._gather(rows)
+        elems = []
+        pull = self.up.pull
+        for _ in range(self.n):
+            e = pull()
+            if e is END:
+                self.up_done = True
+                break
+            elems.append(e)
+        return self._finish(elems)
+
+    def _gather(self, rows):
+        idx = []
+        pull_index = self.up.pull_index
+        for _ in range(self.n):
+            i = pull_index()
+            if i is END:
+                self.up_done = True
+                break
+            idx.append(i)
+        if not idx or (self.drop and len(idx) < self.n):
+            return END
+        sel = np.array(idx, dtype=np.intp)
+        return tuple([a[sel] for a in rows])
+
+    async def next(self):
+        if self.sync:
+            return self.pull()
+        if self.up_done:
+            return END
+        elems = []
+        for _ in range(self.n):
+            e = await self.up.next()
+            if e is END:
+                self.up_done = True
+                break
+            elems.append(e)
+        return self._finish(elems)
+
+    def close(self):
+        _close(self.up)
+
+
+class _PaddedBatch(_Batch):
+    """Batches elements padded to `padded_shapes` (-1: the batch's largest) with `padding_values`."""
+
+    def __init__(self, spec, ctx):
+        n = len(spec.attrs["output_types"])
+        rest = spec.args[2:]
+        self.padded = [tuple(int(d) for d in np.asarray(s).reshape(-1)) for s in rest[:n]]
+        self.values = rest[n:2 * n]
+        super().__init__(spec, ctx)
+
+    def _combine(self, parts, dt, i):
+        want = self.padded[i]
+        shapes = [np.shape(p) for p in parts]
+        rank = len(want)
+        for s in shapes:
+            if len(s) != rank:
+                raise errors.InvalidArgumentError(
+                    self.spec.name, None, f"padded_batch: component {i} has rank {len(s)}, padded_shapes "
+                                          f"gives rank {rank} (dataset op '{self.spec.name}')")
+        target = []
+        for d, w in enumerate(want):
+            m = max(s[d] for s in shapes)
+            if w >= 0 and m > w:
+                raise errors.InvalidArgumentError(
+                    self.spec.name, None, f"padded_batch: component {i} has dimension {d} of size {m}, larger "
+                                          f"than the padded size {w} (dataset op '{self.spec.name}')")
+            target.append(w if w >= 0 else m)
+        out = np.full([len(parts)] + target, self.values[i], dtype=dt)
+        for j, p in enumerate(parts):
+            out[(j,) + tuple(slice(0, s) for s in np.shape(p))] = p
+        return out
+
+
+class _Cache(Stage):
+    """Records the first complete pass over its input in memory and replays it afterwards (when
+    `repeat` rebuilds it)."""
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        st = ctx.state.setdefault(id(spec), {"done": None})
+        self.st = st
+        if st["done"] is not None:
+            self.replay = iter(st["done"])
+            self.up = None
+        else:
+            self.replay = None
+            self.rec: list = []
+            self.up = build(spec.inputs[0], ctx)
+            self.sync = self.up.sync
+
+    def _record(self, e):
+        if e is END:
+            self.st["done"] = self.rec
+        else:
+            self.rec.append(e)
+        return e
+
+    def pull(self):
+        if self.replay is not None:
+            return next(self.replay, END)
+        return self._record(self.up.pull())
+
+    async def next(self):
+        if self.replay is not None:
+            return next(self.replay, END)
+        return self._record(await self.up.next())
+
+    def close(self):
+        _close(self.up)
+
+
+class _Zip(Stage):
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.ups = [build(s, ctx) for s in spec.inputs]
+        self.sync = all(u.sync for u in self.ups)
+
+    def pull(self):
+        out = []
+        for u in self.ups:
+            e = u.pull()
+            if e is END:
+                return END
+            out.extend(e)
+        return tuple(out)
+
+    async def next(self):
+        out = []
+        for u in self.ups:
+            e = await u.next()
+            if e is END:
+                return END
+            out.extend(e)
+        return tuple(out)
+
+    def close(self):
+        for u in self.ups:
+            _close(u)
+
+
+class _Concatenate(Stage):
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.ups = [build(s, ctx) for s in spec.inputs]
+        self.sync = all(u.sync for u in self.ups)
+        self.i = 0
+
+    def pull(self):
+        while self.i < len(self.ups):
+            e = self.ups[self.i].pull()
+            if e is not END:
+                return e
+            self.i += 1
+        return END
+
+    async def next(self):
+        while self.i < len(self.ups):
+            e = await self.ups[self.i].next()
+            if e is not END:
+                return e
+            self.i += 1
+        return END
+
+    def close(self):
+        for u in self.ups:
+            _close(u)
+
+
+class _Map(Stage):
+    """Runs the traced function on each element; with `num_parallel_calls` P > 1, keeps up to P
+    calls in flight (they run concurrently with each other and with the steps on this runtime) and
+    returns their results in input order."""
+
+    sync = False
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.runner = ctx.runner(spec.attrs["f"])
+        p = int(spec.args[0]) if spec.args else 1
+        self.parallel = (os.cpu_count() or 2) if p < 0 else max(1, p)
+        self.inflight: collections.deque = collections.deque()
+        self.up = build(spec.inputs[0], ctx)
+        self.up_done = False
+
+    async def _result(self, fut):
+        try:
+            return tuple(await fut)
+        except errors.OpError as e:
+            raise self.fail(e, f" running its function '{self.runner.fn.name}'") from None
+
+    async def next(self):
+        if self.parallel == 1:
+            e = await self.up.next()
+            if e is END:
+                return END
+            return await self._result(self.runner.call(e))
+        inflight = self.inflight
+        while not self.up_done and len(inflight) < self.parallel:
+            e = await self.up.next()
+            if e is END:
+                self.up_done = True
+                break
+            inflight.append(self.runner.call(e))
+        if not inflight:
+            return END
+        return await self._result(inflight.popleft())
+
+    def close(self):
+        for f in self.inflight:
+            f.cancel()
+        self.inflight.clear()
+        _close(self.up)
+
+
+class _Filter(Stage):
+    sync = False
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.runner = ctx.runner(spec.attrs["predicate"])
+        self.up = build(spec.inputs[0], ctx)
+
+    async def next(self):
+        while True:
+            e = await self.up.next()
+            if e is END:
+                return END
+            try:
+                (keep,) = await self.runner.call(e)
+            except errors.OpError as err:
+                raise self.fail(err, f" running its predicate '{self.runner.fn.name}'") from None
+            if bool(keep):
+                return e
+
+    def close(self):
+        _close(self.up)
+
+
+class _FlatMap(Stage):
+    sync = False
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.ctx = ctx
+        self.runner = ctx.runner(spec.attrs["f"])
+        self.up = build(spec.inputs[0], ctx)
+        self.inner = None
+
+    async def _open(self, e):
+        try:
+            (sub,) = await self.runner.call(e)
+        except errors.OpError as err:
+            raise self.fail(err, f" running its function '{self.runner.fn.name}'") from None
+        return build(sub, self.ctx)
+
+    async def next(self):
+        while True:
+            if self.inner is None:
+                e = await self.up.next()
+                if e is END:
+                    return END
+                self.inner = await self._open(e)
+            e = await self.inner.next()
+            if e is not END:
+                return e
+            _close(self.inner)
+            self.inner = None
+
+    def close(self):
+        _close(self.inner)
+        _close(self.up)
+
+
+class _Interleave(_FlatMap):
+    """Cycles through `cycle_length` slots, `block_length` elements from each in turn; an empty slot
+    opens the dataset of the next input element when the cycle reaches it, an exhausted one is
+    emptied and the cycle moves on (TF's InterleaveDataset, step for step)."""
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec, ctx)
+        self.cycle = max(1, int(spec.args[0]))
+        self.block = max(1, int(spec.args[1]))
+        self.slots: list = [None] * self.cycle
+        self.index = 0              # the slot in turn
+        self.taken = 0              # elements taken from it in this turn
+        self.open = 0
+        self.up_done = False
+
+    def _advance(self):
+        self.taken = 0
+        self.index = (self.index + 1) % self.cycle
+
+    async def next(self):
+        while not self.up_done or self.open:
+            slot = self.slots[self.index]
+            if slot is not None:
+                e = await slot.next()
+                if e is not END:
+                    self.taken += 1
+                    if self.taken == self.block:
+                        self._advance()
+                    return e
+                _close(slot)
+                self.slots[self.index] = None
+                self.open -= 1
+                self._advance()
+            elif not self.up_done:
+                e = await self.up.next()
+                if e is END:
+                    self.up_done = True
+                else:
+                    self.slots[self.index] = await self._open(e)
+                    self.open += 1
+            else:
+                self._advance()
+        return END
+
+    def close(self):
+        for s in self.slots:
+            _close(s)
+        self.slots = [None] * self.cycle
+        _close(self.up)
+
+
+class _Error:
+    __slots__ = ("error",)
+
+    def __init__(self, error):
+        self.error = error
+
+
+class _Prefetch(Stage):
+    """A producer fills a buffer of at most `buffer_size` elements from the input, pulling only
+    when there is room, while the consumer takes from it: input work overlaps the steps that
+    consume it, with back-pressure.
+
+    A synchronous input (slices, a generator, text files, their shuffles and batches) is pulled
+    by a thread of its own, so that its work, a blocking generator included, runs beside the
+    loop instead of stalling it; the consumer takes a ready element under a lock, with no hop
+    through the loop. An asynchronous input (a map, a filter) is pulled by a task on the loop,
+    since its functions run there anyway. Both start on the first request, as TF's do."""
+
+    sync = False
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        n = int(spec.args[0])
+        self.n = n if n > 0 else _AUTOTUNE_BUFFER
+        self.ctx = ctx
+        self.up = build(spec.inputs[0], ctx)
+        self.buf: collections.deque = collections.deque()
+        self.cond = threading.Condition()      # guards buf, avail and stopped against the thread
+        self.producer = None                   # the thread or task, once started
+        self.stopped = False
+        self.finished = False                  # END was handed out
+        self.room = None                       # the task waits on this future while the buffer is full
+        self.avail = None                      # the consumer waits on this future while it is empty
+
+    def _start(self) -> None:
+        if self.up.sync:
+            self.producer = threading.Thread(target=self._produce_sync, daemon=True,
+                                             name=f"actorflow-prefetch-{self.spec.name}")
+            self.producer.start()
+        else:
+            self.producer = self.ctx.spawn(self._produce())
+
+    def _pull_sync(self):
+        try:
+            return self.up.pull()
+        except errors.OpError as err:
+            return _Error(err)
+        except Exception as err:  # noqa: BLE001 - a pipeline bug fails the element, not the runtime
+            log.exception("prefetch of %s failed", self.spec.name)
+            return _Error(_op_error(self.spec, err))
+
+    def _produce_sync(self) -> None:
+        try:
+            self._fill()
+        finally:
+            if self.stopped:
+                _close(self.up)
+
+    def _fill(self) -> None:
+        buf, cond, loop = self.buf, self.cond, self.ctx.loop
+        while True:
+            with cond:
+                while len(buf) >= self.n and not self.stopped:
+                    cond.wait()
+                if self.stopped:
+                    return
+            e = self._pull_sync()
+            with cond:
+                if self.stopped:
+                    return
+                buf.append(e)
+                wake = self.avail is not None
+            if wake:
+                try:
+                    loop.call_soon_threadsafe(self._wake)
+                except RuntimeError:          # the loop is closed: nobody will consume
+                    return
+            if e is END:
+                return
+
+    async def _produce(self) -> None:
+        up, buf, loop = self.up, self.buf, self.ctx.loop
+        while True:
+            while len(buf) >= self.n:
+                self.room = loop.create_future()
+                await self.room
+            try:
+                e = await up.next()
+            except errors.OpError as err:
+                e = _Error(err)
+            except Exception as err:  # noqa: BLE001 - a pipeline bug fails the element, not the loop
+                log.exception("prefetch of %s failed", self.spec.name)
+                e = _Error(_op_error(self.spec, err))
+            with self.cond:
+                buf.append(e)
+            self._wake()
+            if e is END:
+                return
+
+    def _wake(self) -> None:
+        a = self.avail
+        if a is not None and not a.done():
+            a.set_result(None)
+
+    def _take(self):
+        """The next element (raising a failed one's error), or _NOT_READY; with `cond` held, and
+        then a waiting consumer's future set up."""
+        if self.finished:
+            return END
+        buf = self.buf
+        if not buf:
+            if self.producer is None:
+                self._start()
+            return _NOT_READY
+        e = buf.popleft()
+        self.cond.notify()
+        r = self.room
+        if r is not None and not r.done():
+            r.set_result(None)
+        if e is END:
+            self.finished = True
+        elif type(e) is _Error:
+            raise e.error
+        return e
+
+    def try_now(self):
+        with self.cond:
+            return self._take()
+
+    async def next(self):
+        while True:
+            with self.cond:
+                e = self._take()
+                if e is _NOT_READY:
+                    # Set up under the lock, so the producer's next append sees it and wakes us.
+                    self.avail = self.ctx.loop.create_future()
+            if e is not _NOT_READY:
+                return e
+            try:
+                await self.avail
+            finally:
+                with self.cond:
+                    self.avail = None
+
+    def close(self):
+        with self.cond:
+            self.stopped = True
+            self.buf.clear()
+            self.cond.notify_all()
+        p = self.producer
+        if isinstance(p, threading.Thread) and p.is_alive():
+            # The thread may be inside `up.pull()` (a blocked generator): it owns the input until
+            # it returns, then sees `stopped` and closes the input itself.
+            return
+        if p is not None and not isinstance(p, threading.Thread):
+            p.cancel()
+        _close(self.up)
+
+
+_AUTOTUNE_BUFFER = 4     # prefetch(AUTOTUNE): a fixed, bounded buffer
+
+
+def _close(stage) -> None:
+    if stage is not None:
+        c = getattr(stage, "close", None)
+        if c is not None:
+            c()
+
+
+_STAGES = {
+    "TensorDataset": _Tensors, "TensorSliceDataset": _Slices, "RangeDataset": _Range,
+    "GeneratorDataset": _Generator, "TextLineDataset": _TextLines, "MapDataset": _Map,
+    "ParallelMapDataset": _Map, "FilterDataset": _Filter, "FlatMapDataset": _FlatMap,
+    "InterleaveDataset": _Interleave, "BatchDataset": _Batch, "PaddedBatchDataset": _PaddedBatch,
+    "ShuffleDataset": _Shuffle, "RepeatDataset": _Repeat, "TakeDataset": _Take, "SkipDataset": _Skip,
+    "PrefetchDataset": _Prefetch, "CacheDataset": _Cache, "ZipDataset": _Zip, "ConcatenateDataset": _Concatenate,
+}
+
+
+def build(spec, ctx) -> Stage:
+    """The running stage (with its inputs) of the dataset `spec`."""
+    cls = _STAGES.get(getattr(spec, "kind", None))
+    if cls is None:
+        raise errors.InvalidArgumentError(None, None, f"not a dataset: {spec!r:.100}")
+    return cls(spec, ctx)
+
+
+# -- the resource ---------------------------------------------------------------------------------
+
+class IteratorResource:
+    """An iterator's state: its pipeline (None until initialized) and the waiting IteratorGetNext
+    operations, served in order."""
+
+    def __init__(self, name: str, attrs: dict):
+        self.name = name
+        self.pipeline = None
+        self.ctx = None
+        self.waiters: collections.deque = collections.deque()
+        self.server = None              # the task serving waiters that need waiting for
+
+    def run(self, op_type: str, attrs: dict, args, done, step) -> None:
+        if op_type == "MakeIterator":
+            self._start(args[0], step)
+            done(None, None)
+            if self.waiters and self.server is None:
+                self._serve_now()           # get_next calls that were waiting take from the new run
+            return
+        if op_type != "IteratorGetNext":
+            raise errors.UnimplementedError(None, None, f"iterator '{self.name}' cannot run {op_type}")
+        if self.pipeline is None and args:
+            self._start(args[0], step)          # a one-shot iterator starts on its first use
+        if self.pipeline is None:
+            raise errors.FailedPreconditionError(
+                None, None, f"GetNext() failed because the iterator '{self.name}' has not been initialized. Ensure "
+                            f"that you have run the initializer operation for this iterator before getting the "
+                            f"next element.")
+        self.waiters.append((step, done))
+        if self.server is None:
+            self._serve_now()
+
+    def _start(self, spec, step) -> None:
+        self.release()
+        exe = step.executable
+        ctx = _Context(exe.rt, exe.container)
+        try:
+            self.pipeline = build(spec, ctx)
+        except BaseException:
+            ctx.close()
+            raise
+        self.ctx = ctx
+
+    def _serve_now(self) -> None:
+        """Serves waiters inline while elements are at hand; leaves the rest to a task."""
+        waiters = self.waiters
+        while waiters:
+            step, done = waiters[0]
+            if step.error is not None:
+                waiters.popleft()
+                continue
+            try:
+                e = self.pipeline.try_now()
+            except errors.OpError as err:
+                waiters.popleft()
+                done(None, err)
+                continue
+            if e is _NOT_READY:
+                self.server = self.ctx.spawn(self._serve())
+                return
+            waiters.popleft()
+            _deliver(done, e)
+
+    async def _serve(self):
+        waiters = self.waiters
+        try:
+            while waiters:
+                step, done = waiters[0]
+                if step.error is not None:
+                    waiters.popleft()
+                    continue
+                try:
+                    e = await self.pipeline.next()
+                except errors.OpError as err:
+                    e = _Error(err)
+                except Exception as err:  # noqa: BLE001 - a pipeline bug fails the step, not the loop
+                    log.exception("iterator %s failed", self.name)
+                    e = _Error(errors.InternalError(None, None, f"iterator '{self.name}': {type(err).__name__}: {err}"))
+                if waiters and waiters[0][0] is step:
+                    waiters.popleft()
+                if type(e) is _Error:
+                    done(None, e.error)
+                else:
+                    _deliver(done, e)
+        finally:
+            self.server = None
+
+    def release(self) -> None:
+        """Stops the pipeline: cancels its tasks, closes its files (restart, or the session's close
+        from another thread: then on the loop, soon)."""
+        ctx, pipeline = self.ctx, self.pipeline
+        self.pipeline = self.ctx = self.server = None
+        if ctx is None:
+            return
+
+        def stop():
+            ctx.close()
+            _close(pipeline)
+        try:
+            on_loop = asyncio.get_running_loop() is ctx.loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            stop()
+        else:
+            try:
+                ctx.loop.call_soon_threadsafe(stop)
+            except RuntimeError:          # the loop is closed: nothing runs any more
+                pass
+
+
+def _deliver(done, e) -> None:
+    if e is END:
+        done(None, errors.OutOfRangeError(None, None, "End of sequence"))
+    else:
+        done(e[0] if len(e) == 1 else e, None)
+
+
+register_resource("IteratorV2", lambda name, attrs: IteratorResource(name, attrs))
+register_resource("OneShotIterator", lambda name, attrs: IteratorResource(name, attrs))

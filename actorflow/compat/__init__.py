@@ -1,0 +1,9 @@
+"""af.compat: `af.compat.v1` is actorflow itself, whose API is TF 1.x's, so that programs written
+against `tf.compat.v1` port by their import too."""
+from __future__ import annotations
+
+import sys
+
+v1 = sys.modules["actorflow"]
+
+__all__ = ["v1"]

@@ -1,0 +1,451 @@
+"""Datasets (tf.compat.v1.data.Dataset): input pipelines built as graph ops.
+
+A Dataset is a Python object holding a `variant` tensor (the output of its dataset op, see
+graph/ops/dataset_ops.py) and the nested structure of its elements' dtypes and static shapes.
+Transformations add ops to the default graph; `map`, `filter`, `flat_map` and `interleave` trace
+their function into a graph function run by the actor runtime. Iterators (data/iterator.py) run
+the pipeline. Element structures follow TF: tuples (and namedtuples) and dicts are structure,
+everything else (a list included) is converted to one tensor.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from actorflow.graph import dtypes, nest
+from actorflow.graph import function as graph_function
+from actorflow.graph.graph import Tensor, convert_to_tensor, register_attr_type
+from actorflow.graph.ops import dataset_ops as ops
+from actorflow.graph.tensor_shape import TensorShape, as_shape
+
+__all__ = ["Dataset", "TextLineDataset", "AUTOTUNE"]
+
+AUTOTUNE = -1           # tf.data.experimental.AUTOTUNE
+
+
+# -- element structures ----------------------------------------------------------------------------
+
+def _normalize(value, what="element"):
+    """`value` with every leaf a Tensor (Datasets stay as they are)."""
+    if isinstance(value, Dataset):
+        return value
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*[_normalize(v, what) for v in value])
+    if isinstance(value, tuple):
+        return tuple(_normalize(v, what) for v in value)
+    if isinstance(value, Mapping):
+        return {k: _normalize(value[k], what) for k in value}
+    if isinstance(value, Tensor):
+        return value
+    if value is None:
+        raise TypeError(f"a dataset {what} cannot be None")
+    if isinstance(value, (str, bytes)) or (isinstance(value, np.ndarray) and value.dtype.kind in "OSU"):
+        raise TypeError(f"string {what}s need af.string tensors, which this build cannot make from {value!r:.60}")
+    return convert_to_tensor(value)
+
+
+def _types_of(structure):
+    return nest.map_structure(lambda t: t.dtype, structure)
+
+
+def _shapes_of(structure):
+    return nest.map_structure(lambda t: t.shape, structure)
+
+
+def _flat(structure):
+    return tuple(nest.flatten(structure))
+
+
+def _merge_shapes(a, b) -> TensorShape:
+    """The most specific shape both `a` and `b` have (dimensions that differ become unknown)."""
+    a, b = as_shape(a), as_shape(b)
+    if a.dims is None or b.dims is None or len(a.dims) != len(b.dims):
+        return TensorShape(None)
+    return TensorShape([x if x == y else None for x, y in zip(a.dims, b.dims)])
+
+
+def _i64(v, name):
+    return convert_to_tensor(v, dtype=dtypes.int64, name=name) if not isinstance(v, Tensor) else _cast64(v)
+
+
+def _cast64(t):
+    if t.dtype is dtypes.int64:
+        return t
+    if not t.dtype.is_integer:
+        raise TypeError(f"expected an integer tensor, got {t.dtype.name} tensor '{t.name}'")
+    from actorflow.graph.ops.math_ops import cast
+    return cast(t, dtypes.int64)
+
+
+class _GeneratorSpec:
+    """The Python side of a from_generator dataset: the callable and the structure of what it yields."""
+    __slots__ = ("fn", "structure")
+
+    def __init__(self, fn, structure):
+        self.fn = fn
+        self.structure = structure
+
+    def __repr__(self):
+        return f"<generator {getattr(self.fn, '__name__', self.fn)!s}>"
+
+    def _attr_payload(self):
+        # A Python callable cannot travel (as TF's py_func cannot): a serialized graph keeps its
+        # name, and running it elsewhere fails saying so.
+        return "py_generator", [str(getattr(self.fn, "__name__", self.fn)), self.structure]
+
+
+def _decode_generator(payload):
+    name, structure = payload
+
+    def unavailable(*args):
+        raise RuntimeError(f"the Python generator '{name}' of this from_generator dataset is not available in this "
+                           f"process: such a dataset runs only in the process that built it")
+    return _GeneratorSpec(unavailable, structure)
+
+
+register_attr_type("py_generator", _decode_generator)
+
+
+# -- Dataset ---------------------------------------------------------------------------------------
+
+class Dataset:
+    """A sequence of elements, each a nested structure of tensors (tf.compat.v1.data.Dataset).
+
+    Graph mode only, as in TF 1.x: iterate it with `make_one_shot_iterator()` or
+    `make_initializable_iterator()` and run `get_next()` in a session.
+    """
+
+    def __init__(self, variant: Tensor, types, shapes):
+        self._variant = variant
+        self._types = types
+        self._shapes = shapes
+
+    # -- structure ---------------------------------------------------------------------------
+    @property
+    def output_types(self):
+        """The nested structure of the elements' dtypes."""
+        return self._types
+
+    @property
+    def output_shapes(self):
+        """The nested structure of the elements' static shapes (TensorShapes)."""
+        return self._shapes
+
+    @property
+    def output_classes(self):
+        """The nested structure of the elements' classes (always af.Tensor here)."""
+        return nest.map_structure(lambda _: Tensor, self._types)
+
+    @property
+    def element_spec(self):
+        """(dtype, shape) per component, in the elements' structure (TF 2's element_spec, simplified)."""
+        return nest.map_structure(lambda t, s: (t, s), self._types, self._shapes)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} shapes: {self._shapes}, types: {self._types}>"
+
+    def __iter__(self):
+        raise RuntimeError("dataset.__iter__() is only supported when eager execution is enabled; in graph mode, "
+                           "use make_one_shot_iterator() or make_initializable_iterator() and run get_next()")
+
+    @staticmethod
+    def _make(op_type, inputs, args, types, shapes, name=None, **attrs) -> "Dataset":
+        flat_t, flat_s = _flat(types), tuple(as_shape(s) for s in _flat(shapes))
+        v = getattr(ops, op_type)(*[d._variant for d in inputs], *args, output_types=flat_t, output_shapes=flat_s,
+                                  n_inputs=len(inputs), name=name or op_type, **attrs)
+        # The runtime names the dataset in its errors.
+        v.op.attrs["op_name"] = v.op.name
+        return Dataset(v, types, shapes)
+
+    # -- sources ------------------------------------------------------------------------------
+    @staticmethod
+    def from_tensors(tensors):
+        """A dataset of one element, `tensors` (tf.data.Dataset.from_tensors)."""
+        s = _normalize(tensors)
+        if any(isinstance(x, Dataset) for x in nest.flatten(s)):
+            raise TypeError("from_tensors: an element cannot contain a dataset")
+        return Dataset._make("TensorDataset", [], list(_flat(s)), _types_of(s), _shapes_of(s))
+
+    @staticmethod
+    def from_tensor_slices(tensors):
+        """A dataset of the slices of `tensors` along their first dimension
+        (tf.data.Dataset.from_tensor_slices); every component must have the same first dimension."""
+        s = _normalize(tensors)
+        flat = _flat(s)
+        if not flat:
+            raise ValueError("from_tensor_slices needs at least one tensor")
+        n = None
+        for t in flat:
+            if t.shape.ndims == 0:
+                raise ValueError(f"from_tensor_slices: tensor '{t.name}' is a scalar; every component needs a "
+                                 f"first dimension to slice")
+            d = t.shape.dims[0] if t.shape.dims is not None else None
+            if d is not None and n is not None and d != n:
+                raise ValueError(f"from_tensor_slices: dimension 0 differs between components "
+                                 f"({[t.shape.dims[0] if t.shape.dims else None for t in flat]})")
+            n = d if d is not None else n
+        shapes = nest.map_structure(lambda t: TensorShape(None) if t.shape.dims is None else TensorShape(t.shape.dims[1:]), s)
+        return Dataset._make("TensorSliceDataset", [], list(flat), _types_of(s), shapes)
+
+    @staticmethod
+    def range(*args):
+        """int64 elements as Python's range(start, stop, step) (tf.data.Dataset.range)."""
+        if not 1 <= len(args) <= 3:
+            raise ValueError(f"range takes 1 to 3 arguments, got {len(args)}")
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+        return Dataset._make("RangeDataset", [], [_i64(start, "start"), _i64(stop, "stop"), _i64(step, "step")],
+                             dtypes.int64, TensorShape([]))
+
+    @staticmethod
+    def zip(datasets):
+        """Elements combining one element of each dataset in the nested structure `datasets`
+        (tf.data.Dataset.zip); ends with the shortest."""
+        flat = nest.flatten(datasets)
+        if not flat or not all(isinstance(d, Dataset) for d in flat):
+            raise TypeError(f"zip takes a nested structure of datasets, got {datasets!r:.100}")
+        types = nest.map_structure(lambda d: d._types, datasets)
+        shapes = nest.map_structure(lambda d: d._shapes, datasets)
+        return Dataset._make("ZipDataset", flat, [], types, shapes)
+
+    @staticmethod
+    def from_generator(generator, output_types, output_shapes=None, args=None):
+        """A dataset of what `generator(*args)` yields (tf.data.Dataset.from_generator).
+
+        The generator is called afresh each time an iterator over the dataset starts (and each
+        `repeat` epoch), on the runtime's event loop. Each element is converted to `output_types`
+        and checked against `output_shapes` (a mismatch fails `get_next` with InvalidArgumentError
+        naming the dataset op). Differs from TF: `args` must be numeric tensors.
+        """
+        if not callable(generator):
+            raise TypeError("from_generator: `generator` must be callable")
+        types = nest.map_structure(dtypes.as_dtype, output_types)
+        if output_shapes is None:
+            shapes = nest.map_structure(lambda _: TensorShape(None), types)
+        else:
+            shapes = _shape_structure(types, output_shapes, "from_generator")
+        gen_args = [convert_to_tensor(a) for a in (args or ())]
+        structure = nest.map_structure(lambda _: None, types)
+        return Dataset._make("GeneratorDataset", [], gen_args, types, shapes,
+                             generator=_GeneratorSpec(generator, structure))
+
+    # -- transformations ----------------------------------------------------------------------------
+    def _trace(self, fn, what):
+        def convert(out):
+            if isinstance(out, list):         # TF 1.x reads a returned list as a tuple
+                out = tuple(out)
+            return _normalize(out, f"{what} result")
+        return graph_function.trace(fn, self._types, self._shapes, name=getattr(fn, "__name__", what), convert=convert)
+
+    def map(self, map_func, num_parallel_calls=None):
+        """Applies `map_func` to each element (tf.data.Dataset.map). `map_func` is traced once into
+        a graph function; a top-level tuple element is passed as positional arguments. With
+        `num_parallel_calls` (or AUTOTUNE: the number of cores), that many elements are mapped
+        concurrently, results in input order."""
+        f = self._trace(map_func, "map")
+        if any(isinstance(x, Dataset) for x in nest.flatten(f.structure)):
+            raise TypeError("map: the function returned a dataset; use flat_map or interleave")
+        types, shapes = _types_of(f.structure), _shapes_of(f.structure)
+        if num_parallel_calls is None:
+            return Dataset._make("MapDataset", [self], [], types, shapes, f=f)
+        n = convert_to_tensor(num_parallel_calls, dtype=dtypes.int32, name="num_parallel_calls") \
+            if not isinstance(num_parallel_calls, Tensor) else num_parallel_calls
+        return Dataset._make("ParallelMapDataset", [self], [n], types, shapes, f=f)
+
+    def filter(self, predicate):
+        """Keeps the elements for which `predicate` returns True (a scalar bool tensor)."""
+        f = self._trace(predicate, "filter")
+        out = nest.flatten(f.structure)
+        if len(out) != 1 or out[0].dtype is not dtypes.bool_ or out[0].shape.ndims not in (0, None):
+            raise ValueError(f"filter: the predicate must return a scalar bool tensor, got {f.structure!r}")
+        return Dataset._make("FilterDataset", [self], [], self._types, self._shapes, predicate=f)
+
+    def _dataset_fn(self, fn, what):
+        f = self._trace(fn, what)
+        if not isinstance(f.structure, Dataset):
+            raise TypeError(f"{what}: the function must return a Dataset, got {f.structure!r:.100}")
+        return f, f.structure
+
+    def flat_map(self, map_func):
+        """Maps each element to a dataset and flattens them in order (tf.data.Dataset.flat_map)."""
+        f, inner = self._dataset_fn(map_func, "flat_map")
+        return Dataset._make("FlatMapDataset", [self], [], inner._types, inner._shapes, f=f)
+
+    def interleave(self, map_func, cycle_length=AUTOTUNE, block_length=1, num_parallel_calls=None):
+        """Maps elements to datasets and interleaves them: `cycle_length` open at once,
+        `block_length` consecutive elements from each in turn (tf.data.Dataset.interleave).
+        `num_parallel_calls` is accepted; the datasets are read in turn, not concurrently."""
+        import os
+        f, inner = self._dataset_fn(map_func, "interleave")
+        if cycle_length is None or (not isinstance(cycle_length, Tensor) and cycle_length == AUTOTUNE):
+            cycle_length = os.cpu_count() or 2
+        return Dataset._make("InterleaveDataset", [self], [_i64(cycle_length, "cycle_length"),
+                                                           _i64(block_length, "block_length")],
+                             inner._types, inner._shapes, f=f)
+
+    def batch(self, batch_size, drop_remainder=False):
+        """Stacks `batch_size` consecutive elements (tf.data.Dataset.batch). The static batch
+        dimension is None unless `drop_remainder` is True and the size is a constant."""
+        from actorflow.graph.ops.infer import constant_value
+        bs = _i64(batch_size, "batch_size")
+        drop = convert_to_tensor(drop_remainder, dtype=dtypes.bool_, name="drop_remainder") \
+            if not isinstance(drop_remainder, Tensor) else drop_remainder
+        static = constant_value(bs)
+        dim = int(static) if drop_remainder is True and static is not None else None
+        shapes = nest.map_structure(lambda s: TensorShape([dim]).concatenate(s), self._shapes)
+        return Dataset._make("BatchDataset", [self], [bs, drop], self._types, shapes)
+
+    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None, drop_remainder=False):
+        """Batches elements padded to `padded_shapes` (None dimensions: the batch's largest) with
+        `padding_values` (default 0) (tf.data.Dataset.padded_batch)."""
+        from actorflow.graph.ops.infer import constant_value
+        if padded_shapes is None:
+            # As TF: each component padded to its own static shape, unknown dimensions to the batch's largest.
+            padded_shapes = nest.map_structure(lambda s: s if s.ndims is not None else _raise(
+                ValueError("padded_batch: a component of unknown rank needs padded_shapes")), self._shapes)
+        pshapes = _shape_structure(self._types, padded_shapes, "padded_batch")
+        for p, s in zip(nest.flatten(pshapes), nest.flatten(self._shapes)):
+            if not p.is_compatible_with(s) and not (p.ndims == s.ndims and all(
+                    a is None or b is None or a >= b for a, b in zip(p.dims, s.dims))):
+                raise ValueError(f"padded_batch: padded shape {p} does not fit element shape {s}")
+        if padding_values is None:
+            values = nest.map_structure(lambda t: convert_to_tensor(np.zeros((), t.np)), self._types)
+        else:
+            values = _normalize(padding_values, "padding value")
+            nest.assert_same_structure(values, self._types)
+        flat_vals = []
+        for v, t in zip(nest.flatten(values), nest.flatten(self._types)):
+            if v.dtype is not t:
+                raise TypeError(f"padded_batch: padding value '{v.name}' has dtype {v.dtype.name}, the component {t.name}")
+            flat_vals.append(v)
+        flat_shapes = [convert_to_tensor(np.array([-1 if d is None else d for d in p.dims], dtype=np.int64))
+                       for p in nest.flatten(pshapes)]
+        bs = _i64(batch_size, "batch_size")
+        drop = convert_to_tensor(drop_remainder, dtype=dtypes.bool_)
+        static = constant_value(bs)
+        dim = int(static) if drop_remainder is True and static is not None else None
+        shapes = nest.map_structure(lambda p: TensorShape([dim]).concatenate(p), pshapes)
+        return Dataset._make("PaddedBatchDataset", [self], [bs, drop, *flat_shapes, *flat_vals], self._types, shapes)
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None):
+        """Shuffles with a buffer of `buffer_size` elements (tf.data.Dataset.shuffle): each
+        output is a random element of the buffer, replaced by the next input. With a seed (op or
+        graph level) the order is reproducible; `reshuffle_each_iteration` (default True) draws a
+        new order for each epoch of a later `repeat`. The order differs from TF's RNG."""
+        from actorflow.graph.ops.random_ops import get_seed
+        s1, s2 = get_seed(seed)
+        reshuffle = True if reshuffle_each_iteration is None else bool(reshuffle_each_iteration)
+        return Dataset._make("ShuffleDataset", [self], [_i64(buffer_size, "buffer_size"), _i64(s1 or 0, "seed"),
+                                                       _i64(s2 or 0, "seed2")],
+                             self._types, self._shapes, reshuffle_each_iteration=reshuffle)
+
+    def repeat(self, count=None):
+        """Repeats the dataset `count` times, forever when None or -1 (tf.data.Dataset.repeat).
+        An epoch with no element ends an endless repeat, as in TF."""
+        return Dataset._make("RepeatDataset", [self], [_i64(-1 if count is None else count, "count")],
+                             self._types, self._shapes)
+
+    def take(self, count):
+        """The first `count` elements (all when -1) (tf.data.Dataset.take)."""
+        return Dataset._make("TakeDataset", [self], [_i64(count, "count")], self._types, self._shapes)
+
+    def skip(self, count):
+        """All but the first `count` elements (none when -1) (tf.data.Dataset.skip)."""
+        return Dataset._make("SkipDataset", [self], [_i64(count, "count")], self._types, self._shapes)
+
+    def prefetch(self, buffer_size):
+        """Prepares up to `buffer_size` elements ahead of their use, concurrently with the steps
+        that consume them (tf.data.Dataset.prefetch); AUTOTUNE is a fixed buffer of 4. The buffer
+        never holds more than `buffer_size` elements: its producer pulls only when there is room."""
+        return Dataset._make("PrefetchDataset", [self], [_i64(buffer_size, "buffer_size")],
+                             self._types, self._shapes)
+
+    def cache(self, filename=""):
+        """Keeps the elements of the first complete pass in memory and replays them in later
+        epochs (tf.data.Dataset.cache). Differs from TF: only the in-memory cache (filename "")."""
+        if filename:
+            raise NotImplementedError("cache(filename): only the in-memory cache (filename='') is supported")
+        return Dataset._make("CacheDataset", [self], [], self._types, self._shapes)
+
+    def concatenate(self, dataset):
+        """This dataset's elements, then `dataset`'s (tf.data.Dataset.concatenate); the element
+        types must match, shapes become the most specific both have."""
+        if not isinstance(dataset, Dataset):
+            raise TypeError("concatenate takes a Dataset")
+        try:
+            nest.assert_same_structure(self._types, dataset._types)
+        except ValueError as e:
+            raise TypeError(f"concatenate: the datasets' structures differ: {e}") from None
+        if _flat(self._types) != _flat(dataset._types):
+            raise TypeError(f"concatenate: element types {self._types} and {dataset._types} differ")
+        shapes = nest.map_structure(_merge_shapes, self._shapes, dataset._shapes)
+        return Dataset._make("ConcatenateDataset", [self, dataset], [], self._types, shapes)
+
+    def enumerate(self, start=0):
+        """(index, element) pairs, the index an int64 counting from `start` (tf.data.Dataset.enumerate)."""
+        return Dataset.zip((Dataset.range(start, np.iinfo(np.int64).max), self))
+
+    def apply(self, transformation_func):
+        """`transformation_func(self)`, which must return a Dataset (tf.data.Dataset.apply)."""
+        out = transformation_func(self)
+        if not isinstance(out, Dataset):
+            raise TypeError("apply: the transformation must return a Dataset")
+        return out
+
+    # -- iterators ------------------------------------------------------------------------------------
+    def make_one_shot_iterator(self):
+        """An iterator that starts on this dataset the first time `get_next()` runs and cannot be
+        restarted (tf.compat.v1.data.make_one_shot_iterator)."""
+        from actorflow.data.iterator import Iterator
+        return Iterator._one_shot(self)
+
+    def make_initializable_iterator(self, shared_name=None):
+        """An iterator whose `initializer` op (re)starts it on this dataset
+        (tf.compat.v1.data.make_initializable_iterator)."""
+        from actorflow.data.iterator import Iterator
+        it = Iterator.from_structure(self._types, self._shapes, shared_name=shared_name)
+        it._initializer = it.make_initializer(self)
+        return it
+
+
+def _raise(e):
+    raise e
+
+
+def _shape_structure(types, shapes, what):
+    """`shapes` (TensorShapes, lists or tuples of dimensions) as TensorShapes in `types`' structure."""
+    def is_shape(x):
+        return isinstance(x, TensorShape) or (isinstance(x, (list, tuple)) and all(
+            d is None or isinstance(d, (int, np.integer)) for d in x))
+
+    def walk(t, s):
+        if isinstance(t, Mapping):
+            if not isinstance(s, Mapping) or set(s) != set(t):
+                raise ValueError(f"{what}: shapes {s!r} do not match the structure {types!r}")
+            return {k: walk(t[k], s[k]) for k in t}
+        if isinstance(t, tuple):
+            if not isinstance(s, (tuple, list)) or len(s) != len(t):
+                raise ValueError(f"{what}: shapes {s!r} do not match the structure {types!r}")
+            out = [walk(a, b) for a, b in zip(t, s)]
+            return type(t)(*out) if hasattr(t, "_fields") else tuple(out)
+        if not is_shape(s) and s is not None:
+            raise ValueError(f"{what}: {s!r} is not a shape")
+        return as_shape(s)
+    return walk(types, shapes)
+
+
+class TextLineDataset(Dataset):
+    """The lines of text files, one string element each without its line ending
+    (tf.data.TextLineDataset). Differs from TF: `filenames` is a Python string or list of
+    strings (not a tensor) and files are read uncompressed."""
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):
+        if compression_type:
+            raise NotImplementedError(f"TextLineDataset: compression_type {compression_type!r} is not supported")
+        if isinstance(filenames, (str, bytes)):
+            filenames = [filenames]
+        names = tuple(f.decode() if isinstance(f, bytes) else str(f) for f in filenames)
+        if not names:
+            raise ValueError("TextLineDataset needs at least one file name")
+        d = Dataset._make("TextLineDataset", [], [], dtypes.string, TensorShape([]), filenames=names)
+        super().__init__(d._variant, d._types, d._shapes)

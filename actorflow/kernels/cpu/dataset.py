@@ -1,0 +1,43 @@
+"""Dataset kernels: each dataset op's kernel returns a DatasetSpec, the plain definition of its
+dataset (what kind, which tensor arguments, which input datasets). Iterators turn specs into
+running pipelines (actorflow.actors.dataset); the kernels themselves never iterate."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from actorflow.kernels.registry import register_kernel
+
+__all__ = ["DatasetSpec", "DATASET_KINDS"]
+
+DATASET_KINDS = ("TensorDataset", "TensorSliceDataset", "RangeDataset", "GeneratorDataset", "TextLineDataset",
+                 "MapDataset", "ParallelMapDataset", "FilterDataset", "FlatMapDataset", "InterleaveDataset",
+                 "BatchDataset", "PaddedBatchDataset", "ShuffleDataset", "RepeatDataset", "TakeDataset",
+                 "SkipDataset", "PrefetchDataset", "CacheDataset", "ZipDataset", "ConcatenateDataset")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DatasetSpec:
+    """One dataset: `kind` (its op type), `name` (its op's name, for errors), `inputs` (input
+    DatasetSpecs), `args` (its tensor arguments as arrays) and `attrs` (the op's attributes, with
+    `output_types` as numpy dtypes and `output_shapes` as tuples, -1 for unknown dimensions)."""
+    kind: str
+    name: str
+    inputs: tuple
+    args: tuple
+    attrs: dict
+
+
+def _factory(kind):
+    def make(attrs):
+        n = int(attrs.get("n_inputs", 0))
+        name = attrs.get("op_name") or kind
+
+        def kernel(*values):
+            return DatasetSpec(kind, name, values[:n], values[n:], attrs)
+        return kernel
+    return make
+
+
+for _kind in DATASET_KINDS:
+    # Building a spec is a few attribute reads: never worth the thread pool.
+    register_kernel(_kind, "CPU", releases_gil=False)(_factory(_kind))
