@@ -200,7 +200,9 @@ def _prefix_of(path: str) -> str:
 def checkpoint_exists(checkpoint_prefix) -> bool:
     """Whether a checkpoint with this prefix has an index, i.e. was completely written
     (tf.compat.v1.train.checkpoint_exists). It does not verify checksums: see latest_checkpoint."""
-    return os.path.isfile(ckpt_io.index_filename(_prefix_of(checkpoint_prefix)))
+    # exists, not isfile: whatever sits under the index's name is the reader's to refuse (DataLossError).
+    path = ckpt_io.index_filename(_prefix_of(checkpoint_prefix))
+    return os.path.exists(path) and not os.path.isdir(path)
 
 
 def _is_good(prefix: str, key=None) -> bool:
@@ -263,7 +265,9 @@ def list_variables(ckpt_dir_or_file, *, key=None):
     """[(name, shape)] of every tensor in a checkpoint, sorted by name; a directory means its latest
     good checkpoint (tf.compat.v1.train.list_variables). DataLossError for a malformed index, or one
     without a valid HMAC under `key` when a key is given."""
-    index = ckpt_io.read_index(_resolve(ckpt_dir_or_file, key), key)
+    prefix = _resolve(ckpt_dir_or_file, key)
+    index = ckpt_io.read_index(prefix, key)
+    ckpt_io.check_shard_files(prefix, index)
     out = []
     for entry in index["shards"]:
         for name, t in entry["tensors"].items():
@@ -286,7 +290,9 @@ class CheckpointReader:
         self._prefix = prefix
         self._key = key
         self._where = {}
-        for entry in ckpt_io.read_index(prefix, key)["shards"]:
+        index = ckpt_io.read_index(prefix, key)
+        ckpt_io.check_shard_files(prefix, index)
+        for entry in index["shards"]:
             for name, t in entry["tensors"].items():
                 self._where[name] = t
 

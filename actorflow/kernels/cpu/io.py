@@ -52,7 +52,7 @@ from actorflow import errors
 from actorflow.kernels.registry import register_kernel
 
 __all__ = ["shard_filename", "index_filename", "write_shard", "write_index", "read_index", "load_index",
-           "encode_restore_path",
+           "encode_restore_path", "check_shard_files",
            "read_tensors", "verify_checkpoint", "atomic_write", "fsync_dir", "fault_hook", "remove_stale_temps",
            "plain_file_name"]
 
@@ -513,7 +513,7 @@ def load_index(prefix: str, key=None, digest: str | None = None) -> tuple[dict, 
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise bad("not valid JSON (corrupt or truncated)") from None
     if not isinstance(doc, dict) or doc.get("format") != INDEX_FORMAT:
-        raise bad(f"not a {INDEX_FORMAT} index")
+        raise bad(f"not an index of format {INDEX_FORMAT!r}")
     try:
         ok = isinstance(doc.get("checksum"), str) and hmac.compare_digest(doc["checksum"], _index_checksum(doc))
     except (ValueError, TypeError, RecursionError):
@@ -622,30 +622,20 @@ def read_tensors(prefix: str, names, dtypes=None, shapes=None, reshape=False, ke
     dtypes = dtypes or [None] * len(names)
     shapes = shapes or [None] * len(names)
     plan = []
-    for name, want_dt, want_shape in zip(names, dtypes, shapes):
+    locs = []
+    for name in names:
         loc = where.get(name)
         if loc is None:
             raise errors.NotFoundError(None, None, f"Key '{name}' not found in checkpoint '{prefix}'")
-        entry, t = loc
-        shape = tuple(t["shape"])
-        if want_dt is not None and np.dtype(want_dt) != np.dtype(t["dtype"]):
-            raise errors.InvalidArgumentError(
-                None, None, f"Cannot restore variable '{name}' from checkpoint '{prefix}': the variable has dtype "
-                            f"{np.dtype(want_dt).name}, the checkpoint holds {t['dtype']}")
-        out_shape = shape
-        if want_shape is not None and not _shape_ok(want_shape, shape):
-            known = all(d not in (-1, None) for d in want_shape)
-            if not (reshape and known and math.prod(want_shape) == math.prod(shape)):
-                raise errors.InvalidArgumentError(
-                    None, None, f"Cannot restore variable '{name}' from checkpoint '{prefix}': the variable has shape "
-                                f"{[None if d == -1 else d for d in want_shape]}, the checkpoint holds shape {list(shape)}")
-            out_shape = tuple(want_shape)
-        plan.append((name, entry, t, shape, out_shape))
+        locs.append(loc)
     shards = _Shards(prefix)
     try:
-        # Open (and size-check) every file up front, on this thread, so that errors come in a fixed order
-        # and no buffer is allocated for a tensor whose file is not what the index says.
-        fds = [shards.fd(entry) for _, entry, _, _, _ in plan]
+        # Open (and size-check) every file up front, on this thread, so that errors come in a fixed order,
+        # a file that is not what the index says is reported as such before any dtype or shape is
+        # compared, and no buffer is allocated for a tensor whose file does not hold it.
+        fds = [shards.fd(entry) for entry, _ in locs]
+        for name, (entry, t), want_dt, want_shape in zip(names, locs, dtypes, shapes):
+            plan.append((name, entry, t, *_restore_shape(prefix, name, t, want_dt, want_shape, reshape)))
 
         def load(i):
             name, entry, t, shape, out_shape = plan[i]
@@ -661,6 +651,38 @@ def read_tensors(prefix: str, names, dtypes=None, shapes=None, reshape=False, ke
                 a = a.astype(a.dtype.newbyteorder("="))
             return a.reshape(out_shape)
         return _run([lambda i=i: load(i) for i in range(len(plan))], sum(p[2]["nbytes"] for p in plan))
+    except OSError as e:
+        raise _os_error(e, f"Cannot read checkpoint '{prefix}'") from e
+    finally:
+        shards.close()
+
+
+def _restore_shape(prefix, name, t, want_dt, want_shape, reshape) -> tuple:
+    """(stored shape, shape to return) of tensor `name`; InvalidArgumentError when the caller's dtype
+    or shape disagrees with the checkpoint's."""
+    shape = tuple(t["shape"])
+    if want_dt is not None and np.dtype(want_dt) != np.dtype(t["dtype"]):
+        raise errors.InvalidArgumentError(
+            None, None, f"Cannot restore variable '{name}' from checkpoint '{prefix}': the variable has dtype "
+                        f"{np.dtype(want_dt).name}, the checkpoint holds {t['dtype']}")
+    out_shape = shape
+    if want_shape is not None and not _shape_ok(want_shape, shape):
+        known = all(d not in (-1, None) for d in want_shape)
+        if not (reshape and known and math.prod(want_shape) == math.prod(shape)):
+            raise errors.InvalidArgumentError(
+                None, None, f"Cannot restore variable '{name}' from checkpoint '{prefix}': the variable has shape "
+                            f"{[None if d == -1 else d for d in want_shape]}, the checkpoint holds shape {list(shape)}")
+        out_shape = tuple(want_shape)
+    return shape, out_shape
+
+
+def check_shard_files(prefix: str, index: dict) -> None:
+    """Checks, without reading their data, that every shard file of checkpoint `prefix` lies in its
+    directory, is a regular file, and has the size `index` lists: DataLossError naming it otherwise."""
+    shards = _Shards(prefix)
+    try:
+        for entry in index["shards"]:
+            shards.fd(entry)
     except OSError as e:
         raise _os_error(e, f"Cannot read checkpoint '{prefix}'") from e
     finally:
