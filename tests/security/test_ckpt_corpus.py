@@ -122,8 +122,14 @@ def _craft(tmp_path, mutate, key=None):
     return str(d), p1, p2, kw
 
 
-@pytest.mark.parametrize("key", [None, KEY], ids=["checksummed", "hmac"])
-@pytest.mark.parametrize("case,mutate,why", CORPUS, ids=[c[0] for c in CORPUS])
+# Every case with a checksummed index, and a sample with an HMAC'd one (resealed by a key holder: the
+# schema checks hold for an authenticated index too, e.g. one written by a buggy task).
+_KEYED = {"traversal", "absolute-path", "missing-offset", "type-offset-str", "negative-offset", "overlapping",
+          "huge-shape-consistent", "dtype-unknown"}
+_RUNS = [(*c, None) for c in CORPUS] + [(*c, KEY) for c in CORPUS if c[0] in _KEYED]
+
+
+@pytest.mark.parametrize("case,mutate,why,key", _RUNS, ids=[f"{r[0]}-{'hmac' if r[3] else 'sha256'}" for r in _RUNS])
 def test_crafted_index_refused_and_skipped(tmp_path, caplog, case, mutate, why, key):
     d, p1, p2, kw = _craft(tmp_path, mutate, key)
     # Restore of the named bad checkpoint: DataLossError naming it and what is wrong.

@@ -156,3 +156,24 @@ def test_distributed_session_keys_the_index_with_the_cluster_token(tmp_path):
         server.stop()
     np.testing.assert_array_equal(got["v"], A["v"])
     np.testing.assert_array_equal(got["w"], A["w"])
+
+
+def test_index_swapped_after_the_check_is_refused_by_the_task(tmp_path, monkeypatch):
+    # The client checks the index (and its HMAC); the task that reads the shards gets the sha256 of the
+    # file the client checked, so a forgery swapped in between the two is refused, not read.
+    d = str(tmp_path)
+    p1, p2 = two_checkpoints(d, checkpoint_key=KEY)
+    forged = read_doc(p2)
+    forged["shards"][0]["tensors"]["v"]["sha256"] = hashlib.sha256(EVIL.tobytes()).hexdigest()
+    from actorflow.kernels.cpu import io as ckpt_io
+    real = ckpt_io.load_index
+
+    def check_then_swap(prefix, key=None, digest=None):
+        out = real(prefix, key, digest)
+        if key is not None:
+            write_doc(p2, reseal(forged))
+        return out
+    monkeypatch.setattr(ckpt_io, "load_index", check_then_swap)
+    with pytest.raises(errors.DataLossError, match="changed after it was checked") as e:
+        restored_values(p2, checkpoint_key=KEY)
+    assert "restore_shard" in str(e.value)
