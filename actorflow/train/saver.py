@@ -235,7 +235,7 @@ def latest_checkpoint(checkpoint_dir, latest_filename=None, *, key=None):
     Unlike TF, a checkpoint counts only when it is complete and intact: its index is valid (every
     field checked, shard files inside the directory) and every shard file is present with the size
     and checksums the index lists. With `key` (the cluster token, str or bytes; see
-    `Saver.checkpoint_key`) its index must also carry a valid HMAC under that key. An incomplete
+    `Saver.checkpoint_key_for`) its index must also carry a valid HMAC under that key. An incomplete
     checkpoint (a crash in the middle of a save), a corrupt one (truncated, bit-flipped), a malformed
     or a forged one is skipped, with a warning naming it and why, in favour of the previous good one
     the state file lists; when the state file is missing or lists no good checkpoint, the directory's
@@ -297,6 +297,7 @@ class CheckpointReader:
                 self._where[name] = t
 
     def has_tensor(self, name) -> bool:
+        """Whether the checkpoint holds a tensor `name`."""
         return name in self._where
 
     def get_tensor(self, name):
@@ -304,12 +305,15 @@ class CheckpointReader:
         return ckpt_io.read_tensors(self._prefix, [name], key=self._key)[0]
 
     def get_variable_to_shape_map(self) -> dict:
+        """{tensor name: shape as a list of ints}."""
         return {n: list(t["shape"]) for n, t in self._where.items()}
 
     def get_variable_to_dtype_map(self) -> dict:
+        """{tensor name: af dtype}."""
         return {n: dtypes.as_dtype(np.dtype(t["dtype"])) for n, t in self._where.items()}
 
     def debug_string(self) -> bytes:
+        """One line per tensor, sorted by name: name, dtype, shape (TF prints its own format)."""
         return "".join(f"{n} ({t['dtype']}) {t['shape']}\n" for n, t in sorted(self._where.items())).encode()
 
 

@@ -235,3 +235,8 @@ def test_every_valid_index_still_restores(tmp_path):
     assert latest_checkpoint(str(d)) == p2
     assert restored_values(p2)["w"].tolist() == [0, 10, 20, 30, 40]
     assert json.loads(open(p2 + ".index").read())["note"] == "copied from another machine"
+    reader = NewCheckpointReader(str(d))
+    assert reader.get_variable_to_shape_map() == {"v": [3, 4], "w": [5]}
+    assert reader.has_tensor("w") and not reader.has_tensor("nope")
+    np.testing.assert_array_equal(reader.get_tensor("w"), [0, 10, 20, 30, 40])
+    assert list_variables(str(d)) == [("v", [3, 4]), ("w", [5])]
