@@ -96,6 +96,9 @@ CORPUS = [
     ("offset-past-end", _set(V + ("offset",), lambda ctx: ctx["size"] + 4096), "offset must be an integer in"),
     ("huge-shape", _set(V + ("shape",), [1 << 50]), "nbytes is 48"),
     ("huge-shape-consistent", _huge_consistent, "truncated"),
+    # Found by fuzz/fuzz_checkpoint_index.py: zero bytes, yet numpy cannot make the array.
+    ("zero-times-huge-shape", _set(("shards", 0, "tensors", "w", "shape"), [0, 1 << 62]),
+     "too large for any array"),
     ("nbytes-mismatch", _set(V + ("nbytes",), 44), "nbytes is 44"),
     ("dtype-unknown", _set(V + ("dtype",), "float128"), "dtype must be one of"),
     ("dtype-object", _set(V + ("dtype",), "object"), "dtype must be one of"),

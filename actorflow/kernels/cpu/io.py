@@ -444,7 +444,11 @@ def _check_schema(doc) -> None:
             offset = _int(t["offset"], f"{tw}: offset", 0, size)
             nbytes = _int(t["nbytes"], f"{tw}: nbytes", 0, size)
             # Python ints: a declared 4 PiB shape is just a big number here, compared, never allocated.
-            want = math.prod(shape) * np.dtype(dt).itemsize
+            itemsize = np.dtype(dt).itemsize
+            # numpy refuses a shape whose non-zero dimensions overflow, even with a zero among them.
+            if math.prod(d or 1 for d in shape) * itemsize > _MAX_BYTES:
+                raise _Malformed(f"{tw}: shape {_show(shape)} is too large for any array")
+            want = math.prod(shape) * itemsize
             if nbytes != want:
                 raise _Malformed(f"{tw}: nbytes is {nbytes}, but dtype {dt} and shape {_show(shape)} make {want}")
             if offset + nbytes > size:
