@@ -123,6 +123,8 @@ def _apply(doc, path, op):
             parent = parent[k]
         except (KeyError, IndexError, TypeError):
             return
+    if not isinstance(parent, (dict, list)):
+        return          # an earlier mutation replaced a container on the path by a string or number
     last = path[-1]
     try:
         old = parent[last]
