@@ -122,11 +122,8 @@ class ChiefSessionCreator:
         try:
             missing = self.scaffold.uninitialized(sess)
             if missing:
-                from actorflow.train.saver import latest_checkpoint
-                path = self.checkpoint_path or (latest_checkpoint(self.checkpoint_dir) if self.checkpoint_dir else None)
-                if path and self.scaffold.saver is not None:
-                    self.scaffold.saver.restore(sess, path)
-                    self.restored_from = path
+                path = self._restore(sess)
+                if path is not None:
                     log.info("chief restored %d variables from %s", len(missing), path)
                 else:
                     sess.run(self.scaffold.init_op, self.scaffold.init_feed_dict)
@@ -138,6 +135,41 @@ class ChiefSessionCreator:
         except BaseException:
             sess.close()
             raise
+
+
+    def _restore(self, sess):
+        """Restores from the explicit checkpoint (its errors raised), else from the newest good one of
+        the checkpoint directory; returns its path, or None when there is nothing to restore.
+
+        A malformed, corrupt or unauthenticated checkpoint (one without a valid HMAC under the cluster
+        token, in a distributed session) is skipped for the previous good one, with a warning naming
+        it and why: one bad newer checkpoint never stops training from starting."""
+        saver = self.scaffold.saver
+        if saver is None:
+            return None
+        if self.checkpoint_path:
+            saver.restore(sess, self.checkpoint_path)
+            self.restored_from = self.checkpoint_path
+            return self.checkpoint_path
+        if not self.checkpoint_dir:
+            return None
+        from actorflow.train.saver import latest_checkpoint
+        key = saver.checkpoint_key_for(sess)
+        for attempt in range(3):
+            path = latest_checkpoint(self.checkpoint_dir, key=key)
+            if path is None:
+                return None
+            try:
+                saver.restore(sess, path)
+            except errors.DataLossError as e:
+                # It went bad between the check and the read (a concurrent writer, a failing disk): look
+                # again, which skips it now; give up if it keeps happening.
+                log.warning("skipping checkpoint %s: %s", path, e.message)
+                if attempt == 2:
+                    raise
+                continue
+            self.restored_from = path
+            return path
 
 
 class WorkerSessionCreator:

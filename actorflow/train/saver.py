@@ -10,6 +10,12 @@ Saver keeps, newest last.
 
 As in TF, the checkpoint directory must be one file system seen by the client and every task that
 holds variables (a local disk for a local cluster, a shared mount otherwise).
+
+A checkpoint is untrusted input until checked (see actorflow/kernels/cpu/io.py): its index is
+validated field by field, its shard files must lie in its directory, and in a distributed session
+the index carries an HMAC keyed by the cluster token, which restore and the recovery path
+(`latest_checkpoint`, `get_checkpoint_state`, MonitoredTrainingSession) require. Without a cluster
+token the index is only checksummed: that detects corruption (integrity), not forgery (authenticity).
 """
 from __future__ import annotations
 
@@ -33,7 +39,8 @@ from actorflow.graph.variables import Variable
 from actorflow.kernels.cpu import io as ckpt_io
 
 __all__ = ["Saver", "latest_checkpoint", "list_variables", "load_variable", "checkpoint_exists",
-           "get_checkpoint_state", "update_checkpoint_state", "CheckpointState"]
+           "get_checkpoint_state", "update_checkpoint_state", "CheckpointState", "NewCheckpointReader",
+           "CheckpointReader"]
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +110,8 @@ def _format_state(st: CheckpointState) -> str:
     return "\n".join(lines) + "\n"
 
 
-def get_checkpoint_state(checkpoint_dir, latest_filename=None):
-    """The CheckpointState of the "checkpoint" file in `checkpoint_dir`, with relative paths joined to
-    the directory, or None when there is none (tf.compat.v1.train.get_checkpoint_state). An unreadable
-    state file is logged and treated as missing."""
+def _read_state(checkpoint_dir, latest_filename):
+    """The state file's CheckpointState with relative paths joined to the directory, or None."""
     path = os.path.join(checkpoint_dir, latest_filename or _STATE_FILE)
     try:
         with open(path, encoding="utf-8") as f:
@@ -123,6 +128,43 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
         return p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
     st.model_checkpoint_path = absolute(st.model_checkpoint_path)
     st.all_model_checkpoint_paths = [absolute(p) for p in st.all_model_checkpoint_paths]
+    return st
+
+
+def _checked_state(checkpoint_dir, latest_filename, key):
+    """(state, the newest good checkpoint it lists or None, the paths tried)."""
+    st = _read_state(checkpoint_dir, latest_filename)
+    tried: set = set()
+    if st is None:
+        return None, None, tried
+    candidates = [st.model_checkpoint_path] + [p for p in reversed(st.all_model_checkpoint_paths)
+                                               if p != st.model_checkpoint_path]
+    for p in candidates:
+        tried.add(os.path.abspath(p))
+        if _is_good(p, key):
+            if p != st.model_checkpoint_path:
+                log.warning("the newest checkpoint listed in %s, %s, is not good; falling back to %s",
+                            checkpoint_dir, st.model_checkpoint_path, p)
+            return st, p, tried
+    return st, None, tried
+
+
+def get_checkpoint_state(checkpoint_dir, latest_filename=None, *, key=None):
+    """The CheckpointState of the "checkpoint" file in `checkpoint_dir`, with relative paths joined to
+    the directory, or None when there is none (tf.compat.v1.train.get_checkpoint_state). An unreadable
+    state file is logged and treated as missing.
+
+    Unlike TF, `model_checkpoint_path` is the newest listed checkpoint that is good (see
+    latest_checkpoint; `key` as there): a malformed, corrupt or unauthenticated newer one is skipped
+    with a warning naming it and why, so the usual `saver.restore(sess, ckpt.model_checkpoint_path)`
+    falls back to the previous good checkpoint. When no listed checkpoint is good, the state is
+    returned as the file has it (and restoring its newest raises the reason).
+    `all_model_checkpoint_paths` lists every checkpoint of the file, good or not (the Saver still
+    deletes them in turn).
+    """
+    st, good, _ = _checked_state(os.fspath(checkpoint_dir), latest_filename, key)
+    if st is not None and good is not None:
+        st.model_checkpoint_path = good
     return st
 
 
@@ -158,12 +200,17 @@ def _prefix_of(path: str) -> str:
 def checkpoint_exists(checkpoint_prefix) -> bool:
     """Whether a checkpoint with this prefix has an index, i.e. was completely written
     (tf.compat.v1.train.checkpoint_exists). It does not verify checksums: see latest_checkpoint."""
-    return os.path.isfile(ckpt_io.index_filename(_prefix_of(checkpoint_prefix)))
+    # exists, not isfile: whatever sits under the index's name is the reader's to refuse (DataLossError).
+    path = ckpt_io.index_filename(_prefix_of(checkpoint_prefix))
+    return os.path.exists(path) and not os.path.isdir(path)
 
 
-def _is_good(prefix: str) -> bool:
+def _is_good(prefix: str, key=None) -> bool:
+    if not checkpoint_exists(prefix):
+        log.warning("skipping checkpoint %s: it has no index (incomplete or deleted)", prefix)
+        return False
     try:
-        ckpt_io.verify_checkpoint(prefix)
+        ckpt_io.verify_checkpoint(prefix, key)
         return True
     except errors.OpError as e:
         log.warning("skipping checkpoint %s: %s", prefix, e.message)
@@ -181,48 +228,46 @@ def _indexed_prefixes(checkpoint_dir: str) -> list:
     return [p for _, p in sorted(found, reverse=True)]
 
 
-def latest_checkpoint(checkpoint_dir, latest_filename=None):
+def latest_checkpoint(checkpoint_dir, latest_filename=None, *, key=None):
     """The prefix of the newest good checkpoint in `checkpoint_dir`, or None
     (tf.compat.v1.train.latest_checkpoint).
 
-    Unlike TF, a checkpoint counts only when it is complete and intact: its index is valid and every
-    shard file is present with the size and checksums the index lists. An incomplete one (a crash
-    in the middle of a save) or a corrupt one (truncated, bit-flipped) is skipped, with a warning, in
-    favour of the previous good one the state file lists; when the state file is missing or lists no
-    good checkpoint, the directory's other indexed checkpoints are tried, newest first.
+    Unlike TF, a checkpoint counts only when it is complete and intact: its index is valid (every
+    field checked, shard files inside the directory) and every shard file is present with the size
+    and checksums the index lists. With `key` (the cluster token, str or bytes; see
+    `Saver.checkpoint_key_for`) its index must also carry a valid HMAC under that key. An incomplete
+    checkpoint (a crash in the middle of a save), a corrupt one (truncated, bit-flipped), a malformed
+    or a forged one is skipped, with a warning naming it and why, in favour of the previous good one
+    the state file lists; when the state file is missing or lists no good checkpoint, the directory's
+    other indexed checkpoints are tried, newest first.
     """
     checkpoint_dir = os.fspath(checkpoint_dir)
-    tried = set()
-    st = get_checkpoint_state(checkpoint_dir, latest_filename)
-    if st is not None:
-        candidates = [st.model_checkpoint_path] + [p for p in reversed(st.all_model_checkpoint_paths)
-                                                   if p != st.model_checkpoint_path]
-        for p in candidates:
-            tried.add(os.path.abspath(p))
-            if checkpoint_exists(p) and _is_good(p):
-                return p
-            if not checkpoint_exists(p):
-                log.warning("skipping checkpoint %s: it has no index (incomplete or deleted)", p)
+    _, good, tried = _checked_state(checkpoint_dir, latest_filename, key)
+    if good is not None:
+        return good
     for p in _indexed_prefixes(checkpoint_dir):
-        if os.path.abspath(p) not in tried and _is_good(p):
+        if os.path.abspath(p) not in tried and _is_good(p, key):
             return p
     return None
 
 
-def _resolve(ckpt_dir_or_file) -> str:
+def _resolve(ckpt_dir_or_file, key=None) -> str:
     path = os.fspath(ckpt_dir_or_file)
     if os.path.isdir(path):
-        p = latest_checkpoint(path)
+        p = latest_checkpoint(path, key=key)
         if p is None:
             raise ValueError(f"Couldn't find 'checkpoint' file or checkpoints in given directory {path}")
         return p
     return _prefix_of(path)
 
 
-def list_variables(ckpt_dir_or_file):
+def list_variables(ckpt_dir_or_file, *, key=None):
     """[(name, shape)] of every tensor in a checkpoint, sorted by name; a directory means its latest
-    good checkpoint (tf.compat.v1.train.list_variables)."""
-    index = ckpt_io.read_index(_resolve(ckpt_dir_or_file))
+    good checkpoint (tf.compat.v1.train.list_variables). DataLossError for a malformed index, or one
+    without a valid HMAC under `key` when a key is given."""
+    prefix = _resolve(ckpt_dir_or_file, key)
+    index = ckpt_io.read_index(prefix, key)
+    ckpt_io.check_shard_files(prefix, index)
     out = []
     for entry in index["shards"]:
         for name, t in entry["tensors"].items():
@@ -230,10 +275,60 @@ def list_variables(ckpt_dir_or_file):
     return sorted(out)
 
 
-def load_variable(ckpt_dir_or_file, name):
+def load_variable(ckpt_dir_or_file, name, *, key=None):
     """The value of tensor `name` in a checkpoint, as a numpy array, checksum verified
-    (tf.compat.v1.train.load_variable)."""
-    return ckpt_io.read_tensors(_resolve(ckpt_dir_or_file), [name])[0]
+    (tf.compat.v1.train.load_variable). DataLossError for a malformed or corrupt checkpoint (never a
+    bare MemoryError: a declared shape is checked against the shard file before anything is
+    allocated), or one without a valid HMAC under `key` when a key is given."""
+    return ckpt_io.read_tensors(_resolve(ckpt_dir_or_file, key), [name], key=key)[0]
+
+
+class CheckpointReader:
+    """Reads the tensors of one checkpoint (TF's CheckpointReader, from NewCheckpointReader)."""
+
+    def __init__(self, prefix: str, key=None):
+        self._prefix = prefix
+        self._key = key
+        self._where = {}
+        index = ckpt_io.read_index(prefix, key)
+        ckpt_io.check_shard_files(prefix, index)
+        for entry in index["shards"]:
+            for name, t in entry["tensors"].items():
+                self._where[name] = t
+
+    def has_tensor(self, name) -> bool:
+        """Whether the checkpoint holds a tensor `name`."""
+        return name in self._where
+
+    def get_tensor(self, name):
+        """The value of tensor `name`, checksum verified; NotFoundError when the checkpoint lacks it."""
+        return ckpt_io.read_tensors(self._prefix, [name], key=self._key)[0]
+
+    def get_variable_to_shape_map(self) -> dict:
+        """{tensor name: shape as a list of ints}."""
+        return {n: list(t["shape"]) for n, t in self._where.items()}
+
+    def get_variable_to_dtype_map(self) -> dict:
+        """{tensor name: af dtype}."""
+        return {n: dtypes.as_dtype(np.dtype(t["dtype"])) for n, t in self._where.items()}
+
+    def debug_string(self) -> bytes:
+        """One line per tensor, sorted by name: name, dtype, shape (TF prints its own format)."""
+        return "".join(f"{n} ({t['dtype']}) {t['shape']}\n" for n, t in sorted(self._where.items())).encode()
+
+
+def NewCheckpointReader(filepattern, *, key=None):  # noqa: N802 - TF's name
+    """A CheckpointReader of the checkpoint `filepattern` (a prefix, or a directory meaning its latest
+    good checkpoint) (tf.compat.v1.train.NewCheckpointReader). NotFoundError when there is no index,
+    DataLossError when it is malformed or, with `key`, not authenticated."""
+    path = os.fspath(filepattern)
+    if os.path.isdir(path):
+        found = latest_checkpoint(path, key=key)
+        if found is None:
+            raise errors.NotFoundError(None, None, f"Unsuccessful TensorSliceReader constructor: no checkpoint "
+                                                   f"in directory {path}")
+        path = found
+    return CheckpointReader(_prefix_of(path), key)
 
 
 def _delete_checkpoint(prefix: str) -> None:
@@ -249,8 +344,25 @@ def _delete_checkpoint(prefix: str) -> None:
             log.warning("could not delete old checkpoint file %s: %s", p, e)
 
 
-def _encode_path(path: str) -> np.ndarray:
-    return np.frombuffer(path.encode("utf-8"), dtype=np.uint8)
+def _encode_path(path: str, digest: str | None = None) -> np.ndarray:
+    return np.frombuffer(ckpt_io.encode_restore_path(path, digest), dtype=np.uint8)
+
+
+def _cluster_token(sess):
+    """The cluster token of a distributed session (None for a local one): its master's, which is the
+    target's `?token=` or $ACTORFLOW_TOKEN. The train layer sits above the cluster layer, so it may
+    ask the session's cluster backend directly."""
+    seen = 0
+    while hasattr(sess, "_sess") and not hasattr(sess, "sess_str") and seen < 8:
+        sess, seen = sess._sess, seen + 1      # a MonitoredSession and its wrappers
+    target = getattr(sess, "sess_str", "") or ""
+    if not target:
+        return None
+    token = getattr(getattr(sess, "_backend", None), "token", None)
+    if not token:
+        from actorflow.cluster.spec import parse_target
+        token = parse_target(target)[1] or os.environ.get("ACTORFLOW_TOKEN")
+    return token or None
 
 
 # -- Saver ------------------------------------------------------------------------------------------------
@@ -310,15 +422,31 @@ class Saver:
     with `sharded=False`, the Assigns that restore, and the path placeholder) are built once, here.
     Differences from TF: checkpoints are safetensors shards plus a JSON index with sha256 checksums;
     `save` writes the index last, atomically, and `restore` raises DataLossError on a checksum
-    mismatch; `keep_checkpoint_every_n_hours=None` keeps no extra checkpoints. `write_version` is
-    accepted and ignored (there is one format); `saver_def` and `builder` are not supported.
+    mismatch or a malformed index; `keep_checkpoint_every_n_hours=None` keeps no extra checkpoints.
+    `write_version` is accepted and ignored (there is one format); `saver_def` and `builder` are not
+    supported.
+
+    `checkpoint_key` (not in TF) is the secret that authenticates the index (HMAC-SHA256): by default
+    the cluster token of the session that saves or restores (see `checkpoint_key_for`), none for a
+    local session; a str or bytes to use that secret instead (e.g. one that outlives the cluster's
+    token); False for none at all. With a key, save writes an HMAC, and restore refuses (DataLossError)
+    an index without a valid one: a checkpoint written by a local session, by an older actorflow
+    (index version 1) or by another cluster. To restore such a checkpoint in a cluster deliberately,
+    use a Saver with `checkpoint_key=False`. Without a key the index is checksummed only: integrity
+    (corruption is detected), not authenticity (whoever can write the directory can forge one).
     """
 
     def __init__(self, var_list=None, reshape=False, sharded=True, max_to_keep=5, keep_checkpoint_every_n_hours=None,
                  name=None, restore_sequentially=False, saver_def=None, builder=None, defer_build=False,
-                 allow_empty=False, write_version=2, pad_step_number=False, save_relative_paths=True, filename=None):
+                 allow_empty=False, write_version=2, pad_step_number=False, save_relative_paths=True, filename=None,
+                 checkpoint_key=None):
         if saver_def is not None or builder is not None:
             raise NotImplementedError("Saver: saver_def and builder are not supported")
+        if not (checkpoint_key is None or checkpoint_key is False or
+                (isinstance(checkpoint_key, (str, bytes)) and checkpoint_key)):
+            raise TypeError(f"Saver: checkpoint_key must be None, False or a non-empty str or bytes, "
+                            f"got {type(checkpoint_key).__name__}")
+        self._checkpoint_key = checkpoint_key
         self._reshape = bool(reshape)
         self._sharded = bool(sharded)
         self._max_to_keep = max_to_keep
@@ -389,6 +517,15 @@ class Saver:
             self._restore_op = group(*restores, name="restore_all")
         self._keys = [k for k, _ in items]
 
+    def checkpoint_key_for(self, sess):
+        """The secret that authenticates this Saver's checkpoints in `sess` (None: checksum only):
+        `checkpoint_key` when given, else the cluster token of a distributed session."""
+        if self._checkpoint_key is False:
+            return None
+        if self._checkpoint_key is not None:
+            return self._checkpoint_key
+        return _cluster_token(sess)
+
     @property
     def last_checkpoints(self) -> list:
         """The checkpoints this Saver keeps, oldest first."""
@@ -421,7 +558,10 @@ class Saver:
         Each shard is written by its task to a temporary file, fsynced and renamed; then the index is
         written, last, and atomically; then the state file. Old checkpoints beyond `max_to_keep` are
         deleted after that. If any shard fails, the step fails, no index is written, and the previous
-        checkpoint stays the latest. `write_meta_graph` writes the graph (msgpack) beside it.
+        checkpoint stays the latest. `write_meta_graph` writes the graph (msgpack) beside it. The
+        index carries an HMAC under `checkpoint_key_for(sess)` when there is one. Temporary files
+        that interrupted saves left in the directory are removed first (only those no live writer
+        holds: see actorflow.kernels.cpu.io.remove_stale_temps).
         """
         if not self._built:
             self.build()
@@ -442,6 +582,7 @@ class Saver:
         abs_prefix = os.path.abspath(prefix)
         save_dir = os.path.dirname(abs_prefix)
         os.makedirs(save_dir, exist_ok=True)
+        ckpt_io.remove_stale_temps(save_dir)
         index = ckpt_io.index_filename(abs_prefix)
         if os.path.exists(index):
             # Saving over an existing checkpoint: invalidate it first, so that the time while its shards
@@ -450,7 +591,8 @@ class Saver:
             ckpt_io.fsync_dir(save_dir)
         entries = sess.run(self._save_outputs, {self._path: _encode_path(abs_prefix)})
         extra = {"created": time.time(), "global_step": step}
-        ckpt_io.write_index(abs_prefix, [json.loads(bytes(e)) for e in entries], **extra)
+        ckpt_io.write_index(abs_prefix, [json.loads(bytes(e)) for e in entries], key=self.checkpoint_key_for(sess),
+                            **extra)
         if write_meta_graph:
             ckpt_io.atomic_write(f"{abs_prefix}.{meta_graph_suffix}", self._graph.to_msgpack())
         if write_state:
@@ -489,6 +631,10 @@ class Saver:
         file; InvalidArgumentError naming the variable when a shape or dtype differs (with
         `reshape=True`, only the element count must agree); NotFoundError for a variable the checkpoint
         lacks. ValueError when `save_path` has no checkpoint at all, as in TF.
+
+        The index is checked here, in the client, first: DataLossError naming it and what is wrong when
+        it is malformed or, with a key (see `checkpoint_key_for`), lacks a valid HMAC. The tasks then
+        read that very index file (its sha256 travels with the path) and nothing else.
         """
         if not self._built:
             self.build()
@@ -499,7 +645,9 @@ class Saver:
         save_path = _prefix_of(save_path)
         if not checkpoint_exists(save_path):
             raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
-        sess.run(self._restore_op, {self._path: _encode_path(os.path.abspath(save_path))})
+        abs_prefix = os.path.abspath(save_path)
+        _, digest = ckpt_io.load_index(abs_prefix, self.checkpoint_key_for(sess))
+        sess.run(self._restore_op, {self._path: _encode_path(abs_prefix, digest)})
 
     def __repr__(self):
         return f"<af.train.Saver of {len(getattr(self, '_keys', []))} variables, sharded={self._sharded}>"
