@@ -5,6 +5,7 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -165,6 +166,87 @@ def _cluster_down(args) -> int:
     return 1
 
 
+def _k8s_manifest(args) -> int:
+    from actorflow.cluster.launchers import render_k8s, to_yaml
+    command = shlex.split(args.command) if args.command else None
+    try:
+        objects = render_k8s(args.name, ps=args.ps, workers=args.workers, image=args.image, command=command,
+                             port=args.port, namespace=args.namespace, cpu=args.cpu, memory=args.memory)
+    except ValueError as e:
+        print(f"actorflow k8s manifest: {e}", file=sys.stderr)
+        return 2
+    if not args.out and not args.show_token:
+        # stdout may be a terminal or a log: the token stays out of it unless asked for.
+        secret = objects.pop(0)["metadata"]["name"]
+        print(f"actorflow k8s manifest: the token Secret is left out of stdout (give --out FILE or --show-token); "
+              f"create it with:\n  kubectl create secret generic {secret} "
+              f"--from-literal=token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')",
+              file=sys.stderr)
+    text = to_yaml(objects)
+    if args.out:
+        fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)   # it holds the token Secret
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        print(f"wrote {args.out}: {len(objects)} objects; apply with kubectl apply -f {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _slurm_script(args) -> int:
+    from actorflow.cluster.launchers import render_sbatch
+    command = shlex.split(args.command) if args.command else None
+    try:
+        text = render_sbatch(args.name, ps=args.ps, workers=args.workers, command=command, nodes=args.nodes,
+                             port_base=args.port_base, cpus_per_task=args.cpus_per_task, time_limit=args.time,
+                             partition=args.partition)
+    except ValueError as e:
+        print(f"actorflow slurm script: {e}", file=sys.stderr)
+        return 2
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+        os.chmod(args.out, 0o755)
+        print(f"wrote {args.out}; submit with sbatch {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _add_engine_parsers(sub) -> None:
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    k = sub.add_parser("k8s", help="Kubernetes: render the objects of a cluster")
+    ksub = k.add_subparsers(dest="k8s_cmd", required=True)
+    km = ksub.add_parser("manifest", formatter_class=fmt,
+                         help="headless Services, Indexed Jobs and a token Secret for kubectl apply")
+    km.add_argument("--name", default="actorflow", help="cluster name; pods are NAME-JOB-INDEX")
+    km.add_argument("--ps", type=int, default=1, help="parameter server tasks")
+    km.add_argument("--workers", type=int, default=2, help="worker tasks")
+    km.add_argument("--image", required=True, help="container image with actorflow installed (see Dockerfile)")
+    km.add_argument("--command", help="the workers' command (a training program); default: a server")
+    km.add_argument("--port", type=int, default=2222, help="every task's port")
+    km.add_argument("--namespace", help="namespace of the objects (default: kubectl's)")
+    km.add_argument("--cpu", default="1", help="CPU request per task")
+    km.add_argument("--memory", default="2Gi", help="memory request and limit per task")
+    km.add_argument("--out", help="write to this file (mode 0600: it holds the token) instead of stdout")
+    km.add_argument("--show-token", action="store_true", help="include the token Secret when writing to stdout")
+    km.set_defaults(fn=_k8s_manifest)
+    sl = sub.add_parser("slurm", help="Slurm: write a batch script that starts a cluster")
+    ssub = sl.add_subparsers(dest="slurm_cmd", required=True)
+    ss = ssub.add_parser("script", formatter_class=fmt, help="an sbatch script: one srun step, every task")
+    ss.add_argument("--name", default="actorflow", help="job name")
+    ss.add_argument("--ps", type=int, default=1, help="parameter server tasks")
+    ss.add_argument("--workers", type=int, default=2, help="worker tasks")
+    ss.add_argument("--command", help="what each task runs; default: actorflow worker --from-slurm")
+    ss.add_argument("--nodes", type=int, help="number of nodes (default: Slurm's choice)")
+    ss.add_argument("--port-base", type=int, default=8888, help="first port on each node")
+    ss.add_argument("--cpus-per-task", type=int, default=1, help="CPUs per task")
+    ss.add_argument("--time", help="time limit, e.g. 01:00:00")
+    ss.add_argument("--partition", help="Slurm partition")
+    ss.add_argument("--out", help="write to this file instead of stdout")
+    ss.set_defaults(fn=_slurm_script)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="actorflow", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -192,6 +274,8 @@ def main(argv=None) -> int:
     dn = csub.add_parser("down", help="stop the local cluster")
     dn.add_argument("--dir", default=".actorflow")
     dn.set_defaults(fn=_cluster_down)
+    # -- cluster managers: `actorflow k8s manifest`, `actorflow slurm script` ---------------------------------
+    _add_engine_parsers(sub)
     # -- sim: `actorflow sim ...`, the simulator harness (actorflow/sim/cli.py) ------------------------------
     from actorflow.sim.cli import add_parser as add_sim_parser
     add_sim_parser(sub)
