@@ -1,6 +1,7 @@
 """Clusters: ClusterSpec, the worker server, the master, local multi-process clusters, and the resolvers
 that map a cluster manager's processes onto a ClusterSpec."""
 from actorflow.cluster.local import LocalCluster
+from actorflow.cluster.ray_cluster import RayCluster
 from actorflow.cluster.resolver import (
                                         ClusterResolver,
                                         KubernetesClusterResolver,
@@ -11,5 +12,5 @@ from actorflow.cluster.resolver import (
 )
 from actorflow.cluster.spec import ClusterSpec
 
-__all__ = ["LocalCluster", "ClusterSpec", "ClusterResolver", "KubernetesClusterResolver", "SimpleClusterResolver",
+__all__ = ["LocalCluster", "RayCluster", "ClusterSpec", "ClusterResolver", "KubernetesClusterResolver", "SimpleClusterResolver",
            "SlurmClusterResolver", "TFConfigClusterResolver", "UnionClusterResolver"]
