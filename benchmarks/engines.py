@@ -23,11 +23,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 
 
 def one(engine: str, steps: int) -> dict:
+    import distributed_digits as dd
     import numpy as np
+    from sklearn.datasets import load_digits
 
     import actorflow as af
-    import distributed_digits as dd
-    from sklearn.datasets import load_digits
     d = load_digits()
     x = (d.data / 16.0).astype(np.float32)
     y = d.target.astype(np.int64)
