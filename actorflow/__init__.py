@@ -52,3 +52,17 @@ def list_devices():
     from actorflow.scheduler.devices import local_devices
     return local_devices()
 __version__ = "0.1.0"
+
+# -- summaries, app, flags, logging, gfile (issue 16, items 1 and 2) ----------------------------------
+from actorflow.graph.dtypes import string  # noqa: E402  (also exported by the strings change; same object)
+from actorflow import app, flags, gfile, summary  # noqa: E402
+from actorflow import tf_logging as logging  # noqa: E402
+from actorflow import tfio as io  # noqa: E402
+
+
+def __getattr__(name):
+    # af.Summary, af.Event, af.SessionLog are TensorBoard's protobuf classes, loaded on first use so
+    # that `import actorflow` works without the `summary` extra.
+    if name in ("Summary", "Event", "SessionLog", "SummaryMetadata", "HistogramProto"):
+        return getattr(summary, name)
+    raise AttributeError(f"module 'actorflow' has no attribute {name!r}")

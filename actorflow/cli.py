@@ -36,20 +36,46 @@ def _demo(args) -> int:
     return 0
 
 
-def _load_spec(path: str):
+def _load_spec(path: str) -> dict:
+    """A spec file: a ClusterSpec dict, or {"cluster": ..., "token": ..., "tls": {...}}; warns when a
+    file that holds a token can be read by other users."""
     with open(path) as f:
         doc = json.load(f)
-    if "cluster" in doc:
-        return doc["cluster"], doc.get("token")
-    return doc, None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: a cluster spec file holds a JSON object")
+    if "cluster" not in doc:
+        return {"cluster": doc, "token": None, "tls": None}
+    if doc.get("token") and os.stat(path).st_mode & 0o077:
+        print(f"actorflow: warning: {path} holds the cluster token and other users can read it; "
+              f"chmod 600 {path}", file=sys.stderr)
+    return {"cluster": doc["cluster"], "token": doc.get("token"), "tls": doc.get("tls")}
+
+
+NO_TOKEN = """actorflow worker: no cluster token. Every task and client of a cluster must present the same
+secret token; give it one of these ways:
+  --token-file FILE       a file that holds the token (mode 0600)
+  $ACTORFLOW_TOKEN        the environment variable
+  --cluster FILE          a spec file with a "token" entry, like the one `actorflow cluster up` writes
+                          (e.g. .actorflow/cluster.json)
+  --token TOKEN           (visible to every local user in the process list: prefer the above)
+A new random token: python -c "import secrets; print(secrets.token_urlsafe(32))"
+"""
 
 
 def _worker(args) -> int:
     from actorflow.cluster.server import Server
     from actorflow.cluster.spec import tf_config
+    from actorflow.transport.listener import ConnectionLimits
+    from actorflow.transport.tls import TLSConfig
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    tls = None
     if args.cluster:
-        cluster, token = _load_spec(args.cluster)
+        try:
+            spec = _load_spec(args.cluster)
+        except (OSError, ValueError) as e:
+            print(f"actorflow worker: cannot read the cluster spec {args.cluster}: {e}", file=sys.stderr)
+            return 2
+        cluster, token, tls = spec["cluster"], spec["token"], spec["tls"]
         job, task = args.job, args.task
     else:
         cfg = tf_config()
@@ -61,17 +87,40 @@ def _worker(args) -> int:
     if job is None:
         print("actorflow worker: --job is required with --cluster", file=sys.stderr)
         return 2
+    if args.token_file:
+        try:
+            with open(args.token_file) as f:
+                args.token = f.read().strip()
+        except OSError as e:
+            print(f"actorflow worker: cannot read the token file: {e}", file=sys.stderr)
+            return 2
+    token = args.token or token or os.environ.get("ACTORFLOW_TOKEN")
+    if not token:
+        print(NO_TOKEN, file=sys.stderr, end="")
+        return 2
+    try:
+        tls = TLSConfig.make(cert=args.tls_cert, key=args.tls_key, ca=args.tls_ca) or TLSConfig.make(tls)
+        limits = ConnectionLimits.from_env(handshake_timeout=args.handshake_timeout, ws_heartbeat=args.ws_heartbeat,
+                                           max_unauthenticated=args.max_unauthenticated)
+    except (TypeError, ValueError) as e:
+        print(f"actorflow worker: {e}", file=sys.stderr)
+        return 2
     # sim: fault injection (actorflow/sim/faults.py); a no-op unless $ACTORFLOW_FAULTS is set
     from actorflow.sim.faults import install_from_env
     install_from_env(job, task)
-    server = Server(cluster, job, task, token=args.token or token or None, bind=args.bind)
+    try:
+        server = Server(cluster, job, task, token=token, bind=args.bind, tls=tls, limits=limits)
+    except ValueError as e:
+        print(f"actorflow worker: {e}", file=sys.stderr)
+        return 2
     stop = threading.Event()
 
     def on_signal(signum, frame):
         stop.set()
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    print(f"actorflow worker /job:{job}/task:{task} serving on {server.address} (pid {os.getpid()})", flush=True)
+    print(f"actorflow worker /job:{job}/task:{task} serving on {server.address}{' (TLS)' if tls else ''} "
+          f"(pid {os.getpid()})", flush=True)
     while not stop.wait(0.5):
         if server._stopped.is_set():
             return 1
@@ -92,19 +141,29 @@ def _cluster_up(args) -> int:
     from actorflow.cluster.local import LocalCluster, task_health
     os.makedirs(args.dir, exist_ok=True)
     spec_file = _state_file(args)
-    cluster = LocalCluster(ps=args.ps, workers=args.workers, restart=args.restart, spec_file=spec_file,
-                           log_dir=os.path.join(args.dir, "logs"))
+    try:
+        cluster = LocalCluster(ps=args.ps, workers=args.workers, restart=args.restart, spec_file=spec_file,
+                               log_dir=os.path.join(args.dir, "logs"), tls_cert=args.tls_cert,
+                               tls_key=args.tls_key, tls_ca=args.tls_ca)
+    except ValueError as e:
+        print(f"actorflow cluster up: {e}", file=sys.stderr)
+        return 2
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     signal.signal(signal.SIGINT, lambda *a: stop.set())
     cluster.start()
     with open(os.path.join(args.dir, "up.pid"), "w") as f:
         f.write(str(os.getpid()))
-    print(f"cluster up: spec and token in {spec_file}")
-    print(f"target: {cluster.target}")
+    print(f"cluster up: spec and token in {spec_file} (mode 0600)")
+    if args.show_token:
+        print(f"target: {cluster.target}")
+    else:
+        scheme = "afs" if cluster.tls is not None else "af"
+        print(f"target: {scheme}://{cluster.spec.task_address('worker', 0)}?token=<the token in {spec_file}> "
+              "(--show-token prints it)")
     for key, pid in cluster.pids().items():
         job, task = key.split("/")[1][4:], int(key.split("/")[2][5:])
-        ok = task_health(cluster.spec.task_address(job, task), cluster.token) is not None
+        ok = task_health(cluster.spec.task_address(job, task), cluster.token, tls=cluster.tls) is not None
         print(f"  {key:24s} {cluster.spec.task_address(job, task):22s} pid {pid:<8d} {'healthy' if ok else 'DOWN'}")
     print("Ctrl-C or `actorflow cluster down` stops it.", flush=True)
     try:
@@ -124,16 +183,19 @@ def _cluster_up(args) -> int:
 def _cluster_status(args) -> int:
     from actorflow.cluster.local import task_health
     from actorflow.cluster.spec import ClusterSpec
+    from actorflow.transport.tls import TLSConfig
     try:
-        cluster, token = _load_spec(_state_file(args))
+        doc = _load_spec(_state_file(args))
     except FileNotFoundError:
         print(f"no cluster state in {args.dir}", file=sys.stderr)
         return 1
-    spec = ClusterSpec(cluster)
+    spec = ClusterSpec(doc["cluster"])
+    token = doc["token"] or os.environ.get("ACTORFLOW_TOKEN") or ""
+    tls = TLSConfig.make(doc["tls"])
     bad = 0
     for job, task in spec.tasks():
         addr = spec.task_address(job, task)
-        h = task_health(addr, token or "")
+        h = task_health(addr, token, tls=tls)
         bad += h is None
         state = f"healthy pid {h['pid']} steps {h['steps']} up {h['uptime']:.0f}s" if h else "DOWN"
         print(f"/job:{job}/task:{task:<3d} {addr:22s} {state}")
@@ -247,6 +309,12 @@ def _add_engine_parsers(sub) -> None:
     ss.set_defaults(fn=_slurm_script)
 
 
+def _tls_args(p) -> None:
+    p.add_argument("--tls-cert", help="PEM certificate this task presents (serve and connect over TLS)")
+    p.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    p.add_argument("--tls-ca", help="PEM CA that signed the peers' certificates: turns on mutual TLS")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="actorflow", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -256,8 +324,18 @@ def main(argv=None) -> int:
     w.add_argument("--cluster", help="cluster spec JSON (a ClusterSpec dict, or {cluster, token}); else TF_CONFIG")
     w.add_argument("--job")
     w.add_argument("--task", type=int, default=0)
-    w.add_argument("--token", help="cluster token (default: from the spec file or $ACTORFLOW_TOKEN)")
-    w.add_argument("--bind", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    w.add_argument("--token", help="cluster token (default: $ACTORFLOW_TOKEN, else the spec file's); visible in "
+                                   "the process list, prefer --token-file or the environment")
+    w.add_argument("--token-file", help="a file holding the cluster token")
+    w.add_argument("--bind", default="127.0.0.1", help="address to bind (default 127.0.0.1); any other address "
+                                                       "should come with --tls-cert/--tls-key/--tls-ca")
+    _tls_args(w)
+    w.add_argument("--handshake-timeout", type=float, help="seconds a connection may take to present the token "
+                                                           "(default 10, or $ACTORFLOW_HANDSHAKE_TIMEOUT)")
+    w.add_argument("--ws-heartbeat", type=float, help="websocket ping interval in seconds; a peer that does not "
+                                                   "answer within half of it is dropped (default 60)")
+    w.add_argument("--max-unauthenticated", type=int, help="connections that may wait for their token check at "
+                                                           "once; more are refused with 503 (default 128)")
     w.add_argument("--parent-pid", type=int, default=0, help="stop when this process (the launcher) exits")
     w.set_defaults(fn=_worker)
     c = sub.add_parser("cluster", help="local multi-process clusters")
@@ -267,6 +345,8 @@ def main(argv=None) -> int:
     up.add_argument("--workers", type=int, default=2)
     up.add_argument("--restart", choices=["never", "on-failure"], default="never")
     up.add_argument("--dir", default=".actorflow")
+    up.add_argument("--show-token", action="store_true", help="print the target with its token")
+    _tls_args(up)
     up.set_defaults(fn=_cluster_up)
     st = csub.add_parser("status", help="health of each task of the local cluster")
     st.add_argument("--dir", default=".actorflow")

@@ -17,7 +17,6 @@ import pytest
 import actorflow as af
 from actorflow.cluster import ClusterSpec
 from actorflow.cluster.local import free_port, task_health
-from actorflow.cluster.server import cluster_token
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -106,6 +105,7 @@ def test_up_writes_spec_and_token(up):
     assert os.stat(up["dir"] / "cluster.json").st_mode & 0o077 == 0
     assert len(up["printed_pids"]) == 3
     assert "healthy" in up["stdout"] and "DOWN" not in up["stdout"]
+    assert state["token"] not in up["stdout"], "the token is printed only when asked (--show-token)"
 
 
 def test_up_records_task_pids_in_the_state_file(up):
@@ -232,18 +232,19 @@ def _check_cluster(cluster: dict, token: str, procs):
             assert sess.run(y) == 12.0
 
 
-def test_worker_configured_by_tf_config():
+def test_worker_configured_by_tf_config(tmp_path):
     cluster = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
+    token_file = tmp_path / "token"
+    token_file.write_text("token-from-a-file\n")
 
     def env_for(job, i):
         env = dict(os.environ)
         env.pop("ACTORFLOW_TOKEN", None)
         env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": job, "index": i}})
-        return [], env
+        return ["--token-file", str(token_file)], env
     procs = _start_workers(cluster, env_for)
     try:
-        # With no token configured, every task derives the same one from the cluster spec.
-        _check_cluster(cluster, cluster_token(ClusterSpec(cluster)), procs)
+        _check_cluster(cluster, "token-from-a-file", procs)
     finally:
         codes = _stop(procs)
     assert codes == [0, 0], [p.stdout.read() for p in procs]
@@ -260,7 +261,7 @@ def test_worker_with_tf_config_and_an_explicit_token():
     procs = _start_workers(cluster, env_for)
     try:
         _check_cluster(cluster, "s3cret-token-for-this-test", procs)
-        assert task_health(cluster["ps"][0], cluster_token(ClusterSpec(cluster))) is None
+        assert task_health(cluster["ps"][0], "not-the-token") is None
     finally:
         _stop(procs)
 

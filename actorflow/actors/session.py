@@ -260,7 +260,9 @@ class Session:
         out = []
         for v in values:
             if isinstance(v, np.ndarray):
-                if not v.flags.writeable:
+                if v.dtype == object and v.ndim == 0:
+                    v = v.item()       # a scalar string fetches as bytes, as in TF
+                elif not v.flags.writeable:
                     v = v.copy()
             elif not keep_gpu and hasattr(v, "__cuda_array_interface__"):
                 v = v.get()

@@ -21,10 +21,11 @@ import time
 import urllib.error
 import urllib.request
 
-from actorflow.cluster.spec import ClusterSpec, task_key
+from actorflow.cluster.spec import ClusterSpec, make_target, task_key
 from actorflow.transport.channel import TOKEN_HEADER
+from actorflow.transport.tls import TLSConfig
 
-__all__ = ["LocalCluster", "free_port", "task_health"]
+__all__ = ["LocalCluster", "free_port", "task_health", "write_private_json"]
 
 log = logging.getLogger(__name__)
 
@@ -35,28 +36,57 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def task_health(address: str, token: str, timeout: float = 1.0):
-    """The task's /health document, or None when it does not answer."""
-    req = urllib.request.Request(f"http://{address}/health", headers={TOKEN_HEADER: token})
+def task_health(address: str, token: str, timeout: float = 1.0, tls: TLSConfig | None = None):
+    """The task's /health document, or None when it does not answer (https with `tls`)."""
+    scheme = "https" if tls is not None else "http"
+    req = urllib.request.Request(f"{scheme}://{address}/health", headers={TOKEN_HEADER: token})
+    ctx = tls.client_context() if tls is not None else None
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as r:
             return json.loads(r.read())
     except (urllib.error.URLError, OSError, ValueError):
         return None
 
 
+def write_private_json(path: str, doc: dict) -> None:
+    """Writes `doc` to `path` atomically, readable by its owner only (mode 0600 from creation on)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)          # O_CREAT's mode does not apply to a file that already existed
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=2)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    os.replace(tmp, path)
+
+
 class LocalCluster:
-    """Starts `ps` parameter-server tasks and `workers` worker tasks as processes on 127.0.0.1."""
+    """Starts `ps` parameter-server tasks and `workers` worker tasks as processes on 127.0.0.1.
+
+    The cluster gets a random token unless `token` is given; the spec file (`spec_file`, else a
+    temporary file removed at stop) holds the spec, the token, the pids and the TLS files, with mode
+    0600. `tls` (a TLSConfig or a dict), or `tls_cert`/`tls_key`/`tls_ca`, makes every task serve
+    TLS with that certificate (which must name `host`) and connect to the others over (mutual) TLS.
+    """
 
     def __init__(self, ps: int = 1, workers: int = 2, token: str | None = None, host: str = "127.0.0.1",
                  restart: str = "never", spec_file: str | None = None, env: dict | None = None,
-                 start_timeout: float = 60.0, log_dir: str | None = None):
+                 start_timeout: float = 60.0, log_dir: str | None = None, tls=None, tls_cert: str | None = None,
+                 tls_key: str | None = None, tls_ca: str | None = None):
         if restart not in ("never", "on-failure"):
             raise ValueError("restart must be 'never' or 'on-failure'")
         self.n_ps, self.n_workers = int(ps), int(workers)
         if self.n_workers < 1:
             raise ValueError("a cluster needs at least one worker")
-        self.token = token or secrets.token_hex(16)
+        self.token = token or secrets.token_urlsafe(32)
+        self.tls = TLSConfig.make(tls, cert=tls_cert, key=tls_key, ca=tls_ca)
+        if self.tls is not None and self.tls.cert is None:
+            raise ValueError("a TLS cluster needs a certificate and key (tls_cert, tls_key) for its tasks")
         self.host = host
         self.restart = restart
         self.env = dict(env or {})
@@ -77,7 +107,7 @@ class LocalCluster:
         if self.n_ps:
             jobs["ps"] = [f"{self.host}:{free_port(self.host)}" for _ in range(self.n_ps)]
         jobs["worker"] = [f"{self.host}:{free_port(self.host)}" for _ in range(self.n_workers)]
-        self.spec = ClusterSpec(jobs)
+        self.spec = ClusterSpec(jobs, tls=self.tls)
         if self.spec_file is None:
             import tempfile
             fd, self.spec_file = tempfile.mkstemp(prefix="actorflow-cluster-", suffix=".json")
@@ -100,11 +130,9 @@ class LocalCluster:
     def _write_spec(self) -> None:
         doc = {"cluster": self.spec.as_dict(), "token": self.token,
                "pids": {task_key(j, t): p.pid for (j, t), p in self.procs.items()}}
-        tmp = self.spec_file + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(doc, f, indent=2)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, self.spec_file)
+        if self.tls is not None:
+            doc["tls"] = self.tls.as_dict()
+        write_private_json(self.spec_file, doc)
 
     def _spawn(self, job: str, task: int) -> None:
         env = dict(os.environ)
@@ -113,6 +141,7 @@ class LocalCluster:
         env.pop("TF_CONFIG", None)
         cmd = [sys.executable, "-m", "actorflow.cli", "worker", "--cluster", self.spec_file, "--job", job,
                "--task", str(task), "--bind", self.host, "--parent-pid", str(os.getpid())]
+        # The token reaches the task through its environment (readable by this user only), never argv.
         out = subprocess.DEVNULL
         if self.log_dir:
             os.makedirs(self.log_dir, exist_ok=True)
@@ -126,7 +155,7 @@ class LocalCluster:
         deadline = time.monotonic() + timeout
         for job, task in tasks or self.spec.tasks():
             addr = self.spec.task_address(job, task)
-            while task_health(addr, self.token, 0.5) is None:
+            while task_health(addr, self.token, 0.5, self.tls) is None:
                 p = self.procs.get((job, task))
                 if p is not None and p.poll() is not None:
                     raise RuntimeError(f"task {task_key(job, task)} exited with code {p.returncode} while starting")
@@ -188,11 +217,11 @@ class LocalCluster:
     # -- addresses -------------------------------------------------------------------------------------------
     @property
     def target(self) -> str:
-        """The master target of worker 0, for `af.Session(target=...)`."""
-        return f"af://{self.spec.task_address('worker', 0)}?token={self.token}"
+        """The master target of worker 0, for `af.Session(target=...)` (carries the token and TLS files)."""
+        return self.task_target("worker", 0)
 
     def task_target(self, job: str, task: int) -> str:
-        return f"af://{self.spec.task_address(job, task)}?token={self.token}"
+        return make_target(self.spec.task_address(job, task), self.token, self.tls)
 
     def pids(self) -> dict:
         return {task_key(j, t): p.pid for (j, t), p in self.procs.items()}

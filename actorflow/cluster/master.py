@@ -18,11 +18,12 @@ import numpy as np
 
 from actorflow import errors
 from actorflow.actors.runtime import default_runtime
-from actorflow.cluster.spec import ClusterSpec, parse_target, task_key
+from actorflow.cluster.spec import ClusterSpec, parse_target, target_tls, task_key
 from actorflow.graph.device_spec import DeviceSpec
 from actorflow.scheduler.partition import partition
 from actorflow.scheduler.placement import place
 from actorflow.transport.channel import Peer
+from actorflow.transport.listener import ConnectionLimits
 
 __all__ = ["Master", "connect_master"]
 
@@ -54,6 +55,9 @@ class Master:
     def __init__(self, target: str, graph, config):
         self.address, token = parse_target(target)
         self.token = token or os.environ.get("ACTORFLOW_TOKEN", "")
+        tls = target_tls(target)
+        self._ssl = tls.client_context() if tls is not None else None   # afs:// targets: TLS to every task
+        self._ws_heartbeat = ConnectionLimits.from_env().ws_heartbeat
         self.graph = graph
         self.config = config
         self.rt = default_runtime()
@@ -77,7 +81,7 @@ class Master:
 
     async def _first_contact(self):
         self._bootstrap = Peer(self.address, self.token, self._handle, name=self.address,
-                               connect_timeout=self.connect_timeout)
+                               connect_timeout=self.connect_timeout, ssl=self._ssl, heartbeat=self._ws_heartbeat)
         conn = await self._bootstrap.connection()
         result, _ = await conn.call("cluster", timeout=self.connect_timeout)
         return result
@@ -96,7 +100,8 @@ class Master:
         if p is None:
             job, idx = task.split("/")[1][4:], int(task.split("/")[2][5:])
             p = self.peers[task] = Peer(self.cluster.task_address(job, idx), self.token, self._handle, name=task,
-                                        connect_timeout=self.connect_timeout)
+                                        connect_timeout=self.connect_timeout, ssl=self._ssl,
+                                        heartbeat=self._ws_heartbeat)
         return p
 
     async def _call(self, task: str, method: str, args=None, tensors=(), timeout=30.0):

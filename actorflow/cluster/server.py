@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import ipaddress
 import logging
 import os
 import secrets
@@ -21,35 +22,63 @@ from actorflow import errors
 from actorflow.actors.node import DEAD
 from actorflow.actors.resource import ResourceContainer
 from actorflow.actors.runtime import Executable, Runtime, _new_loop
-from actorflow.cluster.spec import ClusterSpec, task_key, tf_config
+from actorflow.cluster.spec import ClusterSpec, make_target, task_key, tf_config
 from actorflow.graph.graph import Graph
 from actorflow.kernels.device_arrays import to_host
 from actorflow.scheduler.plan import make_plan
 from actorflow.sim import faults  # sim: fault-injection hooks, None unless a scenario installs one
+from actorflow.transport.bulk import BULK_HEADER
 from actorflow.transport.channel import MAX_MESSAGE, TASK_HEADER, TOKEN_HEADER, Connection, Peer, accept_bulk
+from actorflow.transport.listener import ConnectionLimits, GuardedSite
 from actorflow.transport.rendezvous import Rendezvous
+from actorflow.transport.tls import TLSConfig
 
-__all__ = ["Server", "WorkerService", "cluster_token"]
+__all__ = ["Server", "WorkerService", "cluster_token", "token_matches"]
 
 log = logging.getLogger(__name__)
 
 
-def cluster_token(cluster: ClusterSpec, token: str | None = None) -> str:
-    """The token peers must present: given, else $ACTORFLOW_TOKEN, else one derived from the spec
-    (not secret: fine on loopback, set a real token for anything else)."""
-    if token:
-        return token
-    env = os.environ.get("ACTORFLOW_TOKEN")
-    if env:
-        return env
-    return hashlib.sha256(("actorflow:" + cluster.to_json()).encode()).hexdigest()[:32]
+def cluster_token(token: str | None = None) -> str:
+    """The token peers must present: `token` if given, else $ACTORFLOW_TOKEN, else a new random one.
+
+    A random token (`secrets.token_urlsafe(32)`) is only known to this process: a server started
+    without a token is reachable by clients of this process (through `Server.target`) and by no one
+    else, until the token is handed out (a spec file of mode 0600, the environment). A token must be
+    visible ASCII (it travels in an HTTP header); anything else is a ValueError.
+    """
+    if not token:
+        token = os.environ.get("ACTORFLOW_TOKEN") or secrets.token_urlsafe(32)
+    if not isinstance(token, str) or not token.isascii() or not token.isprintable() or " " in token:
+        raise ValueError("a cluster token must be a string of visible ASCII characters (no spaces)")
+    return token
+
+
+def token_matches(request: web.BaseRequest, token: str) -> bool:
+    """Whether the request carries exactly one token header equal to `token` (constant time).
+
+    Header bytes that are not ASCII reach aiohttp's str as surrogate escapes; they are compared as
+    bytes, so that any header value is a plain refusal rather than a TypeError.
+    """
+    got = request.headers.getall(TOKEN_HEADER, ())
+    if len(got) != 1:
+        return False
+    try:
+        presented = got[0].encode("utf-8", "surrogateescape")
+    except UnicodeError:
+        return False
+    return secrets.compare_digest(presented, token.encode())
 
 
 class WorkerService:
     """The task's state and RPC handlers; everything runs on `loop`."""
 
-    def __init__(self, cluster: ClusterSpec, job: str, task: int, token: str, loop):
+    def __init__(self, cluster: ClusterSpec, job: str, task: int, token: str, loop, tls: TLSConfig | None = None,
+                 limits: ConnectionLimits | None = None):
         self.cluster = cluster
+        self.tls = tls
+        self.limits = limits or ConnectionLimits()
+        self._client_ssl = tls.client_context() if tls is not None else None
+        self.guard: GuardedSite | None = None     # set once the site listens: trusts connections with the token
         self.job = job
         self.task = task
         self.name = task_key(job, task)
@@ -102,7 +131,8 @@ class WorkerService:
         if p is None:
             job, task = name.split("/")[1][4:], int(name.split("/")[2][5:])
             p = self.peers[name] = Peer(self.cluster.task_address(job, task), self.token, self.handle,
-                                        name=name, local_task=self.name, on_close=self.connection_lost)
+                                        name=name, local_task=self.name, on_close=self.connection_lost,
+                                        ssl=self._client_ssl, heartbeat=self.limits.ws_heartbeat)
         return p
 
     # -- incoming frames ------------------------------------------------------------------------------
@@ -249,18 +279,36 @@ def _edge_source(key) -> str | None:
     return edge.split(";", 1)[1].split("->", 1)[0]
 
 
+_HANDSHAKE_HEADERS = ("Upgrade", "Connection", "Sec-WebSocket-Key", "Sec-WebSocket-Version",
+                      "Sec-WebSocket-Extensions", "Sec-WebSocket-Protocol", BULK_HEADER)
+
+
 def make_app(service: WorkerService) -> web.Application:
     app = web.Application(client_max_size=MAX_MESSAGE)
 
-    async def ws_handler(request: web.Request):
-        if not secrets.compare_digest(request.headers.get(TOKEN_HEADER, ""), service.token):
+    def authorize(request: web.Request) -> None:
+        if not token_matches(request, service.token):
             service.refused += 1
-            log.warning("%s: refused a connection from %s without a valid cluster token", service.name,
-                        request.remote)
+            # The first refusals, then one in a thousand: a flood of bad tokens must not flood the log.
+            if service.refused <= 10 or service.refused % 1000 == 0:
+                log.warning("%s: refused a connection from %s without a valid cluster token (%d refused so far)",
+                            service.name, request.remote, service.refused)
             raise web.HTTPUnauthorized(text="invalid or missing cluster token")
-        ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE, compress=False, autoping=True)
+        if service.guard is not None:
+            service.guard.trust(request)
+
+    async def ws_handler(request: web.Request):
+        authorize(request)
+        ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE, compress=False, autoping=True,
+                                   heartbeat=service.limits.ws_heartbeat)
         peer = request.headers.get(TASK_HEADER, "client")
+        if not peer.isascii() or not peer.isprintable() or len(peer) > 200:
+            peer = "client"     # only a label for logs and errors, but it must not garble them
         name = f"{peer} ({request.remote}) -> {service.name}"
+        for h in _HANDSHAKE_HEADERS:
+            # aiohttp quotes these in its 400 text and fails to encode non-ASCII ones (a 500 and a traceback).
+            if any(not v.isascii() for v in request.headers.getall(h, ())):
+                raise web.HTTPBadRequest(text=f"the {h} header of a websocket handshake must be ASCII")
         bulk = accept_bulk(request, ws, name)
         try:
             await ws.prepare(request)
@@ -277,9 +325,7 @@ def make_app(service: WorkerService) -> web.Application:
         return ws
 
     async def health(request: web.Request):
-        if not secrets.compare_digest(request.headers.get(TOKEN_HEADER, ""), service.token):
-            service.refused += 1
-            raise web.HTTPUnauthorized(text="invalid or missing cluster token")
+        authorize(request)
         return web.json_response({"task": service.name, "steps": service.steps_run, "pid": os.getpid(),
                                   "uptime": time.time() - service.started})
 
@@ -292,11 +338,18 @@ class Server:
     """An in-process server for one task of a cluster (tf.train.Server).
 
     `Server(cluster, job_name, task_index)`; with no cluster, TF_CONFIG gives it. Binds to 127.0.0.1
-    unless `bind` says otherwise. `target` is the address sessions connect to.
+    unless `bind` says otherwise. `target` is the address sessions connect to; it carries the token.
+
+    Differs from TF: peers authenticate with a cluster token: `token`, else $ACTORFLOW_TOKEN, else a
+    random one that only this process knows (so tasks in other processes need the same explicit
+    token). `tls` (a TLSConfig or a dict of cert/key/ca PEM paths; else the cluster spec's, else
+    $ACTORFLOW_TLS_*) serves over TLS and connects to the other tasks over TLS; with a CA, TLS is
+    mutual. `limits` (a ConnectionLimits; else $ACTORFLOW_* variables) bounds what connections
+    without the token may cost and sets the websocket heartbeat.
     """
 
     def __init__(self, server_or_cluster_def=None, job_name=None, task_index=None, protocol=None, config=None,
-                 start=True, token=None, bind="127.0.0.1"):
+                 start=True, token=None, bind="127.0.0.1", tls=None, limits: ConnectionLimits | None = None):
         if server_or_cluster_def is None:
             cfg = tf_config()
             if cfg is None:
@@ -311,7 +364,11 @@ class Server:
         self.job_name = job_name
         self.task_index = int(task_index or 0)
         self.address = self.cluster.task_address(job_name, self.task_index)
-        self.token = cluster_token(self.cluster, token)
+        self.token = cluster_token(token)
+        self.tls = TLSConfig.make(tls) or self.cluster.tls or TLSConfig.from_env()
+        if self.tls is not None and self.tls.cert is None:
+            raise ValueError("a TLS server needs a certificate and key (tls_cert, tls_key); only a CA was given")
+        self.limits = limits if limits is not None else ConnectionLimits.from_env()
         self.bind = bind
         self._thread = None
         self._loop = None
@@ -322,7 +379,8 @@ class Server:
 
     @property
     def target(self) -> str:
-        return f"af://{self.address}?token={self.token}"
+        """`af://host:port?token=T` (`afs://...` with the TLS files to connect with, when serving TLS)."""
+        return make_target(self.address, self.token, self.tls)
 
     @property
     def server_def(self):
@@ -360,12 +418,22 @@ class Server:
         registered_ops("CPU")
         backend()          # loads MKL's libraries (~0.4 s) when it is installed
         self.service = WorkerService(self.cluster, self.job_name, self.task_index, self.token,
-                                     asyncio.get_running_loop())
-        runner = web.AppRunner(make_app(self.service), access_log=None, handle_signals=False)
+                                     asyncio.get_running_loop(), tls=self.tls, limits=self.limits)
+        server_ssl = self.tls.server_context() if self.tls is not None else None
+        runner = web.AppRunner(make_app(self.service), access_log=None, handle_signals=False,
+                               **self.limits.runner_kwargs())
         await runner.setup()
         port = int(self.address.rsplit(":", 1)[1])
-        site = web.TCPSite(runner, self.bind, port, reuse_address=True)
+        site = GuardedSite(runner, self.bind, port, self.limits, ssl_context=server_ssl, what=self.service.name)
+        self.service.guard = site
         await site.start()
+        if server_ssl is None and not _is_loopback(self.bind):
+            log.warning("%s: serving on %s without TLS: the cluster token and every tensor cross the network in "
+                        "clear text, where anyone on the path can read them and, with the token, run code on "
+                        "this task; give tls_cert/tls_key and a CA (--tls-cert/--tls-key/--tls-ca)",
+                        self.service.name, self.bind)
+        elif server_ssl is not None and not self.tls.mutual:
+            log.info("%s: TLS without a CA: clients are authenticated by the token only", self.service.name)
         self._stop_event = asyncio.Event()
         ready.set()
         try:
@@ -397,5 +465,15 @@ class Server:
 
     @staticmethod
     def create_local_server(config=None, start=True):
+        """A one-task server on a free loopback port with a random token (tf.train.Server.create_local_server)."""
         from actorflow.cluster.local import free_port
         return Server({"localhost": [f"127.0.0.1:{free_port()}"]}, "localhost", 0, config=config, start=start)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False       # a host name, or "" / "0.0.0.0" (every interface)

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+from urllib.parse import quote, unquote
 
-__all__ = ["ClusterSpec", "tf_config", "task_key", "parse_target"]
+from actorflow.transport.tls import TLSConfig
+
+__all__ = ["ClusterSpec", "tf_config", "task_key", "parse_target", "target_tls", "make_target"]
 
 
 class ClusterSpec:
@@ -12,10 +15,17 @@ class ClusterSpec:
 
     `ClusterSpec({"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223", ...]})`; a job may also map
     task indices to addresses (`{"worker": {1: "host:port"}}`).
+
+    Differs from TF: `tls` (a TLSConfig, or a dict of cert/key/ca PEM paths) says how the cluster's
+    tasks talk to each other; a Server of this spec uses it unless given its own. It is not part
+    of the job map (`as_dict`, equality) and a copy keeps it.
     """
 
-    def __init__(self, cluster):
+    def __init__(self, cluster, tls=None):
+        self.tls = TLSConfig.make(tls)
         if isinstance(cluster, ClusterSpec):
+            if self.tls is None:
+                self.tls = cluster.tls
             cluster = cluster.as_dict()
         if not isinstance(cluster, dict):
             raise TypeError(f"ClusterSpec expects a dict of job name -> addresses, got {type(cluster).__name__}")
@@ -99,16 +109,38 @@ def tf_config():
 
 
 def parse_target(target: str) -> tuple[str, str | None]:
-    """'af://host:port?token=T' (or grpc://..., or host:port) -> (host:port, token or None)."""
+    """'af://host:port?token=T' (or afs://..., grpc://..., or host:port) -> (host:port, token or None)."""
     t = target
-    for prefix in ("af://", "grpc://", "http://"):
+    for prefix in ("af://", "afs://", "grpc://", "http://"):
         if t.startswith(prefix):
             t = t[len(prefix):]
-    token = None
-    if "?" in t:
-        t, _, q = t.partition("?")
-        for part in q.split("&"):
-            k, _, v = part.partition("=")
-            if k == "token":
-                token = v
-    return t.rstrip("/"), token
+    t, _, q = t.partition("?")
+    return t.rstrip("/"), _query(q).get("token")
+
+
+def target_tls(target: str) -> TLSConfig | None:
+    """How to connect to a target: None for plain TCP (af://), a TLSConfig for afs:// targets.
+
+    The files come from the target's `ca`, `cert` and `key` query parameters (Server.target writes
+    them), else from $ACTORFLOW_TLS_CA/CERT/KEY; with none, the system's CAs verify the server.
+    """
+    if not target.startswith("afs://"):
+        return None
+    q = _query(target.partition("?")[2])
+    return TLSConfig.make(cert=q.get("cert"), key=q.get("key"), ca=q.get("ca")) or TLSConfig.from_env() or TLSConfig()
+
+
+def make_target(address: str, token: str, tls: TLSConfig | None = None) -> str:
+    """The session target of a task: af://address?token=T, or afs://...&ca=...&cert=...&key=... with TLS."""
+    if tls is None:
+        return f"af://{address}?token={quote(token, safe='')}"
+    extra = "".join(f"&{k}={quote(v, safe='/')}" for k, v in tls.as_dict().items())
+    return f"afs://{address}?token={quote(token, safe='')}{extra}"
+
+
+def _query(q: str) -> dict:
+    out = {}
+    for part in q.split("&") if q else ():
+        k, _, v = part.partition("=")
+        out[k] = unquote(v)
+    return out

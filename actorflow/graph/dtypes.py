@@ -38,6 +38,10 @@ class DType:
         return self._np.kind == "b"
 
     @property
+    def is_string(self) -> bool:
+        return self.name == "string"
+
+    @property
     def is_numeric(self) -> bool:
         return self._np.kind in "iuf"
 
@@ -76,8 +80,10 @@ bool_ = DType("bool", np.bool_)
 half = float16
 double = float64
 resource = DType("resource", np.object_)   # a handle to step-local runtime state (accumulators)
+# Byte strings, held as numpy object arrays of `bytes` (TF's tf.string; as_numpy_dtype is object).
+string = DType("string", np.object_)
 
-_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_)
+_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string)
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update({"half": float16, "double": float64, "float": float32, "int": int32, "resource": resource})
 _BY_NP = {d.np: d for d in _ALL}
@@ -95,6 +101,8 @@ def as_dtype(value) -> DType:
         return int32
     if value is bool:
         return bool_
+    if value in (str, bytes):
+        return string
     try:
         return _BY_NP[np.dtype(value)]
     except (TypeError, KeyError):
@@ -104,3 +112,28 @@ def as_dtype(value) -> DType:
 
 def from_numpy(dt: np.dtype) -> DType:
     return _BY_NP[np.dtype(dt)]
+
+
+def _to_bytes(x) -> bytes:
+    if isinstance(x, bytes):
+        return bytes(x)        # np.bytes_ becomes plain bytes
+    if isinstance(x, str):
+        return x.encode("utf-8")
+    raise TypeError(f"expected str or bytes, got {type(x).__name__} {x!r}")
+
+
+def string_array(value) -> np.ndarray:
+    """`value` (a str, bytes, nested list of them, or an array of them) as an object array of bytes,
+    the representation of an `af.string` tensor; str is encoded as UTF-8, as TF does."""
+    if isinstance(value, (str, bytes)):
+        arr = np.empty((), dtype=object)
+        arr[()] = _to_bytes(value)
+        return arr
+    src = np.asarray(value, dtype=object)
+    if src.dtype != object:
+        src = src.astype(object)
+    out = np.empty(src.shape, dtype=object)
+    flat_in, flat_out = src.reshape(-1), out.reshape(-1)
+    for i in range(flat_in.size):
+        flat_out[i] = _to_bytes(flat_in[i])
+    return out

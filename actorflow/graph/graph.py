@@ -30,6 +30,7 @@ class GraphKeys:
     QUEUE_RUNNERS = "queue_runners"
     SAVERS = "savers"
     SUMMARIES = "summaries"
+    SUMMARY_OP = "summary_op"
     INIT_OP = "init_op"
     COND_CONTEXT = "cond_context"
     WHILE_CONTEXT = "while_context"

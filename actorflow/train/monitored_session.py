@@ -292,15 +292,18 @@ class SingularMonitoredSession(MonitoredSession):
 
 
 def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaffold=None, hooks=None,  # noqa: N802
-                             chief_only_hooks=None, save_checkpoint_secs=_USE_DEFAULT, save_summaries_steps=None,
-                             save_summaries_secs=None, config=None, stop_grace_period_secs=120,
+                             chief_only_hooks=None, save_checkpoint_secs=_USE_DEFAULT, save_summaries_steps=_USE_DEFAULT,
+                             save_summaries_secs=_USE_DEFAULT, config=None, stop_grace_period_secs=120,
                              log_step_count_steps=100, max_wait_secs=7200, save_checkpoint_steps=_USE_DEFAULT,
                              summary_dir=None):
     """A MonitoredSession for training (tf.compat.v1.train.MonitoredTrainingSession).
 
     The chief initializes or restores from `checkpoint_dir` and saves checkpoints every
     `save_checkpoint_steps` steps or `save_checkpoint_secs` seconds (600 s by default); workers wait
-    for the chief. Lost tasks are recovered from transparently (see module docstring).
+    for the chief. Lost tasks are recovered from transparently (see module docstring). The chief writes
+    TensorBoard summaries to `summary_dir` (default `checkpoint_dir`): the graph's merged summaries every
+    `save_summaries_steps` steps (100 by default) or `save_summaries_secs` seconds, and `global_step/sec`
+    every `log_step_count_steps` steps.
     """
     scaffold = scaffold or Scaffold()
     hooks = list(hooks or [])
@@ -315,14 +318,33 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
             if steps is not None or secs is not None:
                 hooks.append(CheckpointSaverHook(checkpoint_dir, save_secs=None if steps is not None else secs,
                                                  save_steps=steps, scaffold=scaffold))
-        if log_step_count_steps:
-            try:
-                from actorflow.train.training_util import get_global_step
-                if get_global_step() is not None:
-                    hooks.append(StepCounterHook(log_step_count_steps))
-            except Exception:  # noqa: BLE001
-                pass
+        hooks += _summary_hooks(scaffold, summary_dir or checkpoint_dir, save_summaries_steps, save_summaries_secs,
+                                log_step_count_steps)
     else:
         creator = WorkerSessionCreator(scaffold, master, config, max_wait_secs=max_wait_secs)
     return MonitoredSession(creator, hooks, stop_grace_period_secs)
 
+
+
+def _summary_hooks(scaffold, summary_dir, save_summaries_steps, save_summaries_secs, log_step_count_steps):
+    """The chief's summary hooks, as TF's MonitoredTrainingSession adds them: a StepCounterHook (logging
+    global steps per second, and writing them to `summary_dir` when there is one) and, with a
+    `summary_dir`, a SummarySaverHook. Both need a global step; without one there are none."""
+    from actorflow.train.summary_hooks import SummarySaverHook
+    from actorflow.train.training_util import get_global_step
+    if save_summaries_steps is _USE_DEFAULT and save_summaries_secs is _USE_DEFAULT:
+        save_summaries_steps, save_summaries_secs = 100, None
+    elif save_summaries_secs is _USE_DEFAULT:
+        save_summaries_secs = None
+    elif save_summaries_steps is _USE_DEFAULT:
+        save_summaries_steps = None
+    if get_global_step() is None:
+        return []
+    hooks = []
+    if log_step_count_steps and log_step_count_steps > 0:
+        hooks.append(StepCounterHook(every_n_steps=log_step_count_steps, output_dir=summary_dir))
+    if summary_dir and ((save_summaries_steps and save_summaries_steps > 0) or
+                        (save_summaries_secs and save_summaries_secs > 0)):
+        hooks.append(SummarySaverHook(scaffold=scaffold, save_steps=save_summaries_steps or None,
+                                      save_secs=save_summaries_secs or None, output_dir=summary_dir))
+    return hooks

@@ -219,27 +219,42 @@ class NanTensorHook(SessionRunHook):
 
 
 class StepCounterHook(SessionRunHook):
-    """Logs global steps per second."""
+    """Logs global steps per second every `every_n_steps` steps or `every_n_secs` seconds, and writes
+    it as the scalar summary `global_step/sec` when given `output_dir` or `summary_writer`
+    (tf.compat.v1.train.StepCounterHook). The rates measured are kept in `rates`."""
 
-    def __init__(self, every_n_steps=100, every_n_secs=None):
-        self._every = every_n_steps
-        self._t = None
-        self._s = None
+    def __init__(self, every_n_steps=100, every_n_secs=None, output_dir=None, summary_writer=None):
+        if (every_n_steps is None) == (every_n_secs is None):
+            raise ValueError("exactly one of every_n_steps and every_n_secs should be provided.")
+        from actorflow.train.summary_hooks import SecondOrStepTimer
+        self._timer = SecondOrStepTimer(every_steps=every_n_steps, every_secs=every_n_secs)
+        self._summary_writer = summary_writer
+        self._output_dir = output_dir
         self.rates = []
 
     def begin(self):
+        if self._summary_writer is None and self._output_dir:
+            from actorflow.train.summary_hooks import SummaryWriterCache
+            self._summary_writer = SummaryWriterCache.get(self._output_dir)
         self._gs = _global_step_tensor()
+        self._summary_tag = self._gs.op.name + "/sec"
 
     def before_run(self, run_context):
         return SessionRunArgs(self._gs)
 
     def after_run(self, run_context, run_values):
-        step = int(run_values.results)
-        now = time.monotonic()
-        if self._t is None:
-            self._t, self._s = now, step
-        elif step - self._s >= self._every:
-            rate = (step - self._s) / (now - self._t)
-            self.rates.append(rate)
-            log.info("global_step/sec: %.3g", rate)
-            self._t, self._s = now, step
+        stale = int(run_values.results)
+        if self._timer.should_trigger_for_step(stale + 1):
+            step = int(run_context.session.run(self._gs))       # the value after this run's update
+            if self._timer.should_trigger_for_step(step):
+                elapsed_time, elapsed_steps = self._timer.update_last_triggered_step(step)
+                if elapsed_time is not None and elapsed_time > 0:
+                    self._record(elapsed_steps / elapsed_time, step)
+
+    def _record(self, rate, step):
+        self.rates.append(rate)
+        if self._summary_writer is not None:
+            from actorflow.summary import Summary
+            self._summary_writer.add_summary(Summary(value=[Summary.Value(tag=self._summary_tag, simple_value=rate)]),
+                                             step)
+        log.info("%s: %.3g", self._summary_tag, rate)

@@ -11,6 +11,7 @@ import asyncio
 import collections
 import itertools
 import logging
+import ssl as ssl_module
 
 import aiohttp
 import numpy as np
@@ -242,7 +243,10 @@ class Peer:
     """A lazily opened, self-healing connection to one remote task."""
 
     def __init__(self, address: str, token: str, handler, name: str | None = None,
-                 connect_timeout: float = 10.0, local_task: str = "client", on_close=None):
+                 connect_timeout: float = 10.0, local_task: str = "client", on_close=None,
+                 ssl: ssl_module.SSLContext | None = None, heartbeat: float | None = None):
+        self.ssl = ssl                    # a client TLS context (transport/tls.py), or None for plain TCP
+        self.heartbeat = heartbeat        # websocket ping interval; a server that stops answering is dropped
         self.local_task = local_task
         self.on_close = on_close
         self.address = address
@@ -264,7 +268,13 @@ class Peer:
             c = self._conn
             if c is not None and not c.closed:
                 return c
-            return await self._connect(timeout if timeout is not None else self.connect_timeout)
+            try:
+                return await self._connect(timeout if timeout is not None else self.connect_timeout)
+            except errors.OpError:
+                # A failed connect leaves no client session open behind it (the next try makes one).
+                if self._session is not None:
+                    await self._session.close()
+                raise
 
     async def _connect(self, timeout: float) -> Connection:
         loop = asyncio.get_running_loop()
@@ -273,22 +283,40 @@ class Peer:
         last = None
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout))
+        scheme = "https" if self.ssl is not None else "http"
         while True:
             try:
-                ws = await self._session.ws_connect(
-                    f"http://{self.address}/ws",
-                    headers={TOKEN_HEADER: self.token, TASK_HEADER: self.local_task, BULK_HEADER: "1"},
-                    max_msg_size=MAX_MESSAGE,
-                    autoping=True, heartbeat=None, compress=0)
+                # The whole handshake (TCP, TLS, HTTP upgrade) within what is left of the deadline:
+                # a server that accepts and never answers must not hold us.
+                async with asyncio.timeout(max(deadline - loop.time(), 0.05)):
+                    ws = await self._session.ws_connect(
+                        f"{scheme}://{self.address}/ws",
+                        headers={TOKEN_HEADER: self.token, TASK_HEADER: self.local_task, BULK_HEADER: "1"},
+                        max_msg_size=MAX_MESSAGE, ssl=self.ssl if self.ssl is not None else True,
+                        autoping=True, heartbeat=self.heartbeat, compress=0)
                 break
+            except TimeoutError:
+                last = TimeoutError(f"no websocket handshake within {timeout:g} s")
             except aiohttp.WSServerHandshakeError as e:
                 if e.status in (401, 403):
-                    raise errors.PermissionDeniedError(None, None, f"{self.name} refused our cluster token") from None
+                    raise errors.PermissionDeniedError(
+                        None, None, f"{self.name} at {self.address} refused our cluster token (every task and "
+                                    "client of a cluster needs the same one: token=, $ACTORFLOW_TOKEN or the "
+                                    "spec file)") from None
                 last = e
+            except (aiohttp.ClientSSLError, ssl_module.SSLError) as e:
+                # Not transient: a certificate or protocol mismatch stays one on the next try.
+                raise errors.UnavailableError(
+                    None, None, f"TLS handshake with {self.name} at {self.address} failed: {e}") from None
             except (aiohttp.ClientError, OSError) as e:
                 last = e
             if loop.time() + delay > deadline:
-                raise errors.UnavailableError(None, None, f"cannot reach {self.name} at {self.address}: {last}")
+                hint = ""
+                if isinstance(last, aiohttp.ServerDisconnectedError) and self.ssl is None:
+                    hint = (" (it closed the connection without answering: if the task serves TLS, connect "
+                            "with an afs:// target and its CA)")
+                raise errors.UnavailableError(None, None,
+                                              f"cannot reach {self.name} at {self.address}: {last}{hint}")
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
         self.connects += 1

@@ -50,7 +50,21 @@ def _stop_grad(op, grad):
     return [None]
 
 
+def _is_stringlike(value) -> bool:
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "SU" or (value.dtype == object and value.size > 0
+                                            and isinstance(value.reshape(-1)[0], (str, bytes)))
+    return isinstance(value, (str, bytes))
+
+
 def _np_value(value, dtype):
+    if (dtype is not None and dtypes.as_dtype(dtype).is_string) or (dtype is None and _is_stringlike(value)):
+        try:
+            return dtypes.string_array(value), dtypes.string
+        except TypeError as e:
+            raise TypeError(f"Cannot convert {value!r} to a string tensor: {e}") from None
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
         arr = np.asarray(value)

@@ -3,4 +3,4 @@
 Importing this package loads nothing; the registry imports MODULES the first time a CPU kernel is
 looked up, so `import actorflow` never pays for numba.
 """
-MODULES = ("array", "math", "nn", "random", "state", "training", "io", "accumulator", "debugging")
+MODULES = ("array", "math", "nn", "random", "state", "training", "io", "accumulator", "debugging", "summary")

@@ -1,0 +1,44 @@
+"""af.summary: TensorBoard summaries (tf.compat.v1.summary).
+
+Summary ops (`scalar`, `histogram`, `image`, `audio`, `text`, `tensor_summary`, `merge`,
+`merge_all`) are graph ops with CPU kernels; fetched, each gives a serialized `Summary` protobuf
+(`bytes`), which `FileWriter.add_summary` writes to a TensorBoard event file. `Summary`, `Event`,
+`SessionLog` and the other protobuf classes are TensorBoard's own (from the `tensorboard` package,
+the `summary` extra), loaded on first use.
+"""
+from __future__ import annotations
+
+from actorflow.graph.ops.summary_ops import audio, histogram, image, merge, merge_all, scalar, tensor_summary, text
+from actorflow.summary.writer import FileWriter, FileWriterCache
+
+__all__ = ["scalar", "histogram", "image", "audio", "text", "tensor_summary", "merge", "merge_all", "FileWriter",
+           "FileWriterCache", "Summary", "SummaryDescription", "SummaryMetadata", "HistogramProto", "Event",
+           "SessionLog", "TaggedRunMetadata", "as_graph_def"]
+
+# protobuf classes: name -> (tensorboard module, attribute)
+_PROTOS = {
+    "Summary": ("summary_pb2", "Summary"),
+    "SummaryDescription": ("summary_pb2", "SummaryDescription"),
+    "SummaryMetadata": ("summary_pb2", "SummaryMetadata"),
+    "HistogramProto": ("summary_pb2", "HistogramProto"),
+    "Event": ("event_pb2", "Event"),
+    "SessionLog": ("event_pb2", "SessionLog"),
+    "TaggedRunMetadata": ("event_pb2", "TaggedRunMetadata"),
+}
+
+
+def __getattr__(name):
+    if name in _PROTOS:
+        from actorflow import protos
+        mod, attr = _PROTOS[name]
+        value = getattr(getattr(protos, mod), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def as_graph_def(graph=None, add_shapes=True):
+    """`graph` (default: the default graph) as a GraphDef protobuf, as `FileWriter.add_graph` writes it."""
+    from actorflow.graph.graph import get_default_graph
+    from actorflow.summary.graph_def import as_graph_def as _agd
+    return _agd(graph if graph is not None else get_default_graph(), add_shapes=add_shapes)
