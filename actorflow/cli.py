@@ -69,7 +69,23 @@ def _worker(args) -> int:
     from actorflow.transport.tls import TLSConfig
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     tls = None
-    if args.cluster:
+    if args.from_resolver:
+        # A task started by a cluster manager: its resolver says which one it is.
+        from actorflow.cluster import resolver as resolvers
+        make = {"slurm": resolvers.SlurmClusterResolver, "k8s": resolvers.KubernetesClusterResolver,
+                "tf_config": resolvers.TFConfigClusterResolver}[args.from_resolver]
+        try:
+            r = make()
+            cluster, job, task = r.cluster_spec(), r.task_type, r.task_id
+        except (RuntimeError, ValueError) as e:
+            print(f"actorflow worker --from-{args.from_resolver.replace('_', '-')}: {e}", file=sys.stderr)
+            return 2
+        if job is None or task is None or not cluster:
+            print(f"actorflow worker --from-{args.from_resolver.replace('_', '-')}: the environment names no task "
+                  f"for this process (job {job!r}, index {task!r})", file=sys.stderr)
+            return 2
+        token = None
+    elif args.cluster:
         try:
             spec = _load_spec(args.cluster)
         except (OSError, ValueError) as e:
@@ -141,6 +157,8 @@ def _cluster_up(args) -> int:
     from actorflow.cluster.local import LocalCluster, task_health
     os.makedirs(args.dir, exist_ok=True)
     spec_file = _state_file(args)
+    if args.on == "ray":
+        return _cluster_up_ray(args, spec_file)
     try:
         cluster = LocalCluster(ps=args.ps, workers=args.workers, restart=args.restart, spec_file=spec_file,
                                log_dir=os.path.join(args.dir, "logs"), tls_cert=args.tls_cert,
@@ -180,6 +198,45 @@ def _cluster_up(args) -> int:
     return 0
 
 
+def _cluster_up_ray(args, spec_file: str) -> int:
+    """`cluster up --on ray`: the tasks as Ray actors; the state file and `cluster down` work as for a
+    local cluster (down stops this process, which kills the actors)."""
+    from actorflow.cluster.local import write_private_json
+    from actorflow.cluster.ray_cluster import RayCluster
+    try:
+        cluster = RayCluster(ps=args.ps, workers=args.workers, address=args.address, host=args.host,
+                             resources_per_task={"num_cpus": args.cpus_per_task})
+    except (ImportError, ValueError) as e:
+        print(f"actorflow cluster up --on ray: {e}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    cluster.start()
+    # After start: ray.init installs its own SIGTERM handler in the driver.
+    signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    signal.signal(signal.SIGINT, lambda *a: stop.set())
+    try:
+        write_private_json(spec_file, {"cluster": cluster.spec.as_dict(), "token": cluster.token,
+                                       "pids": cluster.pids(), "engine": "ray"})
+        with open(os.path.join(args.dir, "up.pid"), "w") as f:
+            f.write(str(os.getpid()))
+        print(f"cluster up on Ray: spec and token in {spec_file} (mode 0600)")
+        print(f"target: {cluster.target}" if args.show_token else
+              f"target: af://{cluster.spec.task_address('worker', 0)}?token=<the token in {spec_file}>")
+        for key, pid in cluster.pids().items():
+            print(f"  {key:24s} pid {pid}")
+        print("Ctrl-C or `actorflow cluster down` stops it.", flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        cluster.stop()
+        try:
+            os.unlink(os.path.join(args.dir, "up.pid"))
+        except FileNotFoundError:
+            pass
+        print("cluster down", flush=True)
+    return 0
+
+
 def _cluster_status(args) -> int:
     from actorflow.cluster.local import task_health
     from actorflow.cluster.spec import ClusterSpec
@@ -202,6 +259,21 @@ def _cluster_status(args) -> int:
     return 1 if bad else 0
 
 
+def _running(pid: int) -> bool:
+    """Whether `pid` runs; a process that exited but is not yet reaped by its parent (a zombie) does not."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:          # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
 def _cluster_down(args) -> int:
     pid_file = os.path.join(args.dir, "up.pid")
     try:
@@ -218,9 +290,7 @@ def _cluster_down(args) -> int:
         return 0
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not _running(pid):
             print("cluster down")
             return 0
         time.sleep(0.1)
@@ -322,6 +392,13 @@ def main(argv=None) -> int:
     d.set_defaults(fn=_demo)
     w = sub.add_parser("worker", help="run one task of a cluster in this process")
     w.add_argument("--cluster", help="cluster spec JSON (a ClusterSpec dict, or {cluster, token}); else TF_CONFIG")
+    src = w.add_mutually_exclusive_group()
+    src.add_argument("--from-slurm", dest="from_resolver", action="store_const", const="slurm",
+                     help="this task's role from Slurm's environment (SlurmClusterResolver; AF_SLURM_JOBS)")
+    src.add_argument("--from-k8s", dest="from_resolver", action="store_const", const="k8s",
+                     help="this task's role from the pod's environment (KubernetesClusterResolver)")
+    src.add_argument("--from-tf-config", dest="from_resolver", action="store_const", const="tf_config",
+                     help="this task's role from TF_CONFIG (the default without --cluster)")
     w.add_argument("--job")
     w.add_argument("--task", type=int, default=0)
     w.add_argument("--token", help="cluster token (default: $ACTORFLOW_TOKEN, else the spec file's); visible in "
@@ -345,6 +422,13 @@ def main(argv=None) -> int:
     up.add_argument("--workers", type=int, default=2)
     up.add_argument("--restart", choices=["never", "on-failure"], default="never")
     up.add_argument("--dir", default=".actorflow")
+    up.add_argument("--on", choices=["local", "ray"], default="local",
+                    help="who starts the tasks: processes on this machine, or Ray actors")
+    up.add_argument("--address", default="auto", help="with --on ray: the Ray cluster to join (auto: RAY_ADDRESS "
+                    "or a new local one)")
+    up.add_argument("--cpus-per-task", type=float, default=0.25, help="with --on ray: Ray CPUs per task")
+    up.add_argument("--host", help="with --on ray: the address every task binds and advertises (e.g. 127.0.0.1 "
+                    "on one machine); default: each task's node IP")
     up.add_argument("--show-token", action="store_true", help="print the target with its token")
     _tls_args(up)
     up.set_defaults(fn=_cluster_up)

@@ -85,3 +85,35 @@ def test_killed_task_is_restarted_by_ray_and_training_goes_on(local_ray):
         assert before["/job:ps/task:0"] == cluster.pids()["/job:ps/task:0"]
         pids = list(cluster.pids().values())
     assert not [p for p in pids if _alive(p)], "a task process outlived the cluster"
+
+
+def test_cluster_up_on_ray_then_status_and_down(tmp_path):
+    import subprocess
+    state = tmp_path / "state"
+    up = subprocess.Popen([sys.executable, "-m", "actorflow.cli", "cluster", "up", "--on", "ray", "--ps", "1",
+                           "--workers", "1", "--dir", str(state), "--host", "127.0.0.1"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=dict(os.environ, RAY_ADDRESS=""))
+    lines = []
+    try:
+        deadline = time.monotonic() + 240
+        while not any("cluster down" in ln or "stops it" in ln for ln in lines):
+            line = up.stdout.readline()
+            assert line or up.poll() is None, "".join(lines)
+            lines.append(line)
+            assert time.monotonic() < deadline, "".join(lines)
+        # Keep reading: Ray forwards the tasks' logs to this pipe, and a full pipe would stall `up`.
+        threading.Thread(target=lambda: [lines.append(ln) for ln in up.stdout], daemon=True).start()
+        assert (state / "cluster.json").stat().st_mode & 0o777 == 0o600
+        status = subprocess.run([sys.executable, "-m", "actorflow.cli", "cluster", "status", "--dir", str(state)],
+                                capture_output=True, text=True, timeout=60)
+        assert status.returncode == 0 and status.stdout.count("healthy") == 2, status.stdout + status.stderr
+        pids = [int(ln.split(" pid ")[1]) for ln in lines if ln.startswith("  /job:")]
+        down = subprocess.run([sys.executable, "-m", "actorflow.cli", "cluster", "down", "--dir", str(state)],
+                              capture_output=True, text=True, timeout=90)
+        assert down.returncode == 0, down.stderr
+        up.wait(60)
+        assert len(pids) == 2 and not [p for p in pids if _alive(p)]
+    finally:
+        if up.poll() is None:
+            up.kill()
+            up.wait()

@@ -280,3 +280,39 @@ def test_servers_from_resolvers_train_together(monkeypatch):
 def test_server_from_resolver_without_a_role():
     with pytest.raises(ValueError, match="does not name this process's task"):
         af.train.Server.create_from_resolver(cr.SimpleClusterResolver({"worker": ["127.0.0.1:1"]}))
+
+
+# -- `actorflow worker --from-slurm` / `--from-k8s` ------------------------------------------------------
+
+def _start_worker(flag, env):
+    import os
+    import subprocess
+    import sys
+    return subprocess.Popen([sys.executable, "-m", "actorflow.cli", "worker", flag], env=dict(os.environ, **env),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_worker_from_slurm_serves_its_task(tmp_path):
+    from actorflow.cluster.local import task_health
+    port = free_port()
+    env = {"SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "localhost", "SLURM_STEP_TASKS_PER_NODE": "1",
+           "SLURM_STEP_NUM_TASKS": "1", "AF_SLURM_JOBS": '{"worker": 1}', "AF_SLURM_PORT_BASE": str(port),
+           "ACTORFLOW_TOKEN": "slurm-token"}
+    p = _start_worker("--from-slurm", env)
+    try:
+        import time
+        deadline = time.monotonic() + 60
+        while task_health(f"localhost:{port}", "slurm-token", 0.5) is None:
+            assert p.poll() is None, p.stdout.read()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        p.terminate()
+        out = p.communicate(timeout=30)[0]
+    assert "/job:worker/task:0 serving on localhost:" in out
+
+
+def test_worker_from_k8s_without_its_environment_says_what_is_missing():
+    p = _start_worker("--from-k8s", {"ACTORFLOW_TOKEN": "t"})
+    out = p.communicate(timeout=60)[0]
+    assert p.returncode == 2 and "--from-k8s" in out and "AF_K8S_JOBS" in out

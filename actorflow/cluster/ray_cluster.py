@@ -263,10 +263,15 @@ class RayCluster:
 
 
 def _alive(pid: int) -> bool:
+    """Whether the process runs (a zombie waiting for Ray's raylet to reap it does not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
         return False
-    except PermissionError:
+    except OSError:          # no /proc (not Linux): ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
         return True
-    return True
