@@ -5,6 +5,7 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -68,7 +69,23 @@ def _worker(args) -> int:
     from actorflow.transport.tls import TLSConfig
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     tls = None
-    if args.cluster:
+    if args.from_resolver:
+        # A task started by a cluster manager: its resolver says which one it is.
+        from actorflow.cluster import resolver as resolvers
+        make = {"slurm": resolvers.SlurmClusterResolver, "k8s": resolvers.KubernetesClusterResolver,
+                "tf_config": resolvers.TFConfigClusterResolver}[args.from_resolver]
+        try:
+            r = make()
+            cluster, job, task = r.cluster_spec(), r.task_type, r.task_id
+        except (RuntimeError, ValueError) as e:
+            print(f"actorflow worker --from-{args.from_resolver.replace('_', '-')}: {e}", file=sys.stderr)
+            return 2
+        if job is None or task is None or not cluster:
+            print(f"actorflow worker --from-{args.from_resolver.replace('_', '-')}: the environment names no task "
+                  f"for this process (job {job!r}, index {task!r})", file=sys.stderr)
+            return 2
+        token = None
+    elif args.cluster:
         try:
             spec = _load_spec(args.cluster)
         except (OSError, ValueError) as e:
@@ -140,6 +157,8 @@ def _cluster_up(args) -> int:
     from actorflow.cluster.local import LocalCluster, task_health
     os.makedirs(args.dir, exist_ok=True)
     spec_file = _state_file(args)
+    if args.on == "ray":
+        return _cluster_up_ray(args, spec_file)
     try:
         cluster = LocalCluster(ps=args.ps, workers=args.workers, restart=args.restart, spec_file=spec_file,
                                log_dir=os.path.join(args.dir, "logs"), tls_cert=args.tls_cert,
@@ -179,6 +198,45 @@ def _cluster_up(args) -> int:
     return 0
 
 
+def _cluster_up_ray(args, spec_file: str) -> int:
+    """`cluster up --on ray`: the tasks as Ray actors; the state file and `cluster down` work as for a
+    local cluster (down stops this process, which kills the actors)."""
+    from actorflow.cluster.local import write_private_json
+    from actorflow.cluster.ray_cluster import RayCluster
+    try:
+        cluster = RayCluster(ps=args.ps, workers=args.workers, address=args.address, host=args.host,
+                             resources_per_task={"num_cpus": args.cpus_per_task})
+    except (ImportError, ValueError) as e:
+        print(f"actorflow cluster up --on ray: {e}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    cluster.start()
+    # After start: ray.init installs its own SIGTERM handler in the driver.
+    signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    signal.signal(signal.SIGINT, lambda *a: stop.set())
+    try:
+        write_private_json(spec_file, {"cluster": cluster.spec.as_dict(), "token": cluster.token,
+                                       "pids": cluster.pids(), "engine": "ray"})
+        with open(os.path.join(args.dir, "up.pid"), "w") as f:
+            f.write(str(os.getpid()))
+        print(f"cluster up on Ray: spec and token in {spec_file} (mode 0600)")
+        print(f"target: {cluster.target}" if args.show_token else
+              f"target: af://{cluster.spec.task_address('worker', 0)}?token=<the token in {spec_file}>")
+        for key, pid in cluster.pids().items():
+            print(f"  {key:24s} pid {pid}")
+        print("Ctrl-C or `actorflow cluster down` stops it.", flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        cluster.stop()
+        try:
+            os.unlink(os.path.join(args.dir, "up.pid"))
+        except FileNotFoundError:
+            pass
+        print("cluster down", flush=True)
+    return 0
+
+
 def _cluster_status(args) -> int:
     from actorflow.cluster.local import task_health
     from actorflow.cluster.spec import ClusterSpec
@@ -201,6 +259,21 @@ def _cluster_status(args) -> int:
     return 1 if bad else 0
 
 
+def _running(pid: int) -> bool:
+    """Whether `pid` runs; a process that exited but is not yet reaped by its parent (a zombie) does not."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:          # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
 def _cluster_down(args) -> int:
     pid_file = os.path.join(args.dir, "up.pid")
     try:
@@ -217,14 +290,93 @@ def _cluster_down(args) -> int:
         return 0
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not _running(pid):
             print("cluster down")
             return 0
         time.sleep(0.1)
     print("cluster did not stop in 30 s", file=sys.stderr)
     return 1
+
+
+def _k8s_manifest(args) -> int:
+    from actorflow.cluster.launchers import render_k8s, to_yaml
+    command = shlex.split(args.command) if args.command else None
+    try:
+        objects = render_k8s(args.name, ps=args.ps, workers=args.workers, image=args.image, command=command,
+                             port=args.port, namespace=args.namespace, cpu=args.cpu, memory=args.memory)
+    except ValueError as e:
+        print(f"actorflow k8s manifest: {e}", file=sys.stderr)
+        return 2
+    if not args.out and not args.show_token:
+        # stdout may be a terminal or a log: the token stays out of it unless asked for.
+        secret = objects.pop(0)["metadata"]["name"]
+        print(f"actorflow k8s manifest: the token Secret is left out of stdout (give --out FILE or --show-token); "
+              f"create it with:\n  kubectl create secret generic {secret} "
+              f"--from-literal=token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')",
+              file=sys.stderr)
+    text = to_yaml(objects)
+    if args.out:
+        fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)   # it holds the token Secret
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        print(f"wrote {args.out}: {len(objects)} objects; apply with kubectl apply -f {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _slurm_script(args) -> int:
+    from actorflow.cluster.launchers import render_sbatch
+    command = shlex.split(args.command) if args.command else None
+    try:
+        text = render_sbatch(args.name, ps=args.ps, workers=args.workers, command=command, nodes=args.nodes,
+                             port_base=args.port_base, cpus_per_task=args.cpus_per_task, time_limit=args.time,
+                             partition=args.partition)
+    except ValueError as e:
+        print(f"actorflow slurm script: {e}", file=sys.stderr)
+        return 2
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+        os.chmod(args.out, 0o755)
+        print(f"wrote {args.out}; submit with sbatch {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _add_engine_parsers(sub) -> None:
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    k = sub.add_parser("k8s", help="Kubernetes: render the objects of a cluster")
+    ksub = k.add_subparsers(dest="k8s_cmd", required=True)
+    km = ksub.add_parser("manifest", formatter_class=fmt,
+                         help="headless Services, Indexed Jobs and a token Secret for kubectl apply")
+    km.add_argument("--name", default="actorflow", help="cluster name; pods are NAME-JOB-INDEX")
+    km.add_argument("--ps", type=int, default=1, help="parameter server tasks")
+    km.add_argument("--workers", type=int, default=2, help="worker tasks")
+    km.add_argument("--image", required=True, help="container image with actorflow installed (see Dockerfile)")
+    km.add_argument("--command", help="the workers' command (a training program); default: a server")
+    km.add_argument("--port", type=int, default=2222, help="every task's port")
+    km.add_argument("--namespace", help="namespace of the objects (default: kubectl's)")
+    km.add_argument("--cpu", default="1", help="CPU request per task")
+    km.add_argument("--memory", default="2Gi", help="memory request and limit per task")
+    km.add_argument("--out", help="write to this file (mode 0600: it holds the token) instead of stdout")
+    km.add_argument("--show-token", action="store_true", help="include the token Secret when writing to stdout")
+    km.set_defaults(fn=_k8s_manifest)
+    sl = sub.add_parser("slurm", help="Slurm: write a batch script that starts a cluster")
+    ssub = sl.add_subparsers(dest="slurm_cmd", required=True)
+    ss = ssub.add_parser("script", formatter_class=fmt, help="an sbatch script: one srun step, every task")
+    ss.add_argument("--name", default="actorflow", help="job name")
+    ss.add_argument("--ps", type=int, default=1, help="parameter server tasks")
+    ss.add_argument("--workers", type=int, default=2, help="worker tasks")
+    ss.add_argument("--command", help="what each task runs; default: actorflow worker --from-slurm")
+    ss.add_argument("--nodes", type=int, help="number of nodes (default: Slurm's choice)")
+    ss.add_argument("--port-base", type=int, default=8888, help="first port on each node")
+    ss.add_argument("--cpus-per-task", type=int, default=1, help="CPUs per task")
+    ss.add_argument("--time", help="time limit, e.g. 01:00:00")
+    ss.add_argument("--partition", help="Slurm partition")
+    ss.add_argument("--out", help="write to this file instead of stdout")
+    ss.set_defaults(fn=_slurm_script)
 
 
 def _tls_args(p) -> None:
@@ -240,6 +392,13 @@ def main(argv=None) -> int:
     d.set_defaults(fn=_demo)
     w = sub.add_parser("worker", help="run one task of a cluster in this process")
     w.add_argument("--cluster", help="cluster spec JSON (a ClusterSpec dict, or {cluster, token}); else TF_CONFIG")
+    src = w.add_mutually_exclusive_group()
+    src.add_argument("--from-slurm", dest="from_resolver", action="store_const", const="slurm",
+                     help="this task's role from Slurm's environment (SlurmClusterResolver; AF_SLURM_JOBS)")
+    src.add_argument("--from-k8s", dest="from_resolver", action="store_const", const="k8s",
+                     help="this task's role from the pod's environment (KubernetesClusterResolver)")
+    src.add_argument("--from-tf-config", dest="from_resolver", action="store_const", const="tf_config",
+                     help="this task's role from TF_CONFIG (the default without --cluster)")
     w.add_argument("--job")
     w.add_argument("--task", type=int, default=0)
     w.add_argument("--token", help="cluster token (default: $ACTORFLOW_TOKEN, else the spec file's); visible in "
@@ -263,6 +422,13 @@ def main(argv=None) -> int:
     up.add_argument("--workers", type=int, default=2)
     up.add_argument("--restart", choices=["never", "on-failure"], default="never")
     up.add_argument("--dir", default=".actorflow")
+    up.add_argument("--on", choices=["local", "ray"], default="local",
+                    help="who starts the tasks: processes on this machine, or Ray actors")
+    up.add_argument("--address", default="auto", help="with --on ray: the Ray cluster to join (auto: RAY_ADDRESS "
+                    "or a new local one)")
+    up.add_argument("--cpus-per-task", type=float, default=0.25, help="with --on ray: Ray CPUs per task")
+    up.add_argument("--host", help="with --on ray: the address every task binds and advertises (e.g. 127.0.0.1 "
+                    "on one machine); default: each task's node IP")
     up.add_argument("--show-token", action="store_true", help="print the target with its token")
     _tls_args(up)
     up.set_defaults(fn=_cluster_up)
@@ -272,6 +438,8 @@ def main(argv=None) -> int:
     dn = csub.add_parser("down", help="stop the local cluster")
     dn.add_argument("--dir", default=".actorflow")
     dn.set_defaults(fn=_cluster_down)
+    # -- cluster managers: `actorflow k8s manifest`, `actorflow slurm script` ---------------------------------
+    _add_engine_parsers(sub)
     # -- sim: `actorflow sim ...`, the simulator harness (actorflow/sim/cli.py) ------------------------------
     from actorflow.sim.cli import add_parser as add_sim_parser
     add_sim_parser(sub)

@@ -5,7 +5,10 @@ replication: each client builds its own graph; replica_device_setter puts the va
 and the computation on the client's worker). Training is asynchronous: each worker applies its own
 gradients to the shared variables. Prints the test accuracy, which matches a single-process run.
 
-    python examples/distributed_digits.py [--ps 1] [--workers 2] [--steps 800]
+    python examples/distributed_digits.py [--ps 1] [--workers 2] [--steps 800] [--engine local|ray]
+
+`--engine ray` starts the same tasks as Ray actors (af.cluster.RayCluster, the `ray` extra) on a
+local Ray instance, or on the cluster RAY_ADDRESS names; the training code is the same.
 """
 from __future__ import annotations
 
@@ -61,13 +64,19 @@ def main(argv=None) -> float:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--learning-rate", type=float, default=2e-3)
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--engine", choices=["local", "ray"], default="local", help="who starts the tasks")
     args = p.parse_args(argv)
     d = load_digits()
     x = (d.data / 16.0).astype(np.float32)
     xtr, xte, ytr, yte = train_test_split(x, d.target.astype(np.int64), test_size=0.25, random_state=0,
                                           stratify=d.target)
     t0 = time.perf_counter()
-    with af.cluster.LocalCluster(ps=args.ps, workers=args.workers) as cluster:
+    if args.engine == "ray":
+        launcher = af.cluster.RayCluster(ps=args.ps, workers=args.workers, host="127.0.0.1",
+                                         resources_per_task={"num_cpus": 0.25})
+    else:
+        launcher = af.cluster.LocalCluster(ps=args.ps, workers=args.workers)
+    with launcher as cluster:
         if not args.quiet:
             print(f"cluster up in {time.perf_counter() - t0:.1f} s: {cluster.spec.as_dict()}", file=sys.stderr)
         bar = tqdm(total=args.steps, desc="global step", disable=args.quiet, file=sys.stderr)

@@ -456,6 +456,14 @@ class Server:
             self._stopped.wait(10)
 
     @staticmethod
+    def create_from_resolver(resolver, **kwargs) -> "Server":
+        """A server for the task a cluster resolver names (TF_CONFIG, Slurm, Kubernetes...): its
+        cluster spec, job and index; binds every interface for a non-loopback address. TF 1.x has no
+        such constructor; `tf.distribute.Server(resolver.cluster_spec(), job, index)` is the TF way."""
+        from actorflow.cluster.resolver import server_for
+        return server_for(resolver, **kwargs)
+
+    @staticmethod
     def create_local_server(config=None, start=True):
         """A one-task server on a free loopback port with a random token (tf.train.Server.create_local_server)."""
         from actorflow.cluster.local import free_port

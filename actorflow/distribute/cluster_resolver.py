@@ -1,0 +1,12 @@
+"""`af.distribute.cluster_resolver` (tf.distribute.cluster_resolver): see actorflow/cluster/resolver.py."""
+from actorflow.cluster.resolver import (
+                                        ClusterResolver,
+                                        KubernetesClusterResolver,
+                                        SimpleClusterResolver,
+                                        SlurmClusterResolver,
+                                        TFConfigClusterResolver,
+                                        UnionClusterResolver,
+)
+
+__all__ = ["ClusterResolver", "KubernetesClusterResolver", "SimpleClusterResolver", "SlurmClusterResolver",
+           "TFConfigClusterResolver", "UnionClusterResolver"]
