@@ -3,6 +3,7 @@
     python benchmarks/compat.py fetch --mirror DIR        # write the programs into the corpus directory
     python benchmarks/compat.py run --tf-python PY        # run each under both libraries, print a table
 
+`--json` results are merged into the file if it exists, so a partial rerun (`--only`) updates it.
 The programs are named in benchmarks/compat/corpus.toml (repository, commit, path) and are not copied
 into this repository: `fetch` reads them with `git show COMMIT:PATH` from a clone of each repository,
 found as DIR/<owner>+<name>/repo, DIR/<owner>+<name> or DIR/<name>. Each program is ported the same
@@ -69,6 +70,16 @@ def port(source: str, lib: str, patches) -> str:
                  lambda m: m.group(1) + "import input_data", out, flags=re.M)
     out = re.sub(r"^(\s*)from tensorflow\.contrib import rnn\s*$",
                  lambda m: m.group(1) + "from compat_contrib import rnn", out, flags=re.M)
+    # What tf_upgrade_v2 renames for the contrib names these programs use, and numpy 2's removed
+    # `newshape=` keyword: upgrades any user of TensorFlow 2.21 and numpy 2 makes, the same for both.
+    if "tf.contrib.rnn." in out:
+        out = re.sub(r"^(\s*)(import (?:actorflow|tensorflow\.compat\.v1) as tf.*)$",
+                     lambda m: m.group(0) + "\n" + m.group(1) + "from compat_contrib import rnn", out, count=1,
+                     flags=re.M)
+        out = out.replace("tf.contrib.rnn.", "rnn.")
+    out = out.replace("tf.contrib.layers.flatten", "tf.layers.flatten")
+    out = out.replace("newshape=", "")
+    out = re.sub(r"\bxrange\(", "range(", out)            # 2to3, for the programs written for Python 2
     for old, new in patches:
         if old not in out:
             raise ValueError(f"patch {old!r} does not apply")
@@ -195,7 +206,9 @@ def main(argv=None):
         _row(prog, res)
         sys.stdout.flush()
     if a.json:
-        a.json.write_text(json.dumps(results, indent=1))
+        merged = json.loads(a.json.read_text()) if a.json.exists() else {}
+        merged.update(results)
+        a.json.write_text(json.dumps(merged, indent=1))
     _summary(progs, results)
     return 0
 

@@ -11,7 +11,12 @@ import numpy as np
 
 def make_text8_zip(path, n_words=400_000, vocab=6000, topics=40, seed=0):
     rng = np.random.RandomState(seed)
-    words = np.array([f"w{i}" for i in range(vocab)])
+    # word2vec programs look up a few real words (e.g. 'five', 'of', 'american'): they lead the ranks.
+    real = ["the", "of", "and", "one", "in", "a", "to", "zero", "nine", "two", "is", "as", "eight", "for", "s",
+            "five", "three", "was", "by", "that", "four", "six", "seven", "with", "on", "are", "it", "from",
+            "or", "his", "an", "be", "this", "which", "at", "he", "also", "not", "have", "were", "has", "but",
+            "going", "hardware", "american", "britain", "computer", "system", "war", "music", "king", "queen"]
+    words = np.array(real + [f"w{i}" for i in range(vocab - len(real))])
     zipf = 1.0 / np.arange(1, vocab + 1) ** 1.05
     topic_vocab = [rng.choice(vocab, size=150, replace=False) for _ in range(topics)]
     out = []
