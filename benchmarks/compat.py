@@ -1,0 +1,251 @@
+"""The compatibility corpus: public TF-1.x programs run under actorflow and under TensorFlow 2.21.
+
+    python benchmarks/compat.py fetch --mirror DIR        # write the programs into the corpus directory
+    python benchmarks/compat.py run --tf-python PY        # run each under both libraries, print a table
+
+`--json` results are merged into the file if it exists, so a partial rerun (`--only`) updates it.
+The programs are named in benchmarks/compat/corpus.toml (repository, commit, path) and are not copied
+into this repository: `fetch` reads them with `git show COMMIT:PATH` from a clone of each repository,
+found as DIR/<owner>+<name>/repo, DIR/<owner>+<name> or DIR/<name>. Each program is ported the same
+way for both libraries (see the corpus file's header), runs in its own process in its own directory,
+and its final figure is read from its output. TensorFlow runs `--seeds` times (its programs are not
+seeded, so the runs differ like seeds do), actorflow once; the table says whether actorflow's figure
+lies within the spread of TensorFlow's runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent / "compat"
+ROOT = HERE.parent.parent
+SHIMS = HERE / "shims"
+DEFAULT_CORPUS = HERE / "corpus"
+
+TF_IMPORT = "import tensorflow.compat.v1 as tf; tf.disable_v2_behavior()"
+AF_IMPORT = "import actorflow as tf"
+
+
+def load_manifest(path=HERE / "corpus.toml"):
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+def _repo_dir(mirror: Path, repo: str) -> Path:
+    owner, name = repo.split("/")
+    for cand in (mirror / f"{owner}+{name}" / "repo", mirror / f"{owner}+{name}", mirror / name):
+        if (cand / "HEAD").exists() or (cand / ".git").exists():
+            return cand
+    raise SystemExit(f"no clone of {repo} under {mirror} (looked for {owner}+{name}/repo, {owner}+{name}, {name})")
+
+
+def fetch(manifest, mirror: Path, corpus: Path) -> None:
+    """Writes every program of the manifest into `corpus`, at the commit the manifest names."""
+    for prog in manifest["program"]:
+        repo = manifest["repos"][prog["repo"]]
+        src = subprocess.run(["git", "-C", str(_repo_dir(mirror, repo["repo"])), "show",
+                              f"{repo['commit']}:{prog['path']}"], check=True, capture_output=True).stdout
+        dst = corpus / prog["id"].replace("/", "__")
+        dst = dst.with_suffix(".py")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_bytes(src)
+        print(f"fetched {prog['id']:40s} {repo['repo']}@{repo['commit'][:10]}:{prog['path']}")
+
+
+def port(source: str, lib: str, patches) -> str:
+    """The program as run under `lib`: the import swapped, the dataset stand-ins, the patches."""
+    imp = AF_IMPORT if lib == "actorflow" else TF_IMPORT
+    out = re.sub(r"^(\s*)import tensorflow as tf\s*$", lambda m: m.group(1) + imp, source, flags=re.M)
+    out = re.sub(r"^(\s*)from tensorflow\.examples\.tutorials\.mnist import input_data\s*$",
+                 lambda m: m.group(1) + "import input_data", out, flags=re.M)
+    out = re.sub(r"^(\s*)from tensorflow\.contrib import rnn\s*$",
+                 lambda m: m.group(1) + "from compat_contrib import rnn", out, flags=re.M)
+    # What tf_upgrade_v2 renames for the contrib names these programs use, and numpy 2's removed
+    # `newshape=` keyword: upgrades any user of TensorFlow 2.21 and numpy 2 makes, the same for both.
+    if "tf.contrib.rnn." in out:
+        out = re.sub(r"^(\s*)(import (?:actorflow|tensorflow\.compat\.v1) as tf.*)$",
+                     lambda m: m.group(0) + "\n" + m.group(1) + "from compat_contrib import rnn", out, count=1,
+                     flags=re.M)
+        out = out.replace("tf.contrib.rnn.", "rnn.")
+    out = out.replace("tf.contrib.layers.flatten", "tf.layers.flatten")
+    out = out.replace("newshape=", "")
+    out = re.sub(r"\bxrange\(", "range(", out)            # 2to3, for the programs written for Python 2
+    for old, new in patches:
+        if old not in out:
+            raise ValueError(f"patch {old!r} does not apply")
+        out = out.replace(old, new)
+    return out
+
+
+def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path | None = None) -> dict:
+    """Runs one program under one library in a fresh directory; returns its outcome and figure."""
+    work = Path(tempfile.mkdtemp(prefix="afcompat-"))
+    try:
+        (work / "prog.py").write_text(port(source, lib, prog.get("patches", [])))
+        for name in prog.get("data", []):
+            if name == "text8.zip":
+                sys.path.insert(0, str(SHIMS))
+                from text8 import make_text8_zip
+                make_text8_zip(work / name)
+        env = dict(os.environ, AF_COMPAT_LIB=lib, MPLBACKEND="Agg", TF_USE_LEGACY_KERAS="1",
+                   TF_CPP_MIN_LOG_LEVEL="2", PYTHONHASHSEED="0")
+        paths = [str(SHIMS)] + ([str(ROOT)] if lib == "actorflow" else [])
+        env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in [os.environ.get("PYTHONPATH")] if p])
+        t0 = time.perf_counter()
+        try:
+            r = subprocess.run([python, "prog.py"], cwd=work, env=env, capture_output=True, text=True,
+                               timeout=timeout)
+            rc, out, err = r.returncode, r.stdout, r.stderr
+        except subprocess.TimeoutExpired as e:
+            rc, out, err = "timeout", (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) \
+                else (e.stdout or ""), f"timed out after {timeout:.0f} s"
+        wall = time.perf_counter() - t0
+        matches = re.findall(prog["metric"], out, flags=re.M)
+        value = matches[-1] if matches else None
+        if value is not None:
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            stem = prog["id"].replace("/", "__") + "." + lib
+            (keep / (stem + ".out")).write_text(out + "\n--- stderr ---\n" + err)
+        ok = rc == 0 and value is not None
+        why = "" if ok else _why(rc, err, value)
+        return {"ok": ok, "value": value, "wall": wall, "why": why}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _why(rc, err, value) -> str:
+    if rc == "timeout":
+        return err
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if re.match(r"^[\w.]+(Error|Exception|Exit)\b", ln) or ln.startswith("ValueError") or "Error:" in ln:
+            return ln.strip()[:160]
+    if rc == 0 and value is None:
+        return "ran, but printed no final figure"
+    return (lines[-1].strip()[:160] if lines else f"exit {rc}")
+
+
+def verdict(prog, tf_vals, af_val) -> str:
+    if af_val is None or not tf_vals:
+        return "-"
+    kind = prog.get("kind", "higher")
+    if kind == "exact" or isinstance(af_val, str):
+        same = all(af_val == v or (isinstance(v, float) and isinstance(af_val, float)
+                                   and abs(af_val - v) <= 1e-6 * max(1.0, abs(v))) for v in tf_vals)
+        return "same" if same else "differs"
+    lo, hi = min(tf_vals), max(tf_vals)
+    if kind == "exact-ish":
+        tol = 1e-4 * max(1.0, abs(hi))
+        return "same" if lo - tol <= af_val <= hi + tol else "differs"
+    if lo <= af_val <= hi:
+        return "within"
+    better = af_val > hi if kind == "higher" else af_val < lo
+    return "better" if better else "worse"
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("fetch", help="write the corpus's programs from local clones")
+    f.add_argument("--mirror", type=Path, required=True, help="directory holding a clone of each repository")
+    f.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    r = sub.add_parser("run", help="run the corpus under actorflow and TensorFlow")
+    r.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    r.add_argument("--tf-python", help="a python with tensorflow-cpu==2.21.0 and tf_keras (the bench extra)")
+    r.add_argument("--seeds", type=int, default=3, help="TensorFlow runs per program")
+    r.add_argument("--only", nargs="*", help="program ids (substrings) to run")
+    r.add_argument("--skip-actorflow", action="store_true")
+    r.add_argument("--timeout", type=float, default=600)
+    r.add_argument("--json", type=Path, help="write the results here as JSON")
+    r.add_argument("--tf-json", type=Path, help="reuse TensorFlow's results from an earlier --json")
+    r.add_argument("--keep-output", type=Path, help="keep each run's output in this directory")
+    a = ap.parse_args(argv)
+    manifest = load_manifest()
+    if a.cmd == "fetch":
+        fetch(manifest, a.mirror, a.corpus)
+        return 0
+    progs = [p for p in manifest["program"] if not a.only or any(s in p["id"] for s in a.only)]
+    earlier = json.loads(a.tf_json.read_text()) if a.tf_json else {}
+    results = {}
+    for prog in progs:
+        path = a.corpus / (prog["id"].replace("/", "__") + ".py")
+        if not path.exists():
+            raise SystemExit(f"{path} is missing: run `python benchmarks/compat.py fetch --mirror DIR` first")
+        source = path.read_text()
+        res = {"tf": earlier.get(prog["id"], {}).get("tf", []), "af": None}
+        if a.tf_python and not res["tf"]:
+            res["tf"] = [run_one(prog, source, "tensorflow", a.tf_python, a.timeout, a.keep_output)
+                         for _ in range(a.seeds)]
+        if not a.skip_actorflow:
+            res["af"] = run_one(prog, source, "actorflow", sys.executable, a.timeout, a.keep_output)
+        results[prog["id"]] = res
+        _row(prog, res)
+        sys.stdout.flush()
+    if a.json:
+        merged = json.loads(a.json.read_text()) if a.json.exists() else {}
+        merged.update(results)
+        a.json.write_text(json.dumps(merged, indent=1))
+    _summary(progs, results)
+    return 0
+
+
+HEADER = f"{'program':34s} {'TF runs':>7s} {'TF figure (min..max)':>22s} {'actorflow':>10s} {'figure':>9s} " \
+         f"{'vs TF':>8s} {'s TF':>6s} {'s af':>6s}"
+_printed = False
+
+
+def _row(prog, res):
+    global _printed
+    if not _printed:
+        print(HEADER)
+        _printed = True
+    tf_ok = [r for r in res["tf"] if r["ok"]]
+    tf_vals = [r["value"] for r in tf_ok]
+    tf_fig = "-" if not tf_vals else (fmt(tf_vals[0]) if len(set(map(str, tf_vals))) == 1
+                                      else f"{fmt(min(tf_vals))}..{fmt(max(tf_vals))}")
+    af = res["af"]
+    af_state = "-" if af is None else ("runs" if af["ok"] else "FAILS")
+    af_val = af["value"] if af and af["ok"] else None
+    tf_wall = statistics.median([r["wall"] for r in res["tf"]]) if res["tf"] else None
+    print(f"{prog['id']:34s} {len(tf_ok)}/{len(res['tf']):<5d} {tf_fig:>22s} {af_state:>10s} {fmt(af_val):>9s} "
+          f"{verdict(prog, tf_vals, af_val):>8s} {fmt(tf_wall):>6s} {fmt(af['wall'] if af else None):>6s}")
+    if af and not af["ok"]:
+        print(f"    actorflow: {af['why']}")
+    for r in res["tf"]:
+        if not r["ok"]:
+            print(f"    tensorflow: {r['why']}")
+            break
+
+
+def _summary(progs, results):
+    tf_runs = [p for p in progs if any(r["ok"] for r in results[p["id"]]["tf"])]
+    af_runs = [p for p in tf_runs if results[p["id"]]["af"] and results[p["id"]]["af"]["ok"]]
+    print(f"\nTensorFlow runs {len(tf_runs)} of {len(progs)}; actorflow runs {len(af_runs)} of those {len(tf_runs)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
