@@ -32,6 +32,8 @@ from actorflow.actors.session import (ConfigProto, GPUOptions, GraphOptions, Int
                                       RunMetadata, RunOptions, Session, get_default_session)
 from actorflow import nn, layers, train, cluster  # noqa: E402
 from actorflow.graph import nest  # noqa: F401
+from actorflow.graph import graph_util  # noqa: F401
+from actorflow import saved_model  # noqa: F401
 
 newaxis = None
 
