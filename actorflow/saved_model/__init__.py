@@ -6,13 +6,24 @@ See builder.py for the directory layout. `simple_save` covers the common case; `
 """
 from __future__ import annotations
 
-from actorflow.saved_model import (builder, constants, loader, signature_constants, signature_def_utils,
-                                   tag_constants, utils)
+from actorflow.saved_model import (
+    builder,
+    constants,
+    loader,
+    signature_constants,
+    signature_def_utils,
+    tag_constants,
+    utils,
+)
 from actorflow.saved_model.builder import SavedModelBuilder
 from actorflow.saved_model.loader import load, maybe_saved_model_directory
-from actorflow.saved_model.signature_def_utils import (build_signature_def, classification_signature_def,
-                                                       is_valid_signature, predict_signature_def,
-                                                       regression_signature_def)
+from actorflow.saved_model.signature_def_utils import (
+    build_signature_def,
+    classification_signature_def,
+    is_valid_signature,
+    predict_signature_def,
+    regression_signature_def,
+)
 from actorflow.saved_model.utils import build_tensor_info, get_tensor_from_tensor_info
 
 SERVING = tag_constants.SERVING
