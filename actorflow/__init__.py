@@ -34,6 +34,7 @@ from actorflow import nn, layers, train, cluster  # noqa: E402
 from actorflow.graph import nest  # noqa: F401
 from actorflow.graph import graph_util  # noqa: F401
 from actorflow import saved_model  # noqa: F401
+from actorflow import serving  # noqa: F401
 
 newaxis = None
 
