@@ -85,7 +85,8 @@ def serve_main(args) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     names = ", ".join(m.name for m in models)
-    print(f"actorflow serve: models {names} on http://{args.host}:{args.port} (pid {os.getpid()})", flush=True)
+    port = runner.addresses[0][1] if runner.addresses else args.port
+    print(f"actorflow serve: models {names} on http://{args.host}:{port} (pid {os.getpid()})", flush=True)
     while not stop.wait(0.5):
         pass
     print("actorflow serve: shutting down (finishing requests in flight)", flush=True)
