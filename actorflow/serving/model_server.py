@@ -263,7 +263,7 @@ class ModelServer:
             try:
                 async with asyncio.timeout(self.load_timeout_s):
                     s = await loop.run_in_executor(None, Servable.load, m.cfg.name, v, path, self.tags,
-                                                   self.session_config)
+                                                   self.session_config, self._warmup_sizes())
             except Exception as e:  # noqa: BLE001 - a bad export must not take the server down
                 m.failed[v] = found[v]
                 code = "DATA_LOSS" if isinstance(e, errors.DataLossError) else "UNKNOWN"
@@ -287,6 +287,12 @@ class ModelServer:
         s.close()
         m.states[s.version] = ("END", "OK", "")
         log.info("model '%s' version %d unloaded", m.cfg.name, s.version)
+
+    def _warmup_sizes(self) -> tuple:
+        if self.batching is None:
+            return (1,)
+        n = self.batching.max_batch_size
+        return tuple(sorted({1, max(1, n // 2), n}))
 
     def _servable(self, name: str, version: int | None) -> Servable:
         m = self._models.get(name)
@@ -313,6 +319,8 @@ class ModelServer:
         n = request.content_length
         if n is not None and n > self.client_max_size:
             raise RequestError(413, f"request body of {n} bytes exceeds the limit of {self.client_max_size} bytes")
+        if n is not None:
+            return await request.content.readexactly(n) if n else b""
         chunks, total = [], 0
         async for c in request.content.iter_any():
             total += len(c)

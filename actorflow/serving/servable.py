@@ -131,8 +131,12 @@ class Servable:
         self.batchers: dict = {}
 
     @classmethod
-    def load(cls, name: str, version: int, path: str, tags=(tag_constants.SERVING,), config=None) -> "Servable":
-        """Loads the meta graph tagged `tags` from the SavedModel at `path`, in a new graph and session."""
+    def load(cls, name: str, version: int, path: str, tags=(tag_constants.SERVING,), config=None,
+             warmup_batch_sizes=(1,)) -> "Servable":
+        """Loads the meta graph tagged `tags` from the SavedModel at `path`, in a new graph and session,
+        and warms it up: one step of zeros per batch size in `warmup_batch_sizes` for every signature
+        whose input shapes are known but for the batch dimension (kernels compile and plans are built
+        before the version takes traffic, so a hot swap shows no first-request stall)."""
         g = Graph()
         sess = Session(graph=g, config=config or ConfigProto())
         try:
@@ -143,7 +147,23 @@ class Servable:
         if not mg.signature_def:
             sess.close()
             raise errors.InvalidArgumentError(None, None, f"SavedModel {path} has no signatures to serve")
-        return cls(name, version, path, g, sess, mg)
+        servable = cls(name, version, path, g, sess, mg)
+        servable._warmup(warmup_batch_sizes)
+        return servable
+
+    def _warmup(self, batch_sizes) -> None:
+        for r in self.signatures.values():
+            shapes = [r.shapes[k] for k in r.input_keys]
+            if not r.batchable or any(d is None for s in shapes for d in s[1:]):
+                continue
+            for n in sorted(set(batch_sizes)):
+                feeds = {r.inputs[k]: np.zeros([n] + list(r.shapes[k][1:]), r.dtypes[k]) for k in r.input_keys}
+                try:
+                    self.session.run(r.outputs, feeds)
+                except errors.OpError as e:
+                    log.warning("model '%s' version %d: warm-up of signature '%s' with batch %d failed: %s",
+                                self.name, self.version, r.key, n, e)
+                    break
 
     def signature(self, key: str | None) -> SignatureRunner:
         key = key or signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY
