@@ -341,6 +341,27 @@ async def test_graceful_stop_finishes_requests_in_flight(base):
         await srv.runner.cleanup()
 
 
+async def test_slow_step_times_out_with_504_and_server_stays_up(tmp_path):
+    g = af.Graph()
+    with g.as_default():
+        n = af.placeholder(af.int32, [None], name="n")
+        out = af.while_loop(lambda i: i < af.reduce_max(n), lambda i: i + 1, [af.constant(0)])
+        out = af.add(af.zeros_like(n), out, name="out")
+        with af.Session() as s:
+            af.saved_model.simple_save(s, str(tmp_path / "slow" / "1"), {"n": n}, {"out": out})
+    srv = await start({"slow": str(tmp_path / "slow")}, step_timeout_s=0.3)
+    try:
+        async with aiohttp.ClientSession() as c:
+            st, body = await srv.post(c, "/v1/models/slow:predict", {"instances": [3]})
+            assert st == 200 and body["predictions"] == [3]
+            st, body = await srv.post(c, "/v1/models/slow:predict", {"instances": [10 ** 9]})
+            assert st == 504 and "Timed out" in body["error"]
+            st, body = await srv.post(c, "/v1/models/slow:predict", {"instances": [5, 2]})
+            assert st == 200 and body["predictions"] == [5, 5]
+    finally:
+        await srv.runner.cleanup()
+
+
 async def test_start_refuses_a_base_path_without_versions(tmp_path):
     (tmp_path / "empty").mkdir()
     server = af.serving.ModelServer({"m": str(tmp_path / "empty")})

@@ -105,14 +105,16 @@ class ModelServer:
     one step per request. `max_inflight_steps` bounds the unbatched steps in flight; more concurrent
     requests than `max_concurrent_requests` get 429. `client_max_size` bounds a request body (413).
     `api_key`: when set, requests need `Authorization: Bearer KEY` or `X-API-Key: KEY` (401
-    otherwise); the cluster token can be used as the key. Embed in an existing aiohttp app with
+    otherwise); the cluster token can be used as the key. A step running over `step_timeout_s` is
+    aborted (504); a body not received within `body_timeout_s` gets 408. Embed in an existing aiohttp app with
     `server.attach(app)`, or run alone with `await server.serve(host, port)` / `actorflow serve`.
     """
 
     def __init__(self, models, *, batching: BatchingParameters | None = None, poll_interval_s: float = 1.0,
                  max_inflight_steps: int = 8, max_concurrent_requests: int = 4096,
                  client_max_size: int = 64 << 20, api_key: str | None = None, tags=(tag_constants.SERVING,),
-                 session_config=None, load_timeout_s: float = 600.0):
+                 session_config=None, load_timeout_s: float = 600.0, step_timeout_s: float = 60.0,
+                 body_timeout_s: float = 30.0):
         if isinstance(models, dict):
             models = [ModelConfig(n, p) for n, p in models.items()]
         self._configs = [m if isinstance(m, ModelConfig) else ModelConfig(*m) for m in models]
@@ -128,6 +130,8 @@ class ModelServer:
         self.tags = tuple(tags)
         self.session_config = session_config
         self.load_timeout_s = load_timeout_s
+        self.step_timeout_s = step_timeout_s
+        self.body_timeout_s = body_timeout_s
         self._models = {c.name: _Model(c) for c in self._configs}
         self._step_slots: asyncio.Semaphore | None = None
         self._max_inflight_steps = int(max_inflight_steps)
@@ -263,7 +267,7 @@ class ModelServer:
             try:
                 async with asyncio.timeout(self.load_timeout_s):
                     s = await loop.run_in_executor(None, Servable.load, m.cfg.name, v, path, self.tags,
-                                                   self.session_config, self._warmup_sizes())
+                                                   self.session_config, self._warmup_sizes(), self.step_timeout_s)
             except Exception as e:  # noqa: BLE001 - a bad export must not take the server down
                 m.failed[v] = found[v]
                 code = "DATA_LOSS" if isinstance(e, errors.DataLossError) else "UNKNOWN"
@@ -319,15 +323,21 @@ class ModelServer:
         n = request.content_length
         if n is not None and n > self.client_max_size:
             raise RequestError(413, f"request body of {n} bytes exceeds the limit of {self.client_max_size} bytes")
-        if n is not None:
-            return await request.content.readexactly(n) if n else b""
-        chunks, total = [], 0
-        async for c in request.content.iter_any():
-            total += len(c)
-            if total > self.client_max_size:
-                raise RequestError(413, f"request body exceeds the limit of {self.client_max_size} bytes")
-            chunks.append(c)
-        return b"".join(chunks)
+        try:
+            async with asyncio.timeout(self.body_timeout_s):
+                if n is not None:
+                    return await request.content.readexactly(n) if n else b""
+                chunks, total = [], 0
+                async for c in request.content.iter_any():
+                    total += len(c)
+                    if total > self.client_max_size:
+                        raise RequestError(413, f"request body exceeds the limit of {self.client_max_size} bytes")
+                    chunks.append(c)
+                return b"".join(chunks)
+        except TimeoutError:
+            raise RequestError(408, f"request body not received within {self.body_timeout_s:g} s") from None
+        except asyncio.IncompleteReadError as e:
+            raise RequestError(400, f"request body ended after {len(e.partial)} of {n} bytes") from None
 
     def _enter(self) -> None:
         if self._draining:
@@ -397,6 +407,9 @@ class ModelServer:
         except errors.InvalidArgumentError as e:
             status = 400
             return _error(400, str(e))
+        except errors.DeadlineExceededError as e:
+            status = 504
+            return _error(504, str(e))
         except errors.OpError as e:
             status = 500
             log.warning("request failed: %s", e)

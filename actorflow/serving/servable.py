@@ -56,10 +56,13 @@ class SignatureRunner:
             s is not None and len(s) >= 1 and s[0] is None
             for s in list(self.shapes.values()) + list(self.output_shapes.values()))
         self.session = servable.session
+        self.timeout = servable.step_timeout_s
 
     async def run(self, feeds: dict) -> dict:
-        """One session step on already converted feeds; {output key: array}."""
-        vals = await self.session.arun(self.outputs, {self.inputs[k]: v for k, v in feeds.items()})
+        """One session step on already converted feeds; {output key: array}. A step running longer than
+        the servable's `step_timeout_s` fails with DeadlineExceededError."""
+        vals = await self.session.arun(self.outputs, {self.inputs[k]: v for k, v in feeds.items()},
+                                       timeout=self.timeout)
         return dict(zip(self.output_keys, vals))
 
     # -- request conversion --------------------------------------------------------------------------
@@ -118,8 +121,9 @@ class Servable:
     """A SavedModel version loaded for serving: `graph`, `session`, `meta_graph` and one
     SignatureRunner per signature. Load with `Servable.load` (blocking: run it in a thread)."""
 
-    def __init__(self, name: str, version: int, path: str, graph, session, meta_graph):
+    def __init__(self, name: str, version: int, path: str, graph, session, meta_graph, step_timeout_s=60.0):
         self.name = name
+        self.step_timeout_s = step_timeout_s
         self.version = version
         self.path = path
         self.graph = graph
@@ -132,7 +136,7 @@ class Servable:
 
     @classmethod
     def load(cls, name: str, version: int, path: str, tags=(tag_constants.SERVING,), config=None,
-             warmup_batch_sizes=(1,)) -> "Servable":
+             warmup_batch_sizes=(1,), step_timeout_s: float = 60.0) -> "Servable":
         """Loads the meta graph tagged `tags` from the SavedModel at `path`, in a new graph and session,
         and warms it up: one step of zeros per batch size in `warmup_batch_sizes` for every signature
         whose input shapes are known but for the batch dimension (kernels compile and plans are built
@@ -147,7 +151,7 @@ class Servable:
         if not mg.signature_def:
             sess.close()
             raise errors.InvalidArgumentError(None, None, f"SavedModel {path} has no signatures to serve")
-        servable = cls(name, version, path, g, sess, mg)
+        servable = cls(name, version, path, g, sess, mg, step_timeout_s)
         servable._warmup(warmup_batch_sizes)
         return servable
 
