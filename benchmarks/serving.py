@@ -16,6 +16,8 @@ Contenders, each server in its own process (started with the same nice level as 
 - "actorflow, batching off": `actorflow serve` (one session step per request).
 - "actorflow, batching on": `actorflow serve --enable_batching` (max_batch_size 64,
   batch_timeout_micros 0 (a batch closes when a step slot frees: no added wait), num_batch_threads 2).
+All three servers run at once (idle when not driven); for each number of clients the contenders are
+driven in turn, in --rounds interleaved rounds, and the round with the median requests/s is shown.
 The load generator is its own process: a bounded closed loop of C clients (aiohttp on uvloop), each
 sending its next request when the previous answer arrives, for --duration seconds after a warm-up;
 it reports requests/s and p50/p99 latency, and counts non-200 answers (which must be 0).
@@ -32,6 +34,7 @@ import asyncio
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -201,6 +204,13 @@ def _post(url: str, body: bytes) -> dict:
         return json.loads(r.read())
 
 
+def _median(runs: list) -> dict:
+    """The run with the median requests/s (its latencies with it); errors summed over all runs."""
+    r = dict(sorted(runs, key=lambda x: x["rps"])[len(runs) // 2])
+    r["errors"] = sum(x["errors"] for x in runs)
+    return r
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--role", choices=["main", "baseline", "load"], default="main", help=argparse.SUPPRESS)
@@ -208,6 +218,7 @@ def main(argv=None) -> None:
     p.add_argument("--clients", default="1,8,64,256")
     p.add_argument("--duration", type=float, default=3.0, help="measured seconds per point")
     p.add_argument("--warmup", type=float, default=0.5)
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds per point (the median is shown)")
     p.add_argument("--weights")
     p.add_argument("--bodies")
     p.add_argument("--url")
@@ -249,50 +260,62 @@ def main(argv=None) -> None:
             ]
             w = dict(np.load(weights))
             want = numpy_forward(model, w, rows[:1])
-            for name, cmd in contenders:
-                port = _free_port()
-                cmd = [c.replace("{port}", str(port)) for c in cmd]
-                proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-                url = f"http://127.0.0.1:{port}/v1/models/m:predict"
-                try:
+            procs = {}
+            try:
+                for name, cmd in contenders:
+                    port = _free_port()
+                    cmd = [c.replace("{port}", str(port)) for c in cmd]
+                    procs[name] = (subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                                                    stderr=subprocess.DEVNULL), port)
+                for name, (proc, port) in procs.items():
                     _wait_ready(f"http://127.0.0.1:{port}/v1/models/m", proc)
+                    url = f"http://127.0.0.1:{port}/v1/models/m:predict"
                     got = np.array(_post(url, json.dumps({"instances": [rows[0].tolist()]}).encode())["predictions"])
                     err = float(np.max(np.abs(got - want)))
                     if err > 1e-3:
                         raise RuntimeError(f"{name}: answers differ from the numpy forward pass by {err}")
-                    for c in clients:
-                        r = subprocess.run([sys.executable, __file__, "--role", "load", "--url", url, "--bodies",
-                                            bodies, "--clients", str(c), "--duration", str(args.duration),
-                                            "--warmup", str(args.warmup)], env=env, capture_output=True, text=True,
-                                           timeout=args.duration + args.warmup + 120)
-                        if r.returncode != 0:
-                            raise RuntimeError(f"load generator failed: {r.stderr[-2000:]}")
-                        res = json.loads(r.stdout.strip().splitlines()[-1])
-                        results[(model, name, c)] = res
+                # Rounds interleave the contenders, so that a change of machine load hits them alike.
+                for c in clients:
+                    for _ in range(args.rounds):
+                        for name, (_proc, port) in procs.items():
+                            url = f"http://127.0.0.1:{port}/v1/models/m:predict"
+                            r = subprocess.run([sys.executable, __file__, "--role", "load", "--url", url, "--bodies",
+                                                bodies, "--clients", str(c), "--duration", str(args.duration),
+                                                "--warmup", str(args.warmup)], env=env, capture_output=True,
+                                               text=True, timeout=args.duration + args.warmup + 120)
+                            if r.returncode != 0:
+                                raise RuntimeError(f"load generator failed: {r.stderr[-2000:]}")
+                            results.setdefault((model, name, c), []).append(json.loads(r.stdout.strip().splitlines()[-1]))
+                    for name in procs:
+                        res = _median(results[(model, name, c)])
                         print(f"{model:8s} {name:26s} {c:4d} clients: {res['rps']:8.0f} req/s  "
                               f"p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms  errors {res['errors']}",
                               flush=True)
-                finally:
+            finally:
+                for proc, _ in procs.values():
                     proc.terminate()
+                for proc, _ in procs.values():
                     try:
                         proc.wait(timeout=60)
                     except subprocess.TimeoutExpired:
                         proc.kill()
                         proc.wait()
     print()
-    print("| model | clients | numpy baseline req/s | af off req/s | af on req/s | on/off | on/baseline | "
-          "af on p50 ms | af on p99 ms |")
+    print("| model | clients | numpy baseline req/s | af off req/s | af on req/s | on/off (paired) | "
+          "on/baseline (paired) | af on p50 ms | af on p99 ms |")
     print("|---|---|---|---|---|---|---|---|---|")
     for model in args.model.split(","):
         for c in clients:
-            b = results.get((model, "numpy baseline", c))
-            off = results.get((model, "actorflow, batching off", c))
-            on = results.get((model, "actorflow, batching on", c))
+            b, off, on = (results.get((model, n, c)) for n in ("numpy baseline", "actorflow, batching off",
+                                                                 "actorflow, batching on"))
             if not (b and off and on):
                 continue
+            # Paired ratios: per round (contenders measured seconds apart), then the median over rounds.
+            r_off = statistics.median(x["rps"] / y["rps"] for x, y in zip(on, off))
+            r_base = statistics.median(x["rps"] / y["rps"] for x, y in zip(on, b))
+            b, off, on = _median(b), _median(off), _median(on)
             print(f"| {model} | {c} | {b['rps']:.0f} | {off['rps']:.0f} | {on['rps']:.0f} | "
-                  f"{on['rps'] / off['rps']:.2f}x | {on['rps'] / b['rps']:.2f}x | {on['p50_ms']:.2f} | "
-                  f"{on['p99_ms']:.2f} |")
+                  f"{r_off:.2f}x | {r_base:.2f}x | {on['p50_ms']:.2f} | {on['p99_ms']:.2f} |")
 
 
 if __name__ == "__main__":

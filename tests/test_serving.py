@@ -266,6 +266,36 @@ async def test_broken_new_version_keeps_old_one_serving(base):
         await srv.runner.cleanup()
 
 
+async def test_removed_version_falls_back_to_the_previous_one(base, tmp_path):
+    srv = await start(base, poll_interval_s=0.05)
+
+    async def states(c):
+        async with c.get(srv.url + "/v1/models/m") as r:
+            return {s["version"]: s["state"] for s in (await r.json())["model_version_status"]}
+
+    async def wait_for(c, want):
+        for _ in range(200):
+            got = await states(c)
+            if all(got.get(k) == v for k, v in want.items()):
+                return got
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"states {got}, wanted {want}")
+    try:
+        async with aiohttp.ClientSession() as c:
+            await asyncio.to_thread(export, tmp_path / "staging", 3.0)
+            os.rename(tmp_path / "staging", base / "2")
+            await wait_for(c, {"2": "AVAILABLE", "1": "END"})
+            shutil.rmtree(base / "2")
+            await wait_for(c, {"1": "AVAILABLE", "2": "END"})
+            st, body = await srv.post(c, "/v1/models/m:predict", {"instances": [[1, 0, 0, 0]]})
+            assert st == 200
+            np.testing.assert_allclose(body["predictions"], [[1, 0, 0, 0]] @ W, rtol=1e-6)
+            st, body = await srv.post(c, "/v1/models/m/versions/2:predict", {"instances": [[1, 0, 0, 0]]})
+            assert st == 404 and "Specific(m, 2)" in body["error"]
+    finally:
+        await srv.runner.cleanup()
+
+
 async def test_overload_is_refused_with_429_and_recovers(base):
     srv = await start(base, max_concurrent_requests=20,
                       batching=af.serving.BatchingParameters(max_batch_size=4, batch_timeout_micros=20000,
@@ -321,12 +351,16 @@ async def test_api_key_and_embedding_in_an_existing_app(base):
 
 async def test_graceful_stop_finishes_requests_in_flight(base):
     # A long batch timeout holds the requests in the queue while the server is asked to stop.
-    srv = await start(base, batching=af.serving.BatchingParameters(max_batch_size=64, batch_timeout_micros=300_000))
+    srv = await start(base, batching=af.serving.BatchingParameters(max_batch_size=64, batch_timeout_micros=2_000_000))
     try:
         async with aiohttp.ClientSession() as c:
             tasks = [asyncio.create_task(srv.post(c, "/v1/models/m:predict", {"instances": [[i, 1, 1, 1]]}))
                      for i in range(10)]
-            await asyncio.sleep(0.1)
+            for _ in range(200):
+                async with c.get(srv.url + "/monitoring/prometheus/metrics") as r:
+                    if "actorflow_serving_inflight_requests 10\n" in await r.text():
+                        break
+                await asyncio.sleep(0.01)
             stopping = asyncio.create_task(srv.server.stop())
             await asyncio.sleep(0.01)
             st, body = await srv.post(c, "/v1/models/m:predict", {"instances": [[1, 1, 1, 1]]})

@@ -140,6 +140,7 @@ class ModelServer:
         self._idle: asyncio.Event | None = None
         self._draining = False
         self._tasks: set = set()
+        self._retiring: set = set()        # versions no longer handed out, closed once their requests end
         self._started = False
         self.stats: dict = {"requests": 0, "errors": 0, "steps": 0, "rejected": 0, "reloads": 0}
         self._codes: dict = {}
@@ -219,6 +220,9 @@ class ModelServer:
             except (asyncio.CancelledError, Exception):  # noqa: BLE001 - the poller's errors are logged already
                 pass
         self._tasks.clear()
+        for s in list(self._retiring):
+            s.close()
+        self._retiring.clear()
         for m in self._models.values():
             for s in list(m.versions.values()):
                 for b in s.batchers.values():
@@ -278,16 +282,27 @@ class ModelServer:
             m.states[v] = ("AVAILABLE", "OK", "")
             self.stats["reloads"] += 1
             log.info("model '%s' version %d loaded from %s", m.cfg.name, v, path)
-        keep = set(sorted(m.versions, reverse=True)[:m.cfg.num_versions])
+        if found:
+            # Versions beyond the newest num_versions, and versions whose directory was removed, are
+            # unloaded (as TF Serving does); when nothing is found at all (a base path that is briefly
+            # unreadable), what is loaded stays.
+            keep = set(sorted((v for v in m.versions if v in found), reverse=True)[:m.cfg.num_versions])
+        else:
+            keep = set(m.versions)
+            if m.versions:
+                log.warning("model '%s': no versions found under %s; still serving %s", m.cfg.name,
+                            m.cfg.base_path, sorted(m.versions))
         for v in [v for v in m.versions if v not in keep]:
             s = m.versions.pop(v)
             m.states[v] = ("UNLOADING", "OK", "")
+            self._retiring.add(s)
             t = loop.create_task(self._retire(m, s))
             self._tasks.add(t)
             t.add_done_callback(self._tasks.discard)
 
     async def _retire(self, m: _Model, s: Servable) -> None:
         await s.drain()
+        self._retiring.discard(s)
         s.close()
         m.states[s.version] = ("END", "OK", "")
         log.info("model '%s' version %d unloaded", m.cfg.name, s.version)
