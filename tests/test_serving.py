@@ -200,6 +200,35 @@ async def test_batching_gives_each_caller_its_rows_in_order(base):
         await srv.runner.cleanup()
 
 
+async def test_padding_batches_variable_length_inputs_and_several_models(base, tmp_path):
+    g = af.Graph()
+    with g.as_default():
+        seq = af.placeholder(af.float32, [None, None], name="seq")
+        total = af.reduce_sum(seq, axis=1, name="total")       # zero padding leaves the sums unchanged
+        with af.Session() as s:
+            af.saved_model.simple_save(s, str(tmp_path / "sums" / "1"), {"seq": seq}, {"total": total})
+    srv = await start({"sums": str(tmp_path / "sums"), "m": str(base)},
+                      batching=af.serving.BatchingParameters(max_batch_size=64, batch_timeout_micros=200_000,
+                                                             pad_variable_length_inputs=True))
+    rng = np.random.default_rng(3)
+    reqs = [rng.standard_normal((1 + i % 2, 1 + i % 5)).astype(np.float32) for i in range(40)]
+    try:
+        async with aiohttp.ClientSession() as c:
+            res = await asyncio.gather(*[srv.post(c, "/v1/models/sums:predict", {"instances": r.tolist()})
+                                         for r in reqs],
+                                       srv.post(c, "/v1/models/m:predict", {"instances": [[1, 2, 3, 4]]}))
+        for r, (st, body) in zip(reqs, res):
+            assert st == 200, body
+            np.testing.assert_allclose(body["predictions"], r.sum(axis=1), rtol=1e-5, atol=1e-6)
+        assert res[-1][0] == 200
+        np.testing.assert_allclose(res[-1][1]["predictions"], [[1, 2, 3, 4]] @ W, rtol=1e-6)
+        # Five different lengths, yet fewer steps than lengths: requests were padded into shared steps
+        # (without padding each length needs a step of its own).
+        assert srv.server.stats["batch_steps"] < 5, srv.server.stats
+    finally:
+        await srv.runner.cleanup()
+
+
 async def test_hot_reload_under_load_drops_nothing(base, tmp_path):
     srv = await start(base, poll_interval_s=0.05,
                       batching=af.serving.BatchingParameters(max_batch_size=16, batch_timeout_micros=300))
