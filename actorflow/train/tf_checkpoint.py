@@ -9,6 +9,10 @@ decoded with the protobuf library (the two messages are declared here, field for
 tensorflow/core/protobuf/tensor_bundle.proto) and checksums computed with google-crc32c. Every block
 and every tensor is checked: a mismatch is a DataLossError naming the file and the tensor.
 
+`write_tf_checkpoint` / `save_tf_checkpoint` write the same format (one shard, uncompressed blocks,
+as TensorFlow's own writer does), so TensorFlow's Saver and tf.train.load_checkpoint read what
+actorflow trained.
+
 Not supported (UnimplementedError naming the tensor): string tensors, partitioned (sliced) entries,
 compressed table blocks (TensorFlow writes none), big-endian bundles.
 """
@@ -21,7 +25,8 @@ import numpy as np
 
 from actorflow import errors
 
-__all__ = ["load_checkpoint", "NewCheckpointReader", "init_from_checkpoint", "is_tf_checkpoint"]
+__all__ = ["load_checkpoint", "NewCheckpointReader", "init_from_checkpoint", "is_tf_checkpoint",
+           "write_tf_checkpoint", "save_tf_checkpoint"]
 
 _MAGIC = 0xdb4775248b80fb57
 _MASK_DELTA = 0xa282ead8
@@ -120,6 +125,115 @@ def _entries(raw):
         pos += unshared
         yield key, bytes(raw[pos:pos + vlen])
         pos += vlen
+
+
+def _mask(crc: int) -> int:
+    return ((((crc >> 15) | (crc << 17)) & 0xffffffff) + _MASK_DELTA) & 0xffffffff
+
+
+def _put_varint(out: bytearray, v: int) -> None:
+    while v >= 0x80:
+        out.append((v & 0x7f) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _make_block(items) -> bytes:
+    """A table block of sorted (key, value) pairs, a restart point at every 16th entry (LevelDB's)."""
+    out = bytearray()
+    restarts = []
+    prev = b""
+    for i, (k, v) in enumerate(items):
+        if i % 16 == 0:
+            restarts.append(len(out))
+            shared = 0
+        else:
+            shared = 0
+            while shared < min(len(k), len(prev)) and k[shared] == prev[shared]:
+                shared += 1
+        _put_varint(out, shared)
+        _put_varint(out, len(k) - shared)
+        _put_varint(out, len(v))
+        out += k[shared:]
+        out += v
+        prev = k
+    if not restarts:
+        restarts = [0]
+    for r in restarts:
+        out += struct.pack("<I", r)
+    out += struct.pack("<I", len(restarts))
+    return bytes(out)
+
+
+def _with_trailer(block: bytes) -> bytes:
+    return block + b"\x00" + struct.pack("<I", _mask(_crc32c(block + b"\x00")))
+
+
+_NP_TO_TF = {np.dtype(v): k for k, v in _DTYPES.items()}
+
+
+def write_tf_checkpoint(prefix, tensors: dict) -> str:
+    """Writes {name: array} as a TensorFlow V2 checkpoint at `prefix` (one data shard); returns the
+    prefix. Files are written to temporary names, fsynced and renamed, the index last."""
+    header_cls, entry_cls = _protos()
+    prefix = os.fspath(prefix)
+    os.makedirs(os.path.dirname(os.path.abspath(prefix)) or ".", exist_ok=True)
+    data = bytearray()
+    entries = []
+    for name in sorted(tensors):
+        a = np.asarray(tensors[name])
+        dt = a.dtype.newbyteorder("=") if a.dtype.byteorder not in "=|<" else a.dtype
+        if np.dtype(dt).newbyteorder("=") not in _NP_TO_TF and a.dtype not in _NP_TO_TF:
+            raise errors.UnimplementedError(None, None, f"write_tf_checkpoint: tensor '{name}' has dtype {a.dtype}, "
+                                            "which cannot be written")
+        a = a.astype(a.dtype.newbyteorder("<"), copy=False)
+        if not a.flags.c_contiguous:
+            a = a.copy(order="C")            # (np.ascontiguousarray would make a 0-d array 1-d)
+        raw = a.tobytes()
+        e = entry_cls(dtype=_NP_TO_TF[a.dtype.newbyteorder("=")], shard_id=0, offset=len(data), size=len(raw),
+                      crc32c=_mask(_crc32c(raw)))
+        for d in a.shape:
+            e.shape.dim.add(size=d)
+        entries.append((name.encode(), e.SerializeToString()))
+        data += raw
+    header = header_cls(num_shards=1, endianness=0)
+    header.version.producer = 1
+    items = [(b"", header.SerializeToString())] + entries
+    data_block = _make_block(items)
+    index = bytearray(_with_trailer(data_block))
+    handle = bytearray()
+    _put_varint(handle, 0)
+    _put_varint(handle, len(data_block))
+    meta_off = len(index)
+    meta_block = _make_block([])
+    index += _with_trailer(meta_block)
+    idx_off = len(index)
+    # The index block's key must be >= the last key of the data block it points to.
+    idx_block = _make_block([(items[-1][0] + b"\x00" if items[-1][0] else b"\x00", bytes(handle))])
+    index += _with_trailer(idx_block)
+    footer = bytearray()
+    for v in (meta_off, len(meta_block), idx_off, len(idx_block)):
+        _put_varint(footer, v)
+    footer += b"\x00" * (40 - len(footer)) + struct.pack("<Q", _MAGIC)
+    index += footer
+    from actorflow.train.meta_graph import atomic_write
+    atomic_write(f"{prefix}.data-00000-of-00001", bytes(data))
+    atomic_write(f"{prefix}.index", bytes(index))
+    return prefix
+
+
+def save_tf_checkpoint(sess, prefix, var_list=None) -> str:
+    """Saves variables (default: the global variables) of `sess` as a TensorFlow V2 checkpoint under
+    their op names, for TensorFlow's Saver or tf.train.load_checkpoint to read."""
+    from actorflow.graph.graph import GraphKeys
+    vs = var_list if var_list is not None else sess.graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
+    if isinstance(vs, dict):
+        names, refs = list(vs), list(vs.values())
+    else:
+        refs = list(vs)
+        names = [v.op.name for v in refs]
+    values = sess.run([getattr(v, "value", lambda v=v: v)() for v in refs])
+    return write_tf_checkpoint(prefix, dict(zip(names, values)))
 
 
 def is_tf_checkpoint(prefix) -> bool:
