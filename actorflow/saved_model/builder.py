@@ -68,12 +68,10 @@ class SavedModelBuilder:
         mg = make_meta_graph(graph, tags, signature_def_map, main_op if main_op is not None else legacy_init_op,
                              clear_devices=clear_devices)
         if mg.variables:
-            from actorflow.graph.graph import Tensor
             from actorflow.train.saver import Saver
             var_dir = os.path.join(self._export_dir, constants.VARIABLES_DIRECTORY)
             os.makedirs(var_dir, exist_ok=True)
             refs = {r["variable"].rsplit(":", 1)[0]: graph.get_tensor_by_name(r["variable"]) for r in mg.variables}
-            assert all(isinstance(t, Tensor) for t in refs.values())
             with graph.as_default():
                 s = saver or Saver(refs, sharded=False, max_to_keep=None)
             s.save(sess, os.path.join(var_dir, constants.VARIABLES_FILENAME), write_state=False)

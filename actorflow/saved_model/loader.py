@@ -69,7 +69,8 @@ def load(sess, tags, export_dir, import_scope=None, **saver_kwargs) -> MetaGraph
             if not os.path.isdir(index) or not any(n.startswith(constants.VARIABLES_FILENAME) for n in os.listdir(index)):
                 raise errors.NotFoundError(None, None, f"SavedModel {export_dir} has variables but no checkpoint "
                                            f"at {prefix}")
-            saver = Saver({k: v for k, v in pairs}, sharded=False, name="saved_model_restore", **saver_kwargs)
+            saver_kwargs.setdefault("name", "saved_model_restore")
+            saver = Saver({k: v for k, v in pairs}, sharded=False, **saver_kwargs)
             try:
                 saver.restore(sess, prefix)
             except ValueError as e:
