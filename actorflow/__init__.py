@@ -51,6 +51,9 @@ from actorflow.graph.dtypes import variant  # noqa: E402,F401
 # af.data (input pipelines) and af.compat.v1 (this module, under TF 2's compat name).
 from actorflow import data  # noqa: E402
 from actorflow import compat  # noqa: E402
+from actorflow.graph import graph_util  # noqa: E402,F401
+from actorflow import saved_model  # noqa: E402,F401
+from actorflow import serving  # noqa: E402,F401
 
 newaxis = None
 

@@ -444,6 +444,10 @@ def main(argv=None) -> int:
     from actorflow.sim.cli import add_parser as add_sim_parser
     add_sim_parser(sub)
     # -- end sim -------------------------------------------------------------------------------------------
+    # -- serve: `actorflow serve ...`, the model server (actorflow/serving/cli.py) ----------------------------
+    from actorflow.serving.cli import add_parser as add_serve_parser
+    add_serve_parser(sub)
+    # -- end serve -----------------------------------------------------------------------------------------
     args = p.parse_args(argv)
     return args.fn(args)
 
