@@ -14,6 +14,7 @@ import secrets
 import threading
 import time
 
+import msgpack
 import numpy as np
 from aiohttp import web
 
@@ -21,6 +22,7 @@ from actorflow import errors
 from actorflow.actors.node import DEAD
 from actorflow.actors.resource import ResourceContainer
 from actorflow.actors.runtime import Executable, Runtime, _new_loop
+from actorflow.actors.tracing import StepTracer, now_us
 from actorflow.cluster.spec import ClusterSpec, task_key, tf_config
 from actorflow.graph.graph import Graph
 from actorflow.kernels.device_arrays import to_host
@@ -172,6 +174,7 @@ class WorkerService:
             raise errors.NotFoundError(None, None, f"{self.name}: graph handle {args['handle']} is not registered "
                                                    "(the task may have restarted)")
         step_id = args["step"]
+        t_recv = now_us()
         fut = self.loop.create_future()
 
         def done(results, error):
@@ -181,7 +184,10 @@ class WorkerService:
         # sim: fault-injection seam (actorflow/sim/faults.py); a no-op unless a scenario installs one
         if faults.STEP is not None:
             await faults.STEP.before_step(self, exe, feeds)
-        step = exe.start(feeds, done, step_id=step_id)
+        # A traced step (RunOptions.trace_level) sends its stats back with the reply, with this
+        # task's clock at request and reply so that the master can align them (actors/tracing.py).
+        tracer = StepTracer(exe, args["trace"], f"{self.name}/device:CPU:0") if args.get("trace") else None
+        step = exe.start(feeds, done, step_id=step_id, trace=tracer)
         self.active[step_id] = step
         timeout = args.get("timeout")
         try:
@@ -201,7 +207,12 @@ class WorkerService:
             self.rendezvous.abort(step_id, error)
             raise error
         self.steps_run += 1
-        return None, [np.asarray(to_host(r)) for r in results]
+        out = [np.asarray(to_host(r)) for r in results]
+        if tracer is None:
+            return None, out
+        # The stats can outgrow a message header: they travel as one more (uint8) payload.
+        out.append(np.frombuffer(msgpack.packb(tracer.result), np.uint8))
+        return {"t_recv": t_recv, "t_send": now_us()}, out
 
     async def rpc_abort_step(self, args, tensors):
         err = errors.from_code(args.get("code", errors.AbortedError.error_code), args.get("message", "step aborted"))
