@@ -239,3 +239,29 @@ def test_cluster_step_returns_every_task_stats_aligned(graph, tmp_path):
         assert off["round_trip_us"] >= 0
         assert abs(off["offset_us"]) <= off["round_trip_us"], (task, off)
     validate_chrome_trace(timeline.Timeline(md.step_stats).generate_chrome_trace_format())
+
+
+def test_failed_traced_step_raises_and_tracing_goes_on(graph):
+    a = af.placeholder(af.float32, [None, None], name="a")
+    b = af.placeholder(af.float32, [None, None], name="b")
+    c = af.matmul(a, b, name="bad_mm")
+    with af.Session() as sess:
+        md = af.RunMetadata()
+        opts = af.RunOptions(trace_level=af.RunOptions.FULL_TRACE)
+        with pytest.raises(af.errors.InvalidArgumentError, match="bad_mm"):
+            sess.run(c, {a: np.ones((2, 3), np.float32), b: np.ones((4, 2), np.float32)}, options=opts,
+                     run_metadata=md)
+        assert md.step_stats is None
+        sess.run(c, {a: np.ones((2, 3), np.float32), b: np.ones((3, 2), np.float32)}, options=opts, run_metadata=md)
+        assert "bad_mm" in _stats_by_name(md.step_stats)
+
+
+def test_step_stats_without_tensorboard_are_dataclasses_with_tf_names(graph, monkeypatch):
+    from actorflow.actors import tracing
+    monkeypatch.setattr(tracing, "_proto_module", lambda: None)
+    _, md = _traced_run(af.RunOptions.FULL_TRACE)
+    stats = md.step_stats
+    assert isinstance(stats, tracing.StepStats)
+    mm = _stats_by_name(stats)["mm"][0][1]
+    assert mm.output[0].tensor_description.allocation_description.requested_bytes == N * N * 4
+    validate_chrome_trace(timeline.Timeline(stats).generate_chrome_trace_format(show_memory=True))
