@@ -265,3 +265,18 @@ def test_step_stats_without_tensorboard_are_dataclasses_with_tf_names(graph, mon
     mm = _stats_by_name(stats)["mm"][0][1]
     assert mm.output[0].tensor_description.allocation_description.requested_bytes == N * N * 4
     validate_chrome_trace(timeline.Timeline(stats).generate_chrome_trace_format(show_memory=True))
+
+
+def test_file_writer_stores_traced_run_metadata(graph, tmp_path):
+    from tensorboard.backend.event_processing import event_accumulator as ea
+    from tensorboard.compat.proto import config_pb2
+    _, md = _traced_run(af.RunOptions.FULL_TRACE)
+    writer = af.summary.FileWriter(str(tmp_path))
+    writer.add_run_metadata(md, "step_1", global_step=1)
+    writer.close()
+    acc = ea.EventAccumulator(str(tmp_path))
+    acc.Reload()
+    got = acc.RunMetadata("step_1")
+    assert isinstance(got, config_pb2.RunMetadata)
+    names = {ns.node_name for ds in got.step_stats.dev_stats for ns in ds.node_stats}
+    assert {"mm", "act", "total"} <= names
