@@ -23,8 +23,7 @@ import dataclasses
 import threading
 import time
 
-__all__ = ["StepTracer", "now_us", "SOFTWARE_TRACE", "FULL_TRACE", "step_stats_to_dict",
-           "step_stats_from_dict", "shift_step_stats"]
+__all__ = ["StepTracer", "now_us", "SOFTWARE_TRACE", "FULL_TRACE", "step_stats_from_dict", "shift_step_stats"]
 
 SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = 1, 2, 3
 
@@ -358,16 +357,6 @@ def _tf_dtype(np_name: str):
         return dtypes.as_dtype(np.dtype(np_name)).as_datatype_enum
     except Exception:  # noqa: BLE001 - strings and object arrays: leave DT_INVALID
         return None
-
-
-def step_stats_to_dict(stats) -> dict:
-    """Inverse of `step_stats_from_dict` (for tests and tools); output sizes keep only bytes."""
-    devices = {}
-    for ds in stats.dev_stats:
-        devices[ds.device] = [[n.node_name, n.all_start_micros, n.op_start_rel_micros, n.op_end_rel_micros,
-                               n.all_end_rel_micros, n.thread_id, n.scheduled_micros, n.timeline_label, []]
-                              for n in ds.node_stats]
-    return {"devices": devices, "threads": {}}
 
 
 def shift_step_stats(d: dict, offset_us: int) -> dict:

@@ -45,7 +45,6 @@ class TaskMetrics:
         self.trace_every = max(0, trace_every)
         self._n = 0
         reg = self.registry = CollectorRegistry()
-        labels = {"task": service.name}
         self.steps = Counter("actorflow_steps", "Steps this task ran to completion", registry=reg)
         self.step_failures = Counter("actorflow_step_failures", "Steps that failed on this task", registry=reg)
         self.step_seconds = Histogram("actorflow_step_seconds", "Time from a run_graph request to its reply",
@@ -62,7 +61,7 @@ class TaskMetrics:
                                       registry=reg)
         self.received_messages = Counter("actorflow_received_messages", "Tensors received from a peer task",
                                          ["peer"], registry=reg)
-        reg.register(_StateCollector(service, labels))
+        reg.register(_StateCollector(service))
         try:
             ProcessCollector(registry=reg)
         except Exception:  # noqa: BLE001 - no /proc (not Linux): no process metrics
@@ -114,7 +113,7 @@ class TaskMetrics:
 class _StateCollector:
     """Gauges read from the service's state at scrape time (the scrape runs on the service's loop)."""
 
-    def __init__(self, service, labels):
+    def __init__(self, service):
         self.service = service
 
     def collect(self):
