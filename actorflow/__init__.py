@@ -73,6 +73,7 @@ __version__ = "0.1.0"
 
 # -- summaries, app, flags, logging, gfile (issue 16, items 1 and 2) ----------------------------------
 from actorflow import app, flags, gfile, summary  # noqa: E402
+from actorflow import client  # noqa: E402
 from actorflow import tf_logging as logging  # noqa: E402
 from actorflow import tfio as io  # noqa: E402
 

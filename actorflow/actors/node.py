@@ -129,6 +129,9 @@ class NodeActor:
         return False
 
     def emit(self, tag, out):
+        tr = tag.step.trace
+        if tr is not None:                # a traced step (actors/tracing.py): note the outputs
+            tr.emitted(self, tag, out)
         if self.multi:
             for i, consumers in enumerate(self.outs):
                 v = out[i]

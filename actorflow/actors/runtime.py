@@ -39,6 +39,7 @@ from actorflow.actors.node import (
 from actorflow.actors.pool import KernelPool
 from actorflow.actors.resource import ResourceContainer
 from actorflow.actors.sendrecv import RecvActor, SendActor
+from actorflow.actors.tracing import now_us, thread_id
 from actorflow.graph import dtypes
 from actorflow.graph.tensor_shape import TensorShape
 from actorflow.kernels.registry import get_kernel
@@ -88,6 +89,7 @@ class Runtime:
             started.wait()
         self.loop = loop
         self._closed = False
+        self.tracing = 0                 # traced steps in flight: the dispatcher times activations
 
     # -- dispatcher ---------------------------------------------------------------------------
     def schedule(self) -> None:
@@ -95,6 +97,8 @@ class Runtime:
         self.loop.call_soon(self._pump)
 
     def _pump(self) -> None:
+        if self.tracing:                 # one test per pump, none per kernel, when nothing is traced
+            return self._pump_traced()
         ready = self.ready
         pop = ready.popleft
         n = _PUMP_BUDGET
@@ -113,6 +117,37 @@ class Runtime:
             n -= 1
             if not n:
                 # Yield to the loop (network I/O, other tasks) and come back.
+                if self._to_offload:
+                    self._submit_offloads()
+                self.loop.call_soon(self._pump)
+                return
+        if self._to_offload:
+            self._submit_offloads()
+        self.scheduled = False
+
+    def _pump_traced(self) -> None:
+        """`_pump` while a traced step is in flight: times each activation of a traced step."""
+        ready = self.ready
+        pop = ready.popleft
+        n = _PUMP_BUDGET
+        while ready:
+            actor, tag, args = pop()
+            tr = tag.step.trace
+            rec = tr.begin(actor, tag, now_us()) if tr is not None else None
+            try:
+                actor.fire(tag, args)
+            except Exception as e:  # noqa: BLE001 - a runtime bug fails its step, never the dispatcher
+                log.exception("actor %s failed", actor)
+                tag.step.fail(errors.InternalError(getattr(actor, "name", None), None,
+                                                   f"internal error in actor {actor}: {type(e).__name__}: {e}"))
+            if rec is not None:
+                tr.fired(actor, tag, args, rec, now_us())
+            c = tag.outstanding - 1
+            tag.outstanding = c
+            if not c and tag.frame is not None:
+                tag.frame.quiet(tag)
+            n -= 1
+            if not n:
                 if self._to_offload:
                     self._submit_offloads()
                 self.loop.call_soon(self._pump)
@@ -147,6 +182,9 @@ class Runtime:
             else:
                 job = _Job(self, actor, tag, args, *parts)
                 tasks = [partial(job.run_part, i) for i in range(len(job.thunks))]
+            tr = tag.step.trace
+            if tr is not None:
+                job.trace = tr.offloaded(actor, tag, len(tasks) if parts is not None else 0)
             try:
                 for t in tasks:
                     submit(t, actor.deferred)
@@ -205,7 +243,7 @@ class _Job:
     A finished block drops its thunk at once, and the loop drops the inputs before it delivers
     the output: nothing on a pool thread still references an input buffer when the next actor
     runs, so a variable update after this kernel writes in place instead of copying."""
-    __slots__ = ("rt", "actor", "tag", "args", "out", "thunks", "finish", "left", "exc", "lock")
+    __slots__ = ("rt", "actor", "tag", "args", "out", "thunks", "finish", "left", "exc", "lock", "trace")
 
     def __init__(self, rt, actor, tag, args, out=None, thunks=None, finish=None):
         self.rt, self.actor, self.tag, self.args, self.out = rt, actor, tag, args, out
@@ -214,21 +252,32 @@ class _Job:
         self.left = len(thunks) if thunks else 1
         self.exc = None
         self.lock = threading.Lock() if thunks else None
+        self.trace = None               # the Record of a traced step's activation
 
     def run(self) -> None:
+        rec = self.trace
+        if rec is not None:
+            rec.thread, rec.op_start = thread_id(), now_us()
         try:
             self.out = self.actor.fn(*self.args)
         except BaseException as e:  # noqa: BLE001 - reported as the kernel's error
             self.exc = e
+        if rec is not None:
+            rec.op_end = now_us()
         self._done()
 
     def run_part(self, i) -> None:
         thunk, self.thunks[i] = self.thunks[i], None
+        rec = self.trace
+        if rec is not None:
+            t0 = now_us()
         try:
             thunk()
         except BaseException as e:  # noqa: BLE001
             self.exc = e
         thunk = None
+        if rec is not None:
+            rec.blocks[i] = (thread_id(), t0, now_us())
         with self.lock:
             self.left -= 1
             last = not self.left
@@ -289,7 +338,7 @@ class StepState:
     """One run of an executable. It is also the tag of the step's root frame (`tag.step is self`)."""
 
     __slots__ = ("step", "step_id", "executable", "results", "remaining", "error", "done_cb",
-                 "dead_possible", "finished", "frames", "outstanding", "frame")
+                 "dead_possible", "finished", "frames", "outstanding", "frame", "trace")
 
     def __init__(self, executable, step_id, n_results, done_cb):
         self.step = self
@@ -304,6 +353,7 @@ class StepState:
         self.frames = None           # (parent tag, frame name) -> FrameState, for loops
         self.outstanding = 0          # queued activations of the root frame
         self.frame = None             # the root frame has no FrameState
+        self.trace = None             # a StepTracer when the step is traced (actors/tracing.py)
 
     def finish(self) -> None:
         if self.finished:
@@ -607,10 +657,16 @@ class Executable:
         return a
 
     # -- steps --------------------------------------------------------------------------------
-    def start(self, feed_values, done_cb, step_id=None) -> StepState:
-        """Launches one step; must be called on the runtime's loop. `done_cb(results, error)`."""
+    def start(self, feed_values, done_cb, step_id=None, trace=None) -> StepState:
+        """Launches one step; must be called on the runtime's loop. `done_cb(results, error)`.
+        `trace`: a StepTracer (actors/tracing.py) that records the step; it is finalized
+        (`trace.result`) on the loop just before `done_cb` runs."""
         rt = self.rt
+        if trace is not None:
+            done_cb = _traced_done(rt, trace, done_cb)
+            rt.tracing += 1
         step = StepState(self, step_id or rt.next_step_id(), len(self.plan.fetches), done_cb)
+        step.trace = trace
         results = step.results
         for i, v in self.const_fetches:
             results[i] = v
@@ -636,6 +692,19 @@ class Executable:
         for a in self._actor_list:
             if a.pending:
                 a.drop(step)
+
+
+def _traced_done(rt, trace, done_cb):
+    """Wraps a traced step's `done_cb`: stops tracing, and lets activations already queued (a
+    variable update beside the fetches) record their end before the stats are collected."""
+    def done(results, error):
+        rt.tracing -= 1
+
+        def later():
+            trace.result = trace.to_dict()
+            done_cb(results, error)
+        rt.loop.call_soon(later)
+    return done
 
 
 def _copy_kernel(device: str):

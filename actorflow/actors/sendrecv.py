@@ -25,6 +25,12 @@ def _frame_key(tag) -> str:
     return "/".join(reversed(parts))
 
 
+def _edge_source(key) -> str:
+    """The sending task named in a Recv's edge key ("tensor;src->dst")."""
+    edge = str(key)
+    return edge.split(";", 1)[1].split("->", 1)[0] if ";" in edge else edge
+
+
 class SendActor(NodeActor):
     __slots__ = ("transport", "key", "dst")
 
@@ -59,6 +65,9 @@ class RecvActor(NodeActor):
         tag.outstanding += 1
 
         def arrived(value, error):
+            tr = step.trace
+            if tr is not None:
+                tr.received(self, tag, value, _edge_source(self.key))
             if error is not None:
                 step.fail(error if isinstance(error, errors.OpError) else self.error(error, ()))
             elif step.error is None:

@@ -65,7 +65,9 @@ class ConfigProto:
 
 
 class RunOptions:
-    """Per-call options (tf.compat.v1.RunOptions): `timeout_in_ms`, and `output_device`
+    """Per-call options (tf.compat.v1.RunOptions): `timeout_in_ms`, `trace_level` (SOFTWARE_TRACE
+    records per-node times into `RunMetadata.step_stats`; FULL_TRACE adds output sizes;
+    HARDWARE_TRACE is taken as SOFTWARE_TRACE: there is no device tracer), and `output_device`
     ("cpu" gives numpy arrays; "gpu" leaves GPU results as CuPy arrays)."""
 
     NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = 0, 1, 2, 3
@@ -77,8 +79,15 @@ class RunOptions:
 
 
 class RunMetadata:
+    """What a traced run reports (tf.compat.v1.RunMetadata). `step_stats` is TF's StepStats
+    (TensorBoard's protobuf class when the `tensorboard` package is installed, else dataclasses
+    with the same field names; see actorflow/actors/tracing.py). actorflow adds `clock_offsets`:
+    for a cluster run, {task: {"offset_us", "round_trip_us"}}, the offset subtracted from that
+    task's clock to put its stats on this process's clock (NTP-style, from the run_graph round trip)."""
+
     def __init__(self):
         self.step_stats = None
+        self.clock_offsets = {}
 
 
 class FeedError(errors.InvalidArgumentError, ValueError):
@@ -302,7 +311,7 @@ class Session:
         return out
 
     # -- running -----------------------------------------------------------------------------------
-    def _launch(self, exe, feed_values, done, timeout, holder):
+    def _launch(self, exe, feed_values, done, timeout, holder, tracer=None):
         """On the runtime loop: start a step, arm its deadline."""
         loop = self._rt.loop
         handle = None
@@ -313,7 +322,7 @@ class Session:
             done(results, error)
 
         try:
-            step = exe.start(feed_values, finished)
+            step = exe.start(feed_values, finished, trace=tracer)
         except Exception as e:  # noqa: BLE001
             done(None, e)
             return
@@ -322,11 +331,42 @@ class Session:
             handle = loop.call_later(timeout, step.fail, errors.DeadlineExceededError(
                 None, None, f"Timed out after {timeout:g} s waiting for step {step.step_id} to finish"))
 
-    def run(self, fetches, feed_dict=None, options=None, run_metadata=None, timeout=None):
-        """Runs the ops needed for `fetches` and returns their values in the same structure."""
-        exe, rebuild, feed_values = self._prepare(fetches, feed_dict)
+    def _tracer(self, exe, options, run_metadata):
+        """A StepTracer when `options` ask for a trace and `run_metadata` can take it, else None."""
+        level = getattr(options, "trace_level", 0) if options is not None else 0
+        if not level or run_metadata is None:
+            return None
+        from actorflow.actors.tracing import StepTracer
         if self._backend is not None:
-            return rebuild(self._finish_values(self._backend.run(exe, feed_values, self._timeout(options, timeout)), options))
+            return (level, {})
+        return StepTracer(exe, level, "/job:localhost/replica:0/task:0/device:CPU:0")
+
+    @staticmethod
+    def _fill_metadata(tracer, run_metadata):
+        from actorflow.actors.tracing import step_stats_from_dict
+        if isinstance(tracer, tuple):             # a cluster run: one entry per task
+            stats = None
+            for task, got in sorted(tracer[1].items()):
+                stats = step_stats_from_dict(got["stats"], stats)
+                run_metadata.clock_offsets[task] = {"offset_us": got["offset_us"],
+                                                    "round_trip_us": got["round_trip_us"]}
+            run_metadata.step_stats = stats if stats is not None else step_stats_from_dict({"devices": {}})
+        elif tracer.result is not None:
+            run_metadata.step_stats = step_stats_from_dict(tracer.result)
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None, timeout=None):
+        """Runs the ops needed for `fetches` and returns their values in the same structure.
+        With `options=RunOptions(trace_level=...)` and a `run_metadata`, fills
+        `run_metadata.step_stats` (TF's StepStats) as TF does."""
+        exe, rebuild, feed_values = self._prepare(fetches, feed_dict)
+        tracer = self._tracer(exe, options, run_metadata)
+        if self._backend is not None:
+            if tracer is None:
+                vals = self._backend.run(exe, feed_values, self._timeout(options, timeout))
+            else:
+                vals = self._backend.run(exe, feed_values, self._timeout(options, timeout), trace=tracer)
+                self._fill_metadata(tracer, run_metadata)
+            return rebuild(self._finish_values(vals, options))
         rt = self._rt
         if rt.in_loop():
             raise RuntimeError("Session.run() was called on the actorflow runtime's own event loop; "
@@ -340,7 +380,8 @@ class Session:
                 cf.set_result(results)
 
         holder: list = []
-        rt.loop.call_soon_threadsafe(self._launch, exe, feed_values, done, self._timeout(options, timeout), holder)
+        rt.loop.call_soon_threadsafe(self._launch, exe, feed_values, done, self._timeout(options, timeout), holder,
+                                     tracer)
         try:
             results = cf.result()
         except BaseException as e:
@@ -348,13 +389,20 @@ class Session:
                 rt.loop.call_soon_threadsafe(lambda: holder and holder[0].fail(
                     errors.CancelledError(None, None, "Step cancelled by the caller")))
             raise
+        if tracer is not None:
+            self._fill_metadata(tracer, run_metadata)
         return rebuild(self._finish_values(results, options))
 
     async def arun(self, fetches, feed_dict=None, options=None, run_metadata=None, timeout=None):
         """Like `run`, for programs with their own event loop; never blocks that loop."""
         exe, rebuild, feed_values = self._prepare(fetches, feed_dict)
+        tracer = self._tracer(exe, options, run_metadata)
         if self._backend is not None:
-            vals = await self._backend.arun(exe, feed_values, self._timeout(options, timeout))
+            if tracer is None:
+                vals = await self._backend.arun(exe, feed_values, self._timeout(options, timeout))
+            else:
+                vals = await self._backend.arun(exe, feed_values, self._timeout(options, timeout), trace=tracer)
+                self._fill_metadata(tracer, run_metadata)
             return rebuild(self._finish_values(vals, options))
         rt = self._rt
         loop = asyncio.get_running_loop()
@@ -364,7 +412,7 @@ class Session:
             def done(results, error):
                 if not fut.done():
                     (fut.set_exception(error) if error is not None else fut.set_result(results))
-            self._launch(exe, feed_values, done, self._timeout(options, timeout), holder)
+            self._launch(exe, feed_values, done, self._timeout(options, timeout), holder, tracer)
         else:
             def _set(results, error):
                 if not fut.done():
@@ -375,12 +423,15 @@ class Session:
                     loop.call_soon_threadsafe(_set, results, error)
                 except RuntimeError:      # the caller's loop closed meanwhile: nobody is waiting
                     pass
-            rt.loop.call_soon_threadsafe(self._launch, exe, feed_values, done, self._timeout(options, timeout), holder)
+            rt.loop.call_soon_threadsafe(self._launch, exe, feed_values, done, self._timeout(options, timeout),
+                                         holder, tracer)
         try:
             results = await fut
         except asyncio.CancelledError:
             rt.call_soon(lambda: holder and holder[0].fail(errors.CancelledError(None, None, "Step cancelled by the caller")))
             raise
+        if tracer is not None:
+            self._fill_metadata(tracer, run_metadata)
         return rebuild(self._finish_values(results, options))
 
     def make_callable(self, fetches, feed_list=None):

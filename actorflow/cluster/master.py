@@ -14,10 +14,12 @@ import os
 import random
 from dataclasses import dataclass
 
+import msgpack
 import numpy as np
 
 from actorflow import errors
 from actorflow.actors.runtime import default_runtime
+from actorflow.actors.tracing import now_us, shift_step_stats
 from actorflow.cluster.spec import ClusterSpec, parse_target, target_tls, task_key
 from actorflow.graph.device_spec import DeviceSpec
 from actorflow.scheduler.partition import partition
@@ -188,7 +190,9 @@ class Master:
                 abort.set_exception(err)
 
     # -- running -------------------------------------------------------------------------------------------
-    async def run_step(self, exe: DistributedExecutable, feed_values, timeout):
+    async def run_step(self, exe: DistributedExecutable, feed_values, timeout, trace=None):
+        """Runs one step on every task of `exe`. `trace`: (trace level, {}) to trace it; the dict
+        receives {task: _aligned_stats(...)}."""
         step_id = self._base + next(self._ids)
         if self._stale:
             # A task restarted (or came back): its registrations are gone; register again.
@@ -202,9 +206,12 @@ class Master:
 
         async def run_part(p: _Part):
             args = {"handle": p.handle, "step": step_id, "timeout": timeout}
+            if trace is not None:
+                args["trace"] = trace[0]
+                t_req = now_us()
             try:
-                _, out = await self._call(p.task, "run_graph", args, [feed_values[i] for i in p.feeds],
-                                          timeout=None if timeout is None else timeout + 5.0)
+                reply, out = await self._call(p.task, "run_graph", args, [feed_values[i] for i in p.feeds],
+                                              timeout=None if timeout is None else timeout + 5.0)
             except errors.NotFoundError as e:
                 if "is not registered" not in e.message:
                     raise
@@ -212,6 +219,9 @@ class Master:
                 self._stale.add(p.task)
                 raise errors.AbortedError(None, None, f"{p.task} restarted and lost its graphs; retry the step "
                                                       f"({e.message})") from None
+            if trace is not None and reply:
+                trace[1][p.task] = _aligned_stats(reply, out[-1], t_req, now_us())
+                out = out[:-1]
             for i, v in zip(p.fetches, out):
                 results[i] = v
 
@@ -256,14 +266,14 @@ class Master:
                 pass
         await asyncio.gather(*(one(p) for p in exe.parts))
 
-    def run(self, exe, feed_values, timeout):
-        return self._sync(self.run_step(exe, feed_values, timeout))
+    def run(self, exe, feed_values, timeout, trace=None):
+        return self._sync(self.run_step(exe, feed_values, timeout, trace))
 
-    async def arun(self, exe, feed_values, timeout):
+    async def arun(self, exe, feed_values, timeout, trace=None):
         if asyncio.get_running_loop() is self.loop:
-            return await self.run_step(exe, feed_values, timeout)
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.run_step(exe, feed_values, timeout),
-                                                                          self.loop))
+            return await self.run_step(exe, feed_values, timeout, trace)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
+            self.run_step(exe, feed_values, timeout, trace), self.loop))
 
     def close(self):
         async def close_all():
@@ -276,3 +286,15 @@ class Master:
                 asyncio.run_coroutine_threadsafe(close_all(), self.loop).result(5)
         except Exception:  # noqa: BLE001
             pass
+
+
+def _aligned_stats(reply: dict, payload, t_req: int, t_reply: int) -> dict:
+    """A task's step stats moved onto this process's clock, NTP-style: with t0 = request sent,
+    t1 = request received (task clock), t2 = reply sent (task clock), t3 = reply received, the task's
+    clock is ahead by offset = ((t1 - t0) + (t2 - t3)) / 2, exact when both legs of the round trip
+    take equally long and off by at most half the network round trip (t3 - t0) - (t2 - t1)."""
+    t1, t2 = int(reply["t_recv"]), int(reply["t_send"])
+    offset = ((t1 - t_req) + (t2 - t_reply)) // 2
+    rtt = (t_reply - t_req) - (t2 - t1)
+    stats = msgpack.unpackb(np.asarray(payload, np.uint8).tobytes(), raw=False, strict_map_key=False)
+    return {"stats": shift_step_stats(stats, -offset), "offset_us": offset, "round_trip_us": rtt}

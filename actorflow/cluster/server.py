@@ -15,6 +15,7 @@ import secrets
 import threading
 import time
 
+import msgpack
 import numpy as np
 from aiohttp import web
 
@@ -22,6 +23,8 @@ from actorflow import errors
 from actorflow.actors.node import DEAD
 from actorflow.actors.resource import ResourceContainer
 from actorflow.actors.runtime import Executable, Runtime, _new_loop
+from actorflow.actors.tracing import StepTracer, now_us
+from actorflow.cluster.metrics import CONTENT_TYPE, TaskMetrics
 from actorflow.cluster.spec import ClusterSpec, make_target, task_key, tf_config
 from actorflow.graph.graph import Graph
 from actorflow.kernels.device_arrays import to_host
@@ -96,6 +99,7 @@ class WorkerService:
         self.steps_run = 0
         self.refused = 0
         self.connections: set[Connection] = set()
+        self.metrics = TaskMetrics(self)
 
     # -- transport used by Send/Recv actors -------------------------------------------------------
     def send(self, dst: str, step_id: int, key, value) -> None:
@@ -110,6 +114,7 @@ class WorkerService:
             tensors = ()
         else:
             tensors = (value,)
+        self.metrics.sent(dst, getattr(value, "nbytes", 0) if tensors else 0)
         if conn is not None and not conn.closed:
             conn.post(header, tensors)
         else:
@@ -139,6 +144,8 @@ class WorkerService:
     def handle(self, conn: Connection, header: dict, tensors):
         kind = header.get("k")
         if kind == "t":
+            self.metrics.received(_edge_source(tuple(header["key"])) or conn.name,
+                                  getattr(tensors[0], "nbytes", 0) if tensors else 0)
             self.rendezvous.put(header["s"], tuple(header["key"]), DEAD if header.get("dead") else tensors[0])
             return None
         if kind == "call":
@@ -202,6 +209,7 @@ class WorkerService:
             raise errors.NotFoundError(None, None, f"{self.name}: graph handle {args['handle']} is not registered "
                                                    "(the task may have restarted)")
         step_id = args["step"]
+        t_recv = now_us()
         fut = self.loop.create_future()
 
         def done(results, error):
@@ -211,7 +219,12 @@ class WorkerService:
         # sim: fault-injection seam (actorflow/sim/faults.py); a no-op unless a scenario installs one
         if faults.STEP is not None:
             await faults.STEP.before_step(self, exe, feeds)
-        step = exe.start(feeds, done, step_id=step_id)
+        # A traced step (RunOptions.trace_level) sends its stats back with the reply, with this
+        # task's clock at request and reply so that the master can align them (actors/tracing.py).
+        # Unasked, one step in ACTORFLOW_METRICS_TRACE_EVERY is traced for /metrics' kernel times.
+        level = args.get("trace") or self.metrics.sample_trace()
+        tracer = StepTracer(exe, level, f"{self.name}/device:CPU:0") if level else None
+        step = exe.start(feeds, done, step_id=step_id, trace=tracer)
         self.active[step_id] = step
         timeout = args.get("timeout")
         try:
@@ -219,6 +232,7 @@ class WorkerService:
                 results, error = await fut
         except TimeoutError:
             err = errors.DeadlineExceededError(None, None, f"{self.name}: step {step_id} timed out after {timeout:g} s")
+            self.metrics.step_failures.inc()
             self.abort_local(step_id, err)
             raise err from None
         except asyncio.CancelledError:
@@ -228,10 +242,20 @@ class WorkerService:
             self.active.pop(step_id, None)
             self.rendezvous.finish(step_id)
         if error is not None:
+            self.metrics.step_failures.inc()
             self.rendezvous.abort(step_id, error)
             raise error
         self.steps_run += 1
-        return None, [np.asarray(to_host(r)) for r in results]
+        self.metrics.steps.inc()
+        self.metrics.step_seconds.observe((now_us() - t_recv) / 1e6)
+        out = [np.asarray(to_host(r)) for r in results]
+        if tracer is not None:
+            self.metrics.add_trace(tracer.result)
+        if not args.get("trace"):
+            return None, out
+        # The stats can outgrow a message header: they travel as one more (uint8) payload.
+        out.append(np.frombuffer(msgpack.packb(tracer.result), np.uint8))
+        return {"t_recv": t_recv, "t_send": now_us()}, out
 
     async def rpc_abort_step(self, args, tensors):
         err = errors.from_code(args.get("code", errors.AbortedError.error_code), args.get("message", "step aborted"))
@@ -329,8 +353,16 @@ def make_app(service: WorkerService) -> web.Application:
         return web.json_response({"task": service.name, "steps": service.steps_run, "pid": os.getpid(),
                                   "uptime": time.time() - service.started})
 
+    async def metrics(request: web.Request):
+        """Prometheus metrics of this task (cluster/metrics.py); the token as for /health."""
+        if not secrets.compare_digest(request.headers.get(TOKEN_HEADER, ""), service.token):
+            service.refused += 1
+            raise web.HTTPUnauthorized(text="invalid or missing cluster token")
+        return web.Response(body=service.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
+
     app.router.add_get("/ws", ws_handler)
     app.router.add_get("/health", health)
+    app.router.add_get("/metrics", metrics)
     return app
 
 

@@ -17,6 +17,9 @@ __all__ = ["Graph", "Operation", "Tensor", "get_default_graph", "reset_default_g
            "name_scope", "control_dependencies", "device", "colocate_with", "GraphKeys",
            "convert_to_tensor", "add_to_collection", "get_collection", "get_collection_ref"]
 
+# Installed by actorflow.summary.graph_def: (graph, from_version, add_shapes) -> GraphDef.
+_graph_def_hook = None
+
 
 @functools.cache
 def _import_op_modules() -> None:
@@ -524,6 +527,17 @@ class Graph:
         self._collections.pop(name, None)
 
     # -- serialization ---------------------------------------------------------------------------
+    def as_graph_def(self, from_version=None, add_shapes=False):
+        """This graph as TF's GraphDef protobuf (tf.Graph.as_graph_def), through TensorBoard's
+        published proto classes (the `summary` extra). Differs from TF: `from_version` must be
+        None (actorflow's `version` also counts graph edits), and `add_shapes` defaults to False
+        as in TF. The conversion lives in
+        actorflow/summary/graph_def.py, which installs itself here (layers: graph sits below it);
+        see there for what is left out of the NodeDefs."""
+        if _graph_def_hook is None:
+            raise ImportError("Graph.as_graph_def needs actorflow.summary (import actorflow installs it)")
+        return _graph_def_hook(self, from_version, add_shapes)
+
     def to_msgpack(self) -> bytes:
         """Serializes every op, attribute, device and output signature (the cluster's graph format)."""
         ops = []

@@ -9,6 +9,7 @@ the `summary` extra), loaded on first use.
 from __future__ import annotations
 
 from actorflow.graph.ops.summary_ops import audio, histogram, image, merge, merge_all, scalar, tensor_summary, text
+from actorflow.summary import graph_def as _graph_def  # noqa: F401  (installs Graph.as_graph_def)
 from actorflow.summary.writer import FileWriter, FileWriterCache
 
 __all__ = ["scalar", "histogram", "image", "audio", "text", "tensor_summary", "merge", "merge_all", "FileWriter",

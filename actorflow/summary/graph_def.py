@@ -104,17 +104,22 @@ def _input_name(t) -> str:
     return t.op.name if t.value_index == 0 else f"{t.op.name}:{t.value_index}"
 
 
-def as_graph_def(graph: Graph, add_shapes: bool = True):
+def as_graph_def(graph: Graph, add_shapes: bool = True, from_version=None):
     """The GraphDef protobuf (tensorboard.compat.proto.graph_pb2.GraphDef) of `graph`.
 
     TF-1.x counterpart: `tf.Graph.as_graph_def(add_shapes=True)`. Differs in that attributes that
     have no protobuf form are omitted, and constants over 1 MiB keep their dtype and shape only.
+    `from_version` must be None (see the error it raises otherwise).
     """
     graph_pb2 = require("tensorboard.compat.proto.graph_pb2")
     attr_value_pb2 = require("tensorboard.compat.proto.attr_value_pb2")
     pb = (require("tensorboard.compat.proto.types_pb2"), require("tensorboard.util.tensor_util"))
     gd = graph_pb2.GraphDef()
     gd.versions.producer = 27      # a producer version TensorBoard's graph importer accepts
+    if from_version is not None:
+        raise ValueError("as_graph_def(from_version=...) is not supported: actorflow's Graph.version also "
+                         "counts edits (control inputs, loop back edges), so it cannot select the ops added "
+                         "since a version; pass from_version=None")
     for op in graph.get_operations():
         node = gd.node.add(name=op.name, op=op.type, device=op.device or "")
         node.input.extend(_input_name(t) for t in op.inputs)
@@ -131,3 +136,11 @@ def as_graph_def(graph: Graph, add_shapes: bool = True):
             for t in op.outputs:
                 _shape_proto(t.shape, shapes.shape.add())
     return gd
+
+
+def _install() -> None:
+    from actorflow.graph import graph as graph_mod
+    graph_mod._graph_def_hook = lambda g, from_version, add_shapes: as_graph_def(g, add_shapes, from_version)
+
+
+_install()

@@ -157,8 +157,8 @@ class FileWriter:
         """Adds the metadata of one `Session.run` under `tag` (TensorBoard's graph tab lists it by tag).
 
         `run_metadata` is an af.RunMetadata or a RunMetadata protobuf; a tag used twice is a
-        ValueError, as in TF. actorflow's RunMetadata carries no step stats yet, so the record holds
-        an empty RunMetadata unless a protobuf with stats is given.
+        ValueError, as in TF. The step stats of a traced run (`RunOptions(trace_level=FULL_TRACE)`)
+        go in the record, so TensorBoard's graph tab shows the time and output sizes per node.
         """
         config_pb2 = require("tensorboard.compat.proto.config_pb2")
         with self._lock:
