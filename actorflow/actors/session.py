@@ -198,7 +198,7 @@ class Session:
         return local_devices()
 
     # -- preparation -------------------------------------------------------------------------------
-    def _prepare(self, fetches, feed_dict):
+    def _prepare(self, fetches, feed_dict, timeout=None):
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         g = self._graph
@@ -233,13 +233,13 @@ class Session:
                 if exe is None:
                     with g._lock:
                         plan = make_plan(g, feed_tensors, fetch_tensors, targets)
-                        exe = self._build(plan)
+                        exe = self._build(plan, timeout)
                     self._cache[key] = exe
         return exe, rebuild, feed_values
 
-    def _build(self, plan):
+    def _build(self, plan, timeout=None):
         if self._backend is not None:
-            return self._backend.build(plan)
+            return self._backend.build(plan, timeout)     # registering with the tasks ends at the step's deadline
         return Executable(self._rt, plan, self._container, soft_placement=self._config.allow_soft_placement,
                           fuse=self._config._fusion())
 
@@ -290,7 +290,7 @@ class Session:
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None, timeout=None):
         """Runs the ops needed for `fetches` and returns their values in the same structure."""
-        exe, rebuild, feed_values = self._prepare(fetches, feed_dict)
+        exe, rebuild, feed_values = self._prepare(fetches, feed_dict, self._timeout(options, timeout))
         if self._backend is not None:
             return rebuild(self._finish_values(self._backend.run(exe, feed_values, self._timeout(options, timeout)), options))
         rt = self._rt
@@ -318,7 +318,7 @@ class Session:
 
     async def arun(self, fetches, feed_dict=None, options=None, run_metadata=None, timeout=None):
         """Like `run`, for programs with their own event loop; never blocks that loop."""
-        exe, rebuild, feed_values = self._prepare(fetches, feed_dict)
+        exe, rebuild, feed_values = self._prepare(fetches, feed_dict, self._timeout(options, timeout))
         if self._backend is not None:
             vals = await self._backend.arun(exe, feed_values, self._timeout(options, timeout))
             return rebuild(self._finish_values(vals, options))
