@@ -26,6 +26,7 @@ from actorflow.graph.graph import Graph
 from actorflow.kernels.device_arrays import to_host
 from actorflow.scheduler.plan import make_plan
 from actorflow.sim import faults  # sim: fault-injection hooks, None unless a scenario installs one
+from actorflow.transport.budget import ByteBudget, TransportLimits
 from actorflow.transport.channel import MAX_MESSAGE, TASK_HEADER, TOKEN_HEADER, Connection, Peer, accept_bulk
 from actorflow.transport.rendezvous import Rendezvous
 
@@ -46,9 +47,14 @@ def cluster_token(cluster: ClusterSpec, token: str | None = None) -> str:
 
 
 class WorkerService:
-    """The task's state and RPC handlers; everything runs on `loop`."""
+    """The task's state and RPC handlers; everything runs on `loop`.
 
-    def __init__(self, cluster: ClusterSpec, job: str, task: int, token: str, loop):
+    `limits` (transport.budget.TransportLimits; from the ACTORFLOW_MAX_* environment variables when
+    not given) bounds the memory each peer can make this task hold.
+    """
+
+    def __init__(self, cluster: ClusterSpec, job: str, task: int, token: str, loop,
+                 limits: TransportLimits | None = None):
         self.cluster = cluster
         self.job = job
         self.task = task
@@ -57,7 +63,12 @@ class WorkerService:
         self.loop = loop
         self.runtime = Runtime(loop)
         self.container = ResourceContainer()
-        self.rendezvous = Rendezvous()
+        self.limits = limits if limits is not None else TransportLimits.from_env()
+        self.budget = ByteBudget(self.limits.inflight_per_process, self.name)
+        self.rendezvous = Rendezvous(self.limits.pending_grace, self.limits.pending_per_peer, self.budget,
+                                     clock=loop.time)
+        # Owned here, cancelled by close(): expires tensors of steps that never start.
+        self._expirer = loop.create_task(self._expire_loop())
         self.graphs: dict[int, Executable] = {}
         self._graph_keys: dict[bytes, int] = {}
         self._next_handle = 1
@@ -102,19 +113,40 @@ class WorkerService:
         if p is None:
             job, task = name.split("/")[1][4:], int(name.split("/")[2][5:])
             p = self.peers[name] = Peer(self.cluster.task_address(job, task), self.token, self.handle,
-                                        name=name, local_task=self.name, on_close=self.connection_lost)
+                                        name=name, local_task=self.name, on_close=self.connection_lost,
+                                        budget=self.budget, inflight_limit=self.limits.inflight_per_connection,
+                                        on_refuse=self.refuse_frame)
         return p
 
     # -- incoming frames ------------------------------------------------------------------------------
     def handle(self, conn: Connection, header: dict, tensors):
         kind = header.get("k")
         if kind == "t":
-            self.rendezvous.put(header["s"], tuple(header["key"]), DEAD if header.get("dead") else tensors[0])
+            step_id = header.get("s")
+            try:
+                self.rendezvous.put(step_id, tuple(header["key"]), DEAD if header.get("dead") else tensors[0],
+                                    origin=conn.name)
+            except errors.ResourceExhaustedError as e:
+                self.abort_local(step_id, e)
             return None
         if kind == "call":
             return self._call(conn, header, tensors)
         log.warning("%s: ignoring frame of unknown kind %r from %s", self.name, kind, conn.name)
         return None
+
+    def refuse_frame(self, conn, header: dict, error) -> None:
+        """A frame from `conn` was over its byte budget and dropped: fail what it belonged to."""
+        kind = header.get("k")
+        if kind == "t" and isinstance(header.get("s"), int):
+            self.abort_local(header["s"], error)
+        elif kind == "call" and isinstance(header.get("i"), int):
+            conn.reply(header, error=error)
+
+    async def _expire_loop(self) -> None:
+        period = min(max(self.limits.pending_grace / 4, 0.05), 5.0)
+        while True:
+            await asyncio.sleep(period)
+            self.rendezvous.expire()
 
     async def _call(self, conn, header, tensors):
         method = header.get("m")
@@ -181,6 +213,7 @@ class WorkerService:
         # sim: fault-injection seam (actorflow/sim/faults.py); a no-op unless a scenario installs one
         if faults.STEP is not None:
             await faults.STEP.before_step(self, exe, feeds)
+        self.rendezvous.start(step_id)
         step = exe.start(feeds, done, step_id=step_id)
         self.active[step_id] = step
         timeout = args.get("timeout")
@@ -212,6 +245,10 @@ class WorkerService:
         """A connection to or from another task failed: tensors it carried may be lost, so every
         step here still waiting for a tensor from that task fails now instead of hanging."""
         task = conn.peer_task
+        # Tensors it delivered for steps that have not started here would only wait for the grace period.
+        self.rendezvous.drop_origin(conn.name, errors.UnavailableError(
+            None, None, f"{self.name}: lost the connection to {conn.name} before the step started here: "
+                        f"{getattr(error, 'message', error)}"))
         if not task or not task.startswith("/job:"):
             return
         err = errors.UnavailableError(None, None, f"{self.name}: lost the connection to {task}: "
@@ -230,6 +267,7 @@ class WorkerService:
         return {"names": names}, ()
 
     async def close(self):
+        self._expirer.cancel()
         for p in list(self.peers.values()):
             await p.close()
         for c in list(self.connections):
@@ -268,7 +306,9 @@ def make_app(service: WorkerService) -> web.Application:
             if bulk is not None:
                 bulk.uninstall()
             raise
-        conn = Connection(ws, service.handle, name, peer_task=peer, on_close=service.connection_lost, bulk=bulk)
+        conn = Connection(ws, service.handle, name, peer_task=peer, on_close=service.connection_lost, bulk=bulk,
+                          budget=service.budget, inflight_limit=service.limits.inflight_per_connection,
+                          on_refuse=service.refuse_frame)
         service.connections.add(conn)
         try:
             await conn.serve()
@@ -292,11 +332,14 @@ class Server:
     """An in-process server for one task of a cluster (tf.train.Server).
 
     `Server(cluster, job_name, task_index)`; with no cluster, TF_CONFIG gives it. Binds to 127.0.0.1
-    unless `bind` says otherwise. `target` is the address sessions connect to.
+    unless `bind` says otherwise. `target` is the address sessions connect to. `limits`
+    (af.train.TransportLimits) bounds the memory each peer can make the task hold; by default the
+    ACTORFLOW_MAX_* environment variables, else 2 GiB in flight per connection, 4 GiB per process,
+    2 GiB waiting per peer, and 60 s for tensors of a step that has not started (transport/budget.py).
     """
 
     def __init__(self, server_or_cluster_def=None, job_name=None, task_index=None, protocol=None, config=None,
-                 start=True, token=None, bind="127.0.0.1"):
+                 start=True, token=None, bind="127.0.0.1", limits: TransportLimits | None = None):
         if server_or_cluster_def is None:
             cfg = tf_config()
             if cfg is None:
@@ -313,6 +356,7 @@ class Server:
         self.address = self.cluster.task_address(job_name, self.task_index)
         self.token = cluster_token(self.cluster, token)
         self.bind = bind
+        self.limits = limits if limits is not None else TransportLimits.from_env()
         self._thread = None
         self._loop = None
         self._stopped = threading.Event()
@@ -360,7 +404,7 @@ class Server:
         registered_ops("CPU")
         backend()          # loads MKL's libraries (~0.4 s) when it is installed
         self.service = WorkerService(self.cluster, self.job_name, self.task_index, self.token,
-                                     asyncio.get_running_loop())
+                                     asyncio.get_running_loop(), limits=self.limits)
         runner = web.AppRunner(make_app(self.service), access_log=None, handle_signals=False)
         await runner.setup()
         port = int(self.address.rsplit(":", 1)[1])
