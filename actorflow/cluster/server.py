@@ -123,11 +123,10 @@ class WorkerService:
         kind = header.get("k")
         if kind == "t":
             step_id = header.get("s")
-            try:
-                self.rendezvous.put(step_id, tuple(header["key"]), DEAD if header.get("dead") else tensors[0],
-                                    origin=conn.name)
-            except errors.ResourceExhaustedError as e:
-                self.abort_local(step_id, e)
+            err = self.rendezvous.put(step_id, tuple(header["key"]), DEAD if header.get("dead") else tensors[0],
+                                      origin=conn.name)
+            if err is not None:
+                self.abort_local(step_id, err)
             return None
         if kind == "call":
             return self._call(conn, header, tensors)

@@ -210,6 +210,8 @@ class Connection:
                     self._dispatch(header, tensors)
                 tensors = None
         except FrameError as e:
+            self._release(held)
+            held = 0
             log.warning("refusing malformed frame from %s: %s", self.name, e)
             self._close(errors.UnavailableError(None, None, f"malformed frame from {self.name}: {e}"))
             try:
@@ -237,6 +239,8 @@ class Connection:
                 self.inflight.give(n)
                 raise
         except errors.ResourceExhaustedError as e:
+            # Without its traceback: the step keeps its error, and the frames would keep this connection's buffers.
+            e = e.with_traceback(None)
             log.warning("refusing a %d-byte payload from %s: %s", n, self.name, e.message)
             self._refuse(header, e)
             return e

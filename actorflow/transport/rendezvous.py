@@ -41,28 +41,34 @@ class Rendezvous:
         self._running: set[int] = set()
         self._born: dict[int, float] = {}             # step not running here -> when its first value came
         self._pending: dict[object, int] = {}         # origin -> bytes of its values waiting here
+        self._refusals: dict[object, int] = {}        # origin -> values refused (for the log), until it goes away
 
     def start(self, step_id: int) -> None:
         """The step starts here: its values stay until it finishes."""
         self._running.add(step_id)
         self._born.pop(step_id, None)
 
-    def put(self, step_id: int, key, value, origin=None) -> None:
+    def put(self, step_id: int, key, value, origin=None):
         """Delivers a value. From an `origin` (a connection's name), it counts against that origin's
-        pending bytes; over the limit, the step fails with ResourceExhaustedError (also raised here)."""
+        pending bytes; over the limit, the value is dropped and the step fails with the
+        ResourceExhaustedError returned here (returned, not raised: a traceback kept with the step's
+        error would keep the dropped value alive through its frames)."""
         if step_id in self._aborted or step_id in self._finished:
-            return
+            return None
         slots = self._steps.get(step_id)
         waiter = None if slots is None else slots.pop(key, None)
         if waiter is None:
             nbytes = int(getattr(value, "nbytes", 0) or 0) if origin is not None else 0
             if nbytes:
-                self._charge(step_id, origin, nbytes)
+                err = self._charge(step_id, origin, nbytes)
+                if err is not None:
+                    return err
             if slots is None:
                 slots = self._steps[step_id] = {}
                 if step_id not in self._running:
                     self._born[step_id] = self.clock()
             slots[key] = _Value(value, origin, nbytes)
+            return None
         elif isinstance(waiter, _Value):
             slots[key] = waiter
             raise RuntimeError(f"duplicate send for step {step_id} key {key!r}")
@@ -70,8 +76,9 @@ class Rendezvous:
             if not slots:
                 self._steps.pop(step_id, None)
             waiter(value, None)
+        return None
 
-    def _charge(self, step_id: int, origin, nbytes: int) -> None:
+    def _charge(self, step_id: int, origin, nbytes: int):
         used = self._pending.get(origin, 0)
         err = None
         if self.max_pending is not None and used + nbytes > self.max_pending:
@@ -82,12 +89,16 @@ class Rendezvous:
             try:
                 self.budget.take(nbytes, str(origin), "of tensors waiting")
             except errors.ResourceExhaustedError as e:
-                err = e
+                err = e.with_traceback(None)
         if err is not None:
-            log.warning("%s", err.message)
+            # One line per origin and thousand refusals: a flooding peer must not flood the log too.
+            k = self._refusals[origin] = self._refusals.get(origin, 0) + 1
+            if k % 1000 == 1:
+                log.warning("%s (refusal %d from this peer)", err.message, k)
             self.abort(step_id, err)
-            raise err
+            return err
         self._pending[origin] = used + nbytes
+        return None
 
     def _release(self, v: _Value) -> None:
         if v.nbytes:
@@ -158,10 +169,11 @@ class Rendezvous:
         returns their ids. The owner calls this periodically."""
         now = self.clock() if now is None else now
         old = [s for s, t in self._born.items() if now - t >= self.grace]
+        if old:
+            n = sum(v.nbytes for s in old for v in self._steps.get(s, {}).values() if isinstance(v, _Value))
+            log.warning("dropping %d bytes of tensors for %d steps (first %d): they did not start here within %g s",
+                        n, len(old), old[0], self.grace)
         for s in old:
-            n = sum(v.nbytes for v in self._steps.get(s, {}).values() if isinstance(v, _Value))
-            log.warning("dropping %d bytes of tensors for step %d: it did not start here within %g s", n, s,
-                        self.grace)
             self.abort(s, errors.DeadlineExceededError(
                 None, None, f"tensors for step {s} arrived but the step did not start here within {self.grace:g} s; "
                             "they were dropped"))
@@ -169,6 +181,7 @@ class Rendezvous:
 
     def drop_origin(self, origin, error: BaseException) -> None:
         """`origin` went away: steps not running here that hold its values fail with `error`."""
+        self._refusals.pop(origin, None)
         if not self._pending.get(origin):
             return
         for s in [s for s in self._born
