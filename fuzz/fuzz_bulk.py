@@ -290,15 +290,20 @@ def _atheris_input(data: bytes) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=1.0)
-    ap.add_argument("--batch", type=int, default=2000, help="examples per property per round")
+    ap.add_argument("--batch", type=int, default=200, help="examples per property run")
     ap.add_argument("--amplify", type=int, default=32, help="runs with random cuts per generated stream")
     ap.add_argument("--atheris", action="store_true", help="use atheris (libFuzzer) instead of hypothesis")
     args, _ = ap.parse_known_args(argv)
-    logging.getLogger("actorflow").setLevel(logging.ERROR)     # every refused stream logs a warning
+    quiet = logging.getLogger("actorflow")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)     # every refused input logs a warning
     if args.atheris:
         return atheris_main(_atheris_input)
     AMPLIFY[0] = args.amplify
-    return run_for(args.minutes, args.batch, name="bulk", tests_factory=make_tests)
+    try:
+        return run_for(args.minutes, args.batch, name="bulk", tests_factory=make_tests)
+    finally:
+        quiet.setLevel(level)
 
 
 if __name__ == "__main__":

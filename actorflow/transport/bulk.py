@@ -284,7 +284,9 @@ class BulkStream(asyncio.BufferedProtocol):
         except FrameError as e:
             self._fail(e)
             raise
-        if self._state != _HOLD and not getattr(self.inner, "_reading_paused", False):
+        inner = self.inner
+        if self._state != _HOLD and not getattr(inner, "_reading_paused", False) \
+                and not getattr(inner, "_buffer_paused", False):
             self.transport.resume_reading()     # unless aiohttp's own flow control holds it paused
 
     async def take(self, nbytes: int, discard: bool = False) -> np.ndarray | None:

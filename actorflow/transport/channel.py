@@ -168,6 +168,7 @@ class Connection:
                 header, off = decode_header(data)
                 n = header["n"]
                 refused = None
+                buf = None
                 if header.get("b"):
                     if self.bulk is None or len(data) != off:
                         raise FrameError("a bulk payload announced on a connection that did not negotiate bulk "
@@ -201,14 +202,15 @@ class Connection:
                                 view[pos:pos + len(d)] = d
                             pos += len(d)
                         tensors = None if refused else decode(header, buf, 0)
-                        buf = view = None
+                        view = None
                     else:
                         raise FrameError(f"frame carries {len(data) - off} payload bytes, header declares {n}")
                 self._release(held)
                 held = 0
                 if refused is None:
                     self._dispatch(header, tensors)
-                tensors = None
+                # Hold nothing of this frame while waiting for the next: its receiver owns it now.
+                tensors = buf = data = msg = None
         except FrameError as e:
             self._release(held)
             held = 0

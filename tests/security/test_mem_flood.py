@@ -97,7 +97,7 @@ async def call(ws, method: str, tensors=(), header_only: bool = False):
     return await reply(ws, i)
 
 
-async def reply(ws, i: int, timeout: float = 20.0) -> dict:
+async def reply(ws, i: int, timeout: float = 60.0) -> dict:
     async with asyncio.timeout(timeout):
         while True:
             msg = await ws.receive()
@@ -261,7 +261,7 @@ async def test_huge_announcements_are_refused_naming_the_peer(cluster):
         payload = np.ones(24 * MiB, np.uint8)
         ids = {ws: await call(ws, "ping", [payload], header_only=True) for ws in (b, c, d)}
         readers = {asyncio.ensure_future(reply(ws, ids[ws])): ws for ws in (b, c, d)}
-        done, _ = await asyncio.wait(readers, timeout=20, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(readers, timeout=60, return_when=asyncio.FIRST_COMPLETED)
         assert len(done) == 1
         first = done.pop()
         h = first.result()
