@@ -3,6 +3,8 @@ negotiated path between real processes, and refusal of malformed bulk frames.
 
 The splitter's contract: whatever way the socket cuts the byte stream, aiohttp receives exactly the
 bytes of every ordinary frame, in order, and `take()` returns every bulk payload, in order, bit for bit.
+Each bulk frame directly follows the data message that announces it (issue 15: no payload is
+accepted, or allocated, for a bulk frame that no header announced).
 """
 from __future__ import annotations
 
@@ -26,7 +28,14 @@ class FakeTransport:
     def __init__(self, inner):
         self.protocol = inner
         self.aborted = False
+        self.paused = False
         self.written: list[bytes] = []
+
+    def pause_reading(self):
+        self.paused = True
+
+    def resume_reading(self):
+        self.paused = False
 
     def get_protocol(self):
         return self.protocol
@@ -127,39 +136,48 @@ def test_every_cut_of_the_stream_splits_the_same(spec, cuts, seed):
     wire = bytearray()
     expect_inner = bytearray()
     expect_bulk = []
+    reader = []           # what the reader of aiohttp's messages will say, message by message
     seq = 0
     for kind, n, opcode, masked in spec:
         payload = rng.integers(0, 256, n, np.uint8).tobytes()
         if kind == "bulk":
-            wire += bulk_frame_head(seq, n) + payload
+            announcing = ws_frame(b"header announcing a bulk payload")
+            wire += announcing + bulk_frame_head(seq, n) + payload
+            expect_inner += announcing
             expect_bulk.append(payload)
+            reader.append(n)
             seq += 1
         else:
             if opcode >= 0x8:
                 payload = payload[:125]       # control frames are short
+            else:
+                reader.append(None)
             f = ws_frame(payload, opcode, mask=rng.integers(0, 256, 4, np.uint8).tobytes() if masked else None)
             wire += f
             expect_inner += f
     stream, inner, tr = install()
+    # The reader runs ahead of the socket here: announcements wait, matched by message position.
+    for n in reader:
+        stream.received() if n is None else stream.announce(n)
     feed(stream, bytes(wire), cuts)
     assert bytes(inner.data) == bytes(expect_inner)
     got = [bytes(b) for b in stream._ready]
     assert got == expect_bulk
-    assert not tr.aborted
+    assert not tr.aborted and not tr.paused
 
 
 async def test_take_waits_for_the_payload_and_sees_a_lost_connection():
     stream, inner, tr = install()
     payload = np.arange(300_000, dtype=np.uint8).tobytes()
-    waiter = asyncio.ensure_future(stream.take())
+    waiter = asyncio.ensure_future(stream.take(len(payload)))
     await asyncio.sleep(0)
-    feed(stream, bulk_frame_head(0, len(payload)) + payload[:1000], [4096])
+    feed(stream, ws_frame(b"header") + bulk_frame_head(0, len(payload)) + payload[:1000], [4096])
     assert not waiter.done()
     feed(stream, payload[1000:], [65536])
     assert bytes(await waiter) == payload
     # A connection lost mid-payload fails the next take and reaches aiohttp too.
-    feed(stream, bulk_frame_head(1, 10) + b"12345", [4096])
-    waiter = asyncio.ensure_future(stream.take())
+    feed(stream, ws_frame(b"header") + bulk_frame_head(1, 10) + b"12345", [4096])
+    waiter = asyncio.ensure_future(stream.take(10))
     await asyncio.sleep(0)
     stream.connection_lost(None)
     with pytest.raises(ConnectionResetError, match="test-peer"):
@@ -176,9 +194,9 @@ async def test_take_waits_for_the_payload_and_sees_a_lost_connection():
 ])
 async def test_malformed_bulk_frame_aborts_the_socket(wire, match, caplog):
     stream, inner, tr = install()
-    waiter = asyncio.ensure_future(stream.take())
+    waiter = asyncio.ensure_future(stream.take(4))
     await asyncio.sleep(0)
-    feed(stream, wire, [7])
+    feed(stream, ws_frame(b"header") + wire, [7])
     assert tr.aborted
     with pytest.raises(FrameError, match=match):
         await waiter

@@ -236,7 +236,7 @@ class Session:
         return local_devices()
 
     # -- preparation -------------------------------------------------------------------------------
-    def _prepare(self, fetches, feed_dict):
+    def _prepare(self, fetches, feed_dict, timeout=None):
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         g = self._graph
@@ -271,13 +271,13 @@ class Session:
                 if exe is None:
                     with g._lock:
                         plan = make_plan(g, feed_tensors, fetch_tensors, targets)
-                        exe = self._build(plan)
+                        exe = self._build(plan, timeout)
                     self._cache[key] = exe
         return exe, rebuild, feed_values
 
-    def _build(self, plan):
+    def _build(self, plan, timeout=None):
         if self._backend is not None:
-            return self._backend.build(plan)
+            return self._backend.build(plan, timeout)     # registering with the tasks ends at the step's deadline
         return Executable(self._rt, plan, self._container, soft_placement=self._config.allow_soft_placement,
                           fuse=self._config._fusion())
 
@@ -358,7 +358,7 @@ class Session:
         """Runs the ops needed for `fetches` and returns their values in the same structure.
         With `options=RunOptions(trace_level=...)` and a `run_metadata`, fills
         `run_metadata.step_stats` (TF's StepStats) as TF does."""
-        exe, rebuild, feed_values = self._prepare(fetches, feed_dict)
+        exe, rebuild, feed_values = self._prepare(fetches, feed_dict, self._timeout(options, timeout))
         tracer = self._tracer(exe, options, run_metadata)
         if self._backend is not None:
             if tracer is None:
@@ -395,7 +395,7 @@ class Session:
 
     async def arun(self, fetches, feed_dict=None, options=None, run_metadata=None, timeout=None):
         """Like `run`, for programs with their own event loop; never blocks that loop."""
-        exe, rebuild, feed_values = self._prepare(fetches, feed_dict)
+        exe, rebuild, feed_values = self._prepare(fetches, feed_dict, self._timeout(options, timeout))
         tracer = self._tracer(exe, options, run_metadata)
         if self._backend is not None:
             if tracer is None:

@@ -4,10 +4,17 @@ The master lives in the client's process, on the actorflow runtime loop. It plac
 the cluster's tasks, cuts the graph into one partition per task (with _Send/_Recv on cut edges),
 registers each partition with its task once, and then runs a step by asking every task to run its
 partition under one step id; tasks exchange tensors directly, never through the master.
+
+Every wait of a step (connecting to a task, registering a partition, running the partitions, and the
+client thread waiting for the master) ends at the step's deadline (`RunOptions(timeout_in_ms=...)`,
+`ConfigProto(operation_timeout_in_ms=...)` or `run(timeout=...)`) with a DeadlineExceededError that
+names what it waited for. A step whose fetches are all fed or constant runs no partition at all and
+completes in the client.
 """
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import logging
 import os
@@ -30,6 +37,10 @@ from actorflow.transport.listener import ConnectionLimits
 __all__ = ["Master", "connect_master"]
 
 log = logging.getLogger(__name__)
+
+# How long the client thread waits past the step's deadline for the master (on the runtime loop) to
+# report it: the master's own deadline fires first unless the loop itself is stuck.
+CLIENT_GRACE = 1.0
 
 
 @dataclass(slots=True)
@@ -75,7 +86,10 @@ class Master:
         self._pids: dict[str, int] = {}
         self._stale: set[str] = set()
         self._inflight: dict[int, tuple] = {}
-        info = self._sync(self._first_contact())
+        self._aborts: set[asyncio.Task] = set()      # best-effort abort_step calls, cancelled by close()
+        # Both waits inside are bounded by connect_timeout; this bounds the client thread's wait too.
+        info = self._sync(self._first_contact(), 2 * self.connect_timeout + CLIENT_GRACE,
+                          f"the first contact with {self.address}")
         self.cluster = ClusterSpec(info["cluster"])
         self.default = DeviceSpec(job=info["job"], task=int(info["task"]))
         self.default_task = task_key(self.default.job, self.default.task)
@@ -91,11 +105,33 @@ class Master:
     def _handle(self, conn, header, tensors):
         return None
 
-    def _sync(self, coro, timeout=None):
+    def _sync(self, coro, timeout=None, what="the master"):
+        """Runs `coro` on the runtime loop and waits for it in this (client) thread, at most `timeout`
+        seconds: past it, the coroutine is cancelled and DeadlineExceededError names `what`."""
         if self.rt.in_loop():
             coro.close()
             raise RuntimeError("a blocking Session call was made on the actorflow runtime loop; use arun")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return fut.result(timeout)
+        except concurrent.futures.TimeoutError:
+            if fut.done() and not fut.cancelled():
+                raise                       # the coroutine itself raised a TimeoutError
+            fut.cancel()
+            raise errors.DeadlineExceededError(
+                None, None, f"Timed out after {timeout:g} s waiting for {what} (the actorflow runtime loop did "
+                            "not answer in time)") from None
+
+    async def _within(self, aw, deadline, what: str, timeout):
+        """Awaits `aw` until the step's `deadline` (loop time, or None for no limit)."""
+        if deadline is None:
+            return await aw
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await aw
+        except TimeoutError:
+            raise errors.DeadlineExceededError(
+                None, None, f"Timed out after {timeout:g} s waiting for {what}") from None
 
     def _peer(self, task: str) -> Peer:
         p = self.peers.get(task)
@@ -106,12 +142,17 @@ class Master:
                                         heartbeat=self._ws_heartbeat)
         return p
 
-    async def _call(self, task: str, method: str, args=None, tensors=(), timeout=30.0):
-        conn = await self._peer(task).connection()
-        return await conn.call(method, args, tensors, timeout=timeout)
+    async def _call(self, task: str, method: str, args=None, tensors=(), timeout=30.0, deadline=None,
+                    step_timeout=None):
+        """One RPC to `task`: connecting and the call itself both end at `deadline` when one is given."""
+        conn = await self._within(self._peer(task).connection(), deadline, f"the connection to {task}",
+                                  step_timeout)
+        return await self._within(conn.call(method, args, tensors, timeout=timeout), deadline,
+                                  f"{method} on {task}", step_timeout)
 
     # -- preparation -------------------------------------------------------------------------------------
-    def build(self, plan) -> DistributedExecutable:
+    def build(self, plan, timeout=None) -> DistributedExecutable:
+        """Places, partitions and registers `plan`; registration ends after `timeout` seconds."""
         refs = []
         seen = set(plan.ops)
         for op in plan.ops:
@@ -131,17 +172,22 @@ class Master:
                 local.append((i, ("feed", feed_index[t])))
             elif t.op.type == "Const" and not t.op.control_inputs:
                 local.append((i, ("const", t.op.attrs["value"])))
-        regs = self._sync(self._register(parts))
+        if not parts:
+            return DistributedExecutable(plan, [], local)
+        regs = self._sync(self._register(parts, timeout), None if timeout is None else timeout + CLIENT_GRACE,
+                          "the registration of the partitions")
         return DistributedExecutable(plan, regs, local)
 
-    async def _register(self, parts):
+    async def _register(self, parts, timeout=None):
+        deadline = None if timeout is None else self.loop.time() + timeout
+
         async def reg(p):
             # The graph travels as a payload tensor: constants can make it large.
             args = {"graph": np.frombuffer(p.graph.to_msgpack(), np.uint8), "feeds": [n for _, n in p.feeds],
                     "fetches": [n for _, n in p.fetches], "targets": p.targets,
                     "soft_placement": bool(getattr(self.config, "allow_soft_placement", False))}
             part = _Part(p.task, 0, [i for i, _ in p.feeds], [i for i, _ in p.fetches], args)
-            await self._register_part(part)
+            await self._register_part(part, deadline, timeout)
             return part
         regs = list(await asyncio.gather(*(reg(p) for p in parts.values())))
         self._ensure_heartbeat()
@@ -149,9 +195,10 @@ class Master:
             self._watched.add(r.task)
         return regs
 
-    async def _register_part(self, part: _Part) -> None:
+    async def _register_part(self, part: _Part, deadline=None, step_timeout=None) -> None:
         args = {k: v for k, v in part.args.items() if k != "graph"}
-        result, _ = await self._call(part.task, "register_graph", args, [part.args["graph"]], timeout=60.0)
+        result, _ = await self._call(part.task, "register_graph", args, [part.args["graph"]], timeout=60.0,
+                                     deadline=deadline, step_timeout=step_timeout)
         part.handle = result["handle"]
         part.pid = result.get("pid", 0)
 
@@ -191,18 +238,21 @@ class Master:
 
     # -- running -------------------------------------------------------------------------------------------
     async def run_step(self, exe: DistributedExecutable, feed_values, timeout, trace=None):
-        """Runs one step on every task of `exe`. `trace`: (trace level, {}) to trace it; the dict
-        receives {task: _aligned_stats(...)}."""
+        """Runs one step of `exe` on its tasks; every wait ends at the step's deadline (`timeout` s).
+        `trace`: (trace level, {}) to trace it; the dict receives {task: _aligned_stats(...)}."""
         step_id = self._base + next(self._ids)
+        results = [None] * len(exe.plan.fetches)
+        for i, (kind, v) in exe.local_fetches:
+            results[i] = feed_values[v] if kind == "feed" else v
+        if not exe.parts:
+            return results                 # every fetch is fed or constant: no task has anything to run
+        deadline = None if timeout is None else self.loop.time() + timeout
         if self._stale:
             # A task restarted (or came back): its registrations are gone; register again.
             for p in exe.parts:
                 if p.task in self._stale:
-                    await self._register_part(p)
+                    await self._register_part(p, deadline, timeout)
             self._stale.difference_update({p.task for p in exe.parts})
-        results = [None] * len(exe.plan.fetches)
-        for i, (kind, v) in exe.local_fetches:
-            results[i] = feed_values[v] if kind == "feed" else v
 
         async def run_part(p: _Part):
             args = {"handle": p.handle, "step": step_id, "timeout": timeout}
@@ -210,8 +260,9 @@ class Master:
                 args["trace"] = trace[0]
                 t_req = now_us()
             try:
+                # The step's deadline bounds the wait below; the task times the step out by itself too.
                 reply, out = await self._call(p.task, "run_graph", args, [feed_values[i] for i in p.feeds],
-                                              timeout=None if timeout is None else timeout + 5.0)
+                                              timeout=None, deadline=deadline, step_timeout=timeout)
             except errors.NotFoundError as e:
                 if "is not registered" not in e.message:
                     raise
@@ -225,35 +276,51 @@ class Master:
             for i, v in zip(p.fetches, out):
                 results[i] = v
 
-        tasks = [asyncio.ensure_future(run_part(p)) for p in exe.parts]
+        tasks = {asyncio.ensure_future(run_part(p)): p.task for p in exe.parts}
         abort = self.loop.create_future()
         self._inflight[step_id] = ({p.task for p in exe.parts}, abort)
         waiting = set(tasks) | {abort}
-        failed = []
+        err = None
         try:
             while True:
-                done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                left = None if deadline is None else max(0.0, deadline - self.loop.time())
+                done, waiting = await asyncio.wait(waiting, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+                if not done:
+                    names = sorted({tasks[t] for t in waiting if t is not abort})
+                    err = errors.DeadlineExceededError(
+                        None, None, f"Timed out after {timeout:g} s waiting for step {step_id}: run_graph on "
+                                    f"{', '.join(names)} did not finish")
+                    break
                 failed = [t for t in done if not t.cancelled() and t.exception() is not None]
-                if failed or waiting == {abort}:
+                if failed:
+                    err = failed[0].exception()
+                    break
+                if waiting == {abort}:
                     break
         except asyncio.CancelledError:
             for t in tasks:
                 t.cancel()
-            await self._abort(exe, step_id, errors.CancelledError(None, None, f"step {step_id} cancelled"))
+            self._abort_later(exe, step_id, errors.CancelledError(None, None, f"step {step_id} cancelled"))
             raise
         finally:
             self._inflight.pop(step_id, None)
             if not abort.done():
                 abort.cancel()
-        pending = {t for t in waiting if t is not abort}
-        if failed:
-            err = failed[0].exception()
+        if err is not None:
+            pending = [t for t in waiting if t is not abort]
             for t in pending:
                 t.cancel()
-            await self._abort(exe, step_id, err)
             await asyncio.gather(*pending, return_exceptions=True)
+            self._abort_later(exe, step_id, err)
             raise err
         return results
+
+    def _abort_later(self, exe, step_id, err) -> None:
+        """Tells every task of the step to abort it, without holding up the step's own error: the
+        calls are owned by the master (close() cancels them) and bounded by their own timeout."""
+        t = self.loop.create_task(self._abort(exe, step_id, err))
+        self._aborts.add(t)
+        t.add_done_callback(self._aborts.discard)
 
     async def _abort(self, exe, step_id, err):
         code = getattr(err, "error_code", errors.AbortedError.error_code)
@@ -261,24 +328,43 @@ class Master:
 
         async def one(p):
             try:
-                await self._call(p.task, "abort_step", {"step": step_id, "code": code, "message": msg}, timeout=2.0)
+                await self._call(p.task, "abort_step", {"step": step_id, "code": code, "message": msg}, timeout=2.0,
+                                 deadline=self.loop.time() + 2.0, step_timeout=2.0)
             except Exception:  # noqa: BLE001 - a dead task has nothing to abort
                 pass
         await asyncio.gather(*(one(p) for p in exe.parts))
 
     def run(self, exe, feed_values, timeout, trace=None):
-        return self._sync(self.run_step(exe, feed_values, timeout, trace))
+        """Runs one step from a client thread; past the step's deadline the client stops waiting."""
+        return self._sync(self.run_step(exe, feed_values, timeout, trace),
+                          None if timeout is None else timeout + CLIENT_GRACE, "the master to run the step")
 
     async def arun(self, exe, feed_values, timeout, trace=None):
+        """Runs one step from any event loop without blocking it; bounded like `run`."""
         if asyncio.get_running_loop() is self.loop:
             return await self.run_step(exe, feed_values, timeout, trace)
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
-            self.run_step(exe, feed_values, timeout, trace), self.loop))
+        fut = asyncio.run_coroutine_threadsafe(self.run_step(exe, feed_values, timeout, trace), self.loop)
+        wrapped = asyncio.wrap_future(fut)
+        try:
+            async with asyncio.timeout(None if timeout is None else timeout + CLIENT_GRACE):
+                return await asyncio.shield(wrapped)
+        except TimeoutError:
+            if wrapped.done() and not wrapped.cancelled() and wrapped.exception() is not None:
+                raise
+            fut.cancel()
+            raise errors.DeadlineExceededError(
+                None, None, f"Timed out after {timeout + CLIENT_GRACE:g} s waiting for the master to run the step "
+                            "(the actorflow runtime loop did not answer in time)") from None
+        except asyncio.CancelledError:
+            fut.cancel()
+            raise
 
     def close(self):
         async def close_all():
             if self._heartbeat is not None:
                 self._heartbeat.cancel()
+            for t in list(self._aborts):
+                t.cancel()
             for p in self.peers.values():
                 await p.close()
         try:

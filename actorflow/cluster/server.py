@@ -30,6 +30,7 @@ from actorflow.graph.graph import Graph
 from actorflow.kernels.device_arrays import to_host
 from actorflow.scheduler.plan import make_plan
 from actorflow.sim import faults  # sim: fault-injection hooks, None unless a scenario installs one
+from actorflow.transport.budget import ByteBudget, TransportLimits
 from actorflow.transport.bulk import BULK_HEADER
 from actorflow.transport.channel import MAX_MESSAGE, TASK_HEADER, TOKEN_HEADER, Connection, Peer, accept_bulk
 from actorflow.transport.listener import ConnectionLimits, GuardedSite
@@ -73,10 +74,15 @@ def token_matches(request: web.BaseRequest, token: str) -> bool:
 
 
 class WorkerService:
-    """The task's state and RPC handlers; everything runs on `loop`."""
+    """The task's state and RPC handlers; everything runs on `loop`.
+
+    `limits` (transport.listener.ConnectionLimits) bounds what connections without the token may cost;
+    `transport_limits` (transport.budget.TransportLimits; from the ACTORFLOW_MAX_* environment variables
+    when not given) bounds the memory each peer can make this task hold.
+    """
 
     def __init__(self, cluster: ClusterSpec, job: str, task: int, token: str, loop, tls: TLSConfig | None = None,
-                 limits: ConnectionLimits | None = None):
+                 limits: ConnectionLimits | None = None, transport_limits: TransportLimits | None = None):
         self.cluster = cluster
         self.tls = tls
         self.limits = limits or ConnectionLimits()
@@ -89,7 +95,13 @@ class WorkerService:
         self.loop = loop
         self.runtime = Runtime(loop)
         self.container = ResourceContainer()
-        self.rendezvous = Rendezvous()
+        self.transport_limits = transport_limits if transport_limits is not None else TransportLimits.from_env()
+        self.budget = ByteBudget(self.transport_limits.inflight_per_process, self.name)
+        self.rendezvous = Rendezvous(self.transport_limits.pending_grace, self.transport_limits.pending_per_peer,
+                                     self.budget,
+                                     clock=loop.time)
+        # Owned here, cancelled by close(): expires tensors of steps that never start.
+        self._expirer = loop.create_task(self._expire_loop())
         self.graphs: dict[int, Executable] = {}
         self._graph_keys: dict[bytes, int] = {}
         self._next_handle = 1
@@ -137,21 +149,41 @@ class WorkerService:
             job, task = name.split("/")[1][4:], int(name.split("/")[2][5:])
             p = self.peers[name] = Peer(self.cluster.task_address(job, task), self.token, self.handle,
                                         name=name, local_task=self.name, on_close=self.connection_lost,
-                                        ssl=self._client_ssl, heartbeat=self.limits.ws_heartbeat)
+                                        ssl=self._client_ssl, heartbeat=self.limits.ws_heartbeat,
+                                        budget=self.budget, inflight_limit=self.transport_limits.inflight_per_connection,
+                                        on_refuse=self.refuse_frame)
         return p
 
     # -- incoming frames ------------------------------------------------------------------------------
     def handle(self, conn: Connection, header: dict, tensors):
         kind = header.get("k")
         if kind == "t":
+            step_id = header.get("s")
             self.metrics.received(_edge_source(tuple(header["key"])) or conn.name,
                                   getattr(tensors[0], "nbytes", 0) if tensors else 0)
-            self.rendezvous.put(header["s"], tuple(header["key"]), DEAD if header.get("dead") else tensors[0])
+            err = self.rendezvous.put(step_id, tuple(header["key"]), DEAD if header.get("dead") else tensors[0],
+                                      origin=conn.name)
+            if err is not None:
+                self.abort_local(step_id, err)
             return None
         if kind == "call":
             return self._call(conn, header, tensors)
         log.warning("%s: ignoring frame of unknown kind %r from %s", self.name, kind, conn.name)
         return None
+
+    def refuse_frame(self, conn, header: dict, error) -> None:
+        """A frame from `conn` was over its byte budget and dropped: fail what it belonged to."""
+        kind = header.get("k")
+        if kind == "t" and isinstance(header.get("s"), int):
+            self.abort_local(header["s"], error)
+        elif kind == "call" and isinstance(header.get("i"), int):
+            conn.reply(header, error=error)
+
+    async def _expire_loop(self) -> None:
+        period = min(max(self.transport_limits.pending_grace / 4, 0.05), 5.0)
+        while True:
+            await asyncio.sleep(period)
+            self.rendezvous.expire()
 
     async def _call(self, conn, header, tensors):
         method = header.get("m")
@@ -224,6 +256,7 @@ class WorkerService:
         # Unasked, one step in ACTORFLOW_METRICS_TRACE_EVERY is traced for /metrics' kernel times.
         level = args.get("trace") or self.metrics.sample_trace()
         tracer = StepTracer(exe, level, f"{self.name}/device:CPU:0") if level else None
+        self.rendezvous.start(step_id)
         step = exe.start(feeds, done, step_id=step_id, trace=tracer)
         self.active[step_id] = step
         timeout = args.get("timeout")
@@ -266,6 +299,10 @@ class WorkerService:
         """A connection to or from another task failed: tensors it carried may be lost, so every
         step here still waiting for a tensor from that task fails now instead of hanging."""
         task = conn.peer_task
+        # Tensors it delivered for steps that have not started here would only wait for the grace period.
+        self.rendezvous.drop_origin(conn.name, errors.UnavailableError(
+            None, None, f"{self.name}: lost the connection to {conn.name} before the step started here: "
+                        f"{getattr(error, 'message', error)}"))
         if not task or not task.startswith("/job:"):
             return
         err = errors.UnavailableError(None, None, f"{self.name}: lost the connection to {task}: "
@@ -284,6 +321,7 @@ class WorkerService:
         return {"names": names}, ()
 
     async def close(self):
+        self._expirer.cancel()
         for p in list(self.peers.values()):
             await p.close()
         for c in list(self.connections):
@@ -340,7 +378,9 @@ def make_app(service: WorkerService) -> web.Application:
             if bulk is not None:
                 bulk.uninstall()
             raise
-        conn = Connection(ws, service.handle, name, peer_task=peer, on_close=service.connection_lost, bulk=bulk)
+        conn = Connection(ws, service.handle, name, peer_task=peer, on_close=service.connection_lost, bulk=bulk,
+                          budget=service.budget, inflight_limit=service.transport_limits.inflight_per_connection,
+                          on_refuse=service.refuse_frame)
         service.connections.add(conn)
         try:
             await conn.serve()
@@ -377,11 +417,15 @@ class Server:
     token). `tls` (a TLSConfig or a dict of cert/key/ca PEM paths; else the cluster spec's, else
     $ACTORFLOW_TLS_*) serves over TLS and connects to the other tasks over TLS; with a CA, TLS is
     mutual. `limits` (a ConnectionLimits; else $ACTORFLOW_* variables) bounds what connections
-    without the token may cost and sets the websocket heartbeat.
+    without the token may cost and sets the websocket heartbeat. `transport_limits`
+    (af.train.TransportLimits) bounds the memory each peer can make the task hold; by default the
+    ACTORFLOW_MAX_* environment variables, else 2 GiB in flight per connection, 4 GiB per process,
+    2 GiB waiting per peer, and 60 s for tensors of a step that has not started (transport/budget.py).
     """
 
     def __init__(self, server_or_cluster_def=None, job_name=None, task_index=None, protocol=None, config=None,
-                 start=True, token=None, bind="127.0.0.1", tls=None, limits: ConnectionLimits | None = None):
+                 start=True, token=None, bind="127.0.0.1", tls=None, limits: ConnectionLimits | None = None,
+                 transport_limits: TransportLimits | None = None):
         if server_or_cluster_def is None:
             cfg = tf_config()
             if cfg is None:
@@ -402,6 +446,7 @@ class Server:
             raise ValueError("a TLS server needs a certificate and key (tls_cert, tls_key); only a CA was given")
         self.limits = limits if limits is not None else ConnectionLimits.from_env()
         self.bind = bind
+        self.transport_limits = transport_limits if transport_limits is not None else TransportLimits.from_env()
         self._thread = None
         self._loop = None
         self._stopped = threading.Event()
@@ -450,7 +495,8 @@ class Server:
         registered_ops("CPU")
         backend()          # loads MKL's libraries (~0.4 s) when it is installed
         self.service = WorkerService(self.cluster, self.job_name, self.task_index, self.token,
-                                     asyncio.get_running_loop(), tls=self.tls, limits=self.limits)
+                                     asyncio.get_running_loop(), tls=self.tls, limits=self.limits,
+                                     transport_limits=self.transport_limits)
         server_ssl = self.tls.server_context() if self.tls is not None else None
         runner = web.AppRunner(make_app(self.service), access_log=None, handle_signals=False,
                                **self.limits.runner_kwargs())

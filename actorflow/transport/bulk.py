@@ -13,6 +13,14 @@ destination array itself to read a bulk payload into: no user-space copy at all.
 Bulk frame: ``FIN|0x3, unmasked, 64-bit length | u64 sequence number | payload``. The k-th bulk
 frame on a connection belongs to the k-th message whose header says ``"b": 1``; the sequence number
 checks that. A malformed bulk frame closes the connection (the server keeps serving the others).
+
+A bulk payload is accepted only for an announced tensor, and only of exactly the announced size: a
+bulk frame must directly follow the data message whose header announces it (the stream counts the
+data messages it hands to aiohttp; `take(nbytes)` says which message announced what). Until that
+header has been read, the stream allocates nothing: it stops reading the socket and keeps only the
+bytes of the current read. A bulk frame that no header announces, or of another size, closes the
+connection with a logged error naming the peer. `take(nbytes, discard=True)` reads a payload that
+was announced but refused (over a byte budget) into scratch memory and drops it.
 """
 from __future__ import annotations
 
@@ -33,11 +41,12 @@ BULK_HEADER = "X-Actorflow-Bulk"
 BULK_OPCODE = 0x3
 BULK_MIN = 256 << 10            # payloads at least this large travel as bulk frames
 _SCRATCH = 256 << 10            # read buffer for everything that is not a bulk payload
+_HOLD_MAX = 8 << 20             # bytes kept while a bulk frame waits for its announcing header
 _SEQ = struct.Struct(">Q")
 _LEN3 = struct.Struct("!BBQ")
 
-# Parser states
-_HEAD, _PASS, _SEQNO, _BULK = range(4)
+# Parser states (_HOLD: a bulk frame's header was read, its announcing message not yet)
+_HEAD, _PASS, _SEQNO, _BULK, _HOLD = range(5)
 
 
 def bulk_frame_head(seq: int, nbytes: int) -> bytes:
@@ -49,8 +58,10 @@ class BulkStream(asyncio.BufferedProtocol):
     """Installed as the socket transport's protocol in front of aiohttp's (`inner`).
 
     Everything but bulk frames reaches `inner.data_received` unchanged, so aiohttp keeps handling
-    the websocket (messages, pings, close). Bulk payloads complete in order; `take()` awaits the
-    next one. Write flow control (pause/resume) is forwarded to `inner` and observed by `drain()`.
+    the websocket (messages, pings, close). The reader of those messages calls `received()` for
+    each one that announces no bulk payload and `take(nbytes)` for each one that does; bulk
+    payloads complete in order. Write flow control (pause/resume) is forwarded to `inner` and
+    observed by `drain()`.
     """
 
     def __init__(self, transport, inner, name: str = "peer"):
@@ -68,6 +79,11 @@ class BulkStream(asyncio.BufferedProtocol):
         self._dpos = 0
         self._bulk_len = 0
         self._seq_in = 0
+        self._msgs_out = 0               # data messages handed to aiohttp
+        self._msgs_in = 0                # data messages the reader has taken from aiohttp
+        self._after = 0                  # data messages before the current bulk frame
+        self._announced: collections.deque = collections.deque()   # (nbytes, message index, discard)
+        self._held = bytearray()         # bytes read while a bulk frame waits for its header (_HOLD)
         self._ready: collections.deque = collections.deque()
         self._waiter: asyncio.Future | None = None
         self._error: BaseException | None = None
@@ -89,7 +105,7 @@ class BulkStream(asyncio.BufferedProtocol):
 
     # -- receiving ------------------------------------------------------------------------------
     def get_buffer(self, sizehint: int):
-        if self._state == _BULK and self._remaining:
+        if self._state == _BULK and self._remaining and self._dview is not None:
             self._direct = True
             return self._dview[self._dpos:self._dpos + self._remaining]
         self._direct = False
@@ -105,6 +121,14 @@ class BulkStream(asyncio.BufferedProtocol):
                 self._bulk_done()
             return
         try:
+            if self._state == _HOLD:
+                # aiohttp resumed reading (its own flow control) while we wait for a header.
+                self._held += self._sv[:nbytes]
+                if len(self._held) > _HOLD_MAX:
+                    raise FrameError(f"{self.name} sent {len(self._held)} bytes after bulk frame {self._seq_in - 1} "
+                                     "while it still waited for its announcing header")
+                self.transport.pause_reading()
+                return
             self._parse(self._sv[:nbytes])
         except FrameError as e:
             self._fail(e)
@@ -129,11 +153,14 @@ class BulkStream(asyncio.BufferedProtocol):
                 self._head += data[pos:pos + take]
                 pos += take
                 self._remaining -= take
-                if not self._remaining:
-                    self._start_bulk()
+                if not self._remaining and not self._start_bulk():
+                    self._held += data[pos:]     # at most one read: the socket is paused below
+                    pos = n
+                    self.transport.pause_reading()
             else:   # _BULK: the rest of this read belongs to the payload
                 take = min(self._remaining, n - pos)
-                self._dview[self._dpos:self._dpos + take] = data[pos:pos + take]
+                if self._dview is not None:      # else a refused payload, dropped as it arrives
+                    self._dview[self._dpos:self._dpos + take] = data[pos:pos + take]
                 self._dpos += take
                 pos += take
                 self._remaining -= take
@@ -175,20 +202,46 @@ class BulkStream(asyncio.BufferedProtocol):
             self._remaining = _SEQ.size
             self._bulk_len = ln - _SEQ.size
             return pos
+        if head[0] & 0x80 and head[0] & 0x0F <= 0x2:
+            self._msgs_out += 1          # the last frame of a data message (control frames are not counted)
         out.append(bytes(head))
         self._head = bytearray()
         self._remaining = ln
         self._state = _PASS if ln else _HEAD
         return pos
 
-    def _start_bulk(self) -> None:
+    def _start_bulk(self) -> bool:
+        """A bulk frame's header is complete: start its payload if its header was read, else hold."""
         (seq,) = _SEQ.unpack(self._head)
         self._head = bytearray()
         if seq != self._seq_in:
             raise FrameError(f"bulk frame {seq} from {self.name} arrived where {self._seq_in} was expected")
         self._seq_in += 1
-        self._dest = np.empty(self._bulk_len, np.uint8)     # np.empty: no page is touched before the socket writes it
-        self._dview = memoryview(self._dest)
+        self._after = self._msgs_out
+        if not self._announced:
+            if self._msgs_in >= self._after:
+                raise self._unannounced()
+            self._state = _HOLD
+            return False
+        self._begin(*self._announced.popleft())
+        return True
+
+    def _unannounced(self) -> FrameError:
+        return FrameError(f"bulk frame {self._seq_in - 1} of {self._bulk_len} bytes from {self.name} follows no "
+                          "header that announces it")
+
+    def _begin(self, nbytes: int, index: int, discard: bool) -> None:
+        if index != self._after:
+            raise FrameError(f"bulk frame {self._seq_in - 1} from {self.name} does not directly follow the "
+                             f"header that announced it (message {index}, frame after message {self._after})")
+        if nbytes != self._bulk_len:
+            raise FrameError(f"bulk frame {self._seq_in - 1} from {self.name} carries {self._bulk_len} bytes where "
+                             f"its header announced {nbytes}")
+        if discard:
+            self._dest = self._dview = None
+        else:
+            self._dest = np.empty(self._bulk_len, np.uint8)   # np.empty: no page is touched before the socket writes it
+            self._dview = memoryview(self._dest)
         self._dpos = 0
         self._remaining = self._bulk_len
         self._state = _BULK
@@ -206,8 +259,40 @@ class BulkStream(asyncio.BufferedProtocol):
         else:
             self._ready.append(dest)
 
-    async def take(self) -> np.ndarray:
-        """The next bulk payload, in the order the frames arrived."""
+    def received(self) -> None:
+        """The reader took a data message that announces no bulk payload from aiohttp."""
+        self._msgs_in += 1
+        if self._state == _HOLD and self._msgs_in >= self._after and self._error is None:
+            self._fail(self._unannounced())
+
+    def announce(self, nbytes: int, discard: bool = False) -> None:
+        """The data message just taken from aiohttp declares a bulk payload of `nbytes` (with
+        `discard`, a refused one: its bytes will be read and dropped). Raises FrameError when the
+        bulk frame already waiting does not match."""
+        self._msgs_in += 1
+        if self._error is not None:
+            raise self._error
+        self._announced.append((nbytes, self._msgs_in, discard))
+        if self._state != _HOLD:
+            return
+        self._state = _BULK
+        try:
+            self._begin(*self._announced.popleft())
+            held, self._held = self._held, bytearray()
+            if held:
+                self._parse(memoryview(held))
+        except FrameError as e:
+            self._fail(e)
+            raise
+        inner = self.inner
+        if self._state != _HOLD and not getattr(inner, "_reading_paused", False) \
+                and not getattr(inner, "_buffer_paused", False):
+            self.transport.resume_reading()     # unless aiohttp's own flow control holds it paused
+
+    async def take(self, nbytes: int, discard: bool = False) -> np.ndarray | None:
+        """`announce(nbytes, discard)`, then the next bulk payload in the order the frames arrived
+        (None for a discarded one)."""
+        self.announce(nbytes, discard)
         if self._ready:
             return self._ready.popleft()
         if self._error is not None:
@@ -225,7 +310,11 @@ class BulkStream(asyncio.BufferedProtocol):
         if w is not None and not w.done():
             w.set_exception(error)
         self._state = _HEAD
+        # Nothing of this connection's payloads stays referenced once it failed.
         self._dest = self._dview = None
+        self._ready.clear()
+        self._announced.clear()
+        self._held = bytearray()
         if isinstance(error, FrameError) and not self.transport.is_closing():
             self.transport.abort()
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from actorflow import errors
 from actorflow.sim import faults  # sim: fault-injection hooks, None unless a scenario installs one
+from actorflow.transport.budget import ByteBudget, TransportLimits, process_budget
 from actorflow.transport.bulk import BULK_HEADER, BULK_MIN, BulkStream, bulk_frame_head
 from actorflow.transport.codec import CHUNK, FrameError, decode, decode_header, encode, split_payload
 
@@ -42,8 +43,17 @@ class _BulkPayload:
 
 
 class Connection:
+    """Either end of a websocket between tasks (or a client and a task).
+
+    Payload bytes announced by the peer and not yet received count against the connection's
+    in-flight limit and the process's `budget` (transport/budget.py). A frame over budget is read
+    and dropped, never stored; `on_refuse(conn, header, error)` learns of it (a worker fails the
+    frame's step, a call is answered with the error) and the connection keeps serving.
+    """
+
     def __init__(self, ws, handler, name: str, peer_task: str | None = None, on_close=None,
-                 bulk: BulkStream | None = None):
+                 bulk: BulkStream | None = None, budget: ByteBudget | None = None, inflight_limit: int | None = None,
+                 on_refuse=None):
         self.ws = ws
         self.bulk = bulk                  # set where both ends negotiated bulk frames
         self.handler = handler            # handler(conn, header, tensors) -> None or awaitable
@@ -58,6 +68,10 @@ class Connection:
         self._writer = asyncio.get_running_loop().create_task(self._write_loop())
         self.closed = False
         self.error: BaseException | None = None
+        self.budget = budget if budget is not None else process_budget()
+        self.inflight = ByteBudget(inflight_limit or TransportLimits.from_env().inflight_per_connection,
+                                   f"the connection {name}")
+        self.on_refuse = on_refuse
 
     # -- sending ------------------------------------------------------------------------------
     def post(self, header: dict, tensors=()) -> None:
@@ -142,6 +156,7 @@ class Connection:
     async def serve(self) -> None:
         """Reads frames until the socket closes; a malformed frame closes this connection only."""
         ws = self.ws
+        held = 0                  # payload bytes reserved from the budgets for the frame being read
         try:
             while True:
                 msg = await ws.receive()
@@ -153,34 +168,53 @@ class Connection:
                 data = msg.data
                 header, off = decode_header(data)
                 n = header["n"]
+                refused = None
+                buf = None
                 if header.get("b"):
                     if self.bulk is None or len(data) != off:
                         raise FrameError("a bulk payload announced on a connection that did not negotiate bulk "
                                          "frames, or with inline payload bytes")
-                    buf = await self.bulk.take()
-                    if len(buf) != n:
-                        raise FrameError(f"bulk payload of {len(buf)} bytes where the header declares {n}")
-                    tensors = decode(header, buf, 0)
-                elif len(data) - off == n:
-                    tensors = decode(header, data, off)
-                elif len(data) == off:
-                    buf = np.empty(n, np.uint8)      # bytearray(n) would zero every page first
-                    view = memoryview(buf)
-                    pos = 0
-                    while pos < n:
-                        m = await ws.receive()
-                        if m.type != aiohttp.WSMsgType.BINARY:
-                            raise FrameError(f"frame truncated after {pos} of {n} payload bytes")
-                        d = m.data
-                        if pos + len(d) > n:
-                            raise FrameError(f"frame payload overruns its declared {n} bytes")
-                        view[pos:pos + len(d)] = d
-                        pos += len(d)
-                    tensors = decode(header, buf, 0)
+                    refused = self._reserve(n, header)
+                    held = 0 if refused else n
+                    buf = await self.bulk.take(n, discard=refused is not None)
+                    tensors = None if refused else decode(header, buf, 0)
                 else:
-                    raise FrameError(f"frame carries {len(data) - off} payload bytes, header declares {n}")
-                self._dispatch(header, tensors)
+                    if self.bulk is not None:
+                        self.bulk.received()
+                    if len(data) - off == n:
+                        tensors = decode(header, data, off)
+                    elif len(data) == off:
+                        refused = self._reserve(n, header)
+                        held = 0 if refused else n
+                        # bytearray(n) would zero every page first; a refused payload is dropped as it arrives
+                        buf = None if refused else np.empty(n, np.uint8)
+                        view = None if refused else memoryview(buf)
+                        pos = 0
+                        while pos < n:
+                            m = await ws.receive()
+                            if m.type != aiohttp.WSMsgType.BINARY:
+                                raise FrameError(f"frame truncated after {pos} of {n} payload bytes")
+                            if self.bulk is not None:
+                                self.bulk.received()
+                            d = m.data
+                            if pos + len(d) > n:
+                                raise FrameError(f"frame payload overruns its declared {n} bytes")
+                            if view is not None:
+                                view[pos:pos + len(d)] = d
+                            pos += len(d)
+                        tensors = None if refused else decode(header, buf, 0)
+                        view = None
+                    else:
+                        raise FrameError(f"frame carries {len(data) - off} payload bytes, header declares {n}")
+                self._release(held)
+                held = 0
+                if refused is None:
+                    self._dispatch(header, tensors)
+                # Hold nothing of this frame while waiting for the next: its receiver owns it now.
+                tensors = buf = data = msg = None
         except FrameError as e:
+            self._release(held)
+            held = 0
             log.warning("refusing malformed frame from %s: %s", self.name, e)
             self._close(errors.UnavailableError(None, None, f"malformed frame from {self.name}: {e}"))
             try:
@@ -193,7 +227,44 @@ class Connection:
             raise
         except Exception as e:  # noqa: BLE001
             log.warning("connection to %s failed: %s", self.name, e)
+        finally:
+            self._release(held)
         self._close(errors.UnavailableError(None, None, f"connection to {self.name} closed"))
+
+    def _reserve(self, n: int, header: dict):
+        """Holds `n` announced payload bytes; when over budget, refuses the frame (its step or call
+        fails now, its bytes will be dropped as they arrive) and returns the ResourceExhaustedError."""
+        try:
+            self.inflight.take(n, self.name)
+            try:
+                self.budget.take(n, self.name)
+            except errors.ResourceExhaustedError:
+                self.inflight.give(n)
+                raise
+        except errors.ResourceExhaustedError as e:
+            # Without its traceback: the step keeps its error, and the frames would keep this connection's buffers.
+            e = e.with_traceback(None)
+            log.warning("refusing a %d-byte payload from %s: %s", n, self.name, e.message)
+            self._refuse(header, e)
+            return e
+        return None
+
+    def _release(self, n: int) -> None:
+        if n:
+            self.inflight.give(n)
+            self.budget.give(n)
+
+    def _refuse(self, header: dict, error) -> None:
+        """A frame whose payload was over budget (and dropped): its call or step fails with `error`."""
+        if header.get("k") == "reply":
+            fut = self._calls.get(header.get("i"))
+            if fut is not None and not fut.done():
+                fut.set_exception(error)
+            return
+        if self.on_refuse is not None:
+            self.on_refuse(self, header, error)
+        elif header.get("k") == "call" and isinstance(header.get("i"), int):
+            self.reply(header, error=error)
 
     def _dispatch(self, header, tensors) -> None:
         kind = header.get("k")
@@ -214,6 +285,7 @@ class Connection:
         self.closed = True
         self.error = error
         self._writer.cancel()
+        self._out.clear()                 # frames never to be sent: drop their buffers now
         for fut in self._calls.values():
             if not fut.done():
                 fut.set_exception(error)
@@ -244,10 +316,14 @@ class Peer:
 
     def __init__(self, address: str, token: str, handler, name: str | None = None,
                  connect_timeout: float = 10.0, local_task: str = "client", on_close=None,
-                 ssl: ssl_module.SSLContext | None = None, heartbeat: float | None = None):
+                 ssl: ssl_module.SSLContext | None = None, heartbeat: float | None = None,
+                 budget: ByteBudget | None = None, inflight_limit: int | None = None, on_refuse=None):
         self.ssl = ssl                    # a client TLS context (transport/tls.py), or None for plain TCP
         self.heartbeat = heartbeat        # websocket ping interval; a server that stops answering is dropped
         self.local_task = local_task
+        self.budget = budget
+        self.inflight_limit = inflight_limit
+        self.on_refuse = on_refuse
         self.on_close = on_close
         self.address = address
         self.token = token
@@ -331,7 +407,8 @@ class Peer:
         if resp is not None and resp.headers.get(BULK_HEADER) == "1" and writer is not None:
             # The server sends nothing before our first request, so the stream starts at a frame boundary.
             bulk = BulkStream.install(writer.transport, self.name)
-        conn = Connection(ws, self.handler, self.name, peer_task=self.name, on_close=self.on_close, bulk=bulk)
+        conn = Connection(ws, self.handler, self.name, peer_task=self.name, on_close=self.on_close, bulk=bulk,
+                          budget=self.budget, inflight_limit=self.inflight_limit, on_refuse=self.on_refuse)
         self._conn = conn
         self._serve_task = loop.create_task(conn.serve())
         return conn
