@@ -386,9 +386,16 @@ def load_checkpoint(ckpt_dir_or_file):
     return _ActorflowCheckpointReader(prefix)
 
 
-def NewCheckpointReader(filepattern):  # noqa: N802 - TF's name
-    """tf.compat.v1.train.NewCheckpointReader: `load_checkpoint` on a prefix."""
-    return load_checkpoint(filepattern)
+def NewCheckpointReader(filepattern, *, key=None):  # noqa: N802 - TF's name
+    """tf.compat.v1.train.NewCheckpointReader: a TensorFlow V2 checkpoint gets the TF bundle reader; an
+    actorflow checkpoint (or a directory: its latest good one) gets the Saver's reader, which checks the
+    index's HMAC under `key` when one is given."""
+    from actorflow.train import saver
+    path = os.fspath(filepattern)
+    prefix = path[:-len(".index")] if path.endswith(".index") else path
+    if not os.path.isdir(path) and is_tf_checkpoint(prefix):
+        return TFCheckpointReader(prefix)
+    return saver.NewCheckpointReader(filepattern, key=key)
 
 
 def init_from_checkpoint(ckpt_dir_or_file, assignment_map):

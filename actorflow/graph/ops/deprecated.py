@@ -11,7 +11,7 @@ from actorflow.graph.ops import array_ops, math_ops, nn_ops
 from actorflow.graph.variables import global_variables, local_variables_initializer, variables_initializer
 
 __all__ = ["arg_max", "arg_min", "initialize_local_variables", "initialize_variables", "all_variables",
-           "log_sigmoid", "matrix_transpose", "shape_n", "rint", "is_inf", "add_to_collections"]
+           "log_sigmoid", "matrix_transpose", "shape_n", "rint", "add_to_collections"]
 
 
 def arg_max(input, dimension, output_type=dtypes.int64, name=None):  # noqa: A002 (TF's name)
@@ -63,12 +63,6 @@ def rint(x, name=None):
     """Rounds half to even (tf.math.rint; the same values as af.round)."""
     return math_ops.round(x, name=name)
 
-
-def is_inf(x, name=None):
-    """True where x is +inf or -inf (tf.math.is_inf)."""
-    x = convert_to_tensor(x)
-    return math_ops.logical_and(math_ops.logical_not(math_ops.is_finite(x)),
-                                math_ops.logical_not(math_ops.is_nan(x)), name=name)
 
 
 def add_to_collections(names, value):
