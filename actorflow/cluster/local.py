@@ -25,7 +25,7 @@ from actorflow.cluster.spec import ClusterSpec, make_target, task_key
 from actorflow.transport.channel import TOKEN_HEADER
 from actorflow.transport.tls import TLSConfig
 
-__all__ = ["LocalCluster", "free_port", "task_health", "write_private_json"]
+__all__ = ["LocalCluster", "free_port", "task_health", "wait_until_healthy", "write_private_json"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,23 @@ def write_private_json(path: str, doc: dict) -> None:
             pass
         raise
     os.replace(tmp, path)
+
+
+def wait_until_healthy(spec: ClusterSpec, token: str, timeout: float, tasks=None, tls: TLSConfig | None = None,
+                       exited=None, what: str = "task") -> None:
+    """Waits until every task of `spec` (or `tasks`) answers /health with `token`; TimeoutError naming
+    the first that does not within `timeout` s. `exited(job, task)` may say why a task will never answer
+    (its process ended), which fails at once."""
+    deadline = time.monotonic() + timeout
+    for job, task in tasks or spec.tasks():
+        addr = spec.task_address(job, task)
+        while task_health(addr, token, 0.5, tls) is None:
+            why = exited(job, task) if exited is not None else None
+            if why:
+                raise RuntimeError(f"{what} {task_key(job, task)} {why} while starting")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what} {task_key(job, task)} at {addr} did not become healthy in {timeout:g} s")
+            time.sleep(0.05)
 
 
 class LocalCluster:
@@ -152,16 +169,10 @@ class LocalCluster:
             out.close()
 
     def wait_healthy(self, timeout: float = 60.0, tasks=None) -> None:
-        deadline = time.monotonic() + timeout
-        for job, task in tasks or self.spec.tasks():
-            addr = self.spec.task_address(job, task)
-            while task_health(addr, self.token, 0.5, self.tls) is None:
-                p = self.procs.get((job, task))
-                if p is not None and p.poll() is not None:
-                    raise RuntimeError(f"task {task_key(job, task)} exited with code {p.returncode} while starting")
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"task {task_key(job, task)} at {addr} did not become healthy in {timeout:g} s")
-                time.sleep(0.05)
+        def exited(job, task):
+            p = self.procs.get((job, task))
+            return None if p is None or p.poll() is None else f"exited with code {p.returncode}"
+        wait_until_healthy(self.spec, self.token, timeout, tasks, self.tls, exited)
 
     def _watch(self) -> None:
         while not self._stopping:

@@ -162,15 +162,8 @@ class RayCluster:
 
     def wait_healthy(self, timeout: float = 60.0, tasks=None) -> None:
         """Waits until every task (or `tasks`) answers /health with the cluster token."""
-        from actorflow.cluster.local import task_health
-        deadline = time.monotonic() + timeout
-        for job, task in tasks or self.spec.tasks():
-            addr = self.spec.task_address(job, task)
-            while task_health(addr, self.token, 0.5) is None:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"Ray task {task_key(job, task)} at {addr} did not become healthy in "
-                                       f"{timeout:g} s")
-                time.sleep(0.1)
+        from actorflow.cluster.local import wait_until_healthy
+        wait_until_healthy(self.spec, self.token, timeout, tasks, what="Ray task")
 
     def stop(self, timeout: float = 30.0) -> None:
         """Kills every task (no restart) and the registry; shuts Ray down if this cluster started it."""
