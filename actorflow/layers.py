@@ -28,7 +28,7 @@ from actorflow.graph.variables import assign_sub
 _ZEROS = zeros_initializer()
 _ONES = ones_initializer()
 
-__all__ = ["dense", "conv2d", "max_pooling2d", "average_pooling2d", "flatten", "dropout", "batch_normalization"]
+__all__ = ["dense", "conv2d", "conv2d_transpose", "max_pooling2d", "average_pooling2d", "flatten", "dropout", "batch_normalization"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,6 +182,53 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", data_f
         full = (lambda a, b: [1, a, b, 1]) if fmt == "NHWC" else (lambda a, b: [1, 1, a, b])
         out = nn_ops.conv2d(x, kernel, strides=full(sh, sw), padding=_padding(padding, "conv2d"), data_format=fmt,
                             dilations=full(dh, dw))
+        if bias is not None:
+            out = nn_ops.bias_add(out, bias, data_format=fmt)
+        if activation is not None:
+            out = activation(out)
+        _regularize(out, activity_regularizer)
+        return out
+
+
+def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="valid", data_format="channels_last",
+                     activation=None, use_bias=True, kernel_initializer=None, bias_initializer=_ZEROS,
+                     kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                     bias_constraint=None, trainable=True, name=None, reuse=None):
+    """Transposed 2-D convolution layer (tf.compat.v1.layers.conv2d_transpose): `<scope>/kernel`
+    [kh, kw, filters, in_channels] and `<scope>/bias` [filters]; each spatial size becomes
+    `size * stride` ("same") or `(size - 1) * stride + kernel` ("valid"), as in TF."""
+    x = _float_input(inputs, "conv2d_transpose")
+    if x.shape.ndims != 4:
+        raise ValueError(f"Input 0 of layer conv2d_transpose is incompatible with the layer: expected ndim=4, found "
+                         f"ndim={x.shape.ndims}. Full shape received: {x.shape}")
+    fmt = _data_format(data_format, "conv2d_transpose")
+    h_axis, w_axis, c_axis = (1, 2, 3) if fmt == "NHWC" else (2, 3, 1)
+    in_ch = x.shape[c_axis]
+    if in_ch is None:
+        raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
+    kh, kw = _pair(kernel_size, "kernel_size", "conv2d_transpose")
+    sh, sw = _pair(strides, "strides", "conv2d_transpose")
+    pad = _padding(padding, "conv2d_transpose")
+    filters = int(filters)
+
+    def out_size(size, k, st):          # `size` is an int, or a scalar tensor when it is not known statically
+        return size * st if pad == "SAME" else (size - 1) * st + k
+    dyn = array_ops.shape(x)
+    sizes = [x.shape[i] if x.shape[i] is not None else dyn[i] for i in range(4)]
+    out_h, out_w = out_size(sizes[h_axis], kh, sh), out_size(sizes[w_axis], kw, sw)
+    batch = dyn[0]
+    output_shape = [batch, out_h, out_w, filters] if fmt == "NHWC" else [batch, filters, out_h, out_w]
+    with _layer_scope(name, "conv2d_transpose", reuse):
+        kernel = get_variable("kernel", [kh, kw, filters, in_ch], dtype=x.dtype, initializer=kernel_initializer,
+                              regularizer=kernel_regularizer, trainable=trainable, constraint=kernel_constraint)
+        bias = get_variable("bias", [filters], dtype=x.dtype, initializer=bias_initializer,
+                            regularizer=bias_regularizer, trainable=trainable,
+                            constraint=bias_constraint) if use_bias else None
+        full = (lambda a, b: [1, a, b, 1]) if fmt == "NHWC" else (lambda a, b: [1, 1, a, b])
+        out = nn_ops.conv2d_transpose(x, kernel, output_shape, strides=full(sh, sw), padding=pad, data_format=fmt)
+        static = [x.shape[0], out_h if isinstance(out_h, int) else None, out_w if isinstance(out_w, int) else None]
+        static = static + [filters] if fmt == "NHWC" else [static[0], filters] + static[1:]
+        out.set_shape(static)
         if bias is not None:
             out = nn_ops.bias_add(out, bias, data_format=fmt)
         if activation is not None:

@@ -10,6 +10,8 @@ from actorflow.graph.ops.nn_ops import (
     batch_normalization,
     bias_add,
     conv2d,
+    conv2d_backprop_input,
+    conv2d_transpose,
     dropout,
     elu,
     embedding_lookup,
@@ -36,7 +38,7 @@ __all__ = [
     "relu", "relu6", "elu", "softplus", "leaky_relu", "sigmoid", "tanh",
     "softmax", "log_softmax", "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
     "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-    "bias_add", "xw_plus_b", "conv2d", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool",
+    "bias_add", "xw_plus_b", "conv2d", "conv2d_transpose", "conv2d_backprop_input", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool",
     "dropout", "moments", "batch_normalization", "l2_loss", "l2_normalize", "embedding_lookup", "in_top_k",
 ]
 

@@ -31,7 +31,7 @@ __all__ = [
     "relu", "relu6", "elu", "softplus", "leaky_relu",
     "softmax", "log_softmax", "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
     "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-    "bias_add", "xw_plus_b", "conv2d", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool",
+    "bias_add", "xw_plus_b", "conv2d", "conv2d_transpose", "conv2d_backprop_input", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool",
     "dropout", "moments", "batch_normalization", "l2_loss", "l2_normalize", "embedding_lookup",
     "in_top_k",
 ]
@@ -646,6 +646,21 @@ def _conv2d_grad(op, grad):
             Conv2DBackpropFilter(x, array_ops.shape(f), grad, **attrs)]
 
 
+@Conv2DBackpropInput.gradient
+def _conv2d_backprop_input_grad(op, grad):
+    # As TF: the input gradient of a convolution is linear in its filter and its out_backprop.
+    _, f, dy = op.inputs
+    attrs = _conv_attrs(op)
+    return [None, Conv2DBackpropFilter(grad, array_ops.shape(f), dy, **attrs), Conv2D(grad, f, **attrs)]
+
+
+@Conv2DBackpropFilter.gradient
+def _conv2d_backprop_filter_grad(op, grad):
+    x, _, dy = op.inputs
+    attrs = _conv_attrs(op)
+    return [Conv2DBackpropInput(array_ops.shape(x), grad, dy, **attrs), None, Conv2D(x, grad, **attrs)]
+
+
 def _window_arg(v, name, data_format, fn) -> tuple:
     """An int, [h, w] or 4-element strides/ksize/dilations argument as a 4-tuple (TF's
     _get_sequence)."""
@@ -691,6 +706,52 @@ def conv2d(input, filters=None, strides=None, padding=None, use_cudnn_on_gpu=Tru
         return Conv2D(x, f, strides=_window_arg(strides, "strides", data_format, "conv2d"),
                       padding=_padding_arg(padding, "conv2d"), data_format=data_format,
                       dilations=_window_arg(dilations, "dilations", data_format, "conv2d"), name=scope)
+
+
+def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=None, padding=None,  # noqa: A002
+                          use_cudnn_on_gpu=True, data_format="NHWC", dilations=(1, 1, 1, 1), name=None,
+                          filters=None):
+    """The gradient of conv2d with respect to its input, of shape `input_sizes`
+    (tf.compat.v1.nn.conv2d_backprop_input; op Conv2DBackpropInput)."""
+    f = filters if filters is not None else filter
+    data_format = _data_format(data_format, "conv2d_backprop_input")
+    with name_scope(name, "conv2d_backprop_input", [input_sizes, f, out_backprop]) as scope:
+        dy = convert_to_tensor(out_backprop)
+        f = convert_to_tensor(f, dtype=dy.dtype)
+        sizes = convert_to_tensor(input_sizes, dtype=dtypes.int32)
+        return Conv2DBackpropInput(sizes, f, dy, strides=_window_arg(strides, "strides", data_format, "conv2d"),
+                                   padding=_padding_arg(padding, "conv2d_backprop_input"), data_format=data_format,
+                                   dilations=_window_arg(dilations, "dilations", data_format, "conv2d"), name=scope)
+
+
+def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="SAME",  # noqa: A002
+                     data_format="NHWC", name=None, input=None, filters=None, dilations=None):  # noqa: A002
+    """The transpose of conv2d ("deconvolution"): `value` [batch, h, w, in_channels] and a filter
+    [h, w, out_channels, in_channels] give an output of `output_shape` (tf.compat.v1.nn.conv2d_transpose;
+    op Conv2DBackpropInput, the gradient of conv2d with respect to its input, as in TF)."""
+    value = value if value is not None else input
+    f = filter if filter is not None else filters
+    if value is None or f is None or output_shape is None or strides is None:
+        raise ValueError("conv2d_transpose needs value, filter, output_shape and strides")
+    data_format = _data_format(data_format, "conv2d_transpose")
+    with name_scope(name, "conv2d_transpose", [value, f, output_shape]) as scope:
+        value = convert_to_tensor(value)
+        f = convert_to_tensor(f, dtype=value.dtype)
+        axis = 3 if data_format == "NHWC" else 1
+        if f.shape.ndims == 4 and value.shape.ndims == 4 and None not in (f.shape[3], value.shape[axis]) \
+                and f.shape[3] != value.shape[axis]:
+            raise ValueError(f"input channels does not match filter's input channels, {value.shape[axis]} != "
+                             f"{f.shape[3]}")
+        sizes = output_shape if isinstance(output_shape, Tensor) else \
+            array_ops.stack([convert_to_tensor(d, dtype=dtypes.int32) for d in output_shape])
+        sizes = math_ops.cast(sizes, dtypes.int32) if sizes.dtype != dtypes.int32 else sizes
+        if sizes.shape.dims is not None and sizes.shape.dims != (4,):
+            raise ValueError(f"output_shape must have shape (4,), got {sizes.shape}")
+        return Conv2DBackpropInput(sizes, f, value, strides=_window_arg(strides, "strides", data_format,
+                                                                         "conv2d_transpose"),
+                                   padding=_padding_arg(padding, "conv2d_transpose"), data_format=data_format,
+                                   dilations=_window_arg(dilations, "dilations", data_format, "conv2d_transpose"),
+                                   name=scope)
 
 
 # ---------------------------------------------------------------------------------------------
