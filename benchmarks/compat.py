@@ -79,6 +79,8 @@ def port(source: str, lib: str, patches) -> str:
         out = out.replace("tf.contrib.rnn.", "rnn.")
     out = out.replace("tf.contrib.layers.flatten", "tf.layers.flatten")
     out = out.replace("newshape=", "")
+    # No display: matplotlib's Agg backend would wait forever for a button press.
+    out = out.replace("plt.waitforbuttonpress()", "None")
     out = re.sub(r"\bxrange\(", "range(", out)            # 2to3, for the programs written for Python 2
     for old, new in patches:
         if old not in out:
