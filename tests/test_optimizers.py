@@ -448,3 +448,18 @@ def test_apply_op_inference_outputs():
                                         af.placeholder(af.int64, [None]))
     assert sp.op.type == "SparseApplyAdam" and sp.shape.as_list() == [4, 2]
     assert [t.op.type for t in sp.op.inputs[:3]] == ["VariableV2"] * 3
+
+
+def test_var_list_may_be_any_iterable_of_variables():
+    """TF takes a dict's .values() (a public GAN tutorial passes one); only the listed variables train."""
+    with af.Graph().as_default(), af.Session() as sess:
+        w = {"a": af.Variable(np.ones(3, np.float32)), "b": af.Variable(np.ones(3, np.float32))}
+        frozen = af.Variable(np.ones(3, np.float32))
+        loss = af.reduce_sum(w["a"] * w["b"] * frozen)
+        train = af.train.GradientDescentOptimizer(0.5).minimize(loss, var_list=w.values())
+        sess.run(af.global_variables_initializer())
+        sess.run(train)
+        np.testing.assert_allclose(sess.run(w["a"]), [0.5] * 3)
+        np.testing.assert_allclose(sess.run(frozen), [1.0] * 3)
+        with pytest.raises(TypeError, match="var_list must hold af.Variables"):
+            af.train.GradientDescentOptimizer(0.5).minimize(loss, var_list=iter([loss]))

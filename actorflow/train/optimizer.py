@@ -21,6 +21,8 @@ Differences from TF 1.x:
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from actorflow.graph import dtypes
 from actorflow.graph.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.indexed_slices import IndexedSlices
@@ -128,7 +130,9 @@ class Optimizer:
             self._assert_valid_dtypes([grad_loss])
         if var_list is None:
             var_list = trainable_variables()
-        var_list = _expand_var_list(list(var_list) if isinstance(var_list, (list, tuple)) else [var_list])
+        # Any iterable of variables (a list, a tuple, a dict's .values()), as TF's nest.flatten takes them.
+        iterable = isinstance(var_list, Iterable) and not isinstance(var_list, (Variable, str, bytes))
+        var_list = _expand_var_list(list(var_list) if iterable else [var_list])
         if not var_list:
             raise ValueError("No variables to optimize.")
         for v in var_list:
