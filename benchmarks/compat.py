@@ -181,9 +181,12 @@ def main(argv=None):
     r.add_argument("--seeds", type=int, default=3, help="TensorFlow runs per program")
     r.add_argument("--only", nargs="*", help="program ids (substrings) to run")
     r.add_argument("--skip-actorflow", action="store_true")
+    r.add_argument("--af-runs", type=int, default=1, help="actorflow runs per program (its spread beside TF's)")
     r.add_argument("--timeout", type=float, default=600)
     r.add_argument("--json", type=Path, help="write the results here as JSON")
     r.add_argument("--tf-json", type=Path, help="reuse TensorFlow's results from an earlier --json")
+    r.add_argument("--af-json", type=Path, nargs="*", default=[],
+                   help="reuse actorflow's results from earlier --json files (later files win): only print the table")
     r.add_argument("--keep-output", type=Path, help="keep each run's output in this directory")
     a = ap.parse_args(argv)
     manifest = load_manifest()
@@ -192,6 +195,9 @@ def main(argv=None):
         return 0
     progs = [p for p in manifest["program"] if not a.only or any(s in p["id"] for s in a.only)]
     earlier = json.loads(a.tf_json.read_text()) if a.tf_json else {}
+    af_earlier = {}
+    for path in a.af_json:
+        af_earlier.update(json.loads(path.read_text()))
     results = {}
     for prog in progs:
         path = a.corpus / (prog["id"].replace("/", "__") + ".py")
@@ -202,8 +208,14 @@ def main(argv=None):
         if a.tf_python and not res["tf"]:
             res["tf"] = [run_one(prog, source, "tensorflow", a.tf_python, a.timeout, a.keep_output)
                          for _ in range(a.seeds)]
-        if not a.skip_actorflow:
-            res["af"] = run_one(prog, source, "actorflow", sys.executable, a.timeout, a.keep_output)
+        if prog["id"] in af_earlier:
+            res["af"] = af_earlier[prog["id"]]["af"]
+            res["af_runs"] = af_earlier[prog["id"]].get("af_runs", [res["af"]])
+        elif not a.skip_actorflow:
+            runs = [run_one(prog, source, "actorflow", sys.executable, a.timeout, a.keep_output)
+                    for _ in range(a.af_runs)]
+            res["af"] = runs[0]
+            res["af_runs"] = runs
         results[prog["id"]] = res
         _row(prog, res)
         sys.stdout.flush()
@@ -232,6 +244,18 @@ def _row(prog, res):
     af = res["af"]
     af_state = "-" if af is None else ("runs" if af["ok"] else "FAILS")
     af_val = af["value"] if af and af["ok"] else None
+    more = [r["value"] for r in res.get("af_runs", []) if r["ok"]]
+    if len(more) > 1 and all(isinstance(v, float) for v in more) and prog.get("kind") not in ("exact", "exact-ish"):
+        lo, hi = min(more), max(more)
+        if tf_vals and lo <= max(tf_vals) and hi >= min(tf_vals):
+            verdict_text = "overlap"
+        else:
+            verdict_text = verdict(prog, tf_vals, statistics.median(more))
+        print(f"{prog['id']:34s} {len(tf_ok)}/{len(res['tf']):<5d} {tf_fig:>22s} {af_state:>10s} "
+              f"{fmt(lo) + '..' + fmt(hi):>9s} {verdict_text:>8s} "
+              f"{fmt(statistics.median([r['wall'] for r in res['tf']]) if res['tf'] else None):>6s} "
+              f"{fmt(af['wall']):>6s}  ({len(more)} actorflow runs)")
+        return
     tf_wall = statistics.median([r["wall"] for r in res["tf"]]) if res["tf"] else None
     print(f"{prog['id']:34s} {len(tf_ok)}/{len(res['tf']):<5d} {tf_fig:>22s} {af_state:>10s} {fmt(af_val):>9s} "
           f"{verdict(prog, tf_vals, af_val):>8s} {fmt(tf_wall):>6s} {fmt(af['wall'] if af else None):>6s}")
