@@ -570,3 +570,17 @@ def test_moments_with_tensor_axes_needs_keepdims():
         af.nn.moments(x, af.constant([0]))
     mean, _ = af.nn.moments(x, af.constant([0]), keepdims=True)
     np.testing.assert_allclose(run(mean), run(x).mean(0, keepdims=True))
+
+
+def test_softmax_cross_entropy_casts_float_labels_to_the_logits_dtype():
+    """TF's v2 helper casts labels to the logits' dtype: float64 one-hot labels from numpy (as
+    tf.data gives them) with float32 logits, as a public tf.data tutorial does."""
+    with af.Graph().as_default(), af.Session() as sess:
+        logits = af.constant([[2.0, 1.0, 0.1]], dtype=af.float32)
+        labels = af.constant(np.array([[1.0, 0.0, 0.0]]), dtype=af.float64)
+        loss = af.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        assert loss.dtype == af.float32
+        z = np.array([2.0, 1.0, 0.1])
+        np.testing.assert_allclose(sess.run(loss), [np.log(np.exp(z).sum()) - 2.0], rtol=1e-6)
+        with pytest.raises(TypeError, match="must have the dtype of logits"):
+            af.nn.softmax_cross_entropy_with_logits(labels=af.constant([[1, 0, 0]]), logits=logits)

@@ -428,7 +428,9 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
             raise TypeError(f"logits must be floating-point, got {logits.dtype.name} tensor '{logits.name}'")
         labels = convert_to_tensor(labels, dtype=logits.dtype) if not isinstance(labels, Tensor) else labels
         if labels.dtype is not logits.dtype:
-            raise TypeError(f"labels ({labels.dtype.name}) must have the dtype of logits ({logits.dtype.name})")
+            if not (labels.dtype.is_floating and logits.dtype.is_floating):
+                raise TypeError(f"labels ({labels.dtype.name}) must have the dtype of logits ({logits.dtype.name})")
+            labels = math_ops.cast(labels, logits.dtype)      # as TF's v2 helper does (e.g. float64 one-hots)
         if not logits.shape.is_compatible_with(labels.shape):
             raise ValueError(f"logits and labels must have the same shape, got logits {logits.shape} "
                              f"and labels {labels.shape}")
