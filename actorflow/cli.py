@@ -259,21 +259,6 @@ def _cluster_status(args) -> int:
     return 1 if bad else 0
 
 
-def _running(pid: int) -> bool:
-    """Whether `pid` runs; a process that exited but is not yet reaped by its parent (a zombie) does not."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-    except OSError:          # no /proc: ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
-
 def _cluster_down(args) -> int:
     pid_file = os.path.join(args.dir, "up.pid")
     try:
@@ -290,7 +275,8 @@ def _cluster_down(args) -> int:
         return 0
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        if not _running(pid):
+        from actorflow.cluster.local import process_running
+        if not process_running(pid):
             print("cluster down")
             return 0
         time.sleep(0.1)

@@ -25,7 +25,8 @@ from actorflow.cluster.spec import ClusterSpec, make_target, task_key
 from actorflow.transport.channel import TOKEN_HEADER
 from actorflow.transport.tls import TLSConfig
 
-__all__ = ["LocalCluster", "free_port", "task_health", "wait_until_healthy", "write_private_json"]
+__all__ = ["LocalCluster", "free_port", "task_health", "wait_until_healthy", "write_private_json",
+           "ClusterLauncher", "process_running"]
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,47 @@ def wait_until_healthy(spec: ClusterSpec, token: str, timeout: float, tasks=None
             time.sleep(0.05)
 
 
-class LocalCluster:
+class ClusterLauncher:
+    """What LocalCluster and RayCluster share: `with`/`async with` start and stop the tasks."""
+
+    def start(self):
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    async def __aenter__(self):
+        await asyncio.to_thread(self.start)
+        return self
+
+    async def __aexit__(self, *exc):
+        await asyncio.to_thread(self.stop)
+        return False
+
+
+def process_running(pid: int) -> bool:
+    """Whether `pid` runs; a process that exited but is not yet reaped by its parent (a zombie) does not."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:          # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+class LocalCluster(ClusterLauncher):
     """Starts `ps` parameter-server tasks and `workers` worker tasks as processes on 127.0.0.1.
 
     The cluster gets a random token unless `token` is given; the spec file (`spec_file`, else a
@@ -237,17 +278,3 @@ class LocalCluster:
     def pids(self) -> dict:
         return {task_key(j, t): p.pid for (j, t), p in self.procs.items()}
 
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
-
-    async def __aenter__(self):
-        await asyncio.to_thread(self.start)
-        return self
-
-    async def __aexit__(self, *exc):
-        await asyncio.to_thread(self.stop)
-        return False

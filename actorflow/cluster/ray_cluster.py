@@ -21,6 +21,7 @@ import secrets
 import signal
 import time
 
+from actorflow.cluster.local import ClusterLauncher, process_running
 from actorflow.cluster.spec import ClusterSpec, task_key
 
 __all__ = ["RayCluster"]
@@ -83,7 +84,7 @@ class _Task:
         return self.address
 
 
-class RayCluster:
+class RayCluster(ClusterLauncher):
     """`ps` parameter servers and `workers` workers as Ray actors (a LocalCluster on Ray).
 
     `address` is passed to `ray.init` when Ray is not initialized yet ("auto" joins a running
@@ -187,7 +188,7 @@ class RayCluster:
             self._pg = None
         deadline = time.monotonic() + timeout
         for pid in self._pids.values():
-            while _alive(pid) and time.monotonic() < deadline:
+            while process_running(pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
         self.actors.clear()
         if self._started_ray:
@@ -239,32 +240,3 @@ class RayCluster:
     def task_target(self, job: str, task: int) -> str:
         return f"af://{self.spec.task_address(job, task)}?token={self.token}"
 
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
-
-    async def __aenter__(self):
-        await asyncio.to_thread(self.start)
-        return self
-
-    async def __aexit__(self, *exc):
-        await asyncio.to_thread(self.stop)
-        return False
-
-
-def _alive(pid: int) -> bool:
-    """Whether the process runs (a zombie waiting for Ray's raylet to reap it does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-    except OSError:          # no /proc (not Linux): ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
