@@ -61,6 +61,12 @@ def _new_loop():
         return asyncio.new_event_loop()
 
 
+def _actor_failed(actor, tag, e: Exception) -> None:
+    log.exception("actor %s failed", actor)
+    tag.step.fail(errors.InternalError(getattr(actor, "name", None), None,
+                                       f"internal error in actor {actor}: {type(e).__name__}: {e}"))
+
+
 class Runtime:
     """Hosts actors on one event loop. `Runtime()` starts its own loop thread; `Runtime(loop)`
     attaches to an existing loop (a worker server's)."""
@@ -107,9 +113,7 @@ class Runtime:
             try:
                 actor.fire(tag, args)
             except Exception as e:  # noqa: BLE001 - a runtime bug fails its step, never the dispatcher
-                log.exception("actor %s failed", actor)
-                tag.step.fail(errors.InternalError(getattr(actor, "name", None), None,
-                                                   f"internal error in actor {actor}: {type(e).__name__}: {e}"))
+                _actor_failed(actor, tag, e)
             c = tag.outstanding - 1
             tag.outstanding = c
             if not c and tag.frame is not None:
@@ -137,9 +141,7 @@ class Runtime:
             try:
                 actor.fire(tag, args)
             except Exception as e:  # noqa: BLE001 - a runtime bug fails its step, never the dispatcher
-                log.exception("actor %s failed", actor)
-                tag.step.fail(errors.InternalError(getattr(actor, "name", None), None,
-                                                   f"internal error in actor {actor}: {type(e).__name__}: {e}"))
+                _actor_failed(actor, tag, e)
             if rec is not None:
                 tr.fired(actor, tag, args, rec, now_us())
             c = tag.outstanding - 1

@@ -14,7 +14,8 @@ from actorflow.actors.node import DEAD, NodeActor
 __all__ = ["SendActor", "RecvActor"]
 
 
-def _frame_key(tag) -> str:
+def frame_key(tag) -> str:
+    """The tag's frames and iterations, outermost first ("loop:3/inner:0"), or "" outside any loop."""
     if tag.frame is None:
         return ""
     parts = []
@@ -44,7 +45,7 @@ class SendActor(NodeActor):
             # variable that another graph of this task placed on the GPU. Tensors travel from host memory.
             value = value.get()
         try:
-            self.transport.send(self.dst, step.step_id, (self.key, _frame_key(tag)), value)
+            self.transport.send(self.dst, step.step_id, (self.key, frame_key(tag)), value)
         except errors.OpError as e:
             step.fail(self.error(e, args))
             return
@@ -80,4 +81,4 @@ class RecvActor(NodeActor):
             if not c and tag.frame is not None and step.error is None:
                 tag.frame.quiet(tag)
 
-        self.transport.recv(step.step_id, (self.key, _frame_key(tag)), arrived)
+        self.transport.recv(step.step_id, (self.key, frame_key(tag)), arrived)

@@ -23,6 +23,8 @@ import dataclasses
 import threading
 import time
 
+from actorflow.actors.sendrecv import frame_key
+
 __all__ = ["StepTracer", "now_us", "SOFTWARE_TRACE", "FULL_TRACE", "step_stats_from_dict", "shift_step_stats"]
 
 SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = 1, 2, 3
@@ -80,15 +82,6 @@ class Record:
         self.blocks = None
 
 
-def _frame_of(tag) -> str:
-    if tag.frame is None:
-        return ""
-    parts = []
-    t = tag
-    while t.frame is not None:
-        parts.append(f"{t.frame.name}:{t.iter}")
-        t = t.frame.parent
-    return "/".join(reversed(parts))
 
 
 def _describe_output(v):
@@ -123,7 +116,7 @@ class StepTracer:
                 dev = dev.rsplit("device:", 1)[0] + "device:" + d
         rec = Record(name, actor.op_type, dev, t0, 0)
         if tag.frame is not None:
-            rec.frame = _frame_of(tag)
+            rec.frame = frame_key(tag)
         self.records.append(rec)
         self.open[(actor, tag)] = rec
         return rec
