@@ -155,6 +155,7 @@ def _state_file(args) -> str:
 
 def _cluster_up(args) -> int:
     from actorflow.cluster.local import LocalCluster, task_health
+    from actorflow.cluster.spec import task_key
     os.makedirs(args.dir, exist_ok=True)
     spec_file = _state_file(args)
     if args.on == "ray":
@@ -173,6 +174,15 @@ def _cluster_up(args) -> int:
     with open(os.path.join(args.dir, "up.pid"), "w") as f:
         f.write(str(os.getpid()))
     print(f"cluster up: spec and token in {spec_file} (mode 0600)")
+    dash = None
+    if args.dashboard:
+        from actorflow.dashboard import Dashboard
+        try:
+            dash = Dashboard(cluster.spec, cluster.token, port=args.dashboard_port,
+                             restarts=lambda: {task_key(*k): n for k, n in cluster.restarts.items()}).start()
+            print(f"dashboard: {dash.url} (log in with the token in {spec_file})")
+        except (OSError, ValueError) as e:
+            print(f"actorflow cluster up: no dashboard: {e}", file=sys.stderr)
     if args.show_token:
         print(f"target: {cluster.target}")
     else:
@@ -188,6 +198,8 @@ def _cluster_up(args) -> int:
         while not stop.wait(0.5):
             pass
     finally:
+        if dash is not None:
+            dash.stop()
         cluster.stop()
         for name in ("up.pid",):
             try:
@@ -282,6 +294,31 @@ def _cluster_down(args) -> int:
         time.sleep(0.1)
     print("cluster did not stop in 30 s", file=sys.stderr)
     return 1
+
+
+def _dashboard(args) -> int:
+    from actorflow.dashboard import Dashboard
+    try:
+        dash = Dashboard(spec_file=args.cluster, port=args.port, interval=args.interval)
+    except (OSError, ValueError) as e:
+        print(f"actorflow dashboard: {e}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    signal.signal(signal.SIGINT, lambda *a: stop.set())
+    try:
+        dash.start()
+    except OSError as e:
+        print(f"actorflow dashboard: cannot listen on {dash.host}:{dash.port}: {e}", file=sys.stderr)
+        return 1
+    print(f"dashboard of {len(dash.spec.tasks())} tasks: {dash.url} (log in with the token in {args.cluster}); "
+          "Ctrl-C stops it", flush=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        dash.stop()
+    return 0
 
 
 def _k8s_manifest(args) -> int:
@@ -416,6 +453,8 @@ def main(argv=None) -> int:
     up.add_argument("--host", help="with --on ray: the address every task binds and advertises (e.g. 127.0.0.1 "
                     "on one machine); default: each task's node IP")
     up.add_argument("--show-token", action="store_true", help="print the target with its token")
+    up.add_argument("--dashboard", action="store_true", help="also serve the live dashboard (on 127.0.0.1)")
+    up.add_argument("--dashboard-port", type=int, default=8470, help="the dashboard's port (default 8470)")
     _tls_args(up)
     up.set_defaults(fn=_cluster_up)
     st = csub.add_parser("status", help="health of each task of the local cluster")
@@ -424,6 +463,13 @@ def main(argv=None) -> int:
     dn = csub.add_parser("down", help="stop the local cluster")
     dn.add_argument("--dir", default=".actorflow")
     dn.set_defaults(fn=_cluster_down)
+    db = sub.add_parser("dashboard", help="serve a live web dashboard of a running cluster (on 127.0.0.1)")
+    db.add_argument("--cluster", default=".actorflow/cluster.json",
+                    help="the cluster's spec file with its token (default .actorflow/cluster.json, as `cluster up` "
+                         "writes it)")
+    db.add_argument("--port", type=int, default=8470, help="port to serve on, on 127.0.0.1 (default 8470)")
+    db.add_argument("--interval", type=float, default=1.0, help="seconds between polls of the tasks (default 1)")
+    db.set_defaults(fn=_dashboard)
     # -- cluster managers: `actorflow k8s manifest`, `actorflow slurm script` ---------------------------------
     _add_engine_parsers(sub)
     # -- sim: `actorflow sim ...`, the simulator harness (actorflow/sim/cli.py) ------------------------------

@@ -41,6 +41,8 @@ __all__ = ["Server", "WorkerService", "cluster_token", "token_matches"]
 
 log = logging.getLogger(__name__)
 
+MAX_STATUS_NODES = 5000     # nodes of registered graphs one /status reply lists, over all partitions
+
 
 def cluster_token(token: str | None = None) -> str:
     """The token peers must present: `token` if given, else $ACTORFLOW_TOKEN, else a new random one.
@@ -204,6 +206,35 @@ class WorkerService:
     async def rpc_ping(self, args, tensors):
         return {"task": self.name, "time": time.time(), "steps": self.steps_run, "uptime": time.time() - self.started,
                 "pid": os.getpid()}, ()
+
+    async def rpc_status(self, args, tensors):
+        return self.status(graphs=bool(args.get("graphs"))), ()
+
+    def status(self, graphs: bool = False) -> dict:
+        """What the dashboard shows of this task beside /metrics: identity, steps, the checkpoint shards
+        this process wrote lately, and with `graphs` the registered partitions (nodes, inputs, and the
+        peer of each _Send/_Recv), at most MAX_STATUS_NODES nodes in all."""
+        from actorflow.kernels.cpu.io import recent_shards
+        doc = {"task": self.name, "pid": os.getpid(), "started": self.started, "uptime": time.time() - self.started,
+               "steps": self.steps_run, "active_steps": len(self.active), "graphs_registered": len(self.graphs),
+               "graph_handles": sorted(self.graphs), "checkpoints": list(recent_shards)}
+        if graphs:
+            budget = MAX_STATUS_NODES
+            parts = []
+            for h, exe in sorted(self.graphs.items()):
+                nodes = []
+                for op in exe.plan.ops:
+                    if budget <= 0:
+                        break
+                    budget -= 1
+                    node = [op.name, op.type, [t.op.name for t in op.inputs], [c.name for c in op.control_inputs]]
+                    if op.type in ("_Send", "_Recv"):
+                        node.append({"key": op.attrs.get("key"), "send": op.attrs.get("send_device"),
+                                     "recv": op.attrs.get("recv_device")})
+                    nodes.append(node)
+                parts.append({"handle": h, "nodes": nodes, "truncated": len(nodes) < len(exe.plan.ops)})
+            doc["graphs"] = parts
+        return doc
 
     async def rpc_cluster(self, args, tensors):
         return {"cluster": self.cluster.as_dict(), "job": self.job, "task": self.task}, ()
@@ -393,6 +424,11 @@ def make_app(service: WorkerService) -> web.Application:
         return web.json_response({"task": service.name, "steps": service.steps_run, "pid": os.getpid(),
                                   "uptime": time.time() - service.started})
 
+    async def status(request: web.Request):
+        """The task's status document (WorkerService.status); `?graphs=1` adds its partitions."""
+        authorize(request)
+        return web.json_response(service.status(graphs=request.query.get("graphs") == "1"))
+
     async def metrics(request: web.Request):
         """Prometheus metrics of this task (cluster/metrics.py); the token as for /health."""
         if not secrets.compare_digest(request.headers.get(TOKEN_HEADER, ""), service.token):
@@ -403,6 +439,7 @@ def make_app(service: WorkerService) -> web.Application:
     app.router.add_get("/ws", ws_handler)
     app.router.add_get("/health", health)
     app.router.add_get("/metrics", metrics)
+    app.router.add_get("/status", status)
     return app
 
 

@@ -30,6 +30,7 @@ tensors on several threads the same way.
 """
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import errno
 import fcntl
@@ -220,9 +221,15 @@ def _prepare(name: str, a) -> np.ndarray:
     return a if a.flags.c_contiguous else a.copy(order="C")
 
 
+# The shards this process wrote lately, newest last (what a task's /status reports as its checkpoint
+# history: the dashboard's view of who saved what, when, and how long it took). Bounded.
+recent_shards: collections.deque = collections.deque(maxlen=64)
+
+
 def write_shard(prefix: str, shard: int, num_shards: int, names, arrays) -> dict:
     """Writes one shard file of checkpoint `prefix` durably; returns its index entry (a JSON-able dict)."""
     path = shard_filename(prefix, shard, num_shards)
+    t_start = time.time()
     # The safetensors writer's order (widest dtype first, then by name) keeps every tensor aligned.
     items = sorted(((n, _prepare(n, a)) for n, a in zip(names, arrays)), key=lambda kv: (-kv[1].itemsize, kv[0]))
     header: dict = {}
@@ -278,6 +285,8 @@ def write_shard(prefix: str, shard: int, num_shards: int, names, arrays) -> dict
     for i, (name, a) in enumerate(items):
         tensors[name] = {"dtype": a.dtype.name, "shape": list(a.shape), "offset": base + header[name]["data_offsets"][0],
                          "nbytes": a.nbytes, "sha256": digests[i]}
+    recent_shards.append({"prefix": prefix, "shard": shard, "num_shards": num_shards, "bytes": base + offset,
+                          "tensors": len(items), "time": time.time(), "seconds": time.time() - t_start})
     return {"shard": shard, "num_shards": num_shards, "file": os.path.basename(path), "size": base + offset,
             "header_sha256": hashlib.sha256(head).hexdigest(), "tensors": tensors,
             "writer": {"host": socket.gethostname(), "pid": os.getpid()}}
