@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
 COOKIE = "actorflow_dashboard"
+SOCKETS = web.AppKey("sockets", set)       # the open websockets of the page
 
 _LOGIN = """<!doctype html><html><head><meta charset="utf-8"><title>actorflow dashboard: log in</title>
 <link rel="stylesheet" href="/static/dashboard.css"></head><body class="login">
@@ -108,7 +109,7 @@ def make_app(collector: Collector, token: str) -> web.Application:
         sessions.add(sid)
         resp = web.HTTPSeeOther("/")
         resp.set_cookie(COOKIE, sid, httponly=True, samesite="Strict", path="/")
-        return resp
+        raise resp
 
     async def snapshot(request):
         return web.json_response(collector.snapshot())
@@ -152,7 +153,7 @@ def make_app(collector: Collector, token: str) -> web.Application:
     app.router.add_get("/api/graph.svg", graph_svg)
     app.router.add_get("/ws", ws)
     app.router.add_static("/static/", STATIC, follow_symlinks=False)
-    app["sockets"] = sockets
+    app[SOCKETS] = sockets
     return app
 
 
@@ -228,12 +229,12 @@ class Dashboard:
             try:
                 while not self._stop.is_set():
                     await coll.poll()
-                    await _broadcast(app["sockets"], json.dumps(coll.snapshot()))
+                    await _broadcast(app[SOCKETS], json.dumps(coll.snapshot()))
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(self.interval):
                             await self._stop.wait()
             finally:
-                for sock in list(app["sockets"]):
+                for sock in list(app[SOCKETS]):
                     with contextlib.suppress(Exception):
                         await sock.close()
                 async with asyncio.timeout(5.0):

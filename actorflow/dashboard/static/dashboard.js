@@ -66,11 +66,15 @@ function drawRates(s) {
 
 function drawHistogram(s) {
   const el = $("#hist-chart");
+  // Only the buckets from the first to the last that holds a step (a bucket either side for context).
   const h = s.step_histogram;
-  const labels = h.le.map((b) => b == null ? "+Inf" : "≤" + secs(b));
+  const used = h.counts.map((c, i) => c > 0 ? i : -1).filter((i) => i >= 0);
+  const lo = used.length ? Math.max(0, used[0] - 1) : 0, hi = used.length ? Math.min(h.counts.length, used[used.length - 1] + 2) : 0;
+  const labels = h.le.slice(lo, hi).map((b) => b == null ? "+Inf" : "≤" + secs(b));
   const xs = labels.map((_, i) => i);
-  const data = [xs, h.counts];
-  if (!histChart || histChart._n !== labels.length) {
+  const data = [xs, h.counts.slice(lo, hi)];
+  const labelKey = labels.join();
+  if (!histChart || histChart._labels !== labelKey) {
     if (histChart) histChart.destroy();
     histChart = new uPlot({
       width: chartWidth(el), height: 220,
@@ -81,7 +85,7 @@ function drawHistogram(s) {
               rotate: 0, font: "10px system-ui"}, {label: "steps", size: 50}],
       legend: {show: true},
     }, data, el);
-    histChart._n = labels.length;
+    histChart._labels = labelKey;
   } else {
     histChart.setData(data);
   }
