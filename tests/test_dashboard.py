@@ -231,3 +231,40 @@ def test_graph_picture_joins_send_and_recv():
     big = {"/job:worker/task:0": [{"nodes": [[f"scope{i % 3}/op{i}", "Add", [], []] for i in range(300)]}]}
     grouped = to_dot(big)
     assert grouped.count("[label=") == 3 and "100 ops" in grouped
+
+
+def test_cluster_up_with_dashboard(tmp_path):
+    """`actorflow cluster up --dashboard` serves the dashboard of the cluster it started."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "actorflow.cli", "cluster", "up", "--ps", "0", "--workers", "1",
+                             "--dir", str(tmp_path), "--dashboard", "--dashboard-port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lines = []
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if line.startswith("Ctrl-C"):
+                break
+        out = "".join(lines)
+        assert f"dashboard: http://127.0.0.1:{port}/" in out, out
+        token = json.loads((tmp_path / "cluster.json").read_text())["token"]
+        assert token not in out
+        deadline = time.monotonic() + 30
+        while True:
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/api/snapshot", headers={TOKEN_HEADER: token})
+            snap = json.loads(urllib.request.urlopen(req, timeout=10).read())
+            if snap["tasks"][0]["up"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert snap["tasks"][0]["up"] and snap["tasks"][0]["task"] == "/job:worker/task:0"
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10)
+        assert e.value.code == 401 and b"cluster token" in e.value.read()
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        proc.stdout.close()
