@@ -159,6 +159,9 @@ def _cluster_up(args) -> int:
     os.makedirs(args.dir, exist_ok=True)
     spec_file = _state_file(args)
     if args.on == "ray":
+        if args.dashboard:
+            print(f"actorflow cluster up: --dashboard is for local clusters; run `actorflow dashboard --cluster "
+                  f"{spec_file}` beside a Ray cluster", file=sys.stderr)
         return _cluster_up_ray(args, spec_file)
     try:
         cluster = LocalCluster(ps=args.ps, workers=args.workers, restart=args.restart, spec_file=spec_file,
