@@ -53,7 +53,7 @@ def _batching(args):
 def serve_main(args) -> int:
     """Runs the server on the actorflow runtime's event loop (steps start without a thread hop) until
     SIGINT/SIGTERM, then shuts down gracefully."""
-    from actorflow.actors.runtime import default_runtime
+    from actorflow.actors.dispatcher import default_runtime
     from actorflow.serving.model_server import ModelConfig, ModelServer
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.model_config_file:
