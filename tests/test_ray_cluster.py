@@ -95,6 +95,9 @@ def test_niceness_none_leaves_the_tasks_at_rays_worker_niceness(local_ray):
     with af.cluster.RayCluster(ps=0, workers=1, host="127.0.0.1", niceness=None) as cluster:
         (pid,) = cluster.pids().values()
         assert os.getpriority(os.PRIO_PROCESS, pid) == 15 != os.getpriority(os.PRIO_PROCESS, 0)
+        cluster.restart("worker", 0)            # LocalCluster's surface: kill, then wait until it serves
+        (new,) = cluster.pids().values()
+        assert new != pid and os.getpriority(os.PRIO_PROCESS, new) == 15
 
 
 def test_cluster_up_on_ray_then_status_and_down(tmp_path):

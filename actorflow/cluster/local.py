@@ -92,6 +92,13 @@ class ClusterLauncher:
     def stop(self) -> None:
         raise NotImplementedError
 
+    def restart_task(self, job: str, task: int, timeout: float = 60.0) -> None:
+        raise NotImplementedError
+
+    def restart(self, job: str, task: int, timeout: float = 60.0) -> None:
+        """Kills one task's process and waits until it serves again (`restart_task`)."""
+        self.restart_task(job, task, timeout)
+
     def __enter__(self):
         return self.start()
 
