@@ -20,10 +20,14 @@ def print_table(columns, rows, title: str | None = None, file=None) -> None:
     from rich.table import Table
     file = file or sys.stdout
     terminal = hasattr(file, "isatty") and file.isatty()
-    console = Console(file=file, highlight=False, soft_wrap=not terminal, width=None if terminal else 250,
-                      color_system="auto" if terminal else None)
     table = Table(*columns, title=title, box=box.SIMPLE_HEAD if terminal else None, show_edge=False,
                   pad_edge=False, header_style="bold" if terminal else "", title_justify="left")
     for row in rows:
         table.add_row(*("" if c is None else str(c) for c in row))
-    console.print(table)
+    if terminal:
+        Console(file=file, highlight=False).print(table)     # long cells wrap within the terminal's width
+        return
+    console = Console(file=file, highlight=False, width=1 << 14, color_system=None)
+    with console.capture() as cap:
+        console.print(table)
+    file.write("\n".join(line.rstrip() for line in cap.get().splitlines()) + "\n")

@@ -78,8 +78,9 @@ def plot_timeline(res, path: str) -> str | None:
     return None
 
 
-def write_report(res) -> None:
-    """Writes report.md (and timeline.png) into the run's directory."""
+def write_report(res) -> str | None:
+    """Writes report.md (and timeline.png) into the run's directory; returns why there is no plot
+    (matplotlib missing), or None."""
     m = res.metrics
     sc = res.scenario
     lines = [f"# {sc.name}: {'PASSED' if res.passed else 'FAILED'}", ""]
@@ -131,6 +132,7 @@ def write_report(res) -> None:
     lines.append(f"_{why}_" if why else "![step time and loss over time](timeline.png)")
     with open(os.path.join(res.out_dir, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    return why
 
 
 def _f(v):

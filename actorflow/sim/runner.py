@@ -79,6 +79,7 @@ class RunResult:
     events: list
     passed: bool
     sequence: list = field(default_factory=list)     # fault_sequence(events)
+    plot_note: str | None = None                      # why report.md has no timeline plot, if it has none
 
 
 class _Warnings(logging.Handler):
@@ -660,7 +661,7 @@ def run(sc: Scenario, plan: Plan | None = None, out_dir: str | None = None, prog
     with open(os.path.join(out_dir, "metrics.json"), "w") as f:
         json.dump(m, f, indent=1, default=str)
     res = RunResult(sc, out_dir, m, checks, events, passed, seq)
-    write_report(res)
+    res.plot_note = write_report(res)
     return res
 
 
