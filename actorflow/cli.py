@@ -522,7 +522,8 @@ def _version() -> str:
     return f"actorflow {__version__} (Python {sys.version.split()[0]}, {sys.platform})"
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The `actorflow` command's parser, every subcommand included."""
     p = argparse.ArgumentParser(prog="actorflow", description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--version", action="version", version=_version(), help="print the version and exit")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -596,7 +597,11 @@ def main(argv=None) -> int:
     from actorflow.serving.cli import add_parser as add_serve_parser
     add_serve_parser(sub)
     # -- end serve -----------------------------------------------------------------------------------------
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     return args.fn(args)
 
 
