@@ -22,7 +22,7 @@ _MARKS = {
 }
 _WORKER_COLOURS = ["#1f77b4", "#8c564b", "#7f7f7f", "#bcbd22", "#e377c2", "#393b79", "#637939", "#8c6d31",
                    "#843c39", "#7b4173", "#3182bd", "#636363"]
-_OUTLIER_COLOUR = "#d62728"
+_OUTLIER_COLOUR = "#c51b7d"
 
 
 def worker_colour(i: int) -> str:
