@@ -31,17 +31,20 @@ def worker_colour(i: int) -> str:
 
 
 def robust_range(values_ms) -> tuple[float, float, list]:
-    """(low, high, outliers) of the step-time axis (log scale): the 1st to 99th percentile with a
-    margin, so that a first step that compiles kernels (seconds, where the others take milliseconds)
-    does not squash every other point to the bottom; the values above `high` come back as outliers,
-    to be drawn at the top edge and counted."""
+    """(low, high, outliers) of the step-time axis (log scale). The range comes from the quartiles of
+    log(step time), three interquartile ranges beyond them (at least 4x the median above), so that the
+    few steps that compile kernels or wait out a fault (seconds, where the others take milliseconds)
+    do not squash every other point to the bottom; the values above `high` come back as outliers, to
+    be drawn at the top edge and counted."""
     import numpy as np
     v = np.asarray([x for x in values_ms if x > 0], dtype=float)
     if v.size == 0:
         return 0.1, 10.0, []
-    p1, p50, p99 = np.percentile(v, [1, 50, 99])
-    lo = max(v.min(), p1 / 2.0) / 1.5
-    hi = max(p99 * 2.0, p50 * 4.0)
+    logs = np.log10(v)
+    q25, q50, q75 = np.percentile(logs, [25, 50, 75])
+    iqr = max(q75 - q25, 0.05)
+    hi = 10 ** max(q75 + 3 * iqr, q50 + np.log10(4.0))
+    lo = v.min() / 1.3
     if v.max() <= hi * 1.5:          # nothing far out: show everything
         return lo, v.max() * 1.5, []
     return lo, hi, [float(x) for x in v if x > hi]
@@ -78,10 +81,10 @@ def timeline_figure(res):
     if outliers:
         # Off the scale: a triangle at the top edge where each one happened, and how many and how far.
         out_x = [s[4] for s in steps if (s[4] - s[3]) * 1e3 > hi]
-        ax1.plot(out_x, [hi / 1.08] * len(out_x), "^", ms=6, color=_OUTLIER_COLOUR, mfc="none",
+        ax1.plot(out_x, [hi * 1.1] * len(out_x), "^", ms=6, color=_OUTLIER_COLOUR, mfc="none",
                  label=f"{len(outliers)} off the scale (max {max(outliers):.0f} ms)", gid="outliers")
     ax1.set_yscale("log")
-    ax1.set_ylim(lo, hi)
+    ax1.set_ylim(lo, hi * (1.2 if outliers else 1.0))   # headroom for the outliers' marks
     ax1.set_ylabel("step time (ms)")
     ax2.set_ylabel("training loss")
     ax2.set_xlabel("time since training started (s)")
