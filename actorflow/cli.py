@@ -245,16 +245,22 @@ def _cluster_up(args) -> int:
 def _cluster_up_local(args, spec_file, LocalCluster, task_health) -> int:
     from actorflow.console import print_table
     try:
-        cluster = LocalCluster(ps=args.ps, workers=args.workers, restart=args.restart, spec_file=spec_file,
-                               log_dir=os.path.join(args.dir, "logs"), tls_cert=args.tls_cert,
-                               tls_key=args.tls_key, tls_ca=args.tls_ca)
+        # The tasks get the spec file's absolute path: `cluster down` recognizes them by it (from any folder).
+        cluster = LocalCluster(ps=args.ps, workers=args.workers, restart=args.restart,
+                               spec_file=os.path.abspath(spec_file), log_dir=os.path.join(args.dir, "logs"),
+                               tls_cert=args.tls_cert, tls_key=args.tls_key, tls_ca=args.tls_ca)
     except ValueError as e:
         print(f"actorflow cluster up: {e}", file=sys.stderr)
         return 2
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     signal.signal(signal.SIGINT, lambda *a: stop.set())
-    cluster.start()
+    try:
+        cluster.start()
+    except (RuntimeError, TimeoutError, OSError) as e:
+        # start() stopped what it had started; the task logs say why.
+        print(f"actorflow cluster up: {e} (task logs in {os.path.join(args.dir, 'logs')})", file=sys.stderr)
+        return 1
     try:
         print(f"cluster up: spec and token in {spec_file} (mode 0600)")
         if args.show_token:

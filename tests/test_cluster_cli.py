@@ -188,6 +188,34 @@ def test_down_signals_nothing_but_what_up_started(tmp_path):
         other.wait()
 
 
+def test_down_stops_tasks_that_outlived_a_killed_launcher(tmp_path):
+    """`cluster up` killed with -9 cannot stop its tasks; a task that is stuck (here: SIGSTOPped, so it
+    cannot notice its parent is gone) is left behind. `down` stops it, by the pid cluster.json records
+    and only after checking it is a worker of this folder's spec file."""
+    proc = subprocess.Popen(CLI + ["cluster", "up", "--ps", "0", "--workers", "1", "--dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    worker = None
+    try:
+        out = []
+        wait_for(lambda: out.append(proc.stdout.readline()) or "Ctrl-C" in out[-1] or not out[-1], 60, "cluster up")
+        worker = json.loads((tmp_path / "cluster.json").read_text())["pids"]["/job:worker/task:0"]
+        os.kill(worker, signal.SIGSTOP)
+        proc.kill()
+        proc.wait()
+        assert alive(worker)
+        r = cli("cluster", "down", "--dir", str(tmp_path), timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert f"stopping /job:worker/task:0 (pid {worker})" in r.stdout
+        wait_for(lambda: not alive(worker), 10, "the stuck worker to be gone")
+        assert not (tmp_path / "up.pid").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if worker and alive(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
 def test_up_replaces_the_record_of_a_launcher_that_is_gone(tmp_path):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
