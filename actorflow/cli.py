@@ -1,4 +1,5 @@
-"""The `actorflow` command: demo, local clusters, workers, and the simulator."""
+"""The `actorflow` command: a demo, local clusters and their workers, cluster-manager launchers, graph
+pictures, the model server, and the simulator."""
 from __future__ import annotations
 
 import argparse
