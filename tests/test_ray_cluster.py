@@ -120,7 +120,7 @@ def test_cluster_up_on_ray_then_status_and_down(tmp_path):
         status = subprocess.run([sys.executable, "-m", "actorflow.cli", "cluster", "status", "--dir", str(state)],
                                 capture_output=True, text=True, timeout=60)
         assert status.returncode == 0 and status.stdout.count("healthy") == 2, status.stdout + status.stderr
-        pids = [int(ln.split(" pid ")[1]) for ln in lines if ln.startswith("  /job:")]
+        pids = [int(ln.split()[2]) for ln in lines if ln.startswith("/job:")]     # task, address, pid
         down = subprocess.run([sys.executable, "-m", "actorflow.cli", "cluster", "down", "--dir", str(state)],
                               capture_output=True, text=True, timeout=90)
         assert down.returncode == 0, down.stderr

@@ -231,10 +231,10 @@ class RayCluster(ClusterLauncher):
             self._started_ray = False
 
     # -- fault injection -----------------------------------------------------------------------------------
-    def kill(self, job: str, task: int, sig: int = signal.SIGKILL) -> int:
-        """Kills one task's process (kill -9 by default); Ray restarts it. Returns the killed pid."""
+    def kill(self, job: str, task: int, sig: int | None = None) -> int:
+        """Kills one task's process (kill -9 by default: `sig` None); Ray restarts it. Returns the killed pid."""
         pid = self.pids()[task_key(job, task)]
-        os.kill(pid, sig)
+        os.kill(pid, signal.SIGKILL if sig is None else sig)
         self.restarts[(job, task)] = self.restarts.get((job, task), 0) + 1
         return pid
 
