@@ -1,4 +1,5 @@
-"""The `actorflow` command: demo, local clusters, workers, and the simulator."""
+"""The `actorflow` command: a demo, local clusters and their workers, cluster-manager launchers, graph
+pictures, the model server, and the simulator."""
 from __future__ import annotations
 
 import argparse
@@ -153,62 +154,148 @@ def _state_file(args) -> str:
     return os.path.join(args.dir, "cluster.json")
 
 
+def _pid_file(args) -> str:
+    return os.path.join(args.dir, "up.pid")
+
+
+def _process_start(pid: int):
+    """The process's start time in clock ticks since boot (/proc), or None where there is no /proc: with
+    the pid, it tells a process apart from a later one that reuses its pid."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _read_launcher(args):
+    """The `cluster up` process recorded in DIR/up.pid: {"pid", "start"}, or None without one."""
+    try:
+        with open(_pid_file(args)) as f:
+            text = f.read().strip()
+    except FileNotFoundError:
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, int):          # an older `cluster up` wrote the bare pid
+        return {"pid": doc, "start": None}
+    if not isinstance(doc, dict) or not isinstance(doc.get("pid"), int):
+        return {"pid": None, "start": None}
+    return {"pid": doc["pid"], "start": doc.get("start")}
+
+
+def _launcher_running(rec) -> bool:
+    from actorflow.cluster.local import process_running
+    if rec is None or rec["pid"] is None or not process_running(rec["pid"]):
+        return False
+    # The same pid with another start time is a new process that reuses the number, not our launcher.
+    return rec["start"] is None or _process_start(rec["pid"]) in (None, rec["start"])
+
+
+def _claim_dir(args) -> str | None:
+    """Makes this process the one `cluster up` of DIR: creates DIR/up.pid exclusively (so two `up`s
+    racing for one folder cannot both win), replacing the record of a launcher that is gone. Returns
+    why not when a cluster started from DIR still runs: its state file is never overwritten."""
+    path = _pid_file(args)
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            rec = _read_launcher(args)
+            if _launcher_running(rec):
+                return (f"a cluster started from {args.dir} is still running (`cluster up` pid {rec['pid']}); "
+                        f"stop it with `actorflow cluster down --dir {args.dir}`, or give this one another --dir")
+            try:
+                os.unlink(path)     # the record of a launcher that is gone: its cluster went with it
+            except FileNotFoundError:
+                pass
+            continue
+        with os.fdopen(fd, "w") as f:
+            json.dump({"pid": os.getpid(), "start": _process_start(os.getpid())}, f)
+        return None
+    return f"cannot claim {path}: another `cluster up` is starting in {args.dir}"
+
+
+def _release_dir(args) -> None:
+    rec = _read_launcher(args)
+    if rec is not None and rec["pid"] == os.getpid():
+        try:
+            os.unlink(_pid_file(args))
+        except FileNotFoundError:
+            pass
+
+
 def _cluster_up(args) -> int:
     from actorflow.cluster.local import LocalCluster, task_health
-    from actorflow.cluster.spec import task_key
     os.makedirs(args.dir, exist_ok=True)
     spec_file = _state_file(args)
-    if args.on == "ray":
-        if args.dashboard:
-            print(f"actorflow cluster up: --dashboard is for local clusters; run `actorflow dashboard --cluster "
-                  f"{spec_file}` beside a Ray cluster", file=sys.stderr)
-        return _cluster_up_ray(args, spec_file)
+    why = _claim_dir(args)
+    if why:
+        print(f"actorflow cluster up: {why}", file=sys.stderr)
+        return 1
+    if args.on == "ray" and args.dashboard:
+        print(f"actorflow cluster up: --dashboard is for local clusters; run `actorflow dashboard --cluster "
+              f"{spec_file}` beside a Ray cluster", file=sys.stderr)
     try:
-        cluster = LocalCluster(ps=args.ps, workers=args.workers, restart=args.restart, spec_file=spec_file,
-                               log_dir=os.path.join(args.dir, "logs"), tls_cert=args.tls_cert,
-                               tls_key=args.tls_key, tls_ca=args.tls_ca)
+        if args.on == "ray":
+            return _cluster_up_ray(args, spec_file)
+        return _cluster_up_local(args, spec_file, LocalCluster, task_health)
+    finally:
+        _release_dir(args)
+
+
+def _cluster_up_local(args, spec_file, LocalCluster, task_health) -> int:
+    from actorflow.console import print_table
+    try:
+        # The tasks get the spec file's absolute path: `cluster down` recognizes them by it (from any folder).
+        cluster = LocalCluster(ps=args.ps, workers=args.workers, restart=args.restart,
+                               spec_file=os.path.abspath(spec_file), log_dir=os.path.join(args.dir, "logs"),
+                               tls_cert=args.tls_cert, tls_key=args.tls_key, tls_ca=args.tls_ca)
     except ValueError as e:
         print(f"actorflow cluster up: {e}", file=sys.stderr)
         return 2
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
     signal.signal(signal.SIGINT, lambda *a: stop.set())
-    cluster.start()
-    with open(os.path.join(args.dir, "up.pid"), "w") as f:
-        f.write(str(os.getpid()))
-    print(f"cluster up: spec and token in {spec_file} (mode 0600)")
-    dash = None
-    if args.dashboard:
-        from actorflow.dashboard import Dashboard
-        try:
-            dash = Dashboard(cluster.spec, cluster.token, port=args.dashboard_port,
-                             restarts=lambda: {task_key(*k): n for k, n in cluster.restarts.items()}).start()
-            print(f"dashboard: {dash.url} (log in with the token in {spec_file})")
-        except (OSError, ValueError) as e:
-            print(f"actorflow cluster up: no dashboard: {e}", file=sys.stderr)
-    if args.show_token:
-        print(f"target: {cluster.target}")
-    else:
-        scheme = "afs" if cluster.tls is not None else "af"
-        print(f"target: {scheme}://{cluster.spec.task_address('worker', 0)}?token=<the token in {spec_file}> "
-              "(--show-token prints it)")
-    for key, pid in cluster.pids().items():
-        job, task = key.split("/")[1][4:], int(key.split("/")[2][5:])
-        ok = task_health(cluster.spec.task_address(job, task), cluster.token, tls=cluster.tls) is not None
-        print(f"  {key:24s} {cluster.spec.task_address(job, task):22s} pid {pid:<8d} {'healthy' if ok else 'DOWN'}")
-    print("Ctrl-C or `actorflow cluster down` stops it.", flush=True)
     try:
+        cluster.start()
+    except (RuntimeError, TimeoutError, OSError) as e:
+        # start() stopped what it had started; the task logs say why.
+        print(f"actorflow cluster up: {e} (task logs in {os.path.join(args.dir, 'logs')})", file=sys.stderr)
+        return 1
+    dash = None
+    try:
+        print(f"cluster up: spec and token in {spec_file} (mode 0600)")
+        if args.dashboard:
+            from actorflow.cluster.spec import task_key
+            from actorflow.dashboard import Dashboard
+            try:
+                dash = Dashboard(cluster.spec, cluster.token, port=args.dashboard_port,
+                                 restarts=lambda: {task_key(*k): n for k, n in cluster.restarts.items()}).start()
+                print(f"dashboard: {dash.url} (log in with the token in {spec_file})")
+            except (OSError, ValueError) as e:
+                print(f"actorflow cluster up: no dashboard: {e}", file=sys.stderr)
+        if args.show_token:
+            print(f"target: {cluster.target}")
+        else:
+            scheme = "afs" if cluster.tls is not None else "af"
+            print(f"target: {scheme}://{cluster.spec.task_address('worker', 0)}?token=<the token in {spec_file}> "
+                  "(--show-token prints it)")
+        rows = []
+        for key, pid in cluster.pids().items():
+            job, task = key.split("/")[1][4:], int(key.split("/")[2][5:])
+            ok = task_health(cluster.spec.task_address(job, task), cluster.token, tls=cluster.tls) is not None
+            rows.append((key, cluster.spec.task_address(job, task), pid, "healthy" if ok else "DOWN"))
+        print_table(["task", "address", "pid", "state"], rows)
+        print(f"Ctrl-C or `actorflow cluster down --dir {args.dir}` stops it.", flush=True)
         while not stop.wait(0.5):
             pass
     finally:
         if dash is not None:
             dash.stop()
         cluster.stop()
-        for name in ("up.pid",):
-            try:
-                os.unlink(os.path.join(args.dir, name))
-            except FileNotFoundError:
-                pass
         print("cluster down", flush=True)
     return 0
 
@@ -232,22 +319,18 @@ def _cluster_up_ray(args, spec_file: str) -> int:
     try:
         write_private_json(spec_file, {"cluster": cluster.spec.as_dict(), "token": cluster.token,
                                        "pids": cluster.pids(), "engine": "ray"})
-        with open(os.path.join(args.dir, "up.pid"), "w") as f:
-            f.write(str(os.getpid()))
         print(f"cluster up on Ray: spec and token in {spec_file} (mode 0600)")
         print(f"target: {cluster.target}" if args.show_token else
               f"target: af://{cluster.spec.task_address('worker', 0)}?token=<the token in {spec_file}>")
-        for key, pid in cluster.pids().items():
-            print(f"  {key:24s} pid {pid}")
-        print("Ctrl-C or `actorflow cluster down` stops it.", flush=True)
+        from actorflow.console import print_table
+        print_table(["task", "address", "pid"], [(key, cluster.spec.task_address(key.split("/")[1][4:],
+                                                                                int(key.split("/")[2][5:])), pid)
+                                                 for key, pid in cluster.pids().items()])
+        print(f"Ctrl-C or `actorflow cluster down --dir {args.dir}` stops it.", flush=True)
         while not stop.wait(0.5):
             pass
     finally:
         cluster.stop()
-        try:
-            os.unlink(os.path.join(args.dir, "up.pid"))
-        except FileNotFoundError:
-            pass
         print("cluster down", flush=True)
     return 0
 
@@ -265,38 +348,87 @@ def _cluster_status(args) -> int:
     token = doc["token"] or os.environ.get("ACTORFLOW_TOKEN") or ""
     tls = TLSConfig.make(doc["tls"])
     bad = 0
+    rows = []
     for job, task in spec.tasks():
         addr = spec.task_address(job, task)
         h = task_health(addr, token, tls=tls)
         bad += h is None
-        state = f"healthy pid {h['pid']} steps {h['steps']} up {h['uptime']:.0f}s" if h else "DOWN"
-        print(f"/job:{job}/task:{task:<3d} {addr:22s} {state}")
+        rows.append((f"/job:{job}/task:{task}", addr, "healthy" if h else "DOWN", h["pid"] if h else "-",
+                     h["steps"] if h else "-", f"{h['uptime']:.0f}" if h else "-"))
+    from actorflow.console import print_table
+    print_table(["task", "address", "state", "pid", "steps", "up (s)"], rows)
     return 1 if bad else 0
 
 
-def _cluster_down(args) -> int:
-    pid_file = os.path.join(args.dir, "up.pid")
+def _is_our_task(pid: int, spec_file: str) -> bool:
+    """Whether `pid` is a task that a `cluster up` of this folder started: an `actorflow worker` given
+    this spec file (read from /proc; where there is none, whatever runs under the recorded pid)."""
+    from actorflow.cluster.local import process_running
+    if not process_running(pid):
+        return False
     try:
-        with open(pid_file) as f:
-            pid = int(f.read().strip())
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().decode(errors="replace").split("\0")
     except FileNotFoundError:
-        print(f"no running cluster in {args.dir}", file=sys.stderr)
-        return 1
+        return False
+    except OSError:
+        return True
+    return "worker" in argv and any(os.path.abspath(a) == os.path.abspath(spec_file) for a in argv)
+
+
+def _cluster_down(args) -> int:
+    """Stops the cluster that `cluster up` started from DIR: that launcher (which stops its tasks),
+    then any of the tasks recorded in DIR/cluster.json that outlived it, and nothing else."""
+    from actorflow.cluster.local import process_running
+    rec = _read_launcher(args)
+    spec_file = _state_file(args)
     try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        os.unlink(pid_file)
-        print("cluster was not running")
-        return 0
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        from actorflow.cluster.local import process_running
-        if not process_running(pid):
-            print("cluster down")
-            return 0
+        with open(spec_file) as f:
+            task_pids = {k: int(v) for k, v in (json.load(f).get("pids") or {}).items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        task_pids = {}
+    if rec is None:
+        left = {k: p for k, p in task_pids.items() if _is_our_task(p, spec_file)}
+        if not left:
+            print(f"no running cluster in {args.dir}", file=sys.stderr)
+            return 1
+    elif _launcher_running(rec):
+        try:
+            os.kill(rec["pid"], signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + 30
+        while process_running(rec["pid"]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if process_running(rec["pid"]):
+            print(f"actorflow cluster down: `cluster up` (pid {rec['pid']}) did not stop in 30 s", file=sys.stderr)
+            return 1
+    else:
+        print(f"the `cluster up` of {args.dir} (pid {rec['pid']}) was not running")
+    try:
+        os.unlink(_pid_file(args))
+    except FileNotFoundError:
+        pass
+    # Tasks that outlived their launcher (it was killed with -9): exactly those it recorded, checked to
+    # be workers of this spec file, so that a pid reused by another program is never signalled.
+    left = {k: p for k, p in task_pids.items() if _is_our_task(p, spec_file)}
+    for key, pid in left.items():
+        print(f"stopping {key} (pid {pid}), left running by its launcher")
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 10
+    while any(process_running(p) for p in left.values()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    print("cluster did not stop in 30 s", file=sys.stderr)
-    return 1
+    stubborn = [p for p in left.values() if process_running(p)]
+    for pid in stubborn:
+        try:
+            os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+        except ProcessLookupError:
+            pass
+    print("cluster down")
+    return 0
 
 
 def _dashboard(args) -> int:
@@ -372,8 +504,8 @@ def _slurm_script(args) -> int:
 
 
 def _add_engine_parsers(sub) -> None:
-    fmt = argparse.ArgumentDefaultsHelpFormatter
-    k = sub.add_parser("k8s", help="Kubernetes: render the objects of a cluster")
+    fmt = HelpFormatter
+    k = sub.add_parser("k8s", help="Kubernetes: render the objects of a cluster", formatter_class=fmt)
     ksub = k.add_subparsers(dest="k8s_cmd", required=True)
     km = ksub.add_parser("manifest", formatter_class=fmt,
                          help="headless Services, Indexed Jobs and a token Secret for kubectl apply")
@@ -389,7 +521,7 @@ def _add_engine_parsers(sub) -> None:
     km.add_argument("--out", help="write to this file (mode 0600: it holds the token) instead of stdout")
     km.add_argument("--show-token", action="store_true", help="include the token Secret when writing to stdout")
     km.set_defaults(fn=_k8s_manifest)
-    sl = sub.add_parser("slurm", help="Slurm: write a batch script that starts a cluster")
+    sl = sub.add_parser("slurm", help="Slurm: write a batch script that starts a cluster", formatter_class=fmt)
     ssub = sl.add_subparsers(dest="slurm_cmd", required=True)
     ss = ssub.add_parser("script", formatter_class=fmt, help="an sbatch script: one srun step, every task")
     ss.add_argument("--name", default="actorflow", help="job name")
@@ -411,12 +543,40 @@ def _tls_args(p) -> None:
     p.add_argument("--tls-ca", help="PEM CA that signed the peers' certificates: turns on mutual TLS")
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="actorflow", description=__doc__)
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default, except where there is none to show (None, a flag's
+    False): those say in words what happens without them."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False) or isinstance(action, argparse._StoreConstAction):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def subparser(sub, name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows each option's default (for sim/cli.py and serving/cli.py too)."""
+    return sub.add_parser(name, help=help, description=description or help[:1].upper() + help[1:] + ".",
+                          formatter_class=HelpFormatter)
+
+
+DEMO = """Builds a small graph in one process (a placeholder, a variable, matmul, relu, reduce_sum and a
+while_loop that computes 5!), runs it in a Session and prints the results: a quick check that the
+install works, and the shortest example of the API (see actorflow/cli.py:_demo)."""
+
+
+def _version() -> str:
+    from actorflow import __version__
+    return f"actorflow {__version__} (Python {sys.version.split()[0]}, {sys.platform})"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `actorflow` command's parser, every subcommand included."""
+    p = argparse.ArgumentParser(prog="actorflow", description=__doc__, formatter_class=HelpFormatter)
+    p.add_argument("--version", action="version", version=_version(), help="print the version and exit")
     sub = p.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("demo", help="build and run a small graph and print its result")
+    d = subparser(sub, "demo", "build and run a small graph and print its result", DEMO)
     d.set_defaults(fn=_demo)
-    w = sub.add_parser("worker", help="run one task of a cluster in this process")
+    w = subparser(sub, "worker", "run one task of a cluster in this process")
     w.add_argument("--cluster", help="cluster spec JSON (a ClusterSpec dict, or {cluster, token}); else TF_CONFIG")
     src = w.add_mutually_exclusive_group()
     src.add_argument("--from-slurm", dest="from_resolver", action="store_const", const="slurm",
@@ -425,12 +585,12 @@ def main(argv=None) -> int:
                      help="this task's role from the pod's environment (KubernetesClusterResolver)")
     src.add_argument("--from-tf-config", dest="from_resolver", action="store_const", const="tf_config",
                      help="this task's role from TF_CONFIG (the default without --cluster)")
-    w.add_argument("--job")
-    w.add_argument("--task", type=int, default=0)
+    w.add_argument("--job", help="this task's job in the --cluster spec, e.g. ps or worker (required with --cluster)")
+    w.add_argument("--task", type=int, default=0, help="this task's index in its job")
     w.add_argument("--token", help="cluster token (default: $ACTORFLOW_TOKEN, else the spec file's); visible in "
                                    "the process list, prefer --token-file or the environment")
     w.add_argument("--token-file", help="a file holding the cluster token")
-    w.add_argument("--bind", default="127.0.0.1", help="address to bind (default 127.0.0.1); any other address "
+    w.add_argument("--bind", default="127.0.0.1", help="address to bind; any other than loopback "
                                                        "should come with --tls-cert/--tls-key/--tls-ca")
     _tls_args(w)
     w.add_argument("--handshake-timeout", type=float, help="seconds a connection may take to present the token "
@@ -439,15 +599,22 @@ def main(argv=None) -> int:
                                                    "answer within half of it is dropped (default 60)")
     w.add_argument("--max-unauthenticated", type=int, help="connections that may wait for their token check at "
                                                            "once; more are refused with 503 (default 128)")
-    w.add_argument("--parent-pid", type=int, default=0, help="stop when this process (the launcher) exits")
+    w.add_argument("--parent-pid", type=int, default=0, help="stop when this process (the launcher) exits; 0: never")
     w.set_defaults(fn=_worker)
-    c = sub.add_parser("cluster", help="local multi-process clusters")
+    c = sub.add_parser("cluster", help="local multi-process clusters: up, status, down",
+                       description="Start a cluster on this machine, see its health, stop it. A client "
+                                   "connects with af.Session(target), the target `cluster up` prints (its "
+                                   "token is in DIR/cluster.json).", formatter_class=HelpFormatter)
     csub = c.add_subparsers(dest="cluster_cmd", required=True)
-    up = csub.add_parser("up", help="start a local cluster and keep it running")
-    up.add_argument("--ps", type=int, default=1)
-    up.add_argument("--workers", type=int, default=2)
-    up.add_argument("--restart", choices=["never", "on-failure"], default="never")
-    up.add_argument("--dir", default=".actorflow")
+    up = subparser(csub, "up", "start a local cluster and keep it running",
+                   "Starts the tasks (processes on this machine, or Ray actors), writes their spec and token to "
+                   "DIR/cluster.json (mode 0600) and runs until Ctrl-C or `actorflow cluster down`. One cluster "
+                   "per --dir: while it runs, another `cluster up` in the same folder is refused.")
+    up.add_argument("--ps", type=int, default=1, help="parameter server tasks")
+    up.add_argument("--workers", type=int, default=2, help="worker tasks")
+    up.add_argument("--restart", choices=["never", "on-failure"], default="never",
+                    help="restart a task whose process exits")
+    up.add_argument("--dir", default=".actorflow", help="folder of the cluster's state (cluster.json, up.pid, logs/)")
     up.add_argument("--on", choices=["local", "ray"], default="local",
                     help="who starts the tasks: processes on this machine, or Ray actors")
     up.add_argument("--address", default="auto", help="with --on ray: the Ray cluster to join (auto: RAY_ADDRESS "
@@ -457,22 +624,24 @@ def main(argv=None) -> int:
                     "on one machine); default: each task's node IP")
     up.add_argument("--show-token", action="store_true", help="print the target with its token")
     up.add_argument("--dashboard", action="store_true", help="also serve the live dashboard (on 127.0.0.1)")
-    up.add_argument("--dashboard-port", type=int, default=8470, help="the dashboard's port (default 8470)")
+    up.add_argument("--dashboard-port", type=int, default=8470, help="the dashboard's port")
     _tls_args(up)
     up.set_defaults(fn=_cluster_up)
-    st = csub.add_parser("status", help="health of each task of the local cluster")
-    st.add_argument("--dir", default=".actorflow")
+    st = subparser(csub, "status", "health of each task of the local cluster (exit status 1 if one is down)")
+    st.add_argument("--dir", default=".actorflow", help="folder of the cluster's state, as given to `cluster up`")
     st.set_defaults(fn=_cluster_status)
-    dn = csub.add_parser("down", help="stop the local cluster")
-    dn.add_argument("--dir", default=".actorflow")
+    dn = subparser(csub, "down", "stop the local cluster that `cluster up` started from --dir, and only it")
+    dn.add_argument("--dir", default=".actorflow", help="folder of the cluster's state, as given to `cluster up`")
     dn.set_defaults(fn=_cluster_down)
-    db = sub.add_parser("dashboard", help="serve a live web dashboard of a running cluster (on 127.0.0.1)")
+    db = subparser(sub, "dashboard", "serve a live web dashboard of a running cluster (on 127.0.0.1)")
     db.add_argument("--cluster", default=".actorflow/cluster.json",
-                    help="the cluster's spec file with its token (default .actorflow/cluster.json, as `cluster up` "
-                         "writes it)")
-    db.add_argument("--port", type=int, default=8470, help="port to serve on, on 127.0.0.1 (default 8470)")
-    db.add_argument("--interval", type=float, default=1.0, help="seconds between polls of the tasks (default 1)")
+                    help="the cluster's spec file with its token, as `cluster up` writes it")
+    db.add_argument("--port", type=int, default=8470, help="port to serve on, on 127.0.0.1")
+    db.add_argument("--interval", type=float, default=1.0, help="seconds between polls of the tasks")
     db.set_defaults(fn=_dashboard)
+    # -- graph: `actorflow graph show FILE` (actorflow/graphviz.py) ----------------------------------------
+    from actorflow.graphviz import add_parser as add_graph_parser
+    add_graph_parser(sub)
     # -- cluster managers: `actorflow k8s manifest`, `actorflow slurm script` ---------------------------------
     _add_engine_parsers(sub)
     # -- sim: `actorflow sim ...`, the simulator harness (actorflow/sim/cli.py) ------------------------------
@@ -483,7 +652,11 @@ def main(argv=None) -> int:
     from actorflow.serving.cli import add_parser as add_serve_parser
     add_serve_parser(sub)
     # -- end serve -----------------------------------------------------------------------------------------
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     return args.fn(args)
 
 

@@ -85,7 +85,7 @@ def numpy_reference(n: int, repeat: int, size: int = 512):
     the parallelism the machine offers right now (it may be shared), to read (b) against."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from actorflow.actors.runtime import default_runtime
+    from actorflow.actors.dispatcher import default_runtime
     rt = default_runtime()                # limits BLAS to one thread, as the runtime runs it
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size), dtype=np.float32)

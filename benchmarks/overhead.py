@@ -137,7 +137,7 @@ def main():
     # (b) measures inter-op parallelism: independent kernels on both cores. Splitting one big
     # kernel over both cores (intra-op, on by default) would let the sequential baseline use both
     # cores too, so it is switched off for the ratio and shown separately.
-    from actorflow.actors.runtime import default_runtime
+    from actorflow.actors.dispatcher import default_runtime
     rt = default_runtime()
     rt.intra_op = False
     t_par, t_seq, t_np = parallel_branches()

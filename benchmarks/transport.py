@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import actorflow as af
-from actorflow.actors.runtime import default_runtime
+from actorflow.actors.dispatcher import default_runtime
 from actorflow.cluster import LocalCluster
 from actorflow.transport.channel import Peer
 

@@ -51,6 +51,8 @@ def worker(cluster, index, args, data, progress, errors):
             while not sess.should_stop():
                 idx = rng.integers(0, len(xtr), args.batch_size)
                 _, step = sess.run([m["train"], m["gs"]], {m["x"]: xtr[idx], m["y"]: ytr[idx]})
+                # The global step fetched beside the train op may be read before or after this run's
+                # increment (the two ops race); the bar's last value comes from a read after training.
                 progress(int(step))
     except Exception as e:  # noqa: BLE001 - reported by the main thread
         errors.append(e)
@@ -94,12 +96,16 @@ def main(argv=None) -> float:
             t.start()
         for t in threads:
             t.join()
-        bar.close()
-        if errors:
-            raise errors[0]
         train_s = time.perf_counter() - t1
+        if errors:
+            bar.close()
+            raise errors[0]
         g, m = build_model(args.ps, args.learning_rate)
         with g.as_default(), af.Session(cluster.target) as sess:
+            # The last run's fetch may have read the step before its own increment: the bar ends at the
+            # global step's real value, so a finished run shows 800/800, not 799/800.
+            progress(int(sess.run(m["gs"])))
+            bar.close()
             acc = float(sess.run(m["acc"], {m["x"]: xte, m["y"]: yte}))
     print(f"trained {args.steps} steps on {args.workers} workers + {args.ps} PS in {train_s:.1f} s "
           f"({args.steps / train_s:.0f} steps/s)")

@@ -80,7 +80,8 @@ def up(tmp_path_factory):
     reaper = threading.Thread(target=lambda: (rest.append(proc.stdout.read()), proc.wait()), daemon=True)
     reaper.start()
     state = json.loads((d / "cluster.json").read_text())
-    printed = {m.group(1): int(m.group(2)) for m in re.finditer(r"(/job:\S+)\s+\S+\s+pid (\d+)", "".join(lines))}
+    # The task table: task, address, pid, state.
+    printed = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(/job:\S+)\s+\S+\s+(\d+)\s", "".join(lines), re.M)}
     yield {"dir": d, "proc": proc, "stdout": "".join(lines), "state": state, "printed_pids": printed,
            "reaper": reaper, "rest": rest}
     if proc.poll() is None:
@@ -121,6 +122,26 @@ def test_status_lists_healthy_tasks(up):
     assert all("healthy" in ln for ln in lines)
     for task in ("/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"):
         assert any(ln.startswith(task) for ln in lines)
+    # A table: every column starts at the same offset on every line, header included, whatever the
+    # width of the job names ("ps" and "worker").
+    table = [ln for ln in r.stdout.splitlines() if ln.strip()]
+    assert table[0].split() == ["task", "address", "state", "pid", "steps", "up", "(s)"]
+    offsets = {tuple(m.start() for m in re.finditer(r"(?:^|(?<=\s\s))\S", ln)) for ln in table}
+    assert len(offsets) == 1, table
+    assert {p for p in (int(ln.split()[3]) for ln in lines)} == set(up["state"]["pids"].values())
+
+
+def test_a_second_up_in_the_same_folder_is_refused(up):
+    """`cluster up` twice in one folder used to overwrite cluster.json, leaving the first cluster
+    running with no way for `down` to find it."""
+    before = (up["dir"] / "cluster.json").read_bytes()
+    r = cli("cluster", "up", "--ps", "1", "--workers", "1", "--dir", str(up["dir"]), timeout=60)
+    assert r.returncode == 1
+    assert "still running" in r.stderr and f"actorflow cluster down --dir {up['dir']}" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert (up["dir"] / "cluster.json").read_bytes() == before
+    assert json.loads((up["dir"] / "up.pid").read_text())["pid"] == up["proc"].pid
+    assert all(alive(p) for p in up["printed_pids"].values())
 
 
 def test_session_on_the_cli_cluster(up):
@@ -149,6 +170,72 @@ def test_down_without_a_cluster_fails(tmp_path):
     assert r.returncode != 0
 
 
+def test_down_signals_nothing_but_what_up_started(tmp_path):
+    """A stale up.pid whose pid now belongs to another process (same number, another start time), and a
+    cluster.json naming pids that are not workers of this folder: `down` stops none of them."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / "up.pid").write_text(json.dumps({"pid": other.pid, "start": 1}))
+        (tmp_path / "cluster.json").write_text(json.dumps({"cluster": {"worker": ["127.0.0.1:1"]}, "token": "t",
+                                                           "pids": {"/job:worker/task:0": other.pid}}))
+        r = cli("cluster", "down", "--dir", str(tmp_path))
+        assert r.returncode == 0, r.stderr
+        assert "was not running" in r.stdout
+        assert other.poll() is None and alive(other.pid)
+        assert not (tmp_path / "up.pid").exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_down_stops_tasks_that_outlived_a_killed_launcher(tmp_path):
+    """`cluster up` killed with -9 cannot stop its tasks; a task that is stuck (here: SIGSTOPped, so it
+    cannot notice its parent is gone) is left behind. `down` stops it, by the pid cluster.json records
+    and only after checking it is a worker of this folder's spec file."""
+    proc = subprocess.Popen(CLI + ["cluster", "up", "--ps", "0", "--workers", "1", "--dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    worker = None
+    try:
+        out = []
+        wait_for(lambda: out.append(proc.stdout.readline()) or "Ctrl-C" in out[-1] or not out[-1], 60, "cluster up")
+        worker = json.loads((tmp_path / "cluster.json").read_text())["pids"]["/job:worker/task:0"]
+        os.kill(worker, signal.SIGSTOP)
+        proc.kill()
+        proc.wait()
+        assert alive(worker)
+        r = cli("cluster", "down", "--dir", str(tmp_path), timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert f"stopping /job:worker/task:0 (pid {worker})" in r.stdout
+        wait_for(lambda: not alive(worker), 10, "the stuck worker to be gone")
+        assert not (tmp_path / "up.pid").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if worker and alive(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
+def test_up_replaces_the_record_of_a_launcher_that_is_gone(tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (tmp_path / "up.pid").write_text(str(gone.pid))          # the format older versions wrote
+    proc = subprocess.Popen(CLI + ["cluster", "up", "--ps", "0", "--workers", "1", "--dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out = []
+        wait_for(lambda: out.append(proc.stdout.readline()) or "Ctrl-C" in out[-1] or not out[-1], 60, "cluster up")
+        assert "Ctrl-C" in out[-1], "".join(out)
+        assert json.loads((tmp_path / "up.pid").read_text())["pid"] == proc.pid
+        r = cli("cluster", "down", "--dir", str(tmp_path))
+        assert r.returncode == 0, r.stderr
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_zz_down_stops_everything(up):
     pids = set(up["printed_pids"].values()) | set(up["state"].get("pids", {}).values())
     assert pids and all(alive(p) for p in pids)
@@ -170,7 +257,7 @@ def test_ctrl_c_stops_everything(tmp_path):
     try:
         out = []
         wait_for(lambda: out.append(proc.stdout.readline()) or "Ctrl-C" in out[-1] or not out[-1], 60, "cluster up")
-        pids = [int(p) for p in re.findall(r"pid (\d+)", "".join(out))]
+        pids = [int(p) for p in re.findall(r"^/job:\S+\s+\S+\s+(\d+)\s", "".join(out), re.M)]
         assert len(pids) == 2
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0

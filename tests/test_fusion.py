@@ -323,8 +323,9 @@ def test_updates_reading_each_others_variables_do_not_deadlock():
 def test_a_step_after_the_pool_shut_down_fails_instead_of_hanging():
     import concurrent.futures
 
+    from actorflow.actors.dispatcher import Runtime
+    from actorflow.actors.executable import Executable
     from actorflow.actors.resource import ResourceContainer
-    from actorflow.actors.runtime import Executable, Runtime
     g = af.Graph()
     with g.as_default():
         x = af.placeholder(af.float32, [512, 512])

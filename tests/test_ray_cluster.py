@@ -74,6 +74,10 @@ def test_killed_task_is_restarted_by_ray_and_training_goes_on(local_ray):
             time.sleep(0.2)
         cluster.wait_healthy(60, [("worker", 1)])
         assert not _alive(killed) and _alive(pid)
+        # Ray starts workers at niceness 15; the tasks (the restarted one too) run at the driver's.
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        assert {p: os.getpriority(os.PRIO_PROCESS, p) for p in cluster.pids().values()} == \
+            {p: mine for p in cluster.pids().values()}
         for t in threads:
             t.join(300)
         assert not errors, errors
@@ -85,6 +89,15 @@ def test_killed_task_is_restarted_by_ray_and_training_goes_on(local_ray):
         assert before["/job:ps/task:0"] == cluster.pids()["/job:ps/task:0"]
         pids = list(cluster.pids().values())
     assert not [p for p in pids if _alive(p)], "a task process outlived the cluster"
+
+
+def test_niceness_none_leaves_the_tasks_at_rays_worker_niceness(local_ray):
+    with af.cluster.RayCluster(ps=0, workers=1, host="127.0.0.1", niceness=None) as cluster:
+        (pid,) = cluster.pids().values()
+        assert os.getpriority(os.PRIO_PROCESS, pid) == 15 != os.getpriority(os.PRIO_PROCESS, 0)
+        cluster.restart("worker", 0)            # LocalCluster's surface: kill, then wait until it serves
+        (new,) = cluster.pids().values()
+        assert new != pid and os.getpriority(os.PRIO_PROCESS, new) == 15
 
 
 def test_cluster_up_on_ray_then_status_and_down(tmp_path):
@@ -107,7 +120,7 @@ def test_cluster_up_on_ray_then_status_and_down(tmp_path):
         status = subprocess.run([sys.executable, "-m", "actorflow.cli", "cluster", "status", "--dir", str(state)],
                                 capture_output=True, text=True, timeout=60)
         assert status.returncode == 0 and status.stdout.count("healthy") == 2, status.stdout + status.stderr
-        pids = [int(ln.split(" pid ")[1]) for ln in lines if ln.startswith("  /job:")]
+        pids = [int(ln.split()[2]) for ln in lines if ln.startswith("/job:")]     # task, address, pid
         down = subprocess.run([sys.executable, "-m", "actorflow.cli", "cluster", "down", "--dir", str(state)],
                               capture_output=True, text=True, timeout=90)
         assert down.returncode == 0, down.stderr

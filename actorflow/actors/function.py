@@ -11,7 +11,7 @@ import asyncio
 import numpy as np
 
 from actorflow import errors
-from actorflow.actors.runtime import Executable
+from actorflow.actors.executable import Executable
 from actorflow.scheduler.plan import make_plan
 
 __all__ = ["FunctionRunner"]

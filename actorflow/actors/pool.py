@@ -18,7 +18,7 @@ import logging
 import queue
 import threading
 
-__all__ = ["KernelPool"]
+__all__ = ["KernelPool", "offload_policy"]
 
 log = logging.getLogger(__name__)
 
@@ -72,3 +72,46 @@ class KernelPool:
         if wait:
             for t in self._threads:
                 t.join()
+
+
+# -- the offload policy: which kernels go to the pool -------------------------------------------
+def offload_policy(inputs, kdef):
+    """(always_offload, cost_fn_or_None) of a kernel on input tensors `inputs`: decided once from
+    static shapes when they are known."""
+    if not kdef.releases_gil:
+        return False, None
+    shapes = [t.shape for t in inputs]
+    if all(s.is_fully_defined() for s in shapes):
+        if kdef.cost is None:
+            est = sum(s.num_elements() for s in shapes)
+        else:
+            try:
+                est = kdef.cost(*[t.op.attrs["value"] if t.op.type == "Const"
+                                  else _ShapeOnly(tuple(t.shape.as_list())) for t in inputs])
+            except Exception:  # noqa: BLE001 - a cost function that needs real values
+                return False, kdef.cost
+        from actorflow.actors.node import OFFLOAD_COST
+        return est > OFFLOAD_COST, None
+    if kdef.cost is None:
+        return False, _default_cost
+    return False, kdef.cost
+
+
+class _ShapeOnly:
+    """Stands in for an array when a cost function only needs shapes."""
+    __slots__ = ("shape", "size", "ndim")
+
+    def __init__(self, shape):
+        self.shape = shape
+        self.ndim = len(shape)
+        n = 1
+        for d in shape:
+            n *= d
+        self.size = n
+
+
+def _default_cost(*args):
+    n = 0
+    for a in args:
+        n += getattr(a, "size", 1)
+    return n

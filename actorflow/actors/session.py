@@ -10,8 +10,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from actorflow import errors
+from actorflow.actors.dispatcher import default_runtime
+from actorflow.actors.executable import Executable
 from actorflow.actors.resource import ResourceContainer
-from actorflow.actors.runtime import Executable, default_runtime
 from actorflow.graph import dtypes
 from actorflow.graph.graph import Graph, Operation, Tensor, get_default_graph
 from actorflow.scheduler.plan import make_plan

@@ -92,6 +92,13 @@ class ClusterLauncher:
     def stop(self) -> None:
         raise NotImplementedError
 
+    def restart_task(self, job: str, task: int, timeout: float = 60.0) -> None:
+        raise NotImplementedError
+
+    def restart(self, job: str, task: int, timeout: float = 60.0) -> None:
+        """Kills one task's process and waits until it serves again (`restart_task`)."""
+        self.restart_task(job, task, timeout)
+
     def __enter__(self):
         return self.start()
 
@@ -249,10 +256,14 @@ class LocalCluster(ClusterLauncher):
             os.unlink(self.spec_file)
 
     # -- fault injection -----------------------------------------------------------------------------------
-    def kill(self, job: str, task: int, sig: int = signal.SIGKILL) -> int:
-        """Kills one task's process (kill -9 by default); returns its pid."""
+    def kill(self, job: str, task: int, sig: int | None = None) -> int:
+        """Kills one task's process (kill -9 by default: `sig` None; Windows has no SIGKILL, so the
+        default is looked up here, not at import); returns its pid."""
         p = self.procs[(job, task)]
-        p.send_signal(sig)
+        if sig is None:
+            p.kill()
+        else:
+            p.send_signal(sig)
         p.wait()
         return p.pid
 

@@ -25,7 +25,7 @@ import msgpack
 import numpy as np
 
 from actorflow import errors
-from actorflow.actors.runtime import default_runtime
+from actorflow.actors.dispatcher import default_runtime
 from actorflow.actors.tracing import now_us, shift_step_stats
 from actorflow.cluster.spec import ClusterSpec, parse_target, target_tls, task_key
 from actorflow.graph.device_spec import DeviceSpec

@@ -20,9 +20,10 @@ import numpy as np
 from aiohttp import web
 
 from actorflow import errors
+from actorflow.actors.dispatcher import Runtime, new_loop
+from actorflow.actors.executable import Executable
 from actorflow.actors.node import DEAD
 from actorflow.actors.resource import ResourceContainer
-from actorflow.actors.runtime import Executable, Runtime, _new_loop
 from actorflow.actors.tracing import StepTracer, now_us
 from actorflow.cluster.metrics import CONTENT_TYPE, TaskMetrics
 from actorflow.cluster.spec import ClusterSpec, make_target, task_key, tf_config
@@ -505,7 +506,7 @@ class Server:
             return
         ready = threading.Event()
         failure = []
-        self._loop = _new_loop()
+        self._loop = new_loop()
 
         def run():
             asyncio.set_event_loop(self._loop)

@@ -1,7 +1,6 @@
 """`actorflow serve`: the model server from the command line (TF Serving's tensorflow_model_server flags)."""
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
@@ -13,19 +12,22 @@ import threading
 
 def add_parser(sub) -> None:
     """Adds the `serve` subcommand to the `actorflow` parser."""
-    s = sub.add_parser("serve", help="serve SavedModel directories over TensorFlow Serving's REST API",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    from actorflow.cli import subparser
+    s = subparser(sub, "serve", "serve SavedModel directories over TensorFlow Serving's REST API")
     s.add_argument("--model_name", default="default", help="name of the model in request URLs")
     s.add_argument("--model_base_path", help="directory holding numbered SavedModel versions (1, 2, ...)")
     s.add_argument("--model_config_file", help='JSON list of {"name", "base_path", "num_versions"} (several models)')
-    s.add_argument("--port", "--rest_api_port", dest="port", type=int, default=8501)
+    s.add_argument("--port", "--rest_api_port", dest="port", type=int, default=8501, help="REST API port")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (loopback unless told otherwise)")
     s.add_argument("--enable_batching", action="store_true", help="batch concurrent requests into one step")
     s.add_argument("--batching_parameters_file", help="JSON with max_batch_size, batch_timeout_micros, "
                                                       "num_batch_threads, max_enqueued_batches, pad_variable_length_inputs")
-    s.add_argument("--max_batch_size", type=int, default=None)
-    s.add_argument("--batch_timeout_micros", type=int, default=None)
-    s.add_argument("--num_batch_threads", type=int, default=None)
+    s.add_argument("--max_batch_size", type=int, default=None,
+                   help="largest batch (overrides the parameters file; default: BatchingParameters')")
+    s.add_argument("--batch_timeout_micros", type=int, default=None,
+                   help="longest wait for a batch to fill (overrides the parameters file)")
+    s.add_argument("--num_batch_threads", type=int, default=None,
+                   help="batches processed at once (overrides the parameters file)")
     s.add_argument("--file_system_poll_wait_seconds", type=float, default=1.0,
                    help="how often to look for new versions (0: never)")
     s.add_argument("--max_inflight_steps", type=int, default=8, help="unbatched steps in flight at once")
@@ -53,7 +55,7 @@ def _batching(args):
 def serve_main(args) -> int:
     """Runs the server on the actorflow runtime's event loop (steps start without a thread hop) until
     SIGINT/SIGTERM, then shuts down gracefully."""
-    from actorflow.actors.runtime import default_runtime
+    from actorflow.actors.dispatcher import default_runtime
     from actorflow.serving.model_server import ModelConfig, ModelServer
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.model_config_file:

@@ -6,65 +6,78 @@ commands: `actorflow worker` processes load this module too.
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import sys
 
 __all__ = ["add_parser"]
 
 
-def _sims_dir(arg: str | None) -> str:
-    if arg:
-        return arg
-    here = os.path.join(os.getcwd(), "sims")
-    if os.path.isdir(here):
-        return here
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "sims")
-
-
 def _list(args) -> int:
-    from actorflow.sim.scenario import ScenarioError, load
-    d = _sims_dir(args.dir)
-    files = sorted(glob.glob(os.path.join(d, "*.toml")))
-    if not files:
-        print(f"no scenarios in {d}", file=sys.stderr)
+    from actorflow.console import print_table
+    from actorflow.sim.scenario import ScenarioError, available, load, search_dirs
+    if args.dir and not os.path.isdir(args.dir):
+        print(f"actorflow sim list: {args.dir}: no such directory", file=sys.stderr)
+        return 2
+    found = available(args.dir)
+    if not found:
+        print(f"no scenarios in {', '.join(search_dirs(args.dir)) or args.dir}", file=sys.stderr)
         return 1
     bad = 0
-    for f in files:
+    rows, notes = [], []
+    for name, f in found.items():
         try:
             sc = load(f)
         except ScenarioError as e:
-            print(f"{os.path.basename(f):32s} INVALID: {e}")
+            rows.append((name, "INVALID", "", "", ""))
+            notes.append(str(e))
             bad += 1
             continue
         mode = sc.workload.mode + (f"+{sc.workload.backup_workers} backup" if sc.workload.backup_workers else "")
         kinds = ",".join(sorted({f['kind'] for f in sc.faults})) or "none"
-        print(f"{os.path.relpath(f):36s} {sc.ps} ps, {sc.workers} workers, {mode:16s} faults: {kinds}")
-        print(f"    {sc.description}")
-        if sc.known_issue:
-            print(f"    KNOWN ISSUE: {sc.known_issue}")
+        rows.append((name, f"{sc.ps} ps, {sc.workers} workers", mode, kinds,
+                     sc.description + (f" KNOWN ISSUE: {sc.known_issue}" if sc.known_issue else "")))
+    print_table(["scenario", "cluster", "mode", "faults", "description"], rows)
+    print(f"from {', '.join(search_dirs(args.dir))}; run one with `actorflow sim run NAME`")
+    for n in notes:
+        print(f"INVALID {n}", file=sys.stderr)
     return 1 if bad else 0
 
 
 def _run(args) -> int:
-    from actorflow.sim.runner import run_scenario
-    res = run_scenario(args.scenario, seed=args.seed, out_dir=args.out, short=args.short,
-                       progress=not args.quiet)
+    from actorflow.sim.scenario import ScenarioError, find
+    try:
+        path = find(args.scenario, args.dir)
+        from actorflow.sim.runner import run_scenario
+        res = run_scenario(path, seed=args.seed, out_dir=args.out, short=args.short, progress=not args.quiet)
+    except ScenarioError as e:
+        print(f"actorflow sim run: {e}", file=sys.stderr)
+        return 2
     _summary(res)
     return 0 if res.passed else 1
 
 
 def _replay(args) -> int:
+    from actorflow.sim.scenario import ScenarioError
+    if not os.path.isfile(os.path.join(args.dir, "scenario.json")):
+        print(f"actorflow sim replay: {args.dir}: not a recorded run (no scenario.json; give the --out "
+              "directory of an `actorflow sim run`)", file=sys.stderr)
+        return 2
     from actorflow.sim.runner import replay
-    res = replay(args.dir, out_dir=args.out, progress=not args.quiet)
+    try:
+        res = replay(args.dir, out_dir=args.out, progress=not args.quiet)
+    except (ScenarioError, ValueError, OSError) as e:
+        print(f"actorflow sim replay: {e}", file=sys.stderr)
+        return 2
     _summary(res)
     return 0 if res.passed else 1
 
 
 def _summary(res) -> None:
-    for c in res.checks:
-        print(f"  {'PASS' if c.ok else 'FAIL'}  {c.name:22s} {c.observed_text:>14s}  (bound {c.bound_text})"
-              + (f"  {c.note}" if c.note else ""))
+    from actorflow.console import print_table
+    print_table(["result", "expectation", "observed", "bound", "note"],
+                [("PASS" if c.ok else "FAIL", c.name, c.observed_text, c.bound_text, c.note) for c in res.checks])
+    if getattr(res, "plot_note", None):
+        print(f"note: the report has no timeline plot: {res.plot_note}")
     print(f"{'passed' if res.passed else 'FAILED'}: {res.scenario.name}; report in {os.path.join(res.out_dir, 'report.md')}")
 
 
@@ -80,34 +93,40 @@ def _calibrate(args) -> int:
 
 def add_parser(sub) -> argparse.ArgumentParser:
     """Adds `sim` and its subcommands to the `actorflow` command's subparsers."""
-    s = sub.add_parser("sim", help="the simulator harness: fault-injection scenarios and a discrete-event model")
+    from actorflow.cli import HelpFormatter, subparser
+    s = sub.add_parser("sim", help="the simulator harness: fault-injection scenarios and a discrete-event model",
+                       description="Fault-injection scenarios on a local cluster, their replay, and a "
+                                   "discrete-event model of the coordination protocols.", formatter_class=HelpFormatter)
     ssub = s.add_subparsers(dest="sim_cmd", required=True)
-    ls = ssub.add_parser("list", help="the scenarios in sims/")
-    ls.add_argument("--dir", help="scenario directory (default ./sims)")
+    ls = subparser(ssub, "list", "the scenarios that `sim run NAME` finds: ./sims, then the packaged ones")
+    ls.add_argument("--dir", help="a scenario directory searched first")
     ls.set_defaults(fn=_list)
-    r = ssub.add_parser("run", help="run a scenario on a local cluster; exit status 1 if an expectation fails")
-    r.add_argument("scenario", help="a scenario file, e.g. sims/worker_crash.toml")
+    r = subparser(ssub, "run", "run a scenario on a local cluster; exit status 1 if an expectation fails, 2 if "
+                               "the scenario is invalid")
+    r.add_argument("scenario", help="a scenario name (e.g. worker_crash; `actorflow sim list` shows them) or a "
+                                    "scenario file")
+    r.add_argument("--dir", help="a scenario directory searched first for NAME")
     r.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
     r.add_argument("--out", default=None, help="output directory (default runs/NAME-SEED-TIME)")
     r.add_argument("--short", action="store_true", help="the scenario's [short] version (the test suite's)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(fn=_run)
-    rp = ssub.add_parser("replay", help="run a recorded run's fault timeline again, exactly")
+    rp = subparser(ssub, "replay", "run a recorded run's fault timeline again, exactly")
     rp.add_argument("dir", help="the recorded run's output directory")
     rp.add_argument("--out", default=None, help="output directory (default DIR/replay-TIME)")
-    rp.add_argument("--quiet", action="store_true")
+    rp.add_argument("--quiet", action="store_true", help="no progress bar")
     rp.set_defaults(fn=_replay)
-    m = ssub.add_parser("model", help="discrete-event model of the coordination protocols, in virtual time")
+    m = subparser(ssub, "model", "discrete-event model of the coordination protocols, in virtual time")
     m.add_argument("--calibration", default=None, help="calibration JSON (default: the one shipped, measured here)")
     m.add_argument("--figure", choices=["8", "9", "validate", "all"], default="all",
-                   help="8: backup workers; 9: PS scaling; validate: against real runs (table); all (default)")
+                   help="8: backup workers; 9: PS scaling; validate: against real runs (table)")
     m.add_argument("--workers", type=int, default=None, help="figure 8: workers to aggregate (N; default 50)")
-    m.add_argument("--steps", type=int, default=None, help="simulated steps per point")
-    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--steps", type=int, default=None, help="simulated steps per point (default: each figure's)")
+    m.add_argument("--seed", type=int, default=0, help="seed of the model's random draws")
     m.add_argument("--measure", action="store_true",
                    help="validate: measure real runs now (2, 4, 8 workers) instead of the calibration file's")
     m.set_defaults(fn=_model)
-    c = ssub.add_parser("calibrate", help="measure step, PS-update and network costs on a local cluster")
+    c = subparser(ssub, "calibrate", "measure step, PS-update and network costs on a local cluster")
     c.add_argument("--out", default=None, help="calibration JSON to write (default: print only)")
     c.add_argument("--steps", type=int, default=150, help="steps per measurement")
     c.add_argument("--validate", default="2,4,8", help="worker counts of the real runs to store for validation")

@@ -79,6 +79,7 @@ class RunResult:
     events: list
     passed: bool
     sequence: list = field(default_factory=list)     # fault_sequence(events)
+    plot_note: str | None = None                      # why report.md has no timeline plot, if it has none
 
 
 class _Warnings(logging.Handler):
@@ -354,14 +355,20 @@ class _Run:
                     c.join(10.0)
             for th in self.threads:
                 th.join(60.0)
-            if bar is not None:
-                bar.update(min(self.gs_max, wl.steps) - bar.n)
-                bar.close()
             faults.uninstall()
             # Evaluated after a hang too: the variables are on the PS, whatever a client waits for.
             final = self._evaluate(data)
+            if bar is not None:
+                # The bar ends at the global step read after training (a client's last fetch may have
+                # raced its own increment and read one less), so a finished run shows steps/steps.
+                done = max(self.gs_max, int(final.get("final_step", 0)))
+                bar.update(max(0, min(done, wl.steps) - bar.n))
+                bar.close()
+                bar = None
             final["unfired_triggers"] = [dataclasses.asdict(t) for t in self.pending]
         finally:
+            if bar is not None:
+                bar.close()
             faults.uninstall()
             # The state is read and checked by now: a task that does not stop promptly is killed.
             self.cluster.stop(timeout=_STOP_TIMEOUT_S)
@@ -660,7 +667,7 @@ def run(sc: Scenario, plan: Plan | None = None, out_dir: str | None = None, prog
     with open(os.path.join(out_dir, "metrics.json"), "w") as f:
         json.dump(m, f, indent=1, default=str)
     res = RunResult(sc, out_dir, m, checks, events, passed, seq)
-    write_report(res)
+    res.plot_note = write_report(res)
     return res
 
 

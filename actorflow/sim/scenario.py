@@ -1,4 +1,5 @@
-"""Scenario files: one TOML file per experiment in sims/.
+"""Scenario files: one TOML file per experiment, shipped in actorflow/sim/scenarios/ (found by name:
+`actorflow sim run worker_crash`; a ./sims folder of a project's own comes first).
 
     name = "worker_crash"
     description = "kill -9 of a worker mid-training; restarted after 1 s, it rejoins"
@@ -34,6 +35,9 @@
 A scenario that exposes a bug not yet fixed says so in a top-level `known_issue = "..."`: the test
 suite expects it to fail (xfail), and `actorflow sim list` shows it.
 
+Every key and the type of every value are checked against a typed schema first (actorflow/sim/schema.py):
+`steps = "600"` is an error naming the file, the key and the expected type, not a crash later.
+
 Task names are "worker:1", "ps:0" (or "/job:worker/task:1"); `tasks` also takes "workers", "ps"
 and "all". Fault kinds and their fields are listed in `FAULT_KINDS`; every error names the file and
 the key at fault.
@@ -46,7 +50,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 __all__ = ["Scenario", "Workload", "load", "parse", "FAULT_KINDS", "EXPECTATIONS", "resolve_task",
-           "resolve_tasks"]
+           "resolve_tasks", "ScenarioError", "find", "available", "packaged_dir"]
 
 # kind -> (required fields, optional fields)
 FAULT_KINDS = {
@@ -197,6 +201,8 @@ def _fault(raw, i, ps, workers, steps, where) -> dict:
     if unknown:
         raise ScenarioError(f"{w} ({kind}): unknown field(s) {', '.join(sorted(unknown))}; "
                             f"allowed: {', '.join(sorted(req | opt))}")
+    from actorflow.sim.schema import check_fault
+    check_fault(raw, kind, f"faults[{i}]", where)
     f = dict(raw)
     f["id"] = i
     if "task" in f:
@@ -244,6 +250,8 @@ def _fault(raw, i, ps, workers, steps, where) -> dict:
 def parse(doc: dict, path: str | None = None, short: bool = False) -> Scenario:
     """A Scenario from a parsed TOML document; `short` merges its [short] table first."""
     where = path or "<scenario>"
+    from actorflow.sim.schema import check
+    check(doc, where)      # every key known, every value of its type: one line naming the key otherwise
     doc = dict(doc)
     short_doc = doc.pop("short", None)
     if short:
@@ -289,10 +297,63 @@ def parse(doc: dict, path: str | None = None, short: bool = False) -> Scenario:
 
 
 def load(path: str, short: bool = False) -> Scenario:
-    """Reads and validates a scenario file."""
-    with open(path, "rb") as f:
-        try:
+    """Reads and validates a scenario file; ScenarioError naming the file when it is missing, unreadable,
+    not TOML or not a valid scenario."""
+    try:
+        with open(path, "rb") as f:
             doc = tomllib.load(f)
-        except tomllib.TOMLDecodeError as e:
-            raise ScenarioError(f"{path}: not valid TOML: {e}") from None
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: no such scenario file") from None
+    except IsADirectoryError:
+        raise ScenarioError(f"{path}: a directory, not a scenario file") from None
+    except OSError as e:
+        raise ScenarioError(f"{path}: cannot read it: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"{path}: not a text file ({e.reason})") from None
     return parse(doc, path, short)
+
+
+def packaged_dir() -> str:
+    """The scenarios shipped inside the package (actorflow/sim/scenarios), in a wheel and in a checkout."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios")
+
+
+def search_dirs(extra: str | None = None) -> list:
+    """Where scenario names are looked up, first match wins: `extra` (a --dir), ./sims (a project's own
+    scenarios), then the packaged ones."""
+    dirs = [extra] if extra else []
+    dirs += [os.path.join(os.getcwd(), "sims"), packaged_dir()]
+    out = []
+    for d in dirs:
+        if d and os.path.isdir(d) and os.path.abspath(d) not in [os.path.abspath(x) for x in out]:
+            out.append(d)
+    return out
+
+
+def available(extra: str | None = None) -> dict:
+    """{scenario name: file} over `search_dirs`, earlier directories shadowing later ones."""
+    found: dict = {}
+    for d in search_dirs(extra):
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".toml"):
+                found.setdefault(name[:-5], os.path.join(d, name))
+    return found
+
+
+def find(ref: str, extra: str | None = None) -> str:
+    """The file of scenario `ref`: a path to a file as given, else a name (`worker_crash`, or
+    `worker_crash.toml`) looked up in `search_dirs`. ScenarioError listing the known names otherwise."""
+    if os.path.isfile(ref):
+        return ref
+    looks_like_path = os.sep in ref or (os.altsep and os.altsep in ref)
+    name = os.path.basename(ref)
+    name = name[:-5] if name.endswith(".toml") else name
+    known = available(extra)
+    if name in known and not looks_like_path:
+        return known[name]
+    if looks_like_path:
+        raise ScenarioError(f"{ref}: no such scenario file" + (f" (a packaged scenario is named {name}: "
+                                                                f"`actorflow sim run {name}`)" if name in known else ""))
+    raise ScenarioError(f"no scenario named '{ref}'; known: {', '.join(known) or 'none'}")

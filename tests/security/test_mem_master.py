@@ -20,7 +20,7 @@ from aiohttp import web
 
 import actorflow as af
 from actorflow import errors
-from actorflow.actors.runtime import default_runtime
+from actorflow.actors.dispatcher import default_runtime
 from actorflow.cluster.local import free_port
 from actorflow.transport.channel import Connection
 

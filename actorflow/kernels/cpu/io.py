@@ -33,7 +33,6 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import errno
-import fcntl
 import hashlib
 import hmac
 import json
@@ -48,6 +47,11 @@ import struct
 import time
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:          # Windows: no flock; temporary files are then judged by age alone
+    fcntl = None
 
 from actorflow import errors
 from actorflow.kernels.registry import register_kernel
@@ -111,6 +115,13 @@ def _os_error(e: OSError, what: str) -> errors.OpError:
     return cls(None, None, f"{what}: {e.strerror or e} [Errno {e.errno}]")
 
 
+def _flock(fd: int) -> None:
+    """An exclusive non-blocking lock on `fd`; OSError where the OS has no flock (Windows)."""
+    if fcntl is None:
+        raise OSError(errno.ENOSYS, "no flock on this platform")
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
 def _temp_name(path: str) -> str:
     # Same directory as the final file, so that the rename is atomic (never across file systems).
     return f"{path}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
@@ -121,9 +132,9 @@ def _open_temp(tmp: str) -> int:
     a live writer that remove_stale_temps respects."""
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _flock(fd)
     except OSError:
-        pass    # a file system without locks: remove_stale_temps then goes by age alone
+        pass    # a file system (or an OS, Windows) without locks: remove_stale_temps then goes by age alone
     return fd
 
 
@@ -783,7 +794,7 @@ def remove_stale_temps(directory: str, min_age: float | None = None) -> list:
             continue
         try:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _flock(fd)
             except BlockingIOError:
                 continue                         # a live writer holds it
             except OSError:

@@ -1,20 +1,7 @@
-"""The per-process runtime: an event loop, the actor dispatcher, a thread pool, and executables.
-
-The dispatcher is a ready queue of (actor, tag, args) drained in one loop callback at a time, so a
-message hop between actors costs a deque append and pop, and deep chains never recurse. Kernels
-that are expensive by their cost estimate run on a thread pool (numpy's BLAS and numba's nogil
-kernels release the GIL), so independent branches use both cores; a kernel with a splitter runs as
-row blocks, and variable updates wait behind kernels on the critical path (actors/pool.py).
-"""
+"""Instantiation: the actors of one prepared plan, wired, alive across steps; `start` launches a step."""
 from __future__ import annotations
 
-import asyncio
-import collections
-import itertools
-import logging
 import os
-import threading
-from functools import partial
 
 from actorflow import errors
 from actorflow.actors.control_flow import (
@@ -25,8 +12,8 @@ from actorflow.actors.control_flow import (
     NextIterationActor,
     SwitchActor,
 )
+from actorflow.actors.dispatcher import Runtime
 from actorflow.actors.node import (
-    DEAD,
     AsyncResourceActor,
     FetchSink,
     IsInitializedActor,
@@ -36,352 +23,17 @@ from actorflow.actors.node import (
     SourceActor,
     VariableActor,
 )
-from actorflow.actors.pool import KernelPool
+from actorflow.actors.pool import offload_policy
 from actorflow.actors.resource import ResourceContainer
 from actorflow.actors.sendrecv import RecvActor, SendActor
-from actorflow.actors.tracing import now_us, thread_id
+from actorflow.actors.step import StepState
 from actorflow.graph import dtypes
 from actorflow.graph.tensor_shape import TensorShape
 from actorflow.kernels.registry import get_kernel
 from actorflow.scheduler.fusion import find_fusions
 from actorflow.scheduler.plan import Plan
 
-__all__ = ["Runtime", "Executable", "StepState", "default_runtime"]
-
-log = logging.getLogger(__name__)
-
-_PUMP_BUDGET = 4096
-
-
-def _new_loop():
-    try:
-        import uvloop
-        return uvloop.new_event_loop()
-    except ImportError:  # pragma: no cover
-        return asyncio.new_event_loop()
-
-
-def _actor_failed(actor, tag, e: Exception) -> None:
-    log.exception("actor %s failed", actor)
-    tag.step.fail(errors.InternalError(getattr(actor, "name", None), None,
-                                       f"internal error in actor {actor}: {type(e).__name__}: {e}"))
-
-
-class Runtime:
-    """Hosts actors on one event loop. `Runtime()` starts its own loop thread; `Runtime(loop)`
-    attaches to an existing loop (a worker server's)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None, threads: int | None = None):
-        self.ready: collections.deque = collections.deque()
-        self.scheduled = False
-        self._to_offload: list = []        # expensive kernels made ready during this dispatch
-        self.intra_op = os.environ.get("AF_INTRA_OP", "1") != "0"
-        self.threads = threads or max(2, os.cpu_count() or 2)
-        self._ids = itertools.count(1)
-        self.pool = KernelPool(self.threads)
-        self._thread = None
-        _limit_blas_threads()
-        if loop is None:
-            loop = _new_loop()
-            started = threading.Event()
-
-            def run():
-                asyncio.set_event_loop(loop)
-                loop.call_soon(started.set)
-                loop.run_forever()
-
-            self._thread = threading.Thread(target=run, name="actorflow-runtime", daemon=True)
-            self._thread.start()
-            started.wait()
-        self.loop = loop
-        self._closed = False
-        self.tracing = 0                 # traced steps in flight: the dispatcher times activations
-
-    # -- dispatcher ---------------------------------------------------------------------------
-    def schedule(self) -> None:
-        self.scheduled = True
-        self.loop.call_soon(self._pump)
-
-    def _pump(self) -> None:
-        if self.tracing:                 # one test per pump, none per kernel, when nothing is traced
-            return self._pump_traced()
-        ready = self.ready
-        pop = ready.popleft
-        n = _PUMP_BUDGET
-        while ready:
-            actor, tag, args = pop()
-            try:
-                actor.fire(tag, args)
-            except Exception as e:  # noqa: BLE001 - a runtime bug fails its step, never the dispatcher
-                _actor_failed(actor, tag, e)
-            c = tag.outstanding - 1
-            tag.outstanding = c
-            if not c and tag.frame is not None:
-                tag.frame.quiet(tag)
-            n -= 1
-            if not n:
-                # Yield to the loop (network I/O, other tasks) and come back.
-                if self._to_offload:
-                    self._submit_offloads()
-                self.loop.call_soon(self._pump)
-                return
-        if self._to_offload:
-            self._submit_offloads()
-        self.scheduled = False
-
-    def _pump_traced(self) -> None:
-        """`_pump` while a traced step is in flight: times each activation of a traced step."""
-        ready = self.ready
-        pop = ready.popleft
-        n = _PUMP_BUDGET
-        while ready:
-            actor, tag, args = pop()
-            tr = tag.step.trace
-            rec = tr.begin(actor, tag, now_us()) if tr is not None else None
-            try:
-                actor.fire(tag, args)
-            except Exception as e:  # noqa: BLE001 - a runtime bug fails its step, never the dispatcher
-                _actor_failed(actor, tag, e)
-            if rec is not None:
-                tr.fired(actor, tag, args, rec, now_us())
-            c = tag.outstanding - 1
-            tag.outstanding = c
-            if not c and tag.frame is not None:
-                tag.frame.quiet(tag)
-            n -= 1
-            if not n:
-                if self._to_offload:
-                    self._submit_offloads()
-                self.loop.call_soon(self._pump)
-                return
-        if self._to_offload:
-            self._submit_offloads()
-        self.scheduled = False
-
-    def offload(self, actor: NodeActor, tag, args) -> None:
-        """Queues an expensive kernel for the pool; the dispatcher submits the batch when it pauses."""
-        tag.outstanding += 1
-        self._to_offload.append((actor, tag, args))
-
-    def _submit_offloads(self) -> None:
-        batch = self._to_offload
-        self._to_offload = []
-        split = self.threads > 1 and self.intra_op
-        submit = self.pool.submit
-        for actor, tag, args in batch:
-            parts = None
-            if split and actor.split is not None:
-                # A big kernel runs as blocks (of rows, columns or images), one pool task each
-                # (intra-op parallelism): threads take blocks as they free up, so a kernel that
-                # starts while another runs still gets every core once that one ends.
-                try:
-                    parts = actor.split(self.threads, *args)
-                except Exception:  # noqa: BLE001 - fall back to the plain kernel, which reports errors
-                    parts = None
-            if parts is None:
-                job = _Job(self, actor, tag, args)
-                tasks = [job.run]
-            else:
-                job = _Job(self, actor, tag, args, *parts)
-                tasks = [partial(job.run_part, i) for i in range(len(job.thunks))]
-            tr = tag.step.trace
-            if tr is not None:
-                job.trace = tr.offloaded(actor, tag, len(tasks) if parts is not None else 0)
-            try:
-                for t in tasks:
-                    submit(t, actor.deferred)
-            except RuntimeError as e:     # the pool is shut down: the runtime is closing
-                job.exc = errors.CancelledError(actor.name, None, f"{e}: step abandoned")
-                self._finished(job)
-
-    def _finished(self, job) -> None:
-        """A kernel ended on the pool (called on the loop): deliver its output or fail its step."""
-        actor, tag, args, out = job.actor, job.tag, job.args, job.out
-        job.args = job.out = None       # other blocks' tasks may still reference the job
-        if actor.releases:
-            actor.release(args)
-        step = tag.step
-        if step.error is None:
-            if job.exc is not None:
-                step.fail(actor.error(job.exc, args, tag))
-            else:
-                actor.emit(tag, out)
-        c = tag.outstanding - 1
-        tag.outstanding = c
-        if not c and tag.frame is not None and step.error is None:
-            tag.frame.quiet(tag)
-
-    def next_step_id(self) -> int:
-        return next(self._ids)
-
-    # -- calling into the loop ----------------------------------------------------------------
-    def in_loop(self) -> bool:
-        try:
-            return asyncio.get_running_loop() is self.loop
-        except RuntimeError:
-            return False
-
-    def call_soon(self, fn, *args) -> None:
-        if self.in_loop():
-            fn(*args)
-        else:
-            self.loop.call_soon_threadsafe(fn, *args)
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self.pool.shutdown()
-        if self._thread is not None:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(timeout=5)
-
-
-class _Job:
-    """One kernel call on the pool: whole (`run`), or as row blocks (`run_part(i)` runs thunk i,
-    which fills part of `out`). The last block to finish hands the result to the loop: one
-    cross-thread wake-up per kernel, not one per block.
-
-    A finished block drops its thunk at once, and the loop drops the inputs before it delivers
-    the output: nothing on a pool thread still references an input buffer when the next actor
-    runs, so a variable update after this kernel writes in place instead of copying."""
-    __slots__ = ("rt", "actor", "tag", "args", "out", "thunks", "finish", "left", "exc", "lock", "trace")
-
-    def __init__(self, rt, actor, tag, args, out=None, thunks=None, finish=None):
-        self.rt, self.actor, self.tag, self.args, self.out = rt, actor, tag, args, out
-        self.thunks = thunks
-        self.finish = finish            # run after the last block: returns the output
-        self.left = len(thunks) if thunks else 1
-        self.exc = None
-        self.lock = threading.Lock() if thunks else None
-        self.trace = None               # the Record of a traced step's activation
-
-    def run(self) -> None:
-        rec = self.trace
-        if rec is not None:
-            rec.thread, rec.op_start = thread_id(), now_us()
-        try:
-            self.out = self.actor.fn(*self.args)
-        except BaseException as e:  # noqa: BLE001 - reported as the kernel's error
-            self.exc = e
-        if rec is not None:
-            rec.op_end = now_us()
-        self._done()
-
-    def run_part(self, i) -> None:
-        thunk, self.thunks[i] = self.thunks[i], None
-        rec = self.trace
-        if rec is not None:
-            t0 = now_us()
-        try:
-            thunk()
-        except BaseException as e:  # noqa: BLE001
-            self.exc = e
-        thunk = None
-        if rec is not None:
-            rec.blocks[i] = (thread_id(), t0, now_us())
-        with self.lock:
-            self.left -= 1
-            last = not self.left
-        if last:
-            if self.finish is not None and self.exc is None:
-                try:
-                    self.out = self.finish()
-                except BaseException as e:  # noqa: BLE001
-                    self.exc = e
-            self.finish = None
-            self._done()
-
-    def _done(self) -> None:
-        try:
-            self.rt.loop.call_soon_threadsafe(self.rt._finished, self)
-        except RuntimeError:          # the loop is closed: the session is gone
-            pass
-
-
-_blas_limited = False
-
-
-def _limit_blas_threads() -> None:
-    """Runs BLAS single-threaded: parallelism comes from running independent kernels at once on the
-    runtime's pool (inter-op), not from BLAS threads that would oversubscribe the cores.
-    AF_BLAS_THREADS=n overrides."""
-    global _blas_limited
-    if _blas_limited:
-        return
-    _blas_limited = True
-    # Loading MKL takes ~0.4 s: start it now, beside the graph building, not in the first MatMul.
-    from actorflow.kernels.cpu.blas import backend
-    threading.Thread(target=backend, name="actorflow-blas-load", daemon=True).start()
-    n = int(os.environ.get("AF_BLAS_THREADS", "1"))
-    if n <= 0:
-        return
-    try:
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(limits=n, user_api="blas")
-    except Exception:  # noqa: BLE001 - threadpoolctl missing or BLAS unknown: leave BLAS as it is
-        log.debug("could not limit BLAS threads", exc_info=True)
-
-
-_default_runtime: Runtime | None = None
-_default_lock = threading.Lock()
-
-
-def default_runtime() -> Runtime:
-    """The process-wide runtime with its own loop thread, created on first use."""
-    global _default_runtime
-    with _default_lock:
-        if _default_runtime is None or _default_runtime._closed:
-            _default_runtime = Runtime()
-        return _default_runtime
-
-
-class StepState:
-    """One run of an executable. It is also the tag of the step's root frame (`tag.step is self`)."""
-
-    __slots__ = ("step", "step_id", "executable", "results", "remaining", "error", "done_cb",
-                 "dead_possible", "finished", "frames", "outstanding", "frame", "trace")
-
-    def __init__(self, executable, step_id, n_results, done_cb):
-        self.step = self
-        self.step_id = step_id
-        self.executable = executable
-        self.results = [None] * n_results
-        self.remaining = executable.n_sinks
-        self.error = None
-        self.done_cb = done_cb
-        self.dead_possible = executable.dead_possible
-        self.finished = False
-        self.frames = None           # (parent tag, frame name) -> FrameState, for loops
-        self.outstanding = 0          # queued activations of the root frame
-        self.frame = None             # the root frame has no FrameState
-        self.trace = None             # a StepTracer when the step is traced (actors/tracing.py)
-
-    def finish(self) -> None:
-        if self.finished:
-            return
-        self.finished = True
-        for i, v in enumerate(self.results):
-            if v is DEAD:
-                f = self.executable.plan.fetches[i]
-                self.error = errors.InvalidArgumentError(
-                    f.op.name if f is not None else None, None,
-                    f"Retval[{i}] does not have value: fetched tensor '{f.name}' is on an untaken branch")
-                self.done_cb(None, self.error)
-                return
-        self.done_cb(self.results, None)
-
-    def fail(self, error: errors.OpError) -> None:
-        if self.error is not None or self.finished:
-            return
-        self.error = error
-        self.finished = True
-        self.frames = None
-        self.executable.drop(self)
-        self.done_cb(None, error)
-
-    def __repr__(self):
-        return f"<step {self.step_id}>"
+__all__ = ["Executable", "kernel_attrs"]
 
 
 def kernel_attrs(attrs: dict) -> dict:
@@ -629,7 +281,7 @@ class Executable:
             fn = kdef.factory(kernel_attrs(attrs))
         except Exception as e:  # noqa: BLE001
             raise errors.InvalidArgumentError(name, op, f"Cannot build the {op_type} kernel of op '{name}': {e}") from e
-        offload, cost = _offload_policy(inputs, kdef)
+        offload, cost = offload_policy(inputs, kdef)
         if refs:
             bound = tuple((slot, _variable_resource(container, vop)) for slot, vop in refs)
             a = ResourceUpdateActor(rt, name, op_type, fn, n_in, tpl, bound,
@@ -784,45 +436,3 @@ def _mark_deferred(actors: dict, ops) -> None:
 
 def _fusion_enabled() -> bool:
     return os.environ.get("AF_FUSION", "1") != "0"
-
-
-def _offload_policy(inputs, kdef):
-    """(always_offload, cost_fn_or_None) of a kernel on input tensors `inputs`: decided once from
-    static shapes when they are known."""
-    if not kdef.releases_gil:
-        return False, None
-    shapes = [t.shape for t in inputs]
-    if all(s.is_fully_defined() for s in shapes):
-        if kdef.cost is None:
-            est = sum(s.num_elements() for s in shapes)
-        else:
-            try:
-                est = kdef.cost(*[t.op.attrs["value"] if t.op.type == "Const"
-                                  else _ShapeOnly(tuple(t.shape.as_list())) for t in inputs])
-            except Exception:  # noqa: BLE001 - a cost function that needs real values
-                return False, kdef.cost
-        from actorflow.actors.node import OFFLOAD_COST
-        return est > OFFLOAD_COST, None
-    if kdef.cost is None:
-        return False, _default_cost
-    return False, kdef.cost
-
-
-class _ShapeOnly:
-    """Stands in for an array when a cost function only needs shapes."""
-    __slots__ = ("shape", "size", "ndim")
-
-    def __init__(self, shape):
-        self.shape = shape
-        self.ndim = len(shape)
-        n = 1
-        for d in shape:
-            n *= d
-        self.size = n
-
-
-def _default_cost(*args):
-    n = 0
-    for a in args:
-        n += getattr(a, "size", 1)
-    return n

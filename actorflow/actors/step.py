@@ -1,0 +1,55 @@
+"""Per-step state: one run of an executable, and the tag of the step's root frame."""
+from __future__ import annotations
+
+from actorflow import errors
+from actorflow.actors.node import DEAD
+
+__all__ = ["StepState"]
+
+
+class StepState:
+    """One run of an executable. It is also the tag of the step's root frame (`tag.step is self`)."""
+
+    __slots__ = ("step", "step_id", "executable", "results", "remaining", "error", "done_cb",
+                 "dead_possible", "finished", "frames", "outstanding", "frame", "trace")
+
+    def __init__(self, executable, step_id, n_results, done_cb):
+        self.step = self
+        self.step_id = step_id
+        self.executable = executable
+        self.results = [None] * n_results
+        self.remaining = executable.n_sinks
+        self.error = None
+        self.done_cb = done_cb
+        self.dead_possible = executable.dead_possible
+        self.finished = False
+        self.frames = None           # (parent tag, frame name) -> FrameState, for loops
+        self.outstanding = 0          # queued activations of the root frame
+        self.frame = None             # the root frame has no FrameState
+        self.trace = None             # a StepTracer when the step is traced (actors/tracing.py)
+
+    def finish(self) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        for i, v in enumerate(self.results):
+            if v is DEAD:
+                f = self.executable.plan.fetches[i]
+                self.error = errors.InvalidArgumentError(
+                    f.op.name if f is not None else None, None,
+                    f"Retval[{i}] does not have value: fetched tensor '{f.name}' is on an untaken branch")
+                self.done_cb(None, self.error)
+                return
+        self.done_cb(self.results, None)
+
+    def fail(self, error: errors.OpError) -> None:
+        if self.error is not None or self.finished:
+            return
+        self.error = error
+        self.finished = True
+        self.frames = None
+        self.executable.drop(self)
+        self.done_cb(None, error)
+
+    def __repr__(self):
+        return f"<step {self.step_id}>"
