@@ -238,13 +238,13 @@ def test_conv2d_same_stride2_known_answer():
 
 
 def test_conv2d_batch_chunking_gives_same_result(monkeypatch):
-    from actorflow.kernels.cpu import nn
+    from actorflow.kernels.cpu import conv
     x, f = randn(5, 9, 8, 3), randn(3, 3, 3, 4)
     attrs = conv_attrs((1, 1), "SAME", (1, 1))
     dy = randn(5, 9, 8, 4)
     whole = (kernel("Conv2D", **attrs)(x, f), kernel("Conv2DBackpropInput", **attrs)(np.array(x.shape), f, dy),
              kernel("Conv2DBackpropFilter", **attrs)(x, np.array(f.shape), dy))
-    monkeypatch.setattr(nn, "_MAX_COL_ELEMENTS", 9 * 8 * 27 * 2)  # two images per chunk
+    monkeypatch.setattr(conv, "_MAX_COL_ELEMENTS", 9 * 8 * 27 * 2)  # two images per chunk
     chunked = (kernel("Conv2D", **attrs)(x, f), kernel("Conv2DBackpropInput", **attrs)(np.array(x.shape), f, dy),
                kernel("Conv2DBackpropFilter", **attrs)(x, np.array(f.shape), dy))
     for a, b in zip(whole, chunked):
