@@ -244,7 +244,7 @@ def test_conv2d_batch_chunking_gives_same_result(monkeypatch):
     dy = randn(5, 9, 8, 4)
     whole = (kernel("Conv2D", **attrs)(x, f), kernel("Conv2DBackpropInput", **attrs)(np.array(x.shape), f, dy),
              kernel("Conv2DBackpropFilter", **attrs)(x, np.array(f.shape), dy))
-    monkeypatch.setattr(conv, "_MAX_COL_ELEMENTS", 9 * 8 * 27 * 2)  # two images per chunk
+    monkeypatch.setattr(conv, "_BLOCK_ELEMENTS", 27 * 20)  # 20-row blocks: they straddle images and rows
     chunked = (kernel("Conv2D", **attrs)(x, f), kernel("Conv2DBackpropInput", **attrs)(np.array(x.shape), f, dy),
                kernel("Conv2DBackpropFilter", **attrs)(x, np.array(f.shape), dy))
     for a, b in zip(whole, chunked):
