@@ -44,8 +44,8 @@ def _max_pool(x, n_img, h_in, w_in, c_in, kh, kw, sh, sw, ph, pw, oh, ow, out):
                         src = uintp(((n * h_in + h) * w_in + w) * c_in)
                         for c in range(uc):
                             v = x[src + c]
-                            if v > out[o + c]:
-                                out[o + c] = v
+                            m = out[o + c]
+                            out[o + c] = v if v > m else m      # a select, not a branch: vectorises
 
 
 @njit(cache=True, nogil=True)
@@ -76,6 +76,48 @@ def _max_pool_grad(x, grad, n_img, h_in, w_in, c_in, kh, kw, sh, sw, ph, pw, oh,
                 o = uintp(((n * oh + i) * ow + j) * c_in)
                 for c in range(uc):
                     dx[arg[c] + c] += grad[o + c]
+
+
+@njit(cache=True, nogil=True)
+def _max_pool_grad_tiled(x, grad, n_img, h_in, w_in, c_in, kh, kw, sh, sw, ph, pw, oh, ow, dx):
+    """_max_pool_grad for windows that tile the input (stride == window, so every real pixel lies
+    in exactly one window): each element of `dx` is written once, with its gradient or 0, so `dx`
+    needs no zeroing pass and no read-modify-write. The channel loops carry no branches (selects
+    instead of conditional stores), so they vectorise."""
+    uc = uintp(c_in)
+    best = np.empty(c_in, x.dtype)
+    arg = np.empty(c_in, np.int64)
+    for n in range(n_img):
+        for i in range(oh):
+            h0 = i * sh - ph
+            hs, he = max(h0, 0), min(h0 + kh, h_in)
+            for j in range(ow):
+                w0 = j * sw - pw
+                ws, we = max(w0, 0), min(w0 + kw, w_in)
+                first = uintp(((n * h_in + hs) * w_in + ws) * c_in)
+                for c in range(uc):
+                    best[c] = x[first + c]
+                    arg[c] = 0
+                # Strict '>' keeps the first maximum in row-major window order, as TF does.
+                k = 0
+                for h in range(hs, he):
+                    for w in range(ws, we):
+                        src = uintp(((n * h_in + h) * w_in + w) * c_in)
+                        for c in range(uc):
+                            v = x[src + c]
+                            b = best[c]
+                            up = v > b
+                            best[c] = v if up else b
+                            arg[c] = k if up else arg[c]
+                        k += 1
+                o = uintp(((n * oh + i) * ow + j) * c_in)
+                k = 0
+                for h in range(hs, he):
+                    for w in range(ws, we):
+                        dst = uintp(((n * h_in + h) * w_in + w) * c_in)
+                        for c in range(uc):
+                            dx[dst + c] = grad[o + c] if arg[c] == k else 0
+                        k += 1
 
 
 @njit(cache=True, nogil=True)
@@ -121,6 +163,25 @@ def _avg_pool_grad(grad, n_img, h_in, w_in, c_in, kh, kw, sh, sw, ph, pw, oh, ow
                             dx[dst + c] += grad[o + c] * inv
 
 
+def _max_pool_grad_into(x, g, geo, ph, pw, oh, ow):
+    """MaxPoolGrad of NHWC `x` and pooled gradient `g` as a new array (the tiled kernel when the
+    windows tile the input, else a zeroed array the general kernel adds into)."""
+    tiled = geo.kh == geo.sh and geo.kw == geo.sw
+    dx = np.empty(x.shape, g.dtype) if tiled else np.zeros(x.shape, g.dtype)
+    _max_pool_grad_block(geo, x, g, dx, ph, pw, oh, ow)
+    return dx
+
+
+def _max_pool_grad_block(geo, x, g, dx, ph, pw, oh, ow):
+    """MaxPoolGrad of NHWC `x` and `g` into `dx` (zeroed unless the windows tile the input)."""
+    if not g.size:
+        dx.fill(0)
+        return
+    tiled = geo.kh == geo.sh and geo.kw == geo.sw
+    (_max_pool_grad_tiled if tiled else _max_pool_grad)(
+        x.reshape(-1), g.reshape(-1), *geo.args(x.shape, ph, pw, oh, ow), dx.reshape(-1))
+
+
 def _pool_input(op_name, x, fmt):
     x = np.asarray(x)
     if x.ndim != 4:
@@ -153,13 +214,14 @@ def _pool_split(op_name, with_grad):
             if with_grad and g.shape != pooled:
                 return None
             x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
-            out = np.zeros(x.shape, x.dtype) if with_grad else np.empty(pooled, x.dtype)
+            tiled = geo.kh == geo.sh and geo.kw == geo.sw
+            out = np.empty(pooled, x.dtype) if not with_grad else np.empty(x.shape, x.dtype) if tiled else \
+                np.zeros(x.shape, x.dtype)
 
             def block(lo, hi):
                 xb = x[lo:hi]
                 if with_grad:
-                    _max_pool_grad(xb.reshape(-1), g[lo:hi].reshape(-1), *geo.args(xb.shape, ph, pw, oh, ow),
-                                   out[lo:hi].reshape(-1))
+                    _max_pool_grad_block(geo, xb, g[lo:hi], out[lo:hi], ph, pw, oh, ow)
                 else:
                     _max_pool(xb.reshape(-1), *geo.args(xb.shape, ph, pw, oh, ow), out[lo:hi].reshape(-1))
             return out, [functools.partial(block, lo, hi) for lo, hi in blocks]
@@ -196,10 +258,7 @@ def max_pool_grad(attrs):
         g = _pool_input("MaxPoolGrad", grad, geo.fmt)
         oh, ow, ph, pw = geo.resolve(x.shape)
         _check_grad_shape("MaxPoolGrad", g, (x.shape[0], oh, ow, x.shape[3]))
-        dx = np.zeros(x.shape, g.dtype)
-        if g.size:
-            _max_pool_grad(x.reshape(-1), g.reshape(-1), *geo.args(x.shape, ph, pw, oh, ow), dx.reshape(-1))
-        return _from_nhwc(dx, geo.fmt)
+        return _from_nhwc(_max_pool_grad_into(x, g, geo, ph, pw, oh, ow), geo.fmt)
     return _half_via_float32(fn)
 
 
