@@ -8,7 +8,9 @@
    batch 64, NHWC, 5x5 SAME filters, 28x28x1 -> 32 -> 64 channels), old (a baseline commit, default
    the one before the kernels were rewritten) against new (this tree), each as % of the GEMM rate;
    pooling, which does no arithmetic to speak of, as GB/s moved and % of a memory copy's rate.
-3. The LeNet and MLP training steps (train_step.py's models) under actorflow (old and new) and under
+3. The MLP step's non-GEMM share: the step under actorflow against its 8 GEMMs alone, run as
+   actorflow runs them (same BLAS, same 2-way splits, the SGD update inside the GEMM), in one process.
+4. The LeNet and MLP training steps (train_step.py's models) under actorflow (old and new) and under
    TensorFlow 2.21's tf.compat.v1 (--tf-python), as ms per step and as ratios to TF.
 
 Every contender runs in its own subprocess on one BLAS thread per process (kernels: one thread, no
@@ -22,6 +24,7 @@ Run: python benchmarks/conv_kernels.py [--baseline REV] [--rounds 3] [--tf-pytho
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -73,8 +76,8 @@ def gemm_worker(reps):
         b = rng.standard_normal((k, n), dtype=np.float32)
         c = np.empty((m, n), np.float32)
         flops = 2.0 * m * k * n
-        out[name] = {"numpy": flops / _tmin(lambda: np.matmul(a, b, out=c), reps) / 1e9,
-                     "blas": flops / _tmin(lambda: blas.matmul(a, b, c), reps) / 1e9}
+        out[name] = {"numpy": flops / _tmin(functools.partial(np.matmul, a, b, out=c), reps) / 1e9,
+                     "blas": flops / _tmin(functools.partial(blas.matmul, a, b, c), reps) / 1e9}
     x = rng.standard_normal(POOLS[0][1], dtype=np.float32)
     y = np.empty_like(x)
     out["copy GB/s"] = 2 * x.nbytes / _tmin(lambda: np.copyto(y, x), reps) / 1e9
@@ -98,21 +101,73 @@ def kernel_worker(reps):
         bias = rng.standard_normal(fs[3], dtype=np.float32)
         dy = rng.standard_normal(xs[:3] + (fs[3],), dtype=np.float32)
         flops = 2.0 * xs[0] * xs[1] * xs[2] * fs[0] * fs[1] * fs[2] * fs[3]
-        cases = {f"Conv2D {name}": lambda: conv(x, f),
-                 f"_FusedConv2D+Relu {name}": lambda: fused(x, f, bias),
-                 f"Conv2DBackpropFilter {name}": lambda: bp_f(x, np.array(fs, np.int32), dy)}
+        cases = {f"Conv2D {name}": functools.partial(conv, x, f),
+                 f"_FusedConv2D+Relu {name}": functools.partial(fused, x, f, bias),
+                 f"Conv2DBackpropFilter {name}": functools.partial(bp_f, x, np.array(fs, np.int32), dy)}
         if name != "conv0":         # the first layer's input gradient is never computed
-            cases[f"Conv2DBackpropInput {name}"] = lambda: bp_in(np.array(xs, np.int32), f, dy)
+            cases[f"Conv2DBackpropInput {name}"] = functools.partial(bp_in, np.array(xs, np.int32), f, dy)
         for case, fn in cases.items():
             res[case] = {"s": _tmin(fn, reps), "flops": flops}
     for name, xs in POOLS:
         x = rng.standard_normal(xs, dtype=np.float32)
         y = pool(x)
         g = rng.standard_normal(y.shape, dtype=np.float32)
-        res[f"MaxPool {name}"] = {"s": _tmin(lambda: pool(x), reps), "bytes": x.nbytes + y.nbytes}
-        res[f"MaxPoolGrad {name}"] = {"s": _tmin(lambda: pool_grad(x, y, g), reps),
+        res[f"MaxPool {name}"] = {"s": _tmin(functools.partial(pool, x), reps), "bytes": x.nbytes + y.nbytes}
+        res[f"MaxPoolGrad {name}"] = {"s": _tmin(functools.partial(pool_grad, x, y, g), reps),
                                       "bytes": 2 * x.nbytes + 2 * y.nbytes}
     return res
+
+
+def mlp_share_worker(steps, rounds):
+    """{"step": min ms, "gemms": min ms} of the MLP step under actorflow and of its 8 GEMMs alone,
+    run as actorflow runs them (blas.matmul, big ones split in two blocks over 2 threads, the SGD
+    update accumulated into the weights by the GEMM), alternating in one process."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from actorflow.kernels.cpu.blas import matmul as gemm
+    from actorflow.kernels.cpu.matmul import gemm_block_operands, gemm_blocks
+    sys.path.insert(0, HERE)
+    import train_step
+    prob = train_step.make_problem("mlp")
+    pool = ThreadPoolExecutor(2)
+
+    def mm(a, b, out=None, beta=0.0):
+        if out is None:
+            out = np.empty((a.shape[0], b.shape[1]), np.float32)
+        blocks = gemm_blocks(a.shape[0], b.shape[1], a.shape[1], 2)
+        if blocks is None:
+            return gemm(a, b, out, beta=beta)
+        axis, bounds = blocks
+        for fut in [pool.submit(gemm, *gemm_block_operands(axis, lo, hi, a, b, out), 1.0, beta) for lo, hi in bounds]:
+            fut.result()
+        return out
+    x, w = prob["x"], [prob[f"w{i}"].copy() for i in range(3)]
+
+    def gemms():
+        h1 = mm(x, w[0])
+        h2 = mm(h1, w[1])
+        lg = mm(h2, w[2])
+        d2 = mm(lg, w[2].T)
+        mm(h2.T, lg, w[2], beta=1.0)
+        d1 = mm(d2, w[1].T)
+        mm(h1.T, d2, w[1], beta=1.0)
+        mm(x.T, d1, w[0], beta=1.0)
+    step, close = train_step.actorflow_step("mlp", prob)
+    best = {"step": float("inf"), "gemms": float("inf")}
+    try:
+        for fn in (step, gemms):
+            for _ in range(3):
+                fn()
+        for _ in range(rounds):
+            for name, fn in (("step", step), ("gemms", gemms)):
+                for _ in range(steps):
+                    t0 = time.perf_counter()
+                    fn()
+                    best[name] = min(best[name], (time.perf_counter() - t0) * 1e3)
+    finally:
+        close()
+        pool.shutdown()
+    return best
 
 
 def step_worker(lib, model, steps):
@@ -179,6 +234,8 @@ def main(argv=None):
             out = gemm_worker(int(rest[0]))
         elif kind == "kernels":
             out = kernel_worker(int(rest[0]))
+        elif kind == "mlp-share":
+            out = mlp_share_worker(int(rest[0]), int(rest[1]))
         else:
             out = step_worker(rest[0], rest[1], int(rest[2]))
         print(json.dumps(out))
@@ -230,6 +287,11 @@ def main(argv=None):
             contenders["tf"] = (args.tf_python, ROOT, "tf")
         else:
             print(f"TensorFlow interpreter {args.tf_python!r} not found: steps without TF")
+        share = {side: _run(py, trees[side], "mlp-share", str(args.steps), str(args.rounds), threads_one=False)
+                 for side in ("old", "new")}
+        for side, v in share.items():
+            print(f"MLP step ({side}): {v['step']:.2f} ms; its 8 GEMMs alone, as actorflow runs them: {v['gemms']:.2f} ms; "
+                  f"non-GEMM time {v['step'] - v['gemms']:.2f} ms = {100 * (1 - v['gemms'] / v['step']):.1f}% of the step")
         for model in ("mlp", "convnet"):
             best, loss = {}, {}
             for r in range(args.rounds):
