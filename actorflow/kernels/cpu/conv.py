@@ -40,15 +40,17 @@ from actorflow.kernels.registry import register_kernel
 # KH*KW*C input values under output pixel (n, i, j)'s window. The matrix is never built whole: the
 # rows go by in blocks of about _BLOCK_ELEMENTS values (1 MiB of float32, half this machine's L2),
 # each block packed by a numba loop and consumed by a GEMM while it is still in cache, and a fused
-# bias (+ ReLU) runs on each block of output right after its GEMM. (Measured on LeNet's layers:
-# 8 MiB chunks, as before, took 5-15% longer, and 64 KiB blocks paid more in per-call overhead.)
+# bias (+ ReLU) runs on each block of output right after its GEMM. (On LeNet's second layer, one
+# idle core: 256 KiB blocks ran at 103 GFLOP/s, 512 KiB-2 MiB at 114-117; the previous kernel's
+# 8 MiB batch chunks matched that on an idle machine but depend on a shared L3, which busy
+# neighbours take: in alternating runs beside other processes the blocks were 1.2-2.5x faster.)
 _BLOCK_ELEMENTS = 1 << 18
 
 # With few input channels a column row is made of runs of only KW*C values, and packing it row by
 # row costs more than the GEMM. Below this many channels the block is packed K-major instead (one
 # contiguous run of output pixels per filter tap, a vectorised copy when the stride is 1) and the
-# GEMM reads it transposed: on LeNet's first layer (C=1) this made Conv2D 1.4x and its filter
-# gradient 2x faster.
+# GEMM reads it transposed: on LeNet's first layer (C=1) Conv2D ran 1.4-1.8x faster than with
+# row-major blocks, and it and its filter gradient about 2x faster than the previous kernel.
 _KMAJOR_MAX_CHANNELS = 4
 
 # im2col/col2im index flat 1-D views of the NHWC image and of the column block, with offsets cast
