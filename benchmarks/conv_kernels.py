@@ -226,6 +226,7 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=20, help="timed training steps per contender per round")
     p.add_argument("--tf-python", default=os.environ.get("AF_BENCH_TF_PYTHON", "/work/tfvenv/bin/python"))
     p.add_argument("--no-steps", action="store_true", help="kernels only")
+    p.add_argument("--no-kernels", action="store_true", help="the MLP share and the training steps only")
     p.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
@@ -246,7 +247,7 @@ def main(argv=None):
         old_src = _extract(args.baseline, tmp)
         trees = {"old": old_src, "new": ROOT}
         gemm, kern = None, {"old": {}, "new": {}}
-        for r in range(args.rounds):
+        for r in range(0 if args.no_kernels else args.rounds):
             g = _run(py, ROOT, "gemm", str(args.reps))
             gemm = g if gemm is None else {k: (max(v, gemm[k]) if isinstance(v, float) else
                                                {kk: max(vv, gemm[k][kk]) for kk, vv in v.items()}
@@ -256,56 +257,66 @@ def main(argv=None):
                     best = kern[side].get(name)
                     if best is None or v["s"] < best["s"]:
                         kern[side][name] = v
-        rate = max(max(v.values()) for v in gemm.values() if isinstance(v, dict))
-        print(f"GEMM backend of actorflow: {gemm['backend']}; one-thread SGEMM, GFLOP/s "
-              f"(numpy's BLAS / actorflow blas.matmul):")
-        for name, v in gemm.items():
-            if isinstance(v, dict):
-                print(f"  {name:34s} {v['numpy']:7.1f} / {v['blas']:7.1f}")
-        print(f"  GEMM rate (best of the above): {rate:.1f} GFLOP/s; memory copy: {gemm['copy GB/s']:.1f} GB/s\n")
-        print(f"{'kernel (LeNet shape, one thread)':36s} {'old ms':>8s} {'new ms':>8s} {'old':>14s} {'new':>14s} "
-              f"{'new/old':>8s}")
-        for name, new in kern["new"].items():
-            old = kern["old"].get(name)
-            if "flops" in new:
-                def fmt(v):
-                    gf = v["flops"] / v["s"] / 1e9
-                    return f"{gf:5.1f}GF {100 * gf / rate:4.0f}%"
-            else:
-                def fmt(v):
-                    gb = v["bytes"] / v["s"] / 1e9
-                    return f"{gb:5.1f}GB/s {100 * gb / gemm['copy GB/s']:3.0f}%"
-            old_ms = f"{old['s'] * 1e3:8.3f}" if old else f"{'-':>8s}"
-            print(f"{name:36s} {old_ms} {new['s'] * 1e3:8.3f} {fmt(old) if old else '-':>14s} {fmt(new):>14s} "
-                  f"{(old['s'] / new['s']) if old else float('nan'):7.2f}x")
-        print("(conv: GFLOP/s and % of the GEMM rate; pooling: GB/s read+written and % of the copy rate)\n")
-
+        if gemm is not None:
+            _print_kernels(gemm, kern)
         if args.no_steps:
             return
-        contenders = {"af old": (py, old_src, "af"), "af new": (py, ROOT, "af")}
-        if args.tf_python and os.path.exists(args.tf_python):
-            contenders["tf"] = (args.tf_python, ROOT, "tf")
+        _steps(args, py, trees, old_src)
+
+
+def _print_kernels(gemm, kern):
+    """The GEMM rates and the old/new kernel table."""
+    rate = max(max(v.values()) for v in gemm.values() if isinstance(v, dict))
+    print(f"GEMM backend of actorflow: {gemm['backend']}; one-thread SGEMM, GFLOP/s "
+          f"(numpy's BLAS / actorflow blas.matmul):")
+    for name, v in gemm.items():
+        if isinstance(v, dict):
+            print(f"  {name:34s} {v['numpy']:7.1f} / {v['blas']:7.1f}")
+    print(f"  GEMM rate (best of the above): {rate:.1f} GFLOP/s; memory copy: {gemm['copy GB/s']:.1f} GB/s\n")
+    print(f"{'kernel (LeNet shape, one thread)':36s} {'old ms':>8s} {'new ms':>8s} {'old':>14s} {'new':>14s} "
+          f"{'new/old':>8s}")
+    for name, new in kern["new"].items():
+        old = kern["old"].get(name)
+        if "flops" in new:
+            def fmt(v):
+                gf = v["flops"] / v["s"] / 1e9
+                return f"{gf:5.1f}GF {100 * gf / rate:4.0f}%"
         else:
-            print(f"TensorFlow interpreter {args.tf_python!r} not found: steps without TF")
-        share = {side: _run(py, trees[side], "mlp-share", str(args.steps), str(args.rounds), threads_one=False)
-                 for side in ("old", "new")}
-        for side, v in share.items():
-            print(f"MLP step ({side}): {v['step']:.2f} ms; its 8 GEMMs alone, as actorflow runs them: {v['gemms']:.2f} ms; "
-                  f"non-GEMM time {v['step'] - v['gemms']:.2f} ms = {100 * (1 - v['gemms'] / v['step']):.1f}% of the step")
-        for model in ("mlp", "convnet"):
-            best, loss = {}, {}
-            for r in range(args.rounds):
-                names = list(contenders) if r % 2 == 0 else list(reversed(contenders))
-                for name in names:
-                    python, src, lib = contenders[name]
-                    env_src = src if lib == "af" else ""
-                    out = _run(python, env_src, "step", lib, model, str(args.steps), threads_one=False)
-                    best[name] = min(best.get(name, float("inf")), min(out["ms"]))
-                    loss[name] = out["loss"]
-            line = ", ".join(f"{n} {best[n]:.2f} ms (loss {loss[n]:.4f})" for n in contenders)
-            print(f"{model} step, min over {args.rounds} rounds x {args.steps} steps: {line}")
-            if "tf" in best:
-                print(f"  ratio to TF: af old {best['af old'] / best['tf']:.2f}x, af new {best['af new'] / best['tf']:.2f}x")
+            def fmt(v):
+                gb = v["bytes"] / v["s"] / 1e9
+                return f"{gb:5.1f}GB/s {100 * gb / gemm['copy GB/s']:3.0f}%"
+        old_ms = f"{old['s'] * 1e3:8.3f}" if old else f"{'-':>8s}"
+        print(f"{name:36s} {old_ms} {new['s'] * 1e3:8.3f} {fmt(old) if old else '-':>14s} {fmt(new):>14s} "
+              f"{(old['s'] / new['s']) if old else float('nan'):7.2f}x")
+    print("(conv: GFLOP/s and % of the GEMM rate; pooling: GB/s read+written and % of the copy rate)\n")
+
+
+def _steps(args, py, trees, old_src):
+    """The MLP step's non-GEMM share, and the training steps of old, new and TF."""
+    contenders = {"af old": (py, old_src, "af"), "af new": (py, ROOT, "af")}
+    if args.tf_python and os.path.exists(args.tf_python):
+        contenders["tf"] = (args.tf_python, ROOT, "tf")
+    else:
+        print(f"TensorFlow interpreter {args.tf_python!r} not found: steps without TF")
+    share = {side: _run(py, trees[side], "mlp-share", str(args.steps), str(args.rounds), threads_one=False)
+             for side in ("old", "new")}
+    for side, v in share.items():
+        print(f"MLP step ({side}): {v['step']:.2f} ms; its 8 GEMMs alone, as actorflow runs them: {v['gemms']:.2f} ms; "
+              f"non-GEMM time {v['step'] - v['gemms']:.2f} ms = {100 * (1 - v['gemms'] / v['step']):.1f}% of the step")
+    for model in ("mlp", "convnet"):
+        best, loss = {}, {}
+        for r in range(args.rounds):
+            names = list(contenders) if r % 2 == 0 else list(reversed(contenders))
+            for name in names:
+                python, src, lib = contenders[name]
+                env_src = src if lib == "af" else ""
+                out = _run(python, env_src, "step", lib, model, str(args.steps), threads_one=False)
+                best[name] = min(best.get(name, float("inf")), min(out["ms"]))
+                loss[name] = out["loss"]
+        line = ", ".join(f"{n} {best[n]:.2f} ms (loss {loss[n]:.4f})" for n in contenders)
+        print(f"{model} step, min over {args.rounds} rounds x {args.steps} steps: {line}")
+        if "tf" in best:
+            print(f"  ratio to TF: af old {best['af old'] / best['tf']:.2f}x, af new {best['af new'] / best['tf']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -384,9 +384,21 @@ POOL_CASES = [
     ((2, 28, 28, 3), (2, 2), (2, 2), "VALID"),
     # Windows that tile the input (ksize == strides) take MaxPoolGrad's write-once kernel.
     ((2, 7, 8, 3), (3, 3), (3, 3), "SAME"),
-    ((1, 7, 9, 2), (2, 3), (2, 3), "VALID"),
+    ((1, 7, 9, 2), (2, 3), (2, 3), "VALID"),     # ksize == strides, but row 6 is in no window
+    ((2, 6, 9, 2), (2, 3), (2, 3), "VALID"),
     ((3, 5, 5, 33), (2, 2), (2, 2), "SAME"),
 ]
+
+
+def test_max_pool_grad_leaves_no_pixel_unwritten():
+    """Every pixel no window reads gets a zero gradient, whatever the memory held before."""
+    for _ in range(3):
+        np.full(10_000, np.nan, np.float32)     # leaves NaNs in freed memory a new array may reuse
+        x = randn(4, 7, 9, 3)
+        attrs = pool_attrs((2, 3), (2, 3), "VALID")
+        out = kernel("MaxPool", **attrs)(x)
+        dx = kernel("MaxPoolGrad", **attrs)(x, out, randn(*out.shape))
+        assert np.all(dx[:, 6] == 0) and np.isfinite(dx).all()
 
 
 def pool_attrs(k, s, padding):
