@@ -142,7 +142,7 @@ def test_pooling_relu_grad_and_bias_grad_split(dtype):
 
 
 def test_gemm_blocks_split_the_bigger_operand():
-    from actorflow.kernels.cpu.nn import gemm_blocks
+    from actorflow.kernels.cpu.matmul import gemm_blocks
     assert gemm_blocks(256, 1024, 784, 2) == ("cols", [(0, 512), (512, 1024)])     # x @ W: W is bigger
     assert gemm_blocks(1024, 1024, 256, 2)[0] == "rows"                              # h.T @ d: a tie
     assert gemm_blocks(3136, 1024, 64, 2)[0] == "rows"                               # flat.T @ d

@@ -199,6 +199,11 @@ CONV_CASES = [
     ((1, 11, 10, 2), (3, 3, 2, 3), (1, 1), "SAME", (2, 2)),
     ((1, 11, 10, 2), (3, 3, 2, 3), (2, 2), "VALID", (2, 1)),
     ((3, 4, 5, 6), (1, 1, 6, 2), (1, 1), "SAME", (1, 1)),    # pointwise: no im2col
+    # Four or more channels pack the columns row-major, fewer K-major (see conv._KMAJOR_MAX_CHANNELS).
+    ((2, 7, 9, 5), (3, 3, 5, 4), (2, 2), "SAME", (1, 1)),
+    ((1, 9, 8, 6), (3, 2, 6, 3), (1, 2), "VALID", (2, 1)),
+    ((2, 10, 7, 1), (5, 3, 1, 4), (2, 3), "SAME", (1, 1)),   # K-major with a strided (non-contiguous) run
+    ((3, 6, 6, 4), (6, 6, 4, 2), (1, 1), "VALID", (1, 1)),   # window as big as the input: one pixel out
     ((2, 5, 5, 4), (1, 1, 4, 3), (2, 2), "VALID", (1, 1)),
 ]
 
@@ -238,17 +243,61 @@ def test_conv2d_same_stride2_known_answer():
 
 
 def test_conv2d_batch_chunking_gives_same_result(monkeypatch):
-    from actorflow.kernels.cpu import nn
+    from actorflow.kernels.cpu import conv
     x, f = randn(5, 9, 8, 3), randn(3, 3, 3, 4)
     attrs = conv_attrs((1, 1), "SAME", (1, 1))
     dy = randn(5, 9, 8, 4)
     whole = (kernel("Conv2D", **attrs)(x, f), kernel("Conv2DBackpropInput", **attrs)(np.array(x.shape), f, dy),
              kernel("Conv2DBackpropFilter", **attrs)(x, np.array(f.shape), dy))
-    monkeypatch.setattr(nn, "_MAX_COL_ELEMENTS", 9 * 8 * 27 * 2)  # two images per chunk
+    monkeypatch.setattr(conv, "_BLOCK_ELEMENTS", 27 * 20)  # 20-row blocks: they straddle images and rows
     chunked = (kernel("Conv2D", **attrs)(x, f), kernel("Conv2DBackpropInput", **attrs)(np.array(x.shape), f, dy),
                kernel("Conv2DBackpropFilter", **attrs)(x, np.array(f.shape), dy))
     for a, b in zip(whole, chunked):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["rows", "kmajor"])
+@pytest.mark.parametrize("xs,fs,strides,padding,dilations", CONV_CASES[:4] + CONV_CASES[9:])
+def test_conv_kernels_any_layout_and_block_size(monkeypatch, layout, xs, fs, strides, padding, dilations):
+    """Both ways of packing the columns, with blocks of 7 rows (they end mid-row and mid-image),
+    for Conv2D, _FusedConv2D (+ ReLU), and both gradients, in float32 and float64."""
+    from actorflow.kernels.cpu import conv
+    monkeypatch.setattr(conv, "_KMAJOR_MAX_CHANNELS", 1 << 30 if layout == "kmajor" else 0)
+    monkeypatch.setattr(conv, "_BLOCK_ELEMENTS", 7 * fs[0] * fs[1] * fs[2])
+    attrs = conv_attrs(strides, padding, dilations)
+    for dtype, tol in ((np.float32, 1e-4), (np.float64, 1e-10)):
+        x, f, bias = randn(*xs, dtype=dtype), randn(*fs, dtype=dtype), randn(fs[3], dtype=dtype)
+        ref = ref_conv(x, f, strides, padding, dilations)
+        out = kernel("Conv2D", **attrs)(x, f)
+        assert out.dtype == dtype
+        np.testing.assert_allclose(out, ref, rtol=tol, atol=tol)
+        fused = kernel("_FusedConv2D", fused_ops=("BiasAdd", "Relu"), **attrs)(x, f, bias)
+        np.testing.assert_allclose(fused, np.maximum(ref + bias, 0), rtol=tol, atol=tol)
+        fused = kernel("_FusedConv2D", fused_ops=("BiasAdd",), **attrs)(x, f, bias)
+        np.testing.assert_allclose(fused, ref + bias, rtol=tol, atol=tol)
+        dy = randn(*ref.shape, dtype=dtype)
+        rdx, rdf = ref_conv_backprop(x, f, dy, strides, padding, dilations)
+        np.testing.assert_allclose(kernel("Conv2DBackpropInput", **attrs)(np.array(xs, np.int32), f, dy), rdx,
+                                   rtol=tol, atol=tol)
+        df = kernel("Conv2DBackpropFilter", **attrs)(x, np.array(fs, np.int32), dy)
+        assert df.dtype == dtype and df.shape == fs
+        np.testing.assert_allclose(df, rdf, rtol=tol, atol=tol)
+
+
+def test_conv2d_lenet_shapes_match_reference():
+    """LeNet's layers (batch 4): 28x28x1 -> 5x5x32 SAME, and 14x14x32 -> 5x5x64 SAME, whose blocks
+    cover several images each."""
+    attrs = conv_attrs((1, 1), "SAME", (1, 1))
+    for xs, fs in (((4, 28, 28, 1), (5, 5, 1, 32)), ((4, 14, 14, 32), (5, 5, 32, 64))):
+        x, f = randn(*xs), randn(*fs)
+        ref = ref_conv(x, f, (1, 1), "SAME")
+        np.testing.assert_allclose(kernel("Conv2D", **attrs)(x, f), ref, rtol=1e-4, atol=1e-3)
+        dy = randn(*ref.shape)
+        rdx, rdf = ref_conv_backprop(x, f, dy, (1, 1), "SAME")
+        np.testing.assert_allclose(kernel("Conv2DBackpropInput", **attrs)(np.array(xs), f, dy), rdx,
+                                   rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(kernel("Conv2DBackpropFilter", **attrs)(x, np.array(fs), dy), rdf,
+                                   rtol=1e-4, atol=1e-3)
 
 
 def test_conv2d_nchw_matches_nhwc():
@@ -333,7 +382,23 @@ POOL_CASES = [
     ((2, 6, 5, 4), (3, 2), (1, 2), "VALID"),
     ((1, 5, 5, 1), (5, 5), (1, 1), "SAME"),
     ((2, 28, 28, 3), (2, 2), (2, 2), "VALID"),
+    # Windows that tile the input (ksize == strides) take MaxPoolGrad's write-once kernel.
+    ((2, 7, 8, 3), (3, 3), (3, 3), "SAME"),
+    ((1, 7, 9, 2), (2, 3), (2, 3), "VALID"),     # ksize == strides, but row 6 is in no window
+    ((2, 6, 9, 2), (2, 3), (2, 3), "VALID"),
+    ((3, 5, 5, 33), (2, 2), (2, 2), "SAME"),
 ]
+
+
+def test_max_pool_grad_leaves_no_pixel_unwritten():
+    """Every pixel no window reads gets a zero gradient, whatever the memory held before."""
+    for _ in range(3):
+        np.full(10_000, np.nan, np.float32)     # leaves NaNs in freed memory a new array may reuse
+        x = randn(4, 7, 9, 3)
+        attrs = pool_attrs((2, 3), (2, 3), "VALID")
+        out = kernel("MaxPool", **attrs)(x)
+        dx = kernel("MaxPoolGrad", **attrs)(x, out, randn(*out.shape))
+        assert np.all(dx[:, 6] == 0) and np.isfinite(dx).all()
 
 
 def pool_attrs(k, s, padding):
@@ -377,6 +442,18 @@ def test_max_pool_grad_ties_go_to_first_max():
     flat = np.full((1, 3, 3, 2), -np.inf, np.float32)
     dflat = kernel("MaxPoolGrad", **pool_attrs((2, 2), (1, 1), "SAME"))(flat, flat, np.ones((1, 3, 3, 2), np.float32))
     assert dflat.sum() == 18 and np.all(np.isfinite(dflat))
+
+
+def test_tiled_max_pool_grad_ties_and_infinities_go_to_first_max():
+    attrs = pool_attrs((2, 2), (2, 2), "VALID")
+    x = np.zeros((1, 4, 4, 2), np.float32)
+    x[0, 0, 1, 0] = x[0, 1, 0, 0] = 3.0                      # window (0, 0), channel 0: a tie
+    x[0, 2:, 2:, 1] = -np.inf                               # window (1, 1), channel 1: all -inf
+    out = kernel("MaxPool", **attrs)(x)
+    dx = kernel("MaxPoolGrad", **attrs)(x, out, np.full(out.shape, 2.0, np.float32))
+    assert dx[0, 0, 1, 0] == 2 and dx[0, 1, 0, 0] == 0
+    assert dx[0, 2, 2, 1] == 2 and dx[0, 2:, 2:, 1].sum() == 2
+    assert dx.sum() == 2 * out.size
 
 
 def test_max_pool_same_padding_never_wins():

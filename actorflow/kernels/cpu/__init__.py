@@ -3,5 +3,5 @@
 Importing this package loads nothing; the registry imports MODULES the first time a CPU kernel is
 looked up, so `import actorflow` never pays for numba.
 """
-MODULES = ("array", "math", "nn", "random", "state", "training", "io", "accumulator", "debugging", "summary",
-           "string", "scatter_nd", "candidate_sampling", "dataset")
+MODULES = ("array", "math", "matmul", "softmax", "bias", "conv", "pooling", "random", "state", "training", "io",
+           "accumulator", "debugging", "summary", "string", "scatter_nd", "candidate_sampling", "dataset")

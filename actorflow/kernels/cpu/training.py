@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from actorflow.kernels.cpu.blas import matmul as gemm
-from actorflow.kernels.cpu.nn import (
+from actorflow.kernels.cpu.matmul import (
     FusedPartError,
     _matmul_cost,
     fused_matmul_operands,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from actorflow.kernels.cpu.nn import _ConvGeometry, _data_format, _PoolGeometry, _shape_from_nhwc
+from actorflow.kernels.cpu.window import _ConvGeometry, _data_format, _PoolGeometry, _shape_from_nhwc
 from actorflow.kernels.gpu._common import cp, floats_only, launch, raw_kernel
 from actorflow.kernels.registry import register_kernel
 

@@ -1,0 +1,111 @@
+"""CPU kernels for BiasAdd and BiasAddGrad, and the bias (+ ReLU) epilogue of the fused MatMul and
+Conv2D kernels, which runs on each block of output right after its GEMM while it is still in cache.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from numba import njit
+
+from actorflow.kernels.cpu.window import _FAST_FLOATS, _data_format
+from actorflow.kernels.registry import register_kernel
+
+
+@njit(cache=True, nogil=True)
+def _bias_relu_rows(out, bias, relu, zero):
+    rows, cols = out.shape
+    for i in range(rows):
+        for j in range(cols):
+            v = out[i, j] + bias[j]
+            if relu and v <= zero:        # NaN stays NaN, -0.0 becomes 0.0, as np.maximum(x, 0)
+                v = zero
+            out[i, j] = v
+
+
+def _fused_epilogue(out, bias, relu):
+    if out.dtype in _FAST_FLOATS and out.strides[1] == out.itemsize and bias.dtype == out.dtype:
+        _bias_relu_rows(out, bias, relu, out.dtype.type(0))
+    else:
+        out += bias
+        if relu:
+            np.maximum(out, 0, out=out)
+
+
+@register_kernel("BiasAdd", "CPU")
+def bias_add(attrs):
+    """tf.raw_ops.BiasAdd: adds a 1-D bias along the channel axis (last for NHWC, 1 for NCHW)."""
+    fmt = _data_format(attrs, "BiasAdd")
+
+    def fn(value, bias):
+        value, bias = np.asarray(value), np.asarray(bias)
+        if value.ndim < 2:
+            raise ValueError(f"BiasAdd: value must have rank >= 2, got shape {value.shape}")
+        axis = 1 if fmt == "NCHW" else value.ndim - 1
+        if bias.ndim != 1 or bias.shape[0] != value.shape[axis]:
+            raise ValueError(f"BiasAdd: bias must be 1-D of size {value.shape[axis]} (channel dim of value "
+                             f"{value.shape}, {fmt}), got shape {bias.shape}")
+        if axis != value.ndim - 1:
+            bias = bias.reshape((-1,) + (1,) * (value.ndim - 2))
+        return np.add(value, bias, dtype=value.dtype)
+    return fn
+
+
+@njit(cache=True, nogil=True)
+def _column_sums(g, out):
+    """out[j] += sum_i g[i, j], row after row (numpy's order for an axis-0 sum)."""
+    rows, cols = g.shape
+    for i in range(rows):
+        for j in range(cols):
+            out[j] += g[i, j]
+
+
+def _bias_grad_rows(g):
+    """(g as [rows, channels], True when the numba loop applies) for an NHWC out_backprop."""
+    g2 = np.ascontiguousarray(g).reshape(-1, g.shape[-1])
+    return g2, g2.dtype in _FAST_FLOATS
+
+
+def _bias_add_grad_split(attrs):
+    """Row blocks of an NHWC BiasAddGrad: each thread sums its rows, the last adds the partials."""
+    fmt = _data_format(attrs, "BiasAddGrad")
+
+    def split(parts, out_backprop):
+        g = np.asarray(out_backprop)
+        if fmt != "NHWC" or g.ndim < 2:
+            return None
+        g2, fast = _bias_grad_rows(g)
+        if not fast or g2.shape[0] < 256 * parts:
+            return None
+        bounds = [g2.shape[0] * i // parts for i in range(parts + 1)]
+        sums = np.zeros((parts, g2.shape[1]), g2.dtype)
+        thunks = [functools.partial(_column_sums, g2[lo:hi], sums[i])
+                  for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        return None, thunks, lambda: sums.sum(axis=0, dtype=g2.dtype)
+    return split
+
+
+def _bias_add_grad_cost(out_backprop):
+    return int(np.size(out_backprop))
+
+
+@register_kernel("BiasAddGrad", "CPU", cost=_bias_add_grad_cost, split=_bias_add_grad_split)
+def bias_add_grad(attrs):
+    """tf.raw_ops.BiasAddGrad: sums out_backprop over every axis but the channel axis."""
+    fmt = _data_format(attrs, "BiasAddGrad")
+
+    def fn(out_backprop):
+        g = np.asarray(out_backprop)
+        if g.ndim < 2:
+            raise ValueError(f"BiasAddGrad: out_backprop must have rank >= 2, got shape {g.shape}")
+        if fmt == "NCHW":
+            axes = (0,) + tuple(range(2, g.ndim))
+            return np.sum(g, axis=axes, dtype=g.dtype)
+        g2, fast = _bias_grad_rows(g)
+        if fast:
+            out = np.zeros(g2.shape[1], g2.dtype)
+            _column_sums(g2, out)
+            return out
+        # Collapsing to [rows, channels] makes numpy add whole rows at a time (vectorised).
+        return np.sum(g2, axis=0, dtype=g.dtype)
+    return fn
