@@ -21,8 +21,9 @@ The activation API, the only ways in and out of the dispatcher:
   queue (a kernel on the pool, a Recv waiting for its tensor, a queue op waiting for room, an
   activation parked behind a variable update, a loop frame inside its parent iteration);
 - `start(tag, activations)`: a step's first activations, drained at once in the calling callback.
-The pump ends each activation itself: it inlines `end_async`, as `NodeActor.deliver` inlines
-`enqueue` (both are the 1-us hop; a method call there costs ~5%).
+No other code touches `ready`, `scheduled` or `outstanding`, with two exceptions on the 1-us hop
+between actors, where a method call costs ~5%: the pump ends each activation with `end_async`
+inlined, and `NodeActor.deliver` / `SingleInputActor.deliver` inline `enqueue`.
 
 Kernels that are expensive by their cost estimate run on the kernel pool (numpy's BLAS and numba's
 nogil kernels release the GIL), so independent branches use both cores; a kernel with a splitter runs

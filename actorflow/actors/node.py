@@ -89,7 +89,13 @@ class NodeActor:
             entry = [DEAD] * max(n_in, 1)     # a dead control input makes the op dead
         else:
             del entry[n_in:]
-        self.rt.enqueue(self, tag, entry)
+        # rt.enqueue(self, tag, entry), inlined: this is the hop between two actors.
+        tag.outstanding += 1
+        rt = self.rt
+        rt.ready.append((self, tag, entry))
+        if not rt.scheduled:
+            rt.scheduled = True
+            rt.loop.call_soon(rt._pump)
 
     def initial_args(self):
         return self.template[:self.n_in]
@@ -198,7 +204,13 @@ class SingleInputActor(NodeActor):
             args[slot] = value
         elif value is DEAD:
             args = [DEAD] * max(self.n_in, 1)
-        self.rt.enqueue(self, tag, args)
+        # rt.enqueue(self, tag, args), inlined: this is the hop between two actors.
+        tag.outstanding += 1
+        rt = self.rt
+        rt.ready.append((self, tag, args))
+        if not rt.scheduled:
+            rt.scheduled = True
+            rt.loop.call_soon(rt._pump)
 
 
 class SourceActor(NodeActor):
