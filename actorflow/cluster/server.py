@@ -30,7 +30,6 @@ from actorflow.cluster.spec import ClusterSpec, make_target, task_key, tf_config
 from actorflow.graph.graph import Graph
 from actorflow.kernels.device_arrays import to_host
 from actorflow.scheduler.plan import make_plan
-from actorflow.sim import faults  # sim: fault-injection hooks, None unless a scenario installs one
 from actorflow.transport.budget import ByteBudget, TransportLimits
 from actorflow.transport.bulk import BULK_HEADER
 from actorflow.transport.channel import MAX_MESSAGE, TASK_HEADER, TOKEN_HEADER, Connection, Peer, accept_bulk
@@ -41,6 +40,11 @@ from actorflow.transport.tls import TLSConfig
 __all__ = ["Server", "WorkerService", "cluster_token", "token_matches"]
 
 log = logging.getLogger(__name__)
+
+# Fault injection (installed by the simulator, actorflow/sim/faults.py; None otherwise): an object
+# whose `await step_fault_hook.before_step(service, executable, feeds)` runs before each step a
+# worker service starts, and may delay it (a straggler) or kill the process (a crash at a save).
+step_fault_hook = None
 
 
 def cluster_token(token: str | None = None) -> str:
@@ -249,9 +253,9 @@ class WorkerService:
             if not fut.done():
                 fut.set_result((results, error))
         feeds = list(tensors)
-        # sim: fault-injection seam (actorflow/sim/faults.py); a no-op unless a scenario installs one
-        if faults.STEP is not None:
-            await faults.STEP.before_step(self, exe, feeds)
+        # sim: fault-injection seam (`step_fault_hook` above); a no-op unless a scenario installs one
+        if step_fault_hook is not None:
+            await step_fault_hook.before_step(self, exe, feeds)
         # A traced step (RunOptions.trace_level) sends its stats back with the reply, with this
         # task's clock at request and reply so that the master can align them (actors/tracing.py).
         # Unasked, one step in ACTORFLOW_METRICS_TRACE_EVERY is traced for /metrics' kernel times.
