@@ -48,13 +48,6 @@ def cluster(log_dir):
     c.stop()
 
 
-@pytest.fixture
-def graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
-
-
 def unique(prefix: str) -> str:
     return f"{prefix}_{os.getpid()}_{time.monotonic_ns()}"
 

@@ -28,14 +28,9 @@ from actorflow.train import (
     load_variable,
 )
 
+pytestmark = pytest.mark.usefixtures("graph")
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
 
 
 def _data_files(d, prefix=""):
