@@ -90,9 +90,9 @@ def numpy_reference(n: int, repeat: int, size: int = 512):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size), dtype=np.float32)
     t_seq = timeit(lambda: [a @ a for _ in range(n)], repeat)
-    with ThreadPoolExecutor(rt.pool._max_workers) as pool:
+    with ThreadPoolExecutor(rt.threads) as pool:
         t_par = timeit(lambda: list(pool.map(lambda _: a @ a, range(n))), repeat)
-    return t_seq, t_par, rt.pool._max_workers
+    return t_seq, t_par, rt.threads
 
 
 def gradient_loop(n: int, repeat: int):

@@ -1,7 +1,7 @@
 """Fault injectors that are off cost nothing measurable (issue: simulator harness).
 
-The runtime checks two hooks, `faults.TRANSPORT` before every frame a connection sends and
-`faults.STEP` before every step a worker service starts (actorflow/sim/faults.py). This compares,
+The runtime checks two hooks, `channel.fault_hook` before every frame a connection sends and
+`server.step_fault_hook` before every step a worker service starts (installed by actorflow/sim/faults.py). This compares,
 in one run, a cross-task training-like step (a variable on one task, read, updated and fetched from
 another: requests, replies and tensor frames both ways) with:
 
@@ -110,13 +110,13 @@ class _Count:
 
 
 def checks_per_step(steps: int = 100) -> tuple:
-    faults.TRANSPORT, faults.STEP = _Count(), _Count()
+    faults.set_injectors(_Count(), _Count())
     try:
         one_round(steps)
         # one_round runs 50 warm-up steps and the initializer besides `steps`.
         return faults.TRANSPORT.n / (steps + 51), faults.STEP.n / (steps + 51)
     finally:
-        faults.TRANSPORT = faults.STEP = None
+        faults.set_injectors(None, None)
 
 
 def main(argv=None) -> None:
@@ -140,7 +140,7 @@ def main(argv=None) -> None:
     print(f"  A / B = {ma / mb:.4f}  (per-round ratios {min(ratios):.3f}..{max(ratios):.3f}: "
           f"{'indistinguishable' if min(ratios) <= 1.0 <= max(ratios) else 'distinguishable'})")
     frames, starts = checks_per_step()
-    check = timeit.timeit("faults.TRANSPORT is not None", globals={"faults": faults}, number=1_000_000) / 1e6
+    check = timeit.timeit("fault_hook is not None", globals=vars(channel_mod), number=1_000_000) / 1e6
     print(f"the check itself: {check * 1e9:.1f} ns; a step here makes {frames:.1f} frame checks and "
           f"{starts:.1f} step checks: {(frames + starts) * check / ma * 100:.4f}% of its time")
 

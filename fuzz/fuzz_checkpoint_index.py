@@ -43,8 +43,8 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from actorflow import checkpoint_format as ckpt_io
 from actorflow import errors
-from actorflow.kernels.cpu import io as ckpt_io
 from actorflow.train.saver import latest_checkpoint, list_variables
 
 KEY = "fuzz-cluster-token"
@@ -291,7 +291,7 @@ def make_test(seed: Seed, max_examples: int, stats: Stats | None = None, stop_at
 @contextlib.contextmanager
 def quiet():
     """The readers' skip warnings (one per refused example) off."""
-    loggers = [logging.getLogger(n) for n in ("actorflow.train.saver", "actorflow.kernels.cpu.io")]
+    loggers = [logging.getLogger(n) for n in ("actorflow.train.saver", "actorflow.checkpoint_format")]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.CRITICAL)

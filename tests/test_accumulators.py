@@ -16,23 +16,16 @@ import actorflow as af
 from actorflow import errors
 from actorflow.graph.ops import conditional_accumulator_ops as cao
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("graph")]
 
 # The public names, once actorflow/__init__.py exports them; the module's until then.
 ConditionalAccumulator = getattr(af, "ConditionalAccumulator", cao.ConditionalAccumulator)
 SparseConditionalAccumulator = getattr(af, "SparseConditionalAccumulator", cao.SparseConditionalAccumulator)
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
-
-
 @pytest.fixture
-def sess(fresh_graph):
-    with af.Session(graph=fresh_graph) as s:
+def sess(graph):
+    with af.Session(graph=graph) as s:
         yield s
 
 

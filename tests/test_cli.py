@@ -108,7 +108,7 @@ WINDOWS_LIKE = textwrap.dedent("""
         sys.modules[mod] = None              # nor these modules
     import actorflow, actorflow.cli, actorflow.cluster.local, actorflow.cluster.ray_cluster
     import actorflow.sim.cli, actorflow.sim.faults, actorflow.sim.runner, actorflow.graphviz
-    import actorflow.kernels.cpu.io
+    import actorflow.kernels.cpu.io, actorflow.checkpoint_format
     assert not hasattr(signal, "SIGKILL")
     actorflow.cli.build_parser()
     print("imported")
@@ -124,7 +124,7 @@ def test_import_without_posix_only_signals_and_modules():
 
 
 def test_temp_file_locks_degrade_without_fcntl(tmp_path, monkeypatch):
-    from actorflow.kernels.cpu import io as cio
+    from actorflow import checkpoint_format as cio
     monkeypatch.setattr(cio, "fcntl", None)
     fd = cio._open_temp(str(tmp_path / "x.tmp-1"))      # no lock, but no error either
     os.close(fd)

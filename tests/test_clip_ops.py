@@ -13,21 +13,12 @@ from actorflow.graph.ops.clip_ops import (
     clip_by_value,
     global_norm,
 )
+from tests.conftest import run
 from tests.gradcheck import check_gradients
 
+pytestmark = pytest.mark.usefixtures("graph")
+
 RNG = np.random.default_rng(3)
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
-
-
-def run(fetches, feed=None):
-    with af.Session() as sess:
-        return sess.run(fetches, feed)
 
 
 def test_clip_by_value():

@@ -48,13 +48,6 @@ def cluster(log_dir):
     c.stop()
 
 
-@pytest.fixture
-def graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
-
-
 def unique(prefix: str) -> str:
     return f"{prefix}_{os.getpid()}_{time.monotonic_ns()}"
 
@@ -740,13 +733,13 @@ def test_tensor_lost_with_its_connection_fails_the_step(in_process_servers, grap
                 outcome.append(sess.run(z, {x: np.ones(3, np.float32)}))
             except Exception as e:  # noqa: BLE001 - inspected below
                 outcome.append(e)
-        faults.TRANSPORT = _LoseFirstTensorFrame()
+        faults.set_injectors(_LoseFirstTensorFrame(), None)
         try:
             t = threading.Thread(target=run, daemon=True)
             t.start()
             t.join(10)
         finally:
-            faults.TRANSPORT = None
+            faults.set_injectors(None, None)
         assert outcome, "the step is still waiting for a tensor that was lost with its connection"
         assert isinstance(outcome[0], errors.UnavailableError), outcome[0]
         np.testing.assert_array_equal(sess.run(z, {x: np.ones(3, np.float32)}, timeout=20), [3, 3, 3])

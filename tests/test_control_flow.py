@@ -19,7 +19,10 @@ import actorflow as af
 from actorflow.graph import control_flow_grad  # noqa: F401  (registers the primitives' gradients)
 from actorflow.graph.ops import accumulator_ops
 from actorflow.graph.ops import control_flow_ops as cfo
+from tests.conftest import run
 from tests.gradcheck import check_gradients
+
+pytestmark = pytest.mark.usefixtures("graph")
 
 RNG = np.random.default_rng(4)
 f64 = af.float64
@@ -27,18 +30,6 @@ f64 = af.float64
 # Known runtime bugs reported to the lead (see the report of issue 4, parts 4-5).
 
 
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
-
-
-def run(fetches, feed=None):
-    with af.Session() as sess:
-        return sess.run(fetches, feed)
 
 
 # ---------------------------------------------------------------------------------------------

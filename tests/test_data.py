@@ -9,13 +9,9 @@ import pytest
 
 import actorflow as af
 
+pytestmark = pytest.mark.usefixtures("graph")
+
 Dataset = af.data.Dataset
-
-
-@pytest.fixture(autouse=True)
-def _fresh_graph():
-    with af.Graph().as_default() as g:
-        yield g
 
 
 def drain(sess, t, limit=10_000):

@@ -282,7 +282,7 @@ def test_fused_updates_write_the_variables_in_place():
         with af.Session() as sess:
             sess.run(af.global_variables_initializer())
             sess.run(train, feed)
-            res = sess._container.get("l1/kernel")
+            res = sess._backend.container.get("l1/kernel")
             where = res.value.ctypes.data
             for _ in range(10):
                 sess.run(train, feed)

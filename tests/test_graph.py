@@ -8,12 +8,7 @@ from hypothesis import strategies as st
 
 import actorflow as af
 
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def test_default_graph_stack_and_reset():
@@ -48,17 +43,17 @@ def test_unique_names_and_name_scopes():
     assert x.name == "layer/w:0"
 
 
-def test_lookup_by_name(fresh_graph):
+def test_lookup_by_name(graph):
     x = af.placeholder(af.float32, [None, 3], name="x")
     y = af.identity(x, name="y")
-    assert fresh_graph.get_tensor_by_name("x:0") is x
-    assert fresh_graph.get_operation_by_name("y") is y.op
+    assert graph.get_tensor_by_name("x:0") is x
+    assert graph.get_operation_by_name("y") is y.op
     with pytest.raises(KeyError, match="does not exist"):
-        fresh_graph.get_tensor_by_name("nope:0")
+        graph.get_tensor_by_name("nope:0")
     with pytest.raises(KeyError, match="exists but only has 1 outputs"):
-        fresh_graph.get_tensor_by_name("x:3")
+        graph.get_tensor_by_name("x:3")
     with pytest.raises(ValueError, match="looks like"):
-        fresh_graph.get_tensor_by_name("x")
+        graph.get_tensor_by_name("x")
 
 
 def test_tensor_static_shapes_and_dtypes():

@@ -11,14 +11,9 @@ from actorflow import layers
 from actorflow.graph import initializers as init
 from actorflow.graph.variable_scope import AUTO_REUSE, variable_scope
 
+pytestmark = pytest.mark.usefixtures("graph")
+
 RNG = np.random.default_rng(5)
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
 
 
 def var_names():

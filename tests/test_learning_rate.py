@@ -11,14 +11,9 @@ import actorflow as af
 import actorflow.train as train
 from actorflow.graph.variable_scope import variable_scope
 
+pytestmark = pytest.mark.usefixtures("graph")
+
 STEPS = [0, 1, 5, 10, 11, 25, 100, 1000]
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
 
 
 def values(make):

@@ -11,7 +11,10 @@ import actorflow as af
 from actorflow.graph.op_def import get_op_def
 from actorflow.graph.ops import math_ops
 from actorflow.kernels.registry import has_kernel
+from tests.conftest import run
 from tests.gradcheck import check_gradients
+
+pytestmark = pytest.mark.usefixtures("graph")
 
 RNG = np.random.default_rng(1234)
 
@@ -39,18 +42,6 @@ def needs(*op_types):
 needs_reshape = needs("Reshape", "BroadcastTo", "Shape")
 needs_dynamic = needs("Reshape", "BroadcastTo", "Shape", "BroadcastGradientArgs", "PlaceholderWithDefault",
                       "Size", "Fill", "Range", "Rank", "DynamicStitch")
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
-
-
-def run(fetches, feed=None):
-    with af.Session() as sess:
-        return sess.run(fetches, feed)
 
 
 def ph(dtype, shape=None, name=None):

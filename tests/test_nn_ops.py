@@ -7,21 +7,12 @@ import pytest
 
 import actorflow as af
 from actorflow.graph.ops import nn_ops
+from tests.conftest import run
 from tests.gradcheck import check_gradients
 
+pytestmark = pytest.mark.usefixtures("graph")
+
 RNG = np.random.default_rng(7)
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
-
-
-def run(fetches, feed=None):
-    with af.Session() as sess:
-        return sess.run(fetches, feed)
 
 
 def ph(dtype, shape=None, name=None):

@@ -12,14 +12,9 @@ from actorflow.graph.initializers import random_uniform_initializer
 from actorflow.graph.ops import training_ops
 from actorflow.graph.variable_scope import fixed_size_partitioner, get_variable, variable_scope
 
+pytestmark = pytest.mark.usefixtures("graph")
+
 RNG = np.random.default_rng(11)
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
 
 
 def _var(value, name):

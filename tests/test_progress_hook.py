@@ -8,12 +8,7 @@ import pytest
 
 import actorflow as af
 
-
-@pytest.fixture(autouse=True)
-def graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def _model():

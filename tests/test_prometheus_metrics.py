@@ -32,13 +32,6 @@ def value(samples, name, **labels):
     return sum(vals)
 
 
-@pytest.fixture
-def graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
-
-
 def test_metrics_endpoint_counts_training(graph, tmp_path):
     with af.cluster.LocalCluster(ps=1, workers=1, log_dir=str(tmp_path)) as cluster:
         worker = cluster.spec.task_address("worker", 0)

@@ -20,19 +20,12 @@ import pytest
 import actorflow as af
 from actorflow import errors
 
-pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
+pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("graph")]
 
 
 @pytest.fixture
-def sess(fresh_graph):
-    with af.Session(graph=fresh_graph) as s:
+def sess(graph):
+    with af.Session(graph=graph) as s:
         yield s
 
 
@@ -605,10 +598,10 @@ def test_start_queue_runners_needs_a_session():
         af.train.start_queue_runners()
 
 
-async def test_queue_runner_tasks_with_arun(fresh_graph):
+async def test_queue_runner_tasks_with_arun(graph):
     counter, q, qr = _counting_pipeline(capacity=3)
     deq = q.dequeue()
-    with af.Session(graph=fresh_graph) as s:
+    with af.Session(graph=graph) as s:
         await s.arun(counter.initializer)
         coord = af.train.Coordinator()
         async with asyncio.TaskGroup() as tg:
@@ -620,11 +613,11 @@ async def test_queue_runner_tasks_with_arun(fresh_graph):
         assert await s.arun(q.is_closed())
 
 
-async def test_queue_runner_tasks_end_when_input_ends(fresh_graph):
+async def test_queue_runner_tasks_end_when_input_ends(graph):
     src = af.FIFOQueue(10, [af.int32], shapes=[[]])
     dst = af.FIFOQueue(10, [af.int32], shapes=[[]])
     qr = af.train.QueueRunner(dst, [dst.enqueue(src.dequeue())])
-    with af.Session(graph=fresh_graph) as s:
+    with af.Session(graph=graph) as s:
         await s.arun(src.enqueue_many([np.arange(4, dtype=np.int32)]))
         await s.arun(src.close())
         tasks = qr.create_tasks(s)                      # no coordinator: the tasks just end

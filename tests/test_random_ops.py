@@ -6,18 +6,9 @@ import pytest
 
 import actorflow as af
 from actorflow.graph.ops import random_ops
+from tests.conftest import run
 
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
-
-
-def run(fetches, feed=None):
-    with af.Session() as sess:
-        return sess.run(fetches, feed)
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def _random_op(t):
@@ -35,24 +26,24 @@ def _random_op(t):
 # Seeds
 # ---------------------------------------------------------------------------------------------
 
-def test_get_seed_rules(fresh_graph):
+def test_get_seed_rules(graph):
     assert af.get_seed(None) == (None, None)
     assert af.get_seed(7) == (random_ops.DEFAULT_GRAPH_SEED, 7)
     af.set_random_seed(42)
-    assert fresh_graph.seed == 42
+    assert graph.seed == 42
     assert af.get_seed(7) == (42, 7)
     s1 = af.get_seed(None)
     af.constant(1.0)
     s2 = af.get_seed(None)
     assert s1[0] == s2[0] == 42 and s1[1] != s2[1]      # derived from the graph's last op id
-    assert s2[1] == fresh_graph._id_counter
+    assert s2[1] == graph._id_counter
     af.set_random_seed(0)
     assert af.get_seed(0) == (0, 2**31 - 1)             # (0, 0) would mean "non-deterministic"
     af.set_random_seed(2**31 + 5)
     assert af.get_seed(2**32) == (6, 2)                  # truncated modulo 2**31 - 1, as in TF
 
 
-def test_seed_attrs_on_ops(fresh_graph):
+def test_seed_attrs_on_ops(graph):
     unseeded = _random_op(af.random_normal([2]))
     assert (unseeded.attrs["seed"], unseeded.attrs["seed2"]) == (0, 0)
     op_seeded = _random_op(af.random_uniform([2], seed=3))
@@ -63,10 +54,10 @@ def test_seed_attrs_on_ops(fresh_graph):
     assert all(op.op_def.stateful for op in (unseeded, op_seeded, a, b))
 
 
-def test_graph_seed_serializes(fresh_graph):
+def test_graph_seed_serializes(graph):
     af.set_random_seed(123)
     af.random_normal([3])
-    assert af.Graph.from_msgpack(fresh_graph.to_msgpack()).seed == 123
+    assert af.Graph.from_msgpack(graph.to_msgpack()).seed == 123
 
 
 # ---------------------------------------------------------------------------------------------

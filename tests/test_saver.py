@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import actorflow as af
+from actorflow import checkpoint_format as ckpt_io
 from actorflow import errors
 from actorflow.graph.ops import io_ops
-from actorflow.kernels.cpu import io as ckpt_io
 from actorflow.train import (
     Saver,
     checkpoint_exists,
@@ -28,14 +28,9 @@ from actorflow.train import (
     load_variable,
 )
 
+pytestmark = pytest.mark.usefixtures("graph")
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
 
 
 def _data_files(d, prefix=""):
@@ -473,7 +468,7 @@ _KILLED_SAVE = textwrap.dedent("""
     import os, signal, sys, time
     import numpy as np
     import actorflow as af
-    from actorflow.kernels.cpu import io as ckpt_io
+    from actorflow import checkpoint_format as ckpt_io
     from actorflow.train import Saver
 
     d = sys.argv[1]

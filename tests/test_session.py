@@ -11,12 +11,7 @@ import pytest
 
 import actorflow as af
 
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def test_fetch_structures_are_preserved():

@@ -169,10 +169,26 @@ def test_scenario_errors_name_the_key():
 def test_injectors_are_off_unless_installed():
     import actorflow.cluster.server as server
     import actorflow.transport.channel as channel
-    assert channel.faults is faults and server.faults is faults
+    assert channel.fault_hook is None and server.step_fault_hook is None
     assert faults.TRANSPORT is None and faults.STEP is None
     assert faults.install({"faults": []}, "/job:worker/task:0") == (None, None)
     assert faults.TRANSPORT is None and faults.STEP is None
+    assert channel.fault_hook is None and server.step_fault_hook is None
+
+
+def test_install_sets_each_layers_hook_and_uninstall_clears_it():
+    import actorflow.cluster.server as server
+    import actorflow.transport.channel as channel
+    config = {"seed": 1, "faults": [
+        {"id": 0, "kind": "latency", "tasks": ["/job:worker/task:0"], "ms": 1},
+        {"id": 1, "kind": "straggler", "tasks": ["/job:worker/task:0"], "ms": 1, "from_step": 0}]}
+    try:
+        transport, step = faults.install(config, "/job:worker/task:0")
+        assert transport is not None and step is not None
+        assert channel.fault_hook is transport and server.step_fault_hook is step
+    finally:
+        faults.uninstall()
+    assert channel.fault_hook is None and server.step_fault_hook is None
 
 
 def test_delay_draws_are_seeded():

@@ -18,6 +18,8 @@ pytest.importorskip("tensorboard")
 from PIL import Image  # noqa: E402
 from tensorboard.backend.event_processing import event_accumulator as ea  # noqa: E402
 
+from tests.conftest import run
+
 FIX = json.load(open(os.path.join(os.path.dirname(__file__), "fixtures", "summary.json")))
 
 
@@ -35,17 +37,12 @@ def _accumulator(logdir):
     return acc
 
 
-def _run(fetches, feed=None):
-    with af.Session() as sess:
-        return sess.run(fetches, feed)
-
-
 # -- the ops ------------------------------------------------------------------------------------------------
 
 def test_scalar_fetches_serialized_summary_bytes():
     s = af.summary.scalar("loss", af.constant(2.5))
     assert s.dtype is af.string and s.shape.ndims == 0
-    out = _run(s)
+    out = run(s)
     assert isinstance(out, bytes)
     parsed = af.Summary.FromString(out)
     assert [(v.tag, v.simple_value) for v in parsed.value] == [("loss", 2.5)]
@@ -61,7 +58,7 @@ def test_tags_and_op_names_follow_tf_scopes_and_families():
     ops.append(af.summary.scalar("/lead", 0.1))
     ops.append(af.summary.histogram("loss", [1.0]))
     assert [t.op.name for t in ops] == FIX["op_names"]
-    got = [[v.tag for v in af.Summary.FromString(b).value] for b in _run(ops)]
+    got = [[v.tag for v in af.Summary.FromString(b).value] for b in run(ops)]
     assert got == FIX["tags"]
 
 
@@ -76,7 +73,7 @@ def test_collections_and_merge_all():
     assert af.summary.merge([a], name="m").op.name == "m/m"
     both = af.summary.merge([a, b])
     assert af.get_collection(af.GraphKeys.SUMMARIES) == [a]        # merge adds to no collection by default
-    m1, m2 = _run([merged, both])
+    m1, m2 = run([merged, both])
     assert [v.tag for v in af.Summary.FromString(m1).value] == ["a"]
     assert [(v.tag, v.simple_value) for v in af.Summary.FromString(m2).value] == [("a", 1.0), ("b", 2.0)]
 
@@ -100,7 +97,7 @@ def test_merge_all_matches_tf_tag_order():
     af.summary.histogram("loss", [1.0])
     af.summary.text("txt", af.constant([["a", "b"], ["c", "d"]]))
     af.summary.scalar("other", 3.0, collections=["mine"])
-    merged = _run(af.summary.merge_all())
+    merged = run(af.summary.merge_all())
     assert [v.tag for v in af.Summary.FromString(merged).value] == FIX["merged_tags"]
 
 
@@ -116,7 +113,7 @@ def test_merge_rejects_duplicate_tags():
 def test_histogram_buckets_match_tf():
     h = af.summary.histogram("h", af.constant(FIX["hist_values"], af.float64))
     e = af.summary.histogram("empty", af.zeros([0]))
-    for out, want in zip(_run([h, e]), [FIX["hist"], FIX["hist_empty"]]):
+    for out, want in zip(run([h, e]), [FIX["hist"], FIX["hist_empty"]]):
         hp = af.Summary.FromString(out).value[0].histo
         assert list(hp.bucket_limit) == want["bucket_limit"]        # exact doubles, as TF computes them
         assert list(hp.bucket) == want["bucket"]
@@ -153,7 +150,7 @@ def test_images_match_tf_pixels_and_tags():
            "ineg": af.summary.image("ineg", af.constant(np.array(FIX["img_neg"], np.float32)), max_outputs=1),
            "inan": af.summary.image("inan", af.constant(nan_img)),
            "iu8": af.summary.image("iu8", af.constant(np.array(FIX["img_u8"], np.uint8)))}
-    out = _run(ops)
+    out = run(ops)
     for key in ops:
         assert _decode_images(out[key]) == FIX["image_" + key], key
 
@@ -173,7 +170,7 @@ def test_image_shape_errors():
 def test_audio_matches_tf_wav():
     a = af.summary.audio("au", af.constant(np.array(FIX["audio"], np.float32)), 8000, max_outputs=1)
     got = []
-    for v in af.Summary.FromString(_run(a)).value:
+    for v in af.Summary.FromString(run(a)).value:
         with wave.open(io.BytesIO(v.audio.encoded_audio_string)) as w:
             frames = np.frombuffer(w.readframes(w.getnframes()), "<i2")
             got.append({"tag": v.tag, "sample_rate": v.audio.sample_rate, "num_channels": v.audio.num_channels,
@@ -184,7 +181,7 @@ def test_audio_matches_tf_wav():
 
 def test_audio_stereo_tags_and_channels():
     x = np.zeros((3, 10, 2), np.float32)
-    out = _run(af.summary.audio("st", x, 16000.0, max_outputs=2))
+    out = run(af.summary.audio("st", x, 16000.0, max_outputs=2))
     vals = af.Summary.FromString(out).value
     assert [v.tag for v in vals] == ["st/audio/0", "st/audio/1"]
     assert all(v.audio.num_channels == 2 and v.audio.length_frames == 10 for v in vals)
@@ -192,14 +189,14 @@ def test_audio_stereo_tags_and_channels():
 
 def test_text_and_tensor_summary():
     t = af.summary.text("txt", af.constant([["a", "b"], ["c", "d"]]))
-    v = af.Summary.FromString(_run(t)).value[0]
+    v = af.Summary.FromString(run(t)).value[0]
     assert {"tag": v.tag, "plugin": v.metadata.plugin_data.plugin_name,
             "strings": [s.decode() for s in v.tensor.string_val],
             "shape": [d.size for d in v.tensor.tensor_shape.dim]} == FIX["text"]
     with pytest.raises(ValueError, match="dtype string"):
         af.summary.text("bad", af.constant(1.0))
     ts = af.summary.tensor_summary("tens", af.constant([[1.0, 2.0]]), summary_description="desc")
-    v = af.Summary.FromString(_run(ts)).value[0]
+    v = af.Summary.FromString(run(ts)).value[0]
     assert v.tag == "tens" and v.metadata.summary_description == "desc"
     from tensorboard.util import tensor_util
     np.testing.assert_array_equal(tensor_util.make_ndarray(v.tensor), [[1.0, 2.0]])

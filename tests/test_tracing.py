@@ -15,13 +15,6 @@ N = 512        # a MatMul this size goes to the kernel pool, split into row bloc
 ITERS = 4
 
 
-@pytest.fixture
-def graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
-
-
 def _stats_by_name(stats):
     out = collections.defaultdict(list)
     for ds in stats.dev_stats:

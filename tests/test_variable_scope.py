@@ -19,12 +19,7 @@ from actorflow.graph.variable_scope import (
     variable_scope,
 )
 
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def run(fetches, feed=None):

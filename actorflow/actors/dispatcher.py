@@ -3,10 +3,27 @@
 State it keeps (per process, across steps and executables):
 - `ready`: a deque of (actor, tag, args) activations, drained by `_pump` inside one loop callback at
   a time, so a message hop between actors costs a deque append and pop, and deep chains never recurse;
-- `scheduled`: whether a `_pump` callback is pending;
+- `scheduled`: whether a `_pump` callback is pending (or running);
 - `_to_offload`: expensive kernels made ready during this pump, submitted to the pool as a batch when
   the pump pauses;
+- `pool`: the kernel pool (passed in; a `KernelPool` of `threads` threads by default, a `SyncPool`
+  in unit tests of actors);
 - `tracing`: how many traced steps are in flight (the pump times activations only then).
+
+State it keeps per tag (a step's root tag is its StepState, a loop iteration's is an IterTag):
+`tag.outstanding`, the activations of that tag still queued or running. Actors change it only
+through the activation API below; when it falls to 0 inside a loop frame, the frame is told
+(`tag.frame.quiet(tag)`), which is how iterations and loops end.
+
+The activation API, the only ways in and out of the dispatcher:
+- `enqueue(actor, tag, args)`: counts an activation of `tag` and queues `actor.fire(tag, args)`;
+- `begin_async(tag)` / `end_async(tag)`: bracket work of `tag` that completes later, off the ready
+  queue (a kernel on the pool, a Recv waiting for its tensor, a queue op waiting for room, an
+  activation parked behind a variable update, a loop frame inside its parent iteration);
+- `start(tag, activations)`: a step's first activations, drained at once in the calling callback.
+No other code touches `ready`, `scheduled` or `outstanding`, with two exceptions on the 1-us hop
+between actors, where a method call costs ~5%: the pump ends each activation with `end_async`
+inlined, and `NodeActor.deliver` / `SingleInputActor.deliver` inline `enqueue`.
 
 Kernels that are expensive by their cost estimate run on the kernel pool (numpy's BLAS and numba's
 nogil kernels release the GIL), so independent branches use both cores; a kernel with a splitter runs
@@ -24,10 +41,10 @@ from functools import partial
 
 from actorflow import errors
 from actorflow.actors.node import NodeActor
-from actorflow.actors.pool import KernelPool
+from actorflow.actors.pool import KernelPool, SyncPool
 from actorflow.actors.tracing import now_us, thread_id
 
-__all__ = ["Runtime", "default_runtime", "new_loop"]
+__all__ = ["Runtime", "SyncPool", "default_runtime", "new_loop"]
 
 log = logging.getLogger(__name__)
 
@@ -51,16 +68,18 @@ def _actor_failed(actor, tag, e: Exception) -> None:
 
 class Runtime:
     """Hosts actors on one event loop. `Runtime()` starts its own loop thread; `Runtime(loop)`
-    attaches to an existing loop (a worker server's)."""
+    attaches to an existing loop (a worker server's). `pool` runs the expensive kernels: a
+    `KernelPool` of `threads` threads unless given (`SyncPool()` runs them in the caller)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None, threads: int | None = None):
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None, threads: int | None = None,
+                 pool=None):
         self.ready: collections.deque = collections.deque()
         self.scheduled = False
         self._to_offload: list = []        # expensive kernels made ready during this dispatch
         self.intra_op = os.environ.get("AF_INTRA_OP", "1") != "0"
-        self.threads = threads or max(2, os.cpu_count() or 2)
+        self.threads = threads or (pool.threads if pool is not None else max(2, os.cpu_count() or 2))
         self._ids = itertools.count(1)
-        self.pool = KernelPool(self.threads)
+        self.pool = pool if pool is not None else KernelPool(self.threads)
         self._thread = None
         _limit_blas_threads()
         if loop is None:
@@ -79,10 +98,44 @@ class Runtime:
         self._closed = False
         self.tracing = 0                 # traced steps in flight: the dispatcher times activations
 
+    # -- the activation API ---------------------------------------------------------------------
+    def enqueue(self, actor, tag, args) -> None:
+        """Queues `actor.fire(tag, args)`, counted as outstanding work of `tag` until it has run."""
+        tag.outstanding += 1
+        self.ready.append((actor, tag, args))
+        if not self.scheduled:
+            self.scheduled = True
+            self.loop.call_soon(self._pump)
+
+    @staticmethod
+    def begin_async(tag) -> None:
+        """Work of `tag` begins that ends later, off the ready queue: `tag` stays open until the
+        matching `end_async`."""
+        tag.outstanding += 1
+
+    @staticmethod
+    def end_async(tag) -> None:
+        """Work begun by `begin_async(tag)` ended (its outputs, if any, already delivered). An
+        iteration with nothing left outstanding tells its frame, which may retire it."""
+        c = tag.outstanding - 1
+        tag.outstanding = c
+        if not c and tag.frame is not None:
+            tag.frame.quiet(tag)
+
+    def start(self, tag, activations) -> None:
+        """A wave's first activations ((actor, args) pairs of `tag`): queued as by `enqueue`, then
+        run at once in this callback unless a pump is already pending. Called on the loop."""
+        ready = self.ready
+        n = 0
+        for actor, args in activations:
+            ready.append((actor, tag, args))
+            n += 1
+        tag.outstanding += n
+        if ready and not self.scheduled:
+            self.scheduled = True
+            self._pump()
+
     # -- dispatcher ---------------------------------------------------------------------------
-    def schedule(self) -> None:
-        self.scheduled = True
-        self.loop.call_soon(self._pump)
 
     def _pump(self) -> None:
         if self.tracing:                 # one test per pump, none per kernel, when nothing is traced
@@ -96,7 +149,7 @@ class Runtime:
                 actor.fire(tag, args)
             except Exception as e:  # noqa: BLE001 - a runtime bug fails its step, never the dispatcher
                 _actor_failed(actor, tag, e)
-            c = tag.outstanding - 1
+            c = tag.outstanding - 1       # end_async, inlined
             tag.outstanding = c
             if not c and tag.frame is not None:
                 tag.frame.quiet(tag)
@@ -126,7 +179,7 @@ class Runtime:
                 _actor_failed(actor, tag, e)
             if rec is not None:
                 tr.fired(actor, tag, args, rec, now_us())
-            c = tag.outstanding - 1
+            c = tag.outstanding - 1       # end_async, inlined
             tag.outstanding = c
             if not c and tag.frame is not None:
                 tag.frame.quiet(tag)
@@ -141,8 +194,9 @@ class Runtime:
         self.scheduled = False
 
     def offload(self, actor: NodeActor, tag, args) -> None:
-        """Queues an expensive kernel for the pool; the dispatcher submits the batch when it pauses."""
-        tag.outstanding += 1
+        """Queues an expensive kernel for the pool; the dispatcher submits the batch when it pauses.
+        The kernel is async work of `tag` until `_finished` delivers its output."""
+        tag.outstanding += 1              # begin_async, inlined
         self._to_offload.append((actor, tag, args))
 
     def _submit_offloads(self) -> None:
@@ -188,10 +242,7 @@ class Runtime:
                 step.fail(actor.error(job.exc, args, tag))
             else:
                 actor.emit(tag, out)
-        c = tag.outstanding - 1
-        tag.outstanding = c
-        if not c and tag.frame is not None and step.error is None:
-            tag.frame.quiet(tag)
+        self.end_async(tag)
 
     def next_step_id(self) -> int:
         return next(self._ids)

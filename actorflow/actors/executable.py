@@ -333,13 +333,7 @@ class Executable:
             v = feed_values[fi]
             for actor, slot in targets:
                 actor.deliver(step, slot, v)
-        ready = rt.ready
-        for actor in self.sources:
-            ready.append((actor, step, actor.initial_args()))
-        step.outstanding += len(self.sources)
-        if ready and not rt.scheduled:
-            rt.scheduled = True
-            rt._pump()
+        rt.start(step, [(actor, actor.initial_args()) for actor in self.sources])
         return step
 
     def drop(self, step) -> None:

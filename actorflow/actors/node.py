@@ -6,7 +6,7 @@ mailbox; when every input of a tag has arrived the actor is queued, and `fire` r
 mailboxes of its consumers. Actors never share mutable state; a step is a wave of messages.
 
 Tags: the root frame's tag of a step is its StepState itself; loop iterations get tags of their own
-(see actorflow.scheduler.frames). Every tag has `.step`.
+(see actorflow.actors.control_flow). Every tag has `.step`.
 """
 from __future__ import annotations
 
@@ -89,11 +89,13 @@ class NodeActor:
             entry = [DEAD] * max(n_in, 1)     # a dead control input makes the op dead
         else:
             del entry[n_in:]
+        # rt.enqueue(self, tag, entry), inlined: this is the hop between two actors.
         tag.outstanding += 1
         rt = self.rt
         rt.ready.append((self, tag, entry))
         if not rt.scheduled:
-            rt.schedule()
+            rt.scheduled = True
+            rt.loop.call_soon(rt._pump)
 
     def initial_args(self):
         return self.template[:self.n_in]
@@ -202,11 +204,13 @@ class SingleInputActor(NodeActor):
             args[slot] = value
         elif value is DEAD:
             args = [DEAD] * max(self.n_in, 1)
+        # rt.enqueue(self, tag, args), inlined: this is the hop between two actors.
         tag.outstanding += 1
         rt = self.rt
         rt.ready.append((self, tag, args))
         if not rt.scheduled:
-            rt.schedule()
+            rt.scheduled = True
+            rt.loop.call_soon(rt._pump)
 
 
 class SourceActor(NodeActor):
@@ -309,15 +313,13 @@ class ResourceUpdateActor(NodeActor):
         self.emit(tag, out)
 
     def release(self, args) -> None:
-        """An offloaded update ended (done or failed): the resources are free again."""
-        rt = self.rt
+        """An offloaded update ended (done or failed): the resources are free again, and the
+        activations parked behind it are queued."""
         for _, res in self.refs:
             res.version += 1
             waiting, res.busy = res.busy, None
             if waiting:
-                rt.ready.extend(waiting)
-        if rt.ready and not rt.scheduled:
-            rt.schedule()
+                res.unpark(self.rt, waiting)
 
     def _assign(self, args):
         res = self.refs[0][1]
@@ -374,17 +376,15 @@ class AsyncResourceActor(NodeActor):
         step = tag.step
         if self.skips(step, tag, args):
             return
-        tag.outstanding += 1
+        rt = self.rt
+        rt.begin_async(tag)
 
         def done(result, error):
             if error is not None:
                 step.fail(self.error(error, args[1:], tag))
             elif step.error is None:
                 self.emit(tag, result)
-            c = tag.outstanding - 1
-            tag.outstanding = c
-            if not c and tag.frame is not None and step.error is None:
-                tag.frame.quiet(tag)
+            rt.end_async(tag)
 
         try:
             self.resource.run(self.op_type, self.attrs, args[1:], done, step)

@@ -18,13 +18,16 @@ import logging
 import queue
 import threading
 
-__all__ = ["KernelPool", "offload_policy"]
+__all__ = ["KernelPool", "SyncPool", "offload_policy"]
 
 log = logging.getLogger(__name__)
 
 
 class KernelPool:
+    """`threads` threads running kernels, urgent ones first (see the module's docstring)."""
+
     def __init__(self, threads: int, name: str = "actorflow-kernel"):
+        self.threads = threads
         self._urgent: collections.deque = collections.deque()
         self._deferred: collections.deque = collections.deque()
         self._tokens: queue.SimpleQueue = queue.SimpleQueue()
@@ -72,6 +75,28 @@ class KernelPool:
         if wait:
             for t in self._threads:
                 t.join()
+
+
+class SyncPool:
+    """A kernel pool with no threads: `submit` runs the task at once, in the caller (the loop).
+    For unit tests of actors: an offloaded kernel still goes through the dispatcher's offload path
+    and reports back through the loop, but deterministically and on one thread. Deferred tasks run
+    like urgent ones (there is never a queue to reorder)."""
+
+    threads = 1
+
+    def __init__(self):
+        self.submitted = 0               # tasks run so far (tests check that a kernel was offloaded)
+        self._stopping = False
+
+    def submit(self, fn, deferred: bool = False) -> None:
+        if self._stopping:
+            raise RuntimeError("the kernel pool is shut down")
+        self.submitted += 1
+        fn()
+
+    def shutdown(self, wait: bool = False) -> None:
+        self._stopping = True
 
 
 # -- the offload policy: which kernels go to the pool -------------------------------------------

@@ -49,10 +49,17 @@ class VariableResource:
         return v
 
     def park(self, actor, tag, args) -> None:
-        """Holds an activation that must not run while the resource is busy; it is dispatched again
-        when the update ends (the activation keeps its step alive meanwhile)."""
-        tag.outstanding += 1
+        """Holds an activation that must not run while the resource is busy; it is queued again
+        when the update ends (`unpark`), and keeps its tag open meanwhile."""
+        actor.rt.begin_async(tag)
         self.busy.append((actor, tag, args))
+
+    @staticmethod
+    def unpark(rt, waiting) -> None:
+        """Queues the activations `park` held."""
+        for actor, tag, args in waiting:
+            rt.enqueue(actor, tag, args)
+            rt.end_async(tag)
 
     def store(self, value: np.ndarray) -> None:
         self.value = value

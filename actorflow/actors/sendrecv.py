@@ -63,7 +63,8 @@ class RecvActor(NodeActor):
         step = tag.step
         if step.error is not None:
             return
-        tag.outstanding += 1
+        rt = self.rt
+        rt.begin_async(tag)
 
         def arrived(value, error):
             tr = step.trace
@@ -76,9 +77,6 @@ class RecvActor(NodeActor):
                     self.emit_dead(tag)
                 else:
                     self.emit(tag, value)
-            c = tag.outstanding - 1
-            tag.outstanding = c
-            if not c and tag.frame is not None and step.error is None:
-                tag.frame.quiet(tag)
+            rt.end_async(tag)
 
         self.transport.recv(step.step_id, (self.key, frame_key(tag)), arrived)

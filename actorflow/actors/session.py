@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import threading
 from collections.abc import Mapping
 
@@ -14,11 +13,20 @@ from actorflow.actors.dispatcher import default_runtime
 from actorflow.actors.executable import Executable
 from actorflow.actors.resource import ResourceContainer
 from actorflow.graph import dtypes
-from actorflow.graph.graph import Graph, Operation, Tensor, get_default_graph
+from actorflow.graph.graph import (
+    Graph,
+    Operation,
+    Tensor,
+    default_session,
+    get_default_graph,
+    get_default_session,
+    pop_default_session,
+    push_default_session,
+)
 from actorflow.scheduler.plan import make_plan
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "ConfigProto", "RunOptions",
-           "RunMetadata", "GPUOptions", "GraphOptions", "RewriterConfig"]
+           "RunMetadata", "GPUOptions", "GraphOptions", "RewriterConfig", "LocalBackend", "set_remote_backend"]
 
 
 class GPUOptions:
@@ -182,21 +190,118 @@ def _convert_feed(t: Tensor, value):
     return arr
 
 
-# -- default session -------------------------------------------------------------------------------
-_local = threading.local()
+# -- backends ------------------------------------------------------------------------------------
+class LocalBackend:
+    """Runs a session's steps on this process's runtime; the session's variables live in its
+    container (TF 1.x: a local session owns its state).
+
+    A backend is what a Session talks to: `build(plan, timeout) -> executable`,
+    `run(exe, feed_values, timeout, trace=None) -> values`, `await arun(...)`,
+    `tracer(exe, level)` (what `run` takes as `trace`), `fill_metadata(tracer, run_metadata)` and
+    `close()`. The remote one (a cluster's master, actorflow/cluster/remote.py) is installed by the
+    cluster layer with `set_remote_backend`."""
+
+    def __init__(self, graph, config):
+        self.rt = default_runtime()
+        self.container = ResourceContainer()
+        self.config = config
+
+    def build(self, plan, timeout=None):
+        return Executable(self.rt, plan, self.container, soft_placement=self.config.allow_soft_placement,
+                          fuse=self.config._fusion())
+
+    def tracer(self, exe, level):
+        from actorflow.actors.tracing import StepTracer
+        return StepTracer(exe, level, "/job:localhost/replica:0/task:0/device:CPU:0")
+
+    @staticmethod
+    def fill_metadata(tracer, run_metadata) -> None:
+        from actorflow.actors.tracing import step_stats_from_dict
+        if tracer.result is not None:
+            run_metadata.step_stats = step_stats_from_dict(tracer.result)
+
+    def _launch(self, exe, feed_values, done, timeout, holder, tracer=None):
+        """On the runtime loop: start a step, arm its deadline."""
+        loop = self.rt.loop
+        handle = None
+
+        def finished(results, error):
+            if handle is not None:
+                handle.cancel()
+            done(results, error)
+
+        try:
+            step = exe.start(feed_values, finished, trace=tracer)
+        except Exception as e:  # noqa: BLE001
+            done(None, e)
+            return
+        holder.append(step)
+        if timeout is not None and not step.finished:
+            handle = loop.call_later(timeout, step.fail, errors.DeadlineExceededError(
+                None, None, f"Timed out after {timeout:g} s waiting for step {step.step_id} to finish"))
+
+    def run(self, exe, feed_values, timeout, trace=None):
+        rt = self.rt
+        if rt.in_loop():
+            raise RuntimeError("Session.run() was called on the actorflow runtime's own event loop; "
+                               "use `await sess.arun(...)` there.")
+        cf = concurrent.futures.Future()
+
+        def done(results, error):
+            if error is not None:
+                cf.set_exception(error)
+            else:
+                cf.set_result(results)
+
+        holder: list = []
+        rt.loop.call_soon_threadsafe(self._launch, exe, feed_values, done, timeout, holder, trace)
+        try:
+            return cf.result()
+        except BaseException as e:
+            if not isinstance(e, Exception):      # KeyboardInterrupt and the like: abandon the step
+                rt.loop.call_soon_threadsafe(lambda: holder and holder[0].fail(
+                    errors.CancelledError(None, None, "Step cancelled by the caller")))
+            raise
+
+    async def arun(self, exe, feed_values, timeout, trace=None):
+        rt = self.rt
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        holder: list = []
+        if loop is rt.loop:
+            def done(results, error):
+                if not fut.done():
+                    (fut.set_exception(error) if error is not None else fut.set_result(results))
+            self._launch(exe, feed_values, done, timeout, holder, trace)
+        else:
+            def _set(results, error):
+                if not fut.done():
+                    (fut.set_exception(error) if error is not None else fut.set_result(results))
+
+            def done(results, error):
+                try:
+                    loop.call_soon_threadsafe(_set, results, error)
+                except RuntimeError:      # the caller's loop closed meanwhile: nobody is waiting
+                    pass
+            rt.loop.call_soon_threadsafe(self._launch, exe, feed_values, done, timeout, holder, trace)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            rt.call_soon(lambda: holder and holder[0].fail(errors.CancelledError(None, None, "Step cancelled by the caller")))
+            raise
+
+    def close(self) -> None:
+        self.container.clear()
 
 
-def _session_stack():
-    s = getattr(_local, "stack", None)
-    if s is None:
-        s = _local.stack = []
-    return s
+# Installed by actorflow.cluster (`import actorflow` does it): (target, graph, config) -> backend.
+_remote_backend = None
 
 
-def get_default_session():
-    """The innermost session entered with `with sess.as_default()` or `with sess:` (tf.get_default_session)."""
-    s = _session_stack()
-    return s[-1] if s else None
+def set_remote_backend(factory) -> None:
+    """Installs the backend of sessions with a `target` (the cluster layer's master)."""
+    global _remote_backend
+    _remote_backend = factory
 
 
 class Session:
@@ -215,12 +320,13 @@ class Session:
         self._cache: dict = {}
         self._cache_lock = threading.Lock()
         if self._target:
-            from actorflow.cluster.master import connect_master
-            self._backend = connect_master(self._target, self._graph, self._config)
+            if _remote_backend is None:
+                raise errors.UnimplementedError(
+                    None, None, f"Session target {self._target!r} needs the cluster layer: import actorflow "
+                    "(or actorflow.cluster) before creating the session")
+            self._backend = _remote_backend(self._target, self._graph, self._config)
         else:
-            self._backend = None
-        self._rt = default_runtime()
-        self._container = ResourceContainer()
+            self._backend = LocalBackend(self._graph, self._config)
         self._default_cm = None
 
     # -- properties -----------------------------------------------------------------------------
@@ -272,15 +378,10 @@ class Session:
                 if exe is None:
                     with g._lock:
                         plan = make_plan(g, feed_tensors, fetch_tensors, targets)
-                        exe = self._build(plan, timeout)
+                        # Registering with a cluster's tasks ends at the step's deadline.
+                        exe = self._backend.build(plan, timeout)
                     self._cache[key] = exe
         return exe, rebuild, feed_values
-
-    def _build(self, plan, timeout=None):
-        if self._backend is not None:
-            return self._backend.build(plan, timeout)     # registering with the tasks ends at the step's deadline
-        return Executable(self._rt, plan, self._container, soft_placement=self._config.allow_soft_placement,
-                          fuse=self._config._fusion())
 
     def _timeout(self, options, timeout):
         if timeout is not None:
@@ -312,127 +413,38 @@ class Session:
         return out
 
     # -- running -----------------------------------------------------------------------------------
-    def _launch(self, exe, feed_values, done, timeout, holder, tracer=None):
-        """On the runtime loop: start a step, arm its deadline."""
-        loop = self._rt.loop
-        handle = None
-
-        def finished(results, error):
-            if handle is not None:
-                handle.cancel()
-            done(results, error)
-
-        try:
-            step = exe.start(feed_values, finished, trace=tracer)
-        except Exception as e:  # noqa: BLE001
-            done(None, e)
-            return
-        holder.append(step)
-        if timeout is not None and not step.finished:
-            handle = loop.call_later(timeout, step.fail, errors.DeadlineExceededError(
-                None, None, f"Timed out after {timeout:g} s waiting for step {step.step_id} to finish"))
-
     def _tracer(self, exe, options, run_metadata):
-        """A StepTracer when `options` ask for a trace and `run_metadata` can take it, else None."""
+        """What the backend traces the step into when `options` ask for a trace and
+        `run_metadata` can take it, else None."""
         level = getattr(options, "trace_level", 0) if options is not None else 0
         if not level or run_metadata is None:
             return None
-        from actorflow.actors.tracing import StepTracer
-        if self._backend is not None:
-            return (level, {})
-        return StepTracer(exe, level, "/job:localhost/replica:0/task:0/device:CPU:0")
-
-    @staticmethod
-    def _fill_metadata(tracer, run_metadata):
-        from actorflow.actors.tracing import step_stats_from_dict
-        if isinstance(tracer, tuple):             # a cluster run: one entry per task
-            stats = None
-            for task, got in sorted(tracer[1].items()):
-                stats = step_stats_from_dict(got["stats"], stats)
-                run_metadata.clock_offsets[task] = {"offset_us": got["offset_us"],
-                                                    "round_trip_us": got["round_trip_us"]}
-            run_metadata.step_stats = stats if stats is not None else step_stats_from_dict({"devices": {}})
-        elif tracer.result is not None:
-            run_metadata.step_stats = step_stats_from_dict(tracer.result)
+        return self._backend.tracer(exe, level)
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None, timeout=None):
         """Runs the ops needed for `fetches` and returns their values in the same structure.
         With `options=RunOptions(trace_level=...)` and a `run_metadata`, fills
         `run_metadata.step_stats` (TF's StepStats) as TF does."""
-        exe, rebuild, feed_values = self._prepare(fetches, feed_dict, self._timeout(options, timeout))
+        timeout = self._timeout(options, timeout)
+        exe, rebuild, feed_values = self._prepare(fetches, feed_dict, timeout)
         tracer = self._tracer(exe, options, run_metadata)
-        if self._backend is not None:
-            if tracer is None:
-                vals = self._backend.run(exe, feed_values, self._timeout(options, timeout))
-            else:
-                vals = self._backend.run(exe, feed_values, self._timeout(options, timeout), trace=tracer)
-                self._fill_metadata(tracer, run_metadata)
-            return rebuild(self._finish_values(vals, options))
-        rt = self._rt
-        if rt.in_loop():
-            raise RuntimeError("Session.run() was called on the actorflow runtime's own event loop; "
-                               "use `await sess.arun(...)` there.")
-        cf = concurrent.futures.Future()
-
-        def done(results, error):
-            if error is not None:
-                cf.set_exception(error)
-            else:
-                cf.set_result(results)
-
-        holder: list = []
-        rt.loop.call_soon_threadsafe(self._launch, exe, feed_values, done, self._timeout(options, timeout), holder,
-                                     tracer)
-        try:
-            results = cf.result()
-        except BaseException as e:
-            if not isinstance(e, Exception):      # KeyboardInterrupt and the like: abandon the step
-                rt.loop.call_soon_threadsafe(lambda: holder and holder[0].fail(
-                    errors.CancelledError(None, None, "Step cancelled by the caller")))
-            raise
-        if tracer is not None:
-            self._fill_metadata(tracer, run_metadata)
+        if tracer is None:
+            results = self._backend.run(exe, feed_values, timeout)
+        else:
+            results = self._backend.run(exe, feed_values, timeout, trace=tracer)
+            self._backend.fill_metadata(tracer, run_metadata)
         return rebuild(self._finish_values(results, options))
 
     async def arun(self, fetches, feed_dict=None, options=None, run_metadata=None, timeout=None):
         """Like `run`, for programs with their own event loop; never blocks that loop."""
-        exe, rebuild, feed_values = self._prepare(fetches, feed_dict, self._timeout(options, timeout))
+        timeout = self._timeout(options, timeout)
+        exe, rebuild, feed_values = self._prepare(fetches, feed_dict, timeout)
         tracer = self._tracer(exe, options, run_metadata)
-        if self._backend is not None:
-            if tracer is None:
-                vals = await self._backend.arun(exe, feed_values, self._timeout(options, timeout))
-            else:
-                vals = await self._backend.arun(exe, feed_values, self._timeout(options, timeout), trace=tracer)
-                self._fill_metadata(tracer, run_metadata)
-            return rebuild(self._finish_values(vals, options))
-        rt = self._rt
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        holder: list = []
-        if loop is rt.loop:
-            def done(results, error):
-                if not fut.done():
-                    (fut.set_exception(error) if error is not None else fut.set_result(results))
-            self._launch(exe, feed_values, done, self._timeout(options, timeout), holder, tracer)
+        if tracer is None:
+            results = await self._backend.arun(exe, feed_values, timeout)
         else:
-            def _set(results, error):
-                if not fut.done():
-                    (fut.set_exception(error) if error is not None else fut.set_result(results))
-
-            def done(results, error):
-                try:
-                    loop.call_soon_threadsafe(_set, results, error)
-                except RuntimeError:      # the caller's loop closed meanwhile: nobody is waiting
-                    pass
-            rt.loop.call_soon_threadsafe(self._launch, exe, feed_values, done, self._timeout(options, timeout),
-                                         holder, tracer)
-        try:
-            results = await fut
-        except asyncio.CancelledError:
-            rt.call_soon(lambda: holder and holder[0].fail(errors.CancelledError(None, None, "Step cancelled by the caller")))
-            raise
-        if tracer is not None:
-            self._fill_metadata(tracer, run_metadata)
+            results = await self._backend.arun(exe, feed_values, timeout, trace=tracer)
+            self._backend.fill_metadata(tracer, run_metadata)
         return rebuild(self._finish_values(results, options))
 
     def make_callable(self, fetches, feed_list=None):
@@ -450,18 +462,11 @@ class Session:
             return
         self._closed = True
         self._cache.clear()
-        self._container.clear()
-        if self._backend is not None:
-            self._backend.close()
+        self._backend.close()
 
-    @contextlib.contextmanager
     def as_default(self):
-        stack = _session_stack()
-        stack.append(self)
-        try:
-            yield self
-        finally:
-            stack.remove(self)
+        """A context manager making this the default session of the thread (tf.Session.as_default)."""
+        return default_session(self)
 
     def __enter__(self):
         self._default_cm = self.as_default()
@@ -494,10 +499,8 @@ class InteractiveSession(Session):
 
     def __init__(self, target="", graph=None, config=None):
         super().__init__(target, graph, config)
-        _session_stack().append(self)
+        push_default_session(self)
 
     def close(self):
         super().close()
-        stack = _session_stack()
-        if self in stack:
-            stack.remove(self)
+        pop_default_session(self)

@@ -30,7 +30,6 @@ from actorflow.cluster.spec import ClusterSpec, make_target, task_key, tf_config
 from actorflow.graph.graph import Graph
 from actorflow.kernels.device_arrays import to_host
 from actorflow.scheduler.plan import make_plan
-from actorflow.sim import faults  # sim: fault-injection hooks, None unless a scenario installs one
 from actorflow.transport.budget import ByteBudget, TransportLimits
 from actorflow.transport.bulk import BULK_HEADER
 from actorflow.transport.channel import MAX_MESSAGE, TASK_HEADER, TOKEN_HEADER, Connection, Peer, accept_bulk
@@ -43,6 +42,11 @@ __all__ = ["Server", "WorkerService", "cluster_token", "token_matches"]
 log = logging.getLogger(__name__)
 
 MAX_STATUS_NODES = 5000     # nodes of registered graphs one /status reply lists, over all partitions
+
+# Fault injection (installed by the simulator, actorflow/sim/faults.py; None otherwise): an object
+# whose `await step_fault_hook.before_step(service, executable, feeds)` runs before each step a
+# worker service starts, and may delay it (a straggler) or kill the process (a crash at a save).
+step_fault_hook = None
 
 
 def cluster_token(token: str | None = None) -> str:
@@ -215,7 +219,7 @@ class WorkerService:
         """What the dashboard shows of this task beside /metrics: identity, steps, the checkpoint shards
         this process wrote lately, and with `graphs` the registered partitions (nodes, inputs, and the
         peer of each _Send/_Recv), at most MAX_STATUS_NODES nodes in all."""
-        from actorflow.kernels.cpu.io import recent_shards
+        from actorflow.checkpoint_format import recent_shards
         doc = {"task": self.name, "pid": os.getpid(), "started": self.started, "uptime": time.time() - self.started,
                "steps": self.steps_run, "active_steps": len(self.active), "graphs_registered": len(self.graphs),
                "graph_handles": sorted(self.graphs), "checkpoints": list(recent_shards)}
@@ -280,9 +284,9 @@ class WorkerService:
             if not fut.done():
                 fut.set_result((results, error))
         feeds = list(tensors)
-        # sim: fault-injection seam (actorflow/sim/faults.py); a no-op unless a scenario installs one
-        if faults.STEP is not None:
-            await faults.STEP.before_step(self, exe, feeds)
+        # sim: fault-injection seam (`step_fault_hook` above); a no-op unless a scenario installs one
+        if step_fault_hook is not None:
+            await step_fault_hook.before_step(self, exe, feeds)
         # A traced step (RunOptions.trace_level) sends its stats back with the reply, with this
         # task's clock at request and reply so that the master can align them (actors/tracing.py).
         # Unasked, one step in ACTORFLOW_METRICS_TRACE_EVERY is traced for /metrics' kernel times.

@@ -15,7 +15,8 @@ from actorflow.graph.tensor_shape import TensorShape, as_shape
 
 __all__ = ["Graph", "Operation", "Tensor", "get_default_graph", "reset_default_graph",
            "name_scope", "control_dependencies", "device", "colocate_with", "GraphKeys",
-           "convert_to_tensor", "add_to_collection", "get_collection", "get_collection_ref"]
+           "convert_to_tensor", "add_to_collection", "get_collection", "get_collection_ref",
+           "get_default_session", "default_session"]
 
 # Installed by actorflow.summary.graph_def: (graph, from_version, add_shapes) -> GraphDef.
 _graph_def_hook = None
@@ -105,7 +106,6 @@ class Tensor:
         return list(self._consumers)
 
     def eval(self, feed_dict=None, session=None):
-        from actorflow.actors.session import get_default_session
         sess = session or get_default_session()
         if sess is None:
             raise ValueError("Cannot evaluate tensor using `eval()`: no default session is registered. "
@@ -193,7 +193,6 @@ class Operation:
         self.graph._version += 1
 
     def run(self, feed_dict=None, session=None):
-        from actorflow.actors.session import get_default_session
         sess = session or get_default_session()
         if sess is None:
             raise ValueError(f"Cannot run operation '{self.name}': no default session is registered.")
@@ -694,6 +693,48 @@ def reset_default_graph() -> None:
         raise AssertionError("Do not use reset_default_graph() to clear nested graphs.")
     global _global_default_graph
     _global_default_graph = Graph()
+
+
+# -- default session stack -------------------------------------------------------------------
+# Kept here, beside the default graph, as TF's ops.py keeps it: `Tensor.eval` and `Operation.run`
+# use it, and the session layer above pushes onto it (`with sess.as_default()`). A session is any
+# object with `run(fetches, feed_dict)`.
+def _session_stack() -> list:
+    s = getattr(_thread_local, "sessions", None)
+    if s is None:
+        s = _thread_local.sessions = []
+    return s
+
+
+def get_default_session():
+    """The innermost session entered with `with sess.as_default()` or `with sess:`, in this thread
+    (tf.compat.v1.get_default_session), or None."""
+    s = _session_stack()
+    return s[-1] if s else None
+
+
+@contextlib.contextmanager
+def default_session(session):
+    """Makes `session` the default session of this thread inside the block (what
+    `Session.as_default()` does)."""
+    stack = _session_stack()
+    stack.append(session)
+    try:
+        yield session
+    finally:
+        stack.remove(session)
+
+
+def push_default_session(session) -> None:
+    """Makes `session` the default of this thread until `pop_default_session(session)`
+    (tf.compat.v1.InteractiveSession's lifetime)."""
+    _session_stack().append(session)
+
+
+def pop_default_session(session) -> None:
+    stack = _session_stack()
+    if session in stack:
+        stack.remove(session)
 
 
 def name_scope(name, default_name=None, values=None):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 
 from actorflow.graph import dtypes
-from actorflow.graph.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph
+from actorflow.graph.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph, get_default_session
 from actorflow.graph.ops import state_ops
 from actorflow.graph.ops.constant import Identity, group
 from actorflow.graph.tensor_shape import TensorShape, as_shape
@@ -150,7 +150,6 @@ class Variable:
         return self._snapshot.eval(session=session)
 
     def load(self, value, session=None):
-        from actorflow.actors.session import get_default_session
         sess = session or get_default_session()
         sess.run(self.initializer, {self.initial_value: value})
 

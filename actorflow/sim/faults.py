@@ -1,13 +1,15 @@
 """Fault injectors at the runtime's seams.
 
-The runtime checks two module-level hooks and does nothing else while they are None, the default:
+The runtime checks two hooks, each owned by its layer, and does nothing else while they are None,
+the default; `install` sets them (and keeps them here as `TRANSPORT` and `STEP`):
 
-- `TRANSPORT`, awaited by `Connection._write_loop` before each frame (actorflow/transport/channel.py):
+- `actorflow.transport.channel.fault_hook`, awaited by `Connection._write_loop` before each frame:
   delays the frame (latency drawn from a distribution; a bandwidth cap on the task's egress), holds
   it (a partition: frames between the two sides wait until it heals, and the connection fails if
   they have waited `fail_after_s`), or drops it ("retransmit": held for a retransmission timeout,
   as TCP does with a lost segment; "reset": the connection fails, as after a TCP reset).
-- `STEP`, awaited by `WorkerService.rpc_run_graph` before a step starts (actorflow/cluster/server.py):
+- `actorflow.cluster.server.step_fault_hook`, awaited by `WorkerService.rpc_run_graph` before a
+  step starts:
   delays the training steps of a straggler, or kills the process at a checkpoint save.
 
 Killing and restarting processes at a step or a time is the harness's part (actorflow/sim/runner.py).
@@ -29,9 +31,6 @@ on timing): latency is a condition of the run, summarized when it ends, not a se
 
 Every injected fault is logged as one JSON line (t, task, kind, fault, parameters) to
 <events_dir>/<job>-<task>-<pid>.jsonl, flushed at once so that a kill -9 loses nothing.
-
-This module is imported by the transport and the worker server: it imports nothing from actorflow
-at module level, and numpy only when an injector is installed.
 """
 from __future__ import annotations
 
@@ -45,13 +44,13 @@ import threading
 import time
 import zlib
 
-__all__ = ["TRANSPORT", "STEP", "ROLE", "ENV", "install", "install_from_env", "uninstall", "task_slug",
+__all__ = ["TRANSPORT", "STEP", "ROLE", "ENV", "install", "install_from_env", "uninstall", "set_injectors", "task_slug",
            "task_seed", "draw_ms", "FaultLog", "StepInjector", "TransportInjector"]
 
 log = logging.getLogger(__name__)
 
-TRANSPORT = None    # TransportInjector, or None: checked by Connection._write_loop before each frame
-STEP = None         # StepInjector, or None: checked by WorkerService.rpc_run_graph before each step
+TRANSPORT = None    # TransportInjector installed as actorflow.transport.channel.fault_hook, or None
+STEP = None         # StepInjector installed as actorflow.cluster.server.step_fault_hook, or None
 
 ENV = "ACTORFLOW_FAULTS"
 # Whose connections a harness thread opens ("/job:worker/task:1"): a client thread stands in for its
@@ -435,7 +434,6 @@ def _load(value: str) -> dict:
 def install(config: dict, task: str | None = None, roles: list | None = None) -> tuple:
     """Installs the injectors `config` asks of `task` (a task process), or, with task None, the
     harness's transport injector for the client threads named in `roles`. Returns (TRANSPORT, STEP)."""
-    global TRANSPORT, STEP
     uninstall()
     seed = int(config.get("seed", 0))
     if task is not None:
@@ -451,12 +449,14 @@ def install(config: dict, task: str | None = None, roles: list | None = None) ->
     flog = FaultLog(os.path.join(events_dir, f"{name}-{os.getpid()}.jsonl") if events_dir else None, task)
     step_faults = [f for f in mine if f["kind"] in ("straggler", "crash_during_save")]
     net_faults = [f for f in mine if f["kind"] in ("latency", "bandwidth", "partition", "drop")]
+    transport = step = None
     if task is not None and step_faults:
-        STEP = StepInjector(task, step_faults, seed, flog, config.get("marker", "sim/loss"),
+        step = StepInjector(task, step_faults, seed, flog, config.get("marker", "sim/loss"),
                             config.get("base_step_ms", 10.0), config.get("control_dir"), config.get("step_feed"))
     if net_faults:
-        TRANSPORT = TransportInjector(task, net_faults, seed, flog, config.get("tasks", {}),
+        transport = TransportInjector(task, net_faults, seed, flog, config.get("tasks", {}),
                                       config.get("control_dir"), roles)
+    set_injectors(transport, step)
     if TRANSPORT is not None or STEP is not None:
         flog.emit("injectors_installed", pid=os.getpid(), transport=TRANSPORT is not None, step=STEP is not None,
                   faults=[f["id"] for f in mine])
@@ -474,9 +474,20 @@ def install_from_env(job: str, task: int) -> None:
         atexit.register(TRANSPORT.close)
 
 
+def set_injectors(transport, step) -> None:
+    """Installs `transport` and `step` (either may be None) in the hooks of the transport and the
+    worker server, and records them here as TRANSPORT and STEP."""
+    global TRANSPORT, STEP
+    from actorflow.cluster import server
+    from actorflow.transport import channel
+    TRANSPORT, STEP = transport, step
+    channel.fault_hook = transport
+    server.step_fault_hook = step
+
+
 def uninstall() -> None:
     """Removes the injectors (the hooks become None again)."""
-    global TRANSPORT, STEP
-    t, TRANSPORT, STEP = TRANSPORT, None, None
+    t = TRANSPORT
+    set_injectors(None, None)
     if t is not None:
         t.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import sys
 
 import msgpack
 
@@ -193,8 +194,9 @@ def tensor_info(t) -> TensorInfo:
 
 
 def _version() -> str:
-    import actorflow
-    return getattr(actorflow, "__version__", "")
+    # The package's own version, read from the loaded package rather than imported: the public API
+    # (actorflow/__init__.py) sits above the training layer.
+    return getattr(sys.modules.get("actorflow"), "__version__", "")
 
 
 def make_meta_graph(graph, tags=(), signature_def_map=None, main_op=None, clear_devices=False,

@@ -272,7 +272,7 @@ def start_queue_runners(sess=None, coord=None, daemon=True, start=True, collecti
     """Starts the threads of every QueueRunner in the graph's `collection`; returns them
     (tf.compat.v1.train.start_queue_runners). `sess` defaults to the default session."""
     if sess is None:
-        from actorflow.actors.session import get_default_session
+        from actorflow.graph.graph import get_default_session
         sess = get_default_session()
         if sess is None:
             raise ValueError("Cannot start queue runners: no default session is registered. Use `with "

@@ -11,7 +11,7 @@ Saver keeps, newest last.
 As in TF, the checkpoint directory must be one file system seen by the client and every task that
 holds variables (a local disk for a local cluster, a shared mount otherwise).
 
-A checkpoint is untrusted input until checked (see actorflow/kernels/cpu/io.py): its index is
+A checkpoint is untrusted input until checked (see actorflow/checkpoint_format.py): its index is
 validated field by field, its shard files must lie in its directory, and in a distributed session
 the index carries an HMAC keyed by the cluster token, which restore and the recovery path
 (`latest_checkpoint`, `get_checkpoint_state`, MonitoredTrainingSession) require. Without a cluster
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from actorflow import checkpoint_format as ckpt_io
 from actorflow import errors
 from actorflow.graph import dtypes
 from actorflow.graph.device_spec import DeviceSpec
@@ -36,7 +37,6 @@ from actorflow.graph.graph import GraphKeys, Tensor, get_default_graph
 from actorflow.graph.ops import io_ops, state_ops
 from actorflow.graph.ops.constant import group, placeholder
 from actorflow.graph.variables import Variable
-from actorflow.kernels.cpu import io as ckpt_io
 
 __all__ = ["Saver", "latest_checkpoint", "list_variables", "load_variable", "checkpoint_exists",
            "get_checkpoint_state", "update_checkpoint_state", "CheckpointState", "NewCheckpointReader",
@@ -561,7 +561,7 @@ class Saver:
         checkpoint stays the latest. `write_meta_graph` writes the graph (msgpack) beside it. The
         index carries an HMAC under `checkpoint_key_for(sess)` when there is one. Temporary files
         that interrupted saves left in the directory are removed first (only those no live writer
-        holds: see actorflow.kernels.cpu.io.remove_stale_temps).
+        holds: see actorflow.checkpoint_format.remove_stale_temps).
         """
         if not self._built:
             self.build()

@@ -67,8 +67,11 @@ from actorflow.graph.device_spec import DeviceSpec
 from actorflow.graph.graph import GraphKeys, convert_to_tensor
 from actorflow.graph.indexed_slices import IndexedSlices
 from actorflow.graph.ops import conditional_accumulator_ops as accumulators
-from actorflow.graph.ops.constant import constant
+from actorflow.graph.ops.array_ops import fill, reshape
+from actorflow.graph.ops.constant import constant, group, identity, no_op
 from actorflow.graph.ops.data_flow_ops import FIFOQueue
+from actorflow.graph.ops.math_ops import cast, equal, where
+from actorflow.graph.variables import Variable, assign, assign_add, is_variable_initialized
 from actorflow.train.coordinator import Coordinator
 from actorflow.train.optimizer import Optimizer
 from actorflow.train.queue_runner import QueueRunner
@@ -146,11 +149,26 @@ class SyncReplicasOptimizer(Optimizer):
         `batch_id` (actorflow extension): an integer scalar tensor naming the input batch, reported
         with the gradient if it is dropped so the input pipeline can re-queue it.
         """
-        from actorflow.graph.ops.array_ops import fill, reshape
-        from actorflow.graph.ops.constant import group, identity, no_op
-        from actorflow.graph.ops.math_ops import cast, equal, where
-        from actorflow.graph.variables import Variable, assign
+        present, batch_id = self._check_arguments(grads_and_vars, global_step, batch_id)
+        graph = global_step.graph
+        self._global_step = global_step
+        gs_dev = global_step.op.device
+        with graph.as_default(), graph.name_scope(None), graph.name_scope(self._name):
+            dummy_queue = self._make_state(graph, global_step, gs_dev)
+            arrived, keep_step = self._arrive_and_admit(graph, present, gs_dev, batch_id)        # 1.
+            train_ops, aggregated, var_list = self._accumulate(graph, arrived, keep_step)        # 2.
+            self._build_chief_update(graph, aggregated, var_list, global_step, gs_dev, dummy_queue)  # 3.
+            train_op = self._build_train_op(graph, train_ops, gs_dev, name)                      # 4.
+            self._build_init_ops(graph, global_step, gs_dev)
+        ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
+        if train_op.op not in ops:
+            ops.append(train_op.op)
+        self._gradients_applied = True
+        return train_op
 
+    def _check_arguments(self, grads_and_vars, global_step, batch_id):
+        """(the (gradient, variable) pairs that have a gradient, batch_id as an int64 tensor or None);
+        raises on what apply_gradients cannot take."""
         grads_and_vars = list(grads_and_vars)
         if not grads_and_vars:
             raise ValueError("Must supply at least one variable")
@@ -161,136 +179,144 @@ class SyncReplicasOptimizer(Optimizer):
         present = [(g, v) for g, v in grads_and_vars if g is not None]
         if not present:
             raise ValueError(f"No gradients provided for any variable: {[str(v) for _, v in grads_and_vars]}")
-        N = self._replicas_to_aggregate
-        graph = global_step.graph
-        self._global_step = global_step
-        gs_dev = global_step.op.device
         if batch_id is not None:
             batch_id = convert_to_tensor(batch_id)
             if not batch_id.dtype.is_integer:
                 raise TypeError(f"batch_id must be an integer tensor, got {batch_id.dtype.name} ('{batch_id.name}')")
             if batch_id.dtype is not dtypes.int64:
                 batch_id = cast(batch_id, dtypes.int64)
+        return present, batch_id
 
-        with graph.as_default(), graph.name_scope(None), graph.name_scope(self._name):
-            # The local step lives on this worker, not on a parameter server: every worker has its own.
-            local_anchor = no_op(name="local_anchor")
-            worker = self._worker_index
-            if worker is None:
-                task = DeviceSpec.from_string(local_anchor.device or "").task
-                worker = -1 if task is None else task
-            self._worker = int(worker)
-            with graph.control_dependencies(None), graph.colocate_with(local_anchor):
-                self._local_step = Variable(0, trainable=False, collections=[GraphKeys.LOCAL_VARIABLES],
-                                            dtype=global_step.dtype, name="sync_rep_local_step")
-            self.local_step_init_op = assign(self._local_step, global_step, name="local_step_init").op
+    def _make_state(self, graph, global_step, gs_dev):
+        """This worker's local step; on the global step's device, the gate (admits N gradients a
+        step) and the token queue. Returns the chief loop's dummy queue."""
+        # The local step lives on this worker, not on a parameter server: every worker has its own.
+        local_anchor = no_op(name="local_anchor")
+        worker = self._worker_index
+        if worker is None:
+            task = DeviceSpec.from_string(local_anchor.device or "").task
+            worker = -1 if task is None else task
+        self._worker = int(worker)
+        with graph.control_dependencies(None), graph.colocate_with(local_anchor):
+            self._local_step = Variable(0, trainable=False, collections=[GraphKeys.LOCAL_VARIABLES],
+                                        dtype=global_step.dtype, name="sync_rep_local_step")
+        self.local_step_init_op = assign(self._local_step, global_step, name="local_step_init").op
 
-            with graph.control_dependencies(None), graph.device(gs_dev):
-                self._gate = accumulators.ConditionalAccumulator(
-                    dtypes.float32, shape=[], shared_name=f"{self._name}/gate", name="gate", max_accumulated=N)
-                self._sync_token_queue = FIFOQueue(-1, global_step.dtype, shapes=[[]], name="sync_token_q",
-                                                   shared_name=f"{self._name}/sync_token_q")
-                # The chief's sync loop needs a queue to be a QueueRunner; TF uses a dummy one too, so
-                # that stopping the loop never closes the real token queue.
-                dummy_queue = FIFOQueue(1, dtypes.int32, shapes=[[]], name="dummy_queue",
-                                        shared_name=f"{self._name}/dummy_queue")
+        with graph.control_dependencies(None), graph.device(gs_dev):
+            self._gate = accumulators.ConditionalAccumulator(
+                dtypes.float32, shape=[], shared_name=f"{self._name}/gate", name="gate",
+                max_accumulated=self._replicas_to_aggregate)
+            self._sync_token_queue = FIFOQueue(-1, global_step.dtype, shapes=[[]], name="sync_token_q",
+                                               shared_name=f"{self._name}/sync_token_q")
+            # The chief's sync loop needs a queue to be a QueueRunner; TF uses a dummy one too, so
+            # that stopping the loop never closes the real token queue.
+            return FIFOQueue(1, dtypes.int32, shapes=[[]], name="dummy_queue",
+                             shared_name=f"{self._name}/dummy_queue")
 
-            # 1. Every gradient arrives where its variable lives before this worker asks for admission,
-            # so an admitted worker that dies right after cannot leave an accumulator short of N.
-            arrived = []
-            with graph.name_scope("arrive"):
-                for g, v in present:
-                    with graph.colocate_with(v.op):
-                        if isinstance(g, IndexedSlices):
-                            arrived.append((IndexedSlices(identity(g.values), identity(g.indices), g.dense_shape), v))
-                        else:
-                            arrived.append((identity(g), v))
-            deps = []
-            for g, _ in arrived:
-                deps.extend([g.values, g.indices] if isinstance(g, IndexedSlices) else [g])
-            with graph.device(gs_dev):
-                with graph.control_dependencies(deps):
-                    one = convert_to_tensor(1.0, dtype=dtypes.float32, name="contribution")
-                    self._status, self._step_of_status = self._gate.try_apply_grad(
-                        one, local_step=self._local_step.value(), worker=self._worker, batch_id=batch_id,
-                        name="admit")
-                accepted = equal(self._status, accumulators.ACCEPTED, name="accepted")
-                # A refused gradient is withdrawn (a negative step) from every accumulator.
-                keep_step = where(accepted, self._local_step.value(),
-                                  convert_to_tensor(-1, dtype=dtypes.int64), name="keep_step")
-                self._accepted = accepted
-                self._dropped = self._gate.num_dropped(name="dropped_gradients")
-
-            # 2. One accumulator per variable, where the variable lives.
-            train_ops = []
-            aggregated = []
-            var_list = []
-            for g, v in arrived:
-                var_list.append(v)
-                with graph.device(None), graph.colocate_with(v.op):
-                    shared = v.name + "/grad_accum"
+    def _arrive_and_admit(self, graph, present, gs_dev, batch_id):
+        """Step 1. Every gradient arrives where its variable lives before this worker asks for
+        admission, so an admitted worker that dies right after cannot leave an accumulator short of
+        N. Returns (the arrived (gradient, variable) pairs, the step to contribute them at: the local
+        step when admitted, -1 when refused)."""
+        arrived = []
+        with graph.name_scope("arrive"):
+            for g, v in present:
+                with graph.colocate_with(v.op):
                     if isinstance(g, IndexedSlices):
-                        acc = accumulators.SparseConditionalAccumulator(g.dtype, shape=v.shape, shared_name=shared,
-                                                                        name="grad_accum")
-                        train_ops.append(acc.apply_indexed_slices_grad(g, local_step=keep_step))
-                        aggregated.append(acc.take_indexed_slices_grad(N))
+                        arrived.append((IndexedSlices(identity(g.values), identity(g.indices), g.dense_shape), v))
                     else:
-                        acc = accumulators.ConditionalAccumulator(g.dtype, shape=v.shape, shared_name=shared,
-                                                                  name="grad_accum")
-                        train_ops.append(acc.apply_grad(g, local_step=keep_step))
-                        aggregated.append(acc.take_grad(N))
-                self._accumulator_list.append((acc, v.device))
+                        arrived.append((identity(g), v))
+        deps = []
+        for g, _ in arrived:
+            deps.extend([g.values, g.indices] if isinstance(g, IndexedSlices) else [g])
+        with graph.device(gs_dev):
+            with graph.control_dependencies(deps):
+                one = convert_to_tensor(1.0, dtype=dtypes.float32, name="contribution")
+                self._status, self._step_of_status = self._gate.try_apply_grad(
+                    one, local_step=self._local_step.value(), worker=self._worker, batch_id=batch_id,
+                    name="admit")
+            accepted = equal(self._status, accumulators.ACCEPTED, name="accepted")
+            # A refused gradient is withdrawn (a negative step) from every accumulator.
+            keep_step = where(accepted, self._local_step.value(),
+                              convert_to_tensor(-1, dtype=dtypes.int64), name="keep_step")
+            self._accepted = accepted
+            self._dropped = self._gate.num_dropped(name="dropped_gradients")
+        return arrived, keep_step
 
-            # 3. The chief's update: the N-averages are applied, and only then does the gate's take
-            # end the step. Until it does, the gate refuses everything (it has its N), so no gradient
-            # of the next step can reach an accumulator before that accumulator's take, and a stale
-            # worker released by the gate's new step computes on the updated parameters.
-            update_op = self._opt.apply_gradients(list(zip(aggregated, var_list)), global_step)
-            with graph.device(gs_dev):
-                with graph.control_dependencies([update_op]):
-                    new_step = _new_global_step(update_op, global_step)
-                    gate_take = self._gate.take_grad(N, name="end_step")
-                with graph.control_dependencies([gate_take]):
-                    # One token per worker waiting on this step: the N admitted and the late ones.
-                    late = self._gate.num_dropped(kind="late_last_take", name="late_this_step")
-                    n_tokens = cast(late, dtypes.int32) + N
-                    tokens = fill(reshape(n_tokens, [1]), new_step, name="tokens")
-                    sync_op = self._sync_token_queue.enqueue_many((tokens,), name="release")
-                if self._variable_averages is not None:
-                    with graph.control_dependencies([sync_op]):
-                        sync_op = self._variable_averages.apply(self._variables_to_average)
-                self._chief_queue_runner = QueueRunner(dummy_queue, [sync_op])
+    def _accumulate(self, graph, arrived, keep_step):
+        """Step 2. One accumulator per variable, where the variable lives. Returns (this worker's
+        contributions, the chief's N-averages, their variables)."""
+        N = self._replicas_to_aggregate
+        train_ops = []
+        aggregated = []
+        var_list = []
+        for g, v in arrived:
+            var_list.append(v)
+            with graph.device(None), graph.colocate_with(v.op):
+                shared = v.name + "/grad_accum"
+                if isinstance(g, IndexedSlices):
+                    acc = accumulators.SparseConditionalAccumulator(g.dtype, shape=v.shape, shared_name=shared,
+                                                                    name="grad_accum")
+                    train_ops.append(acc.apply_indexed_slices_grad(g, local_step=keep_step))
+                    aggregated.append(acc.take_indexed_slices_grad(N))
+                else:
+                    acc = accumulators.ConditionalAccumulator(g.dtype, shape=v.shape, shared_name=shared,
+                                                              name="grad_accum")
+                    train_ops.append(acc.apply_grad(g, local_step=keep_step))
+                    aggregated.append(acc.take_grad(N))
+            self._accumulator_list.append((acc, v.device))
+        return train_ops, aggregated, var_list
 
-            # 4. This worker's train op: contribute, then wait for the token of its next step.
-            with graph.device(gs_dev):
-                with graph.control_dependencies(train_ops):
-                    stale = cast(equal(self._status, accumulators.STALE), dtypes.int32)
-                    self_token = self._sync_token_queue.enqueue_many(
-                        (fill(reshape(stale, [1]), self._step_of_status),), name="catch_up")
-                with graph.control_dependencies([self_token]):
-                    token = self._sync_token_queue.dequeue(name="token")
-            # As TF's, the train op is the assignment: running it gives the step the worker is at next.
-            train_op = assign(self._local_step, token, name=name or "train_op")
+    def _build_chief_update(self, graph, aggregated, var_list, global_step, gs_dev, dummy_queue) -> None:
+        """Step 3. The chief's update: the N-averages are applied, and only then does the gate's take
+        end the step. Until it does, the gate refuses everything (it has its N), so no gradient of
+        the next step can reach an accumulator before that accumulator's take, and a stale worker
+        released by the gate's new step computes on the updated parameters."""
+        N = self._replicas_to_aggregate
+        update_op = self._opt.apply_gradients(list(zip(aggregated, var_list)), global_step)
+        with graph.device(gs_dev):
+            with graph.control_dependencies([update_op]):
+                new_step = _new_global_step(update_op, global_step)
+                gate_take = self._gate.take_grad(N, name="end_step")
+            with graph.control_dependencies([gate_take]):
+                # One token per worker waiting on this step: the N admitted and the late ones.
+                late = self._gate.num_dropped(kind="late_last_take", name="late_this_step")
+                n_tokens = cast(late, dtypes.int32) + N
+                tokens = fill(reshape(n_tokens, [1]), new_step, name="tokens")
+                sync_op = self._sync_token_queue.enqueue_many((tokens,), name="release")
+            if self._variable_averages is not None:
+                with graph.control_dependencies([sync_op]):
+                    sync_op = self._variable_averages.apply(self._variables_to_average)
+            self._chief_queue_runner = QueueRunner(dummy_queue, [sync_op])
 
-            chief_init = [assign(self._local_step, global_step, name="chief_local_step_init").op]
-            for acc, _ in [(self._gate, gs_dev)] + self._accumulator_list:
-                with graph.device(None), graph.colocate_with(acc.accumulator_ref.op):
-                    chief_init.append(acc.set_global_step(global_step, name="SetGlobalStep"))
-            self.chief_init_op = group(*chief_init, name="chief_init")
-            # When training ends, the gate takes no more gradients: any that still come are stale,
-            # dropped and reported, never accepted into a step that will not be applied.
-            with graph.device(None), graph.colocate_with(self._gate.accumulator_ref.op):
-                self._close_gate_op = self._gate.set_global_step(
-                    constant(np.iinfo(global_step.dtype.np).max // 2, dtype=global_step.dtype), name="close_gate")
-            with graph.device(gs_dev):
-                self._gs_initialized = _is_initialized(global_step)
-            self.ready_for_local_init_op = self._gs_initialized
+    def _build_train_op(self, graph, train_ops, gs_dev, name):
+        """Step 4. This worker's train op: contribute, then wait for the token of its next step."""
+        with graph.device(gs_dev):
+            with graph.control_dependencies(train_ops):
+                stale = cast(equal(self._status, accumulators.STALE), dtypes.int32)
+                self_token = self._sync_token_queue.enqueue_many(
+                    (fill(reshape(stale, [1]), self._step_of_status),), name="catch_up")
+            with graph.control_dependencies([self_token]):
+                token = self._sync_token_queue.dequeue(name="token")
+        # As TF's, the train op is the assignment: running it gives the step the worker is at next.
+        return assign(self._local_step, token, name=name or "train_op")
 
-        ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
-        if train_op.op not in ops:
-            ops.append(train_op.op)
-        self._gradients_applied = True
-        return train_op
+    def _build_init_ops(self, graph, global_step, gs_dev) -> None:
+        """The chief's init (local step and every accumulator at the global step), the op that
+        closes the gate when training ends, and the readiness check for local init."""
+        chief_init = [assign(self._local_step, global_step, name="chief_local_step_init").op]
+        for acc, _ in [(self._gate, gs_dev)] + self._accumulator_list:
+            with graph.device(None), graph.colocate_with(acc.accumulator_ref.op):
+                chief_init.append(acc.set_global_step(global_step, name="SetGlobalStep"))
+        self.chief_init_op = group(*chief_init, name="chief_init")
+        # When training ends, the gate takes no more gradients: any that still come are stale,
+        # dropped and reported, never accepted into a step that will not be applied.
+        with graph.device(None), graph.colocate_with(self._gate.accumulator_ref.op):
+            self._close_gate_op = self._gate.set_global_step(
+                constant(np.iinfo(global_step.dtype.np).max // 2, dtype=global_step.dtype), name="close_gate")
+        with graph.device(gs_dev):
+            self._gs_initialized = _is_initialized(global_step)
+        self.ready_for_local_init_op = self._gs_initialized
 
     # -- what the chief and the workers run ----------------------------------------------------------
     def get_chief_queue_runner(self) -> QueueRunner:
@@ -383,14 +409,12 @@ class SyncReplicasOptimizer(Optimizer):
 def _new_global_step(update_op, global_step):
     """The global step after `update_op`: the output of its increment. A variable read would give
     the step-start snapshot (actorflow's reads are snapshots), hence not simply `global_step`."""
-    from actorflow.graph.variables import assign_add
     if getattr(update_op, "type", None) in ("AssignAdd",) and update_op.outputs:
         return update_op.outputs[0]
     return assign_add(global_step, 0, name="read_global_step")
 
 
 def _is_initialized(var):
-    from actorflow.graph.variables import is_variable_initialized
     return is_variable_initialized(var)
 
 

@@ -17,12 +17,16 @@ import aiohttp
 import numpy as np
 
 from actorflow import errors
-from actorflow.sim import faults  # sim: fault-injection hooks, None unless a scenario installs one
 from actorflow.transport.budget import ByteBudget, TransportLimits, process_budget
 from actorflow.transport.bulk import BULK_HEADER, BULK_MIN, BulkStream, bulk_frame_head
 from actorflow.transport.codec import CHUNK, FrameError, decode, decode_header, encode, split_payload
 
 __all__ = ["Connection", "Peer", "TOKEN_HEADER", "MAX_MESSAGE", "accept_bulk"]
+
+# Fault injection (installed by the simulator, actorflow/sim/faults.py; None otherwise): an object
+# whose `await fault_hook.before_send(connection, frame)` runs before each frame a connection writes,
+# and may delay it, hold it, drop it or fail the connection.
+fault_hook = None
 
 log = logging.getLogger(__name__)
 TOKEN_HEADER = "X-Actorflow-Token"
@@ -92,9 +96,9 @@ class Connection:
                 self._wake.clear()
                 while self._out:
                     frame = self._out.popleft()
-                    # sim: fault-injection seam (actorflow/sim/faults.py); a no-op unless a scenario installs one
-                    if faults.TRANSPORT is not None:
-                        await faults.TRANSPORT.before_send(self, frame)
+                    # sim: fault-injection seam (`fault_hook` above); a no-op unless a scenario installs one
+                    if fault_hook is not None:
+                        await fault_hook.before_send(self, frame)
                     for m in frame:
                         if type(m) is _BulkPayload:
                             await self._send_bulk(m)

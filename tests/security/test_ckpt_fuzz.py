@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from actorflow.kernels.cpu import io as ckpt_io
+from actorflow import checkpoint_format as ckpt_io
 
 _PATH = os.path.join(os.path.dirname(__file__), "..", "..", "fuzz", "fuzz_checkpoint_index.py")
 

@@ -165,7 +165,7 @@ def test_index_swapped_after_the_check_is_refused_by_the_task(tmp_path, monkeypa
     p1, p2 = two_checkpoints(d, checkpoint_key=KEY)
     forged = read_doc(p2)
     forged["shards"][0]["tensors"]["v"]["sha256"] = hashlib.sha256(EVIL.tobytes()).hexdigest()
-    from actorflow.kernels.cpu import io as ckpt_io
+    from actorflow import checkpoint_format as ckpt_io
     real = ckpt_io.load_index
 
     def check_then_swap(prefix, key=None, digest=None):

@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 import actorflow as af
-from actorflow.kernels.cpu import io as ckpt_io
+from actorflow import checkpoint_format as ckpt_io
 from actorflow.train import Saver, latest_checkpoint
 
 from .ckpt_crafting import A, make_vars
@@ -34,7 +34,7 @@ _KILLED = textwrap.dedent("""
     import os, signal, sys
     import numpy as np
     import actorflow as af
-    from actorflow.kernels.cpu import io as ckpt_io
+    from actorflow import checkpoint_format as ckpt_io
     from actorflow.train import Saver
     d = sys.argv[1]
     v = af.Variable(np.full(50000, 1.0, np.float32), name="v")

@@ -97,13 +97,6 @@ class FakeTask:
 
 
 @pytest.fixture
-def graph():
-    g = af.Graph()
-    with g.as_default():
-        yield g
-
-
-@pytest.fixture
 def fake():
     f = FakeTask()
     yield f
