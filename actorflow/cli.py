@@ -12,6 +12,8 @@ import sys
 import threading
 import time
 
+from actorflow.console import HelpFormatter, subparser
+
 
 def _demo(args) -> int:
     import numpy as np
@@ -541,22 +543,6 @@ def _tls_args(p) -> None:
     p.add_argument("--tls-cert", help="PEM certificate this task presents (serve and connect over TLS)")
     p.add_argument("--tls-key", help="PEM private key of --tls-cert")
     p.add_argument("--tls-ca", help="PEM CA that signed the peers' certificates: turns on mutual TLS")
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Every option's help ends with its default, except where there is none to show (None, a flag's
-    False): those say in words what happens without them."""
-
-    def _get_help_string(self, action):
-        if action.default in (None, False) or isinstance(action, argparse._StoreConstAction):
-            return action.help
-        return super()._get_help_string(action)
-
-
-def subparser(sub, name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
-    """A subcommand whose --help shows each option's default (for sim/cli.py and serving/cli.py too)."""
-    return sub.add_parser(name, help=help, description=description or help[:1].upper() + help[1:] + ".",
-                          formatter_class=HelpFormatter)
 
 
 DEMO = """Builds a small graph in one process (a placeholder, a variable, matmul, relu, reduce_sum and a

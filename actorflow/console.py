@@ -1,4 +1,5 @@
-"""What the `actorflow` command prints besides plain lines: aligned tables (rich).
+"""What the `actorflow` command prints besides plain lines: aligned tables (rich), and the help
+formatter every subcommand shares (each option's default shown).
 
 Library code never prints (it logs); the CLI modules (actorflow/cli.py, sim/cli.py)
 print their tables through `print_table`, so that columns line up whatever the width of a job name
@@ -6,9 +7,10 @@ or an address, on a terminal and in a log file alike.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 
-__all__ = ["print_table"]
+__all__ = ["HelpFormatter", "print_table", "subparser"]
 
 
 def print_table(columns, rows, title: str | None = None, file=None) -> None:
@@ -31,3 +33,19 @@ def print_table(columns, rows, title: str | None = None, file=None) -> None:
     with console.capture() as cap:
         console.print(table)
     file.write("\n".join(line.rstrip() for line in cap.get().splitlines()) + "\n")
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default, except where there is none to show (None, a flag's
+    False): those say in words what happens without them."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False) or isinstance(action, argparse._StoreConstAction):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def subparser(sub, name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows each option's default (for sim/cli.py and serving/cli.py too)."""
+    return sub.add_parser(name, help=help, description=description or help[:1].upper() + help[1:] + ".",
+                          formatter_class=HelpFormatter)

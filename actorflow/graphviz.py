@@ -328,7 +328,7 @@ def _show(args) -> int:
 
 def add_parser(sub) -> None:
     """Adds `graph show` to the `actorflow` command's subparsers."""
-    from actorflow.cli import HelpFormatter, subparser
+    from actorflow.console import HelpFormatter, subparser
     g = sub.add_parser("graph", help="pictures of graphs", formatter_class=HelpFormatter,
                        description="Pictures of graphs written by af.train.write_graph or export_meta_graph.")
     gsub = g.add_subparsers(dest="graph_cmd", required=True)

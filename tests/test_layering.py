@@ -17,9 +17,11 @@ The main stack, lowest first:
     saved_model, serving           export and load; the model server
     actorflow (the package root)   the public TF-1.x API, which imports all of the above
     sim                            fault injection (installs each layer's hook), scenarios: drives the API
+    graphviz, dashboard            `graph show`'s pictures; the live dashboard (a client of the tasks)
     cli                            the `actorflow` command
 
-Beside it: base utilities under everything (protos, flags, tf_logging, gfile, app, tfio, and
+Beside it: base utilities under everything (protos, flags, tf_logging, gfile, app, tfio, console
+(the CLI's tables and help formatter, shared by the subcommands of serving/ and sim/), and
 checkpoint_format, the file format shared by the Saver and the checkpoint kernels); and graph
 libraries that build ops on a graph and sit between graph and train (layers, losses, metrics, nn,
 rnn, rnn_cell, math, random, strings, initializers, debugging, data, summary). client (the
@@ -38,6 +40,7 @@ PACKAGE = pathlib.Path(actorflow.__file__).parent
 MAY_IMPORT: dict[str, set[str]] = {
     # base
     "errors": set(),
+    "console": set(),
     "protos": set(),
     "flags": set(),
     "tf_logging": set(),
@@ -70,14 +73,16 @@ MAY_IMPORT: dict[str, set[str]] = {
     # above the runtime
     "train": {"cluster", "summary", "checkpoint_format"},
     "saved_model": {"train"},
-    "serving": {"saved_model"},
+    "serving": {"saved_model", "console"},
     "distribute": {"cluster"},
     "client": set(),
     "compat": set(),
     "<root>": {"serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers",
                "metrics", "math", "random", "strings", "initializers", "debugging", "data"},
-    "sim": {"<root>"},
-    "cli": {"sim"},
+    "sim": {"<root>", "console"},
+    "graphviz": {"<root>", "console"},
+    "dashboard": {"<root>"},
+    "cli": {"sim", "graphviz", "dashboard"},
 }
 
 

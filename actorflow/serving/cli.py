@@ -12,7 +12,7 @@ import threading
 
 def add_parser(sub) -> None:
     """Adds the `serve` subcommand to the `actorflow` parser."""
-    from actorflow.cli import subparser
+    from actorflow.console import subparser
     s = subparser(sub, "serve", "serve SavedModel directories over TensorFlow Serving's REST API")
     s.add_argument("--model_name", default="default", help="name of the model in request URLs")
     s.add_argument("--model_base_path", help="directory holding numbered SavedModel versions (1, 2, ...)")

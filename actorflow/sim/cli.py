@@ -93,7 +93,7 @@ def _calibrate(args) -> int:
 
 def add_parser(sub) -> argparse.ArgumentParser:
     """Adds `sim` and its subcommands to the `actorflow` command's subparsers."""
-    from actorflow.cli import HelpFormatter, subparser
+    from actorflow.console import HelpFormatter, subparser
     s = sub.add_parser("sim", help="the simulator harness: fault-injection scenarios and a discrete-event model",
                        description="Fault-injection scenarios on a local cluster, their replay, and a "
                                    "discrete-event model of the coordination protocols.", formatter_class=HelpFormatter)
