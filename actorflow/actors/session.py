@@ -15,6 +15,7 @@ from actorflow.actors.executable import Executable
 from actorflow.actors.resource import ResourceContainer
 from actorflow.graph import dtypes
 from actorflow.graph.graph import Graph, Operation, Tensor, get_default_graph
+from actorflow.scheduler.lower import LowerOptions, lower
 from actorflow.scheduler.plan import make_plan
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "ConfigProto", "RunOptions",
@@ -29,13 +30,17 @@ class GPUOptions:
 
 
 class RewriterConfig:
-    """Graph rewrites (TF's rewriter_config_pb2.RewriterConfig); actorflow honours `remapping`: the
-    fusion of MatMul + BiasAdd [+ Relu] and of MatMul + ApplyGradientDescent into one kernel each."""
+    """Graph rewrites (TF's rewriter_config_pb2.RewriterConfig). Each field (TF's names) is a switch
+    DEFAULT / ON / OFF of the compiler pass registered under it (scheduler/lower.py `register_pass`);
+    `remapping` is the fusion of MatMul + BiasAdd [+ Relu] and of MatMul + ApplyGradientDescent into
+    one kernel each. Fields no pass reads are kept and ignored."""
 
     DEFAULT, ON, OFF = 0, 1, 2
 
-    def __init__(self, remapping=0, **unused):
+    def __init__(self, remapping=0, **switches):
         self.remapping = remapping
+        for k, v in switches.items():
+            setattr(self, k, v)
 
 
 class GraphOptions:
@@ -50,7 +55,7 @@ class ConfigProto:
 
     def __init__(self, allow_soft_placement=False, log_device_placement=False, inter_op_parallelism_threads=0,
                  intra_op_parallelism_threads=0, device_count=None, operation_timeout_in_ms=0,
-                 gpu_options=None, device_filters=None, graph_options=None, **unused):
+                 gpu_options=None, device_filters=None, graph_options=None, experimental=None, **unused):
         self.allow_soft_placement = allow_soft_placement
         self.log_device_placement = log_device_placement
         self.inter_op_parallelism_threads = inter_op_parallelism_threads
@@ -60,9 +65,14 @@ class ConfigProto:
         self.gpu_options = gpu_options or GPUOptions()
         self.device_filters = list(device_filters or [])
         self.graph_options = graph_options or GraphOptions()
+        self.experimental = experimental or ConfigProto.Experimental()
 
-    def _fusion(self) -> bool:
-        return self.graph_options.rewrite_options.remapping != RewriterConfig.OFF
+    class Experimental:
+        """TF's ConfigProto.Experimental; actorflow adds `dump_passes_dir`: write the plan after each
+        compiler pass there, as text and SVG (as the AF_DUMP_PASSES environment variable does)."""
+
+        def __init__(self, dump_passes_dir=None, **unused):
+            self.dump_passes_dir = dump_passes_dir
 
 
 class RunOptions:
@@ -279,8 +289,7 @@ class Session:
     def _build(self, plan, timeout=None):
         if self._backend is not None:
             return self._backend.build(plan, timeout)     # registering with the tasks ends at the step's deadline
-        return Executable(self._rt, plan, self._container, soft_placement=self._config.allow_soft_placement,
-                          fuse=self._config._fusion())
+        return Executable(self._rt, lower(plan, None, LowerOptions.from_config(self._config)), self._container)
 
     def _timeout(self, options, timeout):
         if timeout is not None:
