@@ -63,7 +63,8 @@ from actorflow.scheduler.ir import (
     kernel_attrs,
 )
 
-__all__ = ["LowerOptions", "Pass", "lower", "from_plan", "emit", "register_pass", "pipeline", "run_passes"]
+__all__ = ["LowerOptions", "Pass", "lower", "from_plan", "emit", "register_pass", "unregister_pass", "pipeline",
+           "run_passes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +134,11 @@ def register_pass(name: str, fn: Callable, *, after: str | None = None, before: 
     else:
         _PASSES.insert(names.index(anchor) + (1 if after else 0), p)
     return p
+
+
+def unregister_pass(name: str) -> None:
+    """Removes pass `name` from the pipeline (no error when there is none)."""
+    _PASSES[:] = [p for p in _PASSES if p.name != name]
 
 
 def pipeline() -> tuple:
