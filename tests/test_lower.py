@@ -239,3 +239,29 @@ def test_partition_puts_a_copy_node_on_every_edge_between_devices(monkeypatch):
     assert by["s"].inputs[0] == Ref(d2h.name)
     assert sum(nd.type == "_HostToDevice" for nd in out.nodes) == 1      # one copy of x for both readers
     assert not any("_copy_to_" in nd.name for nd in ir.nodes)             # the pass left its input alone
+
+
+# -- the master's half: tasks ---------------------------------------------------------------------------
+
+def test_lower_for_cluster_cuts_between_tasks_and_answers_fed_and_constant_fetches(tmp_path):
+    from actorflow.graph.device_spec import DeviceSpec
+    with af.Graph().as_default() as g:
+        x = af.placeholder(af.float32, [2], name="x")
+        with af.device("/job:ps/task:0"):
+            v = af.Variable(np.ones(2, np.float32), name="v")
+        with af.device("/job:worker/task:0"):
+            y = af.multiply(x, v, name="y")
+        c = af.constant(3.0, name="c")
+        plan = make_plan(g, [x], [y, x, c], [])
+        parts, local = lower_mod.lower_for_cluster(plan, DeviceSpec(job="worker", task=0),
+                                                   {("worker", 0), ("ps", 0)},
+                                                   LowerOptions(dump_dir=str(tmp_path)))
+    assert sorted(parts) == ["/job:ps/task:0", "/job:worker/task:0"]
+    ps, worker = parts["/job:ps/task:0"], parts["/job:worker/task:0"]
+    assert [op.type for op in ps.graph.get_operations()].count("_Send") == 1
+    assert [op.type for op in worker.graph.get_operations()].count("_Recv") == 1
+    assert worker.fetches == [(0, "y:0")] and worker.feeds == [(0, "_feed/x/0:0")]
+    assert local[0] == (1, ("feed", 0)) and local[1][0] == 2 and local[1][1][0] == "const"
+    d, files = _dumped(tmp_path)
+    placed = open(os.path.join(d, "01_place_tasks.txt")).read()
+    assert "v = VariableV2() @/job:ps/task:0" in placed and "y = Mul(feed[x:0], v/read) @/job:worker/task:0" in placed, placed

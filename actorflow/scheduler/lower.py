@@ -63,7 +63,7 @@ from actorflow.scheduler.ir import (
     kernel_attrs,
 )
 
-__all__ = ["LowerOptions", "Pass", "lower", "from_plan", "emit", "register_pass", "unregister_pass", "pipeline",
+__all__ = ["LowerOptions", "Pass", "lower", "lower_for_cluster", "from_plan", "emit", "register_pass", "unregister_pass", "pipeline",
            "run_passes"]
 
 
@@ -158,6 +158,31 @@ def lower(plan, devices=None, options: LowerOptions | None = None) -> ExecPlan:
         opt = dataclasses.replace(opt, n_gpu=n_gpu)
     ir = run_passes(from_plan(plan), opt)
     return emit(ir, plan)
+
+
+def lower_for_cluster(plan, default, tasks, options: LowerOptions | None = None):
+    """The master's half of lowering for a cluster: places every op on a task (scheduler/placement.py
+    `place`: explicit devices, colocation, whole loops, then the fewest bytes moved) and cuts the plan
+    into one Partition per task with _Send/_Recv on every edge between tasks (scheduler/partition.py).
+    Each task then compiles its partition once with `lower`. Returns ({task: Partition}, the fetches
+    no task computes: [(fetch index, ("feed", i) | ("const", value))])."""
+    from actorflow.scheduler.partition import cut
+    from actorflow.scheduler.placement import place
+    opt = options or LowerOptions.from_config(None)
+    refs, seen = [], set(plan.ops)
+    for op in plan.ops:
+        for i in op.op_def.ref_inputs:
+            v = op.inputs[i].op
+            if v not in seen:             # a bound variable lives with its readers' task, unrun
+                seen.add(v)
+                refs.append(v)
+    placement = place(refs + list(plan.ops), default, set(tasks))
+    if opt.dump_dir:
+        dump = _Dump(opt.dump_dir)
+        ir = from_plan(plan)
+        dump("prune", ir)
+        dump("place_tasks", ir.replace(nodes=tuple(n.replace(task=placement[n.op].to_string()) for n in ir.nodes)))
+    return cut(plan, placement)
 
 
 def run_passes(ir: PlanIR, options: LowerOptions, passes=None) -> PlanIR:
