@@ -15,7 +15,8 @@ from actorflow.graph.op_def import ACTOR_KINDS, registered_op_defs
 from actorflow.kernels.registry import KernelDef, has_kernel, register_kernel, registered_ops
 from actorflow.scheduler import lower as lower_mod
 from actorflow.scheduler.ir import ExecPlan, Feed, Literal, Node, NodeItem, Ref
-from actorflow.scheduler.lower import LowerOptions, from_plan, lower, partition, register_pass, run_passes
+from actorflow.scheduler.lower import LowerOptions, from_plan, lower, register_pass, run_passes
+from actorflow.scheduler.partition import insert_copies
 from actorflow.scheduler.plan import make_plan
 
 
@@ -217,9 +218,10 @@ def test_dump_passes_writes_text_and_pictures_after_each_pass(tmp_path, monkeypa
 def test_partition_puts_a_copy_node_on_every_edge_between_devices(monkeypatch):
     """With a (pretend) GPU: one copy per value and device, a constant read on the GPU marked for it."""
     fake = KernelDef("X", "GPU", lambda a: None)
-    real_has, real_get = lower_mod.has_kernel, lower_mod.get_kernel
-    monkeypatch.setattr(lower_mod, "has_kernel", lambda t, d="CPU": True if d == "GPU" else real_has(t, d))
-    monkeypatch.setattr(lower_mod, "get_kernel", lambda t, d="CPU": fake if d == "GPU" else real_get(t, d))
+    from actorflow.scheduler import ir as ir_mod
+    real_has, real_get = ir_mod.has_kernel, ir_mod.get_kernel
+    monkeypatch.setattr(ir_mod, "has_kernel", lambda t, d="CPU": True if d == "GPU" else real_has(t, d))
+    monkeypatch.setattr(ir_mod, "get_kernel", lambda t, d="CPU": fake if d == "GPU" else real_get(t, d))
     with af.Graph().as_default() as g:
         x = af.placeholder(af.float32, [2, 2], name="x")
         m = af.matmul(x, af.constant(np.eye(2, dtype=np.float32)), name="m")
@@ -229,7 +231,7 @@ def test_partition_puts_a_copy_node_on_every_edge_between_devices(monkeypatch):
                         [p for p in lower_mod.pipeline() if p.name == "fold_constants"])
     on_gpu = {"m", "n"}
     ir = ir.replace(nodes=tuple(nd.replace(device="GPU:0") if nd.name in on_gpu else nd for nd in ir.nodes))
-    out = partition(ir, LowerOptions())
+    out = insert_copies(ir, LowerOptions())
     by = out.by_name()
     h2d, d2h = by["x:0/_copy_to_GPU:0"], by["m:0/_copy_to_CPU"]
     assert h2d.type == "_HostToDevice" and h2d.inputs == (Feed(0),) and h2d.device == "GPU:0"

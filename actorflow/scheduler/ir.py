@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from actorflow.graph import dtypes
 from actorflow.graph.op_def import OpDef, find_op_def
 from actorflow.graph.tensor_shape import TensorShape
+from actorflow.kernels.registry import get_kernel, has_kernel
 
 __all__ = ["Ref", "Feed", "Literal", "Bound", "Node", "PlanIR", "ResourceSpec", "NodeItem", "ExecPlan",
-           "kernel_attrs", "op_def_of"]
+           "kernel_attrs", "op_def_of", "actor_kind", "node_kernel"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +190,30 @@ def _short(attrs: dict) -> str:
         s = repr(v)
         parts.append(f"{k}={s if len(s) <= 40 else s[:37] + '...'}")
     return "{" + ", ".join(parts) + "}"
+
+
+def actor_kind(node: Node) -> str:
+    """The actor rule of `node`: its OpDef's, with a kernel op bound to a variable an "update" and one
+    bound to another resource (a queue, an accumulator) that resource's operation ("resource")."""
+    kind = node.op_def.actor
+    if kind != "node":
+        return kind
+    for x in node.inputs:
+        if type(x) is Bound:
+            return "update" if x.resource == "variable" else "resource"
+    return "node"
+
+
+def _device_type(device: str) -> str:
+    return "CPU" if device == "CPU" else "GPU"
+
+
+def node_kernel(node: Node):
+    """The KernelDef `node` runs on its device, or None (not a kernel op, or none registered)."""
+    if actor_kind(node) not in ("node", "update"):
+        return None
+    dt = _device_type(node.device)
+    return get_kernel(node.type, dt) if has_kernel(node.type, dt) else None
 
 
 # -- the executable plan -------------------------------------------------------------------------------

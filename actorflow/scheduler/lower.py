@@ -14,7 +14,8 @@
    input slots; it gets no actor and costs nothing per step.
 3. ``partition``: every edge whose producer's output lives elsewhere than its consumer reads it gets
    a copy node (`_HostToDevice` / `_DeviceToHost`); a folded constant read on a GPU is put there
-   once. (Across tasks, the master cuts the graph with `_Send`/`_Recv` pairs: scheduler/partition.py.)
+   once (scheduler/partition.py `insert_copies`; the same module's `cut` puts `_Send`/`_Recv` pairs
+   on the edges between tasks, for the master: `lower_for_cluster`).
 4. ``fuse``: fixed patterns (MatMul/Conv2D + BiasAdd [+ Relu], MatMul + ApplyGradientDescent) become
    one node each (scheduler/fusion.py); RewriterConfig ``remapping`` and ``AF_FUSION=0`` turn it off.
 
@@ -60,6 +61,8 @@ from actorflow.scheduler.ir import (
     PlanIR,
     Ref,
     ResourceSpec,
+    _device_type,
+    actor_kind,
     kernel_attrs,
 )
 
@@ -224,30 +227,6 @@ def from_plan(plan) -> PlanIR:
 
 # -- passes ----------------------------------------------------------------------------------------------
 
-def actor_kind(node: Node) -> str:
-    """The actor rule of `node`: its OpDef's, with a kernel op bound to a variable an "update" and one
-    bound to another resource (a queue, an accumulator) that resource's operation ("resource")."""
-    kind = node.op_def.actor
-    if kind != "node":
-        return kind
-    for x in node.inputs:
-        if type(x) is Bound:
-            return "update" if x.resource == "variable" else "resource"
-    return "node"
-
-
-def _device_type(device: str) -> str:
-    return "CPU" if device == "CPU" else "GPU"
-
-
-def node_kernel(node: Node):
-    """The KernelDef `node` runs on its device, or None (not a kernel op, or none registered)."""
-    if actor_kind(node) not in ("node", "update"):
-        return None
-    dt = _device_type(node.device)
-    return get_kernel(node.type, dt) if has_kernel(node.type, dt) else None
-
-
 def place_devices(ir: PlanIR, options: LowerOptions) -> PlanIR:
     """Puts every node on a device of this task (scheduler/placement.py `assign_devices`)."""
     from actorflow.scheduler.devices import gpu_count
@@ -300,62 +279,9 @@ def fold_constants(ir: PlanIR, options: LowerOptions) -> PlanIR:
                       targets=tuple(t for t in ir.targets if t not in folded))
 
 
-def output_device(node: Node) -> str:
-    return "CPU" if node.op_def.host_outputs else node.device
-
-
-def input_device(node: Node, slot: int):
-    """The device input `slot` of `node` must be on, or None when any device will do."""
-    dev = node.device
-    kdef = node_kernel(node)
-    if dev == "CPU":
-        return None if kdef is not None and kdef.metadata_only else "CPU"
-    if kdef is not None and kdef.device_inputs is not None:
-        return dev if slot in kdef.device_inputs else "CPU"
-    if kdef is not None and kdef.host_inputs and (slot in kdef.host_inputs
-                                                  or slot - len(node.inputs) in kdef.host_inputs):
-        return "CPU"
-    if slot in node.op_def.host_inputs:
-        return "CPU"                 # read on the host (a Switch's predicate)
-    return dev
-
-
-def partition(ir: PlanIR, options: LowerOptions) -> PlanIR:
-    """A copy node on every edge whose value lives on another device than its consumer reads it on
-    (one per value and device); folded constants read on a GPU are marked to be put there once."""
-    if all(n.device == "CPU" for n in ir.nodes):
-        return ir
-    by = ir.by_name()
-    copies: dict = {}
-    nodes = []
-    for n in ir.nodes:
-        ins = list(n.inputs)
-        for slot, x in enumerate(n.inputs):
-            if type(x) is Bound:
-                continue
-            want = input_device(n, slot)
-            if want is None:
-                continue
-            if type(x) is Literal:
-                if want != "CPU":
-                    ins[slot] = Literal(x.value, want)
-                continue
-            have = "CPU" if type(x) is Feed else output_device(by[x.node])
-            if want == have:
-                continue
-            c = copies.get((x, want))
-            if c is None:
-                what = ir.feeds[x.index].name if type(x) is Feed else f"{x.node}:{x.index}"
-                to_host = want == "CPU"
-                dtype, shape = (ir.feeds[x.index].dtype, ir.feeds[x.index].shape) if type(x) is Feed \
-                    else by[x.node].outputs[x.index]
-                c = copies[(x, want)] = Node(f"{what}/_copy_to_{want}", "_DeviceToHost" if to_host else "_HostToDevice",
-                                             {"device": want}, (x,), ((dtype, shape),), (),
-                                             have if to_host else want, n.task)
-                nodes.append(c)
-            ins[slot] = Ref(c.name, 0)
-        nodes.append(n.replace(inputs=tuple(ins)) if ins != list(n.inputs) else n)
-    return ir.replace(nodes=tuple(nodes))
+def _partition(ir: PlanIR, options: LowerOptions) -> PlanIR:
+    from actorflow.scheduler.partition import insert_copies
+    return insert_copies(ir, options)
 
 
 def _fuse(ir: PlanIR, options: LowerOptions) -> PlanIR:
@@ -365,7 +291,7 @@ def _fuse(ir: PlanIR, options: LowerOptions) -> PlanIR:
 
 register_pass("place_devices", place_devices)
 register_pass("fold_constants", fold_constants)
-register_pass("partition", partition)
+register_pass("partition", _partition)
 register_pass("fuse", _fuse, switch="remapping", env="AF_FUSION")
 
 

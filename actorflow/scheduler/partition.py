@@ -1,6 +1,10 @@
-"""Partitioning: one subgraph per task, with a _Send/_Recv pair on every edge that crosses tasks.
+"""Partitioning: a transfer node on every edge whose value lives elsewhere than its consumer reads it.
 
-Constants are copied to every task that uses them instead of being sent. A control edge that
+One rule, at two levels. Within a task (`insert_copies`, the "partition" pass of every task's
+pipeline): an edge between devices gets a copy node (`_HostToDevice` / `_DeviceToHost`), one per
+value and device. Between tasks (`cut`, run by the master): the plan is split into one subgraph per
+task, the wire format of a registration, with a `_Send`/`_Recv` pair on every edge that crosses
+tasks. Constants are copied to every task that uses them instead of being sent. A control edge that
 crosses tasks becomes a _Send of a scalar, gated by the control source, and a _Recv that the
 destination op takes as a control input. Feeds become placeholders of the tasks that consume them.
 """
@@ -13,8 +17,9 @@ import numpy as np
 from actorflow.graph import dtypes
 from actorflow.graph.graph import Graph, Operation
 from actorflow.graph.tensor_shape import TensorShape
+from actorflow.scheduler.ir import Bound, Feed, Literal, Node, PlanIR, Ref, node_kernel
 
-__all__ = ["Partition", "partition", "cut"]
+__all__ = ["Partition", "partition", "cut", "insert_copies", "input_device", "output_device"]
 
 
 @dataclass(slots=True)
@@ -25,6 +30,68 @@ class Partition:
     fetches: list = field(default_factory=list)    # (fetch index in the plan, tensor name in this graph)
     targets: list = field(default_factory=list)    # op names to run (including every _Send)
 
+
+# -- within a task: copy nodes ----------------------------------------------------------------------
+
+def output_device(node: Node) -> str:
+    return "CPU" if node.op_def.host_outputs else node.device
+
+
+def input_device(node: Node, slot: int):
+    """The device input `slot` of `node` must be on, or None when any device will do."""
+    dev = node.device
+    kdef = node_kernel(node)
+    if dev == "CPU":
+        return None if kdef is not None and kdef.metadata_only else "CPU"
+    if kdef is not None and kdef.device_inputs is not None:
+        return dev if slot in kdef.device_inputs else "CPU"
+    if kdef is not None and kdef.host_inputs and (slot in kdef.host_inputs
+                                                  or slot - len(node.inputs) in kdef.host_inputs):
+        return "CPU"
+    if slot in node.op_def.host_inputs:
+        return "CPU"                 # read on the host (a Switch's predicate)
+    return dev
+
+
+def insert_copies(ir: PlanIR, options=None) -> PlanIR:
+    """A copy node on every edge whose value lives on another device than its consumer reads it on
+    (one per value and device); folded constants read on a GPU are marked to be put there once."""
+    if all(n.device == "CPU" for n in ir.nodes):
+        return ir
+    by = ir.by_name()
+    copies: dict = {}
+    nodes = []
+    for n in ir.nodes:
+        ins = list(n.inputs)
+        for slot, x in enumerate(n.inputs):
+            if type(x) is Bound:
+                continue
+            want = input_device(n, slot)
+            if want is None:
+                continue
+            if type(x) is Literal:
+                if want != "CPU":
+                    ins[slot] = Literal(x.value, want)
+                continue
+            have = "CPU" if type(x) is Feed else output_device(by[x.node])
+            if want == have:
+                continue
+            c = copies.get((x, want))
+            if c is None:
+                what = ir.feeds[x.index].name if type(x) is Feed else f"{x.node}:{x.index}"
+                to_host = want == "CPU"
+                dtype, shape = (ir.feeds[x.index].dtype, ir.feeds[x.index].shape) if type(x) is Feed \
+                    else by[x.node].outputs[x.index]
+                c = copies[(x, want)] = Node(f"{what}/_copy_to_{want}", "_DeviceToHost" if to_host else "_HostToDevice",
+                                             {"device": want}, (x,), ((dtype, shape),), (),
+                                             have if to_host else want, n.task)
+                nodes.append(c)
+            ins[slot] = Ref(c.name, 0)
+        nodes.append(n.replace(inputs=tuple(ins)) if ins != list(n.inputs) else n)
+    return ir.replace(nodes=tuple(nodes))
+
+
+# -- between tasks: the cut ----------------------------------------------------------------------------
 
 def _task(spec) -> str:
     return f"/job:{spec.job}/task:{spec.task}"
