@@ -26,7 +26,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from actorflow.graph import dtypes
-from actorflow.graph.op_def import OpDef, find_op_def
+from actorflow.graph.op_def import _OP_DEFS, OpDef
 from actorflow.graph.tensor_shape import TensorShape
 from actorflow.kernels.registry import get_kernel, has_kernel
 
@@ -65,7 +65,7 @@ class Bound:
 
 def op_def_of(op_type: str) -> OpDef:
     """The OpDef of `op_type`; an undefined type raises LookupError naming it."""
-    d = find_op_def(op_type)
+    d = _OP_DEFS.get(op_type)
     if d is None:
         raise LookupError(f"Op type '{op_type}' has no OpDef: define it (actorflow/graph/ops) before a pass "
                           "makes nodes of it")
@@ -87,7 +87,8 @@ class Node:
 
     @property
     def op_def(self) -> OpDef:
-        return op_def_of(self.type)
+        d = _OP_DEFS.get(self.type)
+        return d if d is not None else op_def_of(self.type)
 
     def replace(self, **changes) -> "Node":
         return dataclasses.replace(self, **changes)

@@ -41,6 +41,7 @@ Graphviz's ``dot`` is installed; the ``.dot`` source otherwise), one directory p
 from __future__ import annotations
 
 import dataclasses
+import gc
 import itertools
 import os
 import shutil
@@ -159,8 +160,16 @@ def lower(plan, devices=None, options: LowerOptions | None = None) -> ExecPlan:
     if devices is not None:
         n_gpu = sum(1 for d in devices if "GPU" in str(getattr(d, "device_type", d)).upper())
         opt = dataclasses.replace(opt, n_gpu=n_gpu)
-    ir = run_passes(from_plan(plan), opt)
-    return emit(ir, plan)
+    # The passes allocate many small objects and free none of them in cycles: the cyclic collector
+    # would walk the whole graph again and again for nothing (most of the time of a large plan).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        ir = run_passes(from_plan(plan), opt)
+        return emit(ir, plan)
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def lower_for_cluster(plan, default, tasks, options: LowerOptions | None = None):
@@ -351,45 +360,55 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
     targets = {t for t in ir.targets if t in index}
     n_sinks += len(targets)
     kinds = [actor_kind(n) for n in nodes]
+    kernels: dict = {}              # (type, device type) -> KernelDef
     items = []
     for i, n in enumerate(nodes):
         kind = kinds[i]
         d = n.op_def
-        template = tuple(x.value if type(x) is Literal else None for x in n.inputs)
-        tdev = tuple((s, x.device) for s, x in enumerate(n.inputs) if type(x) is Literal and x.device != "CPU")
+        inputs = n.inputs
+        template = tuple(x.value if type(x) is Literal else None for x in inputs)
+        tdev = tuple((s, x.device) for s, x in enumerate(inputs) if type(x) is Literal and x.device != "CPU")
         kdef = None
+        in_shapes = in_values = ()
         if kind in ("node", "update", "copy"):
-            dt = _device_type(n.device)
-            if not has_kernel(n.type, dt):
-                raise errors.InvalidArgumentError(
-                    n.name, n.op, f"No {dt} kernel is registered for op '{n.name}' of type {n.type}")
-            kdef = get_kernel(n.type, dt)
-        attrs = kernel_attrs(n.attrs)
-        bounds = [(s, x) for s, x in enumerate(n.inputs) if type(x) is Bound]
+            key = (n.type, _device_type(n.device))
+            kdef = kernels.get(key)
+            if kdef is None:
+                if not has_kernel(*key):
+                    raise errors.InvalidArgumentError(
+                        n.name, n.op, f"No {key[1]} kernel is registered for op '{n.name}' of type {n.type}")
+                kdef = kernels[key] = get_kernel(*key)
+            # What the offload policy needs: static input shapes, and constant values where known.
+            in_values = tuple(x.value if type(x) is Literal else
+                              by[x.node].attrs["value"] if type(x) is Ref and kinds[index[x.node]] == "const" else None
+                              for x in inputs)
+            in_shapes = tuple(by[x.node].outputs[x.index][1] if type(x) is Ref else ir.value_type(x)[1]
+                              for x in inputs)
+        attrs = kernel_attrs(n.attrs) if n.attrs else {}
         resource = None
-        if kind == "variable" and d.resource == "variable":
-            resource = _variable_spec(n.name, n.attrs)
-        elif kind in ("variable", "is_initialized", "resource") and bounds:
-            resource = _resource_spec(bounds[0][1])
-        bindings = tuple((s, _resource_spec(b)) for s, b in bounds) if kind == "update" else ()
+        bindings = ()
+        if kind != "node":
+            bounds = [(s, x) for s, x in enumerate(inputs) if type(x) is Bound]
+            if kind == "variable" and d.resource == "variable":
+                resource = _variable_spec(n.name, n.attrs)
+            elif kind in ("variable", "is_initialized", "resource") and bounds:
+                resource = _resource_spec(bounds[0][1])
+            if kind == "update":
+                bindings = tuple((s, _resource_spec(b)) for s, b in bounds)
         frame = None
         if kind == "enter":
             fname = n.attrs["frame_name"]
             frame = (fname, bool(n.attrs.get("is_constant", False)), int(n.attrs.get("parallel_iterations", 10)),
                      enters[fname])
         loop_merge = kind == "merge" and any(
-            type(x) is Ref and by[x.node].op_def.control_flow == "next_iteration" for x in n.inputs)
-        in_values = tuple(x.value if type(x) is Literal else
-                          by[x.node].attrs["value"] if type(x) is Ref and kinds[index[x.node]] == "const" else None
-                          for x in n.inputs)
-        in_shapes = tuple(ir.value_type(x)[1] if type(x) is not Ref else by[x.node].outputs[x.index][1]
-                          for x in n.inputs)
-        consumers = [kinds[c] for o in outs[i] for c, _ in o] + [kinds[c] for c, _ in ctrls[i]]
-        deferred = (bool(consumers) and not fetch_outs[i] and n.name not in targets
-                    and all(k == "update" for k in consumers))
-        label_ins = [_input_name(x, ir.feeds) for x in n.inputs] + ["^" + c for c in n.control]
+            type(x) is Ref and by[x.node].op_def.control_flow == "next_iteration" for x in inputs)
+        deferred = False
+        if not fetch_outs[i] and n.name not in targets and (outs[i] or ctrls[i]):
+            deferred = (all(kinds[c] == "update" for o in outs[i] for c, _ in o)
+                        and all(kinds[c] == "update" for c, _ in ctrls[i]))
+        label_ins = [_input_name(x, ir.feeds) for x in inputs] + ["^" + c for c in n.control]
         items.append(NodeItem(
-            name=n.name, op_type=n.type, actor=kind, device=n.device, n_in=len(n.inputs), n_out=len(n.outputs),
+            name=n.name, op_type=n.type, actor=kind, device=n.device, n_in=len(inputs), n_out=len(n.outputs),
             template=template, template_devices=tdev, count=counts[i], n_ctrl=len(n.control),
             outs=tuple(tuple(o) for o in outs[i]), ctrl=tuple(ctrls[i]), fetch_outs=tuple(fetch_outs[i]),
             is_target=n.name in targets, kernel=kdef, attrs=attrs, in_shapes=in_shapes, in_values=in_values,
