@@ -47,6 +47,8 @@ def test_every_op_def_runs_on_the_cpu_and_every_kernel_has_an_op_def():
             problems.append(f"{t}: a resource operation must refer to its resource by input 0")
         if (d.ref_inputs or d.resource) and not d.stateful:
             problems.append(f"{t}: refers to or creates a resource but is not stateful")
+        if d.internal != t.startswith("_"):
+            problems.append(f"{t}: internal ops (made by the compiler) and only they have names starting with _")
         if d.control_flow is not None and d.actor not in (d.control_flow, "identity"):
             problems.append(f"{t}: control-flow role {d.control_flow} but actor {d.actor}")
     for t in registered_ops("CPU"):
@@ -267,3 +269,32 @@ def test_lower_for_cluster_cuts_between_tasks_and_answers_fed_and_constant_fetch
     d, files = _dumped(tmp_path)
     placed = open(os.path.join(d, "01_place_tasks.txt")).read()
     assert "v = VariableV2() @/job:ps/task:0" in placed and "y = Mul(feed[x:0], v/read) @/job:worker/task:0" in placed, placed
+
+
+def _drop_identities(ir, options):
+    """Reroutes every Identity's consumers to its input (an issue-18-style pass, through substitute)."""
+    ids = {n.name: n for n in ir.nodes if n.type == "Identity" and type(n.inputs[0]) is Ref and not n.control}
+    values = {}
+    for name, n in ids.items():
+        src = n.inputs[0]
+        while src.node in ids:
+            src = ids[src.node].inputs[0]
+        values[Ref(name)] = src
+    return ir.substitute(values, drop=ids) if ids else ir
+
+
+def test_substitute_lets_a_pass_remove_nodes_and_reroute_their_consumers():
+    register_pass("test_drop_identities", _drop_identities, before="fuse")
+    try:
+        with af.Graph().as_default() as g:
+            a = af.placeholder(af.float32, [2], name="a")
+            b = af.identity(af.identity(a * 3.0), name="b")
+            c = af.add(b, 1.0, name="c")
+            ep = lower(make_plan(g, [a], [c, b], []), options=LowerOptions(n_gpu=0))
+            assert sorted(it.op_type for it in ep.items) == ["AddV2", "Mul"]
+            with af.Session() as sess:
+                cv, bv = sess.run([c, b], {a: np.array([1, 2], np.float32)})
+            np.testing.assert_array_equal(cv, [4, 7])
+            np.testing.assert_array_equal(bv, [3, 6])
+    finally:
+        lower_mod.unregister_pass("test_drop_identities")

@@ -61,6 +61,8 @@ class Bound:
     type: str
     attrs: dict
     resource: str | None      # the creating op's resource kind ("variable", "queue", ...)
+    dtype: object = None      # the reference's DType and TensorShape (a variable's value)
+    shape: object = None
 
 
 def op_def_of(op_type: str) -> OpDef:
@@ -91,7 +93,16 @@ class Node:
         return d if d is not None else op_def_of(self.type)
 
     def replace(self, **changes) -> "Node":
-        return dataclasses.replace(self, **changes)
+        """A copy with `changes` (dataclasses.replace, written out: passes call it per node)."""
+        g = changes.get
+        if len(changes) > sum(1 for k in changes if k in _NODE_FIELDS):
+            raise TypeError(f"Node.replace: unknown fields {sorted(set(changes) - set(_NODE_FIELDS))}")
+        return Node(g("name", self.name), g("type", self.type), g("attrs", self.attrs), g("inputs", self.inputs),
+                    g("outputs", self.outputs), g("control", self.control), g("device", self.device),
+                    g("task", self.task), g("op", self.op), g("parts", self.parts))
+
+
+_NODE_FIELDS = frozenset(f.name for f in dataclasses.fields(Node))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -117,6 +128,35 @@ class PlanIR:
                     out.setdefault(x.node, []).append((n.name, slot))
         return out
 
+    def substitute(self, values: dict | None = None, controls: dict | None = None, drop=()) -> "PlanIR":
+        """A copy where every input and fetch `x` that is a key of `values` reads `values[x]` instead
+        (a Ref, Feed or Literal), every control edge and target naming a key of `controls` names
+        `controls[key]` instead (None: the edge goes), and the nodes named in `drop` are gone: how a
+        pass reroutes the consumers of nodes it replaces (one node standing for a loop's Exits:
+        {Ref("while/Exit"): Ref("loop"), Ref("while/Exit_1"): Ref("loop", 1)})."""
+        values = values or {}
+        controls = controls or {}
+        drop = set(drop)
+
+        def ctrl(names):
+            out = []
+            for c in names:
+                c = controls.get(c, c)
+                if c is not None and c not in drop and c not in out:
+                    out.append(c)
+            return tuple(out)
+        nodes = []
+        for n in self.nodes:
+            if n.name in drop:
+                continue
+            ins = tuple(values.get(x, x) if type(x) is Ref else x for x in n.inputs)
+            cs = ctrl(n.control) if controls or drop else n.control
+            if ins != n.inputs or cs != n.control:
+                n = n.replace(inputs=ins, control=cs)
+            nodes.append(n)
+        fetches = tuple(values.get(x, x) if type(x) is Ref else x for x in self.fetches)
+        return self.replace(nodes=tuple(nodes), fetches=fetches, targets=ctrl(self.targets))
+
     @property
     def has_control_flow(self) -> bool:
         return any(n.op_def.control_flow is not None for n in self.nodes)
@@ -130,6 +170,8 @@ class PlanIR:
             return t.dtype, t.shape
         if type(x) is Literal:
             return None, TensorShape(getattr(x.value, "shape", ()))
+        if type(x) is Bound and x.shape is not None:
+            return x.dtype, x.shape
         return None, TensorShape(None)
 
     # -- text and pictures (AF_DUMP_PASSES) -------------------------------------------------------------

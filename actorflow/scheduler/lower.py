@@ -25,7 +25,9 @@ The pass interface (how the optimizer and the JIT plug in):
   mutate its input: it returns ``ir.replace(nodes=...)`` with new `Node`s (``node.replace(...)``)
   where it changes something, or `ir` itself when it changes nothing. It may add, remove and
   replace nodes: a replacement node keeps the name of the node whose outputs it takes over (or the
-  pass rewrites every `Ref` to it, fetches included), and every node type needs an OpDef.
+  pass rewrites every `Ref` to it, fetches included: ``ir.substitute(values, controls, drop)``),
+  and every node type needs an OpDef (a pass's own node types: `define_op(..., internal=True)`
+  and a kernel, or an existing actor kind).
 - ``register_pass(name, fn, after=..., before=..., switch=...)`` puts a pass in the pipeline,
   relative to a named pass. ``switch`` is the name of the `RewriterConfig` field (TF's name:
   "constant_folding", "arithmetic_optimization", "remapping", ...) whose OFF turns the pass off;
@@ -222,7 +224,7 @@ def from_plan(plan) -> PlanIR:
         for i, t in enumerate(op.inputs):
             if i in refs:
                 src = t.op
-                ins.append(Bound(src.name, src.type, src.attrs, src.op_def.resource))
+                ins.append(Bound(src.name, src.type, src.attrs, src.op_def.resource, t.dtype, t.shape))
             elif t in feed_index:
                 ins.append(Feed(feed_index[t]))
             else:
@@ -403,10 +405,12 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
         loop_merge = kind == "merge" and any(
             type(x) is Ref and by[x.node].op_def.control_flow == "next_iteration" for x in inputs)
         deferred = False
-        if not fetch_outs[i] and n.name not in targets and (outs[i] or ctrls[i]):
+        if not fetch_outs[i] and n.name not in targets and (any(outs[i]) or ctrls[i]):
             deferred = (all(kinds[c] == "update" for o in outs[i] for c, _ in o)
                         and all(kinds[c] == "update" for c, _ in ctrls[i]))
-        label_ins = [_input_name(x, ir.feeds) for x in inputs] + ["^" + c for c in n.control]
+        label_ins = [f"{x.node}:{x.index}" if type(x) is Ref else _input_name(x, ir.feeds) for x in inputs]
+        if n.control:
+            label_ins += ["^" + c for c in n.control]
         items.append(NodeItem(
             name=n.name, op_type=n.type, actor=kind, device=n.device, n_in=len(inputs), n_out=len(n.outputs),
             template=template, template_devices=tdev, count=counts[i], n_ctrl=len(n.control),
