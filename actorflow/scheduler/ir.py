@@ -302,7 +302,6 @@ class NodeItem:
     validate_shape: bool = True
     parts: tuple = ()         # ((name, type), ...) of the ops a fused item runs
     deferred: bool = False    # its outputs go only to variable updates
-    label: str = ""           # "name = Type(inputs)" for traces
     op: object = None         # the graph op (for error messages), or None
 
 
@@ -317,6 +316,7 @@ class ExecPlan:
     dead_possible: bool       # the plan has control flow: DEAD values can travel
     sources: tuple            # item indices with no inputs to wait for
     plan: object = None       # the pruned Plan it was lowered from (feeds, fetches, graph)
+    ir: object = None         # the last PlanIR (what traces and dumps describe)
 
 
 def kernel_attrs(attrs: dict) -> dict:

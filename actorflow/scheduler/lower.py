@@ -69,8 +69,8 @@ from actorflow.scheduler.ir import (
     kernel_attrs,
 )
 
-__all__ = ["LowerOptions", "Pass", "lower", "lower_for_cluster", "from_plan", "emit", "register_pass", "unregister_pass", "pipeline",
-           "run_passes"]
+__all__ = ["LowerOptions", "Pass", "lower", "lower_for_cluster", "from_plan", "emit", "register_pass",
+           "unregister_pass", "pipeline", "run_passes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +386,7 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
                               for x in inputs)
             in_shapes = tuple(by[x.node].outputs[x.index][1] if type(x) is Ref else ir.value_type(x)[1]
                               for x in inputs)
-        attrs = kernel_attrs(n.attrs) if n.attrs else {}
+        attrs = kernel_attrs(n.attrs) if n.attrs and kind in _KINDS_WITH_ATTRS else {}
         resource = None
         bindings = ()
         if kind != "node":
@@ -408,20 +408,30 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
         if not fetch_outs[i] and n.name not in targets and (any(outs[i]) or ctrls[i]):
             deferred = (all(kinds[c] == "update" for o in outs[i] for c, _ in o)
                         and all(kinds[c] == "update" for c, _ in ctrls[i]))
-        label_ins = [f"{x.node}:{x.index}" if type(x) is Ref else _input_name(x, ir.feeds) for x in inputs]
-        if n.control:
-            label_ins += ["^" + c for c in n.control]
         items.append(NodeItem(
             name=n.name, op_type=n.type, actor=kind, device=n.device, n_in=len(inputs), n_out=len(n.outputs),
             template=template, template_devices=tdev, count=counts[i], n_ctrl=len(n.control),
             outs=tuple(tuple(o) for o in outs[i]), ctrl=tuple(ctrls[i]), fetch_outs=tuple(fetch_outs[i]),
             is_target=n.name in targets, kernel=kdef, attrs=attrs, in_shapes=in_shapes, in_values=in_values,
             resource=resource, bindings=bindings, frame=frame, loop_merge=loop_merge, offload=d.offload,
-            validate_shape=bool(n.attrs.get("validate_shape", True)), parts=n.parts, deferred=deferred,
-            label=f"{n.name} = {n.type}({', '.join(label_ins)})", op=n.op))
+            validate_shape=bool(n.attrs.get("validate_shape", True)), parts=n.parts, deferred=deferred, op=n.op))
     sources = tuple(i for i, c in enumerate(counts) if c == 0)
     return ExecPlan(tuple(items), tuple(tuple(t) for t in feed_targets), tuple(const_fetches), tuple(feed_fetches),
-                    len(ir.fetches), n_sinks, ir.has_control_flow, sources, plan)
+                    len(ir.fetches), n_sinks, ir.has_control_flow, sources, plan, ir)
+
+
+# The actor kinds whose builders read the node's attributes (a kernel's, a constant's value, a Send's
+# key): the others skip converting them.
+_KINDS_WITH_ATTRS = frozenset({"node", "update", "copy", "const", "send", "recv", "resource"})
+
+
+def labels(ir: PlanIR) -> dict:
+    """{node name: "name = Type(inputs)"}: how traces name what each actor ran."""
+    out = {}
+    for n in ir.nodes:
+        ins = [_input_name(x, ir.feeds) for x in n.inputs] + ["^" + c for c in n.control]
+        out[n.name] = f"{n.name} = {n.type}({', '.join(ins)})"
+    return out
 
 
 def _input_name(x, feeds) -> str:
