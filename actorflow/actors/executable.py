@@ -75,6 +75,12 @@ class Executable:
         self.n_sinks = plan.n_sinks
         self._actor_list = actors
 
+    @property
+    def devices(self):
+        """{graph op: "CPU" | "GPU:i"} of the ops this executable runs, or None when all run on the CPU."""
+        devs = {it.op: it.device for it in self.exec_plan.items if it.op is not None}
+        return devs if any(d != "CPU" for d in devs.values()) else None
+
     def _make_actor(self, item):
         tpl = list(item.template)
         for slot, device in item.template_devices:
