@@ -298,3 +298,17 @@ def test_substitute_lets_a_pass_remove_nodes_and_reroute_their_consumers():
             np.testing.assert_array_equal(bv, [3, 6])
     finally:
         lower_mod.unregister_pass("test_drop_identities")
+
+
+def test_a_pass_that_loses_a_producer_is_named():
+    def drop_muls(ir, options):
+        return ir.replace(nodes=tuple(n for n in ir.nodes if n.type != "Mul"))
+    register_pass("test_drop_muls", drop_muls, after="fuse")
+    try:
+        with af.Graph().as_default() as g:
+            a = af.placeholder(af.float32, [2], name="a")
+            b = af.add(a * 3.0, 1.0, name="b")
+            with pytest.raises(ValueError, match="node 'b' \\(AddV2\\) reads \\['mul'\\]"):
+                lower(make_plan(g, [a], [b], []), options=LowerOptions(n_gpu=0))
+    finally:
+        lower_mod.unregister_pass("test_drop_muls")

@@ -331,6 +331,15 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
         if n.op_def.control_flow == "enter":
             fn = n.attrs["frame_name"]
             enters[fn] = enters.get(fn, 0) + 1
+    for n in nodes:
+        missing = [x.node for x in n.inputs if type(x) is Ref and x.node not in index]
+        missing += [c for c in n.control if c not in index]
+        if missing:
+            raise ValueError(f"lower: node '{n.name}' ({n.type}) reads {missing}, which no node of the plan "
+                             "produces (a pass dropped a node without rerouting its consumers)")
+    lost = [x.node for x in ir.fetches if type(x) is Ref and x.node not in index]
+    if lost:
+        raise ValueError(f"lower: the plan fetches outputs of {lost}, which no node of the plan produces")
     outs = [[[] for _ in n.outputs] for n in nodes]
     ctrls = [[] for _ in nodes]
     fetch_outs = [[] for _ in nodes]
