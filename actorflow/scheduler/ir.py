@@ -235,10 +235,10 @@ def _short(attrs: dict) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-def actor_kind(node: Node) -> str:
+def actor_kind(node: Node, op_def: OpDef | None = None) -> str:
     """The actor rule of `node`: its OpDef's, with a kernel op bound to a variable an "update" and one
     bound to another resource (a queue, an accumulator) that resource's operation ("resource")."""
-    kind = node.op_def.actor
+    kind = (op_def or node.op_def).actor
     if kind != "node":
         return kind
     for x in node.inputs:

@@ -222,15 +222,16 @@ def from_plan(plan) -> PlanIR:
         refs = op.op_def.ref_inputs
         ins = []
         for i, t in enumerate(op.inputs):
-            if i in refs:
+            if refs and i in refs:
                 src = t.op
                 ins.append(Bound(src.name, src.type, src.attrs, src.op_def.resource, t.dtype, t.shape))
             elif t in feed_index:
                 ins.append(Feed(feed_index[t]))
             else:
                 ins.append(Ref(t.op.name, t.value_index))
-        nodes.append(Node(op.name, op.type, op.attrs, tuple(ins), tuple((t.dtype, t.shape) for t in op.outputs),
-                          tuple(c.name for c in op.control_inputs if c in in_plan), op=op))
+        ctrl = op.control_inputs
+        nodes.append(Node(op.name, op.type, op.attrs, tuple(ins), tuple([(t.dtype, t.shape) for t in op.outputs]),
+                          tuple([c.name for c in ctrl if c in in_plan]) if ctrl else (), "CPU", "", op))
     fetches = tuple(None if t is None else Feed(feed_index[t]) if t in feed_index else Ref(t.op.name, t.value_index)
                     for t in plan.fetches)
     return PlanIR(plan.graph, tuple(nodes), tuple(plan.feeds), fetches, tuple(op.name for op in plan.targets))
@@ -259,32 +260,43 @@ def fold_constants(ir: PlanIR, options: LowerOptions) -> PlanIR:
     """Consts become Literals in their consumers' input slots. A Const with control inputs lives in a
     frame or branch: it stays a node when a consumer would depend on it alone for firing (a loop
     body's constant must run per iteration, or not at all)."""
-    by = ir.by_name()
-    consumers = ir.consumers()
-
-    def const_input(x) -> bool:
-        return type(x) in (Literal, Bound) or (type(x) is Ref and by[x.node].op_def.actor == "const")
-
-    folded = {}
-    for n in ir.nodes:
-        if n.op_def.actor != "const":
-            continue
-        has_control = bool(n.op.control_inputs) if n.op is not None else bool(n.control)
-        if has_control and any(by[c].op_def.control_flow is not None or all(const_input(x) for x in by[c].inputs)
-                               for c, _ in consumers[n.name]):
-            continue
-        folded[n.name] = n.attrs["value"]
-    if not folded:
+    consts = [n for n in ir.nodes if n.op_def.actor == "const"]
+    if not consts:
         return ir
+    guarded = [n for n in consts if (n.op.control_inputs if n.op is not None else n.control)]
+    folded = {n.name: Literal(n.attrs["value"]) for n in consts}
+    if guarded:
+        by = ir.by_name()
+        consumers = ir.consumers()
+
+        def const_input(x) -> bool:
+            return type(x) in (Literal, Bound) or (type(x) is Ref and by[x.node].op_def.actor == "const")
+        for n in guarded:
+            if any(by[c].op_def.control_flow is not None or all(const_input(x) for x in by[c].inputs)
+                   for c, _ in consumers[n.name]):
+                del folded[n.name]
+        if not folded:
+            return ir
 
     def sub(x):
-        return Literal(folded[x.node]) if type(x) is Ref and x.node in folded else x
+        return folded.get(x.node, x) if type(x) is Ref else x
     nodes = []
     for n in ir.nodes:
         if n.name in folded:
             continue
-        if any(type(x) is Ref and x.node in folded for x in n.inputs) or any(c in folded for c in n.control):
-            n = n.replace(inputs=tuple(sub(x) for x in n.inputs), control=tuple(c for c in n.control if c not in folded))
+        ins = n.inputs
+        new = None
+        for j, x in enumerate(ins):
+            if type(x) is Ref and x.node in folded:
+                if new is None:
+                    new = list(ins)
+                new[j] = folded[x.node]
+        ctrl = n.control
+        if ctrl and any(c in folded for c in ctrl):
+            ctrl = tuple(c for c in ctrl if c not in folded)
+        if new is not None or ctrl is not n.control:
+            n = Node(n.name, n.type, n.attrs, ins if new is None else tuple(new), n.outputs, ctrl, n.device, n.task,
+                     n.op, n.parts)
         nodes.append(n)
     return ir.replace(nodes=tuple(nodes), fetches=tuple(sub(x) for x in ir.fetches),
                       targets=tuple(t for t in ir.targets if t not in folded))
@@ -326,17 +338,13 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
     nodes = ir.nodes
     index = {n.name: i for i, n in enumerate(nodes)}
     by = {n.name: n for n in nodes}
+    defs = [n.op_def for n in nodes]
+    kinds = [actor_kind(n, d) for n, d in zip(nodes, defs)]
     enters: dict = {}
-    for n in nodes:
-        if n.op_def.control_flow == "enter":
+    for n, kind in zip(nodes, kinds):
+        if kind == "enter":
             fn = n.attrs["frame_name"]
             enters[fn] = enters.get(fn, 0) + 1
-    for n in nodes:
-        missing = [x.node for x in n.inputs if type(x) is Ref and x.node not in index]
-        missing += [c for c in n.control if c not in index]
-        if missing:
-            raise ValueError(f"lower: node '{n.name}' ({n.type}) reads {missing}, which no node of the plan "
-                             "produces (a pass dropped a node without rerouting its consumers)")
     lost = [x.node for x in ir.fetches if type(x) is Ref and x.node not in index]
     if lost:
         raise ValueError(f"lower: the plan fetches outputs of {lost}, which no node of the plan produces")
@@ -348,15 +356,21 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
     for i, n in enumerate(nodes):
         n_in = len(n.inputs)
         msgs = 0
-        for slot, x in enumerate(n.inputs):
-            if type(x) is Ref:
-                outs[index[x.node]][x.index].append((i, slot))
-                msgs += 1
-            elif type(x) is Feed:
-                feed_targets[x.index].append((i, slot))
-                msgs += 1
-        for j, c in enumerate(n.control):
-            ctrls[index[c]].append((i, n_in + j))
+        try:
+            for slot, x in enumerate(n.inputs):
+                if type(x) is Ref:
+                    outs[index[x.node]][x.index].append((i, slot))
+                    msgs += 1
+                elif type(x) is Feed:
+                    feed_targets[x.index].append((i, slot))
+                    msgs += 1
+            for j, c in enumerate(n.control):
+                ctrls[index[c]].append((i, n_in + j))
+        except KeyError:
+            missing = [x.node for x in n.inputs if type(x) is Ref and x.node not in index]
+            missing += [c for c in n.control if c not in index]
+            raise ValueError(f"lower: node '{n.name}' ({n.type}) reads {missing}, which no node of the plan "
+                             "produces (a pass dropped a node without rerouting its consumers)") from None
         counts.append(msgs + len(n.control))
     n_sinks = 0
     const_fetches, feed_fetches = [], []
@@ -370,15 +384,16 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
             const_fetches.append((fi, x.value))
     targets = {t for t in ir.targets if t in index}
     n_sinks += len(targets)
-    kinds = [actor_kind(n) for n in nodes]
     kernels: dict = {}              # (type, device type) -> KernelDef
+    on_devices = any(n.device != "CPU" for n in nodes)
     items = []
     for i, n in enumerate(nodes):
         kind = kinds[i]
-        d = n.op_def
+        d = defs[i]
         inputs = n.inputs
-        template = tuple(x.value if type(x) is Literal else None for x in inputs)
-        tdev = tuple((s, x.device) for s, x in enumerate(inputs) if type(x) is Literal and x.device != "CPU")
+        template = tuple([x.value if type(x) is Literal else None for x in inputs])
+        tdev = tuple([(s, x.device) for s, x in enumerate(inputs) if type(x) is Literal and x.device != "CPU"]) \
+            if on_devices else ()
         kdef = None
         in_shapes = in_values = ()
         if kind in ("node", "update", "copy"):
@@ -390,11 +405,11 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
                         n.name, n.op, f"No {key[1]} kernel is registered for op '{n.name}' of type {n.type}")
                 kdef = kernels[key] = get_kernel(*key)
             # What the offload policy needs: static input shapes, and constant values where known.
-            in_values = tuple(x.value if type(x) is Literal else
-                              by[x.node].attrs["value"] if type(x) is Ref and kinds[index[x.node]] == "const" else None
-                              for x in inputs)
-            in_shapes = tuple(by[x.node].outputs[x.index][1] if type(x) is Ref else ir.value_type(x)[1]
-                              for x in inputs)
+            in_values = tuple([x.value if type(x) is Literal else
+                               by[x.node].attrs["value"] if type(x) is Ref and kinds[index[x.node]] == "const" else None
+                               for x in inputs])
+            in_shapes = tuple([by[x.node].outputs[x.index][1] if type(x) is Ref else ir.value_type(x)[1]
+                               for x in inputs])
         attrs = kernel_attrs(n.attrs) if n.attrs and kind in _KINDS_WITH_ATTRS else {}
         resource = None
         bindings = ()
@@ -412,7 +427,7 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
             frame = (fname, bool(n.attrs.get("is_constant", False)), int(n.attrs.get("parallel_iterations", 10)),
                      enters[fname])
         loop_merge = kind == "merge" and any(
-            type(x) is Ref and by[x.node].op_def.control_flow == "next_iteration" for x in inputs)
+            type(x) is Ref and kinds[index[x.node]] == "next_iteration" for x in inputs)
         deferred = False
         if not fetch_outs[i] and n.name not in targets and (any(outs[i]) or ctrls[i]):
             deferred = (all(kinds[c] == "update" for o in outs[i] for c, _ in o)
@@ -426,7 +441,7 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
             validate_shape=bool(n.attrs.get("validate_shape", True)), parts=n.parts, deferred=deferred, op=n.op))
     sources = tuple(i for i, c in enumerate(counts) if c == 0)
     return ExecPlan(tuple(items), tuple(tuple(t) for t in feed_targets), tuple(const_fetches), tuple(feed_fetches),
-                    len(ir.fetches), n_sinks, ir.has_control_flow, sources, plan, ir)
+                    len(ir.fetches), n_sinks, any(d.control_flow is not None for d in defs), sources, plan, ir)
 
 
 # The actor kinds whose builders read the node's attributes (a kernel's, a constant's value, a Send's
