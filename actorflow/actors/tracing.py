@@ -217,7 +217,7 @@ def _labels(executable):
     ep = getattr(executable, "exec_plan", None)
     items = getattr(ep, "items", ())
     cached = (labels(ep.ir) if getattr(ep, "ir", None) is not None else {},
-              {it.name: it.device for it in items if it.device != "CPU"})
+              {it.name: it.device for it in items if it.device != "CPU" and it.op is not None})
     try:
         executable._trace_labels = cached
     except AttributeError:
