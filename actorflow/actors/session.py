@@ -23,6 +23,7 @@ from actorflow.graph.graph import (
     pop_default_session,
     push_default_session,
 )
+from actorflow.scheduler.lower import LowerOptions, lower
 from actorflow.scheduler.plan import make_plan
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "ConfigProto", "RunOptions",
@@ -37,13 +38,17 @@ class GPUOptions:
 
 
 class RewriterConfig:
-    """Graph rewrites (TF's rewriter_config_pb2.RewriterConfig); actorflow honours `remapping`: the
-    fusion of MatMul + BiasAdd [+ Relu] and of MatMul + ApplyGradientDescent into one kernel each."""
+    """Graph rewrites (TF's rewriter_config_pb2.RewriterConfig). Each field (TF's names) is a switch
+    DEFAULT / ON / OFF of the compiler pass registered under it (scheduler/lower.py `register_pass`);
+    `remapping` is the fusion of MatMul + BiasAdd [+ Relu] and of MatMul + ApplyGradientDescent into
+    one kernel each. Fields no pass reads are kept and ignored."""
 
     DEFAULT, ON, OFF = 0, 1, 2
 
-    def __init__(self, remapping=0, **unused):
+    def __init__(self, remapping=0, **switches):
         self.remapping = remapping
+        for k, v in switches.items():
+            setattr(self, k, v)
 
 
 class GraphOptions:
@@ -58,7 +63,7 @@ class ConfigProto:
 
     def __init__(self, allow_soft_placement=False, log_device_placement=False, inter_op_parallelism_threads=0,
                  intra_op_parallelism_threads=0, device_count=None, operation_timeout_in_ms=0,
-                 gpu_options=None, device_filters=None, graph_options=None, **unused):
+                 gpu_options=None, device_filters=None, graph_options=None, experimental=None, **unused):
         self.allow_soft_placement = allow_soft_placement
         self.log_device_placement = log_device_placement
         self.inter_op_parallelism_threads = inter_op_parallelism_threads
@@ -68,9 +73,14 @@ class ConfigProto:
         self.gpu_options = gpu_options or GPUOptions()
         self.device_filters = list(device_filters or [])
         self.graph_options = graph_options or GraphOptions()
+        self.experimental = experimental or ConfigProto.Experimental()
 
-    def _fusion(self) -> bool:
-        return self.graph_options.rewrite_options.remapping != RewriterConfig.OFF
+    class Experimental:
+        """TF's ConfigProto.Experimental; actorflow adds `dump_passes_dir`: write the plan after each
+        compiler pass there, as text and SVG (as the AF_DUMP_PASSES environment variable does)."""
+
+        def __init__(self, dump_passes_dir=None, **unused):
+            self.dump_passes_dir = dump_passes_dir
 
 
 class RunOptions:
@@ -207,8 +217,7 @@ class LocalBackend:
         self.config = config
 
     def build(self, plan, timeout=None):
-        return Executable(self.rt, plan, self.container, soft_placement=self.config.allow_soft_placement,
-                          fuse=self.config._fusion())
+        return Executable(self.rt, lower(plan, None, LowerOptions.from_config(self.config)), self.container)
 
     def tracer(self, exe, level):
         from actorflow.actors.tracing import StepTracer
