@@ -10,7 +10,7 @@ The main stack, lowest first:
     errors
     graph, kernels, transport      peers: none of the three imports another. Kernels compute on
                                    arrays and know nothing of graphs; the transport moves tensors.
-    scheduler                      plans and their passes, on graphs
+    scheduler                      plans and their passes, on graphs; emit binds kernels to nodes
     actors                         the runtime: runs plans with kernels, sends over the transport
     cluster                        servers, the master, launchers; installs the sessions' remote backend
     train                          optimizers, Saver, MonitoredTrainingSession
@@ -53,7 +53,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "kernels": {"errors", "protos", "checkpoint_format"},
     "transport": {"errors"},
     # the main stack
-    "scheduler": {"graph"},
+    "scheduler": {"graph", "kernels"},     # emit binds each node to its kernel factory
     "actors": {"scheduler", "kernels", "transport"},
     "cluster": {"actors"},
     # graph libraries
