@@ -15,10 +15,11 @@ from actorflow.actors.executable import Executable
 from actorflow.actors.resource import ResourceContainer
 from actorflow.graph import dtypes
 from actorflow.graph.graph import Graph, Operation, Tensor, get_default_graph
+from actorflow.scheduler.optimizer import optimize
 from actorflow.scheduler.plan import make_plan
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "ConfigProto", "RunOptions",
-           "RunMetadata", "GPUOptions", "GraphOptions", "RewriterConfig"]
+           "RunMetadata", "GPUOptions", "GraphOptions", "RewriterConfig", "OptimizerOptions"]
 
 
 class GPUOptions:
@@ -29,20 +30,43 @@ class GPUOptions:
 
 
 class RewriterConfig:
-    """Graph rewrites (TF's rewriter_config_pb2.RewriterConfig); actorflow honours `remapping`: the
-    fusion of MatMul + BiasAdd [+ Relu] and of MatMul + ApplyGradientDescent into one kernel each."""
+    """Graph rewrites (TF's rewriter_config_pb2.RewriterConfig). actorflow honours, with TF's
+    names: `constant_folding`, `arithmetic_optimization` (identities, constant chains, common
+    subexpressions), `dependency_optimization` (no-op Identity/Snapshot), `disable_model_pruning`,
+    and `remapping` (MatMul + BiasAdd [+ Relu] and MatMul + ApplyGradientDescent fused into one
+    kernel each). Each is on unless set to OFF; `scheduler/optimizer.py` describes the passes."""
 
     DEFAULT, ON, OFF = 0, 1, 2
 
-    def __init__(self, remapping=0, **unused):
+    def __init__(self, remapping=0, constant_folding=0, arithmetic_optimization=0, dependency_optimization=0,
+                 disable_model_pruning=False, **unused):
         self.remapping = remapping
+        self.constant_folding = constant_folding
+        self.arithmetic_optimization = arithmetic_optimization
+        self.dependency_optimization = dependency_optimization
+        self.disable_model_pruning = disable_model_pruning
+
+
+class OptimizerOptions:
+    """tf.compat.v1.OptimizerOptions: `global_jit_level` (ON_1/ON_2 compile clusters of
+    element-wise ops and whole while loops with numba, as XLA's auto-clustering; OFF compiles
+    only what `af.xla.experimental.jit_scope()` marks). DEFAULT is OFF, as in TF."""
+
+    DEFAULT, OFF, ON_1, ON_2 = 0, -1, 1, 2
+    L0, L1 = -1, 0
+
+    def __init__(self, global_jit_level=0, do_constant_folding=True, **unused):
+        self.global_jit_level = global_jit_level
+        self.do_constant_folding = do_constant_folding
 
 
 class GraphOptions:
-    """tf.compat.v1.GraphOptions: carries the `rewrite_options` (a RewriterConfig)."""
+    """tf.compat.v1.GraphOptions: carries the `rewrite_options` (a RewriterConfig) and the
+    `optimizer_options` (an OptimizerOptions)."""
 
-    def __init__(self, rewrite_options=None, **unused):
+    def __init__(self, rewrite_options=None, optimizer_options=None, **unused):
         self.rewrite_options = rewrite_options or RewriterConfig()
+        self.optimizer_options = optimizer_options or OptimizerOptions()
 
 
 class ConfigProto:
@@ -63,6 +87,17 @@ class ConfigProto:
 
     def _fusion(self) -> bool:
         return self.graph_options.rewrite_options.remapping != RewriterConfig.OFF
+
+    def _optimizer_options(self):
+        from actorflow.scheduler.optimizer import PassOptions as Passes
+        rw = self.graph_options.rewrite_options
+        oo = self.graph_options.optimizer_options
+        off = RewriterConfig.OFF
+        jit = oo.global_jit_level in (OptimizerOptions.ON_1, OptimizerOptions.ON_2)
+        return Passes(constant_folding=rw.constant_folding != off and oo.do_constant_folding,
+                      arithmetic_optimization=rw.arithmetic_optimization != off,
+                      dependency_optimization=rw.dependency_optimization != off,
+                      model_pruning=not rw.disable_model_pruning, jit=jit)
 
 
 class RunOptions:
@@ -279,6 +314,7 @@ class Session:
     def _build(self, plan, timeout=None):
         if self._backend is not None:
             return self._backend.build(plan, timeout)     # registering with the tasks ends at the step's deadline
+        plan = optimize(plan, self._config._optimizer_options())
         return Executable(self._rt, plan, self._container, soft_placement=self._config.allow_soft_placement,
                           fuse=self._config._fusion())
 
