@@ -75,19 +75,18 @@ class KernelPool:
 
 
 # -- the offload policy: which kernels go to the pool -------------------------------------------
-def offload_policy(inputs, kdef):
-    """(always_offload, cost_fn_or_None) of a kernel on input tensors `inputs`: decided once from
-    static shapes when they are known."""
+def offload_policy(shapes, values, kdef):
+    """(always_offload, cost_fn_or_None) of a kernel whose inputs have static `shapes` (TensorShapes)
+    and, where known, constant `values` (None elsewhere): decided once when the shapes are known."""
     if not kdef.releases_gil:
         return False, None
-    shapes = [t.shape for t in inputs]
     if all(s.is_fully_defined() for s in shapes):
         if kdef.cost is None:
             est = sum(s.num_elements() for s in shapes)
         else:
             try:
-                est = kdef.cost(*[t.op.attrs["value"] if t.op.type == "Const"
-                                  else _ShapeOnly(tuple(t.shape.as_list())) for t in inputs])
+                est = kdef.cost(*[v if v is not None else _ShapeOnly(tuple(s.as_list()))
+                                  for s, v in zip(shapes, values)])
             except Exception:  # noqa: BLE001 - a cost function that needs real values
                 return False, kdef.cost
         from actorflow.actors.node import OFFLOAD_COST

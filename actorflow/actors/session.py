@@ -15,7 +15,7 @@ from actorflow.actors.executable import Executable
 from actorflow.actors.resource import ResourceContainer
 from actorflow.graph import dtypes
 from actorflow.graph.graph import Graph, Operation, Tensor, get_default_graph
-from actorflow.scheduler.optimizer import optimize
+from actorflow.scheduler.lower import LowerOptions, lower
 from actorflow.scheduler.plan import make_plan
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "ConfigProto", "RunOptions",
@@ -30,21 +30,17 @@ class GPUOptions:
 
 
 class RewriterConfig:
-    """Graph rewrites (TF's rewriter_config_pb2.RewriterConfig). actorflow honours, with TF's
-    names: `constant_folding`, `arithmetic_optimization` (identities, constant chains, common
-    subexpressions), `dependency_optimization` (no-op Identity/Snapshot), `disable_model_pruning`,
-    and `remapping` (MatMul + BiasAdd [+ Relu] and MatMul + ApplyGradientDescent fused into one
-    kernel each). Each is on unless set to OFF; `scheduler/optimizer.py` describes the passes."""
+    """Graph rewrites (TF's rewriter_config_pb2.RewriterConfig). Each field (TF's names) is a switch
+    DEFAULT / ON / OFF of the compiler pass registered under it (scheduler/lower.py `register_pass`);
+    `remapping` is the fusion of MatMul + BiasAdd [+ Relu] and of MatMul + ApplyGradientDescent into
+    one kernel each. Fields no pass reads are kept and ignored."""
 
     DEFAULT, ON, OFF = 0, 1, 2
 
-    def __init__(self, remapping=0, constant_folding=0, arithmetic_optimization=0, dependency_optimization=0,
-                 disable_model_pruning=False, **unused):
+    def __init__(self, remapping=0, **switches):
         self.remapping = remapping
-        self.constant_folding = constant_folding
-        self.arithmetic_optimization = arithmetic_optimization
-        self.dependency_optimization = dependency_optimization
-        self.disable_model_pruning = disable_model_pruning
+        for k, v in switches.items():
+            setattr(self, k, v)
 
 
 class OptimizerOptions:
@@ -74,7 +70,7 @@ class ConfigProto:
 
     def __init__(self, allow_soft_placement=False, log_device_placement=False, inter_op_parallelism_threads=0,
                  intra_op_parallelism_threads=0, device_count=None, operation_timeout_in_ms=0,
-                 gpu_options=None, device_filters=None, graph_options=None, **unused):
+                 gpu_options=None, device_filters=None, graph_options=None, experimental=None, **unused):
         self.allow_soft_placement = allow_soft_placement
         self.log_device_placement = log_device_placement
         self.inter_op_parallelism_threads = inter_op_parallelism_threads
@@ -84,20 +80,14 @@ class ConfigProto:
         self.gpu_options = gpu_options or GPUOptions()
         self.device_filters = list(device_filters or [])
         self.graph_options = graph_options or GraphOptions()
+        self.experimental = experimental or ConfigProto.Experimental()
 
-    def _fusion(self) -> bool:
-        return self.graph_options.rewrite_options.remapping != RewriterConfig.OFF
+    class Experimental:
+        """TF's ConfigProto.Experimental; actorflow adds `dump_passes_dir`: write the plan after each
+        compiler pass there, as text and SVG (as the AF_DUMP_PASSES environment variable does)."""
 
-    def _optimizer_options(self):
-        from actorflow.scheduler.optimizer import PassOptions as Passes
-        rw = self.graph_options.rewrite_options
-        oo = self.graph_options.optimizer_options
-        off = RewriterConfig.OFF
-        jit = oo.global_jit_level in (OptimizerOptions.ON_1, OptimizerOptions.ON_2)
-        return Passes(constant_folding=rw.constant_folding != off and oo.do_constant_folding,
-                      arithmetic_optimization=rw.arithmetic_optimization != off,
-                      dependency_optimization=rw.dependency_optimization != off,
-                      model_pruning=not rw.disable_model_pruning, jit=jit)
+        def __init__(self, dump_passes_dir=None, **unused):
+            self.dump_passes_dir = dump_passes_dir
 
 
 class RunOptions:
@@ -314,9 +304,7 @@ class Session:
     def _build(self, plan, timeout=None):
         if self._backend is not None:
             return self._backend.build(plan, timeout)     # registering with the tasks ends at the step's deadline
-        plan = optimize(plan, self._config._optimizer_options())
-        return Executable(self._rt, plan, self._container, soft_placement=self._config.allow_soft_placement,
-                          fuse=self._config._fusion())
+        return Executable(self._rt, lower(plan, None, LowerOptions.from_config(self._config)), self._container)
 
     def _timeout(self, options, timeout):
         if timeout is not None:

@@ -102,18 +102,16 @@ class StepTracer:
         self.device = device
         self.records: list = []
         self.open: dict = {}              # (actor id, tag id) -> Record awaiting its outputs
-        self._labels = _labels(executable)
-        self._devices = getattr(executable, "devices", None)
+        self._labels, self._devices = _labels(executable)
         self.result = None                # to_dict(), taken on the loop when the step ends
 
     # -- called by the runtime (loop thread) ----------------------------------------------------
     def begin(self, actor, tag, t0) -> Record:
         name = actor.name
         dev = self.device
-        if self._devices is not None:
-            d = self._devices.get(self._labels[1].get(name), "CPU")
-            if d != "CPU":
-                dev = dev.rsplit("device:", 1)[0] + "device:" + d
+        d = self._devices.get(name)
+        if d is not None:
+            dev = dev.rsplit("device:", 1)[0] + "device:" + d
         rec = Record(name, actor.op_type, dev, t0, 0)
         if tag.frame is not None:
             rec.frame = frame_key(tag)
@@ -181,7 +179,7 @@ class StepTracer:
     def to_dict(self) -> dict:
         """The stats as plain lists (msgpack-able): {device: [record tuples]} plus thread names."""
         devs: dict = {}
-        labels = self._labels[0]
+        labels = self._labels
         for rec in self.records:
             self._fix(rec)
             label = labels.get(rec.name) or f"{rec.name} = {rec.op}()"
@@ -210,21 +208,13 @@ class StepTracer:
 
 
 def _labels(executable):
-    """({node name: 'name = Op(inputs)'}, {node name: op}) of an executable's plan, made once."""
+    """({actor name: 'name = Op(inputs)'}, {actor name: device, for actors off the CPU}) of an
+    executable's plan, made once."""
     cached = getattr(executable, "_trace_labels", None)
     if cached is not None:
         return cached
-    labels, ops = {}, {}
-    plan = getattr(executable, "plan", None)
-    for op in getattr(plan, "ops", ()):
-        ins = [t.name for t in op.inputs] + ["^" + c.name for c in op.control_inputs]
-        labels[op.name] = f"{op.name} = {op.type}({', '.join(ins)})"
-        ops[op.name] = op
-    for fusion in (getattr(executable, "fusions", None) or {}).values():
-        root = fusion.parts[-1]
-        ins = [t.name for t in fusion.inputs]
-        labels[root.name] = f"{root.name} = {fusion.type}({', '.join(ins)})"
-    cached = (labels, ops)
+    items = getattr(getattr(executable, "exec_plan", None), "items", ())
+    cached = ({it.name: it.label for it in items}, {it.name: it.device for it in items if it.device != "CPU"})
     try:
         executable._trace_labels = cached
     except AttributeError:

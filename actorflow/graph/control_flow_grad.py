@@ -35,7 +35,6 @@ from actorflow.graph.ops.constant import Identity, constant
 
 __all__ = ["GradientState", "LoopUnit", "GradCondContext", "GradWhileContext", "while_loop_gradients"]
 
-_CF_TYPES = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond", "RefSwitch"})
 _local = threading.local()      # .state: the GradientState whose gradient functions are running
 
 
@@ -316,7 +315,7 @@ class GradientState:
     @classmethod
     def for_gradients(cls, between, fwd, xs, ys):
         """The state for one af.gradients call, or None when no op between xs and ys is control flow."""
-        if not any(op.type in _CF_TYPES or context_of(op) is not None for op in between):
+        if not any(op.op_def.control_flow is not None or context_of(op) is not None for op in between):
             return None
         st = cls(next(iter(between)).graph, fwd, xs)
         level = _while_of(st.base)

@@ -1,18 +1,44 @@
-"""Op definitions: each op type is declared once, with its output inference and gradient.
+"""Op definitions: each op type is declared once, with its output inference, its gradient, and
+the facts every later layer needs to know about it.
 
 An `OpDef` is callable: ``AddV2(x, y, name=None)`` adds an op to the default graph and returns
 its output tensor (or a tuple of them). Its `infer` function receives the op's input tensors and
 attributes and returns one ``(dtype, shape)`` pair per output; shape and dtype errors raised there
 surface at graph-build time with the op's name attached.
+
+The other fields are read by the compiler (actorflow/scheduler) and the runtime, never replaced by
+op-type string tests there:
+
+- `control_flow`: the op's role in frames and dead-tensor propagation ("switch", "merge", "enter",
+  "exit", "next_iteration", "loop_cond"), or None.
+- `placement`: "host" (always on the CPU: feeds, predicates, Send/Recv), "pass_through" (runs where
+  its data lives: Identity, Enter, ...), or None (a compute op, placed by its kernels and dtypes).
+- `actor`: the actor rule that runs the op (see actorflow/actors/executable.py `_ACTOR_RULES`):
+  "node" (a kernel) by default; "const", "placeholder", "noop", "identity", "variable",
+  "is_initialized", "switch", "merge", "enter", "exit", "next_iteration", "send", "recv", "copy".
+  A "node" op with a reference input to a non-variable resource runs as that resource's operation.
+- `stateful`: the op has side effects or draws random numbers: two equal stateful ops are not the
+  same value, and an optimizer pass must never merge, fold or drop one. Every op with reference
+  inputs or a resource is stateful.
+- `host_inputs`: input slots read on the host whatever the op's device (a Switch's predicate).
+- `host_outputs`: the outputs live on the host even when the op runs beside a GPU value.
+- `offload`: a cost hint: always run the kernel on the pool (a copy that waits for the GPU).
+- `internal`: made by the compiler (fusion, partitioning), never by the Python API.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-__all__ = ["OpDef", "define_op", "get_op_def", "InferenceError"]
+__all__ = ["OpDef", "define_op", "get_op_def", "find_op_def", "registered_op_defs", "InferenceError",
+           "CONTROL_FLOW_ROLES", "ACTOR_KINDS"]
 
 _OP_DEFS: dict[str, "OpDef"] = {}
+
+CONTROL_FLOW_ROLES = frozenset({"switch", "merge", "enter", "exit", "next_iteration", "loop_cond"})
+ACTOR_KINDS = frozenset({"node", "const", "placeholder", "noop", "identity", "variable", "is_initialized", "switch",
+                         "merge", "enter", "exit", "next_iteration", "send", "recv", "copy"})
+_PLACEMENTS = (None, "host", "pass_through")
 
 
 class InferenceError(ValueError):
@@ -25,14 +51,28 @@ class OpDef:
     infer: Callable
     # Indices of inputs that are references to a resource (a variable or queue) rather than values.
     ref_inputs: tuple = ()
+    # Side effects or randomness: never merged, folded or pruned by an optimizer pass.
     stateful: bool = False
     # The kind of resource this op *creates* ("variable", "queue", ...), or None.
     resource: str | None = None
-    # Operations that must not be pruned by CSE or folded (random, stateful) set stateful=True.
     grad_fn: Callable | None = None
-    # Outputs that carry no gradient even for float dtypes (e.g. argmax indices are ints anyway).
-    doc: str = ""
-    extra: dict = field(default_factory=dict)
+    control_flow: str | None = None
+    placement: str | None = None
+    actor: str = "node"
+    host_inputs: tuple = ()
+    host_outputs: bool = False
+    offload: bool = False
+    internal: bool = False
+
+    def __post_init__(self):
+        if self.control_flow is not None and self.control_flow not in CONTROL_FLOW_ROLES:
+            raise ValueError(f"op {self.type}: unknown control-flow role {self.control_flow!r}")
+        if self.placement not in _PLACEMENTS:
+            raise ValueError(f"op {self.type}: unknown placement class {self.placement!r}")
+        if self.actor not in ACTOR_KINDS:
+            raise ValueError(f"op {self.type}: unknown actor kind {self.actor!r}")
+        if self.ref_inputs or self.resource is not None:
+            self.stateful = True
 
     def gradient(self, fn):
         """Decorator registering the gradient function ``fn(op, *output_grads) -> input grads``."""
@@ -60,3 +100,13 @@ def get_op_def(type_name: str) -> OpDef:
         return _OP_DEFS[type_name]
     except KeyError:
         raise LookupError(f"Unknown op type '{type_name}'") from None
+
+
+def find_op_def(type_name: str) -> OpDef | None:
+    """The OpDef of `type_name`, or None when no op of that type is defined."""
+    return _OP_DEFS.get(type_name)
+
+
+def registered_op_defs() -> dict:
+    """{op type: OpDef} of every defined op (a copy)."""
+    return dict(_OP_DEFS)

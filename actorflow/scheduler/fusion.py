@@ -12,20 +12,20 @@ Three patterns, on the CPU, for float32/float64:
 
 A chain fuses only when its inner tensors are invisible: each is consumed once, by the next op of
 the chain, and is neither fed nor fetched; no inner op has control edges in or out. The result is
-a `Fusion` per surviving (root) op, which keeps its name, outputs and consumers; the inner ops
-get no actor. Pure functions over the plan; the runtime builds the actors.
+a `Fusion` per surviving (root) node, and the `fuse` pass replaces the root by one node of the fused
+type (keeping its name, outputs and consumers) and drops the inner nodes: the runtime never learns
+that a fusion happened, beyond the `parts` it names in errors and traces.
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from actorflow.scheduler.plan import Plan
+from actorflow.scheduler.ir import Bound, PlanIR, Ref
 
-__all__ = ["Fusion", "find_fusions"]
+__all__ = ["Fusion", "find_fusions", "fuse"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -34,54 +34,77 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 class Fusion:
     type: str                   # the fused kernel's op type
     attrs: dict                 # its attributes
-    inputs: tuple               # its input tensors, in the kernel's argument order
-    ref_inputs: frozenset       # which of them are variable refs
-    parts: tuple                # the original ops, in chain order (the root last)
-    extra_control: tuple = ()   # ops that must run first (readers of an updated variable)
+    inputs: tuple               # its inputs (Ref | Feed | Literal | Bound), in the kernel's argument order
+    parts: tuple                # the original nodes, in chain order (the root last)
+    extra_control: tuple = ()   # nodes that must run first (readers of an updated variable)
 
 
-def find_fusions(plan: Plan, on_cpu: Callable | None = None) -> dict:
-    """{root op: Fusion} for the fusable chains of `plan`. `on_cpu(op)` tells whether an op runs on
-    the CPU (None: everything does)."""
-    ops = plan.ops
-    in_plan = set(ops)
-    fed = set(plan.feeds)
-    fetched = {t for t in plan.fetches if t is not None}
-    uses: dict = {}                 # tensor -> number of (consumer, slot) edges inside the plan
-    controls = set(plan.targets)    # ops something waits on through a control edge
-    for op in ops:
-        refs = op.op_def.ref_inputs
-        for i, t in enumerate(op.inputs):
-            if i not in refs:
-                uses[t] = uses.get(t, 0) + 1
-        controls.update(op.control_inputs)
-    cpu = on_cpu or (lambda op: True)
+def fuse(ir: PlanIR, options=None) -> PlanIR:
+    """The `fuse` pass: every fusable chain of `ir` becomes one node."""
+    fusions = find_fusions(ir)
+    if not fusions:
+        return ir
+    inner = {p.name for f in fusions.values() for p in f.parts[:-1]}
+    nodes = []
+    for n in ir.nodes:
+        if n.name in inner:
+            continue
+        f = fusions.get(n)
+        if f is not None:
+            extra = tuple(c.name for c in f.extra_control if c.name not in n.control)
+            n = n.replace(type=f.type, attrs=f.attrs, inputs=f.inputs, control=n.control + extra,
+                          parts=tuple((p.name, p.type) for p in f.parts))
+        nodes.append(n)
+    return ir.replace(nodes=tuple(nodes))
 
-    def inner(t, consumer) -> bool:
-        """True when `t` (an input of `consumer`) is a tensor only `consumer` sees."""
-        op = t.op
-        return (op in in_plan and len(op.outputs) == 1 and uses.get(t) == 1 and t not in fed
-                and t not in fetched and op not in controls and not op.control_inputs and cpu(op)
-                and cpu(consumer) and t.dtype.np in _FLOATS)
 
-    def matmul_of(t, consumer):
-        return t.op if t.op.type == "MatMul" and inner(t, consumer) else None
+def find_fusions(ir, on_cpu: Callable | None = None) -> dict:
+    """{root node: Fusion} for the fusable chains of `ir` (a PlanIR, or a pruned Plan). A node runs
+    on the CPU when its device says so (or when `on_cpu(node)` does)."""
+    if not isinstance(ir, PlanIR):
+        from actorflow.scheduler.lower import from_plan
+        ir = from_plan(ir)
+    nodes = ir.nodes
+    by = ir.by_name()
+    fetched = {x for x in ir.fetches if type(x) is Ref}
+    uses: dict = {}                 # Ref -> number of (consumer, slot) edges
+    controls = set(ir.targets)      # nodes something waits on through a control edge
+    for n in nodes:
+        for x in n.inputs:
+            if type(x) is Ref:
+                uses[x] = uses.get(x, 0) + 1
+        controls.update(n.control)
+    cpu = on_cpu or (lambda n: n.device == "CPU")
 
-    def producer_of(t, consumer):
-        """The MatMul or NHWC Conv2D whose output `t` only `consumer` sees, or None."""
-        op = t.op
-        if op.type == "Conv2D" and _attr_str(op, "data_format") == "NHWC" and inner(t, consumer):
-            return op
-        return matmul_of(t, consumer)
+    def inner(x, consumer):
+        """The producer of input `x` of `consumer` when only `consumer` sees its value, else None."""
+        if type(x) is not Ref:
+            return None              # fed, constant or bound: not an inner tensor
+        n = by[x.node]
+        if (len(n.outputs) == 1 and uses.get(x) == 1 and x not in fetched and n.name not in controls
+                and not n.control and cpu(n) and cpu(consumer) and n.outputs[0][0].np in _FLOATS):
+            return n
+        return None
+
+    def matmul_of(x, consumer):
+        n = inner(x, consumer)
+        return n if n is not None and n.type == "MatMul" and not n.parts else None
+
+    def producer_of(x, consumer):
+        """The MatMul or NHWC Conv2D whose output only `consumer` sees, or None."""
+        n = inner(x, consumer)
+        if n is not None and n.type == "Conv2D" and not n.parts and _attr_str(n, "data_format") == "NHWC":
+            return n
+        return matmul_of(x, consumer)
 
     out: dict = {}
     taken: set = set()
-    for op in reversed(ops):            # a Relu claims its BiasAdd before the BiasAdd is a root
-        if op in taken:
+    for n in reversed(nodes):           # a Relu claims its BiasAdd before the BiasAdd is a root
+        if n.name in taken or n.parts:
             continue
-        if op.type in ("Relu", "BiasAdd"):
-            chain = _bias_chain(op, producer_of, inner)
-            if chain is None or any(p in taken for p in chain):
+        if n.type in ("Relu", "BiasAdd"):
+            chain = _bias_chain(n, producer_of, inner)
+            if chain is None or any(p.name in taken for p in chain):
                 continue
             first, bias_add = chain[0], chain[1]
             fused_ops = tuple(p.type for p in chain[1:])
@@ -92,90 +115,94 @@ def find_fusions(plan: Plan, on_cpu: Callable | None = None) -> dict:
                 attrs = {k: first.attrs[k] for k in ("strides", "padding", "dilations", "data_format")
                          if k in first.attrs}
                 attrs["fused_ops"] = fused_ops
-            out[op] = Fusion("_Fused" + first.type, attrs, (first.inputs[0], first.inputs[1], bias_add.inputs[1]),
-                             frozenset(), chain)
-            taken.update(chain)
-        elif op.type == "ApplyGradientDescent":
-            var = op.inputs[0].op
-            mm = matmul_of(op.inputs[2], op)
-            if mm is None or mm in taken or var.op_def.resource != "variable" or not cpu(op):
+            out[n] = Fusion("_Fused" + first.type, attrs, (first.inputs[0], first.inputs[1], bias_add.inputs[1]),
+                            chain)
+            taken.update(p.name for p in chain)
+        elif n.type == "ApplyGradientDescent":
+            var = n.inputs[0]
+            mm = matmul_of(n.inputs[2], n)
+            if mm is None or mm.name in taken or type(var) is not Bound or var.resource != "variable" or not cpu(n):
                 continue
-            out[op] = Fusion("_MatMulApplyGradientDescent",
-                             {"transpose_a": bool(mm.attrs.get("transpose_a", False)),
-                              "transpose_b": bool(mm.attrs.get("transpose_b", False))},
-                             (op.inputs[0], op.inputs[1], mm.inputs[0], mm.inputs[1]), frozenset({0}), (mm, op))
-            taken.update((mm, op))
-    if plan.has_control_flow:
+            out[n] = Fusion("_MatMulApplyGradientDescent",
+                            {"transpose_a": bool(mm.attrs.get("transpose_a", False)),
+                             "transpose_b": bool(mm.attrs.get("transpose_b", False))},
+                            (n.inputs[0], n.inputs[1], mm.inputs[0], mm.inputs[1]), (mm, n))
+            taken.update((mm.name, n.name))
+    if ir.has_control_flow:
         return out          # control edges must not cross frames: updates just copy when they must
-    root_of = {p: root for root, f in out.items() for p in f.parts}
-    consumers: dict = {}    # op -> the ops that run after it (data, control, and edges added here)
-    for root, f in out.items():
+    root_of = {p.name: root for root, f in out.items() for p in f.parts}
+    consumers: dict = {}    # node name -> the nodes that run after it (data, control, and edges added here)
+    for root, f in list(out.items()):
         if f.type == "_MatMulApplyGradientDescent":
-            first = _readers_first(root, f.inputs[0].op, in_plan, ops, consumers, root_of)
+            first = _readers_first(root, f.inputs[0].name, ir, by, consumers, root_of)
             if first:
-                out[root] = dataclasses.replace(f, extra_control=first)
+                out[root] = Fusion(f.type, f.attrs, f.inputs, f.parts, first)
                 for r in first:
-                    consumers.setdefault(r, []).append(root)
+                    consumers.setdefault(r.name, []).append(root.name)
     return out
 
 
-def _attr_str(op, name, default="NHWC"):
-    v = op.attrs.get(name, default) or default
+def _attr_str(n, name, default="NHWC"):
+    v = n.attrs.get(name, default) or default
     return v.decode() if isinstance(v, bytes) else v
 
 
-def _bias_chain(op, producer_of, inner):
-    """(MatMul or Conv2D, BiasAdd[, Relu]) ending at `op`, or None."""
-    if op.type == "Relu":
-        t = op.inputs[0]
-        if t.op.type != "BiasAdd" or not inner(t, op):
+def _bias_chain(n, producer_of, inner):
+    """(MatMul or Conv2D, BiasAdd[, Relu]) nodes ending at `n`, or None."""
+    if n.type == "Relu":
+        bias_add = inner(n.inputs[0], n)
+        if bias_add is None or bias_add.type != "BiasAdd" or bias_add.parts:
             return None
-        bias_add, tail = t.op, (op,)
+        tail = (n,)
     else:
-        bias_add, tail = op, ()
+        bias_add, tail = n, ()
     if _attr_str(bias_add, "data_format") != "NHWC":
         return None
     first = producer_of(bias_add.inputs[0], bias_add)
-    if first is None or bias_add.inputs[0].shape.rank != (2 if first.type == "MatMul" else 4):
+    if first is None or first.outputs[0][1].rank != (2 if first.type == "MatMul" else 4):
         return None
     return (first, bias_add) + tail
 
 
-def _readers_first(update, var, in_plan, ops, consumers, root_of) -> tuple:
-    """The plan's other readers of `var` (the fused ops running them, for readers fused away) that
-    neither depend on `update` nor precede it already: making the update wait for them lets it
-    write the variable in place, instead of copying a buffer a running reader still holds. (Every
-    reader sees the value of the step either way.)"""
+def _readers_first(update, var_name, ir, by, consumers, root_of) -> tuple:
+    """The plan's other readers of variable `var_name` (the fused nodes running them, for readers
+    fused away) that neither depend on `update` nor precede it already: making the update wait for
+    them lets it write the variable in place, instead of copying a buffer a running reader still
+    holds. (Every reader sees the value of the step either way.)"""
+    if var_name not in by:
+        return ()                       # nothing in the plan reads the variable's value
+    if not consumers:
+        for n in ir.nodes:
+            for x in n.inputs:
+                if type(x) is Ref:
+                    consumers.setdefault(x.node, []).append(n.name)
+            for c in n.control:
+                consumers.setdefault(c, []).append(n.name)
     readers, seen = [], set()
-    stack = [var.outputs[0]]
+    stack = [var_name]
     while stack:                        # through the variable's read Identities to who uses them
-        t = stack.pop()
-        for c in t._consumers:
-            if c in seen or c not in in_plan or c is update:
+        name = stack.pop()
+        for c in consumers.get(name, ()):
+            if c in seen or c == update.name:
                 continue
             seen.add(c)
-            if not any(x is t and i not in c.op_def.ref_inputs for i, x in enumerate(c.inputs)):
-                continue
-            if c.type == "Identity":
-                stack.append(c.outputs[0])
+            cn = by[c]
+            if not any(type(x) is Ref and x.node == name for x in cn.inputs):
+                continue                # a control edge, not a read
+            if cn.type == "Identity":
+                stack.append(c)
             else:
-                readers.append(c)
+                readers.append(cn)
     if not readers:
         return ()
-    # Ops after `update` (data and control edges, and edges added for earlier updates: a new edge
-    # must not close a cycle through them) and ops before it.
-    if not consumers:
-        for op in ops:
-            for t in op.inputs:
-                consumers.setdefault(t.op, []).append(op)
-            for c in op.control_inputs:
-                consumers.setdefault(c, []).append(op)
-    after = _reach(update, lambda o: consumers.get(o, ()))
-    before = _reach(update, lambda o: [t.op for t in o.inputs] + list(o.control_inputs))
+    # Nodes after `update` (data and control edges, and edges added for earlier updates: a new edge
+    # must not close a cycle through them) and nodes before it.
+    after = _reach(update.name, lambda o: consumers.get(o, ()))
+    before = _reach(update.name, lambda o: [x.node for x in by[o].inputs if type(x) is Ref] + list(by[o].control))
     first = []
     for r in readers:
-        r = root_of.get(r, r)
-        if r not in after and r not in before and r is not update and r not in first:
+        r = root_of.get(r.name, r)
+        if r.name not in after and r.name not in before and r is not update and r not in first:
             first.append(r)
     return tuple(first)
 

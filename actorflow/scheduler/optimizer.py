@@ -58,6 +58,27 @@ class PassOptions:
     jit_scoped: bool = True             # compile ops marked by jit_scope() even when jit is off
     jit_mode: str | None = None         # "wait" or "async" (None: $AF_JIT_COMPILE, default wait)
 
+    @classmethod
+    def from_config(cls, config) -> "PassOptions":
+        """The passes a session's ConfigProto asks for: RewriterConfig fields (DEFAULT 0 and ON 1
+        run a pass, OFF 2 does not), `OptimizerOptions.global_jit_level` (ON_1 1 / ON_2 2: JIT on;
+        OFF -1 / DEFAULT 0: off), and the environment's AF_JIT=1/0 over the latter."""
+        import os
+        go = getattr(config, "graph_options", None)
+        rw = getattr(go, "rewrite_options", None)
+        oo = getattr(go, "optimizer_options", None)
+
+        def on(field):
+            return getattr(rw, field, 0) != 2
+        jit = getattr(oo, "global_jit_level", 0) in (1, 2)
+        env = os.environ.get("AF_JIT")
+        if env is not None and env != "":
+            jit = env != "0"
+        return cls(constant_folding=on("constant_folding") and bool(getattr(oo, "do_constant_folding", True)),
+                   arithmetic_optimization=on("arithmetic_optimization"),
+                   dependency_optimization=on("dependency_optimization"),
+                   model_pruning=not bool(getattr(rw, "disable_model_pruning", False)), jit=jit)
+
 
 def optimize(plan: Plan, options: PassOptions) -> Plan:
     """Runs the enabled passes over `plan` (see the module's docstring)."""

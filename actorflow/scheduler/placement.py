@@ -106,7 +106,7 @@ def _greedy(op, placed, default, constraint):
     weights: dict = {}
     for t in op.inputs:
         d = placed.get(t.op)
-        if d is None or t.op.type == "Const":
+        if d is None or t.op.op_def.actor == "const":
             continue
         if constraint.job is not None and d.job != constraint.job:
             continue
@@ -120,15 +120,6 @@ def _greedy(op, placed, default, constraint):
 
 
 # -- devices within one process --------------------------------------------------------------------
-
-# Ops that pass values through without touching them: they run wherever their data lives.
-# IsVariableInitialized only asks whether its variable holds a value, on whatever device.
-_PASS_THROUGH = frozenset({"Switch", "RefSwitch", "Merge", "Enter", "Exit", "NextIteration", "Identity",
-                           "VariableV2", "_RefRead", "Const", "StopGradient", "Snapshot",
-                           "IsVariableInitialized"})
-_HOST_ONLY = frozenset({"Placeholder", "LoopCond", "NoOp", "ControlTrigger", "AccumulatorV2",
-                        "_Send", "_Recv"})
-
 
 def _numeric(t) -> bool:
     d = t.dtype
@@ -168,16 +159,16 @@ def assign_devices(ops, n_gpu: int, soft: bool, gpu_kernel, metadata_only=lambda
         groups.setdefault(uf.find(op), []).append(op)
 
     def host(op) -> bool:
-        if op.type in _PASS_THROUGH and op.outputs and not _numeric(op.outputs[0]):
+        where = op.op_def.placement
+        if where == "pass_through" and op.outputs and not _numeric(op.outputs[0]):
             return True                  # a handle or string passing through a loop or branch
-        return op.type in _HOST_ONLY or metadata_only(op.type)
+        return where == "host" or metadata_only(op.type)
 
     def capable(op) -> bool:
-        return host(op) or op.type in _PASS_THROUGH or gpu_kernel(op.type)
+        return host(op) or op.op_def.placement == "pass_through" or gpu_kernel(op.type)
 
     def wants_gpu(op) -> bool:
-        if op.type in ("VariableV2", "Const"):
-            return _floating(op.outputs[0])
+        # A variable or a constant (no inputs) by the dtype of its value.
         return any(_floating(t) for t in op.outputs) or any(_floating(t) for t in op.inputs)
 
     out: dict = {}

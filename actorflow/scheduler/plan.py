@@ -1,7 +1,7 @@
 """Prepare: from (graph, feeds, fetches, targets) to the pruned set of ops a step must run.
 
-Pure functions over the graph; the result (`Plan`) is cached per signature by the session and
-turned into actors by the runtime.
+Pure functions over the graph; the result (`Plan`) is what `scheduler.lower` compiles (its first
+stage, "prune"), once per signature.
 """
 from __future__ import annotations
 
@@ -21,9 +21,6 @@ class Plan:
     fetches: tuple          # fetched tensors (None for fetched ops), in fetch order
     targets: tuple          # ops to run whose outputs are not fetched
     has_control_flow: bool
-
-
-_CONTROL_FLOW = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond", "RefSwitch"})
 
 
 def make_plan(graph: Graph, feeds, fetches, targets) -> Plan:
@@ -53,7 +50,7 @@ def make_plan(graph: Graph, feeds, fetches, targets) -> Plan:
         # A control dependency on an op whose outputs are all fed is satisfied by the feeds.
         stack.extend(c for c in op.control_inputs if not (c.outputs and all(t in fed for t in c.outputs)))
     for op in needed:
-        if op.type == "Placeholder":
+        if op.op_def.actor == "placeholder":
             t = op.outputs[0]
             shape = op.attrs["shape"]
             raise errors.InvalidArgumentError(
@@ -61,5 +58,5 @@ def make_plan(graph: Graph, feeds, fetches, targets) -> Plan:
                 f"{op.attrs['dtype'].name} and shape {shape}")
     # Frame/loop structure must be complete: a pruned loop would deadlock, so keep whole frames.
     ops = tuple(op for op in graph._ops if op in needed)
-    has_cf = any(op.type in _CONTROL_FLOW for op in ops)
+    has_cf = any(op.op_def.control_flow is not None for op in ops)
     return Plan(graph, ops, tuple(feeds), tuple(fetches), tuple(targets), has_cf)

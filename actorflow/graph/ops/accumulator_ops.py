@@ -61,7 +61,7 @@ def _infer_pop(inputs, attrs):
     return [(dtypes.as_dtype(attrs["dtype"]), as_shape(attrs.get("shape")))]
 
 
-AccumulatorV2 = define_op("AccumulatorV2", _infer_accumulator, stateful=True)
+AccumulatorV2 = define_op("AccumulatorV2", _infer_accumulator, stateful=True, placement="host")
 AccumulatorPush = define_op("AccumulatorPush", _infer_push, stateful=True)
 AccumulatorPop = define_op("AccumulatorPop", _infer_pop, stateful=True)
 

@@ -56,9 +56,9 @@ def _infer_assert(inputs, attrs):
     return []
 
 
-# Stateful: an assertion must never be merged with another or dropped as having no consumer.
-AssertOp = define_op("Assert", _infer_assert, stateful=True,
-                     doc="Fails its step with InvalidArgumentError when `condition` is false.")
+# Fails its step with InvalidArgumentError when `condition` is false. Stateful: an assertion must
+# never be merged with another or dropped as having no consumer.
+AssertOp = define_op("Assert", _infer_assert, stateful=True)
 
 
 def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TF's name

@@ -18,8 +18,8 @@ def _infer_const(inputs, attrs):
     return [(attrs["dtype"], TensorShape(v.shape))]
 
 
-Const = define_op("Const", _infer_const)
-Placeholder = define_op("Placeholder", lambda i, a: [(a["dtype"], a["shape"])])
+Const = define_op("Const", _infer_const, actor="const", placement="pass_through")
+Placeholder = define_op("Placeholder", lambda i, a: [(a["dtype"], a["shape"])], actor="placeholder", placement="host")
 
 
 def _infer_pwd(inputs, attrs):
@@ -30,9 +30,9 @@ def _infer_pwd(inputs, attrs):
 
 
 PlaceholderWithDefault = define_op("PlaceholderWithDefault", _infer_pwd)
-Identity = define_op("Identity", unary)
-NoOp = define_op("NoOp", lambda i, a: [])
-StopGradient = define_op("StopGradient", unary)
+Identity = define_op("Identity", unary, placement="pass_through")
+NoOp = define_op("NoOp", lambda i, a: [], actor="noop", placement="host")
+StopGradient = define_op("StopGradient", unary, placement="pass_through")
 
 
 @Identity.gradient

@@ -44,13 +44,15 @@ def _like(inputs, attrs):
     return [(inputs[0].dtype, inputs[0].shape)]
 
 
-Switch = define_op("Switch", _infer_switch)
-Merge = define_op("Merge", _infer_merge)
-Enter = define_op("Enter", _like)
-Exit = define_op("Exit", _like)
-NextIteration = define_op("NextIteration", _like)
-LoopCond = define_op("LoopCond", _infer_loop_cond)
-ControlTrigger = define_op("ControlTrigger", lambda i, a: [])
+Switch = define_op("Switch", _infer_switch, control_flow="switch", actor="switch", placement="pass_through",
+                   host_inputs=(1,))
+Merge = define_op("Merge", _infer_merge, control_flow="merge", actor="merge", placement="pass_through")
+Enter = define_op("Enter", _like, control_flow="enter", actor="enter", placement="pass_through")
+Exit = define_op("Exit", _like, control_flow="exit", actor="exit", placement="pass_through")
+NextIteration = define_op("NextIteration", _like, control_flow="next_iteration", actor="next_iteration",
+                          placement="pass_through")
+LoopCond = define_op("LoopCond", _infer_loop_cond, control_flow="loop_cond", actor="identity", placement="host")
+ControlTrigger = define_op("ControlTrigger", lambda i, a: [], actor="noop", placement="host")
 
 
 def switch(data, pred, name=None):

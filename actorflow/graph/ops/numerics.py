@@ -40,10 +40,10 @@ def _infer_check_numerics(inputs, attrs):
     return [(x.dtype, x.shape)]
 
 
-# Stateful, as in TF: two checks of one tensor with different messages are not one op, and none is
-# ever dropped by an optimization for computing nothing new.
-CheckNumerics = define_op("CheckNumerics", _infer_check_numerics, stateful=True,
-                          doc="Passes `tensor` through; fails the step if it holds a NaN or an infinity.")
+# Passes `tensor` through; fails the step if it holds a NaN or an infinity. Stateful, as in TF: two
+# checks of one tensor with different messages are not one op, and none is ever dropped by an
+# optimization for computing nothing new.
+CheckNumerics = define_op("CheckNumerics", _infer_check_numerics, stateful=True)
 
 
 @CheckNumerics.gradient
@@ -105,10 +105,6 @@ def verify_tensor_all_finite(t=None, msg=None, name=None, x=None, message=None):
                 return identity(t)
 
 
-_CONTROL_FLOW_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit",
-                               "RefExit", "NextIteration", "RefNextIteration", "LoopCond"})
-
-
 def add_check_numerics_ops():
     """Adds a CheckNumerics on every half, float and double tensor of the default graph and
     returns a group op of them all (tf.compat.v1.add_check_numerics_ops).
@@ -134,7 +130,7 @@ def add_check_numerics_ops():
             # initializer and update with each check. The variable's reads are checked.
             if not out.dtype.is_floating or op.op_def.resource is not None or op.op_def.ref_inputs:
                 continue
-            if op.type in _CONTROL_FLOW_OPS or context_of(op) is not None:
+            if op.op_def.control_flow is not None or context_of(op) is not None:
                 raise ValueError("`af.add_check_numerics_ops() is not compatible with control flow operations "
                                  f"such as `af.cond()` or `af.while_loop()` (op '{op.name}' of type {op.type}).")
             with control_dependencies(check), _on_task_of(out):

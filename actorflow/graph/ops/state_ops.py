@@ -10,9 +10,11 @@ from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.ops.infer import broadcast_shapes
 from actorflow.graph.tensor_shape import TensorShape, as_shape
 
-VariableV2 = define_op("VariableV2", lambda i, a: [(a["dtype"], a["shape"])], stateful=True, resource="variable")
+VariableV2 = define_op("VariableV2", lambda i, a: [(a["dtype"], a["shape"])], stateful=True, resource="variable",
+                       actor="variable", placement="pass_through")
 IsVariableInitialized = define_op("IsVariableInitialized", lambda i, a: [(dtypes.bool_, TensorShape([]))],
-                                  ref_inputs=(0,), stateful=True)
+                                  ref_inputs=(0,), stateful=True, actor="is_initialized",
+                                  placement="pass_through", host_outputs=True)
 
 
 def _check_ref(inputs, n=1):
@@ -51,7 +53,8 @@ def _infer_ref_read(inputs, attrs):
 
 
 # A read of a variable's current value inside a loop frame, once per iteration (TF's RefEnter + Identity).
-RefRead = define_op("_RefRead", _infer_ref_read, ref_inputs=(0,), stateful=True)
+RefRead = define_op("_RefRead", _infer_ref_read, ref_inputs=(0,), stateful=True, actor="variable",
+                    placement="pass_through", internal=True)
 
 
 @RefRead.gradient

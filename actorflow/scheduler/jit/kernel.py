@@ -25,7 +25,7 @@ for _name in (JIT_CLUSTER, JIT_LOOP):
     try:
         get_op_def(_name)
     except LookupError:
-        define_op(_name, _no_infer)
+        define_op(_name, _no_infer, internal=True)
 
 
 def _cost(*inputs):
