@@ -24,6 +24,7 @@ JIT (scheduler/jit) runs after them.
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,7 +163,9 @@ def constant_folding(plan: Plan) -> Plan:
                    for t in op.outputs):
                 continue
             try:
-                r = get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs))(*args)
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    r = get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs))(*args)
             except Exception as e:  # noqa: BLE001 - an op that fails is left for the step to report
                 log.debug("constant folding: %s stays (%s)", op.name, e)
                 continue
@@ -201,9 +204,29 @@ def arithmetic_optimization(plan: Plan) -> Plan:
     """Algebraic identities, constant chains and common subexpressions (see the module)."""
     f = _Facts(plan)
     edit = PlanEdit(plan)
+    for op in reversed(plan.ops):   # constant chains, outermost op first
+        if op.type in _ASSOC and len(op.inputs) == 2 and op not in edit.removed and f.pure(op):
+            repl = _collapse(plan, edit, f, op, [edit.resolve(t) for t in op.inputs])
+            if repl is not None:
+                edit.replace(op.outputs[0], repl)
+                edit.remove(op)
+    plan = edit.finish()
+    f = _Facts(plan)
+    edit = PlanEdit(plan)
     seen: dict = {}                 # CSE key -> op
     for op in plan.ops:
-        if not f.pure(op):
+        if op.type == "Const" and not op.control_inputs and op not in f.controllers \
+                and not any(t in f.fetched for t in op.outputs) \
+                and f.frames.get(op) is None:
+            key = _cse_key(op, ())
+            other = seen.get(key) if key is not None else None
+            if other is not None:
+                edit.replace(op.outputs[0], other.outputs[0])
+                edit.remove(op)
+            elif key is not None:
+                seen[key] = op
+            continue
+        if op in edit.removed or not f.pure(op):
             continue
         ins = [edit.resolve(t) for t in op.inputs]
         out = op.outputs[0] if len(op.outputs) == 1 else None
@@ -230,8 +253,6 @@ def arithmetic_optimization(plan: Plan) -> Plan:
             if p1 is not None and p2 is not None and len(p1) == len(p2) \
                     and list(np.asarray(p1)[np.asarray(p2)]) == list(range(len(p1))):
                 repl = edit.resolve(ins[0].op.inputs[0])
-        if repl is None and op.type in _ASSOC and len(ins) == 2:
-            repl = _collapse(plan, edit, f, op, ins)
         if repl is not None:
             edit.replace(out, repl)
             edit.remove(op)
@@ -250,35 +271,50 @@ def arithmetic_optimization(plan: Plan) -> Plan:
 
 
 def _collapse(plan, edit, f, op, ins):
-    """``(x + c1) + c2`` -> ``x + (c1 + c2)`` (or the same for *), scalar constants, when the inner
-    op is used only here."""
-    x, c2 = ins
-    v2 = _value(c2, edit)
-    if v2 is None:
-        x, c2 = c2, x
-        v2 = _value(c2, edit)
-    if v2 is None or np.ndim(v2) != 0:
-        return None
-    inner = x.op
-    if _ASSOC.get(inner.type) != _ASSOC[op.type] or inner in edit.removed or not f.pure(inner) \
-            or len(f.consumers.get(x, ())) != 1 or x in f.fetched:
-        return None
-    a, b = (edit.resolve(t) for t in inner.inputs)
-    v1 = _value(b, edit)
-    if v1 is None:
-        a, b = b, a
-        v1 = _value(b, edit)
-    if v1 is None or np.ndim(v1) != 0 or a.dtype is not op.outputs[0].dtype:
-        return None
+    """``((x + c1) + c2) + ...`` -> ``x + (c1 + c2 + ...)`` (or the same for *), scalar constants,
+    through inner ops used only by the next one. Ops are visited outermost first."""
+    kind = _ASSOC[op.type]
     dt = op.outputs[0].dtype.np
+
+    def split(o, xs):
+        """(the non-constant input, the scalar constant) of a 2-input op, or None."""
+        a, b = xs
+        v = _value(b, edit)
+        if v is None:
+            a, b = b, a
+            v = _value(b, edit)
+        return None if v is None or np.ndim(v) != 0 else (a, v)
+    first = split(op, ins)
+    if first is None:
+        return None
+    x, total = first
+    consts = [total]
+    absorbed = []
+    while True:
+        inner = x.op
+        if _ASSOC.get(inner.type) != kind or inner in edit.removed or not f.pure(inner) \
+                or len(f.consumers.get(x, ())) != 1 or x.dtype is not op.outputs[0].dtype:
+            break
+        nxt = split(inner, [edit.resolve(t) for t in inner.inputs])
+        if nxt is None:
+            break
+        absorbed.append(inner)
+        x = nxt[0]
+        consts.append(nxt[1])
+    if not absorbed:
+        return None
+    fn = np.add if kind == "AddV2" else np.multiply
+    c = np.asarray(consts[-1], dt)
     with np.errstate(all="ignore"):
-        c = (np.add if _ASSOC[op.type] == "AddV2" else np.multiply)(np.asarray(v1, dt), np.asarray(v2, dt))
+        for v in reversed(consts[:-1]):         # innermost first: c1 + c2 + c3 ...
+            c = fn(c, np.asarray(v, dt))
     const = _const(plan, f"{op.name}/folded_constant", np.asarray(c, dt), op.device)
     edit.add(const)
-    new = new_op(plan.graph, op.name, _ASSOC[op.type], (a, const.outputs[0]), (), dict(op.attrs),
+    new = new_op(plan.graph, op.name, kind, (x, const.outputs[0]), (), dict(op.attrs),
                  [(t.dtype, t.shape) for t in op.outputs], op.device)
     edit.add(new)
-    edit.remove(inner)
+    for inner in absorbed:
+        edit.remove(inner)
     return new.outputs[0]
 
 

@@ -130,6 +130,12 @@ class JitKernel:
         fn = self.fn
         if fn is None:
             return self.fallback(*args)
+        try:
+            return self._run(fn, args)
+        except Exception:  # noqa: BLE001 - bad values: the interpreted ops raise the error naming the op
+            return self.fallback(*args)
+
+    def _run(self, fn, args):
         if self.scalar_in:
             args = list(args)
             for i in self.scalar_in:
