@@ -58,6 +58,7 @@ class PassOptions:
     jit: bool = False
     jit_scoped: bool = True             # compile ops marked by jit_scope() even when jit is off
     jit_mode: str | None = None         # "wait" or "async" (None: $AF_JIT_COMPILE, default wait)
+    remapping: bool = True              # the fusion pass runs later: the JIT leaves its chains to it
 
     @classmethod
     def from_config(cls, config) -> "PassOptions":
@@ -78,7 +79,8 @@ class PassOptions:
         return cls(constant_folding=on("constant_folding") and bool(getattr(oo, "do_constant_folding", True)),
                    arithmetic_optimization=on("arithmetic_optimization"),
                    dependency_optimization=on("dependency_optimization"),
-                   model_pruning=not bool(getattr(rw, "disable_model_pruning", False)), jit=jit)
+                   model_pruning=not bool(getattr(rw, "disable_model_pruning", False)), jit=jit,
+                   remapping=on("remapping") and os.environ.get("AF_FUSION", "1") != "0")
 
 
 def optimize(plan: Plan, options: PassOptions) -> Plan:
@@ -91,10 +93,23 @@ def optimize(plan: Plan, options: PassOptions) -> Plan:
         plan = dependency_optimization(plan)
     if options.jit or (options.jit_scoped and any(op.attrs.get("_XlaCompile") is True for op in plan.ops)):
         from actorflow.scheduler.jit import jit_pass
-        plan = jit_pass(plan, level_on=options.jit, mode=options.jit_mode)
+        keep = _fused_later(plan) if options.remapping else frozenset()
+        plan = jit_pass(plan, level_on=options.jit, mode=options.jit_mode, keep=keep)
     if options.model_pruning:
         plan = prune(plan)
     return plan
+
+
+def _fused_later(plan: Plan) -> frozenset:
+    """Names of the ops the fusion pass (scheduler/fusion.py, after lowering to IR) will fuse:
+    MatMul/Conv2D + BiasAdd [+ Relu] run best as its GEMM epilogues, not in a JIT cluster."""
+    from actorflow.scheduler.fusion import find_fusions
+    from actorflow.scheduler.lower import from_plan
+    try:
+        fusions = find_fusions(from_plan(plan))
+    except Exception:  # noqa: BLE001 - no fusion to protect then
+        return frozenset()
+    return frozenset(p.name for f in fusions.values() for p in f.parts)
 
 
 class _Facts:

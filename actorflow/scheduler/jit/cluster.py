@@ -32,6 +32,8 @@ from actorflow.scheduler.rewrite import PlanEdit, loop_frames, new_op
 __all__ = ["jit_pass", "MIN_CLUSTER_SIZE"]
 
 MIN_CLUSTER_SIZE = 2
+# Compiled inside loops, but left to numpy's BLAS (and the runtime's splitting) elsewhere.
+LOOP_ONLY = frozenset({"MatMul"})
 _CF = frozenset({"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"})
 _TYPES_OK = ("float32", "float64", "int32", "int64", "bool")
 
@@ -210,8 +212,9 @@ def _interpreter(members, input_tensors, output_tensors):
     return run
 
 
-def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None) -> Plan:
-    """Loops, then clusters (see the module's docstring); returns the rewritten plan."""
+def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None, keep=frozenset()) -> Plan:
+    """Loops, then clusters (see the module's docstring); returns the rewritten plan. `keep`:
+    names of ops no cluster may take (the fusion pass's chains)."""
     from actorflow.scheduler.jit import kernel  # noqa: F401 - registers the _JitCluster/_JitLoop op and kernel
     edit = PlanEdit(plan)
     frames = loop_frames(plan) if plan.has_control_flow else {op: None for op in plan.ops}
@@ -229,7 +232,7 @@ def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None) -> Plan
         _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode)
 
     def eligible(op):
-        return (frames.get(op) is None and op not in edit.removed and _op_compilable(op)
+        return (op.type not in LOOP_ONLY and frames.get(op) is None and op not in edit.removed and op.name not in keep and _op_compilable(op)
                 and (level_on or op.attrs.get("_XlaCompile") is True) and not op.control_inputs
                 and op not in ctrl_users and not any(t in fed for t in op.outputs))
 

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from actorflow.scheduler.jit.loopnest import emit_block
 from actorflow.scheduler.jit.spec import ClusterSpec, LoopSpec, Node
 
 __all__ = ["cluster_source", "loop_source", "compilable", "EMITTERS", "NEEDS_CONST"]
@@ -315,19 +316,16 @@ import numpy as np
 from actorflow.scheduler.jit import rt as _rt
 
 
-@numba.njit(nogil=True, cache=True, fastmath=False)
+@numba.njit(nogil=True, cache=True, fastmath=False, error_model="numpy")
 def kernel({params}):
 """
 
 
-def _emit_nodes(nodes, name_of, type_of, indent="    ") -> list:
-    lines = []
-    for j, node in enumerate(nodes):
-        outs = [f"n{j}_{o}" for o in range(len(node.dtypes))]
-        ctx = Ctx(node, [name_of(r) for r in node.args], [type_of(r) for r in node.args], outs)
-        for line in EMITTERS[node.op](ctx):
-            lines.append(indent + line)
-    return lines
+def _emit(nodes, name_of, type_of, needed, indent="    ", span=None) -> list:
+    def other(j, node):
+        outs = [name_of(("n", j, o)) for o in range(len(node.dtypes))]
+        return EMITTERS[node.op](Ctx(node, [name_of(r) for r in node.args], [type_of(r) for r in node.args], outs))
+    return emit_block(nodes, name_of, type_of, needed, other, indent, span)
 
 
 def _resolver(spec, input_name):
@@ -347,7 +345,7 @@ def cluster_source(spec: ClusterSpec) -> str:
     params = ", ".join(f"a{i}" for i in range(len(spec.inputs)))
     name_of, type_of = _resolver(spec, lambda k: f"a{k}")
     lines = [_HEADER.format(what=f"cluster of {len(spec.nodes)} ops", params=params)]
-    lines += _emit_nodes(spec.nodes, name_of, type_of)
+    lines += _emit(spec.nodes, name_of, type_of, spec.outputs)
     outs = [name_of(r) for r in spec.outputs]
     lines.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)},)")
     return "\n".join(lines) + "\n"
@@ -364,13 +362,11 @@ def loop_source(spec: LoopSpec) -> str:
         lines.append(f"    v{k} = a{k}")
     lines.append("    it = 0")
     lines.append("    while True:")
-    lines += _emit_nodes(spec.nodes[:spec.n_cond], name_of, type_of, indent="        ")
+    needed = (spec.cond,) + tuple(spec.nexts)
+    lines += _emit(spec.nodes, name_of, type_of, needed, "        ", range(spec.n_cond))
     lines.append(f"        if not {name_of(spec.cond)}:")
     lines.append("            break")
-    body = _emit_nodes(spec.nodes, name_of, type_of, indent="        ")
-    # _emit_nodes numbers nodes from 0: re-emit only the body's lines (the cond's are above)
-    n_cond_lines = len(_emit_nodes(spec.nodes[:spec.n_cond], name_of, type_of, indent="        "))
-    lines += body[n_cond_lines:]
+    lines += _emit(spec.nodes, name_of, type_of, needed, "        ", range(spec.n_cond, len(spec.nodes)))
     nexts = [name_of(r) for r in spec.nexts]
     for k, x in enumerate(nexts):
         # a loop variable keeps one numba type: C-contiguous arrays (views become copies)
