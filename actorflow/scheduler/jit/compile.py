@@ -99,6 +99,11 @@ class JitKernel:
         self.scalar_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r == 0)
         self.copy_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0) if loop else ()
         self.scalar_out = tuple(np.dtype(d).type if r == 0 else None for d, r in self.outputs)
+        # Array arguments of another layout than the eager signature's (C-contiguous, writable):
+        # their specialization compiles on the compile thread while the interpreted ops run.
+        self.array_in = () if loop else tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0)
+        self._ready_keys = {tuple((True, True) for _ in self.array_in)}
+        self._pending: set = set()
         self.fn = None
         self.compile_seconds = None
         self.error = None
@@ -130,10 +135,32 @@ class JitKernel:
         fn = self.fn
         if fn is None:
             return self.fallback(*args)
+        if self.array_in:
+            key = tuple((args[i].flags.c_contiguous, args[i].flags.writeable) for i in self.array_in)
+            if key not in self._ready_keys:
+                self._specialize(key, args)
+                return self.fallback(*args)
         try:
             return self._run(fn, args)
         except Exception:  # noqa: BLE001 - bad values: the interpreted ops raise the error naming the op
             return self.fallback(*args)
+
+    def _specialize(self, key, args) -> None:
+        """Compiles (on the compile thread, never the caller's) for the layout of `args`."""
+        with _LOCK:
+            if key in self._pending:
+                return
+            self._pending.add(key)
+        types = tuple(numba.typeof(a[()] if i in self.scalar_in else a) for i, a in enumerate(args))
+
+        def work():
+            try:
+                self.fn.compile(types)
+            except Exception as e:  # noqa: BLE001 - that layout keeps running interpreted
+                log.warning("JIT: cannot compile %s for %s: %s", self.what, types, e)
+                return
+            self._ready_keys = self._ready_keys | {key}
+        _compiler().submit(work)
 
     def _run(self, fn, args):
         if self.scalar_in:

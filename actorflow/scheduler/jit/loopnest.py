@@ -82,7 +82,7 @@ class _Block:
         self.name_of = name_of          # ref -> name of an input (or an earlier block's value)
         self.type_of = type_of          # ref -> (dtype, rank)
         self.uses: dict = {}
-        for j, n in enumerate(nodes):
+        for n in nodes:
             for r in n.args:
                 if r[0] == "n":
                     self.uses[(r[1], r[2])] = self.uses.get((r[1], r[2]), 0) + 1
