@@ -337,3 +337,34 @@ def test_the_disk_cache_serves_a_second_process(tmp_path):
     assert "hits 0 misses 1" in outs[0].stdout
     assert "hits 1 misses 0" in outs[1].stdout
     assert len(list(tmp_path.glob("afjit_*.py"))) == 1
+
+
+def test_nested_loops_compile_where_their_bodies_do():
+    g = af.Graph()
+    with g.as_default():
+        n = af.placeholder(af.int32, [], name="n")
+
+        def outer(i, acc):
+            _, s = af.while_loop(lambda j, s: j < i, lambda j, s: (j + 1, s + af.cast(j, af.float32) * 0.5),
+                                 [0, acc])
+            return i + 1, s
+        _, acc = af.while_loop(lambda i, acc: i < n, outer, [0, af.constant(0.0)])
+    types = _types(jit_pass(make_plan(g, [n], [acc], [])))
+    assert types.count("_JitLoop") == 1 and "Enter" in types       # the inner loop; the outer stays
+    on, off = _both(g, acc, {n: 6})
+    assert on == off == 10.0
+
+
+def test_compile_decorator_marks_a_region():
+    @af.xla.experimental.compile
+    def region(x):
+        return af.tanh(x * 2.0) + 1.0
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [5], name="x")
+        y = region(x) * af.exp(x)
+    plan = make_plan(g, [x], [y], [])
+    (op,) = [o for o in jit_pass(plan, level_on=False).ops if o.type == "_JitCluster"]
+    assert sorted(t for _, t in op.attrs["parts"]) == ["AddV2", "Mul", "Tanh"]
+    on, off = _both(g, y, {x: np.linspace(-1, 1, 5, dtype=np.float32)})
+    np.testing.assert_allclose(on, off, rtol=1e-6)

@@ -5,7 +5,7 @@ import contextlib
 
 from actorflow.graph.graph import get_default_graph
 
-__all__ = ["jit_scope"]
+__all__ = ["jit_scope", "compile"]
 
 
 @contextlib.contextmanager
@@ -26,3 +26,19 @@ def jit_scope(compile_ops=True, separate_compiled_gradients=False):
                 continue                        # an inner scope decided
             mark = compile_ops(op.node_def) if callable(compile_ops) else compile_ops
             op.attrs["_XlaCompile"] = bool(mark)
+
+
+def compile(fn=None, *, jit_compile=True):  # noqa: A001 - TF's name (tf.xla.experimental.compile)
+    """Decorator marking every op `fn` builds for the JIT, as `jit_scope()` does around its body
+    (the graph-mode counterpart of ``tf.function(jit_compile=True)``). Unlike TF's
+    `xla.experimental.compile`, it returns `fn`'s own outputs: the ops run as one compiled
+    cluster (or loop) where they are compilable, and as usual elsewhere."""
+    def wrap(f):
+        import functools
+
+        @functools.wraps(f)
+        def run(*args, **kwargs):
+            with jit_scope(compile_ops=jit_compile):
+                return f(*args, **kwargs)
+        return run
+    return wrap if fn is None else wrap(fn)
