@@ -4,8 +4,12 @@
     exe_plan = lower(plan, devices, LowerOptions(...))     # the passes below, then emit
     Executable(runtime, exe_plan, container)               # actors/executable.py: one actor per item
 
-`lower` turns the Plan into a `PlanIR` (scheduler/ir.py) and runs the pass pipeline over it, then
-`emit` turns the last IR into an `ExecPlan` of frozen `NodeItem`s. The default pipeline:
+`lower` first runs the graph optimizer and the JIT over the pruned Plan (scheduler/optimizer.py:
+constant folding, arithmetic simplification and CSE, Identity removal, pruning, then
+scheduler/jit: clusters and whole loops compiled with numba; switched by RewriterConfig fields and
+OptimizerOptions.global_jit_level), then turns the Plan into a `PlanIR` (scheduler/ir.py) and runs
+the pass pipeline over it, then `emit` turns the last IR into an `ExecPlan` of frozen `NodeItem`s.
+The default pipeline:
 
 1. ``place_devices``: a device of this task for every node ("CPU", "GPU:i"): explicit device
    scopes, colocation with the variables an op touches, GPU kernels and dtypes
