@@ -220,7 +220,11 @@ def worker(contender: str, only) -> None:
         import actorflow as lib
     sess_of = _session(lib, contender)
     out = {}
+    stats = None
+    if contender != "tf":
+        from actorflow.scheduler.jit.compile import compile_stats as stats
     for w in only:
+        before = dict(stats) if stats is not None else None
         if w == "chain":
             out[w] = _chain(lib, sess_of)
         elif w == "while":
@@ -229,14 +233,17 @@ def worker(contender: str, only) -> None:
             out[w] = _lstm(lib, sess_of)
         else:
             out[w] = _train(lib, sess_of, w, contender)
+        if stats is not None:
+            out[w]["compile_cpu"] = stats["cpu_seconds"] - before["cpu_seconds"]
+            out[w]["compiled"] = stats["compiled"] - before["compiled"]
     print("RESULT " + json.dumps(out), flush=True)
 
 
 # -- the driver -------------------------------------------------------------------------------------------
-def _run_worker(contender, only, tf_python, cache_dir):
+def _run_worker(contender, only, tf_python, cache_dir, env_extra=None):
     py = tf_python if contender == "tf" else sys.executable
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               AF_JIT_CACHE_DIR=cache_dir, TF_CPP_MIN_LOG_LEVEL="3")
+               AF_JIT_CACHE_DIR=cache_dir, TF_CPP_MIN_LOG_LEVEL="3", **(env_extra or {}))
     r = subprocess.run([py, os.path.abspath(__file__), "--worker", contender, "--only", ",".join(only)],
                        env=env, capture_output=True, text=True, timeout=3600)
     for line in r.stdout.splitlines():
@@ -269,9 +276,15 @@ def main() -> None:
                 t0 = time.perf_counter()
                 results[c].append(_run_worker(c, only, args.tf_python, cache))
                 print(f"  round {r + 1}: {c} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        # compile on the compile thread, the first steps running the interpreted ops meanwhile
+        fresh = tempfile.mkdtemp(prefix="afjit_bench_async_")
+        try:
+            extra = {"async": _run_worker("af-on", only, args.tf_python, fresh, {"AF_JIT_COMPILE": "async"})}
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
-    report(results, only)
+    report(results, only, extra)
 
 
 def _best(runs, w, key, skip_first=False):
@@ -279,7 +292,8 @@ def _best(runs, w, key, skip_first=False):
     return min(vals) if vals else float("nan")
 
 
-def report(results, only) -> None:
+def report(results, only, results_extra=None) -> None:
+    results_extra = results_extra or {}
     per = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
            "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
     targets = {"chain": 0.5, "while": 0.5, "lstm": 1.0, "mlp": 0.95, "convnet": 1.1}
@@ -306,6 +320,16 @@ def report(results, only) -> None:
         cold = on[0][w]["first"] - on[0][w]["steady"] if on else float("nan")
         warm = min((r[w]["first"] - r[w]["steady"] for r in on[1:]), default=float("nan"))
         print(f"{w:10s} " + " ".join(f"{row[c]:12.3f}" for c in results) + f" {cold:12.3f} {warm:12.3f}")
+    if results.get("af-on"):
+        on = results["af-on"]
+        print("\naf-on, CPU seconds spent compiling (the machine is shared: wall time above includes waiting for"
+              " a core): " + ", ".join(f"{w} cold {on[0][w].get('compile_cpu', 0):.2f} ({on[0][w].get('compiled', 0)} "
+                                       f"kernels), warm {min(r[w].get('compile_cpu', 0) for r in on[1:]) if len(on) > 1 else float('nan'):.2f}"
+                                       for w in only))
+    if "async" in results_extra:
+        a = results_extra["async"]
+        print("af-on with AF_JIT_COMPILE=async, empty cache, first step - steady step, s: " + ", ".join(
+            f"{w} {a[w]['first'] - a[w]['steady']:.3f}" for w in only))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ __all__ = ["jit_pass", "MIN_CLUSTER_SIZE"]
 MIN_CLUSTER_SIZE = 2
 # Compiled inside loops, but left to numpy's BLAS (and the runtime's splitting) elsewhere.
 LOOP_ONLY = frozenset({"MatMul"})
+MAX_LOOP_GEMM = 1 << 18         # multiply-adds: a bigger MatMul keeps its BLAS kernel (the loop stays)
 _CF = frozenset({"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"})
 _TYPES_OK = ("float32", "float64", "int32", "int64", "bool")
 
@@ -52,7 +53,14 @@ def _kernel_attrs(attrs: dict) -> dict:
 
 
 def _dt(t) -> str:
-    return t.dtype.np.name if t.dtype.np is not None else "?"
+    d = t.dtype
+    name = _DT_NAMES.get(d)
+    if name is None:
+        name = _DT_NAMES[d] = d.np.name if d.np is not None else "?"
+    return name
+
+
+_DT_NAMES: dict = {}
 
 
 def _const_value(t):
@@ -131,8 +139,13 @@ def _op_compilable(op) -> bool:
     if op.type in ("Reshape", "ExpandDims", "Squeeze", "Split", "ConcatV2") and (
             ins[0].shape.ndims == 0 or op.outputs[0].shape.ndims == 0):
         return False
-    if op.type == "MatMul" and any(t.shape.ndims != 2 for t in ins):
-        return False
+    if op.type == "MatMul":     # explicit loops: small static GEMMs only (an RNN cell's)
+        if any(not t.shape.is_fully_defined() or t.shape.ndims != 2 for t in ins):
+            return False
+        m, n = op.outputs[0].shape.as_list()
+        k = ins[0].shape.as_list()[0 if op.attrs.get("transpose_a") else 1]
+        if m * n * k > MAX_LOOP_GEMM:
+            return False
     if op.type == "Mean" and _dt(op.outputs[0]) not in ("float32", "float64"):
         return False
     return _node_attrs(op) is not None
@@ -239,6 +252,8 @@ def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None, keep=fr
     order = {op: i for i, op in enumerate(plan.ops)}
     cluster_of: dict = {}
     members: dict = {}                  # cluster id -> set of ops
+    exits: dict = {}                    # cluster id -> ops outside it that consume its members
+    last: dict = {}                     # cluster id -> the highest position of a member
     next_id = 0
     for op in plan.ops:
         if not eligible(op):
@@ -247,18 +262,22 @@ def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None, keep=fr
         next_id += 1
         cluster_of[op] = cid
         members[cid] = {op}
+        exits[cid] = {c for t in op.outputs for c in consumers.get(t, ())} | set(op._control_outputs)
+        last[cid] = order[op]
         for t in op.inputs:
             p = t.op
             pc = cluster_of.get(p)
             if pc is None or pc == cid or t in fed:
                 continue
             union = members[pc] | members[cid]
-            if _creates_cycle(union, consumers, order):
+            out = (exits[pc] | exits[cid]) - union
+            end = max(last[pc], last[cid])
+            if _creates_cycle(union, out, consumers, order, end):
                 continue
             for m in members[pc]:
                 cluster_of[m] = cid
-            members[cid] = union
-            del members[pc]
+            members[cid], exits[cid], last[cid] = union, out, end
+            del members[pc], exits[pc], last[pc]
     for ms in members.values():
         real = [m for m in ms if m.type not in ("Identity", "Snapshot", "StopGradient")]
         if len(real) < MIN_CLUSTER_SIZE:
@@ -267,28 +286,18 @@ def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None, keep=fr
     return edit.finish()
 
 
-def _creates_cycle(union, consumers, order) -> bool:
-    """True when a path leaves `union` and comes back into it (merging would close a cycle)."""
-    last = max(order[m] for m in union)
-    stack = []
-    for m in union:
-        for t in m.outputs:
-            for c in consumers.get(t, ()):
-                if c not in union and order.get(c, 1 << 60) < last:
-                    stack.append(c)
+def _creates_cycle(union, out, consumers, order, last) -> bool:
+    """True when a path leaves `union` (through `out`, its outside consumers) and comes back
+    into it (merging would close a cycle). Only ops before its last member can lead back."""
+    stack = [c for c in out if order.get(c, 1 << 60) < last]
     seen: set = set()
     while stack:
         o = stack.pop()
         if o in seen:
             continue
         seen.add(o)
-        for t in o.outputs:
-            for c in consumers.get(t, ()):
-                if c in union:
-                    return True
-                if order.get(c, 1 << 60) < last:
-                    stack.append(c)
-        for c in o._control_outputs:
+        nexts = [c for t in o.outputs for c in consumers.get(t, ())] + list(o._control_outputs)
+        for c in nexts:
             if c in union:
                 return True
             if order.get(c, 1 << 60) < last:

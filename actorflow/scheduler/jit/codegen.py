@@ -248,17 +248,49 @@ def _transpose(c: Ctx):
 
 
 def _matmul(c: Ctx):
+    """A small GEMM as explicit loops (i, k, j: the inner loop runs along rows of b and out).
+    The JIT compiles MatMul only inside loops and for small static shapes (an LSTM cell's), where
+    this beats a BLAS call's overhead and compiles much faster than numba's np.dot."""
     a, b = c.a
-    if c.node.attr("transpose_a"):
-        a = f"{a}.T"
-    if c.node.attr("transpose_b"):
-        b = f"{b}.T"
-    return [f"{c.outs[0]} = np.dot(np.ascontiguousarray({a}), np.ascontiguousarray({b}))"]
+    o = c.outs[0]
+    ta, tb = bool(c.node.attr("transpose_a")), bool(c.node.attr("transpose_b"))
+    m, k = (f"{a}.shape[1]", f"{a}.shape[0]") if ta else (f"{a}.shape[0]", f"{a}.shape[1]")
+    k2, n = (f"{b}.shape[1]", f"{b}.shape[0]") if tb else (f"{b}.shape[0]", f"{b}.shape[1]")
+    aik = f"{a}[_k, _i]" if ta else f"{a}[_i, _k]"
+    bkj = f"{b}[_j, _k]" if tb else f"{b}[_k, _j]"
+    return [f"if {k} != {k2}:",
+            "    raise ValueError('MatMul: inner dimensions differ')",
+            f"{o} = np.zeros(({m}, {n}), {dt(c.dtype)})",
+            f"for _i in range({m}):",
+            f"    for _k in range({k}):",
+            f"        _aik = {aik}",
+            f"        for _j in range({n}):",
+            f"            {o}[_i, _j] += _aik * {bkj}"]
 
 
 def _concat(c: Ctx):
-    axis = c.node.attr("axis") % c.rank
-    return [f"{c.outs[0]} = np.concatenate(({', '.join(c.a)},), axis={axis})"]
+    """Explicit copies into the result: compiles faster than np.concatenate."""
+    rank = c.rank
+    axis = c.node.attr("axis") % rank
+    o = c.outs[0]
+    x0 = c.a[0]
+    total = " + ".join(f"{x}.shape[{axis}]" for x in c.a)
+    dims = [total if d == axis else f"{x0}.shape[{d}]" for d in range(rank)]
+    lines = [f"{o} = np.empty({_shape_tuple(dims)}, {dt(c.dtype)})", "_off = 0"]
+    for x in c.a:
+        for d in range(rank):
+            if d != axis:
+                lines += [f"if {x}.shape[{d}] != {x0}.shape[{d}]:",
+                          "    raise ValueError('ConcatV2: dimensions differ')"]
+        idx = [f"_c{d}" for d in range(rank)]
+        ind = ""
+        for d in range(rank):
+            lines.append(f"{ind}for _c{d} in range({x}.shape[{d}]):")
+            ind += "    "
+        oidx = [f"_off + _c{d}" if d == axis else f"_c{d}" for d in range(rank)]
+        lines.append(f"{ind}{o}[{', '.join(oidx)}] = {x}[{', '.join(idx)}]")
+        lines.append(f"_off += {x}.shape[{axis}]")
+    return lines
 
 
 def _split(c: Ctx):

@@ -50,7 +50,8 @@ SCALAR = {
     "Select": "({1} if {0} else {2})", "SelectV2": "({1} if {0} else {2})",
     "Identity": "{0}", "Snapshot": "{0}", "StopGradient": "{0}",
 }
-ELEMENTWISE = frozenset(SCALAR) | {"Cast", "AddN", "Const"}
+ALIASES = frozenset({"Identity", "Snapshot", "StopGradient"})
+ELEMENTWISE = (frozenset(SCALAR) | {"Cast", "AddN", "Const"}) - ALIASES
 REDUCE = frozenset({"Sum", "Mean", "Prod", "Max", "Min", "All", "Any", "BiasAddGrad"})
 
 
@@ -135,17 +136,31 @@ class _Block:
         (dims, idx_of, body indent)."""
         dims = [self.fresh("d") for _ in range(rank)]
         mult: dict = {}
-        for k in range(rank):
-            lines.append(f"{indent}{dims[k]} = 1")
+        # each dimension: the largest of the leaves' (a size 0 where one is 0), then one check
+        # that every leaf's size is 1 or that
+        by_dim: dict = {k: [] for k in range(rank)}
         for r in leaves:
             name, lr = self.value(r), self.type_of(r)[1]
             for j in range(lr):
-                k = rank - lr + j
-                d = dims[k]
-                lines.append(f"{indent}if {name}.shape[{j}] != 1:")
-                lines.append(f"{indent}    if {d} != 1 and {d} != {name}.shape[{j}]:")
-                lines.append(f"{indent}        raise ValueError('{what}: operands could not be broadcast together')")
-                lines.append(f"{indent}    {d} = {name}.shape[{j}]")
+                by_dim[rank - lr + j].append(f"{name}.shape[{j}]")
+        checks = []
+        for k in range(rank):
+            sizes = by_dim[k]
+            if not sizes:
+                lines.append(f"{indent}{dims[k]} = 1")
+                continue
+            expr = sizes[0]
+            for x in sizes[1:]:
+                expr = f"max({expr}, {x})"
+            lines.append(f"{indent}{dims[k]} = {expr}")
+            if len(sizes) > 1:
+                lines.append(f"{indent}for _z in ({', '.join(sizes)},):")
+                lines.append(f"{indent}    if _z == 0:")
+                lines.append(f"{indent}        {dims[k]} = 0")
+                checks += [f"({x} != 1 and {x} != {dims[k]})" for x in sizes]
+        if checks:
+            lines.append(f"{indent}if {' or '.join(checks)}:")
+            lines.append(f"{indent}    raise ValueError('{what}: operands could not be broadcast together')")
         for r in leaves:
             name, lr = self.value(r), self.type_of(r)[1]
             ms = []
