@@ -31,6 +31,7 @@ import numpy as np
 
 from actorflow.graph.tensor_shape import TensorShape
 from actorflow.kernels.registry import get_kernel, has_kernel
+from actorflow.scheduler.ir import kernel_attrs as _kernel_attrs
 from actorflow.scheduler.plan import Plan
 from actorflow.scheduler.rewrite import PlanEdit, loop_frames, new_op
 
@@ -135,11 +136,6 @@ class _Facts:
                     or any(t in self.fed or t in self.fetched for t in op.outputs)
                     or any(t.dtype.is_ref if hasattr(t.dtype, "is_ref") else False for t in op.inputs)
                     or any(t.op.type in _CF for t in op.inputs))
-
-
-def _kernel_attrs(attrs):
-    from actorflow.scheduler.jit.cluster import _kernel_attrs as conv
-    return conv(attrs)
 
 
 def _const(plan, name, value, like_device="") -> object:

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from actorflow.graph import dtypes as _dtypes
-from actorflow.graph.tensor_shape import TensorShape
 from actorflow.kernels.registry import get_kernel
+from actorflow.scheduler.ir import kernel_attrs as _kernel_attrs
 from actorflow.scheduler.jit.codegen import NEEDS_CONST, compilable
 from actorflow.scheduler.jit.spec import ClusterSpec, LoopSpec, Node
 from actorflow.scheduler.plan import Plan
@@ -37,19 +36,6 @@ LOOP_ONLY = frozenset({"MatMul"})
 MAX_LOOP_GEMM = 1 << 18         # multiply-adds: a bigger MatMul keeps its BLAS kernel (the loop stays)
 _CF = frozenset({"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"})
 _TYPES_OK = ("float32", "float64", "int32", "int64", "bool")
-
-
-def _kernel_attrs(attrs: dict) -> dict:
-    """Graph attributes as kernels take them (as the runtime converts them)."""
-    def conv(v):
-        if isinstance(v, _dtypes.DType):
-            return v.np
-        if isinstance(v, TensorShape):
-            return None if v.dims is None else tuple(-1 if d is None else d for d in v.dims)
-        if isinstance(v, tuple):
-            return tuple(conv(x) for x in v)
-        return v
-    return {k: conv(v) for k, v in attrs.items()}
 
 
 def _dt(t) -> str:
