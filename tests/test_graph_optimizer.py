@@ -115,17 +115,18 @@ def test_stateful_random_control_edges_and_feeds_are_untouched():
         r2 = af.random_uniform([3], seed=7)
         x = af.placeholder(af.float32, [3], name="x")
         c = af.constant([1.0, 2.0, 3.0]) * 2.0           # fed below: its value must not be folded in
+        k0 = af.constant(1.0)                             # fed too: x * k0 is not x
         with af.control_dependencies([r1]):
-            k = af.identity(x * 1.0, name="k")
+            k = af.identity(x * k0, name="k")
         y = r1 + r2 + c + k
-    plan = make_plan(g, [x, c], [y], [])
+    plan = make_plan(g, [x, c, k0], [y], [])
     opt = optimize(plan, PassOptions())
     assert _types(opt).count("RandomUniform") == 2   # equal seeded random ops are not merged
     k_op = [op for op in opt.ops if op.name == "k"][0]
     assert [o.name for o in k_op.control_inputs] == [r1.op.name]
     with af.Session(graph=g) as s:
-        out = s.run(y, {x: np.zeros(3, np.float32), c: np.full(3, 100.0, np.float32)})
-    assert np.all(out >= 100.0) and np.all(out < 102.0)
+        out = s.run(y, {x: np.ones(3, np.float32), c: np.full(3, 100.0, np.float32), k0: 5.0})
+    assert np.all(out >= 105.0) and np.all(out < 107.0)
 
 
 def test_rewriter_config_fields_turn_each_pass_off():
@@ -151,3 +152,14 @@ def test_optimizer_leaves_loops_alone_and_they_still_run():
         i, v = af.while_loop(lambda i, v: i < n, lambda i, v: (i + 1, v * 1.0 + 2.0), [0, af.constant(1.0)])
     got = _run(g, [i, v], {n: 5})
     assert got[0] == 5 and got[1] == 11.0
+
+
+def test_a_fed_constant_is_never_folded_in():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+        one = af.constant(1.0, name="one")
+        y = af.exp(x * one) + af.constant(2.0) * one
+    feed = {x: np.zeros(3, np.float32), one: 3.0}
+    np.testing.assert_allclose(_run(g, y, feed), np.exp(np.zeros(3) * 3.0) + 6.0)
+    np.testing.assert_array_equal(_run(g, y, {x: np.zeros(3, np.float32)}), np.full(3, 3.0, np.float32))

@@ -146,8 +146,11 @@ def _const(plan, name, value, like_device="") -> object:
 
 
 def _value(t, edit):
+    """The constant value of `t`, or None (not a Const, a Const in a frame, or a fed tensor)."""
     t = edit.resolve(t)
-    return t.op.attrs["value"] if t.op.type == "Const" and not t.op.control_inputs else None
+    if t.op.type != "Const" or t.op.control_inputs or t in edit.plan.feeds:
+        return None
+    return t.op.attrs["value"]
 
 
 # -- constant folding --------------------------------------------------------------------------
