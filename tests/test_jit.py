@@ -368,3 +368,15 @@ def test_compile_decorator_marks_a_region():
     assert sorted(t for _, t in op.attrs["parts"]) == ["AddV2", "Mul", "Tanh"]
     on, off = _both(g, y, {x: np.linspace(-1, 1, 5, dtype=np.float32)})
     np.testing.assert_allclose(on, off, rtol=1e-6)
+
+
+def test_a_fed_constant_stays_an_input_of_the_cluster():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+        k = af.constant(2.0, name="k")
+        y = af.tanh(x * k) + k
+    feed = {x: np.ones(3, np.float32), k: 0.5}
+    on, off = _both(g, y, feed)
+    np.testing.assert_array_equal(on, off)
+    np.testing.assert_allclose(on, np.tanh(0.5) + 0.5, rtol=1e-6)

@@ -19,6 +19,8 @@ which async compilation runs until the compiled function is ready.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from actorflow.kernels.registry import get_kernel
@@ -49,13 +51,18 @@ def _dt(t) -> str:
 _DT_NAMES: dict = {}
 
 
+_FED = threading.local()        # the fed tensors of the plan being compiled (never constants)
+
+
 def _const_value(t):
+    if t in getattr(_FED, "tensors", ()):
+        return None
     op = t.op
     return op.attrs["value"] if op.type == "Const" else None
 
 
 def _is_scalar_const(t) -> bool:
-    return t.op.type == "Const" and np.ndim(t.op.attrs["value"]) == 0 and _dt(t) in _TYPES_OK
+    return t not in getattr(_FED, "tensors", ()) and t.op.type == "Const" and np.ndim(t.op.attrs["value"]) == 0 and _dt(t) in _TYPES_OK
 
 
 def _node_attrs(op):
@@ -215,6 +222,14 @@ def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None, keep=fr
     """Loops, then clusters (see the module's docstring); returns the rewritten plan. `keep`:
     names of ops no cluster may take (the fusion pass's chains)."""
     from actorflow.scheduler.jit import kernel  # noqa: F401 - registers the _JitCluster/_JitLoop op and kernel
+    _FED.tensors = frozenset(plan.feeds)
+    try:
+        return _jit_pass(plan, level_on, mode, keep)
+    finally:
+        _FED.tensors = ()
+
+
+def _jit_pass(plan, level_on, mode, keep):
     edit = PlanEdit(plan)
     frames = loop_frames(plan) if plan.has_control_flow else {op: None for op in plan.ops}
     fed = set(plan.feeds)
