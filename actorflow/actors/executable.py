@@ -75,6 +75,12 @@ class Executable:
         self.n_sinks = plan.n_sinks
         self._actor_list = actors
 
+    @property
+    def devices(self):
+        """{graph op: "CPU" | "GPU:i"} of the ops this executable runs, or None when all run on the CPU."""
+        devs = {it.op: it.device for it in self.exec_plan.items if it.op is not None}
+        return devs if any(d != "CPU" for d in devs.values()) else None
+
     def _make_actor(self, item):
         tpl = list(item.template)
         for slot, device in item.template_devices:
@@ -221,6 +227,11 @@ def _placeholder(exe, item, tpl):
     raise errors.InvalidArgumentError(item.name, item.op, f"placeholder '{item.name}' must be fed")
 
 
+def _handle(exe, item, tpl):
+    raise errors.InvalidArgumentError(item.name, item.op, f"op '{item.name}' ({item.op_type}) creates a resource: its "
+                                      "consumers bind it by reference, it cannot run or be fetched itself")
+
+
 def _noop_actor(exe, item, tpl):
     return _actor_class(item.count)(exe.rt, item.name, item.op_type, _noop, item.n_in, tpl, n_out=0)
 
@@ -274,5 +285,5 @@ _ACTOR_RULES = {
     "noop": _noop_actor, "identity": _identity_actor, "variable": _variable, "is_initialized": _is_initialized,
     "resource": _async_resource, "switch": _control_flow(SwitchActor), "merge": _merge, "enter": _enter,
     "exit": _control_flow(ExitActor), "next_iteration": _control_flow(NextIterationActor), "send": _send,
-    "recv": _recv,
+    "recv": _recv, "handle": _handle,
 }

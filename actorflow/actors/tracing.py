@@ -213,8 +213,11 @@ def _labels(executable):
     cached = getattr(executable, "_trace_labels", None)
     if cached is not None:
         return cached
-    items = getattr(getattr(executable, "exec_plan", None), "items", ())
-    cached = ({it.name: it.label for it in items}, {it.name: it.device for it in items if it.device != "CPU"})
+    from actorflow.scheduler.lower import labels
+    ep = getattr(executable, "exec_plan", None)
+    items = getattr(ep, "items", ())
+    cached = (labels(ep.ir) if getattr(ep, "ir", None) is not None else {},
+              {it.name: it.device for it in items if it.device != "CPU" and it.op is not None})
     try:
         executable._trace_labels = cached
     except AttributeError:

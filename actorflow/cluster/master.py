@@ -29,8 +29,7 @@ from actorflow.actors.dispatcher import default_runtime
 from actorflow.actors.tracing import now_us, shift_step_stats
 from actorflow.cluster.spec import ClusterSpec, parse_target, target_tls, task_key
 from actorflow.graph.device_spec import DeviceSpec
-from actorflow.scheduler.partition import partition
-from actorflow.scheduler.placement import place
+from actorflow.scheduler.lower import LowerOptions, lower_for_cluster
 from actorflow.transport.channel import Peer
 from actorflow.transport.listener import ConnectionLimits
 
@@ -73,6 +72,8 @@ class Master:
         self._ws_heartbeat = ConnectionLimits.from_env().ws_heartbeat
         self.graph = graph
         self.config = config
+        # What the tasks' compilers honour of the session's config (soft placement, rewrite switches).
+        self._options = LowerOptions.from_config(config)
         self.rt = default_runtime()
         self.loop = self.rt.loop
         self.peers: dict[str, Peer] = {}
@@ -152,26 +153,9 @@ class Master:
 
     # -- preparation -------------------------------------------------------------------------------------
     def build(self, plan, timeout=None) -> DistributedExecutable:
-        """Places, partitions and registers `plan`; registration ends after `timeout` seconds."""
-        refs = []
-        seen = set(plan.ops)
-        for op in plan.ops:
-            for i in op.op_def.ref_inputs:
-                v = op.inputs[i].op
-                if v not in seen:
-                    seen.add(v)
-                    refs.append(v)
-        placement = place(refs + list(plan.ops), self.default, set(self.cluster.tasks()))
-        parts = partition(plan, placement)
-        feed_index = {t: i for i, t in enumerate(plan.feeds)}
-        local = []
-        for i, t in enumerate(plan.fetches):
-            if t is None:
-                continue
-            if t in feed_index:
-                local.append((i, ("feed", feed_index[t])))
-            elif t.op.type == "Const" and not t.op.control_inputs:
-                local.append((i, ("const", t.op.attrs["value"])))
+        """Places and partitions `plan` (scheduler.lower_for_cluster) and registers each partition with
+        its task, which compiles it once; registration ends after `timeout` seconds."""
+        parts, local = lower_for_cluster(plan, self.default, self.cluster.tasks(), self._options)
         if not parts:
             return DistributedExecutable(plan, [], local)
         regs = self._sync(self._register(parts, timeout), None if timeout is None else timeout + CLIENT_GRACE,
@@ -185,7 +169,8 @@ class Master:
             # The graph travels as a payload tensor: constants can make it large.
             args = {"graph": np.frombuffer(p.graph.to_msgpack(), np.uint8), "feeds": [n for _, n in p.feeds],
                     "fetches": [n for _, n in p.fetches], "targets": p.targets,
-                    "soft_placement": bool(getattr(self.config, "allow_soft_placement", False))}
+                    "soft_placement": self._options.soft_placement,
+                    "rewrites": [list(r) for r in self._options.rewrites]}
             part = _Part(p.task, 0, [i for i, _ in p.feeds], [i for i, _ in p.fetches], args)
             await self._register_part(part, deadline, timeout)
             return part

@@ -29,6 +29,7 @@ from actorflow.cluster.metrics import CONTENT_TYPE, TaskMetrics
 from actorflow.cluster.spec import ClusterSpec, make_target, task_key, tf_config
 from actorflow.graph.graph import Graph
 from actorflow.kernels.device_arrays import to_host
+from actorflow.scheduler.lower import LowerOptions, lower
 from actorflow.scheduler.plan import make_plan
 from actorflow.sim import faults  # sim: fault-injection hooks, None unless a scenario installs one
 from actorflow.transport.budget import ByteBudget, TransportLimits
@@ -213,7 +214,8 @@ class WorkerService:
         if not tensors or tensors[0].dtype != np.uint8 or tensors[0].ndim != 1:
             raise errors.InvalidArgumentError(None, None, "register_graph expects the serialized graph as a uint8 payload")
         data = tensors[0].tobytes()
-        sig = hashlib.sha256(data + repr((args.get("feeds"), args.get("fetches"), args.get("targets"), args.get("soft_placement"))).encode()).digest()
+        sig = hashlib.sha256(data + repr((args.get("feeds"), args.get("fetches"), args.get("targets"),
+                                          args.get("soft_placement"), args.get("rewrites"))).encode()).digest()
         h = self._graph_keys.get(sig)
         if h is not None and h in self.graphs:
             return {"handle": h, "pid": os.getpid()}, ()
@@ -221,11 +223,14 @@ class WorkerService:
         feeds = [g.get_tensor_by_name(n) for n in args.get("feeds", [])]
         fetches = [g.get_tensor_by_name(n) for n in args.get("fetches", [])]
         targets = [g.get_operation_by_name(n) for n in args.get("targets", [])]
-        plan = make_plan(g, feeds, fetches, targets)
+        # The partition is compiled here, once: the same passes as a local session's plan.
         # Tasks of a cluster use their GPUs for ops placed there explicitly (e.g. "/job:worker/task:0/
         # device:GPU:0"); unconstrained ops stay on the CPU (see the GPU notes in docs/ops.md).
-        exe = Executable(self.runtime, plan, self.container, transport=self,
-                         soft_placement=bool(args.get("soft_placement", False)), auto_gpu=False)
+        options = LowerOptions.from_config(None, soft_placement=bool(args.get("soft_placement", False)),
+                                           auto_gpu=False,
+                                           rewrites=tuple((str(k), bool(v)) for k, v in args.get("rewrites") or ()))
+        exe = Executable(self.runtime, lower(make_plan(g, feeds, fetches, targets), None, options), self.container,
+                         transport=self)
         h = self._next_handle
         self._next_handle += 1
         self.graphs[h] = exe

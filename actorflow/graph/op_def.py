@@ -14,9 +14,11 @@ op-type string tests there:
 - `placement`: "host" (always on the CPU: feeds, predicates, Send/Recv), "pass_through" (runs where
   its data lives: Identity, Enter, ...), or None (a compute op, placed by its kernels and dtypes).
 - `actor`: the actor rule that runs the op (see actorflow/actors/executable.py `_ACTOR_RULES`):
-  "node" (a kernel) by default; "const", "placeholder", "noop", "identity", "variable",
-  "is_initialized", "switch", "merge", "enter", "exit", "next_iteration", "send", "recv", "copy".
-  A "node" op with a reference input to a non-variable resource runs as that resource's operation.
+  "node" (a kernel; with reference inputs to variables, a variable update) by default; "resource"
+  (an operation of the queue, accumulator or iterator its input 0 refers to, run by that resource);
+  "handle" (creates a resource, which its consumers bind by reference: never run); "const",
+  "placeholder", "noop", "identity", "variable", "is_initialized", "switch", "merge", "enter",
+  "exit", "next_iteration", "send", "recv", "copy".
 - `stateful`: the op has side effects or draws random numbers: two equal stateful ops are not the
   same value, and an optimizer pass must never merge, fold or drop one. Every op with reference
   inputs or a resource is stateful.
@@ -37,7 +39,7 @@ _OP_DEFS: dict[str, "OpDef"] = {}
 
 CONTROL_FLOW_ROLES = frozenset({"switch", "merge", "enter", "exit", "next_iteration", "loop_cond"})
 ACTOR_KINDS = frozenset({"node", "const", "placeholder", "noop", "identity", "variable", "is_initialized", "switch",
-                         "merge", "enter", "exit", "next_iteration", "send", "recv", "copy"})
+                         "merge", "enter", "exit", "next_iteration", "send", "recv", "copy", "resource", "handle"})
 _PLACEMENTS = (None, "host", "pass_through")
 
 

@@ -26,11 +26,12 @@ import dataclasses
 from dataclasses import dataclass
 
 from actorflow.graph import dtypes
-from actorflow.graph.op_def import OpDef, find_op_def
+from actorflow.graph.op_def import _OP_DEFS, OpDef
 from actorflow.graph.tensor_shape import TensorShape
+from actorflow.kernels.registry import get_kernel, has_kernel
 
 __all__ = ["Ref", "Feed", "Literal", "Bound", "Node", "PlanIR", "ResourceSpec", "NodeItem", "ExecPlan",
-           "kernel_attrs", "op_def_of"]
+           "kernel_attrs", "op_def_of", "actor_kind", "node_kernel"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +61,13 @@ class Bound:
     type: str
     attrs: dict
     resource: str | None      # the creating op's resource kind ("variable", "queue", ...)
+    dtype: object = None      # the reference's DType and TensorShape (a variable's value)
+    shape: object = None
 
 
 def op_def_of(op_type: str) -> OpDef:
     """The OpDef of `op_type`; an undefined type raises LookupError naming it."""
-    d = find_op_def(op_type)
+    d = _OP_DEFS.get(op_type)
     if d is None:
         raise LookupError(f"Op type '{op_type}' has no OpDef: define it (actorflow/graph/ops) before a pass "
                           "makes nodes of it")
@@ -86,10 +89,20 @@ class Node:
 
     @property
     def op_def(self) -> OpDef:
-        return op_def_of(self.type)
+        d = _OP_DEFS.get(self.type)
+        return d if d is not None else op_def_of(self.type)
 
     def replace(self, **changes) -> "Node":
-        return dataclasses.replace(self, **changes)
+        """A copy with `changes` (dataclasses.replace, written out: passes call it per node)."""
+        g = changes.get
+        if len(changes) > sum(1 for k in changes if k in _NODE_FIELDS):
+            raise TypeError(f"Node.replace: unknown fields {sorted(set(changes) - set(_NODE_FIELDS))}")
+        return Node(g("name", self.name), g("type", self.type), g("attrs", self.attrs), g("inputs", self.inputs),
+                    g("outputs", self.outputs), g("control", self.control), g("device", self.device),
+                    g("task", self.task), g("op", self.op), g("parts", self.parts))
+
+
+_NODE_FIELDS = frozenset(f.name for f in dataclasses.fields(Node))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -115,6 +128,35 @@ class PlanIR:
                     out.setdefault(x.node, []).append((n.name, slot))
         return out
 
+    def substitute(self, values: dict | None = None, controls: dict | None = None, drop=()) -> "PlanIR":
+        """A copy where every input and fetch `x` that is a key of `values` reads `values[x]` instead
+        (a Ref, Feed or Literal), every control edge and target naming a key of `controls` names
+        `controls[key]` instead (None: the edge goes), and the nodes named in `drop` are gone: how a
+        pass reroutes the consumers of nodes it replaces (one node standing for a loop's Exits:
+        {Ref("while/Exit"): Ref("loop"), Ref("while/Exit_1"): Ref("loop", 1)})."""
+        values = values or {}
+        controls = controls or {}
+        drop = set(drop)
+
+        def ctrl(names):
+            out = []
+            for c in names:
+                c = controls.get(c, c)
+                if c is not None and c not in drop and c not in out:
+                    out.append(c)
+            return tuple(out)
+        nodes = []
+        for n in self.nodes:
+            if n.name in drop:
+                continue
+            ins = tuple(values.get(x, x) if type(x) is Ref else x for x in n.inputs)
+            cs = ctrl(n.control) if controls or drop else n.control
+            if ins != n.inputs or cs != n.control:
+                n = n.replace(inputs=ins, control=cs)
+            nodes.append(n)
+        fetches = tuple(values.get(x, x) if type(x) is Ref else x for x in self.fetches)
+        return self.replace(nodes=tuple(nodes), fetches=fetches, targets=ctrl(self.targets))
+
     @property
     def has_control_flow(self) -> bool:
         return any(n.op_def.control_flow is not None for n in self.nodes)
@@ -128,6 +170,8 @@ class PlanIR:
             return t.dtype, t.shape
         if type(x) is Literal:
             return None, TensorShape(getattr(x.value, "shape", ()))
+        if type(x) is Bound and x.shape is not None:
+            return x.dtype, x.shape
         return None, TensorShape(None)
 
     # -- text and pictures (AF_DUMP_PASSES) -------------------------------------------------------------
@@ -191,6 +235,30 @@ def _short(attrs: dict) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
+def actor_kind(node: Node, op_def: OpDef | None = None) -> str:
+    """The actor rule of `node`: its OpDef's, with a kernel op bound to a variable an "update" and one
+    bound to another resource (a queue, an accumulator) that resource's operation ("resource")."""
+    kind = (op_def or node.op_def).actor
+    if kind != "node":
+        return kind
+    for x in node.inputs:
+        if type(x) is Bound:
+            return "update" if x.resource == "variable" else "resource"
+    return "node"
+
+
+def _device_type(device: str) -> str:
+    return "CPU" if device == "CPU" else "GPU"
+
+
+def node_kernel(node: Node):
+    """The KernelDef `node` runs on its device, or None (not a kernel op, or none registered)."""
+    if actor_kind(node) not in ("node", "update"):
+        return None
+    dt = _device_type(node.device)
+    return get_kernel(node.type, dt) if has_kernel(node.type, dt) else None
+
+
 # -- the executable plan -------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +302,6 @@ class NodeItem:
     validate_shape: bool = True
     parts: tuple = ()         # ((name, type), ...) of the ops a fused item runs
     deferred: bool = False    # its outputs go only to variable updates
-    label: str = ""           # "name = Type(inputs)" for traces
     op: object = None         # the graph op (for error messages), or None
 
 
@@ -249,6 +316,7 @@ class ExecPlan:
     dead_possible: bool       # the plan has control flow: DEAD values can travel
     sources: tuple            # item indices with no inputs to wait for
     plan: object = None       # the pruned Plan it was lowered from (feeds, fetches, graph)
+    ir: object = None         # the last PlanIR (what traces and dumps describe)
 
 
 def kernel_attrs(attrs: dict) -> dict:

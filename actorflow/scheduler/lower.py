@@ -18,7 +18,8 @@ The default pipeline:
    input slots; it gets no actor and costs nothing per step.
 3. ``partition``: every edge whose producer's output lives elsewhere than its consumer reads it gets
    a copy node (`_HostToDevice` / `_DeviceToHost`); a folded constant read on a GPU is put there
-   once. (Across tasks, the master cuts the graph with `_Send`/`_Recv` pairs: scheduler/partition.py.)
+   once (scheduler/partition.py `insert_copies`; the same module's `cut` puts `_Send`/`_Recv` pairs
+   on the edges between tasks, for the master: `lower_for_cluster`).
 4. ``fuse``: fixed patterns (MatMul/Conv2D + BiasAdd [+ Relu], MatMul + ApplyGradientDescent) become
    one node each (scheduler/fusion.py); RewriterConfig ``remapping`` and ``AF_FUSION=0`` turn it off.
 
@@ -28,7 +29,9 @@ The pass interface (how the optimizer and the JIT plug in):
   mutate its input: it returns ``ir.replace(nodes=...)`` with new `Node`s (``node.replace(...)``)
   where it changes something, or `ir` itself when it changes nothing. It may add, remove and
   replace nodes: a replacement node keeps the name of the node whose outputs it takes over (or the
-  pass rewrites every `Ref` to it, fetches included), and every node type needs an OpDef.
+  pass rewrites every `Ref` to it, fetches included: ``ir.substitute(values, controls, drop)``),
+  and every node type needs an OpDef (a pass's own node types: `define_op(..., internal=True)`
+  and a kernel, or an existing actor kind).
 - ``register_pass(name, fn, after=..., before=..., switch=...)`` puts a pass in the pipeline,
   relative to a named pass. ``switch`` is the name of the `RewriterConfig` field (TF's name:
   "constant_folding", "arithmetic_optimization", "remapping", ...) whose OFF turns the pass off;
@@ -44,6 +47,7 @@ Graphviz's ``dot`` is installed; the ``.dot`` source otherwise), one directory p
 from __future__ import annotations
 
 import dataclasses
+import gc
 import itertools
 import os
 import shutil
@@ -64,11 +68,14 @@ from actorflow.scheduler.ir import (
     PlanIR,
     Ref,
     ResourceSpec,
+    _device_type,
+    actor_kind,
     kernel_attrs,
 )
 from actorflow.scheduler.optimizer import PassOptions, optimize
 
-__all__ = ["LowerOptions", "Pass", "lower", "from_plan", "emit", "register_pass", "pipeline", "run_passes"]
+__all__ = ["LowerOptions", "Pass", "lower", "lower_for_cluster", "from_plan", "emit", "register_pass",
+           "unregister_pass", "pipeline", "run_passes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +147,11 @@ def register_pass(name: str, fn: Callable, *, after: str | None = None, before: 
     return p
 
 
+def unregister_pass(name: str) -> None:
+    """Removes pass `name` from the pipeline (no error when there is none)."""
+    _PASSES[:] = [p for p in _PASSES if p.name != name]
+
+
 def pipeline() -> tuple:
     """The registered passes, in order."""
     return tuple(_PASSES)
@@ -155,11 +167,44 @@ def lower(plan, devices=None, options: LowerOptions | None = None) -> ExecPlan:
     if devices is not None:
         n_gpu = sum(1 for d in devices if "GPU" in str(getattr(d, "device_type", d)).upper())
         opt = dataclasses.replace(opt, n_gpu=n_gpu)
-    # The graph optimizer and the JIT (scheduler/optimizer.py, scheduler/jit) rewrite the pruned
-    # Plan before it becomes IR: they work on Operations (detached copies, never the user's graph).
-    plan = optimize(plan, PassOptions.from_config(opt.config))
-    ir = run_passes(from_plan(plan), opt)
-    return emit(ir, plan)
+    # The passes allocate many small objects and free none of them in cycles: the cyclic collector
+    # would walk the whole graph again and again for nothing (most of the time of a large plan).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        # The graph optimizer and the JIT (scheduler/optimizer.py, scheduler/jit) rewrite the pruned
+        # Plan before it becomes IR: they work on Operations (detached copies, never the user's graph).
+        plan = optimize(plan, PassOptions.from_config(opt.config))
+        ir = run_passes(from_plan(plan), opt)
+        return emit(ir, plan)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def lower_for_cluster(plan, default, tasks, options: LowerOptions | None = None):
+    """The master's half of lowering for a cluster: places every op on a task (scheduler/placement.py
+    `place`: explicit devices, colocation, whole loops, then the fewest bytes moved) and cuts the plan
+    into one Partition per task with _Send/_Recv on every edge between tasks (scheduler/partition.py).
+    Each task then compiles its partition once with `lower`. Returns ({task: Partition}, the fetches
+    no task computes: [(fetch index, ("feed", i) | ("const", value))])."""
+    from actorflow.scheduler.partition import cut
+    from actorflow.scheduler.placement import place
+    opt = options or LowerOptions.from_config(None)
+    refs, seen = [], set(plan.ops)
+    for op in plan.ops:
+        for i in op.op_def.ref_inputs:
+            v = op.inputs[i].op
+            if v not in seen:             # a bound variable lives with its readers' task, unrun
+                seen.add(v)
+                refs.append(v)
+    placement = place(refs + list(plan.ops), default, set(tasks))
+    if opt.dump_dir:
+        dump = _Dump(opt.dump_dir)
+        ir = from_plan(plan)
+        dump("prune", ir)
+        dump("place_tasks", ir.replace(nodes=tuple(n.replace(task=placement[n.op].to_string()) for n in ir.nodes)))
+    return cut(plan, placement)
 
 
 def run_passes(ir: PlanIR, options: LowerOptions, passes=None) -> PlanIR:
@@ -185,45 +230,22 @@ def from_plan(plan) -> PlanIR:
         refs = op.op_def.ref_inputs
         ins = []
         for i, t in enumerate(op.inputs):
-            if i in refs:
+            if refs and i in refs:
                 src = t.op
-                ins.append(Bound(src.name, src.type, src.attrs, src.op_def.resource))
+                ins.append(Bound(src.name, src.type, src.attrs, src.op_def.resource, t.dtype, t.shape))
             elif t in feed_index:
                 ins.append(Feed(feed_index[t]))
             else:
                 ins.append(Ref(t.op.name, t.value_index))
-        nodes.append(Node(op.name, op.type, op.attrs, tuple(ins), tuple((t.dtype, t.shape) for t in op.outputs),
-                          tuple(c.name for c in op.control_inputs if c in in_plan), op=op))
+        ctrl = op.control_inputs
+        nodes.append(Node(op.name, op.type, op.attrs, tuple(ins), tuple([(t.dtype, t.shape) for t in op.outputs]),
+                          tuple([c.name for c in ctrl if c in in_plan]) if ctrl else (), "CPU", "", op))
     fetches = tuple(None if t is None else Feed(feed_index[t]) if t in feed_index else Ref(t.op.name, t.value_index)
                     for t in plan.fetches)
     return PlanIR(plan.graph, tuple(nodes), tuple(plan.feeds), fetches, tuple(op.name for op in plan.targets))
 
 
 # -- passes ----------------------------------------------------------------------------------------------
-
-def actor_kind(node: Node) -> str:
-    """The actor rule of `node`: its OpDef's, with a kernel op bound to a variable an "update" and one
-    bound to another resource (a queue, an accumulator) that resource's operation ("resource")."""
-    kind = node.op_def.actor
-    if kind != "node":
-        return kind
-    for x in node.inputs:
-        if type(x) is Bound:
-            return "update" if x.resource == "variable" else "resource"
-    return "node"
-
-
-def _device_type(device: str) -> str:
-    return "CPU" if device == "CPU" else "GPU"
-
-
-def node_kernel(node: Node):
-    """The KernelDef `node` runs on its device, or None (not a kernel op, or none registered)."""
-    if actor_kind(node) not in ("node", "update"):
-        return None
-    dt = _device_type(node.device)
-    return get_kernel(node.type, dt) if has_kernel(node.type, dt) else None
-
 
 def place_devices(ir: PlanIR, options: LowerOptions) -> PlanIR:
     """Puts every node on a device of this task (scheduler/placement.py `assign_devices`)."""
@@ -246,93 +268,51 @@ def fold_constants(ir: PlanIR, options: LowerOptions) -> PlanIR:
     """Consts become Literals in their consumers' input slots. A Const with control inputs lives in a
     frame or branch: it stays a node when a consumer would depend on it alone for firing (a loop
     body's constant must run per iteration, or not at all)."""
-    by = ir.by_name()
-    consumers = ir.consumers()
-
-    def const_input(x) -> bool:
-        return type(x) in (Literal, Bound) or (type(x) is Ref and by[x.node].op_def.actor == "const")
-
-    folded = {}
-    for n in ir.nodes:
-        if n.op_def.actor != "const":
-            continue
-        has_control = bool(n.op.control_inputs) if n.op is not None else bool(n.control)
-        if has_control and any(by[c].op_def.control_flow is not None or all(const_input(x) for x in by[c].inputs)
-                               for c, _ in consumers[n.name]):
-            continue
-        folded[n.name] = n.attrs["value"]
-    if not folded:
+    consts = [n for n in ir.nodes if n.op_def.actor == "const"]
+    if not consts:
         return ir
+    guarded = [n for n in consts if (n.op.control_inputs if n.op is not None else n.control)]
+    folded = {n.name: Literal(n.attrs["value"]) for n in consts}
+    if guarded:
+        by = ir.by_name()
+        consumers = ir.consumers()
+
+        def const_input(x) -> bool:
+            return type(x) in (Literal, Bound) or (type(x) is Ref and by[x.node].op_def.actor == "const")
+        for n in guarded:
+            if any(by[c].op_def.control_flow is not None or all(const_input(x) for x in by[c].inputs)
+                   for c, _ in consumers[n.name]):
+                del folded[n.name]
+        if not folded:
+            return ir
 
     def sub(x):
-        return Literal(folded[x.node]) if type(x) is Ref and x.node in folded else x
+        return folded.get(x.node, x) if type(x) is Ref else x
     nodes = []
     for n in ir.nodes:
         if n.name in folded:
             continue
-        if any(type(x) is Ref and x.node in folded for x in n.inputs) or any(c in folded for c in n.control):
-            n = n.replace(inputs=tuple(sub(x) for x in n.inputs), control=tuple(c for c in n.control if c not in folded))
+        ins = n.inputs
+        new = None
+        for j, x in enumerate(ins):
+            if type(x) is Ref and x.node in folded:
+                if new is None:
+                    new = list(ins)
+                new[j] = folded[x.node]
+        ctrl = n.control
+        if ctrl and any(c in folded for c in ctrl):
+            ctrl = tuple(c for c in ctrl if c not in folded)
+        if new is not None or ctrl is not n.control:
+            n = Node(n.name, n.type, n.attrs, ins if new is None else tuple(new), n.outputs, ctrl, n.device, n.task,
+                     n.op, n.parts)
         nodes.append(n)
     return ir.replace(nodes=tuple(nodes), fetches=tuple(sub(x) for x in ir.fetches),
                       targets=tuple(t for t in ir.targets if t not in folded))
 
 
-def output_device(node: Node) -> str:
-    return "CPU" if node.op_def.host_outputs else node.device
-
-
-def input_device(node: Node, slot: int):
-    """The device input `slot` of `node` must be on, or None when any device will do."""
-    dev = node.device
-    kdef = node_kernel(node)
-    if dev == "CPU":
-        return None if kdef is not None and kdef.metadata_only else "CPU"
-    if kdef is not None and kdef.device_inputs is not None:
-        return dev if slot in kdef.device_inputs else "CPU"
-    if kdef is not None and kdef.host_inputs and (slot in kdef.host_inputs
-                                                  or slot - len(node.inputs) in kdef.host_inputs):
-        return "CPU"
-    if slot in node.op_def.host_inputs:
-        return "CPU"                 # read on the host (a Switch's predicate)
-    return dev
-
-
-def partition(ir: PlanIR, options: LowerOptions) -> PlanIR:
-    """A copy node on every edge whose value lives on another device than its consumer reads it on
-    (one per value and device); folded constants read on a GPU are marked to be put there once."""
-    if all(n.device == "CPU" for n in ir.nodes):
-        return ir
-    by = ir.by_name()
-    copies: dict = {}
-    nodes = []
-    for n in ir.nodes:
-        ins = list(n.inputs)
-        for slot, x in enumerate(n.inputs):
-            if type(x) is Bound:
-                continue
-            want = input_device(n, slot)
-            if want is None:
-                continue
-            if type(x) is Literal:
-                if want != "CPU":
-                    ins[slot] = Literal(x.value, want)
-                continue
-            have = "CPU" if type(x) is Feed else output_device(by[x.node])
-            if want == have:
-                continue
-            c = copies.get((x, want))
-            if c is None:
-                what = ir.feeds[x.index].name if type(x) is Feed else f"{x.node}:{x.index}"
-                to_host = want == "CPU"
-                dtype, shape = (ir.feeds[x.index].dtype, ir.feeds[x.index].shape) if type(x) is Feed \
-                    else by[x.node].outputs[x.index]
-                c = copies[(x, want)] = Node(f"{what}/_copy_to_{want}", "_DeviceToHost" if to_host else "_HostToDevice",
-                                             {"device": want}, (x,), ((dtype, shape),), (),
-                                             have if to_host else want, n.task)
-                nodes.append(c)
-            ins[slot] = Ref(c.name, 0)
-        nodes.append(n.replace(inputs=tuple(ins)) if ins != list(n.inputs) else n)
-    return ir.replace(nodes=tuple(nodes))
+def _partition(ir: PlanIR, options: LowerOptions) -> PlanIR:
+    from actorflow.scheduler.partition import insert_copies
+    return insert_copies(ir, options)
 
 
 def _fuse(ir: PlanIR, options: LowerOptions) -> PlanIR:
@@ -342,7 +322,7 @@ def _fuse(ir: PlanIR, options: LowerOptions) -> PlanIR:
 
 register_pass("place_devices", place_devices)
 register_pass("fold_constants", fold_constants)
-register_pass("partition", partition)
+register_pass("partition", _partition)
 register_pass("fuse", _fuse, switch="remapping", env="AF_FUSION")
 
 
@@ -366,11 +346,16 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
     nodes = ir.nodes
     index = {n.name: i for i, n in enumerate(nodes)}
     by = {n.name: n for n in nodes}
+    defs = [n.op_def for n in nodes]
+    kinds = [actor_kind(n, d) for n, d in zip(nodes, defs)]
     enters: dict = {}
-    for n in nodes:
-        if n.op_def.control_flow == "enter":
+    for n, kind in zip(nodes, kinds):
+        if kind == "enter":
             fn = n.attrs["frame_name"]
             enters[fn] = enters.get(fn, 0) + 1
+    lost = [x.node for x in ir.fetches if type(x) is Ref and x.node not in index]
+    if lost:
+        raise ValueError(f"lower: the plan fetches outputs of {lost}, which no node of the plan produces")
     outs = [[[] for _ in n.outputs] for n in nodes]
     ctrls = [[] for _ in nodes]
     fetch_outs = [[] for _ in nodes]
@@ -379,15 +364,21 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
     for i, n in enumerate(nodes):
         n_in = len(n.inputs)
         msgs = 0
-        for slot, x in enumerate(n.inputs):
-            if type(x) is Ref:
-                outs[index[x.node]][x.index].append((i, slot))
-                msgs += 1
-            elif type(x) is Feed:
-                feed_targets[x.index].append((i, slot))
-                msgs += 1
-        for j, c in enumerate(n.control):
-            ctrls[index[c]].append((i, n_in + j))
+        try:
+            for slot, x in enumerate(n.inputs):
+                if type(x) is Ref:
+                    outs[index[x.node]][x.index].append((i, slot))
+                    msgs += 1
+                elif type(x) is Feed:
+                    feed_targets[x.index].append((i, slot))
+                    msgs += 1
+            for j, c in enumerate(n.control):
+                ctrls[index[c]].append((i, n_in + j))
+        except KeyError:
+            missing = [x.node for x in n.inputs if type(x) is Ref and x.node not in index]
+            missing += [c for c in n.control if c not in index]
+            raise ValueError(f"lower: node '{n.name}' ({n.type}) reads {missing}, which no node of the plan "
+                             "produces (a pass dropped a node without rerouting its consumers)") from None
         counts.append(msgs + len(n.control))
     n_sinks = 0
     const_fetches, feed_fetches = [], []
@@ -401,55 +392,78 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
             const_fetches.append((fi, x.value))
     targets = {t for t in ir.targets if t in index}
     n_sinks += len(targets)
-    kinds = [actor_kind(n) for n in nodes]
+    kernels: dict = {}              # (type, device type) -> KernelDef
+    on_devices = any(n.device != "CPU" for n in nodes)
     items = []
     for i, n in enumerate(nodes):
         kind = kinds[i]
-        d = n.op_def
-        template = tuple(x.value if type(x) is Literal else None for x in n.inputs)
-        tdev = tuple((s, x.device) for s, x in enumerate(n.inputs) if type(x) is Literal and x.device != "CPU")
+        d = defs[i]
+        inputs = n.inputs
+        template = tuple([x.value if type(x) is Literal else None for x in inputs])
+        tdev = tuple([(s, x.device) for s, x in enumerate(inputs) if type(x) is Literal and x.device != "CPU"]) \
+            if on_devices else ()
         kdef = None
+        in_shapes = in_values = ()
         if kind in ("node", "update", "copy"):
-            dt = _device_type(n.device)
-            if not has_kernel(n.type, dt):
-                raise errors.InvalidArgumentError(
-                    n.name, n.op, f"No {dt} kernel is registered for op '{n.name}' of type {n.type}")
-            kdef = get_kernel(n.type, dt)
-        attrs = kernel_attrs(n.attrs)
-        bounds = [(s, x) for s, x in enumerate(n.inputs) if type(x) is Bound]
+            key = (n.type, _device_type(n.device))
+            kdef = kernels.get(key)
+            if kdef is None:
+                if not has_kernel(*key):
+                    raise errors.InvalidArgumentError(
+                        n.name, n.op, f"No {key[1]} kernel is registered for op '{n.name}' of type {n.type}")
+                kdef = kernels[key] = get_kernel(*key)
+            # What the offload policy needs: static input shapes, and constant values where known.
+            in_values = tuple([x.value if type(x) is Literal else
+                               by[x.node].attrs["value"] if type(x) is Ref and kinds[index[x.node]] == "const" else None
+                               for x in inputs])
+            in_shapes = tuple([by[x.node].outputs[x.index][1] if type(x) is Ref else ir.value_type(x)[1]
+                               for x in inputs])
+        attrs = kernel_attrs(n.attrs) if n.attrs and kind in _KINDS_WITH_ATTRS else {}
         resource = None
-        if kind == "variable" and d.resource == "variable":
-            resource = _variable_spec(n.name, n.attrs)
-        elif kind in ("variable", "is_initialized", "resource") and bounds:
-            resource = _resource_spec(bounds[0][1])
-        bindings = tuple((s, _resource_spec(b)) for s, b in bounds) if kind == "update" else ()
+        bindings = ()
+        if kind != "node":
+            bounds = [(s, x) for s, x in enumerate(inputs) if type(x) is Bound]
+            if kind == "variable" and d.resource == "variable":
+                resource = _variable_spec(n.name, n.attrs)
+            elif kind in ("variable", "is_initialized", "resource") and bounds:
+                resource = _resource_spec(bounds[0][1])
+            if kind == "update":
+                bindings = tuple((s, _resource_spec(b)) for s, b in bounds)
         frame = None
         if kind == "enter":
             fname = n.attrs["frame_name"]
             frame = (fname, bool(n.attrs.get("is_constant", False)), int(n.attrs.get("parallel_iterations", 10)),
                      enters[fname])
         loop_merge = kind == "merge" and any(
-            type(x) is Ref and by[x.node].op_def.control_flow == "next_iteration" for x in n.inputs)
-        in_values = tuple(x.value if type(x) is Literal else
-                          by[x.node].attrs["value"] if type(x) is Ref and kinds[index[x.node]] == "const" else None
-                          for x in n.inputs)
-        in_shapes = tuple(ir.value_type(x)[1] if type(x) is not Ref else by[x.node].outputs[x.index][1]
-                          for x in n.inputs)
-        consumers = [kinds[c] for o in outs[i] for c, _ in o] + [kinds[c] for c, _ in ctrls[i]]
-        deferred = (bool(consumers) and not fetch_outs[i] and n.name not in targets
-                    and all(k == "update" for k in consumers))
-        label_ins = [_input_name(x, ir.feeds) for x in n.inputs] + ["^" + c for c in n.control]
+            type(x) is Ref and kinds[index[x.node]] == "next_iteration" for x in inputs)
+        deferred = False
+        if not fetch_outs[i] and n.name not in targets and (any(outs[i]) or ctrls[i]):
+            deferred = (all(kinds[c] == "update" for o in outs[i] for c, _ in o)
+                        and all(kinds[c] == "update" for c, _ in ctrls[i]))
         items.append(NodeItem(
-            name=n.name, op_type=n.type, actor=kind, device=n.device, n_in=len(n.inputs), n_out=len(n.outputs),
+            name=n.name, op_type=n.type, actor=kind, device=n.device, n_in=len(inputs), n_out=len(n.outputs),
             template=template, template_devices=tdev, count=counts[i], n_ctrl=len(n.control),
             outs=tuple(tuple(o) for o in outs[i]), ctrl=tuple(ctrls[i]), fetch_outs=tuple(fetch_outs[i]),
             is_target=n.name in targets, kernel=kdef, attrs=attrs, in_shapes=in_shapes, in_values=in_values,
             resource=resource, bindings=bindings, frame=frame, loop_merge=loop_merge, offload=d.offload,
-            validate_shape=bool(n.attrs.get("validate_shape", True)), parts=n.parts, deferred=deferred,
-            label=f"{n.name} = {n.type}({', '.join(label_ins)})", op=n.op))
+            validate_shape=bool(n.attrs.get("validate_shape", True)), parts=n.parts, deferred=deferred, op=n.op))
     sources = tuple(i for i, c in enumerate(counts) if c == 0)
     return ExecPlan(tuple(items), tuple(tuple(t) for t in feed_targets), tuple(const_fetches), tuple(feed_fetches),
-                    len(ir.fetches), n_sinks, ir.has_control_flow, sources, plan)
+                    len(ir.fetches), n_sinks, any(d.control_flow is not None for d in defs), sources, plan, ir)
+
+
+# The actor kinds whose builders read the node's attributes (a kernel's, a constant's value, a Send's
+# key): the others skip converting them.
+_KINDS_WITH_ATTRS = frozenset({"node", "update", "copy", "const", "send", "recv", "resource"})
+
+
+def labels(ir: PlanIR) -> dict:
+    """{node name: "name = Type(inputs)"}: how traces name what each actor ran."""
+    out = {}
+    for n in ir.nodes:
+        ins = [_input_name(x, ir.feeds) for x in n.inputs] + ["^" + c for c in n.control]
+        out[n.name] = f"{n.name} = {n.type}({', '.join(ins)})"
+    return out
 
 
 def _input_name(x, feeds) -> str:

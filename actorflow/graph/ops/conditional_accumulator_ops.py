@@ -47,9 +47,9 @@ def _infer_accumulator(inputs, attrs):
 
 
 ConditionalAccumulator_ = define_op("ConditionalAccumulator", _infer_accumulator, stateful=True,
-                                    resource="accumulator")
+                                    resource="accumulator", actor="handle")
 SparseConditionalAccumulator_ = define_op("SparseConditionalAccumulator", _infer_accumulator, stateful=True,
-                                          resource="accumulator")
+                                          resource="accumulator", actor="handle")
 
 
 # -- input checks ------------------------------------------------------------------------------------
@@ -163,16 +163,16 @@ def _infer_dropped(inputs, attrs):
     return [(dtypes.int64, TensorShape([]))]
 
 
-AccumulatorApplyGradient = define_op("AccumulatorApplyGradient", _infer_apply, ref_inputs=(0,), stateful=True)
-AccumulatorTryApplyGradient = define_op("AccumulatorTryApplyGradient", _infer_try_apply, ref_inputs=(0,),
+AccumulatorApplyGradient = define_op("AccumulatorApplyGradient", _infer_apply, ref_inputs=(0,), actor="resource", stateful=True)
+AccumulatorTryApplyGradient = define_op("AccumulatorTryApplyGradient", _infer_try_apply, ref_inputs=(0,), actor="resource",
                                         stateful=True)
-AccumulatorTakeGradient = define_op("AccumulatorTakeGradient", _infer_take, ref_inputs=(0,), stateful=True)
-AccumulatorNumAccumulated = define_op("AccumulatorNumAccumulated", _infer_num, ref_inputs=(0,), stateful=True)
-AccumulatorSetGlobalStep = define_op("AccumulatorSetGlobalStep", _infer_set_step, ref_inputs=(0,), stateful=True)
-AccumulatorNumDropped = define_op("AccumulatorNumDropped", _infer_dropped, ref_inputs=(0,), stateful=True)
-SparseAccumulatorApplyGradient = define_op("SparseAccumulatorApplyGradient", _infer_sparse_apply, ref_inputs=(0,),
+AccumulatorTakeGradient = define_op("AccumulatorTakeGradient", _infer_take, ref_inputs=(0,), actor="resource", stateful=True)
+AccumulatorNumAccumulated = define_op("AccumulatorNumAccumulated", _infer_num, ref_inputs=(0,), actor="resource", stateful=True)
+AccumulatorSetGlobalStep = define_op("AccumulatorSetGlobalStep", _infer_set_step, ref_inputs=(0,), actor="resource", stateful=True)
+AccumulatorNumDropped = define_op("AccumulatorNumDropped", _infer_dropped, ref_inputs=(0,), actor="resource", stateful=True)
+SparseAccumulatorApplyGradient = define_op("SparseAccumulatorApplyGradient", _infer_sparse_apply, ref_inputs=(0,), actor="resource",
                                            stateful=True)
-SparseAccumulatorTakeGradient = define_op("SparseAccumulatorTakeGradient", _infer_sparse_take, ref_inputs=(0,),
+SparseAccumulatorTakeGradient = define_op("SparseAccumulatorTakeGradient", _infer_sparse_take, ref_inputs=(0,), actor="resource",
                                           stateful=True)
 
 

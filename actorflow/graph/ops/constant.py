@@ -33,8 +33,10 @@ PlaceholderWithDefault = define_op("PlaceholderWithDefault", _infer_pwd)
 Identity = define_op("Identity", unary, placement="pass_through")
 NoOp = define_op("NoOp", lambda i, a: [], actor="noop", placement="host")
 StopGradient = define_op("StopGradient", unary, placement="pass_through")
+Snapshot = define_op("Snapshot", unary, placement="pass_through")      # an Identity that TF's optimizer keeps
 
 
+@Snapshot.gradient
 @Identity.gradient
 def _identity_grad(op, grad):
     return [grad]

@@ -20,9 +20,9 @@ def _infer_queue(inputs, attrs):
     return [(dtypes.resource, TensorShape([]))]
 
 
-FIFOQueueV2 = define_op("FIFOQueueV2", _infer_queue, stateful=True, resource="queue")
-RandomShuffleQueueV2 = define_op("RandomShuffleQueueV2", _infer_queue, stateful=True, resource="queue")
-PaddingFIFOQueueV2 = define_op("PaddingFIFOQueueV2", _infer_queue, stateful=True, resource="queue")
+FIFOQueueV2 = define_op("FIFOQueueV2", _infer_queue, stateful=True, resource="queue", actor="handle")
+RandomShuffleQueueV2 = define_op("RandomShuffleQueueV2", _infer_queue, stateful=True, resource="queue", actor="handle")
+PaddingFIFOQueueV2 = define_op("PaddingFIFOQueueV2", _infer_queue, stateful=True, resource="queue", actor="handle")
 
 
 def _check_handle(t):
@@ -76,16 +76,16 @@ def _infer_dequeue(kind):
     return infer
 
 
-QueueEnqueueV2 = define_op("QueueEnqueueV2", _infer_enqueue(False), ref_inputs=(0,), stateful=True)
-QueueEnqueueManyV2 = define_op("QueueEnqueueManyV2", _infer_enqueue(True), ref_inputs=(0,), stateful=True)
-QueueDequeueV2 = define_op("QueueDequeueV2", _infer_dequeue("one"), ref_inputs=(0,), stateful=True)
-QueueDequeueManyV2 = define_op("QueueDequeueManyV2", _infer_dequeue("many"), ref_inputs=(0,), stateful=True)
-QueueDequeueUpToV2 = define_op("QueueDequeueUpToV2", _infer_dequeue("upto"), ref_inputs=(0,), stateful=True)
-QueueCloseV2 = define_op("QueueCloseV2", lambda i, a: (_check_handle(i[0]), [])[1], ref_inputs=(0,), stateful=True)
+QueueEnqueueV2 = define_op("QueueEnqueueV2", _infer_enqueue(False), ref_inputs=(0,), actor="resource", stateful=True)
+QueueEnqueueManyV2 = define_op("QueueEnqueueManyV2", _infer_enqueue(True), ref_inputs=(0,), actor="resource", stateful=True)
+QueueDequeueV2 = define_op("QueueDequeueV2", _infer_dequeue("one"), ref_inputs=(0,), actor="resource", stateful=True)
+QueueDequeueManyV2 = define_op("QueueDequeueManyV2", _infer_dequeue("many"), ref_inputs=(0,), actor="resource", stateful=True)
+QueueDequeueUpToV2 = define_op("QueueDequeueUpToV2", _infer_dequeue("upto"), ref_inputs=(0,), actor="resource", stateful=True)
+QueueCloseV2 = define_op("QueueCloseV2", lambda i, a: (_check_handle(i[0]), [])[1], ref_inputs=(0,), actor="resource", stateful=True)
 QueueSizeV2 = define_op("QueueSizeV2", lambda i, a: (_check_handle(i[0]), [(dtypes.int32, TensorShape([]))])[1],
-                        ref_inputs=(0,), stateful=True)
+                        ref_inputs=(0,), actor="resource", stateful=True)
 QueueIsClosedV2 = define_op("QueueIsClosedV2", lambda i, a: (_check_handle(i[0]), [(dtypes.bool_, TensorShape([]))])[1],
-                            ref_inputs=(0,), stateful=True)
+                            ref_inputs=(0,), actor="resource", stateful=True)
 
 
 class QueueBase:

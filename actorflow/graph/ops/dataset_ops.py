@@ -45,8 +45,8 @@ def _infer_iterator(inputs, attrs):
     return [(dtypes.resource, TensorShape([]))]
 
 
-IteratorV2 = define_op("IteratorV2", _infer_iterator, stateful=True, resource="iterator")
-OneShotIterator = define_op("OneShotIterator", _infer_iterator, stateful=True, resource="iterator")
+IteratorV2 = define_op("IteratorV2", _infer_iterator, stateful=True, resource="iterator", actor="handle")
+OneShotIterator = define_op("OneShotIterator", _infer_iterator, stateful=True, resource="iterator", actor="handle")
 
 
 def _check_iterator(t):
@@ -89,5 +89,5 @@ def _infer_get_next(inputs, attrs):
     return [(t, as_shape(s)) for t, s in zip(a["output_types"], a["output_shapes"])]
 
 
-MakeIterator = define_op("MakeIterator", _infer_make_iterator, ref_inputs=(0,), stateful=True)
-IteratorGetNext = define_op("IteratorGetNext", _infer_get_next, ref_inputs=(0,), stateful=True)
+MakeIterator = define_op("MakeIterator", _infer_make_iterator, ref_inputs=(0,), actor="resource", stateful=True)
+IteratorGetNext = define_op("IteratorGetNext", _infer_get_next, ref_inputs=(0,), actor="resource", stateful=True)

@@ -382,6 +382,7 @@ def _softplus_grad_grad(op, grad):
 # ---------------------------------------------------------------------------------------------
 
 AddV2 = define_op("AddV2", _binary("numeric"))
+Add = define_op("Add", _binary("numeric"))         # TF's older name (graphs written by TF 1.x)
 Sub = define_op("Sub", _binary("numeric"))
 Mul = define_op("Mul", _binary("numeric"))
 # RealDiv is float-only here: truediv casts integers first, and an integer RealDiv kernel would
@@ -407,6 +408,7 @@ LogicalOr = define_op("LogicalOr", _binary("bool", dtypes.bool_))
 _no_grad(FloorDiv, Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual, LogicalAnd, LogicalOr)
 
 
+@_grad(Add)
 @_grad(AddV2)
 def _add_grad(op, grad):
     return _binary_grads(op, grad, grad)

@@ -891,7 +891,6 @@ def dynamic_stitch(*inputs):
 
 
 _register_fn("DynamicStitch", dynamic_stitch)
-_register_fn("ParallelDynamicStitch", dynamic_stitch)
 
 
 def invert_permutation(x):
