@@ -28,10 +28,11 @@ from actorflow.graph.initializers import *  # noqa: F401,F403
 from actorflow.graph.gradients import gradients
 from actorflow.graph.control_flow import case, cond, while_loop
 from actorflow.graph.nest import flatten as _flatten  # noqa: F401
-from actorflow.actors.session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession, RewriterConfig,
-                                      RunMetadata, RunOptions, Session, get_default_session)
+from actorflow.actors.session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession, OptimizerOptions,
+                                      RewriterConfig, RunMetadata, RunOptions, Session, get_default_session)
 from actorflow import nn, layers, train, cluster  # noqa: E402
 from actorflow import distribute  # noqa: E402,F401  (af.distribute.cluster_resolver)
+from actorflow import xla  # noqa: E402,F401  (af.xla.experimental.jit_scope)
 # Runtime checks (tf.debugging, tf.check_numerics, tf.assert_*) and the tf.math namespace.
 from actorflow import debugging, math  # noqa: E402,A004
 from actorflow.graph.ops.check_ops import (Assert, assert_equal, assert_greater, assert_greater_equal,  # noqa: E402

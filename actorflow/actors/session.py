@@ -27,7 +27,8 @@ from actorflow.scheduler.lower import LowerOptions, lower
 from actorflow.scheduler.plan import make_plan
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "ConfigProto", "RunOptions",
-           "RunMetadata", "GPUOptions", "GraphOptions", "RewriterConfig", "LocalBackend", "set_remote_backend"]
+           "RunMetadata", "GPUOptions", "GraphOptions", "RewriterConfig", "OptimizerOptions", "LocalBackend",
+           "set_remote_backend"]
 
 
 class GPUOptions:
@@ -51,11 +52,26 @@ class RewriterConfig:
             setattr(self, k, v)
 
 
-class GraphOptions:
-    """tf.compat.v1.GraphOptions: carries the `rewrite_options` (a RewriterConfig)."""
+class OptimizerOptions:
+    """tf.compat.v1.OptimizerOptions: `global_jit_level` (ON_1/ON_2 compile clusters of
+    element-wise ops and whole while loops with numba, as XLA's auto-clustering; OFF compiles
+    only what `af.xla.experimental.jit_scope()` marks). DEFAULT is OFF, as in TF."""
 
-    def __init__(self, rewrite_options=None, **unused):
+    DEFAULT, OFF, ON_1, ON_2 = 0, -1, 1, 2
+    L0, L1 = -1, 0
+
+    def __init__(self, global_jit_level=0, do_constant_folding=True, **unused):
+        self.global_jit_level = global_jit_level
+        self.do_constant_folding = do_constant_folding
+
+
+class GraphOptions:
+    """tf.compat.v1.GraphOptions: carries the `rewrite_options` (a RewriterConfig) and the
+    `optimizer_options` (an OptimizerOptions)."""
+
+    def __init__(self, rewrite_options=None, optimizer_options=None, **unused):
         self.rewrite_options = rewrite_options or RewriterConfig()
+        self.optimizer_options = optimizer_options or OptimizerOptions()
 
 
 class ConfigProto:

@@ -4,8 +4,12 @@
     exe_plan = lower(plan, devices, LowerOptions(...))     # the passes below, then emit
     Executable(runtime, exe_plan, container)               # actors/executable.py: one actor per item
 
-`lower` turns the Plan into a `PlanIR` (scheduler/ir.py) and runs the pass pipeline over it, then
-`emit` turns the last IR into an `ExecPlan` of frozen `NodeItem`s. The default pipeline:
+`lower` first runs the graph optimizer and the JIT over the pruned Plan (scheduler/optimizer.py:
+constant folding, arithmetic simplification and CSE, Identity removal, pruning, then
+scheduler/jit: clusters and whole loops compiled with numba; switched by RewriterConfig fields and
+OptimizerOptions.global_jit_level), then turns the Plan into a `PlanIR` (scheduler/ir.py) and runs
+the pass pipeline over it, then `emit` turns the last IR into an `ExecPlan` of frozen `NodeItem`s.
+The default pipeline:
 
 1. ``place_devices``: a device of this task for every node ("CPU", "GPU:i"): explicit device
    scopes, colocation with the variables an op touches, GPU kernels and dtypes
@@ -68,6 +72,7 @@ from actorflow.scheduler.ir import (
     actor_kind,
     kernel_attrs,
 )
+from actorflow.scheduler.optimizer import PassOptions, optimize
 
 __all__ = ["LowerOptions", "Pass", "lower", "lower_for_cluster", "from_plan", "emit", "register_pass",
            "unregister_pass", "pipeline", "run_passes"]
@@ -167,6 +172,9 @@ def lower(plan, devices=None, options: LowerOptions | None = None) -> ExecPlan:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        # The graph optimizer and the JIT (scheduler/optimizer.py, scheduler/jit) rewrite the pruned
+        # Plan before it becomes IR: they work on Operations (detached copies, never the user's graph).
+        plan = optimize(plan, PassOptions.from_config(opt.config))
         ir = run_passes(from_plan(plan), opt)
         return emit(ir, plan)
     finally:

@@ -1,0 +1,523 @@
+"""The JIT pass: clusters of compilable ops, and whole while loops, become one op each.
+
+`jit_pass(plan, level)` (TF's ``global_jit_level``: ON_1 clusters every compilable op; OFF only
+the ops marked by `af.xla.experimental.jit_scope()`, attribute ``_XlaCompile``):
+
+1. **Loops.** A while loop (a frame with no loop nested in it) whose condition and body are
+   entirely compilable ops, with loop variables of known rank, becomes one ``_JitLoop`` op: its
+   inputs are the values entering the loop (loop variables, then invariants), its outputs the
+   values leaving it. Loops with stateful ops (the stacks a gradient loop reads, queues,
+   variables, Send/Recv) or nested loops stay on the actor runtime.
+2. **Clusters.** Maximal sets of compilable ops outside loops, grown along data edges (in
+   topological order, merging a producer's cluster into its consumer's unless that would make a
+   cycle through an op outside them), become one ``_JitCluster`` op each. An op joins no cluster
+   when it has control edges, a fed output, or an attribute ``_XlaCompile=False``.
+
+The new ops carry their `ClusterSpec`/`LoopSpec` (what is compiled, keyed by structure, dtypes
+and ranks) and the interpreted form of the same ops (their registered kernels, run in order),
+which async compilation runs until the compiled function is ready.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from actorflow.kernels.registry import get_kernel
+from actorflow.scheduler.ir import kernel_attrs as _kernel_attrs
+from actorflow.scheduler.jit.codegen import NEEDS_CONST, compilable
+from actorflow.scheduler.jit.spec import ClusterSpec, LoopSpec, Node
+from actorflow.scheduler.plan import Plan
+from actorflow.scheduler.rewrite import PlanEdit, loop_frames, new_op
+
+__all__ = ["jit_pass", "MIN_CLUSTER_SIZE"]
+
+MIN_CLUSTER_SIZE = 2
+# Compiled inside loops, but left to numpy's BLAS (and the runtime's splitting) elsewhere.
+LOOP_ONLY = frozenset({"MatMul"})
+MAX_LOOP_GEMM = 1 << 18         # multiply-adds: a bigger MatMul keeps its BLAS kernel (the loop stays)
+_CF = frozenset({"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"})
+_TYPES_OK = ("float32", "float64", "int32", "int64", "bool")
+
+
+def _dt(t) -> str:
+    d = t.dtype
+    name = _DT_NAMES.get(d)
+    if name is None:
+        name = _DT_NAMES[d] = d.np.name if d.np is not None else "?"
+    return name
+
+
+_DT_NAMES: dict = {}
+
+
+_FED = threading.local()        # the fed tensors of the plan being compiled (never constants)
+
+
+def _const_value(t):
+    if t in getattr(_FED, "tensors", ()):
+        return None
+    op = t.op
+    return op.attrs["value"] if op.type == "Const" else None
+
+
+def _is_scalar_const(t) -> bool:
+    return t not in getattr(_FED, "tensors", ()) and t.op.type == "Const" and np.ndim(t.op.attrs["value"]) == 0 and _dt(t) in _TYPES_OK
+
+
+def _node_attrs(op):
+    """The attributes that shape the generated code of `op`, hashable, or None when the op cannot
+    compile (a constant input that is not constant, a layout it does not handle)."""
+    a = {}
+    for slot, name in NEEDS_CONST.get(op.type, {}).items():
+        t = op.inputs[slot]
+        v = _const_value(t)
+        if v is None:
+            return None
+        v = np.asarray(v)
+        a[name] = int(v) if v.ndim == 0 else tuple(int(x) for x in v.reshape(-1))
+    if op.type in ("Sum", "Mean", "Prod", "Max", "Min", "All", "Any"):
+        a["keep_dims"] = bool(op.attrs.get("keep_dims", op.attrs.get("keepdims", False)))
+        if isinstance(a["axes"], int):
+            a["axes"] = (a["axes"],)
+    elif op.type == "MatMul":
+        a["transpose_a"] = bool(op.attrs.get("transpose_a", False))
+        a["transpose_b"] = bool(op.attrs.get("transpose_b", False))
+    elif op.type == "Squeeze":
+        sq = tuple(op.attrs.get("squeeze_dims", ()) or ())
+        if not sq:
+            return None
+        a["squeeze_dims"] = tuple(int(x) for x in sq)
+    elif op.type in ("BiasAdd", "BiasAddGrad"):
+        fmt = op.attrs.get("data_format", "NHWC") or "NHWC"
+        if (fmt.decode() if isinstance(fmt, bytes) else fmt) != "NHWC":
+            return None
+    elif op.type == "ExpandDims" and not isinstance(a.get("dim"), int):
+        return None
+    elif op.type == "Const":
+        a["value"] = np.asarray(op.attrs["value"]).item()
+    return tuple(sorted(a.items()))
+
+
+def _data_inputs(op):
+    """The input slots of `op` that carry values into generated code (not its constant slots)."""
+    consts = NEEDS_CONST.get(op.type, {})
+    n = len(op.inputs)
+    skip = {s % n for s in consts} if n else set()
+    return [i for i in range(n) if i not in skip]
+
+
+def _op_compilable(op) -> bool:
+    if op.op_def.stateful or op.op_def.ref_inputs or op.type in _CF or op.type == "Const":
+        return False
+    if op.attrs.get("_XlaCompile") is False:
+        return False
+    ins = [op.inputs[i] for i in _data_inputs(op)]
+    if any(t.shape.ndims is None for t in ins) or any(t.shape.ndims is None for t in op.outputs):
+        return False
+    if any(_dt(t) not in _TYPES_OK for t in ins) or any(_dt(t) not in _TYPES_OK for t in op.outputs):
+        return False
+    if op.type == "Cast":
+        pass
+    elif not compilable(op.type, [_dt(t) for t in ins if not (op.type.startswith("Select") and t is ins[0])]):
+        return False
+    if op.type in ("Select", "SelectV2"):
+        ranks = {t.shape.ndims for t in ins}
+        if len(ranks) != 1:
+            return False
+    if op.type == "SoftmaxCrossEntropyWithLogits" and any(t.shape.ndims != 2 for t in ins):
+        return False
+    if op.type in ("Softmax", "LogSoftmax") and ins[0].shape.ndims < 1:
+        return False
+    if op.type in ("Reshape", "ExpandDims", "Squeeze", "Split", "ConcatV2") and (
+            ins[0].shape.ndims == 0 or op.outputs[0].shape.ndims == 0):
+        return False
+    if op.type == "MatMul":     # explicit loops: small static GEMMs only (an RNN cell's)
+        if any(not t.shape.is_fully_defined() or t.shape.ndims != 2 for t in ins):
+            return False
+        m, n = op.outputs[0].shape.as_list()
+        k = ins[0].shape.as_list()[0 if op.attrs.get("transpose_a") else 1]
+        if m * n * k > MAX_LOOP_GEMM:
+            return False
+    if op.type == "Mean" and _dt(op.outputs[0]) not in ("float32", "float64"):
+        return False
+    return _node_attrs(op) is not None
+
+
+class _Builder:
+    """Turns a set of ops into a spec: references, inputs, inlined scalar constants."""
+
+    def __init__(self, external):
+        self.external = external        # tensor -> ("i", k) for values the function receives
+        self.inputs: list = []          # tensors, in argument order
+        self.nodes: list = []
+        self.ref: dict = {}             # tensor -> reference
+        self.consts: dict = {}          # (dtype, value) -> reference of an inlined constant
+
+    def arg(self, t):
+        r = self.ref.get(t)
+        if r is not None:
+            return r
+        if _is_scalar_const(t):
+            v = np.asarray(t.op.attrs["value"]).item()
+            key = (_dt(t), repr(v))
+            r = self.consts.get(key)
+            if r is None:
+                self.nodes.append(Node("Const", (("value", v),), (), (_dt(t),), (0,)))
+                r = self.consts[key] = ("n", len(self.nodes) - 1, 0)
+            self.ref[t] = r
+            return r
+        r = self.external(t)
+        self.ref[t] = r
+        return r
+
+    def add(self, op):
+        args = tuple(self.arg(op.inputs[i]) for i in _data_inputs(op))
+        self.nodes.append(Node(op.type, _node_attrs(op), args, tuple(_dt(t) for t in op.outputs),
+                               tuple(t.shape.ndims for t in op.outputs)))
+        j = len(self.nodes) - 1
+        for o, t in enumerate(op.outputs):
+            self.ref[t] = ("n", j, o)
+
+
+def _interpreter(members, input_tensors, output_tensors):
+    """The members run one by one through their registered kernels: fn(*inputs) -> outputs."""
+    pos = {t: k for k, t in enumerate(input_tensors)}
+    steps = []
+    made: set = set()
+    for op in members:
+        fn = get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs))
+        srcs = []
+        for t in op.inputs:
+            if t in pos:
+                srcs.append((0, pos[t]))
+            elif t.op in made:
+                srcs.append((1, t))
+            else:
+                srcs.append((2, t.op.attrs["value"]))
+        steps.append((op, fn, srcs))
+        made.add(op)
+    outs = tuple(output_tensors)
+
+    def run(*args):
+        vals: dict = {}
+        for op, fn, srcs in steps:
+            xs = [args[v] if k == 0 else (vals[v] if k == 1 else v) for k, v in srcs]
+            try:
+                r = fn(*xs)
+            except Exception as e:  # noqa: BLE001 - name the op that failed inside the cluster
+                raise type(e)(f"{e} (in op '{op.name}' of type {op.type}, compiled in a JIT cluster)") from e
+            if len(op.outputs) == 1:
+                vals[op.outputs[0]] = r
+            else:
+                for t, v in zip(op.outputs, r):
+                    vals[t] = v
+        if len(outs) == 1:
+            return vals[outs[0]]
+        return tuple(vals[t] for t in outs)
+    return run
+
+
+def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None, keep=frozenset()) -> Plan:
+    """Loops, then clusters (see the module's docstring); returns the rewritten plan. `keep`:
+    names of ops no cluster may take (the fusion pass's chains)."""
+    from actorflow.scheduler.jit import kernel  # noqa: F401 - registers the _JitCluster/_JitLoop op and kernel
+    _FED.tensors = frozenset(plan.feeds)
+    try:
+        return _jit_pass(plan, level_on, mode, keep)
+    finally:
+        _FED.tensors = ()
+
+
+def _jit_pass(plan, level_on, mode, keep):
+    edit = PlanEdit(plan)
+    frames = loop_frames(plan) if plan.has_control_flow else {op: None for op in plan.ops}
+    fed = set(plan.feeds)
+    fetched = {t for t in plan.fetches if t is not None}
+    in_plan = set(plan.ops)
+    consumers: dict = {}
+    ctrl_users: set = set(plan.targets)
+    for op in plan.ops:
+        for t in op.inputs:
+            consumers.setdefault(t, []).append(op)
+        for c in op.control_inputs:
+            ctrl_users.add(c)
+    if plan.has_control_flow:
+        _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode)
+
+    def eligible(op):
+        return (op.type not in LOOP_ONLY and frames.get(op) is None and op not in edit.removed and op.name not in keep and _op_compilable(op)
+                and (level_on or op.attrs.get("_XlaCompile") is True) and not op.control_inputs
+                and op not in ctrl_users and not any(t in fed for t in op.outputs))
+
+    order = {op: i for i, op in enumerate(plan.ops)}
+    cluster_of: dict = {}
+    members: dict = {}                  # cluster id -> set of ops
+    exits: dict = {}                    # cluster id -> ops outside it that consume its members
+    last: dict = {}                     # cluster id -> the highest position of a member
+    next_id = 0
+    for op in plan.ops:
+        if not eligible(op):
+            continue
+        cid = next_id
+        next_id += 1
+        cluster_of[op] = cid
+        members[cid] = {op}
+        exits[cid] = {c for t in op.outputs for c in consumers.get(t, ())} | set(op._control_outputs)
+        last[cid] = order[op]
+        for t in op.inputs:
+            p = t.op
+            pc = cluster_of.get(p)
+            if pc is None or pc == cid or t in fed:
+                continue
+            union = members[pc] | members[cid]
+            out = (exits[pc] | exits[cid]) - union
+            end = max(last[pc], last[cid])
+            if _creates_cycle(union, out, consumers, order, end):
+                continue
+            for m in members[pc]:
+                cluster_of[m] = cid
+            members[cid], exits[cid], last[cid] = union, out, end
+            del members[pc], exits[pc], last[pc]
+    for ms in members.values():
+        real = [m for m in ms if m.type not in ("Identity", "Snapshot", "StopGradient")]
+        if len(real) < MIN_CLUSTER_SIZE:
+            continue
+        _replace_cluster(plan, edit, sorted(ms, key=order.get), consumers, fetched, in_plan, mode)
+    return edit.finish()
+
+
+def _creates_cycle(union, out, consumers, order, last) -> bool:
+    """True when a path leaves `union` (through `out`, its outside consumers) and comes back
+    into it (merging would close a cycle). Only ops before its last member can lead back."""
+    stack = [c for c in out if order.get(c, 1 << 60) < last]
+    seen: set = set()
+    while stack:
+        o = stack.pop()
+        if o in seen:
+            continue
+        seen.add(o)
+        nexts = [c for t in o.outputs for c in consumers.get(t, ())] + list(o._control_outputs)
+        for c in nexts:
+            if c in union:
+                return True
+            if order.get(c, 1 << 60) < last:
+                stack.append(c)
+    return False
+
+
+def _replace_cluster(plan, edit, ms, consumers, fetched, in_plan, mode):
+    from actorflow.scheduler.jit.kernel import JIT_CLUSTER
+    mset = set(ms)
+    inputs: list = []
+
+    def external(t):
+        inputs.append(t)
+        return ("i", len(inputs) - 1)
+    b = _Builder(external)
+    for op in ms:
+        b.add(op)
+    outs = [t for op in ms for t in op.outputs
+            if t in fetched or any(c not in mset for c in consumers.get(t, ()))]
+    if not outs:
+        return
+    spec = ClusterSpec(tuple((_dt(t), t.shape.ndims) for t in inputs), tuple(b.nodes),
+                       tuple(b.ref[t] for t in outs))
+    root = ms[-1]
+    attrs = {"spec": spec, "interpreted": _interpreter(ms, inputs, outs), "mode": mode,
+             "what": f"cluster of {len(ms)} ops ending at '{root.name}'", "parts": tuple((m.name, m.type) for m in ms)}
+    new = new_op(plan.graph, f"{root.name}/_jit", JIT_CLUSTER, inputs, (), attrs,
+                 [(t.dtype, t.shape) for t in outs], root.device)
+    for t, nt in zip(outs, new.outputs):
+        edit.replace(t, nt)
+    for op in ms:
+        edit.remove(op)
+    edit.add(new)
+
+
+# -- loops -------------------------------------------------------------------------------------
+def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode):
+    by_frame: dict = {}
+    for op in plan.ops:
+        f = frames.get(op)
+        if f is not None:
+            by_frame.setdefault(f, []).append(op)
+    for name, ops in by_frame.items():
+        try:
+            _compile_loop(plan, edit, name, ops, by_frame, frames, level_on, fed, fetched, consumers, mode)
+        except _NotCompilable:
+            continue
+
+
+class _NotCompilable(Exception):
+    pass
+
+
+def _compile_loop(plan, edit, name, ops, by_frame, frames, level_on, fed, fetched, consumers, mode):
+    from actorflow.scheduler.jit.kernel import JIT_LOOP
+    opset = set(ops)
+    enters = [op for op in ops if op.type == "Enter" and op.attrs.get("frame_name") == name]
+    if any(op.type == "Enter" and op.attrs.get("frame_name") != name for op in ops):
+        raise _NotCompilable        # a nested loop
+    if not level_on and not any(op.attrs.get("_XlaCompile") is True for op in ops):
+        raise _NotCompilable
+    var_enters = [e for e in enters if not e.attrs.get("is_constant", False)]
+    inv_enters = [e for e in enters if e.attrs.get("is_constant", False)]
+    merges, switches, exits, nexts = [], [], [], []
+    loop_cond = None
+    for e in var_enters:
+        ms = [c for c in consumers.get(e.outputs[0], ()) if c.type == "Merge"]
+        if len(ms) != 1 or len(consumers.get(e.outputs[0], ())) != 1:
+            raise _NotCompilable
+        m = ms[0]
+        nx = [t.op for t in m.inputs if t.op.type == "NextIteration"]
+        sw = [c for c in consumers.get(m.outputs[0], ()) if c.type == "Switch"]
+        if len(nx) != 1 or len(sw) != 1:
+            raise _NotCompilable
+        s = sw[0]
+        ex = [c for c in consumers.get(s.outputs[0], ())]
+        if len(ex) > 1 or (ex and ex[0].type != "Exit"):
+            raise _NotCompilable
+        lc = s.inputs[1].op
+        if lc.type != "LoopCond" or (loop_cond is not None and lc is not loop_cond):
+            raise _NotCompilable
+        loop_cond = lc
+        merges.append(m)
+        switches.append(s)
+        exits.append(ex[0] if ex else None)
+        nexts.append(nx[0])
+    if loop_cond is None:
+        raise _NotCompilable
+    cf = set(enters) | set(merges) | set(switches) | {x for x in exits if x is not None} | set(nexts) | {loop_cond}
+    body_ops = [op for op in ops if op not in cf]
+    for op in ops:
+        if op.type in _CF and op not in cf:
+            raise _NotCompilable
+        if any(t in fed or (t in fetched and op.type != "Exit") for t in op.outputs):
+            raise _NotCompilable
+    for op in body_ops:
+        if not _op_compilable(op) and not (op.type == "Const"):
+            raise _NotCompilable
+        for c in op.control_inputs:
+            if c not in opset:
+                raise _NotCompilable
+        for t in op.outputs:
+            for c in consumers.get(t, ()):
+                if c not in opset:
+                    raise _NotCompilable
+    for t in list(loop_cond.inputs) + [m.outputs[0] for m in merges] + [n.inputs[0] for n in nexts]:
+        if t.shape.ndims is None or _dt(t) not in _TYPES_OK:
+            raise _NotCompilable
+    for e in inv_enters:
+        t = e.inputs[0]
+        if t.shape.ndims is None or _dt(t) not in _TYPES_OK:
+            raise _NotCompilable
+    n_vars = len(var_enters)
+    external: dict = {}
+    for k, (m, s) in enumerate(zip(merges, switches)):
+        external[m.outputs[0]] = ("i", k)
+        external[s.outputs[1]] = ("i", k)
+    loop_inputs = [e.inputs[0] for e in var_enters]
+    for k, e in enumerate(inv_enters):
+        external[e.outputs[0]] = ("i", n_vars + k)
+        loop_inputs.append(e.inputs[0])
+    extra_inputs = []
+
+    def ext(t):
+        r = external.get(t)
+        if r is not None:
+            return r
+        if t.op.type == "Const" and t.op in opset:        # a constant array inside the body
+            c = t.op
+            const = new_op(plan.graph, c.name + "/_jit_const", "Const", (), (), dict(c.attrs),
+                           [(t.dtype, t.shape)], c.device)
+            edit.add(const)
+            extra_inputs.append(const.outputs[0])
+            r = external[t] = ("i", n_vars + len(inv_enters) + len(extra_inputs) - 1)
+            return r
+        raise _NotCompilable
+    b = _Builder(ext)
+    # the condition's ops: those the LoopCond needs, in order; then the body
+    need: set = set()
+    stack = [loop_cond.inputs[0].op]
+    while stack:
+        o = stack.pop()
+        if o in need or o not in opset or o in cf:
+            continue
+        need.add(o)
+        stack.extend(t.op for t in o.inputs)
+    cond_ops = [op for op in body_ops if op in need]
+    rest = [op for op in body_ops if op not in need]
+    for op in cond_ops:
+        if op.type != "Const":      # scalar constants inline where used; arrays become inputs
+            b.add(op)
+    n_cond = len(b.nodes)
+    for op in rest:
+        if op.type != "Const":
+            b.add(op)
+    cond_ref = b.arg(loop_cond.inputs[0])
+    next_refs = tuple(b.arg(n.inputs[0]) for n in nexts)
+    # every body op that runs must be in the spec; a Const is referenced through b.arg
+    inputs = loop_inputs + extra_inputs
+    in_types = tuple((_dt(t), t.shape.ndims) for t in inputs)
+    for k, m in enumerate(merges):
+        if (in_types[k][0], in_types[k][1]) != (_dt(m.outputs[0]), m.outputs[0].shape.ndims):
+            raise _NotCompilable
+    spec = LoopSpec(in_types, n_vars, tuple(b.nodes), n_cond, cond_ref, next_refs)
+    outs = [m.outputs[0] for m in merges]
+    interp = _loop_interpreter(var_enters, inv_enters, extra_inputs, merges, switches, nexts, loop_cond,
+                               cond_ops, rest, outs)
+    first = var_enters[0]
+    ctrl = []
+    for e in enters:
+        for c in e.control_inputs:
+            if c not in opset and c not in ctrl:
+                ctrl.append(c)
+    attrs = {"spec": spec, "interpreted": interp, "mode": mode, "what": f"while loop '{name}'",
+             "parts": tuple((op.name, op.type) for op in ops)}
+    new = new_op(plan.graph, f"{name}/_jit_loop", JIT_LOOP, inputs, ctrl, attrs,
+                 [(m.outputs[0].dtype, m.outputs[0].shape) for m in merges], first.device)
+    for x, nt in zip(exits, new.outputs):
+        if x is not None:
+            edit.replace(x.outputs[0], nt)
+    for op in ops:
+        edit.remove(op)
+    edit.add(new)
+
+
+def _loop_interpreter(var_enters, inv_enters, extra, merges, switches, nexts, loop_cond, cond_ops, body_ops, outs):
+    """The loop run op by op through the registered kernels (async mode's stand-in)."""
+    cond_run = [(op, get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs))) for op in cond_ops
+                if op.type != "Const"]
+    body_run = [(op, get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs))) for op in body_ops
+                if op.type != "Const"]
+    n_vars = len(var_enters)
+
+    def run_ops(steps, vals):
+        for op, fn in steps:
+            xs = [vals[t] if t in vals else t.op.attrs["value"] for t in op.inputs]
+            r = fn(*xs)
+            if len(op.outputs) == 1:
+                vals[op.outputs[0]] = r
+            else:
+                for t, v in zip(op.outputs, r):
+                    vals[t] = v
+
+    def run(*args):
+        vals: dict = {}
+        for k, e in enumerate(inv_enters):
+            vals[e.outputs[0]] = args[n_vars + k]
+        for k, c in enumerate(extra):
+            vals[c] = args[n_vars + len(inv_enters) + k]
+        cur = list(args[:n_vars])
+        while True:
+            for m, s, v in zip(merges, switches, cur):
+                vals[m.outputs[0]] = v
+                vals[s.outputs[1]] = v
+            run_ops(cond_run, vals)
+            if not bool(vals[loop_cond.inputs[0]]):
+                break
+            run_ops(body_run, vals)
+            cur = [vals[n.inputs[0]] for n in nexts]
+        return cur[0] if len(cur) == 1 else tuple(cur)
+    return run

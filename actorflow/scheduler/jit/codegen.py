@@ -1,0 +1,412 @@
+"""Python source for a cluster or a loop, one numba function each.
+
+Each node becomes one or a few statements over whole arrays (numpy expressions numba compiles);
+numba's array-expression pass fuses the element-wise statements of a cluster into one loop nest,
+so intermediates of a chain are never written to memory. Rank-0 values are plain scalars, so a
+chain of scalar ops is straight-line machine code. Reductions, softmax and cross-entropy call the
+fused row loops in `rt`. Every op's emitter follows the arithmetic of the interpreted kernel
+(same operations in the same order), so element-wise results agree bit for bit where numba's math
+library agrees with numpy's; reductions sum in a different order and agree to float tolerance.
+
+`EMITTERS` is the table of compilable ops; `compilable(op_type)` asks it.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from actorflow.scheduler.jit.loopnest import emit_block
+from actorflow.scheduler.jit.spec import ClusterSpec, LoopSpec, Node
+
+__all__ = ["cluster_source", "loop_source", "compilable", "EMITTERS", "NEEDS_CONST"]
+
+FLOATS = ("float32", "float64")
+NUMERIC = ("float32", "float64", "int32", "int64")
+
+
+def dt(name: str) -> str:
+    return "np.bool_" if name == "bool" else f"np.{name}"
+
+
+def lit(value, dtype: str) -> str:
+    """A typed literal of `value` in generated code (exact: repr of a float round-trips)."""
+    if dtype == "bool":
+        return "True" if bool(value) else "False"
+    if dtype in FLOATS:
+        v = float(value)
+        if math.isnan(v):
+            return f"{dt(dtype)}(np.nan)"
+        if math.isinf(v):
+            return f"{dt(dtype)}({'' if v > 0 else '-'}np.inf)"
+        return f"{dt(dtype)}({v!r})"
+    return f"{dt(dtype)}({int(value)})"
+
+
+class Ctx:
+    """What an emitter sees of one node: argument names, their dtypes and ranks, its own outputs."""
+
+    def __init__(self, node: Node, args, arg_types, outs):
+        self.node = node
+        self.a = args                  # names of the argument values
+        self.types = arg_types         # (dtype, rank) per argument
+        self.outs = outs               # names to assign, one per output
+        self.dtype = node.dtypes[0] if node.dtypes else None
+        self.rank = node.ranks[0] if node.ranks else None
+
+    def lit(self, v, dtype=None):
+        return lit(v, dtype or self.dtype)
+
+
+# -- element-wise ------------------------------------------------------------------------------
+_UNARY = {
+    "Neg": "(-{0})", "Abs": "np.abs({0})", "Exp": "np.exp({0})", "Log": "np.log({0})",
+    "Log1p": "np.log1p({0})", "Expm1": "np.expm1({0})", "Sin": "np.sin({0})", "Cos": "np.cos({0})",
+    "Sqrt": "np.sqrt({0})", "Tanh": "np.tanh({0})", "Floor": "np.floor({0})", "Ceil": "np.ceil({0})",
+    "Square": "({0} * {0})", "Sign": "np.sign({0})", "IsNan": "np.isnan({0})", "IsFinite": "np.isfinite({0})",
+    "IsInf": "np.isinf({0})", "LogicalNot": "np.logical_not({0})",
+    "Reciprocal": "({one} / {0})", "Rsqrt": "({one} / np.sqrt({0}))", "Relu": "np.maximum({0}, {zero})",
+    "Sigmoid": "({one} / (np.exp(-{0}) + {one}))",
+}
+_UNARY_TYPES = {"Neg": NUMERIC, "Abs": NUMERIC, "Square": NUMERIC, "Sign": NUMERIC, "Relu": NUMERIC,
+                "LogicalNot": ("bool",)}
+_BINARY = {
+    "Add": "({0} + {1})", "AddV2": "({0} + {1})", "Sub": "({0} - {1})", "Mul": "({0} * {1})",
+    "RealDiv": "({0} / {1})", "Div": "({0} / {1})", "Maximum": "np.maximum({0}, {1})",
+    "Minimum": "np.minimum({0}, {1})", "Pow": "np.power({0}, {1})",
+    "SquaredDifference": "(({0} - {1}) * ({0} - {1}))",
+    "Less": "({0} < {1})", "LessEqual": "({0} <= {1})", "Greater": "({0} > {1})",
+    "GreaterEqual": "({0} >= {1})", "Equal": "({0} == {1})", "NotEqual": "({0} != {1})",
+    "LogicalAnd": "np.logical_and({0}, {1})", "LogicalOr": "np.logical_or({0}, {1})",
+    # gradients, in the interpreted kernels' order of operations
+    "ReluGrad": "np.where({1} > {zero}, {0}, {zero})",
+    "SigmoidGrad": "(({1} * {0}) * ({one} - {0}))",
+    "TanhGrad": "(({one} - {0} * {0}) * {1})",
+    "BiasAdd": "({0} + {1})",
+}
+_BINARY_TYPES = {"Add": NUMERIC, "AddV2": NUMERIC, "Sub": NUMERIC, "Mul": NUMERIC, "Maximum": NUMERIC,
+                 "Minimum": NUMERIC, "Less": NUMERIC, "LessEqual": NUMERIC, "Greater": NUMERIC,
+                 "GreaterEqual": NUMERIC, "Equal": NUMERIC + ("bool",), "NotEqual": NUMERIC + ("bool",),
+                 "LogicalAnd": ("bool",), "LogicalOr": ("bool",), "BiasAdd": NUMERIC}
+
+
+def _wrap(c: Ctx, expr: str) -> str:
+    """A scalar result keeps its dtype (numba widens small integer arithmetic to int64)."""
+    return f"{dt(c.dtype)}({expr})" if c.rank == 0 else expr
+
+
+def _elementwise(template):
+    def emit(c: Ctx):
+        expr = template.format(*c.a, one=c.lit(1, c.types[0][0]), zero=c.lit(0, c.types[0][0]))
+        return [f"{c.outs[0]} = {_wrap(c, expr)}"]
+    return emit
+
+
+def _cast(c: Ctx):
+    src = c.types[0][0]
+    if c.dtype == "bool":
+        expr = f"({c.a[0]} != {lit(0, src)})"
+        return [f"{c.outs[0]} = {expr}"]
+    if c.rank == 0:
+        return [f"{c.outs[0]} = {dt(c.dtype)}({c.a[0]})"]
+    return [f"{c.outs[0]} = {c.a[0]}.astype({dt(c.dtype)})"]
+
+
+def _alias(c: Ctx):
+    return [f"{c.outs[0]} = {c.a[0]}"]
+
+
+def _select(c: Ctx):
+    if c.rank == 0:
+        return [f"{c.outs[0]} = {c.a[1]} if {c.a[0]} else {c.a[2]}"]
+    return [f"{c.outs[0]} = np.where({c.a[0]}, {c.a[1]}, {c.a[2]})"]
+
+
+def _add_n(c: Ctx):
+    return [f"{c.outs[0]} = {_wrap(c, '(' + ' + '.join(c.a) + ')')}"]
+
+
+def _like(value):
+    def emit(c: Ctx):
+        if c.rank == 0:
+            return [f"{c.outs[0]} = {c.lit(value)}"]
+        fn = "np.zeros_like" if value == 0 else "np.ones_like"
+        return [f"{c.outs[0]} = {fn}({c.a[0]})"]
+    return emit
+
+
+def _const(c: Ctx):
+    return [f"{c.outs[0]} = {c.lit(c.node.attr('value'))}"]
+
+
+# -- reductions --------------------------------------------------------------------------------
+_REDUCE = {"Sum": ("row_sum", 0), "Mean": ("row_sum", 0), "Prod": ("row_prod", 1), "Max": ("row_max", "lo"),
+           "Min": ("row_min", "hi"), "All": ("row_all", True), "Any": ("row_any", False)}
+
+
+def _init(kind, dtype):
+    if kind == "lo":
+        return lit(-np.inf, dtype) if dtype in FLOATS else lit(np.iinfo(dtype).min, dtype)
+    if kind == "hi":
+        return lit(np.inf, dtype) if dtype in FLOATS else lit(np.iinfo(dtype).max, dtype)
+    return lit(kind, dtype)
+
+
+def _reduce_lines(x: str, rank: int, axes: tuple, keep: bool, op: str, dtype: str, out: str, tmp: str):
+    helper, init = _REDUCE[op]
+    if rank == 0 or not axes:
+        return [f"{out} = {x}"]
+    kept = [d for d in range(rank) if d not in axes]
+    perm = tuple(kept) + tuple(axes)
+    lines = []
+    src = x
+    if perm != tuple(range(rank)):
+        lines.append(f"{tmp}_t = np.ascontiguousarray(np.transpose({x}, {perm!r}))")
+        src = f"{tmp}_t"
+    else:
+        lines.append(f"{tmp}_t = np.ascontiguousarray({x})")
+        src = f"{tmp}_t"
+    outer = " * ".join(f"{x}.shape[{d}]" for d in kept) or "1"
+    inner = " * ".join(f"{x}.shape[{d}]" for d in axes)
+    lines.append(f"{tmp}_n = {inner}")
+    lines.append(f"{tmp}_r = _rt.{helper}({src}.reshape(({outer}, {tmp}_n)), "
+                 f"np.full({outer}, {_init(init, dtype)}, {dt(dtype)}))")
+    if op == "Mean":
+        if dtype in FLOATS:
+            lines.append(f"{tmp}_r = {tmp}_r / {dt(dtype)}({tmp}_n)")
+        else:
+            raise NotImplementedError("integer Mean")
+    if keep:
+        shape = tuple(f"{x}.shape[{d}]" if d not in axes else "1" for d in range(rank))
+    else:
+        shape = tuple(f"{x}.shape[{d}]" for d in kept)
+    if not shape:
+        lines.append(f"{out} = {tmp}_r[0]")
+    else:
+        lines.append(f"{out} = {tmp}_r.reshape(({', '.join(shape)},))")
+    return lines
+
+
+def _reduction(c: Ctx):
+    rank = c.types[0][1]
+    axes = tuple(sorted({a % rank for a in c.node.attr("axes")})) if rank else ()
+    return _reduce_lines(c.a[0], rank, axes, bool(c.node.attr("keep_dims")), c.node.op, c.dtype, c.outs[0],
+                         "_" + c.outs[0])
+
+
+def _bias_add_grad(c: Ctx):
+    rank = c.types[0][1]
+    return _reduce_lines(c.a[0], rank, tuple(range(rank - 1)), False, "Sum", c.dtype, c.outs[0], "_" + c.outs[0])
+
+
+def _softmax(log):
+    def emit(c: Ctx):
+        return [f"{c.outs[0]} = _rt.softmax({c.a[0]}, {log})"]
+    return emit
+
+
+def _xent(c: Ctx):
+    return [f"{c.outs[0]}, {c.outs[1]} = _rt.xent({c.a[0]}, {c.a[1]})"]
+
+
+# -- shape ops ---------------------------------------------------------------------------------
+def _shape_tuple(dims) -> str:
+    return "(" + "".join(f"{d}, " for d in dims) + ")"
+
+
+def _reshape(c: Ctx):
+    shape = c.node.attr("shape")
+    x = c.a[0]
+    dims = []
+    known = 1
+    for d in shape:
+        if d >= 0:
+            known *= d
+    for d in shape:
+        dims.append(str(d) if d >= 0 else f"{x}.size // {known}")
+    return [f"{c.outs[0]} = np.ascontiguousarray({x}).reshape({_shape_tuple(dims)})"]
+
+
+def _expand_dims(c: Ctx):
+    x, rank = c.a[0], c.types[0][1]
+    d = c.node.attr("dim")
+    d = d + rank + 1 if d < 0 else d
+    dims = [f"{x}.shape[{i}]" for i in range(rank)]
+    dims.insert(d, "1")
+    return [f"{c.outs[0]} = np.ascontiguousarray({x}).reshape({_shape_tuple(dims)})"]
+
+
+def _squeeze(c: Ctx):
+    x, rank = c.a[0], c.types[0][1]
+    drop = {d % rank for d in c.node.attr("squeeze_dims")}
+    dims = [f"{x}.shape[{i}]" for i in range(rank) if i not in drop]
+    return [f"{c.outs[0]} = np.ascontiguousarray({x}).reshape({_shape_tuple(dims)})"]
+
+
+def _transpose(c: Ctx):
+    return [f"{c.outs[0]} = np.transpose({c.a[0]}, {tuple(c.node.attr('perm'))!r})"]
+
+
+def _matmul(c: Ctx):
+    """A small GEMM as explicit loops (i, k, j: the inner loop runs along rows of b and out).
+    The JIT compiles MatMul only inside loops and for small static shapes (an LSTM cell's), where
+    this beats a BLAS call's overhead and compiles much faster than numba's np.dot."""
+    a, b = c.a
+    o = c.outs[0]
+    ta, tb = bool(c.node.attr("transpose_a")), bool(c.node.attr("transpose_b"))
+    m, k = (f"{a}.shape[1]", f"{a}.shape[0]") if ta else (f"{a}.shape[0]", f"{a}.shape[1]")
+    k2, n = (f"{b}.shape[1]", f"{b}.shape[0]") if tb else (f"{b}.shape[0]", f"{b}.shape[1]")
+    aik = f"{a}[_k, _i]" if ta else f"{a}[_i, _k]"
+    bkj = f"{b}[_j, _k]" if tb else f"{b}[_k, _j]"
+    return [f"if {k} != {k2}:",
+            "    raise ValueError('MatMul: inner dimensions differ')",
+            f"{o} = np.zeros(({m}, {n}), {dt(c.dtype)})",
+            f"for _i in range({m}):",
+            f"    for _k in range({k}):",
+            f"        _aik = {aik}",
+            f"        for _j in range({n}):",
+            f"            {o}[_i, _j] += _aik * {bkj}"]
+
+
+def _concat(c: Ctx):
+    """Explicit copies into the result: compiles faster than np.concatenate."""
+    rank = c.rank
+    axis = c.node.attr("axis") % rank
+    o = c.outs[0]
+    x0 = c.a[0]
+    total = " + ".join(f"{x}.shape[{axis}]" for x in c.a)
+    dims = [total if d == axis else f"{x0}.shape[{d}]" for d in range(rank)]
+    lines = [f"{o} = np.empty({_shape_tuple(dims)}, {dt(c.dtype)})", "_off = 0"]
+    for x in c.a:
+        for d in range(rank):
+            if d != axis:
+                lines += [f"if {x}.shape[{d}] != {x0}.shape[{d}]:",
+                          "    raise ValueError('ConcatV2: dimensions differ')"]
+        idx = [f"_c{d}" for d in range(rank)]
+        ind = ""
+        for d in range(rank):
+            lines.append(f"{ind}for _c{d} in range({x}.shape[{d}]):")
+            ind += "    "
+        oidx = [f"_off + _c{d}" if d == axis else f"_c{d}" for d in range(rank)]
+        lines.append(f"{ind}{o}[{', '.join(oidx)}] = {x}[{', '.join(idx)}]")
+        lines.append(f"_off += {x}.shape[{axis}]")
+    return lines
+
+
+def _split(c: Ctx):
+    x, rank = c.a[0], c.types[0][1]
+    axis = c.node.attr("axis") % rank
+    n = len(c.outs)
+    tmp = "_" + c.outs[0] + "_s"
+    lines = [f"{tmp} = {x}.shape[{axis}] // {n}"]
+    for i, o in enumerate(c.outs):
+        idx = ", ".join(f"{i} * {tmp}:{i + 1} * {tmp}" if d == axis else ":" for d in range(rank))
+        lines.append(f"{o} = {x}[{idx}]")
+    return lines
+
+
+EMITTERS = {op: _elementwise(t) for op, t in {**_UNARY, **_BINARY}.items()}
+EMITTERS.update({
+    "Cast": _cast, "Identity": _alias, "Snapshot": _alias, "StopGradient": _alias,
+    "Select": _select, "SelectV2": _select, "AddN": _add_n, "ZerosLike": _like(0), "OnesLike": _like(1),
+    "Const": _const,
+    "Sum": _reduction, "Mean": _reduction, "Prod": _reduction, "Max": _reduction, "Min": _reduction,
+    "All": _reduction, "Any": _reduction, "BiasAddGrad": _bias_add_grad,
+    "Softmax": _softmax(False), "LogSoftmax": _softmax(True), "SoftmaxCrossEntropyWithLogits": _xent,
+    "Reshape": _reshape, "ExpandDims": _expand_dims, "Squeeze": _squeeze, "Transpose": _transpose,
+    "MatMul": _matmul, "ConcatV2": _concat, "Split": _split,
+})
+
+# Ops whose listed input slots must be constants: their values become attributes of the node.
+NEEDS_CONST = {"Sum": {1: "axes"}, "Mean": {1: "axes"}, "Prod": {1: "axes"}, "Max": {1: "axes"},
+               "Min": {1: "axes"}, "All": {1: "axes"}, "Any": {1: "axes"}, "Reshape": {1: "shape"},
+               "ExpandDims": {1: "dim"}, "Transpose": {1: "perm"}, "ConcatV2": {-1: "axis"},
+               "Split": {0: "axis"}}
+
+# The dtypes each op compiles for (default: float32 and float64).
+_TYPES = {**_UNARY_TYPES, **_BINARY_TYPES}
+for _op in ("Cast", "Identity", "Snapshot", "StopGradient", "Const", "Reshape", "ExpandDims", "Squeeze",
+            "Transpose", "ConcatV2", "Split", "ZerosLike", "OnesLike", "Select", "SelectV2"):
+    _TYPES[_op] = NUMERIC + ("bool",)
+for _op in ("Sum", "Prod", "Max", "Min", "AddN"):
+    _TYPES[_op] = NUMERIC
+_TYPES["All"] = _TYPES["Any"] = ("bool",)
+
+
+def compilable(op_type: str, dtypes) -> bool:
+    """True when `op_type` has an emitter and every dtype in `dtypes` is one it compiles for."""
+    if op_type not in EMITTERS:
+        return False
+    ok = _TYPES.get(op_type, FLOATS)
+    return all(d in ok for d in dtypes)
+
+
+# -- whole functions ---------------------------------------------------------------------------
+_HEADER = """# generated by actorflow.scheduler.jit: {what}
+import numba
+import numpy as np
+from actorflow.scheduler.jit import rt as _rt
+
+
+@numba.njit(nogil=True, cache=True, fastmath=False, error_model="numpy")
+def kernel({params}):
+"""
+
+
+def _emit(nodes, name_of, type_of, needed, indent="    ", span=None) -> list:
+    def other(j, node):
+        outs = [name_of(("n", j, o)) for o in range(len(node.dtypes))]
+        return EMITTERS[node.op](Ctx(node, [name_of(r) for r in node.args], [type_of(r) for r in node.args], outs))
+    return emit_block(nodes, name_of, type_of, needed, other, indent, span)
+
+
+def _resolver(spec, input_name):
+    def name_of(ref):
+        return input_name(ref[1]) if ref[0] == "i" else f"n{ref[1]}_{ref[2]}"
+
+    def type_of(ref):
+        if ref[0] == "i":
+            return tuple(spec.inputs[ref[1]])
+        node = spec.nodes[ref[1]]
+        return node.dtypes[ref[2]], node.ranks[ref[2]]
+    return name_of, type_of
+
+
+def cluster_source(spec: ClusterSpec) -> str:
+    """The source of `kernel(*inputs)` computing the cluster's outputs (a tuple when several)."""
+    params = ", ".join(f"a{i}" for i in range(len(spec.inputs)))
+    name_of, type_of = _resolver(spec, lambda k: f"a{k}")
+    lines = [_HEADER.format(what=f"cluster of {len(spec.nodes)} ops", params=params)]
+    lines += _emit(spec.nodes, name_of, type_of, spec.outputs)
+    outs = [name_of(r) for r in spec.outputs]
+    lines.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)},)")
+    return "\n".join(lines) + "\n"
+
+
+def loop_source(spec: LoopSpec) -> str:
+    """The source of `kernel(*inputs)` running a whole while loop: returns the loop variables'
+    final values (a tuple), and the number of iterations run."""
+    n = len(spec.inputs)
+    params = ", ".join(f"a{i}" for i in range(n))
+    name_of, type_of = _resolver(spec, lambda k: f"v{k}" if k < spec.n_vars else f"a{k}")
+    lines = [_HEADER.format(what=f"while loop of {len(spec.nodes)} ops", params=params)]
+    for k in range(spec.n_vars):
+        lines.append(f"    v{k} = a{k}")
+    lines.append("    it = 0")
+    lines.append("    while True:")
+    needed = (spec.cond,) + tuple(spec.nexts)
+    lines += _emit(spec.nodes, name_of, type_of, needed, "        ", range(spec.n_cond))
+    lines.append(f"        if not {name_of(spec.cond)}:")
+    lines.append("            break")
+    lines += _emit(spec.nodes, name_of, type_of, needed, "        ", range(spec.n_cond, len(spec.nodes)))
+    nexts = [name_of(r) for r in spec.nexts]
+    for k, x in enumerate(nexts):
+        # a loop variable keeps one numba type: C-contiguous arrays (views become copies)
+        rank = spec.inputs[k][1]
+        lines.append(f"        t{k} = np.ascontiguousarray({x})" if rank else
+                     f"        t{k} = {dt(spec.inputs[k][0])}({x})")
+    for k in range(len(nexts)):
+        lines.append(f"        v{k} = t{k}")
+    lines.append("        it += 1")
+    lines.append(f"    return ({''.join(f'v{k}, ' for k in range(spec.n_vars))}), it")
+    return "\n".join(lines) + "\n"

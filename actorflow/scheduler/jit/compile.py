@@ -1,0 +1,188 @@
+"""Compiling generated source, caching it on disk, and the kernels that run the result.
+
+The source of a spec is written once to ``<cache dir>/afjit_<sha>.py`` (the hash of the source,
+numba's and numpy's versions) and imported from there, so numba's ``cache=True`` finds the
+machine code of an earlier process beside it (numba keys its index by the file's path and
+modification time: the file is never rewritten). The cache dir is ``$AF_JIT_CACHE_DIR``, or
+``~/.cache/actorflow/jit``.
+
+Compiling never runs on the event loop: a `JitKernel` is built by the session's thread when it
+prepares a plan. In ``wait`` mode (the default) it compiles there, for C-contiguous arguments of
+the spec's dtypes and ranks, before the first step; in ``async`` mode (``AF_JIT_COMPILE=async``,
+or `JitKernel(..., mode="async")`) a compile thread does it and the kernel runs the interpreted
+ops meanwhile. Arguments of another layout (a transposed view, a read-only buffer) get a
+specialization of their own on first use, which numba also caches.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import importlib.util
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+
+import numba
+import numpy as np
+
+__all__ = ["load_source", "cache_dir", "JitKernel", "compile_stats"]
+
+log = logging.getLogger(__name__)
+
+_LOCK = threading.Lock()
+_MODULES: dict = {}                 # source hash -> the kernel dispatcher
+_COMPILER = None                    # the compile thread of async mode (one: numba holds the GIL)
+# what compiling cost this process: kernels compiled, wall seconds, CPU seconds of the compiling
+# thread (on a shared machine the CPU time is the figure that does not depend on the load)
+compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0}
+
+
+def cache_dir() -> str:
+    d = os.environ.get("AF_JIT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "actorflow", "jit")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def load_source(source: str):
+    """The numba dispatcher `kernel` defined by `source`, imported from its file in the cache dir."""
+    h = hashlib.sha256(f"{numba.__version__}|{np.__version__}|{source}".encode()).hexdigest()[:24]
+    with _LOCK:
+        fn = _MODULES.get(h)
+        if fn is not None:
+            return fn
+        d = cache_dir()
+        name = f"afjit_{h}"
+        path = os.path.join(d, name + ".py")
+        if not os.path.exists(path):
+            fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                f.write(source)
+            os.replace(tmp, path)       # atomic: a concurrent process sees all of it or none
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        fn = _MODULES[h] = mod.kernel
+        return fn
+
+
+def _numba_type(dtype: str, rank: int):
+    t = numba.from_dtype(np.dtype(dtype))
+    return t if rank == 0 else numba.types.Array(t, rank, "C")
+
+
+def _compiler():
+    global _COMPILER
+    with _LOCK:
+        if _COMPILER is None:
+            _COMPILER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="af-jit")
+        return _COMPILER
+
+
+class JitKernel:
+    """A compiled cluster or loop as a kernel: ``fn(*inputs) -> output or tuple``.
+
+    `inputs`: (dtype, rank) per argument; `outputs`: (dtype, rank) per result; `fallback`: the
+    interpreted ops (a callable with the same signature) for async mode until compiled, and for
+    values the compiled code does not accept. `loop`: the function returns (values, iterations).
+    """
+
+    def __init__(self, source: str, inputs, outputs, fallback, mode: str | None = None, what: str = "",
+                 loop: bool = False, max_iterations=None):
+        self.source = source
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self.fallback = fallback
+        self.what = what
+        self.loop = loop
+        self.scalar_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r == 0)
+        self.copy_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0) if loop else ()
+        self.scalar_out = tuple(np.dtype(d).type if r == 0 else None for d, r in self.outputs)
+        # Array arguments of another layout than the eager signature's (C-contiguous, writable):
+        # their specialization compiles on the compile thread while the interpreted ops run.
+        self.array_in = () if loop else tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0)
+        self._ready_keys = {tuple((True, True) for _ in self.array_in)}
+        self._pending: set = set()
+        self.fn = None
+        self.compile_seconds = None
+        self.error = None
+        mode = mode or os.environ.get("AF_JIT_COMPILE", "wait")
+        if mode not in ("wait", "async"):
+            raise ValueError(f"JIT compile mode must be 'wait' or 'async', got {mode!r}")
+        if mode == "wait":
+            self._compile()
+        else:
+            self._future = _compiler().submit(self._compile)
+
+    def _compile(self):
+        t0 = time.perf_counter()
+        c0 = time.thread_time()
+        try:
+            disp = load_source(self.source)
+            sig = tuple(_numba_type(d, r) for d, r in self.inputs)
+            disp.compile(sig)
+        except Exception as e:  # noqa: BLE001 - a cluster numba cannot compile runs interpreted
+            log.warning("JIT: cannot compile %s (%s: %s); it runs interpreted", self.what, type(e).__name__, e)
+            self.error = e
+            return
+        self.compile_seconds = time.perf_counter() - t0
+        with _LOCK:
+            compile_stats["compiled"] += 1
+            compile_stats["seconds"] += self.compile_seconds
+            compile_stats["cpu_seconds"] += time.thread_time() - c0
+        self.fn = disp
+
+    def __call__(self, *args):
+        fn = self.fn
+        if fn is None:
+            return self.fallback(*args)
+        if self.array_in:
+            key = tuple((args[i].flags.c_contiguous, args[i].flags.writeable) for i in self.array_in)
+            if key not in self._ready_keys:
+                self._specialize(key, args)
+                return self.fallback(*args)
+        try:
+            return self._run(fn, args)
+        except Exception:  # noqa: BLE001 - bad values: the interpreted ops raise the error naming the op
+            return self.fallback(*args)
+
+    def _specialize(self, key, args) -> None:
+        """Compiles (on the compile thread, never the caller's) for the layout of `args`."""
+        with _LOCK:
+            if key in self._pending:
+                return
+            self._pending.add(key)
+        types = tuple(numba.typeof(a[()] if i in self.scalar_in else a) for i, a in enumerate(args))
+
+        def work():
+            try:
+                self.fn.compile(types)
+            except Exception as e:  # noqa: BLE001 - that layout keeps running interpreted
+                log.warning("JIT: cannot compile %s for %s: %s", self.what, types, e)
+                return
+            self._ready_keys = self._ready_keys | {key}
+        _compiler().submit(work)
+
+    def _run(self, fn, args):
+        if self.scalar_in:
+            args = list(args)
+            for i in self.scalar_in:
+                args[i] = args[i][()]
+        if self.copy_in:
+            if not self.scalar_in:
+                args = list(args)
+            for i in self.copy_in:      # a loop variable is updated in place: never a caller's buffer
+                args[i] = np.array(args[i], order="C")
+        out = fn(*args)
+        so = self.scalar_out
+        if self.loop:
+            out = out[0]                # (the loop variables, the iteration count)
+            if len(so) == 1:
+                out = out[0]
+        if len(so) == 1:
+            t = so[0]
+            return out if t is None else t(out)
+        return tuple(v if t is None else t(v) for v, t in zip(out, so))

@@ -1,0 +1,57 @@
+"""The ops the JIT pass puts in a plan, ``_JitCluster`` and ``_JitLoop``, and their CPU kernel.
+
+Both are plan-internal: the JIT pass creates them (never a user's graph), with the spec to
+compile and the interpreted form of the ops they replace as attributes.
+"""
+from __future__ import annotations
+
+from actorflow.graph.op_def import InferenceError, define_op, get_op_def
+from actorflow.kernels.registry import register_kernel
+from actorflow.scheduler.jit.codegen import cluster_source, loop_source
+from actorflow.scheduler.jit.compile import JitKernel
+from actorflow.scheduler.jit.spec import LoopSpec
+
+__all__ = ["JIT_CLUSTER", "JIT_LOOP"]
+
+JIT_CLUSTER = "_JitCluster"
+JIT_LOOP = "_JitLoop"
+
+
+def _no_infer(inputs, attrs):
+    raise InferenceError("_JitCluster and _JitLoop ops are made by the JIT pass, not built in a graph")
+
+
+for _name in (JIT_CLUSTER, JIT_LOOP):
+    try:
+        get_op_def(_name)
+    except LookupError:
+        define_op(_name, _no_infer, internal=True)
+
+
+def _cost(*inputs):
+    return 4 * sum(getattr(x, "size", 1) for x in inputs)
+
+
+def make_kernel(attrs: dict) -> JitKernel:
+    """The compiled form of a `_JitCluster`/`_JitLoop` op's spec (compiled now, or on the compile
+    thread in async mode)."""
+    spec = attrs["spec"]
+    loop = isinstance(spec, LoopSpec)
+    source = loop_source(spec) if loop else cluster_source(spec)
+    if loop:
+        outputs = tuple(spec.inputs[:spec.n_vars])
+    else:
+        outputs = tuple(_ref_type(spec, r) for r in spec.outputs)
+    return JitKernel(source, spec.inputs, outputs, attrs["interpreted"], attrs.get("mode"), attrs.get("what", ""),
+                     loop=loop)
+
+
+def _ref_type(spec, ref):
+    if ref[0] == "i":
+        return tuple(spec.inputs[ref[1]])
+    node = spec.nodes[ref[1]]
+    return node.dtypes[ref[2]], node.ranks[ref[2]]
+
+
+register_kernel(JIT_CLUSTER, "CPU", cost=_cost)(make_kernel)
+register_kernel(JIT_LOOP, "CPU")(make_kernel)

@@ -1,0 +1,50 @@
+"""What the JIT compiles: a cluster of ops, or a whole while loop, described by structure only.
+
+A `ClusterSpec` or `LoopSpec` is a frozen, hashable description: op types, the attributes that
+change the generated code, dtypes and ranks. Values (of inputs, and of constants that are not
+scalars) are not part of it, so one compiled function serves every step and every graph with the
+same structure; the on-disk cache is keyed by the generated source, which the spec determines.
+
+References inside a spec (`args`, `outputs`, `cond`, `nexts`):
+- ``("i", k)``: input k of the compiled function;
+- ``("n", j, o)``: output o of node j (nodes are in topological order).
+In a loop, inputs ``0 .. n_vars-1`` are the loop variables (their value in the current iteration)
+and the rest are loop invariants.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Node", "ClusterSpec", "LoopSpec"]
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    op: str             # the op type
+    attrs: tuple        # sorted ((name, hashable value), ...): what the emitter needs
+    args: tuple         # references to the node's inputs
+    dtypes: tuple       # numpy dtype name per output
+    ranks: tuple        # rank per output
+
+    def attr(self, name, default=None):
+        for k, v in self.attrs:
+            if k == name:
+                return v
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    inputs: tuple       # ((dtype name, rank), ...) of the function's arguments
+    nodes: tuple        # Node, topological
+    outputs: tuple      # references: what the function returns, in order
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSpec:
+    inputs: tuple       # ((dtype name, rank), ...): loop variables first, then invariants
+    n_vars: int
+    nodes: tuple        # cond nodes first (n_cond of them), then body nodes
+    n_cond: int
+    cond: tuple         # reference to the boolean scalar that keeps the loop going
+    nexts: tuple        # per loop variable: reference to its value in the next iteration

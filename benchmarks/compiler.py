@@ -1,0 +1,336 @@
+"""The graph optimizer and the numba JIT (issue 18) against TensorFlow 1.x's C++ executor.
+
+Prints, in one run, for each workload: actorflow with the optimizer and JIT off, actorflow with
+both on (the default passes plus ``global_jit_level=ON_1``), actorflow with the JIT on but the
+arithmetic optimizer off ("jit only": no constant-chain collapse, so the chain is one compiled
+1,000-op function), and TensorFlow 2.21 ``tf.compat.v1`` (grappler on, its default):
+
+- chain: 1,000 dependent scalar ``y = y + 1.0`` from a fed placeholder; per op = step / 1,000;
+- while: ``while_loop`` of 100,000 iterations ``(i + 1, x + 1.0)``; per iteration;
+- lstm: 10,000 steps of an LSTM cell of width 32 (input 32) in a ``while_loop``; per step;
+- mlp: 784-1024-1024-10 ReLU MLP, batch 256, one SGD step (forward, backward, update);
+- convnet: LeNet-like (conv 5x5x32, pool, conv 5x5x64, pool, dense 1024, dense 10), batch 64;
+- compile time per signature: the first step minus the steady step, with an empty JIT cache
+  ("cold", the first round's process) and in a later process reusing it ("warm").
+
+Every contender runs in its own process (numpy/BLAS and TF's thread pools never compete in one
+process); processes alternate in rounds (the order rotates), and each figure is the minimum over
+rounds (the machine is shared). Ratios are against TF's figure of the same run.
+
+Targets (issue 18): chain <= 0.5x TF per op; while <= 0.5x TF per iteration; lstm <= 1.0x TF;
+mlp <= 0.95x TF; convnet <= 1.1x TF; a first step that compiles <= 3 s, and <= 0.3 s reusing the
+cache in a second process.
+
+Run: python benchmarks/compiler.py [--rounds 3] [--tf-python /work/tfvenv/bin/python]
+     [--only chain,while,lstm,mlp,convnet]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+WORKLOADS = ("chain", "while", "lstm", "mlp", "convnet")
+CHAIN, ITERS, LSTM_STEPS, WIDTH = 1000, 100_000, 10_000, 32
+CONTENDERS = ("af-off", "af-on", "af-jit-only", "tf")
+
+
+# -- the workloads, written once against the TF-1.x API (actorflow or tf.compat.v1) ------------------
+def _session(lib, contender):
+    if contender == "tf":
+        cfg = lib.ConfigProto(intra_op_parallelism_threads=2, inter_op_parallelism_threads=2)
+        return lambda g: lib.Session(graph=g, config=cfg)
+    RC, OO = lib.RewriterConfig, lib.OptimizerOptions
+    if contender == "af-off":
+        rw = RC(constant_folding=RC.OFF, arithmetic_optimization=RC.OFF, dependency_optimization=RC.OFF)
+        oo = OO(global_jit_level=OO.OFF)
+    elif contender == "af-on":
+        rw, oo = RC(), OO(global_jit_level=OO.ON_1)
+    else:
+        rw, oo = RC(arithmetic_optimization=RC.OFF), OO(global_jit_level=OO.ON_1)
+    cfg = lib.ConfigProto(graph_options=lib.GraphOptions(rewrite_options=rw, optimizer_options=oo))
+    return lambda g: lib.Session(graph=g, config=cfg)
+
+
+def _timed(fn, reps):
+    t0 = time.perf_counter()
+    fn()
+    first = time.perf_counter() - t0
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return first, best
+
+
+def _chain(lib, sess_of):
+    g = lib.Graph()
+    with g.as_default():
+        x = lib.placeholder(lib.float32, [], name="x")
+        y = x
+        for _ in range(CHAIN):
+            y = y + 1.0
+    s = sess_of(g)
+    feed = {x: np.float32(1.0)}
+    t0 = time.perf_counter()
+    assert float(s.run(y, feed)) == 1001.0
+    first = time.perf_counter() - t0
+
+    def block():
+        for _ in range(50):
+            s.run(y, feed)
+    g2 = lib.Graph()
+    with g2.as_default():
+        x2 = lib.placeholder(lib.float32, [], name="x")
+        y2 = x2 + 1.0
+    s2 = sess_of(g2)
+    _, best = _timed(block, 7)
+    feed2 = {x2: np.float32(1.0)}
+    s2.run(y2, feed2)
+
+    def null_block():
+        for _ in range(50):
+            s2.run(y2, feed2)
+    _, null = _timed(null_block, 7)
+    return {"first": first, "steady": best / 50, "null": null / 50}
+
+
+def _first_and_steady(build_and_run, reps):
+    t0 = time.perf_counter()
+    run = build_and_run()
+    first = time.perf_counter() - t0
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - t0)
+    return {"first": first, "steady": best}
+
+
+def _while(lib, sess_of):
+    def build():
+        g = lib.Graph()
+        with g.as_default():
+            x = lib.placeholder(lib.float32, [], name="x")
+            _, v = lib.while_loop(lambda i, v: i < ITERS, lambda i, v: (i + 1, v + 1.0), [lib.constant(0), x])
+        s = sess_of(g)
+
+        def run():
+            assert float(s.run(v, {x: np.float32(0.0)})) == float(ITERS)
+        run()
+        return run
+    return _first_and_steady(build, 3)
+
+
+def _lstm(lib, sess_of):
+    rng = np.random.default_rng(0)
+    w_val = (rng.standard_normal((2 * WIDTH, 4 * WIDTH)) * 0.1).astype(np.float32)
+    x_val = rng.standard_normal((1, WIDTH)).astype(np.float32)
+
+    def build():
+        g = lib.Graph()
+        with g.as_default():
+            w = lib.constant(w_val)
+            b = lib.constant(np.zeros(4 * WIDTH, np.float32))
+            x = lib.placeholder(lib.float32, [1, WIDTH], name="x")
+
+            def body(t, h, c):
+                z = lib.nn.bias_add(lib.matmul(lib.concat([x, h], 1), w), b)
+                i, j, f, o = lib.split(z, 4, axis=1)
+                c = c * lib.sigmoid(f + 1.0) + lib.sigmoid(i) * lib.tanh(j)
+                h = lib.tanh(c) * lib.sigmoid(o)
+                return t + 1, h, c
+            zero = lib.zeros([1, WIDTH])
+            _, h, _ = lib.while_loop(lambda t, h, c: t < LSTM_STEPS, body, [lib.constant(0), zero, zero])
+        s = sess_of(g)
+
+        def run():
+            return s.run(h, {x: x_val})
+        run()
+        return run
+    return _first_and_steady(build, 3)
+
+
+def _train(lib, sess_of, model, contender):
+    sys.path.insert(0, HERE)
+    import train_step as ts
+    prob = ts.make_problem(model)
+    if contender == "tf":
+        def build():
+            step, _ = ts.tf_step(model, prob)
+            step()
+            return step
+        return _first_and_steady(build, 10 if model == "mlp" else 6)
+
+    def build():
+        af = lib
+        g = af.Graph()
+        with g.as_default():
+            def init(name):
+                return af.constant_initializer(prob[name])
+            if model == "mlp":
+                x = af.placeholder(af.float32, [None, ts.MLP_SIZES[0]], name="x")
+                h = x
+                n = len(ts.MLP_SIZES) - 1
+                for i in range(n):
+                    h = af.layers.dense(h, ts.MLP_SIZES[i + 1], activation=af.nn.relu if i < n - 1 else None,
+                                        kernel_initializer=init(f"w{i}"), bias_initializer=init(f"b{i}"))
+                logits = h
+            else:
+                x = af.placeholder(af.float32, [None, 28, 28, 1], name="x")
+                h = x
+                for i, filters in enumerate((32, 64)):
+                    h = af.layers.conv2d(h, filters, 5, padding="same", activation=af.nn.relu,
+                                         kernel_initializer=init(f"c{i}"), bias_initializer=init(f"cb{i}"))
+                    h = af.layers.max_pooling2d(h, 2, 2)
+                h = af.layers.dense(af.layers.flatten(h), 1024, activation=af.nn.relu,
+                                    kernel_initializer=init("w0"), bias_initializer=init("b0"))
+                logits = af.layers.dense(h, 10, kernel_initializer=init("w1"), bias_initializer=init("b1"))
+            y = af.placeholder(af.int64, [None], name="y")
+            loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+            train = af.train.GradientDescentOptimizer(ts.LEARNING_RATE).minimize(loss)
+            initializer = af.global_variables_initializer()
+        s = sess_of(g)
+        s.run(initializer)
+        feed = {x: prob["x"], y: prob["y"]}
+
+        def step():
+            return float(s.run([train, loss], feed)[1])
+        step()
+        return step
+    return _first_and_steady(build, 10 if model == "mlp" else 6)
+
+
+def worker(contender: str, only) -> None:
+    if contender == "tf":
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        import tensorflow.compat.v1 as lib
+        lib.disable_v2_behavior()
+    else:
+        import actorflow as lib
+    sess_of = _session(lib, contender)
+    out = {}
+    stats = None
+    if contender != "tf":
+        from actorflow.scheduler.jit.compile import compile_stats as stats
+    for w in only:
+        before = dict(stats) if stats is not None else None
+        if w == "chain":
+            out[w] = _chain(lib, sess_of)
+        elif w == "while":
+            out[w] = _while(lib, sess_of)
+        elif w == "lstm":
+            out[w] = _lstm(lib, sess_of)
+        else:
+            out[w] = _train(lib, sess_of, w, contender)
+        if stats is not None:
+            out[w]["compile_cpu"] = stats["cpu_seconds"] - before["cpu_seconds"]
+            out[w]["compiled"] = stats["compiled"] - before["compiled"]
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+# -- the driver -------------------------------------------------------------------------------------------
+def _run_worker(contender, only, tf_python, cache_dir, env_extra=None):
+    py = tf_python if contender == "tf" else sys.executable
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               AF_JIT_CACHE_DIR=cache_dir, TF_CPP_MIN_LOG_LEVEL="3", **(env_extra or {}))
+    r = subprocess.run([py, os.path.abspath(__file__), "--worker", contender, "--only", ",".join(only)],
+                       env=env, capture_output=True, text=True, timeout=3600)
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise RuntimeError(f"{contender} worker failed (rc {r.returncode}):\n{r.stderr[-3000:]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--tf-python", default=os.environ.get("AF_BENCH_TF_PYTHON", "/work/tfvenv/bin/python"))
+    ap.add_argument("--only", default=",".join(WORKLOADS))
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    only = [w for w in args.only.split(",") if w]
+    if args.worker:
+        worker(args.worker, only)
+        return
+    contenders = [c for c in CONTENDERS if c != "tf" or os.path.exists(args.tf_python)]
+    cache = tempfile.mkdtemp(prefix="afjit_bench_")
+    results: dict = {c: [] for c in contenders}
+    try:
+        for r in range(max(1, args.rounds)):
+            order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
+            if r == 0:      # the JIT's first process sees an empty cache: "cold" compile times
+                order = [c for c in order if c != "af-on"]
+                order.insert(0, "af-on")
+            for c in order:
+                t0 = time.perf_counter()
+                results[c].append(_run_worker(c, only, args.tf_python, cache))
+                print(f"  round {r + 1}: {c} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        # compile on the compile thread, the first steps running the interpreted ops meanwhile
+        fresh = tempfile.mkdtemp(prefix="afjit_bench_async_")
+        try:
+            extra = {"async": _run_worker("af-on", only, args.tf_python, fresh, {"AF_JIT_COMPILE": "async"})}
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    report(results, only, extra)
+
+
+def _best(runs, w, key, skip_first=False):
+    vals = [run[w][key] for run in (runs[1:] if skip_first else runs) if w in run]
+    return min(vals) if vals else float("nan")
+
+
+def report(results, only, results_extra=None) -> None:
+    results_extra = results_extra or {}
+    per = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
+           "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
+    targets = {"chain": 0.5, "while": 0.5, "lstm": 1.0, "mlp": 0.95, "convnet": 1.1}
+    has_tf = "tf" in results
+    print(f"{'workload':10s} {'unit':8s} " + " ".join(f"{c:>12s}" for c in results)
+          + ("   " + " ".join(f"{c + '/tf':>15s}" for c in results if c != "tf") + "  target" if has_tf else ""))
+    for w in only:
+        n, unit = per[w]
+        scale = 1e6 / n if unit.startswith("us") else 1e3
+        vals = {c: _best(runs, w, "steady") * scale for c, runs in results.items()}
+        line = f"{w:10s} {unit:8s} " + " ".join(f"{vals[c]:12.3f}" for c in results)
+        if has_tf:
+            line += "   " + " ".join(f"{vals[c] / vals['tf']:15.2f}" for c in results if c != "tf")
+            line += f"  <= {targets[w]}"
+        print(line)
+    if "chain" in only:
+        print("\nscalar null step (one fed add), us: " + ", ".join(
+            f"{c} {_best(runs, 'chain', 'null') * 1e6:.1f}" for c, runs in results.items()))
+    print("\nfirst step - steady step, s (compile time per signature; af-on round 1 had an empty JIT cache):")
+    print(f"{'workload':10s} " + " ".join(f"{c:>12s}" for c in results) + f" {'af-on cold':>12s} {'af-on warm':>12s}")
+    for w in only:
+        row = {c: _best(runs, w, "first") - _best(runs, w, "steady") for c, runs in results.items()}
+        on = results.get("af-on", [])
+        cold = on[0][w]["first"] - on[0][w]["steady"] if on else float("nan")
+        warm = min((r[w]["first"] - r[w]["steady"] for r in on[1:]), default=float("nan"))
+        print(f"{w:10s} " + " ".join(f"{row[c]:12.3f}" for c in results) + f" {cold:12.3f} {warm:12.3f}")
+    if results.get("af-on"):
+        on = results["af-on"]
+        print("\naf-on, CPU seconds spent compiling (the machine is shared: wall time above includes waiting for"
+              " a core): " + ", ".join(f"{w} cold {on[0][w].get('compile_cpu', 0):.2f} ({on[0][w].get('compiled', 0)} "
+                                       f"kernels), warm {min(r[w].get('compile_cpu', 0) for r in on[1:]) if len(on) > 1 else float('nan'):.2f}"
+                                       for w in only))
+    if "async" in results_extra:
+        a = results_extra["async"]
+        print("af-on with AF_JIT_COMPILE=async, empty cache, first step - steady step, s: " + ", ".join(
+            f"{w} {a[w]['first'] - a[w]['steady']:.3f}" for w in only))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,382 @@
+"""The numba JIT (actorflow/scheduler/jit): clusters of element-wise ops and whole while loops
+compiled into one function each, compared with the interpreted graph (JIT off): bit for bit for
+arithmetic numba and numpy do in the same order, to float tolerance where the math library or a
+reduction's summation order differs. Hypothesis draws random element-wise graphs and loop bodies."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import actorflow as af
+from actorflow.scheduler.jit import jit_pass
+from actorflow.scheduler.jit.compile import JitKernel
+from actorflow.scheduler.jit.kernel import make_kernel
+from actorflow.scheduler.plan import make_plan
+
+OO = af.OptimizerOptions
+RC = af.RewriterConfig
+
+
+def _config(jit: bool):
+    # the grappler passes off: these tests compare the compiled ops with the same ops interpreted
+    return af.ConfigProto(graph_options=af.GraphOptions(
+        optimizer_options=OO(global_jit_level=OO.ON_1 if jit else OO.OFF),
+        rewrite_options=RC(constant_folding=RC.OFF, arithmetic_optimization=RC.OFF)))
+
+
+def _both(g, fetches, feed):
+    with af.Session(graph=g, config=_config(True)) as s:
+        on = s.run(fetches, feed)
+    with af.Session(graph=g, config=_config(False)) as s:
+        off = s.run(fetches, feed)
+    return on, off
+
+
+def _types(plan):
+    return [op.type for op in plan.ops if op.type != "Const"]
+
+
+# -- random element-wise graphs ----------------------------------------------------------------
+EXACT_UNARY = {"neg": lambda x: -x, "abs": af.abs, "square": af.square, "relu": af.nn.relu,
+               "floor": af.floor, "ceil": af.ceil, "sqrt": lambda x: af.sqrt(af.abs(x))}
+EXACT_BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+                "div": lambda a, b: a / (af.abs(b) + 1.0), "max": af.maximum, "min": af.minimum,
+                "sqdiff": af.squared_difference,
+                "where": lambda a, b: af.where(a > b, a, b * 2.0)}
+INEXACT_UNARY = {"exp": lambda x: af.exp(af.minimum(x, 10.0)), "tanh": af.tanh, "sigmoid": af.sigmoid,
+                 "log": lambda x: af.log(af.abs(x) + 1.0)}
+SHAPES = [(), (3,), (2, 3), (1, 3), (2, 1)]
+
+
+@st.composite
+def elementwise_graphs(draw, exact):
+    unary = dict(EXACT_UNARY, **({} if exact else INEXACT_UNARY))
+    n_in = draw(st.integers(1, 3))
+    shapes = [draw(st.sampled_from(SHAPES)) for _ in range(n_in)]
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    steps = []
+    for _ in range(draw(st.integers(2, 9))):
+        if draw(st.booleans()):
+            steps.append(("u", draw(st.sampled_from(sorted(unary))), draw(st.integers(0, 100))))
+        else:
+            steps.append(("b", draw(st.sampled_from(sorted(EXACT_BINARY))), draw(st.integers(0, 100)),
+                          draw(st.integers(0, 100))))
+    seed = draw(st.integers(0, 2 ** 16))
+    return shapes, dtype, steps, seed, unary
+
+
+def _build(shapes, dtype, steps, unary):
+    g = af.Graph()
+    with g.as_default():
+        dt = af.as_dtype(dtype)
+        xs = [af.placeholder(dt, s, name=f"x{i}") for i, s in enumerate(shapes)]
+        vals = list(xs)
+        for st_ in steps:
+            if st_[0] == "u":
+                vals.append(unary[st_[1]](vals[st_[2] % len(vals)]))
+            else:
+                vals.append(EXACT_BINARY[st_[1]](vals[st_[2] % len(vals)], vals[st_[3] % len(vals)]))
+        out = vals[-1] + vals[len(xs)]          # uses the first op's output twice: a DAG, not a chain
+    return g, xs, out
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(elementwise_graphs(exact=True))
+def test_random_elementwise_graphs_bit_for_bit(case):
+    shapes, dtype, steps, seed, unary = case
+    g, xs, out = _build(shapes, dtype, steps, unary)
+    plan = make_plan(g, xs, [out], [])
+    assert "_JitCluster" in _types(jit_pass(plan))
+    rng = np.random.default_rng(seed)
+    feed = {x: rng.standard_normal(s).astype(dtype) for x, s in zip(xs, shapes)}
+    on, off = _both(g, out, feed)
+    on, off = np.asarray(on), np.asarray(off)
+    assert on.dtype == off.dtype and on.shape == off.shape
+    np.testing.assert_array_equal(on, off)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(elementwise_graphs(exact=False))
+def test_random_elementwise_graphs_with_transcendentals(case):
+    shapes, dtype, steps, seed, unary = case
+    g, xs, out = _build(shapes, dtype, steps, unary)
+    rng = np.random.default_rng(seed)
+    feed = {x: rng.standard_normal(s).astype(dtype) for x, s in zip(xs, shapes)}
+    on, off = _both(g, out, feed)
+    assert np.asarray(on).dtype == np.asarray(off).dtype
+    np.testing.assert_allclose(on, off, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+
+
+# -- random loop bodies ------------------------------------------------------------------------
+@st.composite
+def loop_bodies(draw):
+    ops = [draw(st.sampled_from(["add", "mul", "max", "relu_sub", "where", "div"])) for _ in range(draw(st.integers(1, 5)))]
+    consts = [draw(st.sampled_from([0.5, 1.0, 1.5, -0.25, 2.0])) for _ in ops]
+    n = draw(st.integers(0, 30))
+    width = draw(st.sampled_from([(), (4,), (2, 3)]))
+    return ops, consts, n, width
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(loop_bodies())
+def test_random_loop_bodies_compile_to_one_function(case):
+    ops, consts, n, width = case
+    g = af.Graph()
+    with g.as_default():
+        limit = af.placeholder(af.int32, [], name="n")
+        x0 = af.placeholder(af.float32, width, name="x0")
+        s0 = af.placeholder(af.float32, [], name="s0")
+
+        def body(i, x, s):
+            for op, c in zip(ops, consts):
+                if op == "add":
+                    x = x + c
+                elif op == "mul":
+                    x = x * c
+                elif op == "max":
+                    x = af.maximum(x, s)
+                elif op == "relu_sub":
+                    x = af.nn.relu(x - c)
+                elif op == "where":
+                    x = af.where(x > c, x * 0.5, x + s)
+                else:
+                    x = x / (af.abs(s) + c * c + 1.0)
+            return i + 1, x, s * 0.5 + 1.0
+        i, x, s = af.while_loop(lambda i, x, s: i < limit, body, [af.constant(0), x0, s0])
+    plan = make_plan(g, [limit, x0, s0], [i, x, s], [])
+    jitted = jit_pass(plan)
+    assert _types(jitted) == ["_JitLoop"], _types(jitted)
+    rng = np.random.default_rng(n)
+    feed = {limit: n, x0: rng.standard_normal(width).astype(np.float32), s0: np.float32(0.3)}
+    on, off = _both(g, [i, x, s], feed)
+    for a, b in zip(on, off):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+
+
+def test_loop_with_maximum_iterations_and_shape_invariants():
+    g = af.Graph()
+    with g.as_default():
+        v0 = af.placeholder(af.float32, [None], name="v0")
+
+        def body(i, v):
+            return i + 1, af.concat([v, af.reduce_sum(v, keepdims=True) * 0.5], 0)
+        i, v = af.while_loop(lambda i, v: i < 100, body, [af.constant(0), v0],
+                             shape_invariants=[af.TensorShape([]), af.TensorShape([None])], maximum_iterations=6)
+    plan = make_plan(g, [v0], [i, v], [])
+    assert _types(jit_pass(plan)) == ["_JitLoop"]
+    on, off = _both(g, [i, v], {v0: np.array([1.0, 2.0], np.float32)})
+    assert on[0] == off[0] == 6 and on[1].shape == (8,)
+    np.testing.assert_allclose(on[1], off[1], rtol=1e-6)
+
+
+def test_lstm_cell_loop_compiles():
+    rng = np.random.default_rng(0)
+    g = af.Graph()
+    with g.as_default():
+        n = af.placeholder(af.int32, [], name="n")
+        w = af.constant(rng.standard_normal((64, 128)).astype(np.float32) * 0.1)
+        b = af.constant(np.zeros(128, np.float32))
+        x = af.constant(rng.standard_normal((1, 32)).astype(np.float32))
+
+        def body(t, h, c):
+            z = af.nn.bias_add(af.matmul(af.concat([x, h], 1), w), b)
+            i, j, f, o = af.split(z, 4, axis=1)
+            c = c * af.sigmoid(f + 1.0) + af.sigmoid(i) * af.tanh(j)
+            h = af.tanh(c) * af.sigmoid(o)
+            return t + 1, h, c
+        zero = af.zeros([1, 32])
+        _, h, c = af.while_loop(lambda t, h, c: t < n, body, [af.constant(0), zero, zero])
+    plan = make_plan(g, [n], [h, c], [])
+    assert _types(jit_pass(plan)).count("_JitLoop") == 1
+    on, off = _both(g, [h, c], {n: 50})
+    np.testing.assert_allclose(on[0], off[0], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(on[1], off[1], rtol=1e-4, atol=1e-6)
+
+
+def test_loops_with_state_or_gradients_stay_on_the_runtime():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [], name="x")
+        v = af.Variable(0.0, name="v")
+        _, y = af.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * x), [0, af.constant(1.0)])
+        _, z = af.while_loop(lambda i, z: i < 3, lambda i, z: (i + 1, z + af.random_uniform([])), [0, 0.0])
+        dy = af.gradients(y, x)[0]
+        with af.control_dependencies([af.assign_add(v, 1.0)]):
+            w = af.identity(y)
+        init = af.global_variables_initializer()
+    plan = make_plan(g, [x], [dy, z, w], [])
+    assert "_JitLoop" not in _types(jit_pass(plan))
+    with af.Session(graph=g, config=_config(True)) as s:
+        s.run(init)
+        got = s.run([y, dy, w], {x: 2.0})
+    assert got[0] == 8.0 and got[1] == 12.0 and got[2] == 8.0
+
+
+# -- clusters of the training ops -------------------------------------------------------------
+def test_softmax_cross_entropy_and_gradients_cluster():
+    rng = np.random.default_rng(1)
+    g = af.Graph()
+    with g.as_default():
+        logits = af.placeholder(af.float32, [8, 5], name="logits")
+        labels = af.placeholder(af.float32, [8, 5], name="labels")
+        h = af.nn.relu(logits * 2.0 - 0.5)
+        loss = af.reduce_mean(af.nn.softmax_cross_entropy_with_logits(labels=labels, logits=h))
+        grad = af.gradients(loss, logits)[0]
+        sm = af.nn.softmax(h) + af.reduce_max(h, axis=1, keepdims=True)
+    plan = make_plan(g, [logits, labels], [loss, grad, sm], [])
+    assert "_JitCluster" in _types(jit_pass(plan))
+    lab = np.eye(5, dtype=np.float32)[rng.integers(0, 5, 8)]
+    feed = {logits: rng.standard_normal((8, 5)).astype(np.float32), labels: lab}
+    on, off = _both(g, [loss, grad, sm], feed)
+    for a, b in zip(on, off):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_mlp_training_step_with_jit_matches():
+    rng = np.random.default_rng(2)
+    xs = rng.standard_normal((16, 12)).astype(np.float32)
+    ys = rng.integers(0, 3, 16)
+    results = []
+    for jit in (True, False):
+        g = af.Graph()
+        with g.as_default():
+            af.set_random_seed(3)
+            x = af.placeholder(af.float32, [None, 12])
+            y = af.placeholder(af.int64, [None])
+            h = af.layers.dense(x, 16, activation=af.nn.relu, kernel_initializer=af.constant_initializer(0.1))
+            logits = af.layers.dense(h, 3, kernel_initializer=af.constant_initializer(-0.05))
+            loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+            step = af.train.GradientDescentOptimizer(0.1).minimize(loss)
+            init = af.global_variables_initializer()
+        with af.Session(graph=g, config=_config(jit)) as s:
+            s.run(init)
+            losses = [s.run([loss, step], {x: xs, y: ys})[0] for _ in range(5)]
+        results.append(losses)
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-5)
+
+
+# -- switches ----------------------------------------------------------------------------------
+def test_jit_scope_marks_only_its_ops_and_level_off_compiles_nothing_else():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+        a = af.exp(x) * 2.0 + 1.0
+        with af.xla.experimental.jit_scope():
+            b = af.tanh(x) * 3.0 - 1.0
+        with af.xla.experimental.jit_scope(compile_ops=False):
+            c = af.sin(x) * 4.0 + 2.0
+        y = a + b + c
+    with af.Session(graph=g, config=_config(False)) as s:
+        got = s.run(y, {x: [0.1, 0.2, 0.3]})
+    plan = make_plan(g, [x], [y], [])
+    scoped = jit_pass(plan, level_on=False)
+    jit_ops = [op for op in scoped.ops if op.type == "_JitCluster"]
+    assert len(jit_ops) == 1 and {n for n, _ in jit_ops[0].attrs["parts"]} == {o.name for o in (b.op, b.op.inputs[0].op, b.op.inputs[0].op.inputs[0].op)}
+    everything = jit_pass(plan, level_on=True)
+    assert not any(n == c.op.name for op in everything.ops if op.type == "_JitCluster" for n, _ in op.attrs["parts"])
+    xv = np.array([0.1, 0.2, 0.3], np.float32)
+    np.testing.assert_allclose(got, np.exp(xv) * 2 + 1 + np.tanh(xv) * 3 - 1 + np.sin(xv) * 4 + 2, rtol=1e-6)
+
+
+def test_errors_inside_a_cluster_name_the_op():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+        y = af.placeholder(af.float32, [None], name="y")
+        z = af.exp(x * 2.0 + y, name="the_exp")
+    with af.Session(graph=g, config=_config(True)) as s:
+        with pytest.raises(af.errors.InvalidArgumentError, match="add"):
+            s.run(z, {x: np.ones(3, np.float32), y: np.ones(4, np.float32)})
+
+
+def test_async_mode_runs_the_interpreted_ops_until_compiled():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float64, [4], name="x")
+        y = af.tanh(x * 1.25 + 0.75) * 0.5
+    plan = jit_pass(make_plan(g, [x], [y], []))
+    (op,) = [o for o in plan.ops if o.type == "_JitCluster"]
+    attrs = dict(op.attrs, mode="async")
+    k = make_kernel(attrs)
+    xv = np.linspace(-1, 1, 4)
+    first = k(xv)                               # compiled or not, the same values
+    k._future.result(timeout=120)
+    assert k.fn is not None and k.error is None
+    np.testing.assert_allclose(first, k(xv), rtol=1e-14)
+    np.testing.assert_allclose(k(xv), np.tanh(xv * 1.25 + 0.75) * 0.5, rtol=1e-14)
+    with pytest.raises(ValueError):
+        JitKernel("", (), (), None, mode="later")
+
+
+def test_the_disk_cache_serves_a_second_process(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np, actorflow as af
+        from actorflow.scheduler.jit.compile import _MODULES
+        cfg = af.ConfigProto(graph_options=af.GraphOptions(optimizer_options=af.OptimizerOptions(global_jit_level=1)))
+        g = af.Graph()
+        with g.as_default():
+            x = af.placeholder(af.float32, [None, 7])
+            y = af.nn.relu(x * 3.0 - 1.0) + af.reduce_sum(x, axis=1, keepdims=True)
+        with af.Session(graph=g, config=cfg) as s:
+            s.run(y, {x: np.ones((2, 7), np.float32)})
+        (fn,) = _MODULES.values()
+        print("hits", sum(fn.stats.cache_hits.values()), "misses", sum(fn.stats.cache_misses.values()))
+    """)
+    env = dict(os.environ, AF_JIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.getcwd())
+    outs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    for o in outs:
+        assert o.returncode == 0, o.stderr[-2000:]
+    assert "hits 0 misses 1" in outs[0].stdout
+    assert "hits 1 misses 0" in outs[1].stdout
+    assert len(list(tmp_path.glob("afjit_*.py"))) == 1
+
+
+def test_nested_loops_compile_where_their_bodies_do():
+    g = af.Graph()
+    with g.as_default():
+        n = af.placeholder(af.int32, [], name="n")
+
+        def outer(i, acc):
+            _, s = af.while_loop(lambda j, s: j < i, lambda j, s: (j + 1, s + af.cast(j, af.float32) * 0.5),
+                                 [0, acc])
+            return i + 1, s
+        _, acc = af.while_loop(lambda i, acc: i < n, outer, [0, af.constant(0.0)])
+    types = _types(jit_pass(make_plan(g, [n], [acc], [])))
+    assert types.count("_JitLoop") == 1 and "Enter" in types       # the inner loop; the outer stays
+    on, off = _both(g, acc, {n: 6})
+    assert on == off == 10.0
+
+
+def test_compile_decorator_marks_a_region():
+    @af.xla.experimental.compile
+    def region(x):
+        return af.tanh(x * 2.0) + 1.0
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [5], name="x")
+        y = region(x) * af.exp(x)
+    plan = make_plan(g, [x], [y], [])
+    (op,) = [o for o in jit_pass(plan, level_on=False).ops if o.type == "_JitCluster"]
+    assert sorted(t for _, t in op.attrs["parts"]) == ["AddV2", "Mul", "Tanh"]
+    on, off = _both(g, y, {x: np.linspace(-1, 1, 5, dtype=np.float32)})
+    np.testing.assert_allclose(on, off, rtol=1e-6)
+
+
+def test_a_fed_constant_stays_an_input_of_the_cluster():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+        k = af.constant(2.0, name="k")
+        y = af.tanh(x * k) + k
+    feed = {x: np.ones(3, np.float32), k: 0.5}
+    on, off = _both(g, y, feed)
+    np.testing.assert_array_equal(on, off)
+    np.testing.assert_allclose(on, np.tanh(0.5) + 0.5, rtol=1e-6)
