@@ -24,7 +24,7 @@ Beside it: base utilities under everything (protos, flags, tf_logging, gfile, ap
 (the CLI's tables and help formatter, shared by the subcommands of serving/ and sim/), and
 checkpoint_format, the file format shared by the Saver and the checkpoint kernels); and graph
 libraries that build ops on a graph and sit between graph and train (layers, losses, metrics, nn,
-rnn, rnn_cell, math, random, strings, initializers, debugging, data, summary). client (the
+rnn, rnn_cell, math, random, strings, initializers, debugging, data, summary, xla). client (the
 timeline) and compat import nothing; distribute re-exports the cluster's resolvers.
 """
 from __future__ import annotations
@@ -64,6 +64,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "debugging": {"graph"},
     "data": {"graph"},
     "losses": {"graph"},
+    "xla": {"graph"},
     "layers": {"graph"},
     "rnn_cell": {"graph"},
     "rnn": {"rnn_cell"},
@@ -77,7 +78,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "distribute": {"cluster"},
     "client": set(),
     "compat": set(),
-    "<root>": {"serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers",
+    "<root>": {"serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
                "metrics", "math", "random", "strings", "initializers", "debugging", "data"},
     "sim": {"<root>", "console"},
     "graphviz": {"<root>", "console"},
