@@ -228,10 +228,10 @@ def main(argv=None):
         results[prog["id"]] = res
         _row(prog, res)
         sys.stdout.flush()
-    if a.json:
-        merged = json.loads(a.json.read_text()) if a.json.exists() else {}
-        merged.update(results)
-        a.json.write_text(json.dumps(merged, indent=1))
+        if a.json:      # after every program, so that an interrupted run keeps what it measured
+            merged = json.loads(a.json.read_text()) if a.json.exists() else {}
+            merged[prog["id"]] = res
+            a.json.write_text(json.dumps(merged, indent=1))
     _summary(progs, results)
     return 0
 
