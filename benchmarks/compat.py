@@ -9,8 +9,15 @@ into this repository: `fetch` reads them with `git show COMMIT:PATH` from a clon
 found as DIR/<owner>+<name>/repo, DIR/<owner>+<name> or DIR/<name>. Each program is ported the same
 way for both libraries (see the corpus file's header), runs in its own process in its own directory,
 and its final figure is read from its output. TensorFlow runs `--seeds` times (its programs are not
-seeded, so the runs differ like seeds do), actorflow once; the table says whether actorflow's figure
-lies within the spread of TensorFlow's runs.
+seeded, so the runs differ like seeds do), actorflow `--af-runs` times; the table says whether actorflow's
+figures lie within the spread of TensorFlow's runs.
+
+Run k of either library seeds Python's and numpy's global generators with k (shims/sitecustomize.py), so
+programs that draw their data with unseeded `np.random` see the same data on both sides, run by run;
+for the programs without library randomness (`kind = "exact-ish"`) run k of actorflow is compared with
+run k of TensorFlow. The libraries' own random ops (weight initializers) cannot be matched: their
+generators differ, so those programs' figures are compared as distributions, and with three runs a side
+two ranges of identically distributed figures miss each other by chance one time in ten (2·3!3!/6!).
 """
 from __future__ import annotations
 
@@ -89,8 +96,10 @@ def port(source: str, lib: str, patches) -> str:
     return out
 
 
-def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path | None = None) -> dict:
-    """Runs one program under one library in a fresh directory; returns its outcome and figure."""
+def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path | None = None,
+            seed: int = 0) -> dict:
+    """Runs one program under one library in a fresh directory, numpy seeded with `seed`; returns its
+    outcome and figure."""
     work = Path(tempfile.mkdtemp(prefix="afcompat-"))
     try:
         (work / "prog.py").write_text(port(source, lib, prog.get("patches", [])))
@@ -100,7 +109,7 @@ def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path
                 from text8 import make_text8_zip
                 make_text8_zip(work / name)
         env = dict(os.environ, AF_COMPAT_LIB=lib, MPLBACKEND="Agg", TF_USE_LEGACY_KERAS="1",
-                   TF_CPP_MIN_LOG_LEVEL="2", PYTHONHASHSEED="0")
+                   TF_CPP_MIN_LOG_LEVEL="2", PYTHONHASHSEED="0", AF_COMPAT_SEED=str(seed))
         paths = [str(SHIMS)] + ([str(ROOT)] if lib == "actorflow" else [])
         env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in [os.environ.get("PYTHONPATH")] if p])
         t0 = time.perf_counter()
@@ -121,11 +130,11 @@ def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path
                 pass
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
-            stem = prog["id"].replace("/", "__") + "." + lib
+            stem = prog["id"].replace("/", "__") + "." + lib + f".{seed}"
             (keep / (stem + ".out")).write_text(out + "\n--- stderr ---\n" + err)
         ok = rc == 0 and value is not None
         why = "" if ok else _why(rc, err, value)
-        return {"ok": ok, "value": value, "wall": wall, "why": why}
+        return {"ok": ok, "value": value, "wall": wall, "why": why, "seed": seed}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -206,23 +215,23 @@ def main(argv=None):
         source = path.read_text()
         res = {"tf": earlier.get(prog["id"], {}).get("tf", []), "af": None}
         if a.tf_python and not res["tf"]:
-            res["tf"] = [run_one(prog, source, "tensorflow", a.tf_python, a.timeout, a.keep_output)
-                         for _ in range(a.seeds)]
+            res["tf"] = [run_one(prog, source, "tensorflow", a.tf_python, a.timeout, a.keep_output, seed=k)
+                         for k in range(a.seeds)]
         if prog["id"] in af_earlier:
             res["af"] = af_earlier[prog["id"]]["af"]
             res["af_runs"] = af_earlier[prog["id"]].get("af_runs", [res["af"]])
         elif not a.skip_actorflow:
-            runs = [run_one(prog, source, "actorflow", sys.executable, a.timeout, a.keep_output)
-                    for _ in range(a.af_runs)]
+            runs = [run_one(prog, source, "actorflow", sys.executable, a.timeout, a.keep_output, seed=k)
+                    for k in range(a.af_runs)]
             res["af"] = runs[0]
             res["af_runs"] = runs
         results[prog["id"]] = res
         _row(prog, res)
         sys.stdout.flush()
-    if a.json:
-        merged = json.loads(a.json.read_text()) if a.json.exists() else {}
-        merged.update(results)
-        a.json.write_text(json.dumps(merged, indent=1))
+        if a.json:      # after every program, so that an interrupted run keeps what it measured
+            merged = json.loads(a.json.read_text()) if a.json.exists() else {}
+            merged[prog["id"]] = res
+            a.json.write_text(json.dumps(merged, indent=1))
     _summary(progs, results)
     return 0
 
@@ -257,14 +266,30 @@ def _row(prog, res):
               f"{fmt(af['wall']):>6s}  ({len(more)} actorflow runs)")
         return
     tf_wall = statistics.median([r["wall"] for r in res["tf"]]) if res["tf"] else None
-    print(f"{prog['id']:34s} {len(tf_ok)}/{len(res['tf']):<5d} {tf_fig:>22s} {af_state:>10s} {fmt(af_val):>9s} "
-          f"{verdict(prog, tf_vals, af_val):>8s} {fmt(tf_wall):>6s} {fmt(af['wall'] if af else None):>6s}")
+    paired = _paired(prog, res)
+    fig = af_val if paired is None or len(more) < 2 else f"{fmt(min(more))}..{fmt(max(more))}"
+    print(f"{prog['id']:34s} {len(tf_ok)}/{len(res['tf']):<5d} {tf_fig:>22s} {af_state:>10s} {fmt(fig):>9s} "
+          f"{paired or verdict(prog, tf_vals, af_val):>8s} {fmt(tf_wall):>6s} "
+          f"{fmt(af['wall'] if af else None):>6s}" + (f"  (run k vs run k, {len(more)} seeds)" if paired else ""))
     if af and not af["ok"]:
         print(f"    actorflow: {af['why']}")
     for r in res["tf"]:
         if not r["ok"]:
             print(f"    tensorflow: {r['why']}")
             break
+
+
+def _paired(prog, res):
+    """For an `exact-ish` program, run k of actorflow against run k of TensorFlow (the same numpy seed):
+    "same" when every pair agrees; None when the runs carry no common seeds."""
+    if prog.get("kind") != "exact-ish":
+        return None
+    tf_by = {r.get("seed"): r["value"] for r in res["tf"] if r["ok"] and r.get("seed") is not None}
+    af_by = {r.get("seed"): r["value"] for r in res.get("af_runs", []) if r["ok"] and r.get("seed") is not None}
+    common = sorted(set(tf_by) & set(af_by))
+    if not common:
+        return None
+    return "same" if all(verdict(prog, [tf_by[k]], af_by[k]) == "same" for k in common) else "differs"
 
 
 def _summary(progs, results):
