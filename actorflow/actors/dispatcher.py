@@ -33,6 +33,10 @@ log = logging.getLogger(__name__)
 
 _PUMP_BUDGET = 4096
 
+# sim: a factory `threads -> pool` for the runtimes created while a deterministic simulation runs
+# (actorflow/sim/world.py installs a synchronous pool in virtual time); None: KernelPool threads.
+POOL = None
+
 
 def new_loop():
     """A new event loop: uvloop's when it is installed."""
@@ -51,16 +55,19 @@ def _actor_failed(actor, tag, e: Exception) -> None:
 
 class Runtime:
     """Hosts actors on one event loop. `Runtime()` starts its own loop thread; `Runtime(loop)`
-    attaches to an existing loop (a worker server's)."""
+    attaches to an existing loop (a worker server's). `pool` runs the expensive kernels (default: a
+    KernelPool of `threads` threads)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None, threads: int | None = None):
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None, threads: int | None = None, pool=None):
         self.ready: collections.deque = collections.deque()
         self.scheduled = False
         self._to_offload: list = []        # expensive kernels made ready during this dispatch
         self.intra_op = os.environ.get("AF_INTRA_OP", "1") != "0"
         self.threads = threads or max(2, os.cpu_count() or 2)
         self._ids = itertools.count(1)
-        self.pool = KernelPool(self.threads)
+        if pool is None:
+            pool = POOL(self.threads) if POOL is not None else KernelPool(self.threads)
+        self.pool = pool                   # submit(fn, deferred) and shutdown(): threads, or a simulation's
         self._thread = None
         _limit_blas_threads()
         if loop is None:

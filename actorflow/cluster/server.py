@@ -13,13 +13,12 @@ import logging
 import os
 import secrets
 import threading
-import time
 
 import msgpack
 import numpy as np
 from aiohttp import web
 
-from actorflow import errors
+from actorflow import clock, errors
 from actorflow.actors.dispatcher import Runtime, new_loop
 from actorflow.actors.executable import Executable
 from actorflow.actors.node import DEAD
@@ -108,7 +107,8 @@ class WorkerService:
         self._next_handle = 1
         self.peers: dict[str, Peer] = {}
         self.active: dict[int, object] = {}     # step id -> StepState
-        self.started = time.time()
+        self.started = clock.time()
+        self.pid = os.getpid()                  # what pings report: a new one tells masters the task restarted
         self.steps_run = 0
         self.refused = 0
         self.connections: set[Connection] = set()
@@ -203,8 +203,8 @@ class WorkerService:
 
     # -- RPC methods --------------------------------------------------------------------------------
     async def rpc_ping(self, args, tensors):
-        return {"task": self.name, "time": time.time(), "steps": self.steps_run, "uptime": time.time() - self.started,
-                "pid": os.getpid()}, ()
+        return {"task": self.name, "time": clock.time(), "steps": self.steps_run, "uptime": clock.time() - self.started,
+                "pid": self.pid}, ()
 
     async def rpc_cluster(self, args, tensors):
         return {"cluster": self.cluster.as_dict(), "job": self.job, "task": self.task}, ()
@@ -216,7 +216,7 @@ class WorkerService:
         sig = hashlib.sha256(data + repr((args.get("feeds"), args.get("fetches"), args.get("targets"), args.get("soft_placement"))).encode()).digest()
         h = self._graph_keys.get(sig)
         if h is not None and h in self.graphs:
-            return {"handle": h, "pid": os.getpid()}, ()
+            return {"handle": h, "pid": self.pid}, ()
         g = Graph.from_msgpack(data)
         feeds = [g.get_tensor_by_name(n) for n in args.get("feeds", [])]
         fetches = [g.get_tensor_by_name(n) for n in args.get("fetches", [])]
@@ -230,7 +230,7 @@ class WorkerService:
         self._next_handle += 1
         self.graphs[h] = exe
         self._graph_keys[sig] = h
-        return {"handle": h, "pid": os.getpid()}, ()
+        return {"handle": h, "pid": self.pid}, ()
 
     async def rpc_deregister_graph(self, args, tensors):
         self.graphs.pop(args.get("handle"), None)
@@ -391,8 +391,8 @@ def make_app(service: WorkerService) -> web.Application:
 
     async def health(request: web.Request):
         authorize(request)
-        return web.json_response({"task": service.name, "steps": service.steps_run, "pid": os.getpid(),
-                                  "uptime": time.time() - service.started})
+        return web.json_response({"task": service.name, "steps": service.steps_run, "pid": service.pid,
+                                  "uptime": clock.time() - service.started})
 
     async def metrics(request: web.Request):
         """Prometheus metrics of this task (cluster/metrics.py); the token as for /health."""
