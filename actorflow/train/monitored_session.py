@@ -214,6 +214,9 @@ class MonitoredSession:
         # Recovered failures by error class ("UnavailableError": 2, ...), for soak tests and logs.
         self.recovered_errors: dict = {}
         self._stop = False
+        # Test-only: a planted bug for the simulator's tests (tests/test_detsim.py), off unless a
+        # test sets it: after a recovery, every run is sent twice, applying its gradient twice.
+        self._planted_double_apply = False
         from actorflow.train.coordinator import Coordinator
         self._coord = Coordinator()
         for h in self._hooks:
@@ -270,6 +273,8 @@ class MonitoredSession:
                             args.options.timeout_in_ms < options.timeout_in_ms:
                         options = args.options
         results = self._sess.run({"user": fetches, "hooks": extra}, feeds or None, options=options)
+        if self._planted_double_apply and self.recoveries:
+            results = self._sess.run({"user": fetches, "hooks": extra}, feeds or None, options=options)
         for i, h in enumerate(self._hooks):
             h.after_run(ctx, SessionRunValues(results["hooks"].get(i)))
         if ctx.stop_requested:

@@ -44,11 +44,10 @@ import secrets
 import socket
 import stat
 import struct
-import time
 
 import numpy as np
 
-from actorflow import errors
+from actorflow import clock, errors
 from actorflow.kernels.registry import register_kernel
 
 __all__ = ["shard_filename", "index_filename", "write_shard", "write_index", "read_index", "load_index",
@@ -756,7 +755,7 @@ def remove_stale_temps(directory: str, min_age: float | None = None) -> list:
         names = os.listdir(directory or ".")
     except OSError:
         return removed
-    now = time.time()
+    now = clock.time()
     for name in names:
         if not _TMP_RE.search(name):
             continue
