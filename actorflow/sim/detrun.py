@@ -159,6 +159,8 @@ class _Harness:
                         status = int(out[3]) if len(out) > 3 else None
                         dropped = int(out[4]) if len(out) > 4 else None
                         self.steps.append((w, local, gs, t0, t1, float(out[1]), status, dropped))
+                        world.emit("train_step", task=task, worker=w, local_step=local, step=gs, t0=round(t0, 6),
+                                   loss=float(out[1]), **({} if status is None else {"status": status}))
                         self.gs_max = max(self.gs_max, gs)
                         self.poll()
                         if sess.recoveries != recoveries:
@@ -199,7 +201,7 @@ class _Harness:
         w = self.world
         for t in self.sc.task_names():
             w.start(t)
-        w.emit("run_start", seed=self.plan.seed, replay_of=self.plan.replay_of, short=self.sc.short,
+        w.emit("run_start", seed=self.plan.seed, short=self.sc.short,
                mode="deterministic")
         for f in self.plan.task_faults:
             if f["kind"] in ("latency", "bandwidth") and not f.get("controlled"):
@@ -416,12 +418,12 @@ def replay_command(run_dir: str) -> str:
     return f"actorflow sim replay {run_dir}"
 
 
-def sweep(path: str, seeds, out_root: str, short: bool = False, planted: bool = False, keep_passing: bool = False,
+def sweep(path, seeds, out_root: str, short: bool = False, planted: bool = False, keep_passing: bool = False,
           progress=None) -> list:
-    """Runs the scenario with every seed in `seeds`; returns [(seed, passed, run_dir, failed check names)].
+    """Runs the scenario (a file, or a Scenario) with every seed in `seeds`; returns [(seed, passed, run_dir, failed check names)].
     Failing runs keep their directory (with the replay command in the report); passing ones are removed
     unless `keep_passing`."""
-    sc = load(path, short=short)
+    sc = load(path, short=short) if isinstance(path, str) else path
     out = []
     for seed in seeds:
         d = os.path.join(out_root, f"{sc.name}-{seed}")

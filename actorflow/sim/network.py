@@ -271,7 +271,11 @@ class SimNetwork:
     def set_condition(self, spec: dict, active: bool) -> None:
         fid = spec["id"]
         old = self.conditions.get(fid)
-        rng = old[2] if old is not None else self.rng(f"cond/{fid}")
+        if old is not None:
+            rng = old[2]
+        else:
+            import numpy as np
+            rng = np.random.default_rng([self.seed & 0xFFFFFFFF, int(fid), zlib.crc32(b"net")])
         self.conditions[fid] = (spec, active, rng)
         if spec["kind"] == "bandwidth":
             for t in spec["tasks"]:
