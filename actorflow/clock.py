@@ -8,17 +8,24 @@ functions instead of `time` and `threading`, so that the deterministic simulator
 - `time()`, `monotonic()`: seconds (wall clock, and a clock that never goes back);
 - `sleep(s)`: blocks the calling client for `s` seconds;
 - `block_on(coro, timeout)`: runs a coroutine on the runtime loop for a blocking caller (a client's
-  `Session.run`) and returns its result; None when the caller must hand the coroutine to the loop's
-  thread itself, as it does outside a simulation.
+  `Session.run`) and returns its result; NotImplemented when the caller must hand the coroutine to
+  the loop's thread itself, as it does outside a simulation;
+- `new_thread(target, args, name, daemon)`: a `threading.Thread`, or a simulated one (the queue
+  runners of SyncReplicasOptimizer's chief);
+- `wait(event, timeout)`: `threading.Event.wait`, or a wait in virtual time;
+- `holding(lock)`: `with lock:`, or a lock waited for in virtual time;
+- under a simulation, `installed().run_blocking(fn, *args)` runs a blocking call from a coroutine
+  (Session.arun's preparation) in a simulated thread and returns a future of its result.
 
 `install(hook)` replaces them (an object with the same methods; `block_on` may return
 `NotImplemented`), `uninstall()` restores the wall clock. One `is None` test per call otherwise.
 """
 from __future__ import annotations
 
+import contextlib
 import time as _time
 
-__all__ = ["time", "monotonic", "sleep", "block_on", "install", "uninstall", "installed"]
+__all__ = ["time", "monotonic", "sleep", "block_on", "new_thread", "wait", "holding", "install", "uninstall", "installed"]
 
 _hook = None
 
@@ -47,6 +54,43 @@ def block_on(coro, timeout: float | None):
     if _hook is None:
         return NotImplemented
     return _hook.block_on(coro, timeout)
+
+
+def new_thread(target, args=(), name=None, daemon=None):
+    """threading.Thread(target=target, args=args, name=name, daemon=daemon), or the simulation's."""
+    if _hook is None:
+        import threading
+        return threading.Thread(target=target, args=args, name=name, daemon=daemon)
+    return _hook.new_thread(target, args, name, daemon)
+
+
+def wait(event, timeout: float | None = None) -> bool:
+    """event.wait(timeout) for a threading.Event; under a simulation, polled in virtual time."""
+    if _hook is None:
+        return event.wait(timeout)
+    deadline = None if timeout is None else _hook.monotonic() + timeout
+    while not event.is_set():
+        left = None if deadline is None else deadline - _hook.monotonic()
+        if left is not None and left <= 1e-6:
+            return False
+        _hook.sleep(0.01 if left is None else min(0.01, left))
+    return True
+
+
+@contextlib.contextmanager
+def holding(lock):
+    """`with lock:`; under a simulation, a lock held by another simulated thread (suspended in a
+    blocking call) is waited for in virtual time instead of blocking the one real thread."""
+    if _hook is None:
+        with lock:
+            yield
+        return
+    while not lock.acquire(blocking=False):
+        _hook.sleep(1e-4)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def install(hook) -> None:

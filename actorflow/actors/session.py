@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from actorflow import errors
+from actorflow import clock, errors
 from actorflow.actors.dispatcher import default_runtime
 from actorflow.actors.executable import Executable
 from actorflow.actors.resource import ResourceContainer
@@ -267,10 +267,10 @@ class Session:
         key = (tuple(fetch_tensors), tuple(targets), tuple(feed_tensors))
         exe = self._cache.get(key)
         if exe is None:
-            with self._cache_lock:
+            with clock.holding(self._cache_lock):
                 exe = self._cache.get(key)
                 if exe is None:
-                    with g._lock:
+                    with clock.holding(g._lock):
                         plan = make_plan(g, feed_tensors, fetch_tensors, targets)
                         exe = self._build(plan, timeout)
                     self._cache[key] = exe
@@ -396,7 +396,13 @@ class Session:
 
     async def arun(self, fetches, feed_dict=None, options=None, run_metadata=None, timeout=None):
         """Like `run`, for programs with their own event loop; never blocks that loop."""
-        exe, rebuild, feed_values = self._prepare(fetches, feed_dict, self._timeout(options, timeout))
+        sim = clock.installed()
+        if sim is not None:
+            # sim: preparing may register with the tasks, a blocking call: a simulated thread does it
+            exe, rebuild, feed_values = await sim.run_blocking(self._prepare, fetches, feed_dict,
+                                                               self._timeout(options, timeout))
+        else:
+            exe, rebuild, feed_values = self._prepare(fetches, feed_dict, self._timeout(options, timeout))
         tracer = self._tracer(exe, options, run_metadata)
         if self._backend is not None:
             if tracer is None:

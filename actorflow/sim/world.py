@@ -309,6 +309,39 @@ class _Clock:
             raise ProcessKilled(f"{inc.name} was killed")
         return task.result()
 
+    def new_thread(self, target, args=(), name=None, daemon=None):
+        return _SimThread(self.world, target, args, name, daemon)
+
+    def run_blocking(self, fn, *args) -> asyncio.Future:
+        """fn(*args), which may block, in a simulated thread of the calling process; a future of it."""
+        return self.world.spawn_in(OWNER.get(), fn, *args)
+
+
+class _SimThread:
+    """A thread of a simulated process: a greenlet of the process that starts it (threading.Thread's
+    surface: start, is_alive, join, name, daemon)."""
+
+    def __init__(self, world, target, args, name, daemon):
+        self.world = world
+        self._target, self._args = target, tuple(args or ())
+        self.name = name or "sim-thread"
+        self.daemon = daemon
+        self._fut = None
+
+    def start(self) -> None:
+        if self._fut is not None:
+            raise RuntimeError("threads can only be started once")
+        self._fut = self.world.spawn_in(OWNER.get(), self._target, *self._args)
+
+    def is_alive(self) -> bool:
+        return self._fut is not None and not self._fut.done()
+
+    def join(self, timeout=None) -> None:
+        if self._fut is None:
+            raise RuntimeError("cannot join thread before it is started")
+        if not self._fut.done():
+            _Clock(self.world).block_on(asyncio.wait([self._fut], timeout=timeout), None)
+
 
 class World:
     """A cluster of `ps` parameter servers and `workers` workers, and one client per worker."""
@@ -342,6 +375,7 @@ class World:
         self._saved: list = []
         self.runtime = None
         self.greenlets: list = []
+        self._main = greenlet.getcurrent()   # the loop's greenlet: every client's parent
         self.killed: set = set()
 
     # -- the record -----------------------------------------------------------------------------------
@@ -413,8 +447,12 @@ class World:
         if proc.inc is None:
             self._pids += 1
             proc.inc = Incarnation(proc, self._pids)
-        inc = proc.inc
+        return self.spawn_in(proc.inc, fn, *args)
+
+    def spawn_in(self, inc, fn, *args) -> asyncio.Future:
+        """Runs `fn(*args)` in a new greenlet of incarnation `inc` (a client, or a client's thread)."""
         fut = self.loop.create_future()
+        fut.add_done_callback(lambda f: f.cancelled() or f.exception())
 
         def body():
             _restore_locals(None)
@@ -426,7 +464,7 @@ class World:
             else:
                 if not fut.done():
                     fut.set_result(res)
-        g = greenlet.greenlet(body)
+        g = greenlet.greenlet(body, parent=self._main)
         g.gr_context = inc.ctx.copy()
         self.greenlets.append(g)
         self.loop.call_soon(g.switch, context=inc.ctx)
@@ -474,6 +512,7 @@ class World:
     def run(self, coro):
         """Runs `coro` (the world's main coroutine) on the loop until it ends; raises
         SimulationStalled on a deadlock or when virtual time passes `limit_s`."""
+        self._main = greenlet.getcurrent()
         return self.loop.run_until_complete(coro)
 
     def close(self) -> None:
