@@ -71,6 +71,7 @@ class SimSocket:
         self._eof = False                # the peer closed or the connection was reset
         self._last = 0.0                 # arrival time of the last message sent (in-order delivery)
         self._held: list = []            # messages held by a partition
+        self._held_since = 0.0
         self.sent = 0
 
     # -- the websocket surface ------------------------------------------------------------------------
@@ -197,10 +198,9 @@ class SimNetwork:
         cut = self._cut(src, dst)
         if cut is not None or sock._held:
             sock._held.append(data)
-            if cut is not None and len(sock._held) == 1:
-                fid, fail_after = cut
-                if fail_after is not None:
-                    self.loop.call_later(float(fail_after), self._partition_timeout, sock, fid)
+            if len(sock._held) == 1:
+                sock._held_since = self.loop.time()
+                self._arm(sock)
             return
         extra = 0.0
         if self.drops:
@@ -247,14 +247,32 @@ class SimNetwork:
             sock.peer._held.clear()
             self.send_eof(sock)
 
-    def _partition_timeout(self, sock, fid) -> None:
-        if sock._held and not sock._eof and self._cut(sock.local, sock.remote) is not None:
-            self._emit("partition_failed_connection", task=sock.local, fault=fid, peer=sock.remote)
-            self.reset(sock, f"partition {fid}")
+    def _arm(self, sock: SimSocket) -> None:
+        """A connection whose oldest held message has waited the current partition's `fail_after_s`
+        fails (TCP's timeout counts from the first unacknowledged segment)."""
+        cut = self._cut(sock.local, sock.remote)
+        if cut is None or cut[1] is None or not sock._held:
+            return
+        self.loop.call_at(max(self.loop.time(), sock._held_since + float(cut[1])), self._partition_timeout, sock)
+
+    def _partition_timeout(self, sock) -> None:
+        cut = self._cut(sock.local, sock.remote)
+        if not sock._held or sock._eof or cut is None or cut[1] is None:
+            return
+        if self.loop.time() - sock._held_since >= float(cut[1]) - 1e-9:
+            self._emit("partition_failed_connection", task=sock.local, fault=cut[0], peer=sock.remote)
+            self.reset(sock, f"partition {cut[0]}")
 
     # -- the plan's commands -------------------------------------------------------------------------------
     def partition(self, fid, a, b, fail_after_s=None) -> None:
         self.partitions[fid] = (frozenset(a), frozenset(b), fail_after_s)
+        self._rearm()
+
+    def _rearm(self) -> None:
+        for socks in self.sockets.values():
+            for s in socks:
+                if s._held and not s._eof:
+                    self._arm(s)
 
     def heal(self, fid) -> None:
         self.partitions.pop(fid, None)
@@ -264,6 +282,7 @@ class SimNetwork:
                     held, s._held = s._held, []
                     for data in held:
                         self._schedule(s, data)
+        self._rearm()
 
     def drop(self, cmd: dict) -> None:
         self.drops.append(cmd)
