@@ -204,3 +204,26 @@ def test_disk_refuses_a_killed_process(tmp_path):
     m.alive = False
     with pytest.raises(ProcessKilled):
         _as(m, disk.open, str(tmp_path / "f"), os.O_WRONLY | os.O_CREAT)
+
+
+def test_cli_deterministic_run_replay_and_sweep_across_processes(tmp_path):
+    import subprocess
+    import sys
+    root = os.path.dirname(SIMS)
+    env = dict(os.environ, PYTHONPATH=root)
+    env.pop("PYTHONHASHSEED", None)           # the CLI pins it itself
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "actorflow.cli", "sim", *args], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=600)
+    wc = os.path.join(SIMS, "worker_crash.toml")
+    runs = []
+    for i in range(2):
+        r = cli("run", wc, "--deterministic", "--short", "--seed", "2", "--out", str(tmp_path / f"r{i}"))
+        assert r.returncode == 0, r.stdout + r.stderr
+        runs.append(_events(str(tmp_path / f"r{i}")))
+    assert runs[0] == runs[1]
+    r = cli("replay", str(tmp_path / "r0"), "--out", str(tmp_path / "rp"))
+    assert r.returncode == 0 and "replay matches the recorded events" in r.stdout, r.stdout + r.stderr
+    r = cli("run", wc, "--short", "--seeds", "1-2", "--out", str(tmp_path / "sweep"))
+    assert r.returncode == 0 and "2 of 2 seeds passed" in r.stdout, r.stdout + r.stderr
