@@ -355,6 +355,7 @@ def run_deterministic(sc: Scenario, plan: Plan | None = None, out_dir: str | Non
     m["virtual_s"] = round(w.loop.time(), 6)
     m["callbacks"] = w.loop.callbacks
     m["messages"] = w.net.messages
+    m["messages_by_task"] = {t: [n.sent, n.received] for t, n in sorted(w.net.nodes.items())}
     m["leaks"] = sorted(set(w.leaks))
     m["loop_errors"] = w.loop_errors[:20]
     checks = check_expectations(sc, m, events) + _properties(sc, h, m, events)

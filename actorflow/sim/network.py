@@ -48,10 +48,11 @@ class NetCosts:
 
 class _Node:
     """A machine's network side: its CPU for messages and its full-duplex link (next free times)."""
-    __slots__ = ("task", "cpu", "link_out", "link_in", "bandwidth")
+    __slots__ = ("task", "cpu", "link_out", "link_in", "bandwidth", "sent", "received")
 
     def __init__(self, task):
         self.task = task
+        self.sent = self.received = 0
         self.cpu = self.link_out = self.link_in = 0.0
         self.bandwidth = None        # a bandwidth fault's cap, MB/s
 
@@ -221,6 +222,8 @@ class SimNetwork:
         now = self.loop.time()
         a, b = self.node(sock.local), self.node(sock.remote)
         mb = len(data) / 1e6
+        a.sent += 1
+        b.received += 1
         cpu = c.cpu_per_msg_s + mb * c.cpu_per_mb_s
         a.cpu = max(a.cpu, now) + cpu
         rate = c.s_per_mb if a.bandwidth is None else max(c.s_per_mb, 1.0 / a.bandwidth)
