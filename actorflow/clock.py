@@ -8,8 +8,8 @@ functions instead of `time` and `threading`, so that the deterministic simulator
 - `time()`, `monotonic()`: seconds (wall clock, and a clock that never goes back);
 - `sleep(s)`: blocks the calling client for `s` seconds;
 - `block_on(coro, timeout)`: runs a coroutine on the runtime loop for a blocking caller (a client's
-  `Session.run`) and returns its result; NotImplemented when the caller must hand the coroutine to
-  the loop's thread itself, as it does outside a simulation;
+  `Session.run`) and returns its result, under a simulation only (outside one, the caller hands the
+  coroutine to the loop's thread itself);
 - `new_thread(target, args, name, daemon)`: a `threading.Thread`, or a simulated one (the queue
   runners of SyncReplicasOptimizer's chief);
 - `wait(event, timeout)`: `threading.Event.wait`, or a wait in virtual time;
@@ -17,8 +17,8 @@ functions instead of `time` and `threading`, so that the deterministic simulator
 - under a simulation, `installed().run_blocking(fn, *args)` runs a blocking call from a coroutine
   (Session.arun's preparation) in a simulated thread and returns a future of its result.
 
-`install(hook)` replaces them (an object with the same methods; `block_on` may return
-`NotImplemented`), `uninstall()` restores the wall clock. One `is None` test per call otherwise.
+`install(hook)` replaces them (an object with the same methods), `uninstall()` restores the wall
+clock. One `is None` test per call otherwise.
 """
 from __future__ import annotations
 
@@ -49,10 +49,11 @@ def sleep(seconds: float) -> None:
 
 
 def block_on(coro, timeout: float | None):
-    """Runs `coro` to its end for a blocking caller under a simulation; NotImplemented otherwise (the
-    caller then submits it to the runtime loop's thread and waits, as usual)."""
+    """Runs `coro` to its end for a blocking caller under a simulation (check `installed()` first;
+    without one, the caller submits it to the runtime loop's thread and waits, as usual)."""
     if _hook is None:
-        return NotImplemented
+        coro.close()
+        raise RuntimeError("clock.block_on needs a simulation's clock (actorflow.clock.installed())")
     return _hook.block_on(coro, timeout)
 
 

@@ -227,3 +227,24 @@ def test_cli_deterministic_run_replay_and_sweep_across_processes(tmp_path):
     assert r.returncode == 0 and "replay matches the recorded events" in r.stdout, r.stdout + r.stderr
     r = cli("run", wc, "--short", "--seeds", "1-2", "--out", str(tmp_path / "sweep"))
     assert r.returncode == 0 and "2 of 2 seeds passed" in r.stdout, r.stdout + r.stderr
+
+
+def test_log_handlers_may_stamp_records_inside_a_simulation():
+    import logging
+
+    class Stamping(logging.Handler):
+        def emit(self, record):
+            self.t = time.time_ns()       # a third-party handler's own time stamp (ray's does this)
+    h = Stamping()
+    log = logging.getLogger("actorflow.test_detsim")
+    log.addHandler(h)
+    w = World(1, 1, seed=0)
+    try:
+        with w:
+            async def main():
+                log.warning("inside")
+            w.run(main())
+    finally:
+        log.removeHandler(h)
+        w.close()
+    assert w.leaks == [] and h.t > 0

@@ -109,9 +109,8 @@ class Master:
         """Runs `coro` on the runtime loop and waits for it in this (client) thread, at most `timeout`
         seconds: past it, the coroutine is cancelled and DeadlineExceededError names `what`."""
         # sim: a simulated client blocks on the simulation's loop (actorflow/clock.py); not otherwise
-        res = clock.block_on(self._bounded(coro, timeout, what), timeout)
-        if res is not NotImplemented:
-            return res
+        if clock.installed() is not None:
+            return clock.block_on(self._bounded(coro, timeout, what), timeout)
         if self.rt.in_loop():
             coro.close()
             raise RuntimeError("a blocking Session call was made on the actorflow runtime loop; use arun")
@@ -383,7 +382,8 @@ class Master:
             for p in self.peers.values():
                 await p.close()
         try:
-            if clock.block_on(close_all(), 5.0) is not NotImplemented:
+            if clock.installed() is not None:
+                clock.block_on(close_all(), 5.0)
                 return
             if not self.rt.in_loop():
                 asyncio.run_coroutine_threadsafe(close_all(), self.loop).result(5)

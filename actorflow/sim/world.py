@@ -78,6 +78,17 @@ class Costs:
         return cls(**base)
 
 
+def _stamping(frame, depth: int = 25) -> bool:
+    """Whether a clock read comes from inside a log call or a metric's creation (any handler, any
+    formatter: a library's logging handler stamps its records too)."""
+    while frame is not None and depth:
+        if frame.f_globals.get("__name__", "").split(".", 1)[0] in _STAMPS_ONLY:
+            return True
+        frame = frame.f_back
+        depth -= 1
+    return False
+
+
 class Incarnation:
     """One life of a simulated process: everything it schedules runs in `ctx`, until it dies."""
 
@@ -537,7 +548,7 @@ class World:
         def refuse(what, real):
             def f(*a, **k):
                 mod = sys._getframe(1).f_globals.get("__name__", "")
-                if mod.split(".", 1)[0] in _STAMPS_ONLY or threading.get_ident() != world._thread:
+                if threading.get_ident() != world._thread or _stamping(sys._getframe(1)):
                     return real(*a, **k)
                 world.leaks.append(f"{what} from {mod}")
                 world.leak_stacks.append("".join(traceback.format_stack(limit=12)))

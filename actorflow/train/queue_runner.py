@@ -145,7 +145,8 @@ class QueueRunner:
     def _run_thread(self, sess, enqueue_op, coord) -> None:
         try:
             # sim: a simulated thread runs the loop on the simulation's event loop (actorflow/clock.py)
-            if clock.block_on(self._loop(sess, enqueue_op, coord), None) is not NotImplemented:
+            if clock.installed() is not None:
+                clock.block_on(self._loop(sess, enqueue_op, coord), None)
                 return
         except Exception as e:  # noqa: BLE001 - already reported; the thread just ends
             log.debug("QueueRunner thread for %s ended with %s", enqueue_op.name, e)
