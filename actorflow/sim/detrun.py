@@ -126,7 +126,6 @@ class _Harness:
         import actorflow as af
         from actorflow import clock
         from actorflow.sim.workload import build_replica
-        from actorflow.train import monitored_session
         task = f"/job:worker/task:{w}"
         x_tr, _, y_tr, _ = data
         world = self.world
@@ -171,7 +170,6 @@ class _Harness:
                         if rep.sync_opt is not None and int(out[0]) >= self.wl.steps:
                             break
                     self.recoveries[w] = sess.recoveries
-                    del monitored_session
         except BaseException as e:  # noqa: BLE001 - a client that dies is a finding, recorded
             msg = getattr(e, "message", None) or str(e)
             self.client_errors[w] = f"{type(e).__name__}: {msg.splitlines()[0][:300] if msg else ''}"
