@@ -45,7 +45,6 @@ import secrets
 import socket
 import stat
 import struct
-import time
 
 import numpy as np
 
@@ -54,7 +53,7 @@ try:
 except ImportError:          # Windows: no flock; temporary files are then judged by age alone
     fcntl = None
 
-from actorflow import errors
+from actorflow import clock, errors
 
 __all__ = ["shard_filename", "index_filename", "write_shard", "write_index", "read_index", "load_index",
            "encode_restore_path", "decode_restore_path", "check_shard_files",
@@ -240,7 +239,7 @@ recent_shards: collections.deque = collections.deque(maxlen=64)
 def write_shard(prefix: str, shard: int, num_shards: int, names, arrays) -> dict:
     """Writes one shard file of checkpoint `prefix` durably; returns its index entry (a JSON-able dict)."""
     path = shard_filename(prefix, shard, num_shards)
-    t_start = time.time()
+    t_start = clock.time()
     # The safetensors writer's order (widest dtype first, then by name) keeps every tensor aligned.
     items = sorted(((n, _prepare(n, a)) for n, a in zip(names, arrays)), key=lambda kv: (-kv[1].itemsize, kv[0]))
     header: dict = {}
@@ -297,7 +296,7 @@ def write_shard(prefix: str, shard: int, num_shards: int, names, arrays) -> dict
         tensors[name] = {"dtype": a.dtype.name, "shape": list(a.shape), "offset": base + header[name]["data_offsets"][0],
                          "nbytes": a.nbytes, "sha256": digests[i]}
     recent_shards.append({"prefix": prefix, "shard": shard, "num_shards": num_shards, "bytes": base + offset,
-                          "tensors": len(items), "time": time.time(), "seconds": time.time() - t_start})
+                          "tensors": len(items), "time": clock.time(), "seconds": clock.time() - t_start})
     return {"shard": shard, "num_shards": num_shards, "file": os.path.basename(path), "size": base + offset,
             "header_sha256": hashlib.sha256(head).hexdigest(), "tensors": tensors,
             "writer": {"host": socket.gethostname(), "pid": os.getpid()}}
@@ -776,7 +775,7 @@ def remove_stale_temps(directory: str, min_age: float | None = None) -> list:
         names = os.listdir(directory or ".")
     except OSError:
         return removed
-    now = time.time()
+    now = clock.time()
     for name in names:
         if not _TMP_RE.search(name):
             continue

@@ -20,7 +20,8 @@ The main stack, lowest first:
     graphviz, dashboard            `graph show`'s pictures; the live dashboard (a client of the tasks)
     cli                            the `actorflow` command
 
-Beside it: base utilities under everything (protos, flags, tf_logging, gfile, app, tfio, console
+Beside it: base utilities under everything (protos, flags, tf_logging, gfile, app, tfio, clock (time and waits, which the
+deterministic simulator replaces), console
 (the CLI's tables and help formatter, shared by the subcommands of serving/ and sim/), and
 checkpoint_format, the file format shared by the Saver and the checkpoint kernels); and graph
 libraries that build ops on a graph and sit between graph and train (layers, losses, metrics, nn,
@@ -45,7 +46,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "flags": set(),
     "tf_logging": set(),
     "gfile": {"errors"},
-    "checkpoint_format": {"errors"},
+    "clock": set(),
+    "checkpoint_format": {"errors", "clock"},
     "app": {"flags"},
     "tfio": {"gfile"},
     # the peers above errors

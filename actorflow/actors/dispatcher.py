@@ -50,6 +50,10 @@ log = logging.getLogger(__name__)
 
 _PUMP_BUDGET = 4096
 
+# sim: a factory `threads -> pool` for the runtimes created while a deterministic simulation runs
+# (actorflow/sim/world.py installs a synchronous pool in virtual time); None: KernelPool threads.
+POOL = None
+
 
 def new_loop():
     """A new event loop: uvloop's when it is installed."""
@@ -79,7 +83,9 @@ class Runtime:
         self.intra_op = os.environ.get("AF_INTRA_OP", "1") != "0"
         self.threads = threads or (pool.threads if pool is not None else max(2, os.cpu_count() or 2))
         self._ids = itertools.count(1)
-        self.pool = pool if pool is not None else KernelPool(self.threads)
+        if pool is None:
+            pool = POOL(self.threads) if POOL is not None else KernelPool(self.threads)
+        self.pool = pool                   # submit(fn, deferred) and shutdown(): threads, or a simulation's
         self._thread = None
         _limit_blas_threads()
         if loop is None:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from actorflow import errors
+from actorflow import clock, errors
 from actorflow.actors.dispatcher import default_runtime
 from actorflow.actors.executable import Executable
 from actorflow.actors.resource import ResourceContainer
@@ -398,10 +398,10 @@ class Session:
         key = (tuple(fetch_tensors), tuple(targets), tuple(feed_tensors))
         exe = self._cache.get(key)
         if exe is None:
-            with self._cache_lock:
+            with clock.holding(self._cache_lock):
                 exe = self._cache.get(key)
                 if exe is None:
-                    with g._lock:
+                    with clock.holding(g._lock):
                         plan = make_plan(g, feed_tensors, fetch_tensors, targets)
                         # Registering with a cluster's tasks ends at the step's deadline.
                         exe = self._backend.build(plan, timeout)
@@ -462,8 +462,13 @@ class Session:
 
     async def arun(self, fetches, feed_dict=None, options=None, run_metadata=None, timeout=None):
         """Like `run`, for programs with their own event loop; never blocks that loop."""
-        timeout = self._timeout(options, timeout)
-        exe, rebuild, feed_values = self._prepare(fetches, feed_dict, timeout)
+        sim = clock.installed()
+        if sim is not None:
+            # sim: preparing may register with the tasks, a blocking call: a simulated thread does it
+            exe, rebuild, feed_values = await sim.run_blocking(self._prepare, fetches, feed_dict,
+                                                               self._timeout(options, timeout))
+        else:
+            exe, rebuild, feed_values = self._prepare(fetches, feed_dict, self._timeout(options, timeout))
         tracer = self._tracer(exe, options, run_metadata)
         if tracer is None:
             results = await self._backend.arun(exe, feed_values, timeout)

@@ -23,6 +23,7 @@ import dataclasses
 import threading
 import time
 
+from actorflow import clock as _clock
 from actorflow.actors.sendrecv import frame_key
 
 __all__ = ["StepTracer", "now_us", "SOFTWARE_TRACE", "FULL_TRACE", "step_stats_from_dict", "shift_step_stats"]
@@ -35,7 +36,9 @@ _perf_ns = time.perf_counter_ns
 
 
 def now_us() -> int:
-    """This process's trace clock, in microseconds since the epoch."""
+    """This process's trace clock, in microseconds since the epoch (virtual under a simulation)."""
+    if _clock._hook is not None:
+        return int(_clock._hook.time() * 1e6)
     return (_perf_ns() + _EPOCH_NS) // 1000
 
 

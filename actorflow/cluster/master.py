@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import msgpack
 import numpy as np
 
-from actorflow import errors
+from actorflow import clock, errors
 from actorflow.actors.dispatcher import default_runtime
 from actorflow.actors.tracing import now_us, shift_step_stats
 from actorflow.cluster.spec import ClusterSpec, parse_target, target_tls, task_key
@@ -109,6 +109,9 @@ class Master:
     def _sync(self, coro, timeout=None, what="the master"):
         """Runs `coro` on the runtime loop and waits for it in this (client) thread, at most `timeout`
         seconds: past it, the coroutine is cancelled and DeadlineExceededError names `what`."""
+        # sim: a simulated client blocks on the simulation's loop (actorflow/clock.py); not otherwise
+        if clock.installed() is not None:
+            return clock.block_on(self._bounded(coro, timeout, what), timeout)
         if self.rt.in_loop():
             coro.close()
             raise RuntimeError("a blocking Session call was made on the actorflow runtime loop; use arun")
@@ -122,6 +125,17 @@ class Master:
             raise errors.DeadlineExceededError(
                 None, None, f"Timed out after {timeout:g} s waiting for {what} (the actorflow runtime loop did "
                             "not answer in time)") from None
+
+    @staticmethod
+    async def _bounded(coro, timeout, what):
+        if timeout is None:
+            return await coro
+        try:
+            async with asyncio.timeout(timeout):
+                return await coro
+        except TimeoutError:
+            raise errors.DeadlineExceededError(
+                None, None, f"Timed out after {timeout:g} s waiting for {what}") from None
 
     async def _within(self, aw, deadline, what: str, timeout):
         """Awaits `aw` until the step's `deadline` (loop time, or None for no limit)."""
@@ -353,6 +367,9 @@ class Master:
             for p in self.peers.values():
                 await p.close()
         try:
+            if clock.installed() is not None:
+                clock.block_on(close_all(), 5.0)
+                return
             if not self.rt.in_loop():
                 asyncio.run_coroutine_threadsafe(close_all(), self.loop).result(5)
         except Exception:  # noqa: BLE001

@@ -13,13 +13,12 @@ import logging
 import os
 import secrets
 import threading
-import time
 
 import msgpack
 import numpy as np
 from aiohttp import web
 
-from actorflow import errors
+from actorflow import clock, errors
 from actorflow.actors.dispatcher import Runtime, new_loop
 from actorflow.actors.executable import Executable
 from actorflow.actors.node import DEAD
@@ -115,7 +114,8 @@ class WorkerService:
         self._next_handle = 1
         self.peers: dict[str, Peer] = {}
         self.active: dict[int, object] = {}     # step id -> StepState
-        self.started = time.time()
+        self.started = clock.time()
+        self.pid = os.getpid()                  # what pings report: a new one tells masters the task restarted
         self.steps_run = 0
         self.refused = 0
         self.connections: set[Connection] = set()
@@ -210,8 +210,8 @@ class WorkerService:
 
     # -- RPC methods --------------------------------------------------------------------------------
     async def rpc_ping(self, args, tensors):
-        return {"task": self.name, "time": time.time(), "steps": self.steps_run, "uptime": time.time() - self.started,
-                "pid": os.getpid()}, ()
+        return {"task": self.name, "time": clock.time(), "steps": self.steps_run, "uptime": clock.time() - self.started,
+                "pid": self.pid}, ()
 
     async def rpc_status(self, args, tensors):
         return self.status(graphs=bool(args.get("graphs"))), ()
@@ -221,7 +221,7 @@ class WorkerService:
         this process wrote lately, and with `graphs` the registered partitions (nodes, inputs, and the
         peer of each _Send/_Recv), at most MAX_STATUS_NODES nodes in all."""
         from actorflow.checkpoint_format import recent_shards
-        doc = {"task": self.name, "pid": os.getpid(), "started": self.started, "uptime": time.time() - self.started,
+        doc = {"task": self.name, "pid": os.getpid(), "started": self.started, "uptime": clock.time() - self.started,
                "steps": self.steps_run, "active_steps": len(self.active), "graphs_registered": len(self.graphs),
                "graph_handles": sorted(self.graphs), "checkpoints": list(recent_shards)}
         if graphs:
@@ -253,7 +253,7 @@ class WorkerService:
                                           args.get("soft_placement"), args.get("rewrites"))).encode()).digest()
         h = self._graph_keys.get(sig)
         if h is not None and h in self.graphs:
-            return {"handle": h, "pid": os.getpid()}, ()
+            return {"handle": h, "pid": self.pid}, ()
         g = Graph.from_msgpack(data)
         feeds = [g.get_tensor_by_name(n) for n in args.get("feeds", [])]
         fetches = [g.get_tensor_by_name(n) for n in args.get("fetches", [])]
@@ -270,7 +270,7 @@ class WorkerService:
         self._next_handle += 1
         self.graphs[h] = exe
         self._graph_keys[sig] = h
-        return {"handle": h, "pid": os.getpid()}, ()
+        return {"handle": h, "pid": self.pid}, ()
 
     async def rpc_deregister_graph(self, args, tensors):
         self.graphs.pop(args.get("handle"), None)
@@ -431,8 +431,8 @@ def make_app(service: WorkerService) -> web.Application:
 
     async def health(request: web.Request):
         authorize(request)
-        return web.json_response({"task": service.name, "steps": service.steps_run, "pid": os.getpid(),
-                                  "uptime": time.time() - service.started})
+        return web.json_response({"task": service.name, "steps": service.steps_run, "pid": service.pid,
+                                  "uptime": clock.time() - service.started})
 
     async def status(request: web.Request):
         """The task's status document (WorkerService.status); `?graphs=1` adds its partitions."""

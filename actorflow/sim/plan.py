@@ -74,8 +74,10 @@ class Plan:
         for f in sc.faults:
             kind, fid = f["kind"], f["id"]
             if kind == "kill":
-                triggers.append(Trigger(fid, "kill", params={"task": f["task"], "signal": int(f.get("signal", 9)),
-                                                             "restart_after_s": f.get("restart_after_s")}, **at(f)))
+                params = {"task": f["task"], "signal": int(f.get("signal", 9)), "restart_after_s": f.get("restart_after_s")}
+                if f.get("power_loss"):
+                    params["power_loss"] = True
+                triggers.append(Trigger(fid, "kill", params=params, **at(f)))
             elif kind == "crash_during_save":
                 task_faults.append({"id": fid, "kind": kind, "tasks": [f["task"]], "save": int(f.get("save", 1))})
                 crash_restarts[f["task"]] = f.get("restart_after_s")

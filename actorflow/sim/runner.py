@@ -104,6 +104,25 @@ def _calibrated_step_ms() -> float:
         return 10.0
 
 
+def _warm_kernels(wl, data) -> float:
+    """Runs three training steps of the workload in a local session (the harness's process); the
+    kernels it compiles land in numba's disk cache, which the task processes share. Returns the
+    seconds it took (the cold start that a restarted task no longer pays)."""
+    import actorflow as af
+    from actorflow.sim.workload import build_replica
+    t0 = time.perf_counter()
+    x_tr, _, y_tr, _ = data
+    try:
+        rep = build_replica(dataclasses.replace(wl, mode="async", backup_workers=0), None, 0, 1)
+        with rep.graph.as_default(), af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            for _ in range(3):
+                sess.run(rep.train_op, {rep.x: x_tr[:wl.batch_size], rep.y: y_tr[:wl.batch_size]})
+    except Exception as e:  # noqa: BLE001 - a warm-up that fails only leaves the cache cold
+        log.warning("sim: kernel warm-up failed: %s", e)
+    return time.perf_counter() - t0
+
+
 def _parse_task(task: str):
     return task.split("/")[1][4:], int(task.split("/")[2][5:])
 
@@ -292,6 +311,9 @@ class _Run:
         from actorflow.sim.workload import MARKER, STEP_FEED, load_digits_data
         sc, wl = self.sc, self.wl
         data = load_digits_data(wl.data_seed)
+        # Before the clock: compile the workload's kernels once, so that numba's on-disk cache is
+        # warm and a task restarted mid-run loads them instead of compiling them (seconds, cold).
+        self.warmup_s = _warm_kernels(wl, data)
         config_path = os.path.join(self.out, "faults.json")
         base_ms = _calibrated_step_ms()
         config = self.plan.task_config({}, os.path.join(self.out, "events"), os.path.join(self.out, "control"),
@@ -504,6 +526,10 @@ def _metrics(sc: Scenario, run: _Run, final: dict, events: list) -> dict:
     m["startup_recoveries"] = sum(e.get("recoveries", 1) for e in recs if e.get("local_step", 1) == 0)
     m["injected"] = sum(1 for e in events if e["kind"] in INJECTED)
     m["unexpected_exits"] = [e["task"] for e in events if e["kind"] == "unexpected_exit"]
+    # A restarted task's start-up (process, imports, kernels from the warm cache): part of every
+    # recovery time below, measured rather than assumed.
+    m["warmup_s"] = round(getattr(run, "warmup_s", 0.0), 3)
+    m["restart_startup_s"] = max((e.get("startup_s", 0.0) for e in events if e["kind"] == "restarted"), default=None)
     m["client_errors"] = {str(k): v for k, v in run.client_errors.items()}
     m["hung"] = run.hung
     by_worker: dict = {}
@@ -604,8 +630,10 @@ def check_expectations(sc: Scenario, m: dict, events: list) -> list:
         bound("max_steps_lost", m["max_steps_lost"], m["max_steps_lost"] <= e["max_steps_lost"])
     if "max_recovery_s" in e:
         r = m["max_recovery_s"]
+        cold = m.get("restart_startup_s")
         bound("max_recovery_s", r, r is not None and r <= e["max_recovery_s"],
-              "" if r is not None else "an affected worker never completed a step after the fault")
+              ("" if r is not None else "an affected worker never completed a step after the fault") +
+              (f" (includes restarts that took up to {cold:.2f} s to start)" if cold else ""))
     if "nothing_lost" in e:
         ok, why = _nothing_lost(sc, m, process_faults)
         bound("nothing_lost", ok, ok == bool(e["nothing_lost"]), why)

@@ -32,6 +32,11 @@
     [short]                         # the test suite's version: tables merged over the ones above
     workload = { steps = 150 }
 
+`mode = "deterministic"` (top level) runs it in the simulated world (actorflow/sim/detrun.py) by
+default; `actorflow sim run --deterministic` does so for any scenario. A kill with `power_loss = true`
+is a power loss of the task's machine: what it had not fsynced may be lost or torn (deterministic
+mode only).
+
 A scenario that exposes a bug not yet fixed says so in a top-level `known_issue = "..."`: the test
 suite expects it to fail (xfail), and `actorflow sim list` shows it.
 
@@ -54,7 +59,7 @@ __all__ = ["Scenario", "Workload", "load", "parse", "FAULT_KINDS", "EXPECTATIONS
 
 # kind -> (required fields, optional fields)
 FAULT_KINDS = {
-    "kill": ({"task"}, {"at", "at_step", "at_time_s", "restart_after_s", "signal"}),
+    "kill": ({"task"}, {"at", "at_step", "at_time_s", "restart_after_s", "signal", "power_loss"}),
     "crash_during_save": ({"task"}, {"save", "restart_after_s"}),
     "straggler": ({"tasks"}, {"delay", "slowdown", "probability", "from_step", "to_step"}),
     "partition": ({"between"}, {"at", "at_step", "at_time_s", "duration_s", "fail_after_s"}),
@@ -118,6 +123,7 @@ class Scenario:
     path: str | None = None
     short: bool = False
     known_issue: str = ""    # a scenario that currently exposes a bug says which, until it is fixed
+    mode: str = "real"       # "real" processes on loopback, or "deterministic" (the simulated world)
     doc: dict = field(default_factory=dict, compare=False)   # the merged document, for the run's record
 
     def task_names(self) -> list:
@@ -258,7 +264,8 @@ def parse(doc: dict, path: str | None = None, short: bool = False) -> Scenario:
         if short_doc is None:
             raise ScenarioError(f"{where}: has no [short] table (the test suite's version of the scenario)")
         doc = _merge(doc, short_doc)
-    unknown = set(doc) - {"name", "description", "seed", "cluster", "workload", "faults", "expect", "known_issue"}
+    unknown = set(doc) - {"name", "description", "seed", "cluster", "workload", "faults", "expect", "known_issue",
+                          "mode"}
     if unknown:
         raise ScenarioError(f"{where}: unknown top-level key(s) {', '.join(sorted(unknown))}")
     cl = doc.get("cluster", {})
@@ -291,9 +298,13 @@ def parse(doc: dict, path: str | None = None, short: bool = False) -> Scenario:
         raise ScenarioError(f"{where}: [expect] unknown key(s) {', '.join(sorted(bad))}; allowed: "
                             f"{', '.join(EXPECTATIONS)}")
     name = doc.get("name") or (os.path.splitext(os.path.basename(path))[0] if path else "scenario")
+    mode = doc.get("mode", "real")
+    if mode not in ("real", "deterministic"):
+        raise ScenarioError(f"{where}: mode is 'real' (processes on loopback) or 'deterministic' (the simulated "
+                            f"world), got {mode!r}")
     return Scenario(name=name, description=doc.get("description", ""), seed=int(doc.get("seed", 0)), ps=ps,
                     workers=workers, workload=wl, faults=faults, expect=expect, path=path, short=short,
-                    known_issue=str(doc.get("known_issue", "")), doc=doc)
+                    known_issue=str(doc.get("known_issue", "")), mode=mode, doc=doc)
 
 
 def load(path: str, short: bool = False) -> Scenario:

@@ -13,7 +13,7 @@ scenario.py, which runs after this.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
@@ -105,6 +105,7 @@ class Kill(_Fault):
     at_time_s: float | None = None
     restart_after_s: float | None = None
     signal: int | None = None
+    power_loss: bool | None = None
 
 
 class CrashDuringSave(_Fault):
@@ -154,6 +155,7 @@ class Body(_Table):
     description: str = ""
     seed: int = 0
     known_issue: str = ""
+    mode: Literal["real", "deterministic"] = "real"
     cluster: Cluster = Cluster()
     workload: Workload = Workload()
     faults: list[dict] = []

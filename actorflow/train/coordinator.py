@@ -22,9 +22,8 @@ import contextlib
 import logging
 import sys
 import threading
-import time
 
-from actorflow import errors
+from actorflow import clock, errors
 
 __all__ = ["Coordinator", "LooperThread"]
 
@@ -112,7 +111,7 @@ class Coordinator:
     def wait_for_stop(self, timeout=None) -> bool:
         """Blocks until a stop is requested or `timeout` seconds pass; True if stopped
         (tf.train.Coordinator.wait_for_stop)."""
-        return self._stop_event.wait(timeout)
+        return clock.wait(self._stop_event, timeout)
 
     def register_thread(self, thread) -> None:
         """Adds a thread that `join()` without arguments waits for (tf.train.Coordinator.register_thread)."""
@@ -134,7 +133,7 @@ class Coordinator:
         wait = 0.001
         remaining = float(stop_grace_period_secs)
         while any(t.is_alive() for t in threads) and remaining >= 0.0:
-            time.sleep(wait)
+            clock.sleep(wait)
             remaining -= wait
             wait = max(min(2 * wait, remaining), 0.001)
         stragglers = [t.name for t in threads if t.is_alive()]
@@ -210,8 +209,8 @@ class LooperThread(threading.Thread):
                 while not self._coord.should_stop():
                     self.run_loop()
             else:
-                next_time = time.monotonic() + self._timer_interval_secs
-                while not self._coord.wait_for_stop(max(0.0, next_time - time.monotonic())):
+                next_time = clock.monotonic() + self._timer_interval_secs
+                while not self._coord.wait_for_stop(max(0.0, next_time - clock.monotonic())):
                     next_time += self._timer_interval_secs
                     self.run_loop()
             self.stop_loop()

@@ -9,11 +9,10 @@ progress; other workers wait until the chief has made the variables ready.
 from __future__ import annotations
 
 import logging
-import time
 
 import numpy as np
 
-from actorflow import errors
+from actorflow import clock, errors
 from actorflow.actors.session import Session
 from actorflow.graph.graph import GraphKeys, get_default_graph
 from actorflow.train.session_run_hook import (
@@ -86,17 +85,17 @@ class Scaffold:
 
 def _retry(fn, max_wait_secs: float, what: str):
     """Calls fn() until it stops raising recoverable errors or `max_wait_secs` pass."""
-    deadline = time.monotonic() + max_wait_secs
+    deadline = clock.monotonic() + max_wait_secs
     delay = 0.05
     while True:
         try:
             return fn()
         except _RECOVERABLE as e:
-            if time.monotonic() + delay > deadline:
+            if clock.monotonic() + delay > deadline:
                 raise errors.DeadlineExceededError(None, None, f"{what} did not succeed within {max_wait_secs:g} s: "
                                                                f"{e.message}") from e
             log.info("%s: %s; retrying", what, e.message.splitlines()[0])
-            time.sleep(delay)
+            clock.sleep(delay)
             delay = min(delay * 2, 1.0)
 
 
@@ -184,7 +183,7 @@ class WorkerSessionCreator:
 
     def create_session(self):
         self.scaffold.finalize()
-        deadline = time.monotonic() + self.max_wait_secs
+        deadline = clock.monotonic() + self.max_wait_secs
         sess = _retry(lambda: Session(self.master, config=self.config), self.max_wait_secs, "connecting")
         while True:
             try:
@@ -193,11 +192,11 @@ class WorkerSessionCreator:
                 missing = ["<unreachable>"]
             if not missing:
                 break
-            if time.monotonic() > deadline:
+            if clock.monotonic() > deadline:
                 sess.close()
                 raise errors.DeadlineExceededError(None, None, f"variables {missing[:5]} were not initialized by the "
                                                                f"chief within {self.max_wait_secs:g} s")
-            time.sleep(self.poll_secs)
+            clock.sleep(self.poll_secs)
         if self.scaffold.local_init_op is not None:
             sess.run(self.scaffold.local_init_op)
         return sess
@@ -215,6 +214,9 @@ class MonitoredSession:
         # Recovered failures by error class ("UnavailableError": 2, ...), for soak tests and logs.
         self.recovered_errors: dict = {}
         self._stop = False
+        # Test-only: a planted bug for the simulator's tests (tests/test_detsim.py), off unless a
+        # test sets it: after a recovery, every run is sent twice, applying its gradient twice.
+        self._planted_double_apply = False
         from actorflow.train.coordinator import Coordinator
         self._coord = Coordinator()
         for h in self._hooks:
@@ -271,6 +273,8 @@ class MonitoredSession:
                             args.options.timeout_in_ms < options.timeout_in_ms:
                         options = args.options
         results = self._sess.run({"user": fetches, "hooks": extra}, feeds or None, options=options)
+        if self._planted_double_apply and self.recoveries:
+            results = self._sess.run({"user": fetches, "hooks": extra}, feeds or None, options=options)
         for i, h in enumerate(self._hooks):
             h.after_run(ctx, SessionRunValues(results["hooks"].get(i)))
         if ctx.stop_requested:

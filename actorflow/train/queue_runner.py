@@ -24,7 +24,7 @@ import logging
 import threading
 import weakref
 
-from actorflow import errors
+from actorflow import clock, errors
 from actorflow.graph.graph import GraphKeys, add_to_collection
 
 __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
@@ -113,10 +113,10 @@ class QueueRunner:
         (tf.train.QueueRunner.create_threads)."""
         if not self._claim(sess):
             return []
-        threads = [threading.Thread(target=self._run_thread, args=(sess, op, coord), daemon=daemon,
+        threads = [clock.new_thread(self._run_thread, (sess, op, coord), daemon=daemon,
                                     name=f"QueueRunnerThread-{self.name}-{op.name}") for op in self._enqueue_ops]
         if coord is not None:
-            threads.append(threading.Thread(target=self._close_on_stop, args=(sess, coord), daemon=daemon,
+            threads.append(clock.new_thread(self._close_on_stop, (sess, coord), daemon=daemon,
                                             name=f"QueueRunnerThread-{self.name}-close_on_stop"))
         for t in threads:
             if coord is not None:
@@ -143,6 +143,14 @@ class QueueRunner:
 
     # -- the loops -------------------------------------------------------------------------------------------
     def _run_thread(self, sess, enqueue_op, coord) -> None:
+        try:
+            # sim: a simulated thread runs the loop on the simulation's event loop (actorflow/clock.py)
+            if clock.installed() is not None:
+                clock.block_on(self._loop(sess, enqueue_op, coord), None)
+                return
+        except Exception as e:  # noqa: BLE001 - already reported; the thread just ends
+            log.debug("QueueRunner thread for %s ended with %s", enqueue_op.name, e)
+            return
         loop = asyncio.new_event_loop()
         try:
             if loop.run_until_complete(self._loop(sess, enqueue_op, coord)):

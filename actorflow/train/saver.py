@@ -24,13 +24,12 @@ import json
 import logging
 import os
 import re
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from actorflow import checkpoint_format as ckpt_io
-from actorflow import errors
+from actorflow import clock, errors
 from actorflow.graph import dtypes
 from actorflow.graph.device_spec import DeviceSpec
 from actorflow.graph.graph import GraphKeys, Tensor, get_default_graph
@@ -452,7 +451,7 @@ class Saver:
         self._max_to_keep = max_to_keep
         self._keep_hours = keep_checkpoint_every_n_hours
         self._next_keep_time = None if not keep_checkpoint_every_n_hours else \
-            time.time() + keep_checkpoint_every_n_hours * 3600
+            clock.time() + keep_checkpoint_every_n_hours * 3600
         self._name = name
         self._restore_sequentially = bool(restore_sequentially)
         self._allow_empty = bool(allow_empty)
@@ -590,7 +589,7 @@ class Saver:
             os.unlink(index)
             ckpt_io.fsync_dir(save_dir)
         entries = sess.run(self._save_outputs, {self._path: _encode_path(abs_prefix)})
-        extra = {"created": time.time(), "global_step": step}
+        extra = {"created": clock.time(), "global_step": step}
         ckpt_io.write_index(abs_prefix, [json.loads(bytes(e)) for e in entries], key=self.checkpoint_key_for(sess),
                             **extra)
         if write_meta_graph:
@@ -606,7 +605,7 @@ class Saver:
 
     def _record(self, prefix: str) -> None:
         self._last_checkpoints = [(p, t) for p, t in self._last_checkpoints if p != prefix]
-        self._last_checkpoints.append((prefix, time.time()))
+        self._last_checkpoints.append((prefix, clock.time()))
         if not self._max_to_keep:
             # TF: with max_to_keep None or 0 nothing is deleted and only the newest is listed.
             self._last_checkpoints = self._last_checkpoints[-1:]

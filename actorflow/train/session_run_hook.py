@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 
 import numpy as np
+
+from actorflow import clock
 
 __all__ = ["SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues", "StopAtStepHook",
            "CheckpointSaverHook", "LoggingTensorHook", "NanTensorHook", "NanLossDuringTrainingError",
@@ -129,7 +130,7 @@ class CheckpointSaverHook(SessionRunHook):
 
     def after_create_session(self, session, coord):
         step = int(session.run(self._gs))
-        self._last_time = time.monotonic()
+        self._last_time = clock.monotonic()
         self._last_step = step
         if not os.path.exists(os.path.join(self._dir, "checkpoint")):
             self._save(session, step)
@@ -140,7 +141,7 @@ class CheckpointSaverHook(SessionRunHook):
     def after_run(self, run_context, run_values):
         step = int(run_values.results) + 1
         due = (self._save_steps is not None and step - self._last_step >= self._save_steps) or \
-              (self._save_secs is not None and time.monotonic() - self._last_time >= self._save_secs)
+              (self._save_secs is not None and clock.monotonic() - self._last_time >= self._save_secs)
         if due:
             self._save(run_context.session, int(run_context.session.run(self._gs)))
 
@@ -151,7 +152,7 @@ class CheckpointSaverHook(SessionRunHook):
 
     def _save(self, session, step):
         self._saver.save(session, self._path, global_step=step)
-        self._last_time = time.monotonic()
+        self._last_time = clock.monotonic()
         self._last_step = step
         self.saves += 1
         log.info("saved checkpoint for step %d in %s", step, self._dir)
@@ -176,13 +177,13 @@ class LoggingTensorHook(SessionRunHook):
 
     def before_run(self, run_context):
         self._should = self._every_n_iter is not None and self._iter % self._every_n_iter == 0 or \
-            self._every_n_secs is not None and (self._last is None or time.monotonic() - self._last >= self._every_n_secs)
+            self._every_n_secs is not None and (self._last is None or clock.monotonic() - self._last >= self._every_n_secs)
         return SessionRunArgs(self._tensors) if self._should else None
 
     def after_run(self, run_context, run_values):
         if self._should:
             self._log(run_values.results)
-            self._last = time.monotonic()
+            self._last = clock.monotonic()
         self._iter += 1
 
     def end(self, session):

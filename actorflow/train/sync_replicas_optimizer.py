@@ -57,11 +57,10 @@ Differences from TF 1.x, each because TF's behaviour contradicts "exactly the fi
 from __future__ import annotations
 
 import logging
-import time
 
 import numpy as np
 
-from actorflow import errors
+from actorflow import clock, errors
 from actorflow.graph import dtypes
 from actorflow.graph.device_spec import DeviceSpec
 from actorflow.graph.graph import GraphKeys, convert_to_tensor
@@ -459,13 +458,13 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
         """Waits for the global step, runs the replica's local init, and on the chief adds the
         initial tokens and starts the sync loop's thread (registered with `coord`)."""
         self.begin()
-        deadline = time.monotonic() + self._ready_timeout_secs
+        deadline = clock.monotonic() + self._ready_timeout_secs
         while not bool(session.run(self._ready_op)):
-            if time.monotonic() > deadline:
+            if clock.monotonic() > deadline:
                 raise errors.DeadlineExceededError(
                     None, None, f"SyncReplicasOptimizer: the global step was not initialized within "
                                 f"{self._ready_timeout_secs:g} s; the chief initializes it")
-            time.sleep(0.05)
+            clock.sleep(0.05)
         session.run(self._local_init_op)
         if self._init_tokens_op is not None:
             session.run(self._init_tokens_op)

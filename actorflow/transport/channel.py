@@ -33,6 +33,10 @@ TOKEN_HEADER = "X-Actorflow-Token"
 TASK_HEADER = "X-Actorflow-Task"       # who is connecting ("/job:worker/task:1", or "client")
 MAX_MESSAGE = CHUNK + (2 << 20)     # a websocket message: a chunk, or a header with small inline tensors
 
+# sim: `async DIAL(address, local_task, token) -> websocket` replaces aiohttp's connect when a
+# deterministic simulation runs (actorflow/sim/network.py); None: real sockets.
+DIAL = None
+
 
 class _BulkPayload:
     """The payload of a frame that travels as one bulk frame (see transport/bulk.py)."""
@@ -361,7 +365,7 @@ class Peer:
         deadline = loop.time() + timeout
         delay = 0.02
         last = None
-        if self._session is None or self._session.closed:
+        if DIAL is None and (self._session is None or self._session.closed):
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout))
         scheme = "https" if self.ssl is not None else "http"
         while True:
@@ -369,11 +373,14 @@ class Peer:
                 # The whole handshake (TCP, TLS, HTTP upgrade) within what is left of the deadline:
                 # a server that accepts and never answers must not hold us.
                 async with asyncio.timeout(max(deadline - loop.time(), 0.05)):
-                    ws = await self._session.ws_connect(
-                        f"{scheme}://{self.address}/ws",
-                        headers={TOKEN_HEADER: self.token, TASK_HEADER: self.local_task, BULK_HEADER: "1"},
-                        max_msg_size=MAX_MESSAGE, ssl=self.ssl if self.ssl is not None else True,
-                        autoping=True, heartbeat=self.heartbeat, compress=0)
+                    if DIAL is not None:
+                        ws = await DIAL(self.address, self.local_task, self.token)
+                    else:
+                        ws = await self._session.ws_connect(
+                            f"{scheme}://{self.address}/ws",
+                            headers={TOKEN_HEADER: self.token, TASK_HEADER: self.local_task, BULK_HEADER: "1"},
+                            max_msg_size=MAX_MESSAGE, ssl=self.ssl if self.ssl is not None else True,
+                            autoping=True, heartbeat=self.heartbeat, compress=0)
                 break
             except TimeoutError:
                 last = TimeoutError(f"no websocket handshake within {timeout:g} s")

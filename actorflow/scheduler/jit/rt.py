@@ -3,8 +3,9 @@ cross-entropy (the kernels' own fused loops), all numba functions compiled once 
 from __future__ import annotations
 
 import numpy as np
-from actorflow.kernels.cpu.softmax import _softmax_rows, _xent_dense
 from numba import njit
+
+from actorflow.kernels.cpu.softmax import _softmax_rows, _xent_dense
 
 __all__ = ["row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any", "softmax", "xent"]
 
