@@ -10,7 +10,7 @@
 2. At 100 workers and 10 PS, for each compute cost (the null model first): the median worker step time and the throughput (global
    steps per virtual second) of the real code in virtual time, against the discrete-event model
    (actorflow/sim/model.py, `simulate_cluster`) with the same costs; the ratio is printed.
-3. Seeds per CPU-minute of every scenario in sims/ (its [short] version, one process): how many
+3. Seeds per CPU-minute of every packaged scenario (actorflow/sim/scenarios/) (its [short] version, one process): how many
    seeds a sweep covers in a minute of one core.
 """
 from __future__ import annotations
@@ -129,7 +129,8 @@ def main(argv=None) -> int:
     if args.quick:
         return 0
     print("\n== seeds per CPU-minute, per scenario ([short] version) ==")
-    sims = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sims")
+    from actorflow.sim.scenario import packaged_dir
+    sims = packaged_dir()
     for path in sorted(glob.glob(os.path.join(sims, "*.toml"))):
         sc = load(path, short=True)
         cpu = 0.0

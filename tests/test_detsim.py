@@ -20,10 +20,11 @@ from actorflow.sim.detrun import replay_deterministic, run_deterministic, shrink
 from actorflow.sim.disk import ProcessKilled, SimDisk  # noqa: E402
 from actorflow.sim.loop import OWNER, SimulationStalled, VirtualLoop  # noqa: E402
 from actorflow.sim.plan import Plan  # noqa: E402
-from actorflow.sim.scenario import load, parse  # noqa: E402
+from actorflow.sim.scenario import load, packaged_dir, parse  # noqa: E402
 from actorflow.sim.world import World  # noqa: E402
 
-SIMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sims")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIMS = packaged_dir()
 
 
 def _events(d):
@@ -209,14 +210,14 @@ def test_disk_refuses_a_killed_process(tmp_path):
 def test_cli_deterministic_run_replay_and_sweep_across_processes(tmp_path):
     import subprocess
     import sys
-    root = os.path.dirname(SIMS)
+    root = ROOT
     env = dict(os.environ, PYTHONPATH=root)
     env.pop("PYTHONHASHSEED", None)           # the CLI pins it itself
 
     def cli(*args):
         return subprocess.run([sys.executable, "-m", "actorflow.cli", "sim", *args], cwd=root, env=env,
                               capture_output=True, text=True, timeout=600)
-    wc = os.path.join(SIMS, "worker_crash.toml")
+    wc = "worker_crash"                       # found by name among the packaged scenarios
     runs = []
     for i in range(2):
         r = cli("run", wc, "--deterministic", "--short", "--seed", "2", "--out", str(tmp_path / f"r{i}"))

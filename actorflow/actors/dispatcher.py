@@ -81,7 +81,7 @@ class Runtime:
         self.scheduled = False
         self._to_offload: list = []        # expensive kernels made ready during this dispatch
         self.intra_op = os.environ.get("AF_INTRA_OP", "1") != "0"
-        self.threads = threads or (pool.threads if pool is not None else max(2, os.cpu_count() or 2))
+        self.threads = threads or getattr(pool, "threads", None) or max(2, os.cpu_count() or 2)
         self._ids = itertools.count(1)
         if pool is None:
             pool = POOL(self.threads) if POOL is not None else KernelPool(self.threads)

@@ -15,7 +15,7 @@ unchanged, one greenlet at a time, in a deterministic order.
   model (`Costs.kernel_s`, deterministic), or their real duration times `Costs.scale` (as chosen;
   not deterministic).
 - A training step's compute costs the worker's CPU `Costs.compute_s` (lognormal, drawn from the
-  seed and the step), at the worker service's step seam (`faults.STEP`), where stragglers' delays
+  seed and the step), at the worker service's step seam (`cluster.server.step_fault_hook`), where stragglers' delays
   and a crash during a checkpoint save happen too.
 - The checkpoint writer's `os` is a `SimDisk` (actorflow/sim/disk.py): a power loss can lose or tear
   what was not fsynced.
@@ -187,7 +187,7 @@ def _kernel_key(fn):
 
 
 class _StepSeam:
-    """The worker service's step seam (faults.STEP) for every simulated task: a training step's
+    """The worker service's step seam (`cluster.server.step_fault_hook`) for every simulated task: a training step's
     compute, stragglers, and a crash at a checkpoint save."""
 
     def __init__(self, world: "World", marker: str, step_feed: str, task_faults: list, seed: int):
@@ -268,10 +268,9 @@ class _StepSeam:
 
 def _thread_locals() -> list:
     # The per-thread state of the TF-1.x API (the default graph and session stacks): greenlets share
-    # their thread's, so each client keeps its own across its switches.
-    from actorflow.actors import session
+    # their thread's, so each client keeps its own across its switches. Both stacks live in graph/.
     from actorflow.graph import graph
-    return [graph._thread_local, session._local]
+    return [graph._thread_local]
 
 
 def _save_locals() -> list:
@@ -485,6 +484,7 @@ class World:
     def __enter__(self):
         from actorflow import clock
         from actorflow.actors import dispatcher
+        from actorflow.cluster import server
         from actorflow.sim import faults
         from actorflow.transport import channel
         dispatcher._limit_blas_threads()       # its one thread, before the guard
@@ -493,7 +493,8 @@ class World:
         self._saved = [(clock, "_hook", clock._hook), (dispatcher, "POOL", dispatcher.POOL),
                        (dispatcher, "_default_runtime", dispatcher._default_runtime),
                        (channel, "DIAL", channel.DIAL), (faults, "STEP", faults.STEP),
-                       (faults, "TRANSPORT", faults.TRANSPORT)]
+                       (faults, "TRANSPORT", faults.TRANSPORT), (channel, "fault_hook", channel.fault_hook),
+                       (server, "step_fault_hook", server.step_fault_hook)]
         self._random_state = random.getstate()
         random.seed(f"actorflow-sim-{self.seed}")
         clock.install(_Clock(self))
@@ -501,8 +502,7 @@ class World:
         self.runtime = dispatcher.Runtime(self.loop, pool=SyncPool(self, None, self.costs.cores))
         dispatcher._default_runtime = self.runtime
         channel.DIAL = self.net.dial
-        faults.STEP = self.seam
-        faults.TRANSPORT = None
+        faults.set_injectors(None, self.seam)       # the worker services' step seam; the network is simulated
         self.disk.install()
         self._guard_on()
         asyncio.set_event_loop(self.loop)
