@@ -462,13 +462,13 @@ class Session:
 
     async def arun(self, fetches, feed_dict=None, options=None, run_metadata=None, timeout=None):
         """Like `run`, for programs with their own event loop; never blocks that loop."""
+        timeout = self._timeout(options, timeout)
         sim = clock.installed()
         if sim is not None:
             # sim: preparing may register with the tasks, a blocking call: a simulated thread does it
-            exe, rebuild, feed_values = await sim.run_blocking(self._prepare, fetches, feed_dict,
-                                                               self._timeout(options, timeout))
+            exe, rebuild, feed_values = await sim.run_blocking(self._prepare, fetches, feed_dict, timeout)
         else:
-            exe, rebuild, feed_values = self._prepare(fetches, feed_dict, self._timeout(options, timeout))
+            exe, rebuild, feed_values = self._prepare(fetches, feed_dict, timeout)
         tracer = self._tracer(exe, options, run_metadata)
         if tracer is None:
             results = await self._backend.arun(exe, feed_values, timeout)
