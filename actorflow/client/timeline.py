@@ -118,7 +118,11 @@ def _flows(nodes) -> list:
             same = [c for c in before if c[6] == frame]
             p = (same or before)[-1]
             fid += 1
-            s_ts = p[2] + max(p[3] - 1, 0)          # inside the producer's slice, so that it binds
+            # Perfetto binds "s" to the slice open at its time on the producer's lane and "f" to the one
+            # open at its time on the consumer's lane, the start first: both inside their own slice, the
+            # start no later than the consumer's start (a split kernel's blocks, its consumers here, start
+            # before it ends; a flow from its end would bind to whatever runs then on the block's thread).
+            s_ts = max(p[2], min(p[2] + max(p[3] - 1, 0), ts))
             out.append({"name": "tensor", "cat": "DataFlow", "ph": "s", "id": fid, "pid": p[0], "tid": p[1],
                         "ts": s_ts, "args": {"name": src}})
             out.append({"name": "tensor", "cat": "DataFlow", "ph": "f", "bp": "e", "id": fid, "pid": pid,
