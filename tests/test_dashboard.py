@@ -55,7 +55,7 @@ class Trainer(threading.Thread):
             with g.as_default():
                 with af.device("/job:ps/task:0"):
                     w = af.Variable(np.zeros((64, 8), np.float32), name="w")
-                    q = af.FIFOQueue(1000, [af.float32], shapes=[[]], name="batches")
+                    q = af.FIFOQueue(1_000_000, [af.float32], shapes=[[]], name="batches")
                     acc = af.ConditionalAccumulator(af.float32, shape=(64, 8), shared_name="grads", name="grads")
                 losses = []
                 for i in range(2):
@@ -74,7 +74,7 @@ class Trainer(threading.Thread):
                     sess.run(af.global_variables_initializer())
                     while not self.stop.is_set():
                         try:
-                            sess.run([train, enq, apply] if self.steps < 150 else train, options=af.RunOptions(
+                            sess.run([train, enq, apply] if self.steps < 150 else [train, enq], options=af.RunOptions(
                                 timeout_in_ms=10000))
                             self.steps += 1
                             if self.steps % 40 == 0:
