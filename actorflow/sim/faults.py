@@ -126,6 +126,21 @@ def _rng(seed, fault, task):
     return np.random.default_rng(task_seed(seed, fault, task))
 
 
+def classify_step(exe, marker: str, step_feed: str) -> tuple:
+    """(kind, feed index) of a registered executable: "save" when it writes a checkpoint shard, "train"
+    when it runs the workload's training marker op, else "other"; and the index of the feed that
+    carries the global step (None when it has none)."""
+    kind = "other"
+    for op in exe.plan.ops:
+        if op.type == "SaveShard":
+            kind = "save"
+            break
+        if op.name == marker:
+            kind = "train"
+    feed = next((i for i, t in enumerate(exe.plan.feeds) if t.name == step_feed), None)
+    return kind, feed
+
+
 class StepInjector:
     """Delays training steps of straggler tasks, and kills a task during a checkpoint save.
 
@@ -161,16 +176,8 @@ class StepInjector:
         return bool(self.control_dir) and os.path.exists(os.path.join(self.control_dir, f"fired-{f['id']}"))
 
     def _classify(self, exe) -> tuple:
-        kind = "other"
-        for op in exe.plan.ops:
-            if op.type == "SaveShard":
-                kind = "save"
-                break
-            if op.name == self.marker:
-                kind = "train"
-        feed = next((i for i, t in enumerate(exe.plan.feeds) if t.name == self.step_feed), None)
-        self._kinds[exe] = (kind, feed)
-        return kind, feed
+        self._kinds[exe] = classify_step(exe, self.marker, self.step_feed)
+        return self._kinds[exe]
 
     async def before_step(self, service, exe, feeds=()) -> None:
         """Called by the worker service before it starts a step of `exe` with `feeds`."""

@@ -205,16 +205,9 @@ class _StepSeam:
         self.train_steps: dict = {}
 
     def _classify(self, exe):
-        kind = "other"
-        for op in exe.plan.ops:
-            if op.type == "SaveShard":
-                kind = "save"
-                break
-            if op.name == self.marker:
-                kind = "train"
-        feed = next((i for i, t in enumerate(exe.plan.feeds) if t.name == self.step_feed), None)
-        self.kinds[exe] = (kind, feed)
-        return kind, feed
+        from actorflow.sim.faults import classify_step
+        self.kinds[exe] = classify_step(exe, self.marker, self.step_feed)
+        return self.kinds[exe]
 
     async def before_step(self, service, exe, feeds=()) -> None:
         w = self.world
