@@ -326,13 +326,14 @@ def test_a_step_after_the_pool_shut_down_fails_instead_of_hanging():
     from actorflow.actors.dispatcher import Runtime
     from actorflow.actors.executable import Executable
     from actorflow.actors.resource import ResourceContainer
+    from actorflow.scheduler.lower import LowerOptions, lower
     g = af.Graph()
     with g.as_default():
         x = af.placeholder(af.float32, [512, 512])
         y = af.matmul(x, x)
     rt = Runtime()
     try:
-        exe = Executable(rt, make_plan(g, [x], [y], []), ResourceContainer())
+        exe = Executable(rt, lower(make_plan(g, [x], [y], []), None, LowerOptions.from_config(None)), ResourceContainer())
         rt.pool.shutdown(wait=True)
         done = concurrent.futures.Future()
         rt.loop.call_soon_threadsafe(exe.start, [np.ones((512, 512), np.float32)],

@@ -33,23 +33,15 @@ from actorflow.actors.sendrecv import RecvActor, SendActor
 from actorflow.actors.step import StepState
 from actorflow.kernels.registry import get_kernel
 from actorflow.scheduler.ir import ExecPlan, kernel_attrs
-from actorflow.scheduler.lower import LowerOptions, lower
 
 __all__ = ["Executable", "kernel_attrs"]
 
 
 class Executable:
-    """The actors of one ExecPlan, alive across steps; `start` launches one step.
+    """The actors of one ExecPlan (scheduler.lower's output), alive across steps; `start` launches
+    one step."""
 
-    `plan` is an ExecPlan, or a pruned Plan that is lowered here with the given options (tests and
-    graph functions; sessions lower with their ConfigProto's options themselves)."""
-
-    def __init__(self, runtime: Runtime, plan, container: ResourceContainer, transport=None,
-                 soft_placement=False, auto_gpu=True, fuse=True):
-        if not isinstance(plan, ExecPlan):
-            rewrites = () if fuse else (("remapping", False),)
-            plan = lower(plan, None, LowerOptions.from_config(None, soft_placement=soft_placement, auto_gpu=auto_gpu,
-                                                              rewrites=rewrites))
+    def __init__(self, runtime: Runtime, plan: ExecPlan, container: ResourceContainer, transport=None):
         self.rt = runtime
         self.transport = transport         # Send/Recv across tasks (a worker service), or None
         self.exec_plan = plan

@@ -12,6 +12,7 @@ import numpy as np
 
 from actorflow import errors
 from actorflow.actors.executable import Executable
+from actorflow.scheduler.lower import LowerOptions, lower
 from actorflow.scheduler.plan import make_plan
 
 __all__ = ["FunctionRunner"]
@@ -26,7 +27,7 @@ class FunctionRunner:
         self.fn = fn
         plan = make_plan(fn.graph, fn.inputs, fn.outputs, [])
         # Input pipelines run on the host, as TF's do: no GPU placement for function bodies.
-        self.exe = Executable(rt, plan, container, auto_gpu=False)
+        self.exe = Executable(rt, lower(plan, None, LowerOptions.from_config(None, auto_gpu=False)), container)
         self._dtypes = [t.dtype.np for t in fn.inputs]
 
     def call(self, args) -> asyncio.Future:
