@@ -1,7 +1,9 @@
 """Graph optimizer passes (TF's grappler), each a pure function from plan to plan.
 
-`optimize(plan, options)` runs, in order, the passes `options` leaves on (named as TF's
-`RewriterConfig` fields, so `RewriterConfig(constant_folding=OFF)` turns one off):
+Each pass is registered under its name in scheduler/lower.py's pipeline (`graph_pass`), where a
+`RewriterConfig` field of that name (TF's) turns it off: `RewriterConfig(constant_folding=OFF)`.
+`optimize(plan, options)` runs the same passes, and the JIT, outside the pipeline (for tests and
+tools that want the rewritten Plan itself):
 
 - ``constant_folding``: an op whose inputs are all constants is evaluated once, by its own
   kernel, and becomes a Const (so the runtime folds it into its consumers); `Shape`, `Size` and
