@@ -185,7 +185,7 @@ def lower(plan, devices=None, options: LowerOptions | None = None) -> ExecPlan:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        ir = run_passes(from_plan(plan), opt)
+        ir = _run_passes(None, plan, opt) if not opt.dump_dir else run_passes(from_plan(plan), opt)
         # ExecPlan.plan: the Plan the graph passes left (what traces and task status pages list).
         return emit(ir, ir.source[3] if ir.source is not None else plan)
     finally:
@@ -223,12 +223,32 @@ def run_passes(ir: PlanIR, options: LowerOptions, passes=None) -> PlanIR:
     dump = _Dump(options.dump_dir) if options.dump_dir else None
     if dump is not None:
         dump("prune", ir)
+    return _run_passes(ir, None, options, passes, dump)
+
+
+def _run_passes(ir, plan, options, passes=None, dump=None) -> PlanIR:
+    """run_passes over `ir`, or over the IR of `plan` (None: `ir`), built only where a pass that is
+    not a graph pass needs it."""
+    # `plan`: a Plan that graph passes rewrote and `ir` does not show yet (or None).
     for p in (pipeline() if passes is None else passes):
         if not options.enabled(p):
             continue
+        on_plan = getattr(p.fn, "on_plan", None)
+        if on_plan is not None and dump is None:
+            if plan is None:
+                plan = ir.plan
+            if plan is not None:      # graph passes back to back: no IR between them
+                plan = on_plan(plan, options)
+                continue
+        if plan is not None:
+            if ir is None or plan is not ir.plan:
+                ir = from_plan(plan)
+            plan = None
         ir = p.fn(ir, options)
         if dump is not None:
             dump(p.name, ir)
+    if plan is not None and (ir is None or plan is not ir.plan):
+        ir = from_plan(plan)
     return ir
 
 
@@ -351,6 +371,7 @@ def graph_pass(fn: Callable) -> Callable:
         new = fn(plan, options)
         return ir if new is plan else from_plan(new)
     run.__name__ = fn.__name__
+    run.on_plan = fn              # run_passes chains graph passes on the Plan without the IR between them
     return run
 
 

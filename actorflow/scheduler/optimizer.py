@@ -121,23 +121,43 @@ class _Facts:
     def __init__(self, plan: Plan):
         self.plan = plan
         self.frames = loop_frames(plan) if plan.has_control_flow else {}
-        self.fed = set(plan.feeds)
+        self.protected = set(plan.feeds)    # fed and fetched tensors
+        self.protected.update(t for t in plan.fetches if t is not None)
         self.fetched = {t for t in plan.fetches if t is not None}
         self.controllers = set(plan.targets)
         self.consumers: dict = {}
+        consumers = self.consumers
         for op in plan.ops:
-            self.controllers.update(op.control_inputs)
+            if op.control_inputs:
+                self.controllers.update(op.control_inputs)
             for t in op.inputs:
-                self.consumers.setdefault(t, []).append(op)
+                c = consumers.get(t)
+                if c is None:
+                    consumers[t] = [op]
+                else:
+                    c.append(op)
+        self._pure: dict = {}
 
     def pure(self, op) -> bool:
-        """True when a pass may rewrite `op` (remove, replace or evaluate it)."""
+        """True when a pass may rewrite `op` (remove, replace or evaluate it); computed once per op."""
+        r = self._pure.get(op)
+        if r is None:
+            r = self._pure[op] = self._is_pure(op)
+        return r
+
+    def _is_pure(self, op) -> bool:
         d = op.op_def
-        return not (d.stateful or d.ref_inputs or d.resource or op.type in _CF or op.type in _NO_FOLD
-                    or op.control_inputs or op in self.controllers or self.frames.get(op) is not None
-                    or any(t in self.fed or t in self.fetched for t in op.outputs)
-                    or any(t.dtype.is_ref if hasattr(t.dtype, "is_ref") else False for t in op.inputs)
-                    or any(t.op.type in _CF for t in op.inputs))
+        if d.stateful or d.ref_inputs or d.resource or op.type in _CF or op.type in _NO_FOLD or op.control_inputs \
+                or op in self.controllers or (self.frames and self.frames.get(op) is not None):
+            return False
+        protected = self.protected
+        for t in op.outputs:
+            if t in protected:
+                return False
+        for t in op.inputs:
+            if getattr(t.dtype, "is_ref", False) or t.op.type in _CF:
+                return False
+        return True
 
 
 def _const(plan, name, value, like_device="") -> object:

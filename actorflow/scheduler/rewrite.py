@@ -122,7 +122,8 @@ def _toposort(ops) -> tuple:
                 out.append(o)
                 continue
             stack.append((o, True))
-            for d in sorted(deps[o], key=index.get, reverse=True):
+            ds = deps[o]
+            for d in (sorted(ds, key=index.get, reverse=True) if len(ds) > 1 else ds):
                 if d not in done:
                     stack.append((d, False))
     return tuple(out)
