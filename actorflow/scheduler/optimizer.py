@@ -106,6 +106,8 @@ def optimize(plan: Plan, options: PassOptions) -> Plan:
 def _fused_later(plan: Plan) -> frozenset:
     """Names of the ops the fusion pass (scheduler/fusion.py, after lowering to IR) will fuse:
     MatMul/Conv2D + BiasAdd [+ Relu] run best as its GEMM epilogues, not in a JIT cluster."""
+    if not any(op.type in ("MatMul", "Conv2D") for op in plan.ops):
+        return frozenset()           # every fusion starts at one of them: no IR to build for nothing
     from actorflow.scheduler.fusion import find_fusions
     from actorflow.scheduler.lower import from_plan
     try:
@@ -170,7 +172,7 @@ def _const(plan, name, value, like_device="") -> object:
 def _value(t, edit):
     """The constant value of `t`, or None (not a Const, a Const in a frame, or a fed tensor)."""
     t = edit.resolve(t)
-    if t.op.type != "Const" or t.op.control_inputs or t in edit.plan.feeds:
+    if t.op.type != "Const" or t.op.control_inputs or t in edit.fed:
         return None
     return t.op.attrs["value"]
 

@@ -23,6 +23,7 @@ def new_op(graph, name, op_type, inputs, control, attrs, output_specs, device=""
 class PlanEdit:
     def __init__(self, plan: Plan):
         self.plan = plan
+        self.fed = frozenset(plan.feeds)
         self.subst: dict = {}          # tensor -> tensor
         self.removed: set = set()
         self.added: list = []
