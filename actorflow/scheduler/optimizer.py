@@ -2,8 +2,8 @@
 
 Each pass is registered under its name in scheduler/lower.py's pipeline (`graph_pass`), where a
 `RewriterConfig` field of that name (TF's) turns it off: `RewriterConfig(constant_folding=OFF)`.
-`optimize(plan, options)` runs the same passes, and the JIT, outside the pipeline (for tests and
-tools that want the rewritten Plan itself):
+`optimize(plan, options)` runs the pipeline's graph passes (these and the JIT) alone, for tests
+and tools that want the rewritten Plan itself:
 
 - ``constant_folding``: an op whose inputs are all constants is evaluated once, by its own
   kernel, and becomes a Const (so the runtime folds it into its consumers); `Shape`, `Size` and
@@ -52,16 +52,15 @@ _NO_FOLD = frozenset({"Placeholder", "PlaceholderWithDefault", "Const", "Variabl
 
 @dataclass(frozen=True)
 class PassOptions:
-    """Which passes run (RewriterConfig's names) and the JIT's switch (OptimizerOptions'
-    global_jit_level: True for ON_1/ON_2, False for OFF; jit_scope()-marked ops compile anyway)."""
+    """Which graph passes `optimize` runs (RewriterConfig's names) and the JIT's switch
+    (OptimizerOptions' global_jit_level: True for ON_1/ON_2, False for OFF; jit_scope()-marked ops
+    compile anyway); `remapping`: the fusion pass will run, so the JIT leaves its chains to it."""
     constant_folding: bool = True
     arithmetic_optimization: bool = True
     dependency_optimization: bool = True
     model_pruning: bool = True
     jit: bool = False
-    jit_scoped: bool = True             # compile ops marked by jit_scope() even when jit is off
-    jit_mode: str | None = None         # "wait" or "async" (None: $AF_JIT_COMPILE, default wait)
-    remapping: bool = True              # the fusion pass runs later: the JIT leaves its chains to it
+    remapping: bool = True
 
     @classmethod
     def from_config(cls, config) -> "PassOptions":
@@ -87,19 +86,19 @@ class PassOptions:
 
 
 def optimize(plan: Plan, options: PassOptions) -> Plan:
-    """Runs the enabled passes over `plan` (see the module's docstring)."""
-    if options.constant_folding:
-        plan = constant_folding(plan)
-    if options.arithmetic_optimization:
-        plan = arithmetic_optimization(plan)
-    if options.dependency_optimization:
-        plan = dependency_optimization(plan)
-    if options.jit or (options.jit_scoped and any(op.attrs.get("_XlaCompile") is True for op in plan.ops)):
-        from actorflow.scheduler.jit import jit_pass
-        keep = _fused_later(plan) if options.remapping else frozenset()
-        plan = jit_pass(plan, level_on=options.jit, mode=options.jit_mode, keep=keep)
-    if options.model_pruning:
-        plan = prune(plan)
+    """The graph passes of scheduler/lower.py's pipeline (constant folding ... model pruning, the
+    JIT among them), switched by `options`, over `plan`: the rewritten Plan, for tests and tools
+    (`lower` runs the same passes in its pipeline)."""
+    from actorflow.scheduler.lower import LowerOptions, pipeline
+    lo = LowerOptions(rewrites=(("constant_folding", options.constant_folding),
+                                ("arithmetic_optimization", options.arithmetic_optimization),
+                                ("dependency_optimization", options.dependency_optimization),
+                                ("model_pruning", options.model_pruning), ("remapping", options.remapping)),
+                      jit_level=1 if options.jit else 0)
+    for p in pipeline():
+        on_plan = getattr(p.fn, "on_plan", None)
+        if on_plan is not None and lo.enabled(p):
+            plan = on_plan(plan, lo)
     return plan
 
 
