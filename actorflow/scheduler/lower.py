@@ -78,7 +78,7 @@ from actorflow.scheduler.ir import (
     kernel_attrs,
 )
 
-__all__ = ["LowerOptions", "Pass", "lower", "lower_for_cluster", "from_plan", "emit", "register_pass",
+__all__ = ["LowerOptions", "Pass", "lower", "lower_for_cluster", "from_plan", "emit", "register_pass", "graph_pass",
            "unregister_pass", "pipeline", "run_passes"]
 
 
