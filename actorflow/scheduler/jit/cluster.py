@@ -181,27 +181,35 @@ class _Builder:
 
 
 def _interpreter(members, input_tensors, output_tensors):
-    """The members run one by one through their registered kernels: fn(*inputs) -> outputs."""
-    pos = {t: k for k, t in enumerate(input_tensors)}
-    steps = []
-    made: set = set()
-    for op in members:
-        fn = get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs))
-        srcs = []
-        for t in op.inputs:
-            if t in pos:
-                srcs.append((0, pos[t]))
-            elif t.op in made:
-                srcs.append((1, t))
-            else:
-                srcs.append((2, t.op.attrs["value"]))
-        steps.append((op, fn, srcs))
-        made.add(op)
+    """The members run one by one through their registered kernels: fn(*inputs) -> outputs. Their
+    kernels are made on the first call: a cluster that compiles (the usual case) never needs them."""
+    members = tuple(members)
+    input_tensors = tuple(input_tensors)
+    built: list = []
+
+    def build():
+        pos = {t: k for k, t in enumerate(input_tensors)}
+        steps = []
+        made: set = set()
+        for op in members:
+            fn = get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs))
+            srcs = []
+            for t in op.inputs:
+                if t in pos:
+                    srcs.append((0, pos[t]))
+                elif t.op in made:
+                    srcs.append((1, t))
+                else:
+                    srcs.append((2, t.op.attrs["value"]))
+            steps.append((op, fn, srcs))
+            made.add(op)
+        built.append(steps)         # two threads may both build: either list serves
+        return steps
     outs = tuple(output_tensors)
 
     def run(*args):
         vals: dict = {}
-        for op, fn, srcs in steps:
+        for op, fn, srcs in (built[0] if built else build()):
             xs = [args[v] if k == 0 else (vals[v] if k == 1 else v) for k, v in srcs]
             try:
                 r = fn(*xs)
