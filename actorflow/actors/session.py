@@ -541,6 +541,10 @@ class Session:
         `run_metadata.step_stats` (TF's StepStats) as TF does."""
         timeout = self._timeout(options, timeout)
         exe, rebuild, feed_values = self._prepare(fetches, feed_dict, timeout)
+        return self._run_prepared(exe, rebuild, feed_values, options, run_metadata, timeout)
+
+    def _run_prepared(self, exe, rebuild, feed_values, options, run_metadata, timeout):
+        """One blocking step of a prepared signature: what `run` and `make_callable`'s callables share."""
         tracer = self._tracer(exe, options, run_metadata)
         if tracer is None:
             results = self._backend.run(exe, feed_values, timeout)
@@ -566,13 +570,21 @@ class Session:
             self._backend.fill_metadata(tracer, run_metadata)
         return rebuild(self._finish_values(results, options))
 
-    def make_callable(self, fetches, feed_list=None):
-        """A function running `fetches` with positional feeds (tf.Session.make_callable)."""
-        feed_list = list(feed_list or [])
+    def make_callable(self, fetches, feed_list=None, accept_options=False):
+        """A Python callable running one step: `fetches` (any structure `run` takes) with the
+        elements of `feed_list` (feed_dict keys) fed from its positional arguments, returning what
+        `run(fetches, ...)` returns (tf.compat.v1.Session.make_callable).
 
-        def call(*args):
-            return self.run(fetches, dict(zip(feed_list, args)))
-        return call
+        The fetches and feeds are interpreted here, once, and the step is compiled at the first
+        call; a call then only converts its feed values and runs. With `accept_options=True` (or a
+        `feed_list`, as in TF) the callable also takes `options=` and `run_metadata=` keywords, as
+        `run` does. Differs from TF: a call with more or fewer arguments than `feed_list` has
+        raises a TypeError (TF ignores extra arguments)."""
+        if feed_list is not None and not isinstance(feed_list, (list, tuple)):
+            raise TypeError(f"Argument `feed_list` must be a list or tuple. Received: feed_list={feed_list}")
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        return _Callable(self, fetches, list(feed_list or ()), accept_options or feed_list is not None)
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def close(self) -> None:
@@ -612,6 +624,60 @@ class Session:
             self.close()
         except Exception:  # noqa: BLE001
             pass
+
+
+class _Callable:
+    """What `Session.make_callable` returns: a step of one fetch/feed signature, interpreted once."""
+
+    __slots__ = ("sess", "fetches", "feed_list", "accept_options", "rebuild", "fetch_tensors", "targets",
+                 "feed_tensors", "exe", "generic")
+
+    def __init__(self, sess, fetches, feed_list, accept_options):
+        self.sess = sess
+        self.fetches = fetches
+        self.feed_list = feed_list
+        self.accept_options = accept_options
+        self.rebuild, self.fetch_tensors, self.targets = sess._fetch_structure(fetches)
+        g = sess._graph
+        tensors = []
+        # A structure key (a tuple of tensors, fed leaf by leaf) or a tensor listed twice: each call
+        # goes through `run`'s feed_dict handling, which already knows those cases.
+        self.generic = any(isinstance(k, tuple) for k in feed_list)
+        if not self.generic:
+            for k in feed_list:
+                try:
+                    t = g.as_graph_element(k, allow_operation=False)
+                except (KeyError, ValueError, TypeError) as e:
+                    raise FeedError(None, None, f"Cannot interpret feed_list element {k!r} as a Tensor: {e}") from None
+                if t in tensors:
+                    self.generic = True
+                    break
+                tensors.append(t)
+        self.feed_tensors = tensors
+        self.exe = None
+
+    def __call__(self, *args, options=None, run_metadata=None):
+        feed_list = self.feed_list
+        if len(args) != len(feed_list):
+            raise TypeError(f"This callable feeds {len(feed_list)} tensors "
+                            f"({', '.join(getattr(k, 'name', str(k)) for k in feed_list) or 'none'}); "
+                            f"it was called with {len(args)} arguments")
+        if (options is not None or run_metadata is not None) and not self.accept_options:
+            raise TypeError("This callable was made without accept_options=True: it takes no options or run_metadata")
+        sess = self.sess
+        if self.generic:
+            return sess.run(self.fetches, dict(zip(feed_list, args)), options=options, run_metadata=run_metadata)
+        if sess._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        timeout = sess._timeout(options, None)
+        feed_values = [_convert_feed(t, v) for t, v in zip(self.feed_tensors, args)]
+        exe = self.exe
+        if exe is None:
+            exe = self.exe = sess._executable(self.fetch_tensors, self.targets, self.feed_tensors, timeout)
+        return sess._run_prepared(exe, self.rebuild, feed_values, options, run_metadata, timeout)
+
+    def __repr__(self):
+        return f"<make_callable of {self.fetches!r}, feeding {self.feed_list!r}>"
 
 
 class InteractiveSession(Session):
