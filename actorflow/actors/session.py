@@ -289,10 +289,20 @@ class LocalBackend:
         if tracer.result is not None:
             run_metadata.step_stats = step_stats_from_dict(tracer.result)
 
-    def _launch(self, exe, feed_values, done, timeout, holder, tracer=None):
-        """On the runtime loop: start a step, arm its deadline."""
+    def _launch(self, exe, feed_values, done, timeout, holder, tracer=None, sync=True):
+        """On the runtime loop: start a step, arm its deadline. A plan of cheap pure kernels runs
+        straight through here (unless `sync` is False: the caller tried that already)."""
         loop = self.rt.loop
         handle = None
+        if sync and tracer is None and exe.sync is not None:
+            try:
+                results = exe.run_sync(feed_values)
+            except Exception as e:  # noqa: BLE001
+                done(None, e)
+                return
+            if results is not None:
+                done(results, None)
+                return
 
         def finished(results, error):
             if handle is not None:
@@ -328,7 +338,7 @@ class LocalBackend:
                 cf.set_result(results)
 
         holder: list = []
-        rt.loop.call_soon_threadsafe(self._launch, exe, feed_values, done, timeout, holder, trace)
+        rt.loop.call_soon_threadsafe(self._launch, exe, feed_values, done, timeout, holder, trace, False)
         try:
             return cf.result()
         except BaseException as e:
@@ -352,7 +362,7 @@ class LocalBackend:
             def done(results, error):
                 if not fut.done():
                     (fut.set_exception(error) if error is not None else fut.set_result(results))
-            self._launch(exe, feed_values, done, timeout, holder, trace)
+            self._launch(exe, feed_values, done, timeout, holder, trace, False)
         else:
             def _set(results, error):
                 if not fut.done():
