@@ -37,6 +37,7 @@ class SyncProgram:
 
     @classmethod
     def of(cls, exe) -> "SyncProgram | None":
+        """The program of executable `exe`, or None when its plan does not qualify (see above)."""
         plan = exe.exec_plan
         if plan.dead_possible:
             return None
