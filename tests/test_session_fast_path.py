@@ -10,6 +10,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import actorflow as af
 
@@ -61,6 +63,52 @@ def test_chain_under_the_optimizer_and_jit_runs_synchronously():
         assert sess.run(y, {x: np.float32(1.0)}) == 51.0
         assert _executable(sess).sync is not None
         assert sess.run(y, {x: 2.0}) == _traced(sess, y, {x: 2.0}) == 52.0
+
+
+_BINARY = [lambda a, b: a + b, lambda a, b: a * b, lambda a, b: af.maximum(a, b), lambda a, b: a - b,
+           lambda a, b: af.where(a > b, a, b)]
+_UNARY = [af.negative, af.abs, lambda a: a * 0.5, lambda a: af.reshape(a, [-1]) * 1.0 + af.reduce_sum(a)]
+
+
+@st.composite
+def _random_graphs(draw):
+    n = draw(st.integers(1, 12))
+    steps = [draw(st.tuples(st.booleans(), st.integers(0, 4), st.integers(0, 50), st.integers(0, 50)))
+             for _ in range(n)]
+    fetch = draw(st.lists(st.integers(0, 60), min_size=1, max_size=4))
+    return steps, fetch, draw(st.integers(0, 2 ** 16))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_random_graphs())
+def test_random_pure_graphs_run_synchronously_bit_for_bit(case):
+    """Random DAGs of element-wise ops, a two-output split and fetches of any node (feeds included):
+    the synchronous path gives exactly the actors' values."""
+    steps, fetch, seed = case
+    with af.Graph().as_default():
+        a = af.placeholder(af.float32, [None], name="a")
+        b = af.placeholder(af.float32, [None], name="b")
+        lo, hi = af.split(af.concat([a, b], 0), 2)
+        vals = [a, b, lo, hi]
+        for unary, k, i, j in steps:
+            x, y = vals[i % len(vals)], vals[j % len(vals)]
+            vals.append(_UNARY[k % len(_UNARY)](x) if unary else _BINARY[k](x, af.reshape(y, [-1])))
+        fetches = [vals[f % len(vals)] for f in fetch]
+        rng = np.random.default_rng(seed)
+        feed = {a: rng.standard_normal(3).astype(np.float32), b: rng.standard_normal(3).astype(np.float32)}
+        with af.Session() as sess:
+            try:
+                fast = sess.run(fetches, feed)
+            except af.errors.InvalidArgumentError as e:   # shapes that do not broadcast: same error
+                with pytest.raises(type(e)) as slow:
+                    _traced(sess, fetches, feed)
+                assert str(slow.value) == str(e)
+                return
+            assert _executable(sess).sync is not None
+            slow = _traced(sess, fetches, feed)
+    for u, v in zip(fast, slow):
+        assert type(u) is type(v) and np.asarray(u).dtype == np.asarray(v).dtype
+        np.testing.assert_array_equal(u, v)
 
 
 def test_kernel_error_names_the_op_as_the_actors_do():
