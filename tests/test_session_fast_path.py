@@ -162,7 +162,9 @@ def test_a_kernel_worth_the_pool_falls_back_to_the_actors():
         assert exe.sync is not None
         assert exe.run_sync([small]) is not None
         assert exe.run_sync([big]) is None           # the cost known from the values says: the pool
+        assert exe.sync.too_big == {(big.shape,)}     # and the next step of that shape goes there at once
         np.testing.assert_allclose(sess.run(y, {a: big}), big @ big)
+        np.testing.assert_array_equal(sess.run(y, {a: 2 * small}), 4 * small)
 
 
 def test_fetching_feeds_constants_and_targets():

@@ -23,17 +23,23 @@ __all__ = ["SyncProgram"]
 # The actor rules whose actors are a plain kernel call; each must be a plain NodeActor class.
 _PURE_RULES = frozenset({"node", "const", "identity", "noop"})
 _PLAIN = (NodeActor, SingleInputActor, SourceActor)
+_MAX_REMEMBERED = 64
 
 
 class SyncProgram:
     """The kernels of one executable in topological order, with where each input comes from."""
 
-    __slots__ = ("code", "fetch_srcs", "n")
+    __slots__ = ("code", "fetch_srcs", "n", "dynamic", "too_big")
 
     def __init__(self, code, fetch_srcs):
         self.code = code              # per kernel: (actor, input template, ((slot, src, out)...), cost)
         self.fetch_srcs = fetch_srcs  # per fetch: (src, out) or None (a constant or a fed value)
         self.n = len(code)
+        # Kernels whose cost is known only from their inputs: the feed shapes that turned out worth
+        # the pool are remembered, so that a step with those shapes goes to the actors at once
+        # instead of computing its cheap kernels twice (a guess: the actors are right either way).
+        self.dynamic = any(c[3] is not None for c in code)
+        self.too_big: set = set()
 
     @classmethod
     def of(cls, exe) -> "SyncProgram | None":
@@ -80,6 +86,10 @@ class SyncProgram:
 
     def run(self, feed_values, const_fetches, feed_fetches):
         """The fetched values of one step, or None when a kernel is worth the pool after all."""
+        if self.dynamic:
+            shapes = tuple([getattr(v, "shape", None) for v in feed_values])
+            if shapes in self.too_big:
+                return None
         outs = [None] * self.n
         k = 0
         for actor, tpl, srcs, cost in self.code:
@@ -88,6 +98,9 @@ class SyncProgram:
                 v = outs[src] if src >= 0 else feed_values[~src]
                 args[slot] = v if o < 0 else v[o]
             if cost is not None and cost(*args) > OFFLOAD_COST:
+                if len(self.too_big) >= _MAX_REMEMBERED:
+                    self.too_big.clear()
+                self.too_big.add(shapes)
                 return None
             try:
                 outs[k] = actor.fn(*args)
