@@ -269,7 +269,11 @@ class LocalBackend:
     `run(exe, feed_values, timeout, trace=None) -> values`, `await arun(...)`,
     `tracer(exe, level)` (what `run` takes as `trace`), `fill_metadata(tracer, run_metadata)` and
     `close()`. The remote one (a cluster's master, actorflow/cluster/remote.py) is installed by the
-    cluster layer with `set_remote_backend`."""
+    cluster layer with `set_remote_backend`.
+
+    A plan of cheap pure CPU kernels (`Executable.sync`, actors/sync_step.py) runs straight through
+    in the calling thread, without the round trip to the runtime's loop; a traced step, and a step
+    whose kernels turn out expensive, run on the actors."""
 
     def __init__(self, graph, config):
         self.rt = default_runtime()
