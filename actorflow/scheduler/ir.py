@@ -314,6 +314,7 @@ class NodeItem:
     validate_shape: bool = True
     parts: tuple = ()         # ((name, type), ...) of the ops a fused item runs
     deferred: bool = False    # its outputs go only to variable updates
+    stateful: bool = False    # OpDef.stateful: side effects or random draws (never run off the loop)
     op: object = None         # the graph op (for error messages), or None
 
 

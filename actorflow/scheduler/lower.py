@@ -538,7 +538,8 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
             outs=tuple(tuple(o) for o in outs[i]), ctrl=tuple(ctrls[i]), fetch_outs=tuple(fetch_outs[i]),
             is_target=n.name in targets, kernel=kdef, attrs=attrs, in_shapes=in_shapes, in_values=in_values,
             resource=resource, bindings=bindings, frame=frame, loop_merge=loop_merge, offload=d.offload,
-            validate_shape=bool(n.attrs.get("validate_shape", True)), parts=n.parts, deferred=deferred, op=n.op))
+            validate_shape=bool(n.attrs.get("validate_shape", True)), parts=n.parts, deferred=deferred, stateful=d.stateful,
+            op=n.op))
     sources = tuple(i for i, c in enumerate(counts) if c == 0)
     return ExecPlan(tuple(items), tuple(tuple(t) for t in feed_targets), tuple(const_fetches), tuple(feed_fetches),
                     len(ir.fetches), n_sinks, any(d.control_flow is not None for d in defs), sources, plan, ir)
