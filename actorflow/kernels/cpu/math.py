@@ -272,6 +272,27 @@ def relu_grad(gradients, features):
     return np.multiply(gradients, features > 0)
 
 
+@njit(cache=True, nogil=True)
+def _relu_grad_rows(out, features, zero):
+    rows, cols = out.shape
+    for i in range(rows):
+        for j in range(cols):
+            if not features[i, j] > 0:
+                out[i, j] = out[i, j] * zero          # as _relu_grad_flat: g * 0, not 0
+
+
+def relu_grad_in_place_ok(out, features) -> bool:
+    """Whether `relu_grad_in_place(out, features)` applies (same-shape float32/64 matrices)."""
+    return (type(features) is np.ndarray and features.shape == out.shape and features.dtype == out.dtype
+            and out.dtype in (_F32, _F64) and out.ndim == 2)
+
+
+def relu_grad_in_place(out, features) -> None:
+    """``out = relu_grad(out, features)`` in place, for a matrix (or a block of one, any strides)
+    where `relu_grad_in_place_ok`: the epilogue of a GEMM fused with the ReluGrad after it."""
+    _relu_grad_rows(out, features, out.dtype.type(0))
+
+
 def _relu_grad_split(attrs):
     """Contiguous blocks of a big ReluGrad, one pass each."""
     def split(parts, gradients, features):
