@@ -176,6 +176,34 @@ def test_matmul_relu_grad_kernel_matches_numpy(dtype, ta, tb, shape):
     assert kdef.split(attrs)(2, a_in, b_in, row) is None
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("relu", [True, False])
+@pytest.mark.parametrize("shape, parts", [((300, 200, 150), 3), ((64, 200, 300), 2), ((256, 784, 1024), 2)])
+def test_fused_bias_kernel_in_row_and_column_blocks(dtype, relu, shape, parts):
+    """Each block's epilogue (bias, ReLU) covers exactly its rows or columns of the output."""
+    m, k, n = shape
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    bias = rng.standard_normal(n).astype(dtype)
+    bias[:3] = (np.nan, -np.inf, 0.0)
+    want = a.astype(np.float64) @ b + bias
+    if relu:
+        want = np.maximum(want, 0)
+    attrs = {"transpose_a": False, "transpose_b": False,
+             "fused_ops": ("BiasAdd", "Relu") if relu else ("BiasAdd",)}
+    kdef = get_kernel("_FusedMatMul")
+    out, thunks = kdef.split(attrs)(parts, a, b, bias)
+    assert len(thunks) == parts
+    for t in reversed(thunks):
+        t()
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for got in (out, kdef.factory(attrs)(a, b, bias)):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * k)
+        if relu:
+            assert not np.signbit(got[~np.isnan(got)]).any()
+
+
 @pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
 def test_fused_kernels_honour_transposes_and_relu_semantics(ta, tb):
     rng = np.random.default_rng(3)

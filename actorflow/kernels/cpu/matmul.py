@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from actorflow.kernels.cpu.bias import _fused_epilogue
+from actorflow.kernels.cpu.bias import _fused_epilogue, fused_epilogue_block
 from actorflow.kernels.cpu.blas import matmul as gemm
 from actorflow.kernels.cpu.math import relu_grad, relu_grad_in_place, relu_grad_in_place_ok
 from actorflow.kernels.registry import register_kernel
@@ -161,13 +161,13 @@ def _fused_matmul_split(attrs):
     relu = "Relu" in tuple(attrs.get("fused_ops", ()))
     relu_grad_mask = _is_relu_grad(attrs)
 
-    def block(a2, b2, out, bias):
-        gemm(a2, b2, out)
-        _fused_epilogue(out, bias, relu)
+    def block(a2, b2, out_block, out, bias, rows, cols):
+        gemm(a2, b2, out_block)
+        fused_epilogue_block(out, bias, rows, cols, relu)
 
-    def mask_block(a2, b2, out, features):
-        gemm(a2, b2, out)
-        relu_grad_in_place(out, features)
+    def mask_block(a2, b2, out_block, out, features, rows, cols):
+        gemm(a2, b2, out_block)
+        relu_grad_in_place(out, features, rows, cols)
 
     def split(parts, a, b, third):
         try:
@@ -184,13 +184,13 @@ def _fused_matmul_split(attrs):
             return None
         out = np.empty((m, n), dtype=dt)
         axis, bounds = blocks
-        if relu_grad_mask:
-            if not relu_grad_in_place_ok(out, third):
-                return None
-            return out, [functools.partial(mask_block, *gemm_block_operands(axis, lo, hi, a2, b2, out),
-                                           third[lo:hi] if axis == "rows" else third[:, lo:hi]) for lo, hi in bounds]
-        return out, [functools.partial(block, *gemm_block_operands(axis, lo, hi, a2, b2, out),
-                                       third if axis == "rows" else third[lo:hi]) for lo, hi in bounds]
+        if relu_grad_mask and not relu_grad_in_place_ok(out, third):
+            return None
+        # Each block's epilogue covers its own rows or columns of the whole output (see bias.py).
+        return out, [functools.partial(mask_block if relu_grad_mask else block,
+                                       *gemm_block_operands(axis, lo, hi, a2, b2, out), out, third,
+                                       (lo, hi) if axis == "rows" else (0, m), (0, n) if axis == "rows" else (lo, hi))
+                     for lo, hi in bounds]
     return split
 
 
