@@ -4,7 +4,7 @@ this CPU for the product at hand, else numpy.
 - Intel MKL's sequential cblas_?gemm when it is installed (`pip install actorflow[mkl]`). MKL's
   single-threaded SGEMM is faster than OpenBLAS for most shapes of a training step (on an AMD EPYC
   Zen 4: the input gradients with a transposed weight, and products with a short inner dimension,
-  by 10-20%), which is what PyTorch gets by shipping MKL.
+  by 5-20%), which is what PyTorch gets by shipping MKL.
 - Except, on CPUs that are not Intel's, for narrow products (fewer than 32 output columns: a
   layer of 10 logits and its weight gradient): MKL's path for them there is 3-4x slower than
   OpenBLAS's AVX-512 kernels (256x1024x10 took 452 us against 123 us; the weight gradient
