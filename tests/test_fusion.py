@@ -8,6 +8,7 @@ import pytest
 
 import actorflow as af
 from actorflow.actors.pool import KernelPool
+from actorflow.graph.ops.math_ops import relu_grad
 from actorflow.kernels.registry import get_kernel
 from actorflow.scheduler.fusion import find_fusions
 from actorflow.scheduler.plan import make_plan
@@ -50,17 +51,24 @@ def test_mlp_training_step_fuses_layers_and_kernel_updates():
         by_type = {}
         for root, f in fusions.items():
             by_type.setdefault(f.type, []).append((root.name, tuple(p.type for p in f.parts)))
-        assert sorted(by_type["_FusedMatMul"]) == [("l0/Relu", ("MatMul", "BiasAdd", "Relu")),
+        assert sorted(by_type["_FusedMatMul"]) == [("gradients/l0/Relu_grad/ReluGrad", ("MatMul", "ReluGrad")),
+                                                   ("gradients/l1/Relu_grad/ReluGrad", ("MatMul", "ReluGrad")),
+                                                   ("l0/Relu", ("MatMul", "BiasAdd", "Relu")),
                                                    ("l1/Relu", ("MatMul", "BiasAdd", "Relu")),
                                                    ("l2/BiasAdd", ("MatMul", "BiasAdd"))]
+        # The input gradient of l1 and l2 (g @ W^T) masked by the ReLU below: features are the ReLU's output.
+        masked = fusions[next(r for r in fusions if r.name == "gradients/l0/Relu_grad/ReluGrad")]
+        assert masked.attrs == {"transpose_a": False, "transpose_b": True, "fused_ops": ("ReluGrad",)}
+        assert masked.inputs[2].node == "l0/Relu"
         updates = sorted(by_type["_MatMulApplyGradientDescent"])
         assert [n for n, _ in updates] == [f"GradientDescent/update_l{i}/kernel/ApplyGradientDescent"
                                            for i in range(3)]
         assert all(parts == ("MatMul", "ApplyGradientDescent") for _, parts in updates)
-        # The update of l1's kernel waits for the backward MatMul reading that kernel, so that it
-        # can write in place; l0's kernel has no such reader (no input gradient for layer 0).
+        # The update of l1's kernel waits for the backward MatMul reading that kernel (fused with
+        # the ReluGrad after it), so that it can write in place; l0's kernel has no such reader (no
+        # input gradient for layer 0).
         extra = {r.name: [c.name for c in f.extra_control] for r, f in fusions.items()}
-        assert extra["GradientDescent/update_l1/kernel/ApplyGradientDescent"] == ["gradients/l1/MatMul_grad/MatMul"]
+        assert extra["GradientDescent/update_l1/kernel/ApplyGradientDescent"] == ["gradients/l0/Relu_grad/ReluGrad"]
         assert extra["GradientDescent/update_l0/kernel/ApplyGradientDescent"] == []
 
 
@@ -96,6 +104,20 @@ def test_integer_matmul_and_fed_inner_tensors_do_not_fuse():
         assert "l0/Relu" not in {r.name for r in fusions}
 
 
+def test_a_matmul_read_twice_or_a_relu_grad_of_a_fetched_product_does_not_fuse():
+    with af.Graph().as_default():
+        g = af.placeholder(af.float32, [None, 6])
+        w = af.constant(np.ones((5, 6), np.float32))
+        f = af.placeholder(af.float32, [None, 5])
+        mm = af.matmul(g, w, transpose_b=True)
+        rg = relu_grad(mm, f)
+        fusions = _plan_fusions([rg], [g, f])
+        assert [(r.name, tuple(p.type for p in x.parts)) for r, x in fusions.items()] == \
+            [(rg.op.name, ("MatMul", "ReluGrad"))]
+        assert _plan_fusions([rg, mm], [g, f]) == {}
+        assert _plan_fusions([rg, af.reduce_sum(mm)], [g, f]) == {}
+
+
 # -- fused steps compute what unfused ones do -------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [af.float32, af.float64])
@@ -117,6 +139,69 @@ def test_fused_training_matches_unfused(dtype):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
     np.testing.assert_allclose(o1, o2, rtol=tol, atol=tol)
     assert l1[-1] < l1[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("shape", [(300, 200, 150), (256, 10, 1024), (40, 30, 7)])
+def test_matmul_relu_grad_kernel_matches_numpy(dtype, ta, tb, shape):
+    m, k, n = shape
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    a_in, b_in = (a.T.copy() if ta else a), (b.T.copy() if tb else b)
+    features = np.maximum(rng.standard_normal((m, n)), 0).astype(dtype)   # a ReLU's output: many zeros
+    features[0, :3] = (np.nan, -0.0, 1.0)
+    a[1, :] = np.nan                                                       # NaN gradients stay NaN (* 0 = NaN)
+    a_in = a.T.copy() if ta else a
+    want = np.multiply(a.astype(np.float64) @ b.astype(np.float64), features > 0)
+    attrs = {"transpose_a": ta, "transpose_b": tb, "fused_ops": ("ReluGrad",)}
+    kdef = get_kernel("_FusedMatMul")
+    results = [kdef.factory(attrs)(a_in, b_in, features)]
+    split = kdef.split(attrs)(2, a_in, b_in, features)
+    if split is not None:                      # too small to split is fine
+        out, thunks = split
+        for t in thunks:
+            t()
+        results.append(out)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for got in results:
+        assert got.dtype == dtype and got.shape == (m, n)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * k)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    # Unlike shapes take numpy's path, as the unfused ReluGrad does.
+    row = features[:1]
+    np.testing.assert_allclose(kdef.factory(attrs)(a_in, b_in, row), np.multiply(a @ b, row > 0), rtol=tol,
+                               atol=tol * k)
+    assert kdef.split(attrs)(2, a_in, b_in, row) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("relu", [True, False])
+@pytest.mark.parametrize("shape, parts", [((300, 200, 150), 3), ((64, 200, 300), 2), ((256, 784, 1024), 2)])
+def test_fused_bias_kernel_in_row_and_column_blocks(dtype, relu, shape, parts):
+    """Each block's epilogue (bias, ReLU) covers exactly its rows or columns of the output."""
+    m, k, n = shape
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    bias = rng.standard_normal(n).astype(dtype)
+    bias[:3] = (np.nan, -np.inf, 0.0)
+    want = a.astype(np.float64) @ b + bias
+    if relu:
+        want = np.maximum(want, 0)
+    attrs = {"transpose_a": False, "transpose_b": False,
+             "fused_ops": ("BiasAdd", "Relu") if relu else ("BiasAdd",)}
+    kdef = get_kernel("_FusedMatMul")
+    out, thunks = kdef.split(attrs)(parts, a, b, bias)
+    assert len(thunks) == parts
+    for t in reversed(thunks):
+        t()
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for got in (out, kdef.factory(attrs)(a, b, bias)):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * k)
+        if relu:
+            assert not np.signbit(got[~np.isnan(got)]).any()
 
 
 @pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])

@@ -1,10 +1,13 @@
 """Op fusion: a pass over a plan that merges short chains of ops into one kernel (TF grappler's
 remapper does the same for MatMul + BiasAdd + Relu).
 
-Three patterns, on the CPU, for float32/float64:
+Four patterns, on the CPU, for float32/float64:
 
 - ``MatMul -> BiasAdd [-> Relu]`` becomes one ``_FusedMatMul``: each row block of the product gets
   its bias and ReLU right after its GEMM, while it is still in cache.
+- ``MatMul -> ReluGrad`` (the backward pass through a dense layer into the ReLU below it) becomes
+  one ``_FusedMatMul`` with fused_ops ("ReluGrad",) and the ReLU's features as third input: each
+  block of the input gradient is masked right after its GEMM, with no pass or hop of its own.
 - ``Conv2D -> BiasAdd [-> Relu]`` (NHWC) becomes one ``_FusedConv2D``, the same per batch chunk.
 - ``MatMul -> ApplyGradientDescent`` (the SGD update of a dense layer's kernel) becomes one
   ``_MatMulApplyGradientDescent``: ``var -= lr * op(a) @ op(b)`` is a single GEMM accumulating into
@@ -118,6 +121,15 @@ def find_fusions(ir, on_cpu: Callable | None = None) -> dict:
             out[n] = Fusion("_Fused" + first.type, attrs, (first.inputs[0], first.inputs[1], bias_add.inputs[1]),
                             chain)
             taken.update(p.name for p in chain)
+        elif n.type == "ReluGrad":
+            mm = matmul_of(n.inputs[0], n)
+            if mm is None or mm.name in taken or mm.outputs[0][1].rank != 2:
+                continue
+            out[n] = Fusion("_FusedMatMul", {"transpose_a": bool(mm.attrs.get("transpose_a", False)),
+                                             "transpose_b": bool(mm.attrs.get("transpose_b", False)),
+                                             "fused_ops": ("ReluGrad",)},
+                            (mm.inputs[0], mm.inputs[1], n.inputs[1]), (mm, n))
+            taken.update((mm.name, n.name))
         elif n.type == "ApplyGradientDescent":
             var = n.inputs[0]
             mm = matmul_of(n.inputs[2], n)
