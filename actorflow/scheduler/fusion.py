@@ -1,7 +1,7 @@
 """Op fusion: a pass over a plan that merges short chains of ops into one kernel (TF grappler's
 remapper does the same for MatMul + BiasAdd + Relu).
 
-Three patterns, on the CPU, for float32/float64:
+Four patterns, on the CPU, for float32/float64:
 
 - ``MatMul -> BiasAdd [-> Relu]`` becomes one ``_FusedMatMul``: each row block of the product gets
   its bias and ReLU right after its GEMM, while it is still in cache.
@@ -9,6 +9,11 @@ Three patterns, on the CPU, for float32/float64:
 - ``MatMul -> ApplyGradientDescent`` (the SGD update of a dense layer's kernel) becomes one
   ``_MatMulApplyGradientDescent``: ``var -= lr * op(a) @ op(b)`` is a single GEMM accumulating into
   the variable, so no gradient buffer is written, read back and thrown away.
+- ``MaxPoolGrad -> ReluGrad`` (NHWC), where the ReluGrad's features are the pool's input (the
+  backward pass of ``max_pool(relu(...))``), becomes one ``_FusedMaxPoolGrad`` that applies the
+  ReLU mask as it writes each window's gradient; a ``BiasAddGrad`` of its result joins it as a
+  second output (the bias gradient summed in the same pass), its consumers reading that output.
+  Three passes over the layer's activations become one.
 
 A chain fuses only when its inner tensors are invisible: each is consumed once, by the next op of
 the chain, and is neither fed nor fetched; no inner op has control edges in or out. The result is
@@ -37,6 +42,7 @@ class Fusion:
     inputs: tuple               # its inputs (Ref | Feed | Literal | Bound), in the kernel's argument order
     parts: tuple                # the original nodes, in chain order (the root last)
     extra_control: tuple = ()   # nodes that must run first (readers of an updated variable)
+    extra_outputs: tuple = ()   # parts whose (single) output the fused node adds as its output 1, 2, ...
 
 
 def fuse(ir: PlanIR, options=None) -> PlanIR:
@@ -44,7 +50,8 @@ def fuse(ir: PlanIR, options=None) -> PlanIR:
     fusions = find_fusions(ir)
     if not fusions:
         return ir
-    inner = {p.name for f in fusions.values() for p in f.parts[:-1]}
+    inner = {p.name for root, f in fusions.items() for p in f.parts if p is not root}
+    moved = {}                  # Ref to an absorbed node's output -> the fused node's extra output
     nodes = []
     for n in ir.nodes:
         if n.name in inner:
@@ -52,10 +59,15 @@ def fuse(ir: PlanIR, options=None) -> PlanIR:
         f = fusions.get(n)
         if f is not None:
             extra = tuple(c.name for c in f.extra_control if c.name not in n.control)
+            outputs = n.outputs
+            for e in f.extra_outputs:
+                moved[Ref(e.name, 0)] = Ref(n.name, len(outputs))
+                outputs += e.outputs
             n = n.replace(type=f.type, attrs=f.attrs, inputs=f.inputs, control=n.control + extra,
-                          parts=tuple((p.name, p.type) for p in f.parts))
+                          outputs=outputs, parts=tuple((p.name, p.type) for p in f.parts))
         nodes.append(n)
-    return ir.replace(nodes=tuple(nodes))
+    ir = ir.replace(nodes=tuple(nodes))
+    return ir.substitute(values=moved) if moved else ir
 
 
 def find_fusions(ir, on_cpu: Callable | None = None) -> dict:
@@ -97,6 +109,12 @@ def find_fusions(ir, on_cpu: Callable | None = None) -> dict:
             return n
         return matmul_of(x, consumer)
 
+    consumers_of: dict = {}         # Ref -> its consumer nodes
+    for n in nodes:
+        for x in n.inputs:
+            if type(x) is Ref:
+                consumers_of.setdefault(x, []).append(n)
+
     out: dict = {}
     taken: set = set()
     for n in reversed(nodes):           # a Relu claims its BiasAdd before the BiasAdd is a root
@@ -118,6 +136,11 @@ def find_fusions(ir, on_cpu: Callable | None = None) -> dict:
             out[n] = Fusion("_Fused" + first.type, attrs, (first.inputs[0], first.inputs[1], bias_add.inputs[1]),
                             chain)
             taken.update(p.name for p in chain)
+        elif n.type == "ReluGrad":
+            f = _pool_grad_fusion(n, inner, by, consumers_of, fetched, controls, taken, cpu)
+            if f is not None:
+                out[n] = f
+                taken.update(p.name for p in f.parts)
         elif n.type == "ApplyGradientDescent":
             var = n.inputs[0]
             mm = matmul_of(n.inputs[2], n)
@@ -162,6 +185,28 @@ def _bias_chain(n, producer_of, inner):
     if first is None or first.outputs[0][1].rank != (2 if first.type == "MatMul" else 4):
         return None
     return (first, bias_add) + tail
+
+
+def _pool_grad_fusion(relu_grad, inner, by, consumers_of, fetched, controls, taken, cpu):
+    """The _FusedMaxPoolGrad rooted at `relu_grad`, or None: its gradient input must come from an
+    NHWC MaxPoolGrad that only it reads, and its features must be that pool's input (the ReLU's
+    output, as the gradient of ``max_pool(relu(x))`` wires it). A BiasAddGrad of its output that
+    nobody fetches or waits on joins as a second output."""
+    mpg = inner(relu_grad.inputs[0], relu_grad)
+    if (mpg is None or mpg.type != "MaxPoolGrad" or mpg.parts or mpg.name in taken
+            or _attr_str(mpg, "data_format") != "NHWC" or relu_grad.inputs[1] != mpg.inputs[0]
+            or type(mpg.inputs[0]) is not Ref or mpg.outputs[0][1].rank != 4):
+        return None
+    attrs = {k: mpg.attrs[k] for k in ("ksize", "strides", "padding", "data_format") if k in mpg.attrs}
+    extra = ()
+    for c in consumers_of.get(Ref(relu_grad.name, 0), ()):
+        if (c.type == "BiasAddGrad" and not c.parts and c.name not in taken and _attr_str(c, "data_format") == "NHWC"
+                and Ref(c.name, 0) not in fetched and c.name not in controls and not c.control and cpu(c)
+                and c.outputs[0][0] == relu_grad.outputs[0][0]):
+            extra = (c,)
+            break
+    attrs["fused_ops"] = ("ReluGrad",) + tuple(c.type for c in extra)
+    return Fusion("_FusedMaxPoolGrad", attrs, mpg.inputs, (mpg, relu_grad) + extra, extra_outputs=extra)
 
 
 def _readers_first(update, var_name, ir, by, consumers, root_of) -> tuple:
