@@ -407,10 +407,11 @@ def test_nchw_convolutions_are_not_fused_and_conv_errors_name_the_conv():
 
 # -- MaxPoolGrad -> ReluGrad [-> BiasAddGrad] ----------------------------------------------------
 
-def _pool_convnet(dtype=af.float32, pool=(2, 2), padding="valid"):
-    """conv -> bias -> relu -> max-pool -> dense: the layer whose backward pass fuses."""
+def _pool_convnet(dtype=af.float32, pool=(2, 2), padding="valid", size=9):
+    """conv -> bias -> relu -> max-pool -> dense: the layer whose backward pass fuses (and, when
+    the pool's windows tile the conv's output, its forward pass too)."""
     rng = np.random.default_rng(8)
-    x = af.placeholder(dtype, [None, 9, 9, 2], name="x")
+    x = af.placeholder(dtype, [None, size, size, 2], name="x")
     y = af.placeholder(af.int64, [None], name="y")
     h = af.layers.conv2d(x, 5, 3, padding="same", activation=af.nn.relu,
                          kernel_initializer=af.constant_initializer(rng.standard_normal((3, 3, 2, 5)) * 0.4),
@@ -422,22 +423,28 @@ def _pool_convnet(dtype=af.float32, pool=(2, 2), padding="valid"):
     return x, y, loss
 
 
-@pytest.mark.parametrize("dtype,pool,padding", [(af.float32, (2, 2), "valid"), (af.float64, (2, 2), "valid"),
-                                                (af.float32, (3, 2), "same"), (af.float64, (2, 2), "same")])
-def test_max_pool_grad_relu_and_bias_grad_fuse_and_train_like_unfused(dtype, pool, padding):
+@pytest.mark.parametrize("dtype,pool,padding,size", [
+    (af.float32, (2, 2), "valid", 9), (af.float64, (2, 2), "valid", 9), (af.float32, (3, 2), "same", 9),
+    (af.float64, (2, 2), "same", 9), (af.float32, (2, 2), "valid", 8), (af.float64, (2, 2), "same", 8)])
+def test_max_pool_grad_relu_and_bias_grad_fuse_and_train_like_unfused(dtype, pool, padding, size):
     rng = np.random.default_rng(9)
-    xs = rng.standard_normal((12, 9, 9, 2)).astype(dtype.as_numpy_dtype)
+    xs = rng.standard_normal((12, size, size, 2)).astype(dtype.as_numpy_dtype)
     ys = rng.integers(0, 3, 12)
     runs = []
     for config in (None, OFF):
         with af.Graph().as_default():
-            x, y, loss = _pool_convnet(dtype, pool, padding)
+            x, y, loss = _pool_convnet(dtype, pool, padding, size)
             train = af.train.GradientDescentOptimizer(0.2).minimize(loss)
             if config is None:
                 fused = {r.name: (f.type, tuple(p.type for p in f.parts), f.attrs.get("fused_ops"))
                          for r, f in _plan_fusions([loss], [x, y], [train]).items()}
                 assert fused["gradients/c0/Relu_grad/ReluGrad"] == (
                     "_FusedMaxPoolGrad", ("MaxPoolGrad", "ReluGrad", "BiasAddGrad"), ("ReluGrad", "BiasAddGrad"))
+                # the forward pool joins the convolution only where its windows tile the output
+                tiles = pool[0] == pool[1] and size % pool[0] == 0
+                assert fused["c0/Relu"] == (
+                    "_FusedConv2D", ("Conv2D", "BiasAdd", "Relu") + ("MaxPool",) * tiles,
+                    ("BiasAdd", "Relu") + ("MaxPool",) * tiles)
             with af.Session(config=config) as sess:
                 sess.run(af.global_variables_initializer())
                 losses = [sess.run([train, loss], {x: xs, y: ys})[1] for _ in range(4)]
@@ -523,3 +530,46 @@ def test_fused_max_pool_grad_errors_name_the_pool_gradient():
     with pytest.raises(FusedPartError) as e:
         fn(np.zeros((2, 4, 4, 3), np.float32), np.zeros((2, 2, 2, 3), np.float32), np.zeros((2, 3, 2, 3), np.float32))
     assert e.value.part == 0 and "MaxPoolGrad: grad has shape" in str(e.value)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("xshape,fshape,stride,padding,pool", [
+    ((4, 28, 28, 1), (5, 5, 1, 32), 1, "SAME", (2, 2)),      # LeNet's layers
+    ((4, 14, 14, 32), (5, 5, 32, 64), 1, "SAME", (2, 2)),
+    ((3, 9, 9, 2), (3, 3, 2, 5), 1, "SAME", (3, 3)),
+    ((2, 8, 12, 3), (3, 2, 3, 4), 1, "VALID", (3, 1)),       # 6x11 output: 3x1 windows tile it
+    ((5, 12, 12, 3), (3, 3, 3, 6), 2, "SAME", (2, 3))])      # a strided convolution
+def test_fused_conv_max_pool_kernel_matches_conv_then_pool(dtype, xshape, fshape, stride, padding, pool):
+    rng = np.random.default_rng(12)
+    conv = {"strides": (1, stride, stride, 1), "padding": padding, "data_format": "NHWC", "dilations": (1, 1, 1, 1)}
+    pattrs = {"ksize": (1, *pool, 1), "strides": (1, *pool, 1), "padding": "VALID", "data_format": "NHWC"}
+    x = rng.standard_normal(xshape).astype(dtype)
+    f = rng.standard_normal(fshape).astype(dtype)
+    b = rng.standard_normal(fshape[3]).astype(dtype)
+    z = get_kernel("_FusedConv2D").factory(dict(conv, fused_ops=("BiasAdd", "Relu")))(x, f, b)
+    pooled = get_kernel("MaxPool").factory(pattrs)(z)
+    kdef = get_kernel("_FusedConv2D")
+    attrs = dict(conv, fused_ops=("BiasAdd", "Relu", "MaxPool"), pool_ksize=(1, *pool, 1))
+    got = [kdef.factory(attrs)(x, f, b)]
+    parts = kdef.split(attrs)(2, x, f, b)
+    if parts is not None:
+        _, thunks, finish = parts
+        for t in thunks:
+            t()
+        got.append(finish())
+    for zz, pp in got:
+        # blocks aligned to the pool's bands may cut the GEMM differently: equal up to rounding,
+        # and the pooled output is exactly the max-pool of the convolution output returned with it
+        np.testing.assert_allclose(zz, z, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+        np.testing.assert_array_equal(pp, get_kernel("MaxPool").factory(pattrs)(zz))
+        np.testing.assert_allclose(pp, pooled, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+        assert zz.dtype == pp.dtype == dtype
+
+
+def test_fused_conv_max_pool_kernel_names_the_pool_when_windows_do_not_tile():
+    from actorflow.kernels.cpu.matmul import FusedPartError
+    conv = {"strides": (1, 1, 1, 1), "padding": "SAME", "data_format": "NHWC", "dilations": (1, 1, 1, 1)}
+    fn = get_kernel("_FusedConv2D").factory(dict(conv, fused_ops=("BiasAdd", "Relu", "MaxPool"), pool_ksize=(1, 2, 2, 1)))
+    with pytest.raises(FusedPartError) as e:
+        fn(np.ones((2, 7, 8, 1), np.float32), np.ones((3, 3, 1, 2), np.float32), np.zeros(2, np.float32))
+    assert e.value.part == 3 and "MaxPool" in str(e.value) and "7x8" in str(e.value)

@@ -5,7 +5,9 @@ Four patterns, on the CPU, for float32/float64:
 
 - ``MatMul -> BiasAdd [-> Relu]`` becomes one ``_FusedMatMul``: each row block of the product gets
   its bias and ReLU right after its GEMM, while it is still in cache.
-- ``Conv2D -> BiasAdd [-> Relu]`` (NHWC) becomes one ``_FusedConv2D``, the same per batch chunk.
+- ``Conv2D -> BiasAdd [-> Relu]`` (NHWC) becomes one ``_FusedConv2D``, the same per block of
+  output rows; a ``MaxPool`` of its output whose windows tile it (LeNet's 2x2, stride 2) joins as a
+  second output, each block pooled while it is still in cache, its consumers reading that output.
 - ``MatMul -> ApplyGradientDescent`` (the SGD update of a dense layer's kernel) becomes one
   ``_MatMulApplyGradientDescent``: ``var -= lr * op(a) @ op(b)`` is a single GEMM accumulating into
   the variable, so no gradient buffer is written, read back and thrown away.
@@ -133,9 +135,15 @@ def find_fusions(ir, on_cpu: Callable | None = None) -> dict:
                 attrs = {k: first.attrs[k] for k in ("strides", "padding", "dilations", "data_format")
                          if k in first.attrs}
                 attrs["fused_ops"] = fused_ops
+            pool = _tiling_max_pool(n, consumers_of, fetched, controls, taken, cpu) if first.type == "Conv2D" else None
+            extra = ()
+            if pool is not None:
+                extra = (pool,)
+                attrs["fused_ops"] = fused_ops + ("MaxPool",)
+                attrs["pool_ksize"] = tuple(int(v) for v in pool.attrs["ksize"])
             out[n] = Fusion("_Fused" + first.type, attrs, (first.inputs[0], first.inputs[1], bias_add.inputs[1]),
-                            chain)
-            taken.update(p.name for p in chain)
+                            chain + extra, extra_outputs=extra)
+            taken.update(p.name for p in chain + extra)
         elif n.type == "ReluGrad":
             f = _pool_grad_fusion(n, inner, by, consumers_of, fetched, controls, taken, cpu)
             if f is not None:
@@ -185,6 +193,27 @@ def _bias_chain(n, producer_of, inner):
     if first is None or first.outputs[0][1].rank != (2 if first.type == "MatMul" else 4):
         return None
     return (first, bias_add) + tail
+
+
+def _tiling_max_pool(root, consumers_of, fetched, controls, taken, cpu):
+    """An NHWC MaxPool of `root`'s 4-D output whose windows tile it (window == stride, and the
+    output's static height and width multiples of it), that nobody fetches or waits on: the fused
+    convolution pools each block of its output while it is in cache. None when there is none."""
+    (dtype, shape), = root.outputs
+    if shape.rank != 4:
+        return None
+    h, w = shape.dims[1:3]
+    for c in consumers_of.get(Ref(root.name, 0), ()):
+        if (c.type != "MaxPool" or c.parts or c.name in taken or _attr_str(c, "data_format") != "NHWC"
+                or Ref(c.name, 0) in fetched or c.name in controls or c.control or not cpu(c)
+                or c.outputs[0][0] != dtype):
+            continue
+        k = tuple(int(v) for v in c.attrs.get("ksize", ()))
+        st = tuple(int(v) for v in c.attrs.get("strides", ()))
+        if (len(k) == 4 and k == st and k[0] == k[3] == 1 and h is not None and w is not None
+                and h % k[1] == 0 and w % k[2] == 0):
+            return c
+    return None
 
 
 def _pool_grad_fusion(relu_grad, inner, by, consumers_of, fetched, controls, taken, cpu):

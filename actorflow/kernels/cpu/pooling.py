@@ -9,10 +9,10 @@ import functools
 import numpy as np
 from numba import njit, uintp
 
-from actorflow.kernels.cpu.conv import _batch_blocks
 from actorflow.kernels.cpu.matmul import FusedPartError
 from actorflow.kernels.cpu.window import (
     _FAST_FLOATS,
+    _batch_blocks,
     _from_nhwc,
     _half_via_float32,
     _PoolGeometry,
