@@ -573,3 +573,22 @@ def test_fused_conv_max_pool_kernel_names_the_pool_when_windows_do_not_tile():
     with pytest.raises(FusedPartError) as e:
         fn(np.ones((2, 7, 8, 1), np.float32), np.ones((3, 3, 1, 2), np.float32), np.zeros(2, np.float32))
     assert e.value.part == 3 and "MaxPool" in str(e.value) and "7x8" in str(e.value)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(4, 28, 28, 32), (3, 6, 10, 5), (2, 2, 4, 1)])
+def test_exact_2x2_max_pool_matches_the_general_loop(dtype, shape):
+    from actorflow.kernels.cpu.pooling import _max_pool
+    rng = np.random.default_rng(13)
+    x = (np.round(rng.standard_normal(shape) * 2) / 2).astype(dtype)      # ties
+    x.reshape(-1)[::11] = np.nan
+    n, h, w, c = shape
+    want = np.empty((n, h // 2, w // 2, c), dtype)
+    _max_pool(x.reshape(-1), n, h, w, c, 2, 2, 2, 2, 0, 0, h // 2, w // 2, want.reshape(-1))
+    attrs = {"ksize": (1, 2, 2, 1), "strides": (1, 2, 2, 1), "padding": "VALID", "data_format": "NHWC"}
+    np.testing.assert_array_equal(get_kernel("MaxPool").factory(attrs)(x), want)
+    out, thunks = get_kernel("MaxPool").split(attrs)(2, x) if n >= 4 else (None, ())
+    for t in thunks:
+        t()
+    if out is not None:
+        np.testing.assert_array_equal(out, want)

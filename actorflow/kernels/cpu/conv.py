@@ -26,7 +26,7 @@ from numba import njit, uintp
 from actorflow.kernels.cpu.bias import _fused_epilogue
 from actorflow.kernels.cpu.blas import matmul as gemm
 from actorflow.kernels.cpu.matmul import FusedPartError
-from actorflow.kernels.cpu.pooling import _max_pool
+from actorflow.kernels.cpu.pooling import _max_pool, _max_pool_2x2
 from actorflow.kernels.cpu.window import (
     _FAST_FLOATS,
     _batch_blocks,
@@ -287,8 +287,12 @@ class _BandPool:
     def __call__(self, block, r0, nr):
         bands, pw = nr // self.band, self.ow // self.kw
         lo = r0 // self.band * pw * self.co
-        _max_pool(block.reshape(-1), bands, self.kh, self.ow, self.co, self.kh, self.kw, self.kh, self.kw, 0, 0,
-                  1, pw, self.out[lo:lo + bands * pw * self.co])
+        out = self.out[lo:lo + bands * pw * self.co]
+        if self.kh == self.kw == 2:
+            _max_pool_2x2(block.reshape(-1), bands, 2, self.ow, self.co, 1, pw, out)
+        else:
+            _max_pool(block.reshape(-1), bands, self.kh, self.ow, self.co, self.kh, self.kw, self.kh, self.kw, 0, 0,
+                      1, pw, out)
 
 
 def _conv_input(op_name, what, x, fmt):

@@ -170,6 +170,31 @@ def _max_pool_grad_relu_tiled(x, grad, n_img, h_in, w_in, c_in, kh, kw, sh, sw, 
 
 
 @njit(cache=True, nogil=True)
+def _max_pool_2x2(x, n_img, h_in, w_in, c_in, oh, ow, out):
+    """_max_pool for 2x2 windows with stride 2 that cover the input exactly (h_in == 2*oh,
+    w_in == 2*ow): the four candidates of each channel are compared in registers and the channel
+    loop is the only loop (vectorised): 2-3.4x faster than _max_pool on LeNet's two pools (thread
+    CPU time, alternating). Offsets are all unsigned, as in the other loops."""
+    uc = uintp(c_in)
+    row = uintp(w_in) * uc
+    pix = uc + uc                           # two input pixels: one window's width
+    for r in range(uintp(n_img) * uintp(oh)):
+        top = r * (row + row)               # first input row of output row r (over all images)
+        o = r * uintp(ow) * uc
+        for j in range(uintp(ow)):
+            a = top + j * pix
+            d = o + j * uc
+            for c in range(uc):
+                m = x[a + c]
+                v = x[a + uc + c]
+                m = v if v > m else m
+                v = x[a + row + c]
+                m = v if v > m else m
+                v = x[a + row + uc + c]
+                out[d + c] = v if v > m else m
+
+
+@njit(cache=True, nogil=True)
 def _relu_grad_channel_sums(dx, x, c_in, db):
     """In place: dx = ReluGrad(dx, x) over flat NHWC arrays, and (when `db` has C entries) the
     channel sums of the result added into `db`."""
@@ -244,6 +269,23 @@ def _tiles(geo, shape, ph, pw, oh, ow):
             and ow * geo.sw - pw >= shape[2])
 
 
+def _exact_2x2(geo, shape, ph, pw, oh, ow):
+    """Whether the pool is 2x2 with stride 2 and covers the NHWC input exactly (no padding, nothing
+    left over): the case of _max_pool_2x2. (A 2x2 gradient kernel written the same way ran 2.5x
+    slower than _max_pool_grad_tiled: numba's loop vectoriser gives up on a loop that stores to four
+    offsets of one array.)"""
+    return (geo.kh == geo.kw == geo.sh == geo.sw == 2 and ph == pw == 0 and shape[1] == 2 * oh
+            and shape[2] == 2 * ow)
+
+
+def _max_pool_into(geo, x, out, ph, pw, oh, ow):
+    """MaxPool of NHWC `x` into `out`."""
+    if _exact_2x2(geo, x.shape, ph, pw, oh, ow):
+        _max_pool_2x2(x.reshape(-1), *x.shape, oh, ow, out.reshape(-1))
+    else:
+        _max_pool(x.reshape(-1), *geo.args(x.shape, ph, pw, oh, ow), out.reshape(-1))
+
+
 def _max_pool_grad_block(geo, x, g, dx, ph, pw, oh, ow):
     """MaxPoolGrad of NHWC `x` and `g` into `dx` (zeroed unless the windows tile the input)."""
     if not g.size:
@@ -297,7 +339,7 @@ def _pool_split(op_name, with_grad):
                 if with_grad:
                     _max_pool_grad_block(geo, xb, g[lo:hi], out[lo:hi], ph, pw, oh, ow)
                 else:
-                    _max_pool(xb.reshape(-1), *geo.args(xb.shape, ph, pw, oh, ow), out[lo:hi].reshape(-1))
+                    _max_pool_into(geo, xb, out[lo:hi], ph, pw, oh, ow)
             return out, [functools.partial(block, lo, hi) for lo, hi in blocks]
         return split
     return make
@@ -313,7 +355,7 @@ def max_pool(attrs):
         oh, ow, ph, pw = geo.resolve(x.shape)
         out = np.empty((x.shape[0], oh, ow, x.shape[3]), x.dtype)
         if out.size:
-            _max_pool(x.reshape(-1), *geo.args(x.shape, ph, pw, oh, ow), out.reshape(-1))
+            _max_pool_into(geo, x, out, ph, pw, oh, ow)
         return _from_nhwc(out, geo.fmt)
     return _half_via_float32(fn)
 
