@@ -592,3 +592,47 @@ def test_exact_2x2_max_pool_matches_the_general_loop(dtype, shape):
         t()
     if out is not None:
         np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(600, 33), (64, 1024), (8, 5, 7, 6), (3, 4)])
+def test_fused_relu_grad_kernel_matches_relu_grad_then_bias_add_grad(dtype, shape):
+    rng = np.random.default_rng(14)
+    g = rng.standard_normal(shape).astype(dtype)
+    f = np.maximum(rng.standard_normal(shape), 0).astype(dtype)
+    g.reshape(-1)[::9] = np.nan
+    dz = get_kernel("ReluGrad").factory({})(g, f)
+    db = get_kernel("BiasAddGrad").factory({"data_format": "NHWC"})(dz)
+    kdef = get_kernel("_FusedReluGrad")
+    got = [kdef.factory({"fused_ops": ("BiasAddGrad",)})(g, f)]
+    parts = kdef.split({"fused_ops": ("BiasAddGrad",)})(2, g, f)
+    if parts is not None:
+        _, thunks, finish = parts
+        for t in thunks:
+            t()
+        got.append(finish())
+    assert len(got) == (2 if shape[0] >= 512 else 1)
+    for dz2, db2 in got:
+        np.testing.assert_array_equal(dz2, dz)
+        np.testing.assert_allclose(db2, db, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
+        assert dz2.dtype == db2.dtype == dtype and dz2.shape == shape
+
+
+def test_relu_grad_and_bias_grad_fuse_in_a_dense_layer_and_train_like_unfused():
+    xs, ys = _data(n=300)
+    runs = []
+    for config in (None, OFF):
+        with af.Graph().as_default():
+            x, y, _, loss = _mlp()
+            train = af.train.GradientDescentOptimizer(0.1).minimize(loss)
+            if config is None:
+                fused = {r.name: (f.type, tuple(p.type for p in f.parts))
+                         for r, f in _plan_fusions([loss], [x, y], [train]).items()}
+                assert fused["gradients/l1/Relu_grad/ReluGrad"] == ("_FusedReluGrad", ("ReluGrad", "BiasAddGrad"))
+            with af.Session(config=config) as sess:
+                sess.run(af.global_variables_initializer())
+                losses = [sess.run([train, loss], {x: xs, y: ys})[1] for _ in range(4)]
+                runs.append((losses, sess.run(af.trainable_variables())))
+    np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=1e-5)
+    for a, b in zip(runs[0][1], runs[1][1]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)

@@ -1,7 +1,7 @@
 """Op fusion: a pass over a plan that merges short chains of ops into one kernel (TF grappler's
 remapper does the same for MatMul + BiasAdd + Relu).
 
-Four patterns, on the CPU, for float32/float64:
+Five patterns, on the CPU, for float32/float64:
 
 - ``MatMul -> BiasAdd [-> Relu]`` becomes one ``_FusedMatMul``: each row block of the product gets
   its bias and ReLU right after its GEMM, while it is still in cache.
@@ -15,7 +15,8 @@ Four patterns, on the CPU, for float32/float64:
   backward pass of ``max_pool(relu(...))``), becomes one ``_FusedMaxPoolGrad`` that applies the
   ReLU mask as it writes each window's gradient; a ``BiasAddGrad`` of its result joins it as a
   second output (the bias gradient summed in the same pass), its consumers reading that output.
-  Three passes over the layer's activations become one.
+  Three passes over the layer's activations become one. Without the pool, ``ReluGrad ->
+  BiasAddGrad`` becomes one ``_FusedReluGrad`` the same way (dense layers, unpooled convolutions).
 
 A chain fuses only when its inner tensors are invisible: each is consumed once, by the next op of
 the chain, and is neither fed nor fetched; no inner op has control edges in or out. The result is
@@ -145,7 +146,8 @@ def find_fusions(ir, on_cpu: Callable | None = None) -> dict:
                             chain + extra, extra_outputs=extra)
             taken.update(p.name for p in chain + extra)
         elif n.type == "ReluGrad":
-            f = _pool_grad_fusion(n, inner, by, consumers_of, fetched, controls, taken, cpu)
+            f = (_pool_grad_fusion(n, inner, by, consumers_of, fetched, controls, taken, cpu)
+                 or _relu_bias_grad_fusion(n, consumers_of, fetched, controls, taken, cpu))
             if f is not None:
                 out[n] = f
                 taken.update(p.name for p in f.parts)
@@ -227,15 +229,32 @@ def _pool_grad_fusion(relu_grad, inner, by, consumers_of, fetched, controls, tak
             or type(mpg.inputs[0]) is not Ref or mpg.outputs[0][1].rank != 4):
         return None
     attrs = {k: mpg.attrs[k] for k in ("ksize", "strides", "padding", "data_format") if k in mpg.attrs}
-    extra = ()
+    extra = _bias_grad_of(relu_grad, consumers_of, fetched, controls, taken, cpu)
+    attrs["fused_ops"] = ("ReluGrad",) + tuple(c.type for c in extra)
+    return Fusion("_FusedMaxPoolGrad", attrs, mpg.inputs, (mpg, relu_grad) + extra, extra_outputs=extra)
+
+
+def _bias_grad_of(relu_grad, consumers_of, fetched, controls, taken, cpu) -> tuple:
+    """(the BiasAddGrad of `relu_grad`'s output,) when one can join it as a second output (channels
+    last, nobody fetches it or waits on it), else ()."""
+    if not cpu(relu_grad):
+        return ()
     for c in consumers_of.get(Ref(relu_grad.name, 0), ()):
         if (c.type == "BiasAddGrad" and not c.parts and c.name not in taken and _attr_str(c, "data_format") == "NHWC"
                 and Ref(c.name, 0) not in fetched and c.name not in controls and not c.control and cpu(c)
-                and c.outputs[0][0] == relu_grad.outputs[0][0]):
-            extra = (c,)
-            break
-    attrs["fused_ops"] = ("ReluGrad",) + tuple(c.type for c in extra)
-    return Fusion("_FusedMaxPoolGrad", attrs, mpg.inputs, (mpg, relu_grad) + extra, extra_outputs=extra)
+                and c.outputs[0][0] == relu_grad.outputs[0][0] and relu_grad.outputs[0][0].np in _FLOATS):
+            return (c,)
+    return ()
+
+
+def _relu_bias_grad_fusion(relu_grad, consumers_of, fetched, controls, taken, cpu):
+    """The _FusedReluGrad rooted at `relu_grad` (the BiasAddGrad of its output as a second output,
+    summed in the same pass), or None when there is no such BiasAddGrad."""
+    extra = _bias_grad_of(relu_grad, consumers_of, fetched, controls, taken, cpu)
+    if not extra:
+        return None
+    return Fusion("_FusedReluGrad", {"fused_ops": ("BiasAddGrad",)}, relu_grad.inputs, (relu_grad,) + extra,
+                  extra_outputs=extra)
 
 
 def _readers_first(update, var_name, ir, by, consumers, root_of) -> tuple:

@@ -27,3 +27,5 @@ MatMulApplyGradientDescent = define_op("_MatMulApplyGradientDescent", _made_by_t
                                        internal=True)
 # MaxPoolGrad -> ReluGrad [-> BiasAddGrad] (fusion.py): outputs the input gradient [and the bias gradient].
 FusedMaxPoolGrad = define_op("_FusedMaxPoolGrad", _made_by_the_compiler, internal=True)
+# ReluGrad -> BiasAddGrad (fusion.py): outputs the masked gradient and the bias gradient.
+FusedReluGrad = define_op("_FusedReluGrad", _made_by_the_compiler, internal=True)
