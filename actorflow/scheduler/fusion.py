@@ -22,7 +22,10 @@ A chain fuses only when its inner tensors are invisible: each is consumed once, 
 the chain, and is neither fed nor fetched; no inner op has control edges in or out. The result is
 a `Fusion` per surviving (root) node, and the `fuse` pass replaces the root by one node of the fused
 type (keeping its name, outputs and consumers) and drops the inner nodes: the runtime never learns
-that a fusion happened, beyond the `parts` it names in errors and traces.
+that a fusion happened, beyond the `parts` it names in errors and traces. A node that joins as an
+extra output (a pooled conv output, a bias gradient) is a sibling, not an inner node: it must be
+neither fetched nor tied by control edges, and its consumers are rerouted to the fused node's
+output 1.
 """
 from __future__ import annotations
 
@@ -43,7 +46,7 @@ class Fusion:
     type: str                   # the fused kernel's op type
     attrs: dict                 # its attributes
     inputs: tuple               # its inputs (Ref | Feed | Literal | Bound), in the kernel's argument order
-    parts: tuple                # the original nodes, in chain order (the root last)
+    parts: tuple                # the original nodes, in chain order (then those of extra_outputs)
     extra_control: tuple = ()   # nodes that must run first (readers of an updated variable)
     extra_outputs: tuple = ()   # parts whose (single) output the fused node adds as its output 1, 2, ...
 
@@ -146,7 +149,7 @@ def find_fusions(ir, on_cpu: Callable | None = None) -> dict:
                             chain + extra, extra_outputs=extra)
             taken.update(p.name for p in chain + extra)
         elif n.type == "ReluGrad":
-            f = (_pool_grad_fusion(n, inner, by, consumers_of, fetched, controls, taken, cpu)
+            f = (_pool_grad_fusion(n, inner, consumers_of, fetched, controls, taken, cpu)
                  or _relu_bias_grad_fusion(n, consumers_of, fetched, controls, taken, cpu))
             if f is not None:
                 out[n] = f
@@ -218,7 +221,7 @@ def _tiling_max_pool(root, consumers_of, fetched, controls, taken, cpu):
     return None
 
 
-def _pool_grad_fusion(relu_grad, inner, by, consumers_of, fetched, controls, taken, cpu):
+def _pool_grad_fusion(relu_grad, inner, consumers_of, fetched, controls, taken, cpu):
     """The _FusedMaxPoolGrad rooted at `relu_grad`, or None: its gradient input must come from an
     NHWC MaxPoolGrad that only it reads, and its features must be that pool's input (the ReLU's
     output, as the gradient of ``max_pool(relu(x))`` wires it). A BiasAddGrad of its output that
