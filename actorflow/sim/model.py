@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Workload", "Result", "simulate_local", "simulate_cluster", "figure8", "figure9", "validate", "main"]
+__all__ = ["Workload", "Result", "Protocol", "simulate_local", "simulate_cluster", "simulate_protocol", "figure8",
+           "figure9", "validate", "main"]
 
 
 @dataclass(frozen=True)
@@ -50,12 +51,28 @@ class Workload:
     update_ms_per_mb: float = 0.35     # applying (or accumulating) a gradient on the PS
     ps_fixed_ms: float = 0.5           # a PS's CPU per message, whatever its size
     client_ms: float = 0.5             # the client's (master's) CPU per step, beside its worker
+    # simulate_protocol only (the simulated network's costs, actorflow/sim/network.py NetCosts):
+    msg_cpu_ms: float = 0.01           # a machine's CPU per message it sends or receives
+    msg_cpu_ms_per_mb: float = 0.0     # ...and per MB of it
+    latency_jitter: float = 0.0        # a hop's latency is latency_ms * (1 + jitter * U[0, 1))
 
     @classmethod
     def from_calibration(cls, cal: dict, **over) -> "Workload":
         """The calibrated costs (transport, update, per-message CPU), with `over` for the rest."""
         base = dict(net_ms_per_mb=cal["net_ms_per_mb"], update_ms_per_mb=cal["update_ms_per_mb"],
                     ps_fixed_ms=cal["ps_cpu_ms"] / 2, client_ms=cal["client_cpu_ms"])
+        base.update(over)
+        return cls(**base)
+
+    @classmethod
+    def from_sim_costs(cls, costs, **over) -> "Workload":
+        """The simulated world's costs (actorflow/sim/world.py `Costs`, its network's `NetCosts`), for
+        simulate_protocol: the same step compute, client time, latency and per-message costs."""
+        n = costs.net
+        base = dict(compute_ms=costs.compute_s * 1e3, log_sigma=costs.log_sigma, client_ms=costs.client_s * 1e3,
+                    latency_ms=n.latency_s * 1e3, latency_jitter=n.jitter, net_ms_per_mb=n.s_per_mb * 1e3,
+                    msg_cpu_ms=n.cpu_per_msg_s * 1e3, msg_cpu_ms_per_mb=n.cpu_per_mb_s * 1e3,
+                    ps_fixed_ms=n.cpu_per_msg_s * 1e3, update_ms_per_mb=n.cpu_per_mb_s * 1e3, model_mb=0.0184)
         base.update(over)
         return cls(**base)
 
@@ -359,6 +376,189 @@ def simulate_cluster(wl: Workload, workers: int, ps: int, mode: str = "async", b
     warm = min(len(step_times) // 10, 5 * (workers if mode == "async" else 1))
     return Result(np.array(step_times[warm:]), state["step"], ev.now / 1e3, ev.count, time.perf_counter() - t_wall,
                   dropped=state["dropped"], worker_step_ms=np.array(worker_times))
+
+
+# -- the real protocol, message by message ------------------------------------------------------------------
+
+HEADER_BYTES = 120                     # a frame's header (msgpack), beside its tensors
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The messages of one asynchronous training step of actorflow's between-graph replication, as the
+    real code sends them (counted in the simulated network: `run_deterministic(count_kinds=True)`):
+
+    1. the client's master calls `run_graph` on its worker (the feeds travel with the call) and on
+       every PS task that holds a variable;
+    2. each PS sends its variables' values to the worker (one Send/Recv tensor per variable);
+    3. the worker computes, and sends each variable's gradient to its PS;
+    4. each PS applies it and sends a control token back to the worker (the apply's edge to the
+       optimizer's group, which is on the worker);
+    5. once every token is in, the worker sends one control token to the global step's PS, which
+       increments the global step;
+    6. every task replies to the master when its partition is done (the global step's PS with the
+       step's value, the worker with the loss).
+
+    Per step: 2 (1 + used PS) RPC messages, 2 per variable and 1 more per variable, and 1: for the
+    digits MLP (4 variables and the global step) over 2 PS tasks, 6 + 8 + 4 + 1 = 19 messages.
+    `var_bytes`: each trainable variable's size; `var_ps`: its PS task; `gs_ps`: the global step's."""
+    var_bytes: tuple
+    var_ps: tuple
+    gs_ps: int = 0
+    feed_bytes: int = 0                # what the master's call to the worker carries (the batch)
+    fetch_bytes: int = 8               # what each reply carries
+
+    @classmethod
+    def replica_device_setter(cls, var_bytes, ps: int, feed_bytes: int = 0) -> "Protocol":
+        """Variables placed as `replica_device_setter` places them: round-robin over the PS tasks,
+        in creation order, the global step (created first) on PS 0."""
+        return cls(tuple(int(b) for b in var_bytes), tuple((i + 1) % ps for i in range(len(var_bytes))), 0,
+                   int(feed_bytes))
+
+    @classmethod
+    def digits_mlp(cls, ps: int, hidden=(64,), batch: int = 32) -> "Protocol":
+        """The scenarios' model (actorflow/sim/workload.py): dense layers 64 -> hidden -> 10, float32,
+        fed a batch of 64 floats and an int64 label per example."""
+        sizes, prev = [], 64
+        for units in tuple(hidden) + (10,):
+            sizes += [prev * units * 4, units * 4]
+            prev = units
+        return cls.replica_device_setter(sizes, ps, feed_bytes=batch * (64 * 4 + 8) + 8)
+
+    @property
+    def used_ps(self) -> list:
+        return sorted(set(self.var_ps) | {self.gs_ps})
+
+    def messages_per_step(self) -> dict:
+        """{(from, to, kind): messages per step}, in the simulated network's terms (SimNetwork.count_kinds)."""
+        n, used = len(self.var_bytes), len(self.used_ps)
+        return {("client", "worker", "call:run_graph"): 1, ("worker", "client", "reply:run_graph"): 1,
+                ("client", "ps", "call:run_graph"): used, ("ps", "client", "reply:run_graph"): used,
+                ("ps", "worker", "tensor"): 2 * n, ("worker", "ps", "tensor"): n + 1}
+
+
+class _Node:
+    """A machine in simulate_protocol: its CPU and its link each way (next free times), as in the
+    simulated network."""
+    __slots__ = ("cpu", "link_out", "link_in")
+
+    def __init__(self):
+        self.cpu = self.link_out = self.link_in = 0.0
+
+
+def simulate_protocol(wl: Workload, proto: Protocol, workers: int, steps: int = 200, seed: int = 0) -> Result:
+    """`steps` global steps of asynchronous training, message by message as the real protocol sends
+    them (`Protocol`), each message costing what the simulated network charges: the sender's CPU
+    (`msg_cpu_ms`, plus `msg_cpu_ms_per_mb`), its link out (`net_ms_per_mb`), the hop's latency (with
+    its jitter), the receiver's link in and CPU. A worker's client and its worker service share a
+    machine; each PS task has one. Kernels cost nothing but the step's compute, which the worker
+    spends when the master's call reaches it, while the parameters are on their way (as the worker's
+    step seam does); the client's own time (`client_ms`) is spent before each step's call.
+
+    Result.step_ms holds each worker step's whole cycle (the client's time and the step), as a
+    client sees it; warm-up steps (each worker's first) left out."""
+    if not proto.var_bytes:
+        raise ValueError("simulate_protocol: the protocol has no variables")
+    t_wall = time.perf_counter()
+    ev = _Events()
+    rng = np.random.default_rng(seed)
+    nps = max(proto.used_ps) + 1
+    wnode = [_Node() for _ in range(workers)]
+    pnode = [_Node() for _ in range(nps)]
+    wproc = [0.0] * workers            # each worker process's compute: free from this time
+    lat, jit = wl.latency_ms, wl.latency_jitter
+    cpu_msg, cpu_mb, net = wl.msg_cpu_ms, wl.msg_cpu_ms_per_mb, wl.net_ms_per_mb
+    nvar = len(proto.var_bytes)
+    by_ps = {p: [v for v in range(nvar) if proto.var_ps[v] == p] for p in proto.used_ps}
+    used = proto.used_ps
+    # The worker's partition sends the gradients PS by PS, the last layer's first (as the trace shows).
+    push_order = sorted(range(nvar), key=lambda v: (proto.var_ps[v], -v))
+    state = {"gs": 0, "done": False}
+    cycles: list = []
+    per_worker = [0] * workers
+
+    def send(a: _Node, b: _Node, nbytes: int, fn, *args) -> None:
+        # network.SimNetwork._schedule, in ms
+        mb = (nbytes + HEADER_BYTES) / 1e6
+        cpu = cpu_msg + mb * cpu_mb
+        a.cpu = max(a.cpu, ev.now) + cpu
+        a.link_out = max(a.link_out, a.cpu) + mb * net
+        t = a.link_out + lat * (1.0 + jit * rng.random())
+        b.link_in = max(b.link_in, t) + mb * net
+        b.cpu = max(b.cpu, b.link_in) + cpu
+        ev.at(b.cpu, fn, *args)
+
+    class _Step:
+        __slots__ = ("w", "t0", "start", "ready", "reads", "tokens", "replies")
+
+    def begin(w: int, start: float) -> None:
+        s = _Step()
+        s.w, s.start, s.t0 = w, start, ev.now
+        s.ready = False
+        s.reads = s.tokens = s.replies = 0
+        me = wnode[w]
+        for p in used:
+            send(me, pnode[p], 0, ps_call, s, p)
+        send(me, me, proto.feed_bytes, worker_call, s)
+
+    def worker_call(s) -> None:
+        c = wl.compute_ms * rng.lognormal(0.0, wl.log_sigma) if wl.compute_ms else 0.0
+        wproc[s.w] = max(wproc[s.w], ev.now) + c
+        ev.at(wproc[s.w], worker_ready, s)
+
+    def worker_ready(s) -> None:
+        s.ready = True
+        maybe_push(s)
+
+    def ps_call(s, p: int) -> None:
+        for v in by_ps[p]:
+            send(pnode[p], wnode[s.w], proto.var_bytes[v], value_in, s)
+
+    def value_in(s) -> None:
+        s.reads += 1
+        maybe_push(s)
+
+    def maybe_push(s) -> None:
+        if s.ready and s.reads == nvar:
+            for v in push_order:
+                send(wnode[s.w], pnode[proto.var_ps[v]], proto.var_bytes[v], grad_in, s, v)
+
+    def grad_in(s, v: int) -> None:
+        p = proto.var_ps[v]
+        send(pnode[p], wnode[s.w], 0, token_in, s)
+        if p != proto.gs_ps and v == by_ps[p][0]:
+            # The PS's partition is done with its last apply (applied in the order the gradients came).
+            send(pnode[p], wnode[s.w], proto.fetch_bytes, reply_in, s)
+
+    def token_in(s) -> None:
+        s.tokens += 1
+        if s.tokens == nvar:
+            me = wnode[s.w]
+            send(me, pnode[proto.gs_ps], 0, gs_in, s)
+            send(me, me, proto.fetch_bytes, reply_in, s)
+
+    def gs_in(s) -> None:
+        state["gs"] += 1
+        send(pnode[proto.gs_ps], wnode[s.w], proto.fetch_bytes, reply_in, s)
+
+    def reply_in(s) -> None:
+        s.replies += 1
+        if s.replies < 1 + len(used):
+            return
+        w = s.w
+        per_worker[w] += 1
+        if per_worker[w] > 1:
+            cycles.append(ev.now - s.start)
+        if state["gs"] >= steps:
+            state["done"] = True
+            return
+        ev.at(ev.now + wl.client_ms, begin, w, ev.now)
+
+    for w in range(workers):
+        ev.at(wl.client_ms, begin, w, 0.0)
+    ev.run(lambda: state["done"])
+    return Result(np.array(cycles), state["gs"], ev.now / 1e3, ev.count, time.perf_counter() - t_wall,
+                  worker_step_ms=np.array(cycles))
 
 
 # -- the paper's figures ----------------------------------------------------------------------------------
