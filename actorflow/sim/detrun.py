@@ -300,11 +300,13 @@ def _properties(sc: Scenario, h: _Harness, m: dict, events: list) -> list:
 
 
 def run_deterministic(sc: Scenario, plan: Plan | None = None, out_dir: str | None = None, costs=None,
-                      planted: bool = False, write: bool = True, measure: bool = False) -> RunResult:
+                      planted: bool = False, write: bool = True, measure: bool = False,
+                      count_kinds: bool = False) -> RunResult:
     """Runs `sc` under `plan` (default: drawn from the scenario's seed) in the simulated world.
-    `measure`: for comparisons with the discrete-event model (actorflow/sim/figures.py), the metrics
-    also count the messages by sender, receiver and kind (`messages_by_kind`, SimNetwork.count_kinds)
-    and give every training step's exact virtual span (`step_spans`: [worker, t0, t1, global step])."""
+    For comparisons with the discrete-event model (actorflow/sim/figures.py): with `measure`, the
+    metrics give every training step's exact virtual span (`step_spans`: [worker, t0, t1, global
+    step]); with `count_kinds`, they count the messages by sender, receiver and kind
+    (`messages_by_kind`, SimNetwork.count_kinds: it decodes every frame's header, at some CPU cost)."""
     from actorflow.sim.loop import SimulationStalled
     from actorflow.sim.report import write_report
     from actorflow.sim.workload import load_digits_data
@@ -330,7 +332,7 @@ def run_deterministic(sc: Scenario, plan: Plan | None = None, out_dir: str | Non
     data = load_digits_data(sc.workload.data_seed)
     h = _Harness(sc, plan, out_dir, costs, planted)
     w = h.world
-    if measure:
+    if count_kinds:
         w.net.count_kinds()
     stalled = None
     try:

@@ -87,7 +87,8 @@ def real_run(workers: int, ps: int, steps: int, costs, mode: str = "async", back
         plan = Plan(plan.seed, plan.triggers, list(task_faults), plan.crash_restarts, None)
     tmp = tmp or os.path.join("/tmp", "actorflow-figures")
     c0 = time.process_time()
-    res = run_deterministic(sc, plan, os.path.join(tmp, sc.name), costs=costs, write=False, measure=True)
+    res = run_deterministic(sc, plan, os.path.join(tmp, sc.name), costs=costs, write=False, measure=True,
+                            count_kinds=True)
     if not res.passed:
         bad = [f"{c.name}: {c.detail or c.observed}" for c in res.checks if not c.ok]
         raise RuntimeError(f"the real run {sc.name} failed its checks: {bad}")
