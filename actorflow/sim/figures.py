@@ -123,7 +123,7 @@ def compare_async(workers: int, ps: int, compute_s: float, steps_per_worker: int
             "real_ms": real["median_ms"], "model_ms": model.median_ms, "coarse_ms": coarse.median_ms,
             "real_steps_per_s": real["steps_per_s"], "model_steps_per_s": _steady_rate(model, workers),
             "coarse_steps_per_s": coarse.throughput, "ps_used": len(proto.used_ps),
-            "real_cpu_s": cpu, "model_wall_s": model.wall_s}
+            "real_window_steps": real["window_steps"], "real_cpu_s": cpu, "model_wall_s": model.wall_s}
 
 
 def _steady_rate(r, workers: int) -> float:
@@ -170,11 +170,16 @@ def sync_step_ms(m: dict) -> float:
 
 # -- the figures --------------------------------------------------------------------------------------------
 
+def _steps_per_worker(workers: int, least: int) -> int:
+    # Enough steps in the steady window at small worker counts too (a few hundred in all).
+    return max(least, 300 // workers)
+
+
 def figure6(workers=(1, 4, 16, 50, 100), ps: int = 10, steps_per_worker: int = 12, progress=None) -> list:
     """The null model: median step time against the number of workers (asynchronous)."""
     rows = []
     for w in workers:
-        rows.append(compare_async(w, ps, FIG_COMPUTE_S, steps_per_worker))
+        rows.append(compare_async(w, ps, FIG_COMPUTE_S, _steps_per_worker(w, steps_per_worker)))
         if progress:
             progress(rows[-1])
     return rows
@@ -186,7 +191,7 @@ def figure9(workers=(16, 100), ps_counts=(1, 2, 3, 5), steps_per_worker: int = 1
     rows = []
     for w in workers:
         for p in ps_counts:
-            rows.append(compare_async(w, p, FIG9_COMPUTE_S, steps_per_worker))
+            rows.append(compare_async(w, p, FIG9_COMPUTE_S, _steps_per_worker(w, steps_per_worker)))
             if progress:
                 progress(rows[-1])
     return rows
@@ -214,10 +219,11 @@ def figure8(n: int = 8, backups=(0, 1, 2, 3), ps: int = 2, steps: int = 20, stra
 _COLUMNS = {
     "6": [("workers", "workers", "d"), ("ps_used", "PS used", "d"), ("real_ms", "real (ms)", ".3f"),
           ("model_ms", "model (ms)", ".3f"), ("coarse_ms", "coarse (ms)", ".3f"), ("err", "model err", "+.1%"),
-          ("real_cpu_s", "real CPU s", ".1f")],
+          ("real_window_steps", "steps measured", "d"), ("real_cpu_s", "real CPU s", ".1f")],
     "9": [("workers", "workers", "d"), ("ps", "PS", "d"), ("real_steps_per_s", "real steps/s", ".0f"),
           ("model_steps_per_s", "model steps/s", ".0f"), ("coarse_steps_per_s", "coarse steps/s", ".0f"),
-          ("err", "model err", "+.1%"), ("real_cpu_s", "real CPU s", ".1f")],
+          ("err", "model err", "+.1%"), ("real_window_steps", "steps measured", "d"),
+          ("real_cpu_s", "real CPU s", ".1f")],
     "8": [("backup", "b", "d"), ("workers", "workers", "d"), ("real_step_ms", "real step (ms)", ".1f"),
           ("model_step_ms", "model step (ms)", ".1f"), ("err", "model err", "+.1%"),
           ("real_normalized_speedup", "real norm. speedup", ".3f"),
