@@ -57,3 +57,22 @@ def test_model_agrees_with_real_code_async(tmp_path, compute_s):
 def test_model_agrees_with_real_code_sync(tmp_path):
     row = compare_sync(4, 2, 1, 0.05, steps=12, tmp=str(tmp_path))
     assert row["model_step_ms"] == pytest.approx(row["real_step_ms"], rel=0.25)
+
+
+def test_model_what_if_group_on_the_global_steps_ps(tmp_path, monkeypatch):
+    # The model's what-if (Protocol.finish="gs_ps") is the protocol the real code sends once the
+    # optimizer's group of updates is colocated with the global step.
+    import actorflow as af
+    from actorflow.graph.ops.constant import group
+    from actorflow.train import optimizer
+
+    def finish(self, update_ops, name_scope):
+        g = af.get_default_graph()
+        with g.device(None), g.colocate_with(af.train.get_global_step().op):
+            return group(*update_ops, name=name_scope)
+    monkeypatch.setattr(optimizer.Optimizer, "_finish", finish)
+    costs = sim_costs(0.0)
+    short, _ = real_run(4, 2, 8, costs, tmp=str(tmp_path))
+    long, _ = real_run(4, 2, 40, costs, tmp=str(tmp_path))
+    real = {k: round(v, 6) for k, v in _kinds(messages_per_step(long, short)).items()}
+    assert real == dataclasses.replace(Protocol.digits_mlp(2), finish="gs_ps").messages_per_step()
