@@ -10,7 +10,8 @@ network link out), compute (a draw from the step-time distribution, with straggl
 gradients (the worker's link out, the shard's link in, the shard's CPU to apply or accumulate
 them). Asynchronous: every worker loops on its own. Synchronous: a step's first N gradients are
 accepted, later ones still cost the PS their bandwidth and CPU and are dropped; the N-th starts the
-chief's update on every shard, and the next step's tokens release the waiting workers.
+chief's update on every shard, and the next step's tokens release the waiting workers (a worker whose
+gradient comes after its step ended catches up at once, as SyncReplicasOptimizer's stale workers do).
 
 Costs come from a calibration measured on this machine (actorflow/sim/calibration.py): CPU per
 step of the client, worker and PS processes, the transport's cost per MB, an update's cost per MB.
@@ -356,8 +357,14 @@ def simulate_cluster(wl: Workload, workers: int, ps: int, mode: str = "async", b
             state["accepted"] += 1
             if state["accepted"] == N:
                 apply_update()
-        else:
+        elif their_step[w] != state["step"]:
+            # Stale (its step is over): dropped, and the worker catches up at once with a token of
+            # the current step it enqueues itself (SyncReplicasOptimizer's "catch_up").
             state["dropped"] += 1
+            ev.at(ev.now + lat, fetch, w)
+            return
+        else:
+            state["dropped"] += 1          # late: the chief releases a token for it with the step
         waiting.append(w)
 
     def apply_update():
