@@ -127,8 +127,9 @@ def compare_async(workers: int, ps: int, compute_s: float, steps_per_worker: int
 
 
 def _steady_rate(r, workers: int) -> float:
-    # The model's workers all start at once: its rate is workers over the median cycle's steady state.
-    return workers / (r.median_ms / 1e3) if len(r.step_ms) else float("nan")
+    # The model's workers all start at once and never stop early: its rate is the workers over their
+    # mean cycle (the mean, not the median: a rate counts the slow cycles at their length).
+    return workers / (float(np.mean(r.step_ms)) / 1e3) if len(r.step_ms) else float("nan")
 
 
 def compare_sync(workers: int, ps: int, backup: int, compute_s: float, steps: int = 20, straggle=None,
