@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Workload", "Result", "Protocol", "simulate_local", "simulate_cluster", "simulate_protocol", "figure8",
+__all__ = ["Workload", "Result", "Protocol", "simulate_local", "simulate_cluster", "simulate_protocol",
+           "simulate_sync_protocol", "sync_messages_per_step", "figure8",
            "figure9", "validate", "main"]
 
 
@@ -627,6 +628,237 @@ def simulate_protocol(wl: Workload, proto: Protocol, workers: int, steps: int = 
     ev.run(lambda: state["done"])
     return Result(np.array(cycles), state["gs"], ev.now / 1e3, ev.count, time.perf_counter() - t_wall,
                   worker_step_ms=np.array(cycles))
+
+
+def sync_messages_per_step(proto: "Protocol", workers: int) -> dict:
+    """SyncReplicasOptimizer's messages per global step when all `workers` contribute to every step
+    (`simulate_sync_protocol`; in the simulated network's terms): each worker's step, and the
+    chief's sync loop's run (its queue runner: one run per global step)."""
+    n, used = len(proto.var_bytes), len(proto.used_ps)
+    remote = sum(1 for p in proto.var_ps if p != proto.gs_ps)
+    runs = workers + 1
+    out = {("client", "worker", "call:run_graph"): runs, ("worker", "client", "reply:run_graph"): runs,
+           ("client", "ps", "call:run_graph"): runs * used, ("ps", "client", "reply:run_graph"): runs * used,
+           ("ps", "worker", "tensor"): workers * (n + 1) + n, ("worker", "ps", "tensor"): workers * (n + 1) + 1}
+    pp = workers * (2 * remote + used - 1)
+    if pp:
+        out[("ps", "ps", "tensor")] = pp
+    return out
+
+
+def simulate_sync_protocol(wl: Workload, proto: Protocol, workers: int, backup: int = 0, steps: int = 50,
+                           seed: int = 0) -> Result:
+    """`steps` global steps of synchronous training (SyncReplicasOptimizer, workers - backup
+    aggregated), message by message as the real code sends them, with simulate_protocol's costs.
+
+    A worker's step: the master's calls; the values; the compute (with stragglers: `straggle_p`,
+    `straggle_ms`); the local step to the gate (beside the global step) and each gradient to its
+    variable's PS, where it *arrives* (a token from each other PS to the gate's); the gate admits it
+    (one of the first N of its step), refuses it as late (the step has N) or stale (its step is
+    over), and sends the decision to every other PS, whose accumulators take it (a token per
+    variable back to the gate's PS); then the worker waits for the token of its next step (a stale
+    one takes its own at once). The chief's sync loop, one run per global step: each PS takes its
+    accumulators' N-averages once they hold N, applies them and sends a token per variable to the
+    chief's worker (the optimizer's group), which sends one to the global step's PS: the step ends
+    and a token goes to every worker waiting for it (the N admitted and the late). Each run ends
+    with a reply to the master from every task it ran on.
+
+    Result.step_ms: the global steps' durations; `dropped`: gradients refused."""
+    if not 0 <= backup < workers:
+        raise ValueError("backup workers must leave at least one worker to aggregate")
+    t_wall = time.perf_counter()
+    ev = _Events()
+    rng = np.random.default_rng(seed)
+    N = workers - backup
+    nps = max(proto.used_ps) + 1
+    wnode = [_Node() for _ in range(workers)]
+    pnode = [_Node() for _ in range(nps)]
+    wproc = [0.0] * workers
+    lat, jit = wl.latency_ms, wl.latency_jitter
+    cpu_msg, cpu_mb, net = wl.msg_cpu_ms, wl.msg_cpu_ms_per_mb, wl.net_ms_per_mb
+    nvar = len(proto.var_bytes)
+    used, gsp = proto.used_ps, proto.gs_ps
+    by_ps = {p: [v for v in range(nvar) if proto.var_ps[v] == p] for p in used}
+    others = [p for p in used if p != gsp]
+    call_order = proto.call_order
+    # The worker's sends: the local step first (to the gate's PS), then the gradients by connection.
+    push_order = proto.push_order
+    st = {"step": 0, "admitted": 0, "applied": {p: 0 for p in used}, "late": [], "dropped": 0, "done": False,
+          "t_step": 0.0, "qr": None}
+    step_times: list = []
+
+    def send(a: _Node, b: _Node, nbytes: int, fn, *args) -> None:
+        mb = (nbytes + HEADER_BYTES) / 1e6
+        cpu = cpu_msg + mb * cpu_mb
+        a.cpu = max(a.cpu, ev.now) + cpu
+        a.link_out = max(a.link_out, a.cpu) + mb * net
+        t = a.link_out + lat * (1.0 + jit * rng.random())
+        b.link_in = max(b.link_in, t) + mb * net
+        b.cpu = max(b.cpu, b.link_in) + cpu
+        ev.at(b.cpu, fn, *args)
+
+    class _Run:
+        __slots__ = ("w", "ls", "ready", "values", "arrived", "decided", "acc", "replies", "start", "kind")
+
+    # -- a worker's step ---------------------------------------------------------------------------------
+    def begin(w: int, ls: int, start: float) -> None:
+        r = _Run()
+        r.w, r.ls, r.start = w, ls, start
+        r.ready, r.values, r.arrived, r.acc, r.replies, r.decided = False, 0, 0, 0, 0, None
+        me = wnode[w]
+        for p in call_order:
+            if p == "worker":
+                send(me, me, proto.feed_bytes, worker_call, r)
+            else:
+                send(me, pnode[p], 0, ps_call, r, p)
+
+    def worker_call(r) -> None:
+        c = wl.compute_ms * rng.lognormal(0.0, wl.log_sigma) if wl.compute_ms else 0.0
+        if wl.straggle_p and rng.random() < wl.straggle_p:
+            c += wl.straggle_ms * rng.lognormal(0.0, 0.5)
+        wproc[r.w] = max(wproc[r.w], ev.now) + c
+        ev.at(wproc[r.w], worker_ready, r)
+
+    def worker_ready(r) -> None:
+        r.ready = True
+        maybe_push(r)
+
+    def ps_call(r, p: int) -> None:
+        for v in by_ps[p]:
+            send(pnode[p], wnode[r.w], proto.var_bytes[v], value_in, r)
+
+    def value_in(r) -> None:
+        r.values += 1
+        maybe_push(r)
+
+    def maybe_push(r) -> None:
+        if not (r.ready and r.values == nvar):
+            return
+        me = wnode[r.w]
+        send(me, pnode[gsp], 8, gate_in, r)                    # the local step
+        for v in push_order:
+            p = proto.var_ps[v]
+            send(me, pnode[p], proto.var_bytes[v], gate_in if p == gsp else grad_in, r, p)
+
+    def grad_in(r, p: int) -> None:
+        send(pnode[p], pnode[gsp], 0, gate_in, r)               # arrived: the gate's control input
+
+    def gate_in(r, p: int = -1) -> None:
+        r.arrived += 1
+        if r.arrived < nvar + 1:
+            return
+        if r.ls < st["step"]:
+            r.decided = "stale"
+        elif st["admitted"] < N:
+            r.decided = "admitted"
+            st["admitted"] += 1
+        else:
+            r.decided = "late"
+        if r.decided != "admitted":
+            st["dropped"] += 1
+        for q in others:
+            send(pnode[gsp], pnode[q], 8, keep_in, r, q)
+        accumulate(r, gsp)
+        if not others:
+            gate_after(r)
+
+    def accumulate(r, p: int) -> None:
+        if r.decided == "admitted":
+            st["applied"][p] += 1
+            qr_check()
+
+    def keep_in(r, q: int) -> None:
+        accumulate(r, q)
+        for _v in by_ps[q]:
+            send(pnode[q], pnode[gsp], 0, acc_in, r)
+        send(pnode[q], wnode[r.w], proto.fetch_bytes, reply_in, r)
+
+    def acc_in(r) -> None:
+        r.acc += 1
+        if r.acc == sum(len(by_ps[q]) for q in others):
+            gate_after(r)
+
+    def gate_after(r) -> None:
+        # catch_up, then the token of the next step: a stale worker's own, or the chief's release.
+        if r.decided == "stale":
+            give_token(r, st["step"])
+        else:
+            st["late"].append(r)
+
+    def give_token(r, step: int) -> None:
+        send(pnode[gsp], wnode[r.w], 8, token_in, r, step)
+        send(pnode[gsp], wnode[r.w], proto.fetch_bytes, reply_in, r)
+
+    def token_in(r, step: int) -> None:
+        r.ls = step
+        send(wnode[r.w], wnode[r.w], proto.fetch_bytes, reply_in, r)
+
+    def reply_in(r) -> None:
+        r.replies += 1
+        if r.replies < 1 + len(used) or st["done"]:
+            return
+        ev.at(ev.now + wl.client_ms, begin, r.w, r.ls, ev.now)
+
+    # -- the chief's sync loop ----------------------------------------------------------------------------
+    def qr_begin() -> None:
+        q = {"taken": set(), "tokens": 0, "replies": 0}
+        st["qr"] = q
+        me = wnode[0]
+        for p in used:
+            send(me, pnode[p], 0, qr_call, q, p)
+        send(me, me, 0, qr_worker_call, q)
+
+    def qr_worker_call(q) -> None:
+        pass                               # the chief's worker waits for the PS tasks' tokens
+
+    def qr_call(q, p: int) -> None:
+        q.setdefault("called", set()).add(p)
+        qr_check()
+
+    def qr_check() -> None:
+        q = st["qr"]
+        if q is None:
+            return
+        for p in sorted(q.get("called", ())):
+            if p not in q["taken"] and st["applied"][p] >= N and by_ps[p]:
+                q["taken"].add(p)
+                for _v in by_ps[p]:
+                    send(pnode[p], wnode[0], 0, qr_token_in, q)
+                if p != gsp:
+                    send(pnode[p], wnode[0], proto.fetch_bytes, qr_reply_in, q)
+
+    def qr_token_in(q) -> None:
+        q["tokens"] += 1
+        if q["tokens"] == nvar:
+            send(wnode[0], pnode[gsp], 0, release, q)
+            send(wnode[0], wnode[0], proto.fetch_bytes, qr_reply_in, q)
+
+    def release(q) -> None:
+        step_times.append(ev.now - st["t_step"])
+        st["t_step"] = ev.now
+        st["step"] += 1
+        st["admitted"] = 0
+        st["applied"] = {p: 0 for p in used}
+        waiting, st["late"] = st["late"], []
+        if st["step"] >= steps:
+            st["done"] = True
+            return
+        for r in waiting:
+            give_token(r, st["step"])
+        send(pnode[gsp], wnode[0], proto.fetch_bytes, qr_reply_in, q)
+
+    def qr_reply_in(q) -> None:
+        q["replies"] += 1
+        if q["replies"] == 1 + len(used):
+            qr_begin()
+
+    for w in range(workers):
+        ev.at(wl.client_ms, begin, w, 0, 0.0)
+    ev.at(0.0, qr_begin)
+    ev.run(lambda: st["done"])
+    warm = min(len(step_times) // 10, 5)
+    return Result(np.array(step_times[warm:]), st["step"], ev.now / 1e3, ev.count, time.perf_counter() - t_wall,
+                  dropped=st["dropped"])
 
 
 # -- the paper's figures ----------------------------------------------------------------------------------
