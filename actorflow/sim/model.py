@@ -32,6 +32,7 @@ a value, a gradient and a control token per variable, the global step's token), 
 costing what the simulated network charges (actorflow/sim/network.py). The coarse
 `simulate_cluster` (one fetch and one push per shard and step) misses those round trips: on the
 null model at 100 workers it predicted a step 4x shorter than the real code's.
+`simulate_sync_protocol` does the same for SyncReplicasOptimizer (docs/sim_figures.md).
 """
 from __future__ import annotations
 
