@@ -17,7 +17,7 @@ the variables before the others may start). Models are kept small (the digits ML
 workers) so that a figure takes minutes on a loaded 2-core machine.
 
 - Figure 6: the null model (no compute: a step is all coordination): median step time against the
-  number of workers (asynchronous; the paper's is synchronous).
+  number of workers, asynchronous ("6") and synchronous as in the paper ("6s").
 - Figure 8: synchronous training with N aggregated and b backup workers: step time against b.
 - Figure 9: asynchronous training: global steps per second against the number of PS tasks.
 """
@@ -32,7 +32,8 @@ import numpy as np
 from actorflow.sim.model import Protocol, Workload, simulate_cluster, simulate_protocol, simulate_sync_protocol
 from actorflow.sim.network import NetCosts
 
-__all__ = ["sim_costs", "steady", "real_run", "compare_async", "compare_sync", "figure6", "figure8", "figure9",
+__all__ = ["sim_costs", "steady", "real_run", "compare_async", "compare_sync", "figure6", "figure6_sync", "figure8",
+           "figure9",
            "write_table", "format_table", "plot", "sync_step_ms", "messages_per_step", "main"]
 
 FIG_COMPUTE_S = 0.0             # Figure 6's null model
@@ -197,6 +198,17 @@ def figure6(workers=(1, 4, 16, 50, 100), ps: int = 10, steps_per_worker: int = 1
     return rows
 
 
+def figure6_sync(workers=(4, 16, 50), ps: int = 10, steps: int = 40, progress=None) -> list:
+    """The null model as the paper's Figure 6 runs it: synchronous (all workers aggregated, no
+    backups), global step time against the number of workers."""
+    rows = []
+    for w in workers:
+        rows.append(compare_sync(w, ps, 0, FIG_COMPUTE_S, steps))
+        if progress:
+            progress(rows[-1])
+    return rows
+
+
 def figure9(workers=(16, 100), ps_counts=(1, 2, 3, 5), steps_per_worker: int = 12, progress=None) -> list:
     """Global steps per virtual second against the number of PS tasks (asynchronous, 10 ms steps).
     The digits MLP has 4 variables and the global step: 5 PS tasks is as far as sharding goes."""
@@ -232,6 +244,9 @@ _COLUMNS = {
     "6": [("workers", "workers", "d"), ("ps_used", "PS used", "d"), ("real_ms", "real (ms)", ".3f"),
           ("model_ms", "model (ms)", ".3f"), ("coarse_ms", "coarse (ms)", ".3f"), ("err", "model err", "+.1%"),
           ("real_window_steps", "steps measured", "d"), ("real_cpu_s", "real CPU s", ".1f")],
+    "6s": [("workers", "workers", "d"), ("real_step_ms", "real step (ms)", ".3f"),
+           ("model_step_ms", "model step (ms)", ".3f"), ("err", "model err", "+.1%"),
+           ("coarse_step_ms", "coarse step (ms)", ".3f"), ("real_cpu_s", "real CPU s", ".1f")],
     "9": [("workers", "workers", "d"), ("ps", "PS", "d"), ("real_steps_per_s", "real steps/s", ".0f"),
           ("model_steps_per_s", "model steps/s", ".0f"), ("coarse_steps_per_s", "coarse steps/s", ".0f"),
           ("err", "model err", "+.1%"), ("real_window_steps", "steps measured", "d"),
@@ -242,7 +257,8 @@ _COLUMNS = {
           ("model_normalized_speedup", "model norm. speedup", ".3f"), ("real_dropped", "real dropped", "d"),
           ("model_dropped", "model dropped", "d"), ("real_cpu_s", "real CPU s", ".1f")],
 }
-_ERR = {"6": ("model_ms", "real_ms"), "9": ("model_steps_per_s", "real_steps_per_s"),
+_ERR = {"6": ("model_ms", "real_ms"), "6s": ("model_step_ms", "real_step_ms"),
+        "9": ("model_steps_per_s", "real_steps_per_s"),
         "8": ("model_step_ms", "real_step_ms")}
 
 
@@ -281,7 +297,7 @@ def plot(path: str, figures: dict) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    figs = [f for f in ("6", "8", "9") if f in figures]
+    figs = [f for f in ("6", "6s", "8", "9") if f in figures]
     fig, axes = plt.subplots(1, len(figs), figsize=(5 * len(figs), 4), squeeze=False)
     for ax, f in zip(axes[0], figs):
         rows = figures[f]
@@ -291,6 +307,12 @@ def plot(path: str, figures: dict) -> bool:
             ax.plot(x, [r["model_ms"] for r in rows], "s--", label="model (real protocol)")
             ax.plot(x, [r["coarse_ms"] for r in rows], "x:", label="model (one fetch, one push)")
             ax.set(xlabel="workers", ylabel="median step (ms)", title="Fig. 6: null model (async)")
+        elif f == "6s":
+            x = [r["workers"] for r in rows]
+            ax.plot(x, [r["real_step_ms"] for r in rows], "o-", label="real code, virtual time")
+            ax.plot(x, [r["model_step_ms"] for r in rows], "s--", label="model (real protocol)")
+            ax.plot(x, [r["coarse_step_ms"] for r in rows], "x:", label="coarse model")
+            ax.set(xlabel="workers", ylabel="global step (ms)", title="Fig. 6: null model (sync)")
         elif f == "8":
             x = [r["backup"] for r in rows]
             ax.plot(x, [r["real_step_ms"] for r in rows], "o-", label="real step")
@@ -318,7 +340,8 @@ def main(argv=None) -> int:
     import json
     import logging
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--figures", default="6,9,8", help="which figures, in order (default 6,9,8)")
+    ap.add_argument("--figures", default="6,6s,9,8",
+                    help="which figures, in order (default 6,6s,9,8; 6s: Figure 6 synchronous)")
     ap.add_argument("--out", default="runs/figures", help="directory for figures.txt, figures.json, figures.png")
     ap.add_argument("--quick", action="store_true", help="fewer points (a minute or two)")
     args = ap.parse_args(argv)
@@ -333,12 +356,14 @@ def main(argv=None) -> int:
         print(format_table(fig, []), flush=True)
         if fig == "6":
             done[fig] = figure6((1, 4, 16) if args.quick else (1, 4, 16, 50, 100), progress=progress)
+        elif fig == "6s":
+            done[fig] = figure6_sync((4, 16) if args.quick else (4, 16, 50), progress=progress)
         elif fig == "9":
             done[fig] = figure9((16,) if args.quick else (16, 100), progress=progress)
         elif fig == "8":
             done[fig] = figure8(backups=(0, 2) if args.quick else (0, 1, 2, 3), progress=progress)
         else:
-            raise SystemExit(f"unknown figure {fig!r} (6, 8 or 9)")
+            raise SystemExit(f"unknown figure {fig!r} (6, 6s, 8 or 9)")
     write_table(os.path.join(args.out, "figures.txt"), done)
     with open(os.path.join(args.out, "figures.json"), "w") as f:
         json.dump(done, f, indent=1)
