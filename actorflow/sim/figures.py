@@ -312,7 +312,7 @@ def plot(path: str, figures: dict) -> bool:
             ax.plot(x, [r["real_step_ms"] for r in rows], "o-", label="real code, virtual time")
             ax.plot(x, [r["model_step_ms"] for r in rows], "s--", label="model (real protocol)")
             ax.plot(x, [r["coarse_step_ms"] for r in rows], "x:", label="coarse model")
-            ax.set(xlabel="workers", ylabel="global step (ms)", title="Fig. 6: null model (sync)")
+            ax.set(xlabel="workers", ylabel="global step (ms)", title="Fig. 6: null model (sync)", yscale="log")
         elif f == "8":
             x = [r["backup"] for r in rows]
             ax.plot(x, [r["real_step_ms"] for r in rows], "o-", label="real step")
