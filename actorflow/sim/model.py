@@ -66,6 +66,7 @@ class Workload:
     msg_cpu_ms: float = 0.01           # a machine's CPU per message it sends or receives
     msg_cpu_ms_per_mb: float = 0.0     # ...and per MB of it
     latency_jitter: float = 0.0        # a hop's latency is latency_ms * (1 + jitter * U[0, 1))
+    book_on_arrival: bool = False      # the receiver's CPU booked on arrival, not at send time (_Wire)
 
     @classmethod
     def from_calibration(cls, cal: dict, **over) -> "Workload":
@@ -501,6 +502,40 @@ class _Node:
         self.cpu = self.link_out = self.link_in = 0.0
 
 
+class _Wire:
+    """The simulated network's costs (actorflow/sim/network.py `SimNetwork._schedule`), in ms: a
+    message costs its sender's CPU and link out, the hop's latency, the receiver's link in and CPU.
+    As there, the receiver's CPU is booked when the message is sent, for when it arrives (so a
+    machine's CPU counts as taken during its incoming messages' flight); `Workload.book_on_arrival`
+    books it when the message arrives instead (a what-if for the simulated network)."""
+
+    def __init__(self, ev: _Events, wl: Workload, rng):
+        self.ev, self.rng = ev, rng
+        self.lat, self.jit = wl.latency_ms, wl.latency_jitter
+        self.cpu_msg, self.cpu_mb, self.net = wl.msg_cpu_ms, wl.msg_cpu_ms_per_mb, wl.net_ms_per_mb
+        self.on_arrival = wl.book_on_arrival
+
+    def send(self, a: _Node, b: _Node, nbytes: int, fn, *args) -> None:
+        ev = self.ev
+        mb = (nbytes + HEADER_BYTES) / 1e6
+        cpu = self.cpu_msg + mb * self.cpu_mb
+        a.cpu = max(a.cpu, ev.now) + cpu
+        a.link_out = max(a.link_out, a.cpu) + mb * self.net
+        t = a.link_out + self.lat * (1.0 + self.jit * self.rng.random())
+        if self.on_arrival:
+            ev.at(t, self._arrive, b, mb, cpu, fn, args)
+            return
+        b.link_in = max(b.link_in, t) + mb * self.net
+        b.cpu = max(b.cpu, b.link_in) + cpu
+        ev.at(b.cpu, fn, *args)
+
+    def _arrive(self, b: _Node, mb: float, cpu: float, fn, args) -> None:
+        ev = self.ev
+        b.link_in = max(b.link_in, ev.now) + mb * self.net
+        b.cpu = max(b.cpu, b.link_in) + cpu
+        ev.at(b.cpu, fn, *args)
+
+
 def simulate_protocol(wl: Workload, proto: Protocol, workers: int, steps: int = 200, seed: int = 0) -> Result:
     """`steps` global steps of asynchronous training, message by message as the real protocol sends
     them (`Protocol`), each message costing what the simulated network charges: the sender's CPU
@@ -521,8 +556,6 @@ def simulate_protocol(wl: Workload, proto: Protocol, workers: int, steps: int = 
     wnode = [_Node() for _ in range(workers)]
     pnode = [_Node() for _ in range(nps)]
     wproc = [0.0] * workers            # each worker process's compute: free from this time
-    lat, jit = wl.latency_ms, wl.latency_jitter
-    cpu_msg, cpu_mb, net = wl.msg_cpu_ms, wl.msg_cpu_ms_per_mb, wl.net_ms_per_mb
     nvar = len(proto.var_bytes)
     by_ps = {p: [v for v in range(nvar) if proto.var_ps[v] == p] for p in proto.used_ps}
     used = proto.used_ps
@@ -532,16 +565,7 @@ def simulate_protocol(wl: Workload, proto: Protocol, workers: int, steps: int = 
     cycles: list = []
     per_worker = [0] * workers
 
-    def send(a: _Node, b: _Node, nbytes: int, fn, *args) -> None:
-        # network.SimNetwork._schedule, in ms
-        mb = (nbytes + HEADER_BYTES) / 1e6
-        cpu = cpu_msg + mb * cpu_mb
-        a.cpu = max(a.cpu, ev.now) + cpu
-        a.link_out = max(a.link_out, a.cpu) + mb * net
-        t = a.link_out + lat * (1.0 + jit * rng.random())
-        b.link_in = max(b.link_in, t) + mb * net
-        b.cpu = max(b.cpu, b.link_in) + cpu
-        ev.at(b.cpu, fn, *args)
+    send = _Wire(ev, wl, rng).send
 
     class _Step:
         __slots__ = ("w", "t0", "start", "ready", "reads", "tokens", "replies")
@@ -675,8 +699,6 @@ def simulate_sync_protocol(wl: Workload, proto: Protocol, workers: int, backup: 
     wnode = [_Node() for _ in range(workers)]
     pnode = [_Node() for _ in range(nps)]
     wproc = [0.0] * workers
-    lat, jit = wl.latency_ms, wl.latency_jitter
-    cpu_msg, cpu_mb, net = wl.msg_cpu_ms, wl.msg_cpu_ms_per_mb, wl.net_ms_per_mb
     nvar = len(proto.var_bytes)
     used, gsp = proto.used_ps, proto.gs_ps
     by_ps = {p: [v for v in range(nvar) if proto.var_ps[v] == p] for p in used}
@@ -688,15 +710,7 @@ def simulate_sync_protocol(wl: Workload, proto: Protocol, workers: int, backup: 
           "t_step": 0.0, "qr": None}
     step_times: list = []
 
-    def send(a: _Node, b: _Node, nbytes: int, fn, *args) -> None:
-        mb = (nbytes + HEADER_BYTES) / 1e6
-        cpu = cpu_msg + mb * cpu_mb
-        a.cpu = max(a.cpu, ev.now) + cpu
-        a.link_out = max(a.link_out, a.cpu) + mb * net
-        t = a.link_out + lat * (1.0 + jit * rng.random())
-        b.link_in = max(b.link_in, t) + mb * net
-        b.cpu = max(b.cpu, b.link_in) + cpu
-        ev.at(b.cpu, fn, *args)
+    send = _Wire(ev, wl, rng).send
 
     class _Run:
         __slots__ = ("w", "ls", "ready", "values", "arrived", "decided", "acc", "replies", "start", "kind")
