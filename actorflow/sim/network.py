@@ -140,7 +140,7 @@ class SimNetwork:
         self.sockets: dict = {}          # owner -> [SimSocket]
         self.messages = 0
         self.bytes = 0
-        self.kinds: collections.Counter | None = None   # count_kinds(): (from job, to job, kind) -> messages
+        self.kinds: collections.Counter | None = None   # count_kinds(): (from role, to role, kind) -> messages
 
     def node(self, task) -> _Node:
         n = self.nodes.get(task)
@@ -201,7 +201,7 @@ class SimNetwork:
         return None
 
     def count_kinds(self) -> None:
-        """From now on, counts the messages sent by kind in `kinds`: (sender's job, receiver's job,
+        """From now on, counts the messages sent by kind in `kinds`: (sender's role, receiver's role,
         kind), the kind being `call:<method>`, `reply:<method>`, `tensor` (a Send/Recv value),
         `payload` (a large frame's continuation) or `other`. A measurement hook: it decodes every
         frame's header, so it is off unless asked for."""
