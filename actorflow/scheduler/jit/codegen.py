@@ -305,6 +305,14 @@ def _split(c: Ctx):
     return lines
 
 
+def _history_read(c: Ctx):
+    """Row `index` of a history a forward loop saved (a gradient loop's AccumulatorPop)."""
+    h, i = c.a
+    return [f"if {i} < 0 or {i} >= {h}.shape[0]:",
+            "    raise ValueError('no value was saved for this iteration')",
+            f"{c.outs[0]} = {h}[{i}]"]
+
+
 EMITTERS = {op: _elementwise(t) for op, t in {**_UNARY, **_BINARY}.items()}
 EMITTERS.update({
     "Cast": _cast, "Identity": _alias, "Snapshot": _alias, "StopGradient": _alias,
@@ -314,7 +322,7 @@ EMITTERS.update({
     "All": _reduction, "Any": _reduction, "BiasAddGrad": _bias_add_grad,
     "Softmax": _softmax(False), "LogSoftmax": _softmax(True), "SoftmaxCrossEntropyWithLogits": _xent,
     "Reshape": _reshape, "ExpandDims": _expand_dims, "Squeeze": _squeeze, "Transpose": _transpose,
-    "MatMul": _matmul, "ConcatV2": _concat, "Split": _split,
+    "MatMul": _matmul, "ConcatV2": _concat, "Split": _split, "_HistoryRead": _history_read,
 })
 
 # Ops whose listed input slots must be constants: their values become attributes of the node.
@@ -385,20 +393,27 @@ def cluster_source(spec: ClusterSpec) -> str:
 
 def loop_source(spec: LoopSpec) -> str:
     """The source of `kernel(*inputs)` running a whole while loop: returns the loop variables'
-    final values (a tuple), and the number of iterations run."""
+    final values followed by the histories of the saved values (a tuple), and the number of
+    iterations run. A history grows by doubling; row `it` holds iteration `it`'s value, and every
+    row must have the shape of the first."""
     n = len(spec.inputs)
     params = ", ".join(f"a{i}" for i in range(n))
     name_of, type_of = _resolver(spec, lambda k: f"v{k}" if k < spec.n_vars else f"a{k}")
     lines = [_HEADER.format(what=f"while loop of {len(spec.nodes)} ops", params=params)]
     for k in range(spec.n_vars):
         lines.append(f"    v{k} = a{k}")
+    for j, r in enumerate(spec.saves):
+        d, rank = type_of(r)
+        lines.append(f"    h{j} = np.empty(({'0, ' * (rank + 1)}), {dt(d)})")
     lines.append("    it = 0")
     lines.append("    while True:")
-    needed = (spec.cond,) + tuple(spec.nexts)
+    needed = (spec.cond,) + tuple(spec.nexts) + tuple(spec.saves)
     lines += _emit(spec.nodes, name_of, type_of, needed, "        ", range(spec.n_cond))
     lines.append(f"        if not {name_of(spec.cond)}:")
     lines.append("            break")
     lines += _emit(spec.nodes, name_of, type_of, needed, "        ", range(spec.n_cond, len(spec.nodes)))
+    for j, r in enumerate(spec.saves):
+        lines += _save_lines(j, name_of(r), type_of(r))
     nexts = [name_of(r) for r in spec.nexts]
     for k, x in enumerate(nexts):
         # a loop variable keeps one numba type: C-contiguous arrays (views become copies)
@@ -408,5 +423,23 @@ def loop_source(spec: LoopSpec) -> str:
     for k in range(len(nexts)):
         lines.append(f"        v{k} = t{k}")
     lines.append("        it += 1")
-    lines.append(f"    return ({''.join(f'v{k}, ' for k in range(spec.n_vars))}), it")
+    outs = [f"v{k}" for k in range(spec.n_vars)] + [f"h{j}[:it]" for j in range(len(spec.saves))]
+    lines.append(f"    return ({''.join(o + ', ' for o in outs)}), it")
     return "\n".join(lines) + "\n"
+
+
+def _save_lines(j: int, x: str, typ) -> list:
+    """Row `it` of history h{j} becomes `x` (doubling the history when it is full)."""
+    d, rank = typ
+    h, ind = f"h{j}", "        "
+    dims = "".join(f", {x}.shape[{k}]" for k in range(rank))
+    lines = [f"{ind}if it == {h}.shape[0]:",
+             f"{ind}    _g = np.empty((max(16, 2 * it){dims}), {dt(d)})",
+             f"{ind}    _g[:it] = {h}[:it]",
+             f"{ind}    {h} = _g"]
+    if rank:
+        bad = " or ".join(f"{x}.shape[{k}] != {h}.shape[{k + 1}]" for k in range(rank))
+        lines += [f"{ind}if {bad}:",
+                  f"{ind}    raise ValueError('a saved value changed shape between iterations')"]
+    lines.append(f"{ind}{h}[it] = {x}")
+    return lines
