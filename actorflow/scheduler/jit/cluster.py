@@ -122,7 +122,7 @@ def _op_compilable(op) -> bool:
         pass
     elif not compilable(op.type, [_dt(t) for t in ins if not (op.type.startswith("Select") and t is ins[0])]):
         return False
-    if op.type in ("Select", "SelectV2"):
+    if op.type == "Select":         # v1: a vector condition picks rows; SelectV2 broadcasts
         ranks = {t.shape.ndims for t in ins}
         if len(ranks) != 1:
             return False
@@ -130,7 +130,7 @@ def _op_compilable(op) -> bool:
         return False
     if op.type in ("Softmax", "LogSoftmax") and ins[0].shape.ndims < 1:
         return False
-    if op.type in ("Reshape", "ExpandDims", "Squeeze", "Split", "ConcatV2") and (
+    if op.type in ("Reshape", "ExpandDims", "Squeeze", "Split", "SplitV", "ConcatV2") and (
             ins[0].shape.ndims == 0 or op.outputs[0].shape.ndims == 0):
         return False
     if op.type == "MatMul":     # explicit loops: small static GEMMs only (an RNN cell's)

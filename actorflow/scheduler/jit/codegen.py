@@ -305,6 +305,27 @@ def _split(c: Ctx):
     return lines
 
 
+def _split_v(c: Ctx):
+    """Views of consecutive pieces of the given sizes along the axis (one size may be -1: the rest)."""
+    x, rank = c.a[0], c.types[0][1]
+    axis = c.node.attr("axis") % rank
+    sizes = c.node.attr("sizes")
+    sizes = (sizes,) if isinstance(sizes, int) else tuple(sizes)
+    known = sum(n for n in sizes if n >= 0)
+    dim = f"{x}.shape[{axis}]"
+    free = sizes.count(-1)
+    lines = [f"if {dim} != {known}:" if not free else f"if {dim} < {known}:",
+             "    raise ValueError('SplitV: the sizes do not add up to the dimension')"]
+    off = "0"
+    for o, n in zip(c.outs, sizes):
+        size = str(n) if n >= 0 else f"({dim} - {known})"
+        end = f"{off} + {size}" if off != "0" else size
+        idx = ", ".join(f"{off}:{end}" if d == axis else ":" for d in range(rank))
+        lines.append(f"{o} = {x}[{idx}]")
+        off = f"({end})"
+    return lines
+
+
 def _history_read(c: Ctx):
     """Row `index` of a history a forward loop saved (a gradient loop's AccumulatorPop)."""
     h, i = c.a
@@ -322,19 +343,20 @@ EMITTERS.update({
     "All": _reduction, "Any": _reduction, "BiasAddGrad": _bias_add_grad,
     "Softmax": _softmax(False), "LogSoftmax": _softmax(True), "SoftmaxCrossEntropyWithLogits": _xent,
     "Reshape": _reshape, "ExpandDims": _expand_dims, "Squeeze": _squeeze, "Transpose": _transpose,
-    "MatMul": _matmul, "ConcatV2": _concat, "Split": _split, "_HistoryRead": _history_read,
+    "MatMul": _matmul, "ConcatV2": _concat, "Split": _split, "SplitV": _split_v,
+    "_HistoryRead": _history_read,
 })
 
 # Ops whose listed input slots must be constants: their values become attributes of the node.
 NEEDS_CONST = {"Sum": {1: "axes"}, "Mean": {1: "axes"}, "Prod": {1: "axes"}, "Max": {1: "axes"},
                "Min": {1: "axes"}, "All": {1: "axes"}, "Any": {1: "axes"}, "Reshape": {1: "shape"},
                "ExpandDims": {1: "dim"}, "Transpose": {1: "perm"}, "ConcatV2": {-1: "axis"},
-               "Split": {0: "axis"}}
+               "Split": {0: "axis"}, "SplitV": {1: "sizes", 2: "axis"}}
 
 # The dtypes each op compiles for (default: float32 and float64).
 _TYPES = {**_UNARY_TYPES, **_BINARY_TYPES}
 for _op in ("Cast", "Identity", "Snapshot", "StopGradient", "Const", "Reshape", "ExpandDims", "Squeeze",
-            "Transpose", "ConcatV2", "Split", "ZerosLike", "OnesLike", "Select", "SelectV2"):
+            "Transpose", "ConcatV2", "Split", "SplitV", "ZerosLike", "OnesLike", "Select", "SelectV2"):
     _TYPES[_op] = NUMERIC + ("bool",)
 for _op in ("Sum", "Prod", "Max", "Min", "AddN"):
     _TYPES[_op] = NUMERIC
@@ -435,7 +457,8 @@ def _save_lines(j: int, x: str, typ) -> list:
     dims = "".join(f", {x}.shape[{k}]" for k in range(rank))
     lines = [f"{ind}if it == {h}.shape[0]:",
              f"{ind}    _g = np.empty((max(16, 2 * it){dims}), {dt(d)})",
-             f"{ind}    _g[:it] = {h}[:it]",
+             f"{ind}    if it:",
+             f"{ind}        _g[:it] = {h}[:it]",
              f"{ind}    {h} = _g"]
     if rank:
         bad = " or ".join(f"{x}.shape[{k}] != {h}.shape[{k + 1}]" for k in range(rank))

@@ -36,8 +36,9 @@ _LOCK = threading.Lock()
 _MODULES: dict = {}                 # source hash -> the kernel dispatcher
 _COMPILER = None                    # the compile thread of async mode (one: numba holds the GIL)
 # what compiling cost this process: kernels compiled, wall seconds, CPU seconds of the compiling
-# thread (on a shared machine the CPU time is the figure that does not depend on the load)
-compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0}
+# thread (on a shared machine the CPU time is the figure that does not depend on the load), and
+# calls whose values the compiled code rejected (they ran the interpreted ops instead)
+compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0}
 
 
 def cache_dir() -> str:
@@ -151,6 +152,7 @@ class JitKernel:
         try:
             return self._run(fn, args)
         except Exception:  # noqa: BLE001 - bad values: the interpreted ops raise the error naming the op
+            compile_stats["rejected"] += 1
             return self.fallback(*args)
 
     def _specialize(self, key, args) -> None:
