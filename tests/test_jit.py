@@ -200,6 +200,121 @@ def test_lstm_cell_loop_compiles():
     np.testing.assert_allclose(on[1], off[1], rtol=1e-4, atol=1e-6)
 
 
+# -- gradients of loops ------------------------------------------------------------------------
+GRAD_BODY_OPS = ["add", "mul", "max", "relu_sub", "where", "div", "tanh"]
+_SAVED = {"AccumulatorV2", "AccumulatorPush", "AccumulatorPop"}
+
+
+@st.composite
+def differentiable_loops(draw):
+    ops = [draw(st.sampled_from(GRAD_BODY_OPS)) for _ in range(draw(st.integers(1, 5)))]
+    consts = [draw(st.sampled_from([0.5, 1.0, 1.5, -0.25, 2.0])) for _ in ops]
+    n = draw(st.integers(0, 25))
+    width = draw(st.sampled_from([(), (4,), (2, 3)]))
+    max_iter = draw(st.sampled_from([None, 0, 3, 40]))
+    return ops, consts, n, width, max_iter
+
+
+def _differentiable_loop(ops, consts, width, max_iter):
+    g = af.Graph()
+    with g.as_default():
+        limit = af.placeholder(af.int32, [], name="n")
+        x0 = af.placeholder(af.float32, width, name="x0")
+        s0 = af.placeholder(af.float32, [], name="s0")
+        k = af.placeholder(af.float32, [], name="k")        # a loop invariant with a gradient
+
+        def body(i, x, s):
+            for op, c in zip(ops, consts):
+                if op == "add":
+                    x = x + c * k
+                elif op == "mul":
+                    x = x * c
+                elif op == "max":
+                    x = af.maximum(x, s)
+                elif op == "relu_sub":
+                    x = af.nn.relu(x - c)
+                elif op == "where":
+                    x = af.where(x > c, x * 0.5, x + s)
+                elif op == "tanh":
+                    x = af.tanh(x * k)
+                else:
+                    x = x / (af.abs(s) + c * c + 1.0)
+            return i + 1, x, s * k + 0.5
+        _, x, s = af.while_loop(lambda i, x, s: i < limit, body, [af.constant(0), x0, s0],
+                                maximum_iterations=max_iter)
+        loss = af.reduce_sum(x * x) + s
+        grads = af.gradients(loss, [x0, s0, k])
+    return g, (limit, x0, s0, k), [loss] + grads
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(differentiable_loops())
+def test_random_loop_gradients_compile_and_match_the_interpreted_gradient(case):
+    from actorflow.scheduler.jit.compile import compile_stats
+    ops, consts, n, width, max_iter = case
+    g, (limit, x0, s0, k), fetches = _differentiable_loop(ops, consts, width, max_iter)
+    types = _types(jit_pass(make_plan(g, [limit, x0, s0, k], fetches, [])))
+    assert types.count("_JitLoop") == 2 and not _SAVED & set(types), types     # the loop and its gradient loop
+    rng = np.random.default_rng(n)
+    feed = {limit: n, x0: rng.standard_normal(width).astype(np.float32), s0: np.float32(0.3), k: np.float32(0.9)}
+    rejected = compile_stats["rejected"]
+    on, off = _both(g, fetches, feed)
+    assert compile_stats["rejected"] == rejected           # the compiled loops ran, not their stand-ins
+    for a, b in zip(on, off):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_lstm_cell_loop_gradient_compiles_and_matches():
+    from actorflow.scheduler.jit.compile import compile_stats
+    rng = np.random.default_rng(4)
+    g = af.Graph()
+    with g.as_default():
+        n = af.placeholder(af.int32, [], name="n")
+        w = af.placeholder(af.float32, [64, 128], name="w")
+        b = af.placeholder(af.float32, [128], name="b")
+        x = af.placeholder(af.float32, [1, 32], name="x")
+
+        def body(t, h, c):
+            z = af.nn.bias_add(af.matmul(af.concat([x, h], 1), w), b)
+            i, j, f, o = af.split(z, 4, axis=1)
+            c = c * af.sigmoid(f + 1.0) + af.sigmoid(i) * af.tanh(j)
+            h = af.tanh(c) * af.sigmoid(o)
+            return t + 1, h, c
+        zero = af.zeros([1, 32])
+        _, h, c = af.while_loop(lambda t, h, c: t < n, body, [af.constant(0), zero, zero])
+        loss = af.reduce_sum(h * h) + af.reduce_sum(c)
+        fetches = [loss] + af.gradients(loss, [w, b, x])
+    types = _types(jit_pass(make_plan(g, [n, w, b, x], fetches, [])))
+    assert types.count("_JitLoop") == 2 and not _SAVED & set(types), types
+    feed = {n: 60, w: rng.standard_normal((64, 128)).astype(np.float32) * 0.1,
+            b: rng.standard_normal(128).astype(np.float32) * 0.1, x: rng.standard_normal((1, 32)).astype(np.float32)}
+    rejected = compile_stats["rejected"]
+    on, off = _both(g, fetches, feed)
+    assert compile_stats["rejected"] == rejected
+    for a, b_ in zip(on, off):
+        np.testing.assert_allclose(a, b_, rtol=1e-4, atol=1e-5)
+
+
+def test_saved_values_of_changing_shape_keep_both_loops_on_the_runtime():
+    g = af.Graph()
+    with g.as_default():
+        v0 = af.placeholder(af.float32, [None], name="v0")
+        w = af.placeholder(af.float32, [], name="w")
+
+        def body(i, v):
+            return i + 1, af.concat([v, af.reduce_sum(v * w, keepdims=True)], 0)
+        _, v = af.while_loop(lambda i, v: i < 4, body, [af.constant(0), v0],
+                             shape_invariants=[af.TensorShape([]), af.TensorShape([None])])
+        dw = af.gradients(af.reduce_sum(v), w)[0]
+    types = _types(jit_pass(make_plan(g, [v0, w], [v, dw], [])))
+    assert "_JitLoop" not in types and "AccumulatorPush" in types
+    on, off = _both(g, [v, dw], {v0: np.array([1.0, 2.0], np.float32), w: 0.5})
+    np.testing.assert_allclose(on[0], off[0], rtol=1e-6)
+    np.testing.assert_allclose(on[1], off[1], rtol=1e-6)
+
+
 def test_loops_with_state_stay_on_the_runtime_and_gradient_loops_compile():
     g = af.Graph()
     with g.as_default():
