@@ -172,13 +172,13 @@ class _Builder:
         self.ref[t] = r
         return r
 
-    def add(self, op, as_type=None):
-        """Appends `op` (as a node of type `as_type`, with every input a value, when given)."""
+    def add(self, op, as_type=None, inputs=None):
+        """Appends `op` (as a node of type `as_type` whose arguments are `inputs`, when given)."""
         if as_type is None:
             args = tuple(self.arg(op.inputs[i]) for i in _data_inputs(op))
             attrs = _node_attrs(op)
         else:
-            args, attrs = tuple(self.arg(t) for t in op.inputs), ()
+            args, attrs = tuple(self.arg(t) for t in inputs), ()
         self.nodes.append(Node(as_type or op.type, attrs, args, tuple(_dt(t) for t in op.outputs),
                                tuple(t.shape.ndims for t in op.outputs)))
         j = len(self.nodes) - 1
@@ -346,6 +346,10 @@ def _replace_cluster(plan, edit, ms, consumers, fetched, in_plan, mode):
 # gradient needs under its iteration index, into a step-local accumulator; the gradient loop pops
 # them. Compiled, the forward loop returns each pushed value's history (one row per iteration) and
 # the gradient loop reads its rows: the accumulator is gone. Both loops compile, or neither.
+# A loop nested in another keys its pushes by the outer loops' indices too: compiled, it pushes
+# its whole history once per outer iteration (keyed by the outer indices), the enclosing gradient
+# loop pops it, and the compiled inner gradient loop reads its rows; the outer loop's trip count
+# waits for that push as it did for the inner ones.
 _PUSH, _POP, _ACC = "AccumulatorPush", "AccumulatorPop", "AccumulatorV2"
 
 
@@ -372,29 +376,72 @@ def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode):
             found[name] = _analyze_loop(name, ops, level_on, fed, fetched, consumers)
         except _NotCompilable:
             continue
-    _pair_saved_values(found, consumers, fetched)
-    histories: dict = {}                # accumulator handle -> the history tensor of the compiled loop
+    # the ops of each frame that wait for its pushes (the trip count a gradient loop starts from)
+    syncs: dict = {}
+    for op in plan.ops:
+        if any(c.type == _PUSH and frames.get(c) == frames.get(op) for c in op.control_inputs):
+            syncs.setdefault(frames.get(op), []).append(op)
+    _pair_saved_values(found, consumers, fetched, frames, syncs)
+    histories: dict = {}                # accumulator -> the history tensor of the compiled loop
+    waits: dict = {}                    # sync op -> pushes of inner histories it must wait for
+    nested: set = set()                 # accumulators that now hold whole histories
     for name in sorted(found, key=lambda n: bool(found[n].hist_enters)):   # forward loops first
-        _build_loop(plan, edit, found[name], histories, mode)
+        _build_loop(plan, edit, found[name], histories, nested, frames, syncs, waits, mode)
+    for op, pushes in waits.items():
+        new = new_op(plan.graph, op.name, op.type, op.inputs, list(op.control_inputs) + pushes, op.attrs,
+                     [(t.dtype, t.shape) for t in op.outputs], op.device)
+        for t, nt in zip(op.outputs, new.outputs):
+            edit.replace(t, nt)
+        edit.remove(op)
+        edit.add(new)
     for acc in histories:
-        edit.remove(acc.op)
+        if acc not in nested:
+            edit.remove(acc.op)
 
 
-def _pair_saved_values(found, consumers, fetched) -> None:
+def _acc_root(t):
+    """The accumulator handle `t` is (through the Enters that carry it into nested loops), and how
+    many Enters that took; (None, 0) when `t` is not one."""
+    depth = 0
+    while t.op.type == "Enter" and t.op.attrs.get("is_constant", False):
+        t = t.op.inputs[0]
+        depth += 1
+    return (t, depth) if t.op.type == _ACC else (None, 0)
+
+
+def _saved_leaves(acc, consumers):
+    """The pushes and pops of accumulator `acc` (following the Enters of its handle), or None when
+    something else uses it."""
+    leaves, stack = [], [acc]
+    while stack:
+        t = stack.pop()
+        for c in consumers.get(t, ()):
+            if c.type == "Enter" and c.attrs.get("is_constant", False):
+                stack.append(c.outputs[0])
+            elif c.type in (_PUSH, _POP) and c.inputs[0] is t:
+                leaves.append(c)
+            else:
+                return None
+    return leaves
+
+
+def _pair_saved_values(found, consumers, fetched, frames, syncs) -> None:
     """Drops from `found` every loop whose saved values cannot all be compiled away: each
-    accumulator must be pushed by exactly one loop and popped only by loops, all in `found` (a
-    fixpoint: dropping a loop drops its partners)."""
+    accumulator must be pushed by exactly one loop and popped only by loops, all in `found`, and
+    an inner loop's outer loop must have a trip count to hold back (a fixpoint: dropping a loop
+    drops its partners)."""
     while True:
         bad = set()
         for name, lp in found.items():
             if lp.push_accs and lp.hist_enters:
                 bad.add(name)           # a loop that both saves and reads (gradients of gradients)
-            for acc in lp.push_accs | {e.inputs[0] for e in lp.hist_enters}:
-                users = consumers.get(acc, ())
-                pushers = [u for u in users if u.type == "Enter"
-                           and all(c.type == _PUSH for c in consumers.get(u.outputs[0], ()))]
-                if (acc in fetched or len(pushers) != 1
-                        or any(u.type != "Enter" or u.attrs.get("frame_name") not in found for u in users)):
+            for p in lp.pushes:
+                if _acc_root(p.inputs[0])[1] > 1 and not syncs.get(frames.get(p.inputs[0].op.inputs[0].op)):
+                    bad.add(name)
+            for acc in lp.push_accs | {_acc_root(e.outputs[0])[0] for e in lp.hist_enters}:
+                leaves = _saved_leaves(acc, consumers)
+                if (acc in fetched or leaves is None or len({frames.get(c) for c in leaves if c.type == _PUSH}) != 1
+                        or any(frames.get(c) not in found for c in leaves)):
                     bad.add(name)
         if not bad:
             return
@@ -442,22 +489,29 @@ def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
     for e in enters:
         if not e.attrs.get("is_constant", False):
             continue
-        if e.inputs[0].op.type != _ACC:
+        acc, depth = _acc_root(e.outputs[0])
+        if acc is None:
             inv_enters.append(e)
             continue
         users = consumers.get(e.outputs[0], ())
         kinds = {c.type for c in users}
         if (not users or len(kinds) != 1 or not kinds <= {_PUSH, _POP}
-                or any(c not in opset or c.inputs[0] is not e.outputs[0] or c.attrs.get("N") != 1 for c in users)):
+                or any(c not in opset or c.inputs[0] is not e.outputs[0] or c.attrs.get("N") != depth for c in users)):
             raise _NotCompilable
         if kinds == {_PUSH}:
             if any(not _saved_value_ok(c.inputs[1]) for c in users):
                 raise _NotCompilable
-            push_accs.add(e.inputs[0])
+            push_accs.add(acc)
         else:
             if len(users) != 1 or not _saved_value_ok(users[0].outputs[0]):
                 raise _NotCompilable
             hist_enters.append(e)
+    # the outer loops' indices of a nested loop's pushes and pops: invariants of this loop
+    invariant_outs = {e.outputs[0] for e in inv_enters}
+    for c in [c for e in enters for c in consumers.get(e.outputs[0], ()) if c.type in (_PUSH, _POP)]:
+        outer_keys = c.inputs[2:-1] if c.type == _PUSH else c.inputs[1:-1]
+        if any(k not in invariant_outs for k in outer_keys):
+            raise _NotCompilable
     merges, switches, exits, nexts = [], [], [], []
     loop_cond = None
     for e in var_enters:
@@ -505,7 +559,7 @@ def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
                 if c not in opset:
                     raise _NotCompilable
     for op in pushes:
-        if op.inputs[0].op.inputs[0] not in push_accs:
+        if _acc_root(op.inputs[0])[0] not in push_accs:
             raise _NotCompilable
     for t in list(loop_cond.inputs) + [m.outputs[0] for m in merges] + [n.inputs[0] for n in nexts]:
         if t.shape.ndims is None or _dt(t) not in _TYPES_OK:
@@ -551,14 +605,14 @@ def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
     n_cond = len(b.nodes)
     for op in rest:
         if op.type == _POP:
-            b.add(op, as_type="_HistoryRead")
+            b.add(op, as_type="_HistoryRead", inputs=(op.inputs[0], op.inputs[-1]))
         elif op.type != "Const":
             b.add(op)
     cond_ref = b.arg(loop_cond.inputs[0])
     next_refs = tuple(b.arg(n.inputs[0]) for n in nexts)
     saves = tuple(b.arg(p.inputs[1]) for p in pushes)
     for p in pushes:
-        if not _is_iteration_index(b.nodes, next_refs, var_enters, b.arg(p.inputs[2])):
+        if not _is_iteration_index(b.nodes, next_refs, var_enters, b.arg(p.inputs[-1])):
             raise _NotCompilable
     in_types = tuple((_dt(t), t.shape.ndims) for t in [e.inputs[0] for e in var_enters + inv_enters]) + tuple(
         (_dt(e.outputs[0]), e.outputs[0].shape.ndims + 1)
@@ -568,15 +622,30 @@ def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
         if (in_types[k][0], in_types[k][1]) != (_dt(m.outputs[0]), m.outputs[0].shape.ndims):
             raise _NotCompilable
     spec = LoopSpec(in_types, n_vars, tuple(b.nodes), n_cond, cond_ref, next_refs, saves)
-    return _Loop(name=name, ops=ops, opset=opset, enters=enters, var_enters=var_enters, inv_enters=inv_enters,
+    return _Loop(name=name, ops=ops, opset=opset, consumers=consumers, enters=enters, var_enters=var_enters, inv_enters=inv_enters,
                  hist_enters=hist_enters, push_accs=push_accs, pushes=pushes, extra=extra, merges=merges,
                  switches=switches, exits=exits, nexts=nexts, loop_cond=loop_cond, cond_ops=cond_ops, rest=rest,
                  spec=spec)
 
 
-def _build_loop(plan, edit, lp: _Loop, histories: dict, mode) -> None:
+def _build_loop(plan, edit, lp: _Loop, histories: dict, nested: set, frames, syncs, waits, mode) -> None:
     """Replaces loop `lp` by one ``_JitLoop`` op (its saved values' histories become outputs)."""
     from actorflow.scheduler.jit.kernel import JIT_LOOP
+    hist_inputs = []
+    for e in lp.hist_enters:
+        acc, depth = _acc_root(e.outputs[0])
+        if depth == 1:
+            hist_inputs.append(histories[acc])
+            continue
+        # nested: the enclosing gradient loop pops the whole history by the outer indices
+        pop = lp.consumers[e.outputs[0]][0]
+        outer = [e.inputs[0]] + [k.op.inputs[0] for k in pop.inputs[1:-1]]
+        t = pop.outputs[0]
+        new_pop = new_op(plan.graph, pop.name + "/_jit_history", _POP, outer, (),
+                         dict(pop.attrs, N=len(outer) - 1, shape=TensorShape(None)),
+                         [(t.dtype, TensorShape([None] + t.shape.as_list()))], pop.device)
+        edit.add(new_pop)
+        hist_inputs.append(new_pop.outputs[0])
     extra_inputs = []
     for t in lp.extra:
         c = t.op
@@ -584,8 +653,7 @@ def _build_loop(plan, edit, lp: _Loop, histories: dict, mode) -> None:
                        [(t.dtype, t.shape)], c.device)
         edit.add(const)
         extra_inputs.append(const.outputs[0])
-    inputs = ([e.inputs[0] for e in lp.var_enters + lp.inv_enters] + [histories[e.inputs[0]] for e in lp.hist_enters]
-              + extra_inputs)
+    inputs = [e.inputs[0] for e in lp.var_enters + lp.inv_enters] + hist_inputs + extra_inputs
     interp = _loop_interpreter(lp, extra_inputs)
     ctrl = []
     for e in lp.enters:
@@ -602,7 +670,17 @@ def _build_loop(plan, edit, lp: _Loop, histories: dict, mode) -> None:
         if x is not None:
             edit.replace(x.outputs[0], nt)
     for p, nt in zip(lp.pushes, new.outputs[len(lp.merges):]):
-        histories[p.inputs[0].op.inputs[0]] = nt
+        acc, depth = _acc_root(p.inputs[0])
+        histories[acc] = nt
+        if depth > 1:
+            nested.add(acc)       # pushed whole, once per iteration of the enclosing loop
+            handle = p.inputs[0].op.inputs[0]
+            outer_keys = [k.op.inputs[0] for k in p.inputs[2:-1]]
+            push = new_op(plan.graph, p.name + "/_jit_history", _PUSH, [handle, nt] + outer_keys, (),
+                          dict(p.attrs, N=len(outer_keys)), [], p.device)
+            edit.add(push)
+            for sync in syncs[frames.get(handle.op)]:
+                waits.setdefault(sync, []).append(push)
     for op in lp.ops:
         edit.remove(op)
     edit.add(new)
@@ -657,8 +735,8 @@ def _loop_interpreter(lp: _Loop, extra):
 
 
 def _read_saved(op):
-    def fn(history, index):
-        i = int(index)
+    def fn(history, *index):
+        i = int(index[-1])
         if not 0 <= i < history.shape[0]:
             raise ValueError(f"no value was saved for iteration {i} (op '{op.name}' reads {history.shape[0]} "
                              "saved iterations)")
