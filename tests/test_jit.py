@@ -297,6 +297,36 @@ def test_lstm_cell_loop_gradient_compiles_and_matches():
         np.testing.assert_allclose(a, b_, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("depth", [2, 3])
+def test_nested_loop_gradients_compile_the_inner_loops_and_match(depth):
+    from actorflow.scheduler.jit.compile import compile_stats
+    g = af.Graph()
+    with g.as_default():
+        n = af.placeholder(af.int32, [], name="n")
+        x0 = af.placeholder(af.float32, [3], name="x0")
+        w = af.placeholder(af.float32, [], name="w")
+
+        def inner(y):
+            return af.while_loop(lambda j, y: j < 3, lambda j, y: (j + 1, af.tanh(y * w) + 0.1), [0, y])[1]
+
+        def middle(y):
+            return af.while_loop(lambda k, y: k < 2, lambda k, y: (k + 1, inner(y) * 1.1), [0, y])[1]
+        step = inner if depth == 2 else middle
+        _, x = af.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, step(x) * 0.9), [0, x0])
+        loss = af.reduce_sum(x * x)
+        fetches = [loss] + af.gradients(loss, [x0, w])
+    types = _types(jit_pass(make_plan(g, [n, x0, w], fetches, [])))
+    # the innermost loop and its gradient loop compile; the loops around them stay on the runtime,
+    # their accumulators now holding the inner loop's whole histories
+    assert types.count("_JitLoop") == 2 and "Enter" in types, types
+    rejected = compile_stats["rejected"]
+    for steps in (3, 0):
+        on, off = _both(g, fetches, {n: steps, x0: np.array([0.1, -0.2, 0.3], np.float32), w: 0.7})
+        for a, b in zip(on, off):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    assert compile_stats["rejected"] == rejected
+
+
 def test_saved_values_of_changing_shape_keep_both_loops_on_the_runtime():
     g = af.Graph()
     with g.as_default():
