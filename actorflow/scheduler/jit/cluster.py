@@ -6,8 +6,10 @@ the ops marked by `af.xla.experimental.jit_scope()`, attribute ``_XlaCompile``):
 1. **Loops.** A while loop (a frame with no loop nested in it) whose condition and body are
    entirely compilable ops, with loop variables of known rank, becomes one ``_JitLoop`` op: its
    inputs are the values entering the loop (loop variables, then invariants), its outputs the
-   values leaving it. Loops with stateful ops (the stacks a gradient loop reads, queues,
-   variables, Send/Recv) or nested loops stay on the actor runtime.
+   values leaving it. A loop and its gradient loop compile together: the values the gradient
+   saves per iteration (accumulator pushes and pops) become histories the forward function
+   returns and the gradient function reads. Loops with other stateful ops (queues, variables,
+   random ops, Send/Recv) stay on the actor runtime; in nested loops, the innermost compile.
 2. **Clusters.** Maximal sets of compilable ops outside loops, grown along data edges (in
    topological order, merging a producer's cluster into its consumer's unless that would make a
    cycle through an op outside them), become one ``_JitCluster`` op each. An op joins no cluster
