@@ -297,6 +297,28 @@ def test_lstm_cell_loop_gradient_compiles_and_matches():
         np.testing.assert_allclose(a, b_, rtol=1e-4, atol=1e-5)
 
 
+def test_batched_matmul_loop_gradient_sums_weight_gradients_in_place():
+    """The weight's gradient sums x^T g over iterations (the in-place accumulation, k = batch);
+    the input's is g w^T (b transposed)."""
+    from actorflow.scheduler.jit.compile import compile_stats
+    rng = np.random.default_rng(5)
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float64, [3, 4], name="x")
+        w = af.placeholder(af.float64, [4, 5], name="w")
+        _, h = af.while_loop(lambda t, h: t < 7, lambda t, h: (t + 1, af.tanh(af.matmul(x, w) + h * 0.5)),
+                             [0, af.zeros([3, 5], af.float64)])
+        loss = af.reduce_sum(h * h)
+        fetches = [loss] + af.gradients(loss, [x, w])
+    types = _types(jit_pass(make_plan(g, [x, w], fetches, [])))
+    assert types.count("_JitLoop") == 2, types
+    rejected = compile_stats["rejected"]
+    on, off = _both(g, fetches, {x: rng.standard_normal((3, 4)), w: rng.standard_normal((4, 5))})
+    assert compile_stats["rejected"] == rejected
+    for a, b in zip(on, off):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("depth", [2, 3])
 def test_nested_loop_gradients_compile_the_inner_loops_and_match(depth):
     from actorflow.scheduler.jit.compile import compile_stats
