@@ -6,9 +6,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
 
 from actorflow.kernels.cpu.window import _FAST_FLOATS, _data_format
+from actorflow.kernels.lazy_numba import njit
 from actorflow.kernels.registry import register_kernel
 
 

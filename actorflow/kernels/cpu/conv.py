@@ -21,7 +21,6 @@ import functools
 import threading
 
 import numpy as np
-from numba import njit, uintp
 
 from actorflow.kernels.cpu.bias import _fused_epilogue
 from actorflow.kernels.cpu.blas import matmul as gemm
@@ -34,6 +33,7 @@ from actorflow.kernels.cpu.window import (
     _shape_from_nhwc,
     _to_nhwc,
 )
+from actorflow.kernels.lazy_numba import njit, uintp
 from actorflow.kernels.registry import register_kernel
 
 # Every convolution here is a GEMM over the column matrix of its input: row (n, i, j) holds the

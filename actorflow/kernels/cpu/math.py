@@ -20,9 +20,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
 
 from actorflow.errors import InvalidArgumentError
+from actorflow.kernels.lazy_numba import njit
 from actorflow.kernels.registry import register_kernel
 
 _F16 = np.dtype(np.float16)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit, uintp
 
 from actorflow.kernels.cpu.conv import _batch_blocks
 from actorflow.kernels.cpu.window import (
@@ -18,6 +17,7 @@ from actorflow.kernels.cpu.window import (
     _shape_from_nhwc,
     _to_nhwc,
 )
+from actorflow.kernels.lazy_numba import njit, uintp
 from actorflow.kernels.registry import register_kernel
 
 # Pooling kernels work on flat views of NHWC arrays, one output pixel at a time with the channel
