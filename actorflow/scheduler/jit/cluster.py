@@ -503,6 +503,9 @@ def _is_iteration_index(nodes, nexts, var_enters, ref) -> bool:
 
 
 def _saved_value_ok(t) -> bool:
+    """A value a compiled loop can save: a static shape (one history row per iteration; a value
+    of unknown dimensions has a gradient of run-time shape ops, Shape and BroadcastGradientArgs,
+    that do not compile anyway) and a compilable dtype."""
     return t.shape.is_fully_defined() and _dt(t) in _TYPES_OK
 
 
