@@ -8,6 +8,8 @@ arithmetic optimizer off ("jit only": no constant-chain collapse, so the chain i
 - chain: 1,000 dependent scalar ``y = y + 1.0`` from a fed placeholder; per op = step / 1,000;
 - while: ``while_loop`` of 100,000 iterations ``(i + 1, x + 1.0)``; per iteration;
 - lstm: 10,000 steps of an LSTM cell of width 32 (input 32) in a ``while_loop``; per step;
+- lstm_grad: the same loop forward and its gradient loop (``tf.gradients`` of a loss of the final
+  h and c with respect to the cell's weights, biases and input); per step of forward + backward;
 - mlp: 784-1024-1024-10 ReLU MLP, batch 256, one SGD step (forward, backward, update);
 - convnet: LeNet-like (conv 5x5x32, pool, conv 5x5x64, pool, dense 1024, dense 10), batch 64;
 - compile time per signature: the first step minus the steady step, with an empty JIT cache
@@ -17,12 +19,12 @@ Every contender runs in its own process (numpy/BLAS and TF's thread pools never 
 process); processes alternate in rounds (the order rotates), and each figure is the minimum over
 rounds (the machine is shared). Ratios are against TF's figure of the same run.
 
-Targets (issue 18): chain <= 0.5x TF per op; while <= 0.5x TF per iteration; lstm <= 1.0x TF;
+Targets (issue 18): chain <= 0.5x TF per op; while <= 0.5x TF per iteration; lstm and lstm_grad <= 1.0x TF;
 mlp <= 0.95x TF; convnet <= 1.1x TF; a first step that compiles <= 3 s, and <= 0.3 s reusing the
 cache in a second process.
 
 Run: python benchmarks/compiler.py [--rounds 3] [--tf-python /work/tfvenv/bin/python]
-     [--only chain,while,lstm,mlp,convnet]
+     [--only chain,while,lstm,lstm_grad,mlp,convnet]
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-WORKLOADS = ("chain", "while", "lstm", "mlp", "convnet")
+WORKLOADS = ("chain", "while", "lstm", "lstm_grad", "mlp", "convnet")
 CHAIN, ITERS, LSTM_STEPS, WIDTH = 1000, 100_000, 10_000, 32
 CONTENDERS = ("af-off", "af-on", "af-jit-only", "tf")
 
@@ -132,7 +134,7 @@ def _while(lib, sess_of):
     return _first_and_steady(build, 3)
 
 
-def _lstm(lib, sess_of):
+def _lstm(lib, sess_of, grad=False):
     rng = np.random.default_rng(0)
     w_val = (rng.standard_normal((2 * WIDTH, 4 * WIDTH)) * 0.1).astype(np.float32)
     x_val = rng.standard_normal((1, WIDTH)).astype(np.float32)
@@ -151,11 +153,15 @@ def _lstm(lib, sess_of):
                 h = lib.tanh(c) * lib.sigmoid(o)
                 return t + 1, h, c
             zero = lib.zeros([1, WIDTH])
-            _, h, _ = lib.while_loop(lambda t, h, c: t < LSTM_STEPS, body, [lib.constant(0), zero, zero])
+            _, h, c = lib.while_loop(lambda t, h, c: t < LSTM_STEPS, body, [lib.constant(0), zero, zero])
+            fetches = h
+            if grad:
+                loss = lib.reduce_sum(h * h) + lib.reduce_sum(c)
+                fetches = [loss] + lib.gradients(loss, [w, b, x])
         s = sess_of(g)
 
         def run():
-            return s.run(h, {x: x_val})
+            return s.run(fetches, {x: x_val})
         run()
         return run
     return _first_and_steady(build, 3)
@@ -229,8 +235,8 @@ def worker(contender: str, only) -> None:
             out[w] = _chain(lib, sess_of)
         elif w == "while":
             out[w] = _while(lib, sess_of)
-        elif w == "lstm":
-            out[w] = _lstm(lib, sess_of)
+        elif w in ("lstm", "lstm_grad"):
+            out[w] = _lstm(lib, sess_of, grad=w == "lstm_grad")
         else:
             out[w] = _train(lib, sess_of, w, contender)
         if stats is not None:
@@ -295,8 +301,9 @@ def _best(runs, w, key, skip_first=False):
 def report(results, only, results_extra=None) -> None:
     results_extra = results_extra or {}
     per = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
+           "lstm_grad": (LSTM_STEPS, "us/step"),
            "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
-    targets = {"chain": 0.5, "while": 0.5, "lstm": 1.0, "mlp": 0.95, "convnet": 1.1}
+    targets = {"chain": 0.5, "while": 0.5, "lstm": 1.0, "lstm_grad": 1.0, "mlp": 0.95, "convnet": 1.1}
     has_tf = "tf" in results
     print(f"{'workload':10s} {'unit':8s} " + " ".join(f"{c:>12s}" for c in results)
           + ("   " + " ".join(f"{c + '/tf':>15s}" for c in results if c != "tf") + "  target" if has_tf else ""))

@@ -200,7 +200,174 @@ def test_lstm_cell_loop_compiles():
     np.testing.assert_allclose(on[1], off[1], rtol=1e-4, atol=1e-6)
 
 
-def test_loops_with_state_or_gradients_stay_on_the_runtime():
+# -- gradients of loops ------------------------------------------------------------------------
+GRAD_BODY_OPS = ["add", "mul", "max", "relu_sub", "where", "div", "tanh"]
+_SAVED = {"AccumulatorV2", "AccumulatorPush", "AccumulatorPop"}
+
+
+@st.composite
+def differentiable_loops(draw):
+    ops = [draw(st.sampled_from(GRAD_BODY_OPS)) for _ in range(draw(st.integers(1, 5)))]
+    consts = [draw(st.sampled_from([0.5, 1.0, 1.5, -0.25, 2.0])) for _ in ops]
+    n = draw(st.integers(0, 25))
+    width = draw(st.sampled_from([(), (4,), (2, 3)]))
+    max_iter = draw(st.sampled_from([None, 0, 3, 40]))
+    return ops, consts, n, width, max_iter
+
+
+def _differentiable_loop(ops, consts, width, max_iter):
+    g = af.Graph()
+    with g.as_default():
+        limit = af.placeholder(af.int32, [], name="n")
+        x0 = af.placeholder(af.float32, width, name="x0")
+        s0 = af.placeholder(af.float32, [], name="s0")
+        k = af.placeholder(af.float32, [], name="k")        # a loop invariant with a gradient
+
+        def body(i, x, s):
+            for op, c in zip(ops, consts):
+                if op == "add":
+                    x = x + c * k
+                elif op == "mul":
+                    x = x * c
+                elif op == "max":
+                    x = af.maximum(x, s)
+                elif op == "relu_sub":
+                    x = af.nn.relu(x - c)
+                elif op == "where":
+                    x = af.where(x > c, x * 0.5, x + s)
+                elif op == "tanh":
+                    x = af.tanh(x * k)
+                else:
+                    x = x / (af.abs(s) + c * c + 1.0)
+            return i + 1, x, s * k + 0.5
+        _, x, s = af.while_loop(lambda i, x, s: i < limit, body, [af.constant(0), x0, s0],
+                                maximum_iterations=max_iter)
+        loss = af.reduce_sum(x * x) + s
+        grads = af.gradients(loss, [x0, s0, k])
+    return g, (limit, x0, s0, k), [loss] + grads
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(differentiable_loops())
+def test_random_loop_gradients_compile_and_match_the_interpreted_gradient(case):
+    from actorflow.scheduler.jit.compile import compile_stats
+    ops, consts, n, width, max_iter = case
+    g, (limit, x0, s0, k), fetches = _differentiable_loop(ops, consts, width, max_iter)
+    types = _types(jit_pass(make_plan(g, [limit, x0, s0, k], fetches, [])))
+    assert types.count("_JitLoop") == 2 and not _SAVED & set(types), types     # the loop and its gradient loop
+    rng = np.random.default_rng(n)
+    feed = {limit: n, x0: rng.standard_normal(width).astype(np.float32), s0: np.float32(0.3), k: np.float32(0.9)}
+    rejected = compile_stats["rejected"]
+    on, off = _both(g, fetches, feed)
+    assert compile_stats["rejected"] == rejected           # the compiled loops ran, not their stand-ins
+    for a, b in zip(on, off):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_lstm_cell_loop_gradient_compiles_and_matches():
+    from actorflow.scheduler.jit.compile import compile_stats
+    rng = np.random.default_rng(4)
+    g = af.Graph()
+    with g.as_default():
+        n = af.placeholder(af.int32, [], name="n")
+        w = af.placeholder(af.float32, [64, 128], name="w")
+        b = af.placeholder(af.float32, [128], name="b")
+        x = af.placeholder(af.float32, [1, 32], name="x")
+
+        def body(t, h, c):
+            z = af.nn.bias_add(af.matmul(af.concat([x, h], 1), w), b)
+            i, j, f, o = af.split(z, 4, axis=1)
+            c = c * af.sigmoid(f + 1.0) + af.sigmoid(i) * af.tanh(j)
+            h = af.tanh(c) * af.sigmoid(o)
+            return t + 1, h, c
+        zero = af.zeros([1, 32])
+        _, h, c = af.while_loop(lambda t, h, c: t < n, body, [af.constant(0), zero, zero])
+        loss = af.reduce_sum(h * h) + af.reduce_sum(c)
+        fetches = [loss] + af.gradients(loss, [w, b, x])
+    types = _types(jit_pass(make_plan(g, [n, w, b, x], fetches, [])))
+    assert types.count("_JitLoop") == 2 and not _SAVED & set(types), types
+    feed = {n: 60, w: rng.standard_normal((64, 128)).astype(np.float32) * 0.1,
+            b: rng.standard_normal(128).astype(np.float32) * 0.1, x: rng.standard_normal((1, 32)).astype(np.float32)}
+    rejected = compile_stats["rejected"]
+    on, off = _both(g, fetches, feed)
+    assert compile_stats["rejected"] == rejected
+    for a, b_ in zip(on, off):
+        np.testing.assert_allclose(a, b_, rtol=1e-4, atol=1e-5)
+
+
+def test_batched_matmul_loop_gradient_sums_weight_gradients_in_place():
+    """The weight's gradient sums x^T g over iterations (the in-place accumulation, k = batch);
+    the input's is g w^T (b transposed)."""
+    from actorflow.scheduler.jit.compile import compile_stats
+    rng = np.random.default_rng(5)
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float64, [3, 4], name="x")
+        w = af.placeholder(af.float64, [4, 5], name="w")
+        _, h = af.while_loop(lambda t, h: t < 7, lambda t, h: (t + 1, af.tanh(af.matmul(x, w) + h * 0.5)),
+                             [0, af.zeros([3, 5], af.float64)])
+        loss = af.reduce_sum(h * h)
+        fetches = [loss] + af.gradients(loss, [x, w])
+    types = _types(jit_pass(make_plan(g, [x, w], fetches, [])))
+    assert types.count("_JitLoop") == 2, types
+    rejected = compile_stats["rejected"]
+    on, off = _both(g, fetches, {x: rng.standard_normal((3, 4)), w: rng.standard_normal((4, 5))})
+    assert compile_stats["rejected"] == rejected
+    for a, b in zip(on, off):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_nested_loop_gradients_compile_the_inner_loops_and_match(depth):
+    from actorflow.scheduler.jit.compile import compile_stats
+    g = af.Graph()
+    with g.as_default():
+        n = af.placeholder(af.int32, [], name="n")
+        x0 = af.placeholder(af.float32, [3], name="x0")
+        w = af.placeholder(af.float32, [], name="w")
+
+        def inner(y):
+            return af.while_loop(lambda j, y: j < 3, lambda j, y: (j + 1, af.tanh(y * w) + 0.1), [0, y])[1]
+
+        def middle(y):
+            return af.while_loop(lambda k, y: k < 2, lambda k, y: (k + 1, inner(y) * 1.1), [0, y])[1]
+        step = inner if depth == 2 else middle
+        _, x = af.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, step(x) * 0.9), [0, x0])
+        loss = af.reduce_sum(x * x)
+        fetches = [loss] + af.gradients(loss, [x0, w])
+    types = _types(jit_pass(make_plan(g, [n, x0, w], fetches, [])))
+    # the innermost loop and its gradient loop compile; the loops around them stay on the runtime,
+    # their accumulators now holding the inner loop's whole histories
+    assert types.count("_JitLoop") == 2 and "Enter" in types, types
+    rejected = compile_stats["rejected"]
+    for steps in (3, 0):
+        on, off = _both(g, fetches, {n: steps, x0: np.array([0.1, -0.2, 0.3], np.float32), w: 0.7})
+        for a, b in zip(on, off):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    assert compile_stats["rejected"] == rejected
+
+
+def test_saved_values_of_changing_shape_keep_both_loops_on_the_runtime():
+    g = af.Graph()
+    with g.as_default():
+        v0 = af.placeholder(af.float32, [None], name="v0")
+        w = af.placeholder(af.float32, [], name="w")
+
+        def body(i, v):
+            return i + 1, af.concat([v, af.reduce_sum(v * w, keepdims=True)], 0)
+        _, v = af.while_loop(lambda i, v: i < 4, body, [af.constant(0), v0],
+                             shape_invariants=[af.TensorShape([]), af.TensorShape([None])])
+        dw = af.gradients(af.reduce_sum(v), w)[0]
+    types = _types(jit_pass(make_plan(g, [v0, w], [v, dw], [])))
+    assert "_JitLoop" not in types and "AccumulatorPush" in types
+    on, off = _both(g, [v, dw], {v0: np.array([1.0, 2.0], np.float32), w: 0.5})
+    np.testing.assert_allclose(on[0], off[0], rtol=1e-6)
+    np.testing.assert_allclose(on[1], off[1], rtol=1e-6)
+
+
+def test_loops_with_state_stay_on_the_runtime_and_gradient_loops_compile():
     g = af.Graph()
     with g.as_default():
         x = af.placeholder(af.float32, [], name="x")
@@ -212,7 +379,12 @@ def test_loops_with_state_or_gradients_stay_on_the_runtime():
             w = af.identity(y)
         init = af.global_variables_initializer()
     plan = make_plan(g, [x], [dy, z, w], [])
-    assert "_JitLoop" not in _types(jit_pass(plan))
+    jitted = jit_pass(plan)
+    types = _types(jitted)
+    # y's loop and its gradient loop compile (its saved values become a history between them); the
+    # loop with a random op stays, and so do the accumulators only it could need (none here)
+    assert types.count("_JitLoop") == 2 and "RandomUniform" in types
+    assert not {"AccumulatorV2", "AccumulatorPush", "AccumulatorPop"} & set(types)
     with af.Session(graph=g, config=_config(True)) as s:
         s.run(init)
         got = s.run([y, dy, w], {x: 2.0})

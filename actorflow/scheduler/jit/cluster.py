@@ -6,8 +6,10 @@ the ops marked by `af.xla.experimental.jit_scope()`, attribute ``_XlaCompile``):
 1. **Loops.** A while loop (a frame with no loop nested in it) whose condition and body are
    entirely compilable ops, with loop variables of known rank, becomes one ``_JitLoop`` op: its
    inputs are the values entering the loop (loop variables, then invariants), its outputs the
-   values leaving it. Loops with stateful ops (the stacks a gradient loop reads, queues,
-   variables, Send/Recv) or nested loops stay on the actor runtime.
+   values leaving it. A loop and its gradient loop compile together: the values the gradient
+   saves per iteration (accumulator pushes and pops) become histories the forward function
+   returns and the gradient function reads. Loops with other stateful ops (queues, variables,
+   random ops, Send/Recv) stay on the actor runtime; in nested loops, the innermost compile.
 2. **Clusters.** Maximal sets of compilable ops outside loops, grown along data edges (in
    topological order, merging a producer's cluster into its consumer's unless that would make a
    cycle through an op outside them), become one ``_JitCluster`` op each. An op joins no cluster
@@ -23,6 +25,7 @@ import threading
 
 import numpy as np
 
+from actorflow.graph.tensor_shape import TensorShape
 from actorflow.kernels.registry import get_kernel
 from actorflow.scheduler.ir import kernel_attrs as _kernel_attrs
 from actorflow.scheduler.jit.codegen import NEEDS_CONST, compilable
@@ -121,7 +124,7 @@ def _op_compilable(op) -> bool:
         pass
     elif not compilable(op.type, [_dt(t) for t in ins if not (op.type.startswith("Select") and t is ins[0])]):
         return False
-    if op.type in ("Select", "SelectV2"):
+    if op.type == "Select":         # v1: a vector condition picks rows; SelectV2 broadcasts
         ranks = {t.shape.ndims for t in ins}
         if len(ranks) != 1:
             return False
@@ -129,7 +132,7 @@ def _op_compilable(op) -> bool:
         return False
     if op.type in ("Softmax", "LogSoftmax") and ins[0].shape.ndims < 1:
         return False
-    if op.type in ("Reshape", "ExpandDims", "Squeeze", "Split", "ConcatV2") and (
+    if op.type in ("Reshape", "ExpandDims", "Squeeze", "Split", "SplitV", "ConcatV2") and (
             ins[0].shape.ndims == 0 or op.outputs[0].shape.ndims == 0):
         return False
     if op.type == "MatMul":     # explicit loops: small static GEMMs only (an RNN cell's)
@@ -171,9 +174,14 @@ class _Builder:
         self.ref[t] = r
         return r
 
-    def add(self, op):
-        args = tuple(self.arg(op.inputs[i]) for i in _data_inputs(op))
-        self.nodes.append(Node(op.type, _node_attrs(op), args, tuple(_dt(t) for t in op.outputs),
+    def add(self, op, as_type=None, inputs=None):
+        """Appends `op` (as a node of type `as_type` whose arguments are `inputs`, when given)."""
+        if as_type is None:
+            args = tuple(self.arg(op.inputs[i]) for i in _data_inputs(op))
+            attrs = _node_attrs(op)
+        else:
+            args, attrs = tuple(self.arg(t) for t in inputs), ()
+        self.nodes.append(Node(as_type or op.type, attrs, args, tuple(_dt(t) for t in op.outputs),
                                tuple(t.shape.ndims for t in op.outputs)))
         j = len(self.nodes) - 1
         for o, t in enumerate(op.outputs):
@@ -363,25 +371,145 @@ def _replace_cluster(plan, edit, ms, consumers, fetched, in_plan, mode):
 
 
 # -- loops -------------------------------------------------------------------------------------
-def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode):
-    by_frame: dict = {}
-    for op in plan.ops:
-        f = frames.get(op)
-        if f is not None:
-            by_frame.setdefault(f, []).append(op)
-    for name, ops in by_frame.items():
-        try:
-            _compile_loop(plan, edit, name, ops, by_frame, frames, level_on, fed, fetched, consumers, mode)
-        except _NotCompilable:
-            continue
+# A while loop's gradient (graph/control_flow_grad.py): the forward loop pushes each value the
+# gradient needs under its iteration index, into a step-local accumulator; the gradient loop pops
+# them. Compiled, the forward loop returns each pushed value's history (one row per iteration) and
+# the gradient loop reads its rows: the accumulator is gone. Both loops compile, or neither.
+# A loop nested in another keys its pushes by the outer loops' indices too: compiled, it pushes
+# its whole history once per outer iteration (keyed by the outer indices), the enclosing gradient
+# loop pops it, and the compiled inner gradient loop reads its rows; the outer loop's trip count
+# waits for that push as it did for the inner ones.
+_PUSH, _POP, _ACC = "AccumulatorPush", "AccumulatorPop", "AccumulatorV2"
 
 
 class _NotCompilable(Exception):
     pass
 
 
-def _compile_loop(plan, edit, name, ops, by_frame, frames, level_on, fed, fetched, consumers, mode):
-    from actorflow.scheduler.jit.kernel import JIT_LOOP
+class _Loop:
+    """A while loop that can compile: its ops, what enters and leaves it, and its spec."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode):
+    by_frame: dict = {}
+    for op in plan.ops:
+        f = frames.get(op)
+        if f is not None:
+            by_frame.setdefault(f, []).append(op)
+    found: dict = {}
+    for name, ops in by_frame.items():
+        try:
+            found[name] = _analyze_loop(name, ops, level_on, fed, fetched, consumers)
+        except _NotCompilable:
+            continue
+    # the ops of each frame that wait for its pushes (the trip count a gradient loop starts from)
+    syncs: dict = {}
+    for op in plan.ops:
+        if any(c.type == _PUSH and frames.get(c) == frames.get(op) for c in op.control_inputs):
+            syncs.setdefault(frames.get(op), []).append(op)
+    _pair_saved_values(found, consumers, fetched, frames, syncs)
+    histories: dict = {}                # accumulator -> the history tensor of the compiled loop
+    waits: dict = {}                    # sync op -> pushes of inner histories it must wait for
+    nested: set = set()                 # accumulators that now hold whole histories
+    for name in sorted(found, key=lambda n: bool(found[n].hist_enters)):   # forward loops first
+        _build_loop(plan, edit, found[name], histories, nested, frames, syncs, waits, mode)
+    for op, pushes in waits.items():
+        new = new_op(plan.graph, op.name, op.type, op.inputs, list(op.control_inputs) + pushes, op.attrs,
+                     [(t.dtype, t.shape) for t in op.outputs], op.device)
+        for t, nt in zip(op.outputs, new.outputs):
+            edit.replace(t, nt)
+        edit.remove(op)
+        edit.add(new)
+    for acc in histories:
+        if acc not in nested:
+            edit.remove(acc.op)
+
+
+def _acc_root(t):
+    """The accumulator handle `t` is (through the Enters that carry it into nested loops), and how
+    many Enters that took; (None, 0) when `t` is not one."""
+    depth = 0
+    while t.op.type == "Enter" and t.op.attrs.get("is_constant", False):
+        t = t.op.inputs[0]
+        depth += 1
+    return (t, depth) if t.op.type == _ACC else (None, 0)
+
+
+def _saved_leaves(acc, consumers):
+    """The pushes and pops of accumulator `acc` (following the Enters of its handle), or None when
+    something else uses it."""
+    leaves, stack = [], [acc]
+    while stack:
+        t = stack.pop()
+        for c in consumers.get(t, ()):
+            if c.type == "Enter" and c.attrs.get("is_constant", False):
+                stack.append(c.outputs[0])
+            elif c.type in (_PUSH, _POP) and c.inputs[0] is t:
+                leaves.append(c)
+            else:
+                return None
+    return leaves
+
+
+def _pair_saved_values(found, consumers, fetched, frames, syncs) -> None:
+    """Drops from `found` every loop whose saved values cannot all be compiled away: each
+    accumulator must be pushed by exactly one loop and popped only by loops, all in `found`, and
+    an inner loop's outer loop must have a trip count to hold back (a fixpoint: dropping a loop
+    drops its partners)."""
+    while True:
+        bad = set()
+        for name, lp in found.items():
+            if lp.push_accs and lp.hist_enters:
+                bad.add(name)           # a loop that both saves and reads (gradients of gradients)
+            for p in lp.pushes:
+                if _acc_root(p.inputs[0])[1] > 1 and not syncs.get(frames.get(p.inputs[0].op.inputs[0].op)):
+                    bad.add(name)
+            for acc in lp.push_accs | {_acc_root(e.outputs[0])[0] for e in lp.hist_enters}:
+                leaves = _saved_leaves(acc, consumers)
+                if (acc in fetched or leaves is None or len({frames.get(c) for c in leaves if c.type == _PUSH}) != 1
+                        or any(frames.get(c) not in found for c in leaves)):
+                    bad.add(name)
+        if not bad:
+            return
+        for name in bad:
+            del found[name]
+
+
+def _unalias(nodes, ref):
+    while ref[0] == "n" and nodes[ref[1]].op in ("Identity", "Snapshot"):
+        ref = nodes[ref[1]].args[0]
+    return ref
+
+
+def _is_iteration_index(nodes, nexts, var_enters, ref) -> bool:
+    """Whether `ref` is a loop variable that starts at 0 and goes up by 1 every iteration (the
+    index the gradient's pushes are keyed by), so that its value is the iteration count."""
+    ref = _unalias(nodes, ref)
+    if ref[0] != "i" or ref[1] >= len(nexts):
+        return False
+    k = ref[1]
+    init = var_enters[k].inputs[0]
+    if not _is_scalar_const(init) or np.asarray(init.op.attrs["value"]).item() != 0:
+        return False
+    nx = _unalias(nodes, nexts[k])
+    if nx[0] != "n" or nodes[nx[1]].op not in ("Add", "AddV2"):
+        return False
+    args = [_unalias(nodes, a) for a in nodes[nx[1]].args]
+    ones = [a for a in args if a[0] == "n" and nodes[a[1]].op == "Const" and nodes[a[1]].attr("value") == 1]
+    return ("i", k) in args and len(ones) == 1
+
+
+def _saved_value_ok(t) -> bool:
+    """A value a compiled loop can save: a static shape (one history row per iteration; a value
+    of unknown dimensions has a gradient of run-time shape ops, Shape and BroadcastGradientArgs,
+    that do not compile anyway) and a compilable dtype."""
+    return t.shape.is_fully_defined() and _dt(t) in _TYPES_OK
+
+
+def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
     opset = set(ops)
     enters = [op for op in ops if op.type == "Enter" and op.attrs.get("frame_name") == name]
     if any(op.type == "Enter" and op.attrs.get("frame_name") != name for op in ops):
@@ -389,7 +517,33 @@ def _compile_loop(plan, edit, name, ops, by_frame, frames, level_on, fed, fetche
     if not level_on and not any(op.attrs.get("_XlaCompile") is True for op in ops):
         raise _NotCompilable
     var_enters = [e for e in enters if not e.attrs.get("is_constant", False)]
-    inv_enters = [e for e in enters if e.attrs.get("is_constant", False)]
+    inv_enters, hist_enters, push_accs = [], [], set()
+    for e in enters:
+        if not e.attrs.get("is_constant", False):
+            continue
+        acc, depth = _acc_root(e.outputs[0])
+        if acc is None:
+            inv_enters.append(e)
+            continue
+        users = consumers.get(e.outputs[0], ())
+        kinds = {c.type for c in users}
+        if (not users or len(kinds) != 1 or not kinds <= {_PUSH, _POP}
+                or any(c not in opset or c.inputs[0] is not e.outputs[0] or c.attrs.get("N") != depth for c in users)):
+            raise _NotCompilable
+        if kinds == {_PUSH}:
+            if any(not _saved_value_ok(c.inputs[1]) for c in users):
+                raise _NotCompilable
+            push_accs.add(acc)
+        else:
+            if len(users) != 1 or not _saved_value_ok(users[0].outputs[0]):
+                raise _NotCompilable
+            hist_enters.append(e)
+    # the outer loops' indices of a nested loop's pushes and pops: invariants of this loop
+    invariant_outs = {e.outputs[0] for e in inv_enters}
+    for c in [c for e in enters for c in consumers.get(e.outputs[0], ()) if c.type in (_PUSH, _POP)]:
+        outer_keys = c.inputs[2:-1] if c.type == _PUSH else c.inputs[1:-1]
+        if any(k not in invariant_outs for k in outer_keys):
+            raise _NotCompilable
     merges, switches, exits, nexts = [], [], [], []
     loop_cond = None
     for e in var_enters:
@@ -416,14 +570,18 @@ def _compile_loop(plan, edit, name, ops, by_frame, frames, level_on, fed, fetche
     if loop_cond is None:
         raise _NotCompilable
     cf = set(enters) | set(merges) | set(switches) | {x for x in exits if x is not None} | set(nexts) | {loop_cond}
-    body_ops = [op for op in ops if op not in cf]
+    pushes = [op for op in ops if op.type == _PUSH]
+    body_ops = [op for op in ops if op not in cf and op.type != _PUSH]
     for op in ops:
         if op.type in _CF and op not in cf:
             raise _NotCompilable
         if any(t in fed or (t in fetched and op.type != "Exit") for t in op.outputs):
             raise _NotCompilable
     for op in body_ops:
-        if not _op_compilable(op) and not (op.type == "Const"):
+        if op.type == _POP:
+            if op.inputs[0].op not in hist_enters:
+                raise _NotCompilable
+        elif not _op_compilable(op) and not (op.type == "Const"):
             raise _NotCompilable
         for c in op.control_inputs:
             if c not in opset:
@@ -432,6 +590,9 @@ def _compile_loop(plan, edit, name, ops, by_frame, frames, level_on, fed, fetche
             for c in consumers.get(t, ()):
                 if c not in opset:
                     raise _NotCompilable
+    for op in pushes:
+        if _acc_root(op.inputs[0])[0] not in push_accs:
+            raise _NotCompilable
     for t in list(loop_cond.inputs) + [m.outputs[0] for m in merges] + [n.inputs[0] for n in nexts]:
         if t.shape.ndims is None or _dt(t) not in _TYPES_OK:
             raise _NotCompilable
@@ -444,23 +605,18 @@ def _compile_loop(plan, edit, name, ops, by_frame, frames, level_on, fed, fetche
     for k, (m, s) in enumerate(zip(merges, switches)):
         external[m.outputs[0]] = ("i", k)
         external[s.outputs[1]] = ("i", k)
-    loop_inputs = [e.inputs[0] for e in var_enters]
-    for k, e in enumerate(inv_enters):
+    for k, e in enumerate(inv_enters + hist_enters):
         external[e.outputs[0]] = ("i", n_vars + k)
-        loop_inputs.append(e.inputs[0])
-    extra_inputs = []
+    base = n_vars + len(inv_enters) + len(hist_enters)
+    extra: list = []                    # constant arrays of the body: inputs after the histories
 
     def ext(t):
         r = external.get(t)
         if r is not None:
             return r
         if t.op.type == "Const" and t.op in opset:        # a constant array inside the body
-            c = t.op
-            const = new_op(plan.graph, c.name + "/_jit_const", "Const", (), (), dict(c.attrs),
-                           [(t.dtype, t.shape)], c.device)
-            edit.add(const)
-            extra_inputs.append(const.outputs[0])
-            r = external[t] = ("i", n_vars + len(inv_enters) + len(extra_inputs) - 1)
+            extra.append(t)
+            r = external[t] = ("i", base + len(extra) - 1)
             return r
         raise _NotCompilable
     b = _Builder(ext)
@@ -480,45 +636,102 @@ def _compile_loop(plan, edit, name, ops, by_frame, frames, level_on, fed, fetche
             b.add(op)
     n_cond = len(b.nodes)
     for op in rest:
-        if op.type != "Const":
+        if op.type == _POP:
+            b.add(op, as_type="_HistoryRead", inputs=(op.inputs[0], op.inputs[-1]))
+        elif op.type != "Const":
             b.add(op)
     cond_ref = b.arg(loop_cond.inputs[0])
     next_refs = tuple(b.arg(n.inputs[0]) for n in nexts)
-    # every body op that runs must be in the spec; a Const is referenced through b.arg
-    inputs = loop_inputs + extra_inputs
-    in_types = tuple((_dt(t), t.shape.ndims) for t in inputs)
+    saves = tuple(b.arg(p.inputs[1]) for p in pushes)
+    for p in pushes:
+        if not _is_iteration_index(b.nodes, next_refs, var_enters, b.arg(p.inputs[-1])):
+            raise _NotCompilable
+    in_types = tuple((_dt(t), t.shape.ndims) for t in [e.inputs[0] for e in var_enters + inv_enters]) + tuple(
+        (_dt(e.outputs[0]), e.outputs[0].shape.ndims + 1)
+        for e in (consumers[h.outputs[0]][0] for h in hist_enters)) + tuple(
+        (_dt(t), t.shape.ndims) for t in extra)
     for k, m in enumerate(merges):
         if (in_types[k][0], in_types[k][1]) != (_dt(m.outputs[0]), m.outputs[0].shape.ndims):
             raise _NotCompilable
-    spec = LoopSpec(in_types, n_vars, tuple(b.nodes), n_cond, cond_ref, next_refs)
-    outs = [m.outputs[0] for m in merges]
-    interp = _loop_interpreter(var_enters, inv_enters, extra_inputs, merges, switches, nexts, loop_cond,
-                               cond_ops, rest, outs)
-    first = var_enters[0]
+    spec = LoopSpec(in_types, n_vars, tuple(b.nodes), n_cond, cond_ref, next_refs, saves)
+    return _Loop(name=name, ops=ops, opset=opset, consumers=consumers, enters=enters, var_enters=var_enters, inv_enters=inv_enters,
+                 hist_enters=hist_enters, push_accs=push_accs, pushes=pushes, extra=extra, merges=merges,
+                 switches=switches, exits=exits, nexts=nexts, loop_cond=loop_cond, cond_ops=cond_ops, rest=rest,
+                 spec=spec)
+
+
+def _build_loop(plan, edit, lp: _Loop, histories: dict, nested: set, frames, syncs, waits, mode) -> None:
+    """Replaces loop `lp` by one ``_JitLoop`` op (its saved values' histories become outputs)."""
+    from actorflow.scheduler.jit.kernel import JIT_LOOP
+    hist_inputs = []
+    for e in lp.hist_enters:
+        acc, depth = _acc_root(e.outputs[0])
+        if depth == 1:
+            hist_inputs.append(histories[acc])
+            continue
+        # nested: the enclosing gradient loop pops the whole history by the outer indices
+        pop = lp.consumers[e.outputs[0]][0]
+        outer = [e.inputs[0]] + [k.op.inputs[0] for k in pop.inputs[1:-1]]
+        t = pop.outputs[0]
+        new_pop = new_op(plan.graph, pop.name + "/_jit_history", _POP, outer, (),
+                         dict(pop.attrs, N=len(outer) - 1, shape=TensorShape(None)),
+                         [(t.dtype, TensorShape([None] + t.shape.as_list()))], pop.device)
+        edit.add(new_pop)
+        hist_inputs.append(new_pop.outputs[0])
+    extra_inputs = []
+    for t in lp.extra:
+        c = t.op
+        const = new_op(plan.graph, c.name + "/_jit_const", "Const", (), (), dict(c.attrs),
+                       [(t.dtype, t.shape)], c.device)
+        edit.add(const)
+        extra_inputs.append(const.outputs[0])
+    inputs = [e.inputs[0] for e in lp.var_enters + lp.inv_enters] + hist_inputs + extra_inputs
+    interp = _loop_interpreter(lp, extra_inputs)
     ctrl = []
-    for e in enters:
+    for e in lp.enters:
         for c in e.control_inputs:
-            if c not in opset and c not in ctrl:
+            if c not in lp.opset and c not in ctrl:
                 ctrl.append(c)
-    attrs = {"spec": spec, "interpreted": interp, "mode": mode, "what": f"while loop '{name}'",
-             "parts": tuple((op.name, op.type) for op in ops)}
-    new = new_op(plan.graph, f"{name}/_jit_loop", JIT_LOOP, inputs, ctrl, attrs,
-                 [(m.outputs[0].dtype, m.outputs[0].shape) for m in merges], first.device)
-    for x, nt in zip(exits, new.outputs):
+    out_specs = [(m.outputs[0].dtype, m.outputs[0].shape) for m in lp.merges]
+    out_specs += [(p.inputs[1].dtype, TensorShape([None] + p.inputs[1].shape.as_list())) for p in lp.pushes]
+    attrs = {"spec": lp.spec, "interpreted": interp, "mode": mode, "what": f"while loop '{lp.name}'",
+             "parts": tuple((op.name, op.type) for op in lp.ops)}
+    new = new_op(plan.graph, f"{lp.name}/_jit_loop", JIT_LOOP, inputs, ctrl, attrs, out_specs,
+                 lp.var_enters[0].device)
+    for x, nt in zip(lp.exits, new.outputs):
         if x is not None:
             edit.replace(x.outputs[0], nt)
-    for op in ops:
+    for p, nt in zip(lp.pushes, new.outputs[len(lp.merges):]):
+        acc, depth = _acc_root(p.inputs[0])
+        histories[acc] = nt
+        if depth > 1:
+            nested.add(acc)       # pushed whole, once per iteration of the enclosing loop
+            handle = p.inputs[0].op.inputs[0]
+            outer_keys = [k.op.inputs[0] for k in p.inputs[2:-1]]
+            push = new_op(plan.graph, p.name + "/_jit_history", _PUSH, [handle, nt] + outer_keys, (),
+                          dict(p.attrs, N=len(outer_keys)), [], p.device)
+            edit.add(push)
+            for sync in syncs[frames.get(handle.op)]:
+                waits.setdefault(sync, []).append(push)
+    for op in lp.ops:
         edit.remove(op)
     edit.add(new)
 
 
-def _loop_interpreter(var_enters, inv_enters, extra, merges, switches, nexts, loop_cond, cond_ops, body_ops, outs):
-    """The loop run op by op through the registered kernels (async mode's stand-in)."""
-    cond_run = [(op, get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs))) for op in cond_ops
-                if op.type != "Const"]
-    body_run = [(op, get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs))) for op in body_ops
-                if op.type != "Const"]
-    n_vars = len(var_enters)
+def _loop_interpreter(lp: _Loop, extra):
+    """The loop run op by op through the registered kernels (async mode's stand-in, and what runs
+    when the compiled loop rejects its values). Saved values are kept in lists and returned
+    stacked; reads of saved values index the histories it is given."""
+    def step(op):
+        if op.type == _POP:
+            return op, _read_saved(op)
+        return op, get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs))
+    cond_run = [step(op) for op in lp.cond_ops if op.type != "Const"]
+    body_run = [step(op) for op in lp.rest if op.type != "Const"]
+    n_vars = len(lp.var_enters)
+    invariants = [e.outputs[0] for e in lp.inv_enters + lp.hist_enters] + list(extra)
+    merges, switches, nexts, loop_cond = lp.merges, lp.switches, lp.nexts, lp.loop_cond
+    saved = [(p.inputs[1], np.dtype(_dt(p.inputs[1])), tuple(p.inputs[1].shape.as_list())) for p in lp.pushes]
 
     def run_ops(steps, vals):
         for op, fn in steps:
@@ -532,11 +745,10 @@ def _loop_interpreter(var_enters, inv_enters, extra, merges, switches, nexts, lo
 
     def run(*args):
         vals: dict = {}
-        for k, e in enumerate(inv_enters):
-            vals[e.outputs[0]] = args[n_vars + k]
-        for k, c in enumerate(extra):
-            vals[c] = args[n_vars + len(inv_enters) + k]
+        for t, a in zip(invariants, args[n_vars:]):
+            vals[t] = a
         cur = list(args[:n_vars])
+        rows: list = [[] for _ in saved]
         while True:
             for m, s, v in zip(merges, switches, cur):
                 vals[m.outputs[0]] = v
@@ -545,6 +757,20 @@ def _loop_interpreter(var_enters, inv_enters, extra, merges, switches, nexts, lo
             if not bool(vals[loop_cond.inputs[0]]):
                 break
             run_ops(body_run, vals)
+            for (t, _, _), r in zip(saved, rows):
+                r.append(vals[t])
             cur = [vals[n.inputs[0]] for n in nexts]
+        for (_, d, shape), r in zip(saved, rows):
+            cur.append(np.stack([np.asarray(v, d) for v in r]) if r else np.empty((0,) + shape, d))
         return cur[0] if len(cur) == 1 else tuple(cur)
     return run
+
+
+def _read_saved(op):
+    def fn(history, *index):
+        i = int(index[-1])
+        if not 0 <= i < history.shape[0]:
+            raise ValueError(f"no value was saved for iteration {i} (op '{op.name}' reads {history.shape[0]} "
+                             "saved iterations)")
+        return history[i, ...]
+    return fn

@@ -247,25 +247,59 @@ def _transpose(c: Ctx):
     return [f"{c.outs[0]} = np.transpose({c.a[0]}, {tuple(c.node.attr('perm'))!r})"]
 
 
-def _matmul(c: Ctx):
-    """A small GEMM as explicit loops (i, k, j: the inner loop runs along rows of b and out).
-    The JIT compiles MatMul only inside loops and for small static shapes (an LSTM cell's), where
-    this beats a BLAS call's overhead and compiles much faster than numba's np.dot."""
+def _gemm_lines(a, b, ta, tb, m, k, n, dtype, store, tag) -> list:
+    """Loops computing each sum over k of a[i, k] * b[k, j] in k's order, then `store(i, j, sum)`.
+    With b transposed the inner loop is a dot product along rows of a and b (contiguous); else it
+    runs along rows of b, accumulating a row of sums."""
+    aik = f"{a}[_k, _i]" if ta else f"{a}[_i, _k]"
+    acc, row = f"_acc_{tag}", f"_row_{tag}"     # one name per node: each keeps one numba type
+    if tb:
+        return [f"for _i in range({m}):",
+                f"    for _j in range({n}):",
+                f"        {acc} = {dt(dtype)}(0)",
+                f"        for _k in range({k}):",
+                f"            {acc} += {aik} * {b}[_j, _k]",
+                f"        {store('_i', '_j', acc)}"]
+    return [f"{row} = np.empty({n}, {dt(dtype)})",
+            f"for _i in range({m}):",
+            f"    for _j in range({n}):",
+            f"        {row}[_j] = {dt(dtype)}(0)",
+            f"    for _k in range({k}):",
+            f"        _aik_{tag} = {aik}",
+            f"        for _j in range({n}):",
+            f"            {row}[_j] += _aik_{tag} * {b}[_k, _j]",
+            f"    for _j in range({n}):",
+            f"        {store('_i', '_j', row + '[_j]')}"]
+
+
+def _dims(c: Ctx):
     a, b = c.a
-    o = c.outs[0]
     ta, tb = bool(c.node.attr("transpose_a")), bool(c.node.attr("transpose_b"))
     m, k = (f"{a}.shape[1]", f"{a}.shape[0]") if ta else (f"{a}.shape[0]", f"{a}.shape[1]")
     k2, n = (f"{b}.shape[1]", f"{b}.shape[0]") if tb else (f"{b}.shape[0]", f"{b}.shape[1]")
-    aik = f"{a}[_k, _i]" if ta else f"{a}[_i, _k]"
-    bkj = f"{b}[_j, _k]" if tb else f"{b}[_k, _j]"
+    return a, b, ta, tb, m, k, k2, n
+
+
+def _matmul(c: Ctx):
+    """A small GEMM as explicit loops. The JIT compiles MatMul only inside loops and for small
+    static shapes (an LSTM cell's), where this beats a BLAS call's overhead and compiles much
+    faster than numba's np.dot."""
+    a, b, ta, tb, m, k, k2, n = _dims(c)
+    o = c.outs[0]
+    if not tb:      # accumulate along rows of b and of the result, in place
+        aik = f"{a}[_k, _i]" if ta else f"{a}[_i, _k]"
+        return [f"if {k} != {k2}:",
+                "    raise ValueError('MatMul: inner dimensions differ')",
+                f"{o} = np.zeros(({m}, {n}), {dt(c.dtype)})",
+                f"for _i in range({m}):",
+                f"    for _k in range({k}):",
+                f"        _aik_{o} = {aik}",
+                f"        for _j in range({n}):",
+                f"            {o}[_i, _j] += _aik_{o} * {b}[_k, _j]"]
     return [f"if {k} != {k2}:",
             "    raise ValueError('MatMul: inner dimensions differ')",
-            f"{o} = np.zeros(({m}, {n}), {dt(c.dtype)})",
-            f"for _i in range({m}):",
-            f"    for _k in range({k}):",
-            f"        _aik = {aik}",
-            f"        for _j in range({n}):",
-            f"            {o}[_i, _j] += _aik * {bkj}"]
+            f"{o} = np.empty(({m}, {n}), {dt(c.dtype)})"] + _gemm_lines(
+        a, b, ta, tb, m, k, n, c.dtype, lambda i, j, v: f"{o}[{i}, {j}] = {v}", o)
 
 
 def _concat(c: Ctx):
@@ -305,6 +339,48 @@ def _split(c: Ctx):
     return lines
 
 
+def _split_v(c: Ctx):
+    """Views of consecutive pieces of the given sizes along the axis (one size may be -1: the rest)."""
+    x, rank = c.a[0], c.types[0][1]
+    axis = c.node.attr("axis") % rank
+    sizes = c.node.attr("sizes")
+    sizes = (sizes,) if isinstance(sizes, int) else tuple(sizes)
+    known = sum(n for n in sizes if n >= 0)
+    dim = f"{x}.shape[{axis}]"
+    free = sizes.count(-1)
+    lines = [f"if {dim} != {known}:" if not free else f"if {dim} < {known}:",
+             "    raise ValueError('SplitV: the sizes do not add up to the dimension')"]
+    off = "0"
+    for o, n in zip(c.outs, sizes):
+        size = str(n) if n >= 0 else f"({dim} - {known})"
+        end = f"{off} + {size}" if off != "0" else size
+        idx = ", ".join(f"{off}:{end}" if d == axis else ":" for d in range(rank))
+        lines.append(f"{o} = {x}[{idx}]")
+        off = f"({end})"
+    return lines
+
+
+def _acc_matmul(c: Ctx):
+    """``v + MatMul(a, b)`` into loop variable v's own buffer (see `_accumulate_in_place`), each
+    product summed first, as the unfused ops do; a shape that would broadcast raises, and the
+    interpreted loop runs instead."""
+    v = c.a[0]
+    c2 = Ctx(c.node, c.a[1:], c.types[1:], c.outs)
+    a, b, ta, tb, m, k, k2, n = _dims(c2)
+    return [f"if {k} != {k2} or {v}.shape[0] != {m} or {v}.shape[1] != {n}:",
+            "    raise ValueError('MatMul: shapes differ')"] + _gemm_lines(
+        a, b, ta, tb, m, k, n, c.dtype, lambda i, j, x: f"{v}[{i}, {j}] = {dt(c.dtype)}({v}[{i}, {j}] + {x})", c.outs[0]) + [
+        f"{c.outs[0]} = {v}"]
+
+
+def _history_read(c: Ctx):
+    """Row `index` of a history a forward loop saved (a gradient loop's AccumulatorPop)."""
+    h, i = c.a
+    return [f"if {i} < 0 or {i} >= {h}.shape[0]:",
+            "    raise ValueError('no value was saved for this iteration')",
+            f"{c.outs[0]} = {h}[{i}]"]
+
+
 EMITTERS = {op: _elementwise(t) for op, t in {**_UNARY, **_BINARY}.items()}
 EMITTERS.update({
     "Cast": _cast, "Identity": _alias, "Snapshot": _alias, "StopGradient": _alias,
@@ -314,19 +390,20 @@ EMITTERS.update({
     "All": _reduction, "Any": _reduction, "BiasAddGrad": _bias_add_grad,
     "Softmax": _softmax(False), "LogSoftmax": _softmax(True), "SoftmaxCrossEntropyWithLogits": _xent,
     "Reshape": _reshape, "ExpandDims": _expand_dims, "Squeeze": _squeeze, "Transpose": _transpose,
-    "MatMul": _matmul, "ConcatV2": _concat, "Split": _split,
+    "MatMul": _matmul, "ConcatV2": _concat, "Split": _split, "SplitV": _split_v,
+    "_HistoryRead": _history_read, "_AccMatMul": _acc_matmul, "_Nop": lambda c: [],
 })
 
 # Ops whose listed input slots must be constants: their values become attributes of the node.
 NEEDS_CONST = {"Sum": {1: "axes"}, "Mean": {1: "axes"}, "Prod": {1: "axes"}, "Max": {1: "axes"},
                "Min": {1: "axes"}, "All": {1: "axes"}, "Any": {1: "axes"}, "Reshape": {1: "shape"},
                "ExpandDims": {1: "dim"}, "Transpose": {1: "perm"}, "ConcatV2": {-1: "axis"},
-               "Split": {0: "axis"}}
+               "Split": {0: "axis"}, "SplitV": {1: "sizes", 2: "axis"}}
 
 # The dtypes each op compiles for (default: float32 and float64).
 _TYPES = {**_UNARY_TYPES, **_BINARY_TYPES}
 for _op in ("Cast", "Identity", "Snapshot", "StopGradient", "Const", "Reshape", "ExpandDims", "Squeeze",
-            "Transpose", "ConcatV2", "Split", "ZerosLike", "OnesLike", "Select", "SelectV2"):
+            "Transpose", "ConcatV2", "Split", "SplitV", "ZerosLike", "OnesLike", "Select", "SelectV2"):
     _TYPES[_op] = NUMERIC + ("bool",)
 for _op in ("Sum", "Prod", "Max", "Min", "AddN"):
     _TYPES[_op] = NUMERIC
@@ -383,22 +460,70 @@ def cluster_source(spec: ClusterSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _accumulate_in_place(spec: LoopSpec) -> LoopSpec:
+    """A loop variable updated as ``v + MatMul(a, b)`` and used nowhere else (a gradient loop's sum
+    of a weight's gradient over iterations) accumulates into its own buffer: no product array, no
+    sum array. The loop's variables are its own copies (`JitKernel` copies them in), so writing
+    into one changes nothing outside."""
+    nodes = list(spec.nodes)
+    uses: dict = {}
+    for r in [x for nd in nodes for x in nd.args] + [spec.cond] + list(spec.nexts) + list(spec.saves):
+        uses[r] = uses.get(r, 0) + 1
+
+    def alias_of(r):
+        chain = []
+        while r[0] == "n" and nodes[r[1]].op in ("Identity", "Snapshot"):
+            chain.append(r)
+            r = nodes[r[1]].args[0]
+        return r, chain
+    changed = False
+    for k, nx in enumerate(spec.nexts):
+        if nx[0] != "n" or nx[1] < spec.n_cond:
+            continue
+        add = nodes[nx[1]]
+        if add.op not in ("Add", "AddV2") or add.ranks[0] != 2 or add.dtypes[0] not in FLOATS or uses[nx] != 1:
+            continue
+        for pos in (0, 1):
+            var, chain = alias_of(add.args[pos])
+            mm = add.args[1 - pos]
+            if (var != ("i", k) or mm[0] != "n" or nodes[mm[1]].op != "MatMul" or uses.get(mm) != 1
+                    or uses.get(var) != 1 or any(uses.get(c) != 1 for c in chain)
+                    or nodes[mm[1]].dtypes[0] != add.dtypes[0] or spec.inputs[k] != (add.dtypes[0], 2)):
+                continue
+            m = nodes[mm[1]]
+            nodes[nx[1]] = Node("_AccMatMul", m.attrs, (add.args[pos],) + m.args, add.dtypes, add.ranks)
+            nodes[mm[1]] = Node("_Nop", (), (), m.dtypes, m.ranks)
+            changed = True
+            break
+    if not changed:
+        return spec
+    return LoopSpec(spec.inputs, spec.n_vars, tuple(nodes), spec.n_cond, spec.cond, spec.nexts, spec.saves)
+
+
 def loop_source(spec: LoopSpec) -> str:
     """The source of `kernel(*inputs)` running a whole while loop: returns the loop variables'
-    final values (a tuple), and the number of iterations run."""
+    final values followed by the histories of the saved values (a tuple), and the number of
+    iterations run. A history grows by doubling; row `it` holds iteration `it`'s value, and every
+    row must have the shape of the first."""
+    spec = _accumulate_in_place(spec)
     n = len(spec.inputs)
     params = ", ".join(f"a{i}" for i in range(n))
     name_of, type_of = _resolver(spec, lambda k: f"v{k}" if k < spec.n_vars else f"a{k}")
     lines = [_HEADER.format(what=f"while loop of {len(spec.nodes)} ops", params=params)]
     for k in range(spec.n_vars):
         lines.append(f"    v{k} = a{k}")
+    for j, r in enumerate(spec.saves):
+        d, rank = type_of(r)
+        lines.append(f"    h{j} = np.empty(({'0, ' * (rank + 1)}), {dt(d)})")
     lines.append("    it = 0")
     lines.append("    while True:")
-    needed = (spec.cond,) + tuple(spec.nexts)
+    needed = (spec.cond,) + tuple(spec.nexts) + tuple(spec.saves)
     lines += _emit(spec.nodes, name_of, type_of, needed, "        ", range(spec.n_cond))
     lines.append(f"        if not {name_of(spec.cond)}:")
     lines.append("            break")
     lines += _emit(spec.nodes, name_of, type_of, needed, "        ", range(spec.n_cond, len(spec.nodes)))
+    for j, r in enumerate(spec.saves):
+        lines += _save_lines(j, name_of(r), type_of(r))
     nexts = [name_of(r) for r in spec.nexts]
     for k, x in enumerate(nexts):
         # a loop variable keeps one numba type: C-contiguous arrays (views become copies)
@@ -408,5 +533,24 @@ def loop_source(spec: LoopSpec) -> str:
     for k in range(len(nexts)):
         lines.append(f"        v{k} = t{k}")
     lines.append("        it += 1")
-    lines.append(f"    return ({''.join(f'v{k}, ' for k in range(spec.n_vars))}), it")
+    outs = [f"v{k}" for k in range(spec.n_vars)] + [f"h{j}[:it]" for j in range(len(spec.saves))]
+    lines.append(f"    return ({''.join(o + ', ' for o in outs)}), it")
     return "\n".join(lines) + "\n"
+
+
+def _save_lines(j: int, x: str, typ) -> list:
+    """Row `it` of history h{j} becomes `x` (doubling the history when it is full)."""
+    d, rank = typ
+    h, ind = f"h{j}", "        "
+    dims = "".join(f", {x}.shape[{k}]" for k in range(rank))
+    lines = [f"{ind}if it == {h}.shape[0]:",
+             f"{ind}    _g = np.empty((max(16, 2 * it){dims}), {dt(d)})",
+             f"{ind}    if it:",
+             f"{ind}        _g[:it] = {h}[:it]",
+             f"{ind}    {h} = _g"]
+    if rank:
+        bad = " or ".join(f"{x}.shape[{k}] != {h}.shape[{k + 1}]" for k in range(rank))
+        lines += [f"{ind}if {bad}:",
+                  f"{ind}    raise ValueError('a saved value changed shape between iterations')"]
+    lines.append(f"{ind}{h}[it] = {x}")
+    return lines

@@ -36,8 +36,9 @@ _LOCK = threading.Lock()
 _MODULES: dict = {}                 # source hash -> the kernel dispatcher
 _COMPILER = None                    # the compile thread of async mode (one: numba holds the GIL)
 # what compiling cost this process: kernels compiled, wall seconds, CPU seconds of the compiling
-# thread (on a shared machine the CPU time is the figure that does not depend on the load)
-compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0}
+# thread (on a shared machine the CPU time is the figure that does not depend on the load), and
+# calls whose values the compiled code rejected (they ran the interpreted ops instead)
+compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0}
 
 
 def cache_dir() -> str:
@@ -91,7 +92,7 @@ class JitKernel:
     """
 
     def __init__(self, source: str, inputs, outputs, fallback, mode: str | None = None, what: str = "",
-                 loop: bool = False, max_iterations=None):
+                 loop: bool = False, max_iterations=None, n_vars=None):
         self.source = source
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -99,7 +100,11 @@ class JitKernel:
         self.what = what
         self.loop = loop
         self.scalar_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r == 0)
-        self.copy_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0) if loop else ()
+        # A loop's variables are copied in (its result is never a caller's buffer); its invariants
+        # (the histories of saved values among them) only when not C-contiguous and writable.
+        nv = len(self.inputs) if n_vars is None else n_vars
+        self.copy_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0 and i < nv) if loop else ()
+        self.check_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0 and i >= nv) if loop else ()
         self.scalar_out = tuple(np.dtype(d).type if r == 0 else None for d, r in self.outputs)
         # Array arguments of another layout than the eager signature's (C-contiguous, writable):
         # their specialization compiles on the compile thread while the interpreted ops run.
@@ -147,6 +152,7 @@ class JitKernel:
         try:
             return self._run(fn, args)
         except Exception:  # noqa: BLE001 - bad values: the interpreted ops raise the error naming the op
+            compile_stats["rejected"] += 1
             return self.fallback(*args)
 
     def _specialize(self, key, args) -> None:
@@ -171,11 +177,15 @@ class JitKernel:
             args = list(args)
             for i in self.scalar_in:
                 args[i] = args[i][()]
-        if self.copy_in:
+        if self.copy_in or self.check_in:
             if not self.scalar_in:
                 args = list(args)
             for i in self.copy_in:      # a loop variable is updated in place: never a caller's buffer
                 args[i] = np.array(args[i], order="C")
+            for i in self.check_in:
+                a = args[i]
+                if not (a.flags.c_contiguous and a.flags.writeable):
+                    args[i] = np.array(a, order="C")
         out = fn(*args)
         so = self.scalar_out
         if self.loop:

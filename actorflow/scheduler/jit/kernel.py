@@ -39,11 +39,12 @@ def make_kernel(attrs: dict) -> JitKernel:
     loop = isinstance(spec, LoopSpec)
     source = loop_source(spec) if loop else cluster_source(spec)
     if loop:
-        outputs = tuple(spec.inputs[:spec.n_vars])
+        outputs = tuple(spec.inputs[:spec.n_vars]) + tuple(
+            (d, r + 1) for d, r in (_ref_type(spec, x) for x in spec.saves))
     else:
         outputs = tuple(_ref_type(spec, r) for r in spec.outputs)
     return JitKernel(source, spec.inputs, outputs, attrs["interpreted"], attrs.get("mode"), attrs.get("what", ""),
-                     loop=loop)
+                     loop=loop, n_vars=spec.n_vars if loop else None)
 
 
 def _ref_type(spec, ref):

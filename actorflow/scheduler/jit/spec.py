@@ -10,6 +10,11 @@ References inside a spec (`args`, `outputs`, `cond`, `nexts`):
 - ``("n", j, o)``: output o of node j (nodes are in topological order).
 In a loop, inputs ``0 .. n_vars-1`` are the loop variables (their value in the current iteration)
 and the rest are loop invariants.
+
+Saved per-iteration values (a while loop's gradient): a forward loop's `saves` are the values its
+body pushes each iteration (what a gradient loop needs); the compiled loop returns each one's
+history, an array with one row per iteration, after the loop variables. A gradient loop reads a
+row with a ``_HistoryRead(history, index)`` node, the history being one of its invariants.
 """
 from __future__ import annotations
 
@@ -48,3 +53,4 @@ class LoopSpec:
     n_cond: int
     cond: tuple         # reference to the boolean scalar that keeps the loop going
     nexts: tuple        # per loop variable: reference to its value in the next iteration
+    saves: tuple = ()   # references to the values saved each iteration (their histories are returned)
