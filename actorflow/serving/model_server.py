@@ -77,6 +77,11 @@ def _error(status: int, message: str) -> web.Response:
     return _json({"error": message}, status)
 
 
+def _is_frame(content_type: str | None) -> bool:
+    # The raw header, not request.content_type, which parses every request's header into a new object.
+    return content_type is not None and content_type.partition(";")[0].strip().lower() == FRAME_CONTENT_TYPE
+
+
 def _native(a: np.ndarray):
     # orjson serializes only native-endian C-contiguous arrays of common dtypes; others go as lists.
     if _orjson is not None and a.flags.c_contiguous and a.dtype.kind in "fiub" and a.dtype.isnative and a.ndim:
@@ -452,7 +457,8 @@ class ModelServer:
         t0 = time.perf_counter()
         status = 200
         try:
-            self._check_auth(request)
+            if self.api_key is not None:
+                self._check_auth(request)
             self._enter()
         except RequestError as e:
             self._count(e.status, t0)
@@ -466,7 +472,7 @@ class ModelServer:
             s = self._servable(name, version)
             s.acquire()
             try:
-                if request.content_type == FRAME_CONTENT_TYPE:
+                if _is_frame(request.headers.get("Content-Type")):
                     if verb != "predict":
                         raise RequestError(400, f"binary frames are accepted by :predict only, not :{verb}")
                     return await self._predict_frame(s, body)
