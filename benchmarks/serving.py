@@ -192,7 +192,7 @@ def load_generator(url: str, bodies_path: str, clients: int, duration: float, wa
 
 
 # The wrk script: `init` (per wrk thread) reads the bodies, one per line, and pre-formats one POST each;
-# `request` cycles through them (from a random start, so that connections do not march in step);
+# `request` cycles through them (the connections of a thread share the cycle);
 # `done` writes one JSON line. wrk's error counts cover non-2xx/3xx answers (status), timeouts and
 # socket errors.
 WRK_SCRIPT = r"""
@@ -204,7 +204,6 @@ init = function(args)
     reqs[#reqs + 1] = wrk.format("POST", nil, {["Content-Type"] = "application/json"}, line)
   end
   f:close()
-  idx = math.random(#reqs)
 end
 request = function()
   idx = idx % #reqs + 1
