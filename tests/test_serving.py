@@ -172,8 +172,10 @@ async def test_bad_requests_get_clear_4xx_while_others_are_served(base):
         await srv.runner.cleanup()
 
 
-async def test_batching_gives_each_caller_its_rows_in_order(base):
-    srv = await start(base, batching=af.serving.BatchingParameters(max_batch_size=32, batch_timeout_micros=2000,
+@pytest.mark.parametrize("timeout_us", [2000, 0])
+async def test_batching_gives_each_caller_its_rows_in_order(base, timeout_us):
+    # batch_timeout_micros 0: a request that finds the queue idle runs at once in its own handler.
+    srv = await start(base, batching=af.serving.BatchingParameters(max_batch_size=32, batch_timeout_micros=timeout_us,
                                                                    num_batch_threads=2))
     rng = np.random.default_rng(1)
     reqs = [rng.standard_normal((1 + i % 3, 4)).astype(np.float32) for i in range(200)]
@@ -195,8 +197,35 @@ async def test_batching_gives_each_caller_its_rows_in_order(base):
         st = srv.server.stats
         assert st["batched_requests"] == 200
         assert st["batched_rows"] == sum(len(x) for x in reqs)
-        # 200 concurrent requests went through far fewer steps than requests.
-        assert st["batch_steps"] < 100, st
+        if timeout_us:
+            # 200 concurrent requests went through far fewer steps than requests.
+            assert st["batch_steps"] < 100, st
+    finally:
+        await srv.runner.cleanup()
+
+
+async def test_batched_step_error_reaches_its_caller_only(tmp_path):
+    # An index out of range fails the step it runs in: with batch_timeout_micros 0 a lone request
+    # runs in its own handler, and the error must reach it (and no one else) as a 400.
+    g = af.Graph()
+    with g.as_default():
+        idx = af.placeholder(af.int32, [None], name="idx")
+        table = af.Variable(np.arange(10, dtype=np.float32).reshape(5, 2), name="table")
+        rows = af.gather(table, idx, name="rows")
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            af.saved_model.simple_save(s, str(tmp_path / "g" / "1"), {"idx": idx}, {"rows": rows})
+    srv = await start({"g": str(tmp_path / "g")},
+                      batching=af.serving.BatchingParameters(max_batch_size=8, batch_timeout_micros=0))
+    try:
+        async with aiohttp.ClientSession() as c:
+            for i in [1, 7, 4, 7, 0]:
+                st, body = await srv.post(c, "/v1/models/g:predict", {"instances": [i]})
+                if i < 5:
+                    assert st == 200 and body == {"predictions": [[2.0 * i, 2.0 * i + 1]]}, body
+                else:
+                    assert st == 400 and "error" in body and "7" in body["error"], body
+            assert srv.server.stats["batch_steps"] == 5
     finally:
         await srv.runner.cleanup()
 
