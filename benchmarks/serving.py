@@ -144,7 +144,8 @@ def baseline_server(model: str, weights_path: str, port: int) -> None:
     app.router.add_post("/v1/models/m:predict", predict)
     app.router.add_get("/v1/models/m", status)
     uvloop.install()
-    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+    # The accept backlog of `actorflow serve` (aiohttp's 128 drops SYNs when 256 clients connect at once).
+    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None, backlog=1024)
 
 
 # -- the load generator -------------------------------------------------------------------------------------
@@ -425,8 +426,8 @@ def main(argv=None) -> None:
             if not (b and off and on):
                 continue
             # Paired ratios: per round (contenders measured seconds apart), then the median over rounds.
-            r_off = statistics.median(x["rps"] / y["rps"] for x, y in zip(on, off))
-            r_base = statistics.median(x["rps"] / y["rps"] for x, y in zip(on, b))
+            r_off = statistics.median(x["rps"] / max(y["rps"], 1e-9) for x, y in zip(on, off))
+            r_base = statistics.median(x["rps"] / max(y["rps"], 1e-9) for x, y in zip(on, b))
             cpu = [y["cpu_us"] / x["cpu_us"] for x, y in zip(on, off) if x.get("cpu_us") and y.get("cpu_us")]
             cpu_s = f"{statistics.median(cpu):.2f}x" if cpu else "-"
             print(f"| {model} | {c} | {r_off:.2f}x | {r_base:.2f}x | {cpu_s} |")

@@ -226,16 +226,18 @@ class ModelServer:
         """A new aiohttp Application serving only this server's routes."""
         return self.attach(web.Application(client_max_size=self.client_max_size))
 
-    async def serve(self, host: str = "127.0.0.1", port: int = 8501) -> web.BaseRunner:
+    async def serve(self, host: str = "127.0.0.1", port: int = 8501, backlog: int = 1024) -> web.BaseRunner:
         """Loads the models and starts an HTTP server on host:port; returns its runner (`await
         runner.cleanup()` stops it gracefully: new requests get 503 while the ones in flight finish).
         The server is aiohttp's low-level `web.Server` with the routes of `routes()` matched in
-        `_dispatch`; `make_app` gives the same API as an Application."""
+        `_dispatch`; `make_app` gives the same API as an Application. `backlog`: connections the
+        kernel queues before they are accepted (aiohttp's 128 overflows when a few hundred clients
+        connect at once, and each overflowed connection waits a second or more for a SYN retry)."""
         await self.start()
         runner = _ServingRunner(self, web.Server(self._dispatch, access_log=None))
         try:
             await runner.setup()
-            await web.TCPSite(runner, host, port).start()
+            await web.TCPSite(runner, host, port, backlog=backlog).start()
         except BaseException:
             await runner.cleanup()
             raise
