@@ -174,7 +174,6 @@ async def test_bad_requests_get_clear_4xx_while_others_are_served(base):
 
 @pytest.mark.parametrize("timeout_us", [2000, 0])
 async def test_batching_gives_each_caller_its_rows_in_order(base, timeout_us):
-    # batch_timeout_micros 0: a request that finds the queue idle runs at once in its own handler.
     srv = await start(base, batching=af.serving.BatchingParameters(max_batch_size=32, batch_timeout_micros=timeout_us,
                                                                    num_batch_threads=2))
     rng = np.random.default_rng(1)
@@ -197,16 +196,37 @@ async def test_batching_gives_each_caller_its_rows_in_order(base, timeout_us):
         st = srv.server.stats
         assert st["batched_requests"] == 200
         assert st["batched_rows"] == sum(len(x) for x in reqs)
-        if timeout_us:
-            # 200 concurrent requests went through far fewer steps than requests.
-            assert st["batch_steps"] < 100, st
+        # 200 concurrent requests went through far fewer steps than requests (with no batch timeout
+        # too: requests arriving while the steps run wait for a slot together).
+        assert st["batch_steps"] < 100, st
+    finally:
+        await srv.runner.cleanup()
+
+
+async def test_closed_loop_clients_share_steps_without_a_batch_timeout(base):
+    # 32 clients, each sending its next request when its answer arrives (as a load generator does):
+    # with batch_timeout_micros 0, requests that arrive while the steps run must share the next step,
+    # not each take one of their own.
+    srv = await start(base, batching=af.serving.BatchingParameters(max_batch_size=64, batch_timeout_micros=0,
+                                                                   num_batch_threads=2))
+    x = [[1.0, 2.0, 3.0, 4.0]]
+    try:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as c:
+            async def client():
+                for _ in range(10):
+                    st, body = await srv.post(c, "/v1/models/m:predict", {"instances": x})
+                    assert st == 200, body
+            await asyncio.gather(*[client() for _ in range(32)])
+        st = srv.server.stats
+        assert st["batched_requests"] == 320
+        assert st["batch_steps"] < 160, st
     finally:
         await srv.runner.cleanup()
 
 
 async def test_batched_step_error_reaches_its_caller_only(tmp_path):
-    # An index out of range fails the step it runs in: with batch_timeout_micros 0 a lone request
-    # runs in its own handler, and the error must reach it (and no one else) as a 400.
+    # An index out of range fails the step it runs in: the error must reach its caller (and no one
+    # else) as a 400, and the queue keeps serving.
     g = af.Graph()
     with g.as_default():
         idx = af.placeholder(af.int32, [None], name="idx")
