@@ -18,21 +18,37 @@ Contenders, each server in its own process (started with the same nice level as 
   batch_timeout_micros 0 (a batch closes when a step slot frees: no added wait), num_batch_threads 2).
 All three servers run at once (idle when not driven); for each number of clients the contenders are
 driven in turn, in --rounds interleaved rounds, and the round with the median requests/s is shown.
-The load generator is its own process: a bounded closed loop of C clients (aiohttp on uvloop), each
-sending its next request when the previous answer arrives, for --duration seconds after a warm-up;
-it reports requests/s and p50/p99 latency, and counts non-200 answers (which must be 0).
+The load generator is its own process: a bounded closed loop of C clients, each sending its next
+request when the previous answer arrives, for --duration seconds after a warm-up; it reports
+requests/s and p50/p99 latency, and counts errors (non-2xx answers, socket errors, timeouts), which
+must be 0. Two load generators (--load-generator):
+- "wrk" (the default when `wrk` is on PATH; Debian/Ubuntu: `apt-get install -y wrk`, macOS: `brew
+  install wrk`): C, one thread (-t 1) holding C keep-alive connections (-c C), each connection one
+  closed-loop client; a Lua script cycles through the request bodies and writes the count, the
+  duration and the p50/p99 of wrk's latency histogram (`--latency`) as JSON. It costs a few
+  microseconds of CPU per request, so on a small machine nearly all the CPU goes to the servers.
+  wrk takes whole seconds: --duration and --warmup are rounded up (a warm-up is a separate,
+  discarded run on the same server).
+- "python": aiohttp on uvloop (the fallback). It costs about 0.2 ms of CPU per request, which on a
+  2-core machine takes CPU from the server it measures and caps every contender near 2,000 req/s.
+Beside requests/s the table gives each server's CPU time per request (user + system, from
+/proc/PID/stat over the measured run, Linux only): unlike requests/s it barely moves when other
+programs load the machine, and on a CPU-bound machine it is what bounds the requests/s.
 
 Targets (issue 22): with batching, >= 5x the requests/s of batching off at 64 clients; p99 < 50 ms at
 64 clients for the MLP; >= 1.0x the numpy baseline's requests/s at 64 clients.
 
 Run: nice -n 10 python benchmarks/serving.py [--duration 3] [--clients 1,8,64,256] [--model mlp,convnet]
+         [--load-generator auto|wrk|python]
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import math
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -128,7 +144,8 @@ def baseline_server(model: str, weights_path: str, port: int) -> None:
     app.router.add_post("/v1/models/m:predict", predict)
     app.router.add_get("/v1/models/m", status)
     uvloop.install()
-    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+    # The accept backlog of `actorflow serve` (aiohttp's 128 drops SYNs when 256 clients connect at once).
+    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None, backlog=1024)
 
 
 # -- the load generator -------------------------------------------------------------------------------------
@@ -143,14 +160,14 @@ def load_generator(url: str, bodies_path: str, clients: int, duration: float, wa
     async def main():
         lat = []
         errors = 0
-        stop_at = 0.0
+        total = 0
         t_measure = time.perf_counter() + warmup
         end = t_measure + duration
         headers = {"Content-Type": "application/json"}
         timeout = aiohttp.ClientTimeout(total=30)
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as s:
             async def client(i):
-                nonlocal errors
+                nonlocal errors, total
                 k = i
                 while True:
                     t0 = time.perf_counter()
@@ -160,18 +177,71 @@ def load_generator(url: str, bodies_path: str, clients: int, duration: float, wa
                         await r.read()
                         ok = r.status == 200
                     t1 = time.perf_counter()
+                    total += 1
                     if t0 >= t_measure:
                         lat.append(t1 - t0)
                         if not ok:
                             errors += 1
                     k += clients
             await asyncio.gather(*[client(i) for i in range(clients)])
-        del stop_at
         lat.sort()
         n = len(lat)
         print(json.dumps({"n": n, "rps": n / duration, "p50_ms": 1e3 * lat[n // 2] if n else None,
-                          "p99_ms": 1e3 * lat[min(n - 1, int(n * 0.99))] if n else None, "errors": errors}))
+                          "p99_ms": 1e3 * lat[min(n - 1, int(n * 0.99))] if n else None, "errors": errors,
+                          "n_total": total}))
     uvloop.run(main())
+
+
+# The wrk script: `init` (per wrk thread) reads the bodies, one per line, and pre-formats one POST each;
+# `request` cycles through them (the connections of a thread share the cycle);
+# `done` writes one JSON line. wrk's error counts cover non-2xx/3xx answers (status), timeouts and
+# socket errors.
+WRK_SCRIPT = r"""
+local reqs = {}
+local idx = 0
+init = function(args)
+  local f = assert(io.open(args[1], "r"))
+  for line in f:lines() do
+    reqs[#reqs + 1] = wrk.format("POST", nil, {["Content-Type"] = "application/json"}, line)
+  end
+  f:close()
+end
+request = function()
+  idx = idx % #reqs + 1
+  return reqs[idx]
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('{"n": %d, "duration_us": %d, "mean_us": %.1f, "p50_us": %d, "p99_us": %d, '
+    .. '"errors": %d}\n', summary.requests, summary.duration, latency.mean, latency:percentile(50),
+    latency:percentile(99), e.connect + e.read + e.write + e.status + e.timeout))
+end
+"""
+
+
+def wrk_run(url: str, lines_path: str, script_path: str, clients: int, seconds: float) -> dict:
+    """One wrk run: `clients` closed-loop connections on one thread for `seconds` (rounded up to whole
+    seconds); requests/s over wrk's own measured duration, p50/p99 from its latency histogram."""
+    cmd = ["wrk", "-t1", f"-c{clients}", f"-d{max(1, math.ceil(seconds))}s", "--timeout", "30s", "--latency",
+           "-s", script_path, url, "--", lines_path]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode != 0 or not lines:
+        raise RuntimeError(f"wrk failed ({r.returncode}): {r.stderr[-2000:] or r.stdout[-2000:]}")
+    d = json.loads(lines[-1])
+    n, dur = d["n"], d["duration_us"] / 1e6
+    return {"n": n, "rps": n / dur, "p50_ms": d["p50_us"] / 1e3, "p99_ms": d["p99_us"] / 1e3,
+            "mean_ms": d["mean_us"] / 1e3, "errors": d["errors"], "n_total": n}
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process `pid` so far (all its threads), or None off Linux."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # -- orchestration ------------------------------------------------------------------------------------------
@@ -219,6 +289,8 @@ def main(argv=None) -> None:
     p.add_argument("--duration", type=float, default=3.0, help="measured seconds per point")
     p.add_argument("--warmup", type=float, default=0.5)
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds per point (the median is shown)")
+    p.add_argument("--load-generator", dest="load_generator", choices=["auto", "wrk", "python"], default="auto",
+                   help="wrk (C, cheap per request) or the Python client; auto: wrk when it is on PATH")
     p.add_argument("--weights")
     p.add_argument("--bodies")
     p.add_argument("--url")
@@ -229,12 +301,20 @@ def main(argv=None) -> None:
     if args.role == "load":
         return load_generator(args.url, args.bodies, int(args.clients), args.duration, args.warmup)
 
+    gen = args.load_generator
+    if gen == "auto":
+        gen = "wrk" if shutil.which("wrk") else "python"
+    elif gen == "wrk" and not shutil.which("wrk"):
+        p.error("--load-generator wrk: wrk is not on PATH (Debian/Ubuntu: apt-get install -y wrk)")
     from sklearn.datasets import load_digits
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     images = (load_digits().images[:256] / 16.0).astype(np.float32)
     clients = [int(c) for c in args.clients.split(",")]
-    print(f"# serving benchmark: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
-          f"{args.duration:g} s per point after {args.warmup:g} s warm-up; random (seeded Glorot) weights")
+    if gen == "wrk":
+        args.duration, args.warmup = math.ceil(args.duration), math.ceil(args.warmup)
+    print(f"# serving benchmark: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start, "
+          f"{args.duration:g} s per point after {args.warmup:g} s warm-up, load generator {gen}; "
+          f"random (seeded Glorot) weights")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.model.split(","):
@@ -245,8 +325,15 @@ def main(argv=None) -> None:
                             f"build_and_export({model!r}, {base!r}, {weights!r})"], check=True, env=env)
             rows = images.reshape(256, 64) if model == "mlp" else images.reshape(256, 8, 8, 1)
             bodies = os.path.join(tmp, f"{model}.json")
+            docs = [json.dumps({"instances": [r.tolist()]}) for r in rows]
             with open(bodies, "w") as f:
-                json.dump([json.dumps({"instances": [r.tolist()]}) for r in rows], f)
+                json.dump(docs, f)
+            body_lines = os.path.join(tmp, f"{model}.lines")      # for wrk: one body per line
+            with open(body_lines, "w") as f:
+                f.write("".join(d + "\n" for d in docs))
+            script = os.path.join(tmp, "post.lua")
+            with open(script, "w") as f:
+                f.write(WRK_SCRIPT)
             contenders = [
                 ("numpy baseline", [sys.executable, __file__, "--role", "baseline", "--model", model,
                                     "--weights", weights, "--port", "{port}"]),
@@ -277,20 +364,34 @@ def main(argv=None) -> None:
                 # Rounds interleave the contenders, so that a change of machine load hits them alike.
                 for c in clients:
                     for _ in range(args.rounds):
-                        for name, (_proc, port) in procs.items():
+                        for name, (proc, port) in procs.items():
                             url = f"http://127.0.0.1:{port}/v1/models/m:predict"
-                            r = subprocess.run([sys.executable, __file__, "--role", "load", "--url", url, "--bodies",
-                                                bodies, "--clients", str(c), "--duration", str(args.duration),
-                                                "--warmup", str(args.warmup)], env=env, capture_output=True,
-                                               text=True, timeout=args.duration + args.warmup + 120)
-                            if r.returncode != 0:
-                                raise RuntimeError(f"load generator failed: {r.stderr[-2000:]}")
-                            results.setdefault((model, name, c), []).append(json.loads(r.stdout.strip().splitlines()[-1]))
+                            if gen == "wrk":
+                                if args.warmup:
+                                    wrk_run(url, body_lines, script, c, args.warmup)
+                                cpu0 = _cpu_seconds(proc.pid)
+                                res = wrk_run(url, body_lines, script, c, args.duration)
+                            else:
+                                cpu0 = _cpu_seconds(proc.pid)
+                                r = subprocess.run([sys.executable, __file__, "--role", "load", "--url", url,
+                                                    "--bodies", bodies, "--clients", str(c), "--duration",
+                                                    str(args.duration), "--warmup", str(args.warmup)], env=env,
+                                                   capture_output=True, text=True,
+                                                   timeout=args.duration + args.warmup + 120)
+                                if r.returncode != 0:
+                                    raise RuntimeError(f"load generator failed: {r.stderr[-2000:]}")
+                                res = json.loads(r.stdout.strip().splitlines()[-1])
+                            cpu1 = _cpu_seconds(proc.pid)
+                            res["cpu_us"] = (1e6 * (cpu1 - cpu0) / res["n_total"]
+                                             if cpu0 is not None and cpu1 is not None and res["n_total"] else None)
+                            results.setdefault((model, name, c), []).append(res)
                     for name in procs:
                         res = _median(results[(model, name, c)])
+                        cpu = statistics.median(x["cpu_us"] for x in results[(model, name, c)]) \
+                            if res.get("cpu_us") is not None else float("nan")
                         print(f"{model:8s} {name:26s} {c:4d} clients: {res['rps']:8.0f} req/s  "
-                              f"p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms  errors {res['errors']}",
-                              flush=True)
+                              f"p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms  "
+                              f"server CPU {cpu:6.0f} us/req  errors {res['errors']}", flush=True)
             finally:
                 for proc, _ in procs.values():
                     proc.terminate()
@@ -300,22 +401,36 @@ def main(argv=None) -> None:
                     except subprocess.TimeoutExpired:
                         proc.kill()
                         proc.wait()
-    print()
-    print("| model | clients | numpy baseline req/s | af off req/s | af on req/s | on/off (paired) | "
-          "on/baseline (paired) | af on p50 ms | af on p99 ms |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    names = ("numpy baseline", "actorflow, batching off", "actorflow, batching on")
+    print(f"\n# load average at end {os.getloadavg()[0]:.1f}; median round of {args.rounds} per row; "
+          f"CPU: the server process's user+system time per request (median over rounds)\n")
+    print("| model | clients | server | req/s | p50 ms | p99 ms | CPU us/req | errors |")
+    print("|---|---|---|---|---|---|---|---|")
     for model in args.model.split(","):
         for c in clients:
-            b, off, on = (results.get((model, n, c)) for n in ("numpy baseline", "actorflow, batching off",
-                                                                 "actorflow, batching on"))
+            for name in names:
+                runs = results.get((model, name, c))
+                if not runs:
+                    continue
+                r = _median(runs)
+                cpus = [x["cpu_us"] for x in runs if x.get("cpu_us") is not None]
+                cpu = f"{statistics.median(cpus):.0f}" if cpus else "-"
+                print(f"| {model} | {c} | {name} | {r['rps']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
+                      f"{cpu} | {r['errors']} |")
+    print()
+    print("| model | clients | on/off req/s (paired) | on/baseline req/s (paired) | off/on CPU per request |")
+    print("|---|---|---|---|---|")
+    for model in args.model.split(","):
+        for c in clients:
+            b, off, on = (results.get((model, n, c)) for n in names)
             if not (b and off and on):
                 continue
             # Paired ratios: per round (contenders measured seconds apart), then the median over rounds.
-            r_off = statistics.median(x["rps"] / y["rps"] for x, y in zip(on, off))
-            r_base = statistics.median(x["rps"] / y["rps"] for x, y in zip(on, b))
-            b, off, on = _median(b), _median(off), _median(on)
-            print(f"| {model} | {c} | {b['rps']:.0f} | {off['rps']:.0f} | {on['rps']:.0f} | "
-                  f"{r_off:.2f}x | {r_base:.2f}x | {on['p50_ms']:.2f} | {on['p99_ms']:.2f} |")
+            r_off = statistics.median(x["rps"] / max(y["rps"], 1e-9) for x, y in zip(on, off))
+            r_base = statistics.median(x["rps"] / max(y["rps"], 1e-9) for x, y in zip(on, b))
+            cpu = [y["cpu_us"] / x["cpu_us"] for x, y in zip(on, off) if x.get("cpu_us") and y.get("cpu_us")]
+            cpu_s = f"{statistics.median(cpu):.2f}x" if cpu else "-"
+            print(f"| {model} | {c} | {r_off:.2f}x | {r_base:.2f}x | {cpu_s} |")
 
 
 if __name__ == "__main__":

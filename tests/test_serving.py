@@ -1,6 +1,7 @@
 """The model server (af.serving, `actorflow serve`): TF Serving's REST shapes, batching, hot reload,
 overload and bad requests, through HTTP on loopback."""
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -171,8 +172,9 @@ async def test_bad_requests_get_clear_4xx_while_others_are_served(base):
         await srv.runner.cleanup()
 
 
-async def test_batching_gives_each_caller_its_rows_in_order(base):
-    srv = await start(base, batching=af.serving.BatchingParameters(max_batch_size=32, batch_timeout_micros=2000,
+@pytest.mark.parametrize("timeout_us", [2000, 0])
+async def test_batching_gives_each_caller_its_rows_in_order(base, timeout_us):
+    srv = await start(base, batching=af.serving.BatchingParameters(max_batch_size=32, batch_timeout_micros=timeout_us,
                                                                    num_batch_threads=2))
     rng = np.random.default_rng(1)
     reqs = [rng.standard_normal((1 + i % 3, 4)).astype(np.float32) for i in range(200)]
@@ -194,8 +196,56 @@ async def test_batching_gives_each_caller_its_rows_in_order(base):
         st = srv.server.stats
         assert st["batched_requests"] == 200
         assert st["batched_rows"] == sum(len(x) for x in reqs)
-        # 200 concurrent requests went through far fewer steps than requests.
+        # 200 concurrent requests went through far fewer steps than requests (with no batch timeout
+        # too: requests arriving while the steps run wait for a slot together).
         assert st["batch_steps"] < 100, st
+    finally:
+        await srv.runner.cleanup()
+
+
+async def test_closed_loop_clients_share_steps_without_a_batch_timeout(base):
+    # 32 clients, each sending its next request when its answer arrives (as a load generator does):
+    # with batch_timeout_micros 0, requests that arrive while the steps run must share the next step,
+    # not each take one of their own.
+    srv = await start(base, batching=af.serving.BatchingParameters(max_batch_size=64, batch_timeout_micros=0,
+                                                                   num_batch_threads=2))
+    x = [[1.0, 2.0, 3.0, 4.0]]
+    try:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as c:
+            async def client():
+                for _ in range(10):
+                    st, body = await srv.post(c, "/v1/models/m:predict", {"instances": x})
+                    assert st == 200, body
+            await asyncio.gather(*[client() for _ in range(32)])
+        st = srv.server.stats
+        assert st["batched_requests"] == 320
+        assert st["batch_steps"] < 160, st
+    finally:
+        await srv.runner.cleanup()
+
+
+async def test_batched_step_error_reaches_its_caller_only(tmp_path):
+    # An index out of range fails the step it runs in: the error must reach its caller (and no one
+    # else) as a 400, and the queue keeps serving.
+    g = af.Graph()
+    with g.as_default():
+        idx = af.placeholder(af.int32, [None], name="idx")
+        table = af.Variable(np.arange(10, dtype=np.float32).reshape(5, 2), name="table")
+        rows = af.gather(table, idx, name="rows")
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            af.saved_model.simple_save(s, str(tmp_path / "g" / "1"), {"idx": idx}, {"rows": rows})
+    srv = await start({"g": str(tmp_path / "g")},
+                      batching=af.serving.BatchingParameters(max_batch_size=8, batch_timeout_micros=0))
+    try:
+        async with aiohttp.ClientSession() as c:
+            for i in [1, 7, 4, 7, 0]:
+                st, body = await srv.post(c, "/v1/models/g:predict", {"instances": [i]})
+                if i < 5:
+                    assert st == 200 and body == {"predictions": [[2.0 * i, 2.0 * i + 1]]}, body
+                else:
+                    assert st == 400 and "error" in body and "7" in body["error"], body
+            assert srv.server.stats["batch_steps"] == 5
     finally:
         await srv.runner.cleanup()
 
@@ -284,7 +334,7 @@ async def test_broken_new_version_keeps_old_one_serving(base):
             for _ in range(100):
                 async with c.get(srv.url + "/v1/models/m") as r:
                     states = {s["version"]: s for s in (await r.json())["model_version_status"]}
-                if "5" in states:
+                if states.get("5", {}).get("state") == "END":      # LOADING first, for a moment
                     break
                 await asyncio.sleep(0.05)
             assert states["5"]["status"]["error_code"] == "DATA_LOSS"
@@ -376,6 +426,86 @@ async def test_api_key_and_embedding_in_an_existing_app(base):
                 assert r.status == 200
     finally:
         await runner.cleanup()
+
+
+async def test_served_routes_match_the_embedded_app(base):
+    # `serve` matches the routes by hand on aiohttp's low-level server; `attach` uses an Application's
+    # router. Both must answer the same requests alike, and `serve` answers unknown routes in JSON.
+    srv = await start(base)
+    app_server = af.serving.ModelServer({"m": str(base)}, poll_interval_s=0)
+    runner = web.AppRunner(app_server.make_app())
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    app_url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    row = {"instances": [[1, 2, 3, 4]]}
+    same = [("GET", "/v1/models/m", None), ("GET", "/v1/models/m/versions/1", None),
+            ("GET", "/v1/models/m/metadata", None), ("GET", "/v1/models/m/versions/1/metadata", None),
+            ("POST", "/v1/models/m:predict", row), ("POST", "/v1/models/m/versions/1:predict", row),
+            ("POST", "/v1/models/m/versions/1:classify", {"signature_name": "classify", "examples": [[1, 2, 3, 4]]}),
+            ("GET", "/v1/models/other", None), ("GET", "/v1/models/m/versions/9", None),
+            ("POST", "/v1/models/m:explain", row)]
+    routing = [("GET", "/v1/models/m:predict", 405), ("POST", "/v1/models/m", 405), ("GET", "/nope", 404),
+               ("GET", "/v1/models/m/versions/x", 404), ("POST", "/v1/models/m/extra:predict", 404)]
+    try:
+        async with aiohttp.ClientSession() as c:
+            async def ask(url, method, path, payload):
+                async with c.request(method, url + path, json=payload) as r:
+                    return r.status, r.content_type, await r.read()
+            for method, path, payload in same:
+                a = await ask(srv.url, method, path, payload)
+                b = await ask(app_url, method, path, payload)
+                assert a[0] == b[0] and a[1] == b[1] == "application/json", (path, a, b)
+                assert json.loads(a[2]) == json.loads(b[2]), path
+            for method, path, status in routing:
+                a = await ask(srv.url, method, path, None)
+                b = await ask(app_url, method, path, None)
+                assert a[0] == b[0] == status, (method, path, a, b)
+                assert "error" in json.loads(a[2]), (method, path, a)
+            async with c.get(srv.url + "/monitoring/prometheus/metrics") as r:
+                assert r.status == 200 and "actorflow_serving_requests_total" in await r.text()
+    finally:
+        await runner.cleanup()
+        await srv.runner.cleanup()
+
+
+async def test_body_arriving_in_pieces_or_chunked(base):
+    # A small body normally arrives with its headers and is taken at once; one that comes later, in
+    # pieces, or chunked (no Content-Length) is read as it arrives.
+    srv = await start(base)
+    body = b'{"instances": [[1, 2, 3, 4], [0, 0, 1, 0]]}'
+    want = np.array([[1, 2, 3, 4], [0, 0, 1, 0]], np.float32) @ W
+    host, port = "127.0.0.1", srv.runner.addresses[0][1]
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+        head = (f"POST /v1/models/m:predict HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        writer.write(head + body[:10])
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        writer.write(body[10:])
+        await writer.drain()
+        async with asyncio.timeout(30):
+            status = await reader.readline()
+            headers = {}
+            while (line := await reader.readline()) != b"\r\n":
+                k, _, v = line.decode().partition(":")
+                headers[k.strip().lower()] = v.strip()
+            answer = await reader.readexactly(int(headers["content-length"]))
+        writer.close()
+        assert status.split()[1] == b"200", (status, answer)
+        np.testing.assert_allclose(json.loads(answer)["predictions"], want, rtol=1e-6)
+
+        async def pieces():
+            for i in range(0, len(body), 7):
+                yield body[i:i + 7]
+                await asyncio.sleep(0.01)
+        async with aiohttp.ClientSession() as c:
+            async with c.post(srv.url + "/v1/models/m:predict", data=pieces(),
+                              headers={"Content-Type": "application/json"}) as r:
+                assert r.status == 200, await r.text()
+                np.testing.assert_allclose((await r.json())["predictions"], want, rtol=1e-6)
+    finally:
+        await srv.runner.cleanup()
 
 
 async def test_graceful_stop_finishes_requests_in_flight(base):

@@ -78,9 +78,14 @@ class BatchQueue:
         self._steps: set = set()
         self._closed = False
         self.stats = stats if stats is not None else {}
+        # Feeds come converted by the runner (its dtypes, shapes checked against the signature): when
+        # the signature fixes every dimension but the batch one, all requests can share a step.
+        self._one_key = all(s is not None and None not in s[1:] for s in runner.shapes.values())
         self._task = asyncio.get_running_loop().create_task(self._schedule())
 
     def _key(self, feeds: dict) -> tuple:
+        if self._one_key:
+            return ()
         if self._p.pad_variable_length_inputs:
             shapes = self._runner.shapes
             return tuple((k, a.dtype.str, tuple(d if shapes[k] is None or shapes[k][i + 1] is not None else None

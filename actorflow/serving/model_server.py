@@ -26,6 +26,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import time
 
 import numpy as np
@@ -76,11 +77,33 @@ def _error(status: int, message: str) -> web.Response:
     return _json({"error": message}, status)
 
 
+def _is_frame(content_type: str | None) -> bool:
+    # The raw header, not request.content_type, which parses every request's header into a new object.
+    return content_type is not None and content_type.partition(";")[0].strip().lower() == FRAME_CONTENT_TYPE
+
+
 def _native(a: np.ndarray):
     # orjson serializes only native-endian C-contiguous arrays of common dtypes; others go as lists.
     if _orjson is not None and a.flags.c_contiguous and a.dtype.kind in "fiub" and a.dtype.isnative and a.ndim:
         return a
     return a.tolist()
+
+
+_POST_PATH = re.compile(r"/v1/models/([^/:]+(?:/versions/\d+)?):([^/{}]+)\Z")
+_GET_PATH = re.compile(r"/v1/models/([^/:]+)(?:/versions/(\d+))?(/metadata)?\Z")
+_METRICS_PATH = "/monitoring/prometheus/metrics"
+
+
+class _ServingRunner(web.ServerRunner):
+    """The runner of `ModelServer.serve`: on cleanup, after its sites stop listening, the model
+    server stops gracefully (requests in flight finish) before the connections close."""
+
+    def __init__(self, model_server: "ModelServer", server: web.Server):
+        super().__init__(server)
+        self._model_server = model_server
+
+    async def shutdown(self) -> None:
+        await self._model_server.stop()
 
 
 class _Model:
@@ -149,12 +172,42 @@ class ModelServer:
     # -- wiring ----------------------------------------------------------------------------------------
     def routes(self) -> list:
         """The aiohttp route definitions (for embedding into another app's router)."""
-        return [web.post(r"/v1/models/{spec:[^/:]+(?:/versions/\d+)?}:{verb}", self._handle_post),
-                web.get(r"/v1/models/{name:[^/:]+}", self._handle_status),
-                web.get(r"/v1/models/{name:[^/:]+}/versions/{version:\d+}", self._handle_status),
-                web.get(r"/v1/models/{name:[^/:]+}/metadata", self._handle_metadata),
-                web.get(r"/v1/models/{name:[^/:]+}/versions/{version:\d+}/metadata", self._handle_metadata),
-                web.get("/monitoring/prometheus/metrics", self._handle_metrics)]
+        return [web.post(r"/v1/models/{spec:[^/:]+(?:/versions/\d+)?}:{verb}", self._route_post),
+                web.get(r"/v1/models/{name:[^/:]+}", self._route_status),
+                web.get(r"/v1/models/{name:[^/:]+}/versions/{version:\d+}", self._route_status),
+                web.get(r"/v1/models/{name:[^/:]+}/metadata", self._route_metadata),
+                web.get(r"/v1/models/{name:[^/:]+}/versions/{version:\d+}/metadata", self._route_metadata),
+                web.get(_METRICS_PATH, self._handle_metrics)]
+
+    async def _route_post(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle_post(request, request.match_info["spec"], request.match_info["verb"])
+
+    async def _route_status(self, request: web.Request) -> web.Response:
+        return await self._handle_status(request, request.match_info["name"], request.match_info.get("version"))
+
+    async def _route_metadata(self, request: web.Request) -> web.Response:
+        return await self._handle_metadata(request, request.match_info["name"], request.match_info.get("version"))
+
+    async def _dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
+        """The routes of `routes()`, matched by hand: the request handler of the server that `serve`
+        starts (aiohttp's low-level Server, without an Application's router, middleware and signals,
+        which cost a fifth of the event loop's time per request under load)."""
+        path = request.path
+        m = _POST_PATH.match(path)
+        if m is not None:
+            if request.method != "POST":
+                return _error(405, f"method {request.method} not allowed on {path} (use POST)")
+            return await self._handle_post(request, m.group(1), m.group(2))
+        m = _GET_PATH.match(path)
+        if m is None and path != _METRICS_PATH:
+            return _error(404, f"no route for {path} (see TF Serving's REST API: /v1/models/NAME[:predict])")
+        if request.method not in ("GET", "HEAD"):
+            return _error(405, f"method {request.method} not allowed on {path} (use GET)")
+        if m is None:
+            return await self._handle_metrics(request)
+        if m.group(3):
+            return await self._handle_metadata(request, m.group(1), m.group(2))
+        return await self._handle_status(request, m.group(1), m.group(2))
 
     def attach(self, app: web.Application) -> web.Application:
         """Adds the routes to `app` and starts/stops the server with it (on_startup / on_shutdown)."""
@@ -173,13 +226,21 @@ class ModelServer:
         """A new aiohttp Application serving only this server's routes."""
         return self.attach(web.Application(client_max_size=self.client_max_size))
 
-    async def serve(self, host: str = "127.0.0.1", port: int = 8501) -> web.AppRunner:
-        """Starts an HTTP server on host:port; returns its AppRunner (`await runner.cleanup()` stops it
-        gracefully: new requests get 503 while the ones in flight finish)."""
-        runner = web.AppRunner(self.make_app(), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, host, port)
-        await site.start()
+    async def serve(self, host: str = "127.0.0.1", port: int = 8501, backlog: int = 1024) -> web.BaseRunner:
+        """Loads the models and starts an HTTP server on host:port; returns its runner (`await
+        runner.cleanup()` stops it gracefully: new requests get 503 while the ones in flight finish).
+        The server is aiohttp's low-level `web.Server` with the routes of `routes()` matched in
+        `_dispatch`; `make_app` gives the same API as an Application. `backlog`: connections the
+        kernel queues before they are accepted (aiohttp's 128 overflows when a few hundred clients
+        connect at once, and each overflowed connection waits a second or more for a SYN retry)."""
+        await self.start()
+        runner = _ServingRunner(self, web.Server(self._dispatch, access_log=None))
+        try:
+            await runner.setup()
+            await web.TCPSite(runner, host, port, backlog=backlog).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
         return runner
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -338,6 +399,14 @@ class ModelServer:
         n = request.content_length
         if n is not None and n > self.client_max_size:
             raise RequestError(413, f"request body of {n} bytes exceeds the limit of {self.client_max_size} bytes")
+        content = request.content
+        if n is not None and content.is_eof():
+            # The whole body arrived with the headers (a small request): take it without a timeout
+            # scope or a waiter, which cost more than the read itself.
+            body = content.read_nowait(n)
+            if len(body) == n:
+                return body
+            raise RequestError(400, f"request body ended after {len(body)} of {n} bytes")
         try:
             async with asyncio.timeout(self.body_timeout_s):
                 if n is not None:
@@ -386,18 +455,17 @@ class ModelServer:
             return await runner.run(feeds)
 
     # -- handlers --------------------------------------------------------------------------------------
-    async def _handle_post(self, request: web.Request) -> web.StreamResponse:
+    async def _handle_post(self, request: web.BaseRequest, spec: str, verb: str) -> web.StreamResponse:
         t0 = time.perf_counter()
         status = 200
         try:
-            self._check_auth(request)
+            if self.api_key is not None:
+                self._check_auth(request)
             self._enter()
         except RequestError as e:
             self._count(e.status, t0)
             return _error(e.status, e.message)
         try:
-            spec = request.match_info["spec"]
-            verb = request.match_info["verb"]
             name, _, ver = spec.partition("/versions/")
             version = int(ver) if ver else None
             if verb not in ("predict", "classify", "regress"):
@@ -406,7 +474,7 @@ class ModelServer:
             s = self._servable(name, version)
             s.acquire()
             try:
-                if request.content_type == FRAME_CONTENT_TYPE:
+                if _is_frame(request.headers.get("Content-Type")):
                     if verb != "predict":
                         raise RequestError(400, f"binary frames are accepted by :predict only, not :{verb}")
                     return await self._predict_frame(s, body)
@@ -558,14 +626,12 @@ class ModelServer:
                 result.append([[str(c), float(x)] for c, x in zip(cl, sc)])
         return _json({"result": result})
 
-    async def _handle_status(self, request: web.Request) -> web.Response:
+    async def _handle_status(self, request: web.BaseRequest, name: str, ver: str | None) -> web.Response:
         try:
             self._check_auth(request)
-            name = request.match_info["name"]
             m = self._models.get(name)
             if m is None:
                 raise RequestError(404, f"Could not find any versions of model {name}")
-            ver = request.match_info.get("version")
             items = sorted(m.states.items(), reverse=True)
             if ver is not None:
                 items = [(v, st) for v, st in items if v == int(ver)]
@@ -577,11 +643,9 @@ class ModelServer:
         except RequestError as e:
             return _error(e.status, e.message)
 
-    async def _handle_metadata(self, request: web.Request) -> web.Response:
+    async def _handle_metadata(self, request: web.BaseRequest, name: str, ver: str | None) -> web.Response:
         try:
             self._check_auth(request)
-            name = request.match_info["name"]
-            ver = request.match_info.get("version")
             s = self._servable(name, None if ver is None else int(ver))
             sigs = {}
             for key, sig in s.meta_graph.signature_def.items():
