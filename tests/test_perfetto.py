@@ -165,10 +165,10 @@ def test_mlp_step_trace_in_perfetto(tmp_path):
                 assert misbound == [], f"flows bound to a slice that is not the tensor's consumer: {misbound}"
 
                 # What a person sees: the device's process track and its threads, then a MatMul
-                # selected with its flows drawn and its arguments in the details panel.
+                # (the fusion pass may have merged it with its neighbours) selected with its flows drawn and its arguments in the details panel.
                 expect(page.get_by_text("actorflow-kernel_0").first).to_be_visible(timeout=30000)
                 expect(page.get_by_text("device:CPU:0").first).to_be_visible()
-                picked = max((s for s in slices if s["op"] == "MatMul" and "/_block_" not in s["node"]),
+                picked = max((s for s in slices if s["op"] in ("MatMul", "_FusedMatMul") and "/_block_" not in s["node"]),
                              key=lambda s: s["dur"])
                 page.evaluate("(id) => window.app.trace.selection.selectSqlEvent('slice', id)", picked["id"])
                 expect(page.get_by_text(picked["node"]).first).to_be_visible(timeout=30000)
