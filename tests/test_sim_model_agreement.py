@@ -49,9 +49,11 @@ def test_model_step_is_six_hops_without_costs():
 
 @pytest.mark.parametrize("compute_s", [0.0, 0.010])
 def test_model_agrees_with_real_code_async(tmp_path, compute_s):
+    # Observed (receive CPU booked on arrival): step -0.4..+0.1%, steps/s +1.6..+7.3% (the null
+    # model's throughput counts the staggered start); with it booked at send time: +4.1% and +5.9%.
     row = compare_async(4, 2, compute_s, steps_per_worker=20, tmp=str(tmp_path))
-    assert row["model_ms"] == pytest.approx(row["real_ms"], rel=0.15)
-    assert row["model_steps_per_s"] == pytest.approx(row["real_steps_per_s"], rel=0.2)
+    assert row["model_ms"] == pytest.approx(row["real_ms"], rel=0.05)
+    assert row["model_steps_per_s"] == pytest.approx(row["real_steps_per_s"], rel=0.12)
 
 
 def test_sync_model_sends_the_real_protocols_messages(tmp_path):
@@ -65,9 +67,17 @@ def test_sync_model_sends_the_real_protocols_messages(tmp_path):
 
 
 def test_model_agrees_with_real_code_sync(tmp_path):
-    row = compare_sync(4, 2, 1, 0.05, steps=12, tmp=str(tmp_path))
-    assert row["model_step_ms"] == pytest.approx(row["real_step_ms"], rel=0.1)
+    row = compare_sync(4, 2, 1, 0.05, steps=12, tmp=str(tmp_path))      # observed -1.6%
+    assert row["model_step_ms"] == pytest.approx(row["real_step_ms"], rel=0.05)
     assert row["model_dropped"] == pytest.approx(row["real_dropped"], abs=3)
+
+
+def test_sync_null_model_agrees_with_real_code(tmp_path):
+    # Coordination only (no compute), 8 workers, 10 PS: every step's messages queue on the global
+    # step's PS. Observed -1.7%; the simulated network's old booking of receive CPU at send time
+    # (a machine busy while its messages were in flight) left the model 7.8% under the real step.
+    row = compare_sync(8, 10, 0, 0.0, steps=20, tmp=str(tmp_path))
+    assert row["model_step_ms"] == pytest.approx(row["real_step_ms"], rel=0.05)
 
 
 def test_model_what_if_group_on_the_global_steps_ps(tmp_path, monkeypatch):

@@ -198,7 +198,7 @@ def figure6(workers=(1, 4, 16, 50, 100), ps: int = 10, steps_per_worker: int = 1
     return rows
 
 
-def figure6_sync(workers=(4, 16, 50), ps: int = 10, steps: int = 40, progress=None) -> list:
+def figure6_sync(workers=(4, 8, 16, 24, 50), ps: int = 10, steps: int = 40, progress=None) -> list:
     """The null model as the paper's Figure 6 runs it: synchronous (all workers aggregated, no
     backups), global step time against the number of workers."""
     rows = []
@@ -357,7 +357,7 @@ def main(argv=None) -> int:
         if fig == "6":
             done[fig] = figure6((1, 4, 16) if args.quick else (1, 4, 16, 50, 100), progress=progress)
         elif fig == "6s":
-            done[fig] = figure6_sync((4, 16) if args.quick else (4, 16, 50), progress=progress)
+            done[fig] = figure6_sync((4, 16) if args.quick else (4, 8, 16, 24, 50), progress=progress)
         elif fig == "9":
             done[fig] = figure9((16,) if args.quick else (16, 100), progress=progress)
         elif fig == "8":

@@ -66,7 +66,6 @@ class Workload:
     msg_cpu_ms: float = 0.01           # a machine's CPU per message it sends or receives
     msg_cpu_ms_per_mb: float = 0.0     # ...and per MB of it
     latency_jitter: float = 0.0        # a hop's latency is latency_ms * (1 + jitter * U[0, 1))
-    book_on_arrival: bool = False      # the receiver's CPU booked on arrival, not at send time (_Wire)
 
     @classmethod
     def from_calibration(cls, cal: dict, **over) -> "Workload":
@@ -503,17 +502,14 @@ class _Node:
 
 
 class _Wire:
-    """The simulated network's costs (actorflow/sim/network.py `SimNetwork._schedule`), in ms: a
-    message costs its sender's CPU and link out, the hop's latency, the receiver's link in and CPU.
-    As there, the receiver's CPU is booked when the message is sent, for when it arrives (so a
-    machine's CPU counts as taken during its incoming messages' flight); `Workload.book_on_arrival`
-    books it when the message arrives instead (a what-if for the simulated network)."""
+    """The simulated network's costs (actorflow/sim/network.py `SimNetwork._schedule` and `_arrive`), in
+    ms: a message costs its sender's CPU and link out when it is sent, the hop's latency, then the
+    receiver's link in and CPU when it arrives (a busy receiver's CPU queues it)."""
 
     def __init__(self, ev: _Events, wl: Workload, rng):
         self.ev, self.rng = ev, rng
         self.lat, self.jit = wl.latency_ms, wl.latency_jitter
         self.cpu_msg, self.cpu_mb, self.net = wl.msg_cpu_ms, wl.msg_cpu_ms_per_mb, wl.net_ms_per_mb
-        self.on_arrival = wl.book_on_arrival
 
     def send(self, a: _Node, b: _Node, nbytes: int, fn, *args) -> None:
         ev = self.ev
@@ -522,12 +518,7 @@ class _Wire:
         a.cpu = max(a.cpu, ev.now) + cpu
         a.link_out = max(a.link_out, a.cpu) + mb * self.net
         t = a.link_out + self.lat * (1.0 + self.jit * self.rng.random())
-        if self.on_arrival:
-            ev.at(t, self._arrive, b, mb, cpu, fn, args)
-            return
-        b.link_in = max(b.link_in, t) + mb * self.net
-        b.cpu = max(b.cpu, b.link_in) + cpu
-        ev.at(b.cpu, fn, *args)
+        ev.at(t, self._arrive, b, mb, cpu, fn, args)
 
     def _arrive(self, b: _Node, mb: float, cpu: float, fn, args) -> None:
         ev = self.ev

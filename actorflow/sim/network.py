@@ -6,8 +6,12 @@
 
 A message from task A to task B crosses, in order: A's CPU (a per-message cost), A's outgoing link
 (its size at the link's rate, shared by every connection out of A), the wire (a latency, with a
-seeded jitter and any latency fault), B's incoming link and B's CPU. One connection delivers in the
-order it sent (TCP's guarantee); messages on different connections interleave as their times fall.
+seeded jitter and any latency fault), B's incoming link and B's CPU. The sender's side is booked
+when the message is sent; the receiver's link and CPU when it arrives, so B's CPU is free while
+its messages are in flight, and messages that arrive while it is busy queue behind it (those that
+arrive at one instant in the order the loop draws from the seed). One connection delivers in the
+order it sent (TCP's guarantee: it reaches B, and B's CPU takes it, in that order); messages on
+different connections interleave as their times fall.
 Faults, all drawn from the seed or given by the plan:
 
 - `partition(a, b)`: messages between the sides are held, delivered in order once healed, or the
@@ -32,6 +36,7 @@ __all__ = ["SimNetwork", "SimSocket", "NetCosts"]
 
 _BINARY = aiohttp.WSMsgType.BINARY
 _CLOSED = aiohttp.WSMessage(aiohttp.WSMsgType.CLOSED, None, None)
+_EOF = object()                      # in a connection's flight: the sender closed it or it was reset
 
 
 class NetCosts:
@@ -76,7 +81,10 @@ class SimSocket:
         self._waiter: asyncio.Future | None = None
         self.closed = False              # closed by this end
         self._eof = False                # the peer closed or the connection was reset
-        self._last = 0.0                 # arrival time of the last message sent (in-order delivery)
+        self._last = 0.0                 # arrival time of the last message sent (in-order arrival)
+        self._flight: collections.deque = collections.deque()   # sent, not yet arrived: data or _EOF, in order
+        self._taken: collections.deque = collections.deque()    # arrived, in the receiver's CPU: data or _EOF
+        self._done_at = 0.0              # when the receiver's CPU is done with the last one (in-order delivery)
         self._held: list = []            # messages held by a partition
         self._held_since = 0.0
         self.sent = 0
@@ -114,6 +122,14 @@ class SimSocket:
             return
         self._inbox.append(aiohttp.WSMessage(_BINARY, data, None))
         self._wake()
+
+    def _deliver_next(self) -> None:
+        """The receiver's CPU is done with this connection's oldest message (or its close) taken in."""
+        data = self.peer._taken.popleft()
+        if data is _EOF:
+            self._reset()
+        else:
+            self._deliver(data)
 
     def _reset(self) -> None:
         self._eof = True
@@ -252,29 +268,50 @@ class SimNetwork:
         self._schedule(sock, data, extra)
 
     def _schedule(self, sock: SimSocket, data: bytes, extra: float = 0.0) -> None:
+        """Books the sender's CPU and outgoing link, and puts the message on the wire: it reaches the
+        receiver's side (`_arrive`) after the hop's latency, not before the connection's previous one."""
         c = self.costs
         now = self.loop.time()
-        a, b = self.node(sock.local), self.node(sock.remote)
+        a = self.node(sock.local)
         mb = len(data) / 1e6
         a.sent += 1
-        b.received += 1
-        cpu = c.cpu_per_msg_s + mb * c.cpu_per_mb_s
-        a.cpu = max(a.cpu, now) + cpu
+        a.cpu = max(a.cpu, now) + c.cpu_per_msg_s + mb * c.cpu_per_mb_s
         rate = c.s_per_mb if a.bandwidth is None else max(c.s_per_mb, 1.0 / a.bandwidth)
         a.link_out = max(a.link_out, a.cpu) + mb * rate
-        t = a.link_out + self._latency(sock.local, sock.remote) + extra
-        b.link_in = max(b.link_in, t) + mb * c.s_per_mb
-        b.cpu = max(b.cpu, b.link_in) + cpu
-        t = max(b.cpu, sock._last)
+        t = max(a.link_out + self._latency(sock.local, sock.remote) + extra, sock._last)
+        self._fly(sock, data, t)
+
+    def _fly(self, sock: SimSocket, data, t: float) -> None:
         sock._last = t
+        sock._flight.append(data)
         peer = sock.peer
-        self.loop.call_at(t, peer._deliver, data, context=peer.owner.ctx if peer.owner is not None else None)
+        self.loop.call_at(t, self._arrive, sock, context=peer.owner.ctx if peer.owner is not None else None)
+
+    def _arrive(self, sock: SimSocket) -> None:
+        """The connection's oldest message in flight reaches the receiver: its incoming link, then its
+        CPU, each taken from now (or when free); a close takes no CPU but waits for what came before.
+        Arrivals are taken in `_flight`'s order, so two due at one instant keep the connection's."""
+        data = sock._flight.popleft()
+        peer = sock.peer
+        now = self.loop.time()
+        if data is _EOF:
+            t = max(now, sock._done_at)
+        else:
+            if peer.closed or peer._eof:
+                return                    # nobody reads it: the receiver's kernel drops it
+            c = self.costs
+            b = self.node(sock.remote)
+            mb = len(data) / 1e6
+            b.received += 1
+            b.link_in = max(b.link_in, now) + mb * c.s_per_mb
+            b.cpu = max(b.cpu, b.link_in) + c.cpu_per_msg_s + mb * c.cpu_per_mb_s
+            t = max(b.cpu, sock._done_at)
+        sock._done_at = t
+        sock._taken.append(data)
+        self.loop.call_at(t, peer._deliver_next, context=peer.owner.ctx if peer.owner is not None else None)
 
     def send_eof(self, sock: SimSocket) -> None:
-        t = max(self.loop.time() + self._latency(sock.local, sock.remote), sock._last)
-        sock._last = t
-        peer = sock.peer
-        self.loop.call_at(t, peer._reset, context=peer.owner.ctx if peer.owner is not None else None)
+        self._fly(sock, _EOF, max(self.loop.time() + self._latency(sock.local, sock.remote), sock._last))
 
     def reset(self, sock: SimSocket, why: str) -> None:
         """Resets the connection of `sock`: both ends see it fail (the far end one latency later)."""
