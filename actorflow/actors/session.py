@@ -300,7 +300,7 @@ class LocalBackend:
         handle = None
         if sync and tracer is None and exe.sync is not None:
             try:
-                results = exe.run_sync(feed_values)
+                results = exe.run_sync(feed_values, on_loop=True)
             except Exception as e:  # noqa: BLE001
                 done(None, e)
                 return
@@ -359,7 +359,7 @@ class LocalBackend:
         if loop is rt.loop:
             if trace is None and exe.sync is not None:
                 # What the actors would run inline in one callback anyway, minus the messages.
-                results = exe.run_sync(feed_values)
+                results = exe.run_sync(feed_values, on_loop=True)
                 if results is not None:
                     return results
 
