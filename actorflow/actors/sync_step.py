@@ -219,15 +219,32 @@ class SyncTrainProgram:
                 return None
         if not resources:
             return None                   # nothing stateful: SyncProgram's business
-        prog = _wire(items, actors, plan)
+        # Variable updates (deferred kernels) go as late as their dependencies allow, as on the pool:
+        # the reads of a weight come first, and its update then finds the buffer unshared.
+        prog = _wire(items, actors, plan, deferred=[a.deferred for a in actors])
         if prog is None:
             return None
         order, pos, ins, fetch_srcs = prog
+        # A value is dropped after its last reader ran (fetched ones are kept): an update then writes
+        # its variable in place instead of copying a buffer that only this step's bookkeeping holds.
+        last: dict = {}
+        for k, i in enumerate(order):
+            for _slot, src, _out in ins[i]:
+                if src >= 0:
+                    last[pos[src]] = k
+        fetched = {f[0] for f in fetch_srcs if f is not None}
+        frees: list = [[] for _ in order]
+        for src, k in last.items():
+            if src not in fetched:
+                frees[k].append(src)
+        for k in range(len(order)):
+            if k not in last and k not in fetched:
+                frees[k].append(k)            # nobody reads it (a NoOp, an update's output)
         code = []
-        for i in order:
+        for k, i in enumerate(order):
             a = actors[i]
             srcs = tuple((slot, src if src < 0 else pos[src], out) for slot, src, out in ins[i])
-            code.append((kinds[i], a, list(a.template[:a.n_in]), srcs))
+            code.append((kinds[i], a, list(a.template[:a.n_in]), srcs, tuple(frees[k])))
         gate = exe.container.gate
         return cls(tuple(code), fetch_srcs, tuple(resources.values()), gate, exe.rt)
 
@@ -275,11 +292,12 @@ class SyncTrainProgram:
         rt = self.rt
         split_ok = rt.threads > 1 and rt.intra_op
         k = 0
-        for kind, actor, tpl, srcs in self.code:
+        for kind, actor, tpl, srcs, frees in self.code:
             args = tpl.copy()
             for slot, src, o in srcs:
                 v = outs[src] if src >= 0 else feed_values[~src]
                 args[slot] = v if o < 0 else v[o]
+            v = None
             if kind == 1:                                   # VariableV2: its current buffer
                 v = actor.resource.value
                 if v is None:
@@ -303,6 +321,9 @@ class SyncTrainProgram:
                     if err is e:
                         raise
                     raise err from e
+            args = None
+            for f in frees:
+                outs[f] = None
             k += 1
         return outs
 
@@ -383,7 +404,7 @@ def _run_blocks(pool, thunks, threads) -> None:
         raise state[1]
 
 
-def _wire(items, actors, plan):
+def _wire(items, actors, plan, deferred=None):
     """(order, position of each item in it, message inputs per item, fetch sources), or None."""
     ins: list = [[] for _ in items]
     after: list = [[] for _ in items]
@@ -398,7 +419,7 @@ def _wire(items, actors, plan):
     for fi, targets in enumerate(plan.feed_targets):
         for c, slot in targets:
             ins[c].append((slot, ~fi, -1))
-    order = _topological(items, after)
+    order = _topological(items, after, deferred)
     if order is None:
         return None
     pos = {i: k for k, i in enumerate(order)}
@@ -410,20 +431,22 @@ def _wire(items, actors, plan):
     return order, pos, ins, tuple(fetch_srcs)
 
 
-def _topological(items, after):
+def _topological(items, after, deferred=None):
     """Item indices in an order where every item follows the items it reads or waits for; None
-    when there is a cycle (only loops have one, and they never get here)."""
+    when there is a cycle (only loops have one, and they never get here). Items marked in
+    `deferred` wait until nothing else is ready."""
     indeg = [0] * len(items)
     for succ in after:
         for c in succ:
             indeg[c] += 1
     ready = [i for i, d in enumerate(indeg) if d == 0]
+    later: list = []
     order = []
-    while ready:
-        i = ready.pop()
+    while ready or later:
+        i = ready.pop() if ready else later.pop()
         order.append(i)
         for c in after[i]:
             indeg[c] -= 1
             if not indeg[c]:
-                ready.append(c)
+                (later if deferred is not None and deferred[c] else ready).append(c)
     return order if len(order) == len(items) else None
