@@ -184,6 +184,7 @@ class SyncTrainProgram:
 
     __slots__ = ("code", "fetch_srcs", "n", "resources", "gate", "rt")
     stateful = True                       # never on the runtime's loop: it blocks for the whole step
+    blocks_per_thread = 1                 # a split kernel's blocks per thread (more: finer stealing)
 
     def __init__(self, code, fetch_srcs, resources, gate, rt):
         self.code = code
@@ -354,7 +355,7 @@ class SyncTrainProgram:
         parts = None
         if split_ok and actor.split is not None:
             try:
-                parts = actor.split(self.rt.threads, *args)
+                parts = actor.split(self.rt.threads * self.blocks_per_thread, *args)
             except Exception:  # noqa: BLE001 - the plain kernel reports the error
                 parts = None
         if parts is None:
@@ -396,8 +397,11 @@ def _run_blocks(pool, thunks, threads) -> None:
             if last:
                 done.set()
 
-    for _ in range(min(threads, n) - 1):
-        pool.submit(work)
+    try:
+        for _ in range(min(threads, n) - 1):
+            pool.submit(work)
+    except RuntimeError:              # the pool is shut down (the runtime is closing): this thread does it all
+        pass
     work()
     done.wait()
     if state[1] is not None:
