@@ -273,7 +273,8 @@ class LocalBackend:
 
     A plan of cheap pure CPU kernels (`Executable.sync`, actors/sync_step.py) runs straight through
     in the calling thread, without the round trip to the runtime's loop; a traced step, and a step
-    whose kernels turn out expensive, run on the actors."""
+    whose kernels turn out expensive, run on the actors. A training plan without control flow
+    (`SyncTrainProgram`) also runs in the calling thread of `run`, never on the loop (`arun`)."""
 
     def __init__(self, graph, config):
         self.rt = default_runtime()
