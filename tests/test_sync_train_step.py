@@ -205,3 +205,39 @@ def test_traced_training_steps_stay_complete(monkeypatch):
         assert isinstance(_exe_of(sess, train).sync, SyncTrainProgram)
     assert any("ApplyGradientDescent" in n or "update_w" in n for n in names), names
     assert "w" in names
+
+
+def test_a_step_goes_to_the_actors_while_an_actor_step_is_in_flight(monkeypatch):
+    v = af.Variable(np.zeros(3, np.float32), name="v")
+    inc = af.assign_add(v, np.ones(3, np.float32), name="inc")
+    with _session(True, monkeypatch) as sess:
+        sess.run(v.initializer)
+        sess.run(inc)
+        exe = _exe_of(sess, inc)
+        gate = sess._backend.container.gate
+        gate.actor_started()                     # as Executable.start does for an actor step
+        try:
+            assert exe.run_sync([]) is None       # the caller then runs it on the actors
+            np.testing.assert_array_equal(sess.run(inc), np.full(3, 2.0))
+        finally:
+            gate.actor_ended()
+        assert gate.actor_steps == 0
+        assert exe.run_sync([]) is not None
+        assert all(r.busy is None for r in exe.sync.resources)
+        np.testing.assert_array_equal(sess.run(v), np.full(3, 3.0))
+
+
+def test_arun_on_the_runtime_loop_never_runs_a_training_step_there(monkeypatch):
+    v = af.Variable(np.zeros(2, np.float32), name="v")
+    inc = af.assign_add(v, np.ones(2, np.float32), name="inc")
+    with _session(True, monkeypatch) as sess:
+        sess.run(v.initializer)
+        sess.run(inc)
+        exe = _exe_of(sess, inc)
+        assert exe.sync.stateful and exe.run_sync([], on_loop=True) is None
+
+        async def on_loop():
+            return await sess.arun(inc)
+        out = asyncio.run_coroutine_threadsafe(on_loop(), sess._backend.rt.loop).result(timeout=60)
+        np.testing.assert_array_equal(out, np.full(2, 2.0))
+        np.testing.assert_array_equal(sess.run(v), np.full(2, 2.0))
