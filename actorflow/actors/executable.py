@@ -31,7 +31,7 @@ from actorflow.actors.pool import offload_policy
 from actorflow.actors.resource import ResourceContainer
 from actorflow.actors.sendrecv import RecvActor, SendActor
 from actorflow.actors.step import StepState
-from actorflow.actors.sync_step import SyncProgram
+from actorflow.actors.sync_step import SyncProgram, SyncTrainProgram
 from actorflow.kernels.registry import get_kernel
 from actorflow.scheduler.ir import ExecPlan, kernel_attrs
 
@@ -68,7 +68,9 @@ class Executable:
         self.n_sinks = plan.n_sinks
         self._actor_list = actors
         # A plan of cheap pure kernels also runs straight through in the caller's thread.
-        self.sync = SyncProgram.of(self) if transport is None else None
+        self.sync = None
+        if transport is None:
+            self.sync = SyncProgram.of(self) or SyncTrainProgram.of(self)
 
     @property
     def devices(self):
@@ -136,6 +138,11 @@ class Executable:
         `trace`: a StepTracer (actors/tracing.py) that records the step; it is finalized
         (`trace.result`) on the loop just before `done_cb` runs."""
         rt = self.rt
+        gate = getattr(self.container, "gate", None)
+        if gate is not None:
+            # Counted, so that a synchronous training step of the container waits its turn.
+            gate.actor_started()
+            done_cb = _counted_done(gate, done_cb)
         if trace is not None:
             done_cb = _traced_done(rt, trace, done_cb)
             rt.tracing += 1
@@ -156,11 +163,12 @@ class Executable:
         rt.start(step, [(actor, actor.initial_args()) for actor in self.sources])
         return step
 
-    def run_sync(self, feed_values):
+    def run_sync(self, feed_values, on_loop=False):
         """The fetched values of one step run in the calling thread (actors/sync_step.py), or None
-        when this plan must run on the actors (`start`)."""
+        when this plan must run on the actors (`start`). `on_loop`: the caller is the runtime's
+        loop, where a training step (which blocks for its whole duration) never runs."""
         sync = self.sync
-        if sync is None:
+        if sync is None or (on_loop and sync.stateful):
             return None
         return sync.run(feed_values, self.const_fetches, self.feed_fetches)
 
@@ -168,6 +176,13 @@ class Executable:
         for a in self._actor_list:
             if a.pending:
                 a.drop(step)
+
+
+def _counted_done(gate, done_cb):
+    def done(results, error):
+        gate.actor_ended()
+        done_cb(results, error)
+    return done
 
 
 def _traced_done(rt, trace, done_cb):

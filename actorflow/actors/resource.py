@@ -51,8 +51,12 @@ class VariableResource:
     def park(self, actor, tag, args) -> None:
         """Holds an activation that must not run while the resource is busy; it is queued again
         when the update ends (`unpark`), and keeps its tag open meanwhile."""
+        busy = self.busy
+        if busy is None:          # freed meanwhile (a synchronous step ended in another thread)
+            actor.rt.enqueue(actor, tag, args)
+            return
         actor.rt.begin_async(tag)
-        self.busy.append((actor, tag, args))
+        busy.append((actor, tag, args))
 
     @staticmethod
     def unpark(rt, waiting) -> None:
@@ -73,6 +77,8 @@ class ResourceContainer:
         self._resources: dict[str, object] = {}
         self._kinds: dict[str, str] = {}
         self._lock = threading.Lock()
+        from actorflow.actors.sync_step import StepGate
+        self.gate = StepGate()            # actor steps vs a synchronous training step (sync_step.py)
 
     def variable(self, name: str, dtype: np.dtype, shape) -> VariableResource:
         with self._lock:

@@ -273,7 +273,8 @@ class LocalBackend:
 
     A plan of cheap pure CPU kernels (`Executable.sync`, actors/sync_step.py) runs straight through
     in the calling thread, without the round trip to the runtime's loop; a traced step, and a step
-    whose kernels turn out expensive, run on the actors."""
+    whose kernels turn out expensive, run on the actors. A training plan without control flow
+    (`SyncTrainProgram`) also runs in the calling thread of `run`, never on the loop (`arun`)."""
 
     def __init__(self, graph, config):
         self.rt = default_runtime()
@@ -300,7 +301,7 @@ class LocalBackend:
         handle = None
         if sync and tracer is None and exe.sync is not None:
             try:
-                results = exe.run_sync(feed_values)
+                results = exe.run_sync(feed_values, on_loop=True)
             except Exception as e:  # noqa: BLE001
                 done(None, e)
                 return
@@ -359,7 +360,7 @@ class LocalBackend:
         if loop is rt.loop:
             if trace is None and exe.sync is not None:
                 # What the actors would run inline in one callback anyway, minus the messages.
-                results = exe.run_sync(feed_values)
+                results = exe.run_sync(feed_values, on_loop=True)
                 if results is not None:
                     return results
 

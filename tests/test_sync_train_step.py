@@ -1,0 +1,243 @@
+"""The synchronous training step (actors/sync_step.py, SyncTrainProgram): training plans run in the
+caller's thread give the actors' variable values bit for bit, the actors' errors, and stay atomic
+against actor steps of other threads."""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+import actorflow as af
+import actorflow.actors.sync_step as sync_step
+from actorflow.actors.sync_step import SyncTrainProgram
+
+pytestmark = pytest.mark.usefixtures("graph")
+
+
+def _session(sync: bool, monkeypatch):
+    """A session whose executables are built with (`sync`) or without the synchronous training path."""
+    monkeypatch.setattr(sync_step, "TRAINING_STEPS", sync)
+    return af.Session()
+
+
+def _mlp(rng, sizes=(96, 160, 128, 10)):
+    x = af.placeholder(af.float32, [None, sizes[0]], name="x")
+    h = x
+    for i in range(len(sizes) - 1):
+        w = rng.standard_normal((sizes[i], sizes[i + 1])).astype(np.float32) * 0.1
+        h = af.layers.dense(h, sizes[i + 1], activation=af.nn.relu if i < len(sizes) - 2 else None,
+                            kernel_initializer=af.constant_initializer(w),
+                            bias_initializer=af.constant_initializer(0.01 * (i + 1)))
+    return x, h
+
+
+def _convnet(rng):
+    x = af.placeholder(af.float32, [None, 12, 12, 1], name="x")
+    h = x
+    for filters in (4, 8):
+        k = rng.standard_normal((3, 3, h.shape[-1], filters)).astype(np.float32) * 0.2
+        h = af.layers.conv2d(h, filters, 3, padding="same", activation=af.nn.relu,
+                             kernel_initializer=af.constant_initializer(k), bias_initializer=af.zeros_initializer())
+        h = af.layers.max_pooling2d(h, 2, 2)
+    w = rng.standard_normal((3 * 3 * 8, 10)).astype(np.float32) * 0.1
+    return x, af.layers.dense(af.layers.flatten(h), 10, kernel_initializer=af.constant_initializer(w))
+
+
+OPTIMIZERS = {
+    "sgd": lambda: af.train.GradientDescentOptimizer(0.05),
+    "momentum": lambda: af.train.MomentumOptimizer(0.05, 0.9),
+    "nesterov": lambda: af.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True),
+    "adam": lambda: af.train.AdamOptimizer(0.01),
+}
+
+
+def _train_values(model, opt, sync, monkeypatch, steps=4, batch=64):
+    g = af.Graph()
+    rng = np.random.default_rng(0)
+    with g.as_default():
+        x, logits = (_mlp if model == "mlp" else _convnet)(rng)
+        y = af.placeholder(af.int64, [None], name="y")
+        loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        train = OPTIMIZERS[opt]().minimize(loss)
+        init = af.global_variables_initializer()
+        variables = af.global_variables()
+    shape = (batch,) + tuple(d for d in x.shape.as_list()[1:])
+    xs = [rng.standard_normal(shape).astype(np.float32) for _ in range(steps)]
+    ys = [rng.integers(0, 10, batch) for _ in range(steps)]
+    monkeypatch.setattr(sync_step, "TRAINING_STEPS", sync)
+    with af.Session(graph=g) as sess:
+        sess.run(init)
+        losses = [sess.run([train, loss], {x: a, y: b})[1] for a, b in zip(xs, ys)]
+        kinds = {type(e.sync) for e in sess._cache.values()}
+        values = sess.run(variables)
+    return losses, values, kinds
+
+
+@pytest.mark.parametrize("model,opt", [("mlp", "sgd"), ("mlp", "momentum"), ("mlp", "adam"), ("convnet", "sgd"),
+                                       ("convnet", "nesterov"), ("convnet", "adam")])
+def test_training_steps_match_the_actors_bit_for_bit(model, opt, monkeypatch):
+    fast_losses, fast, fast_kinds = _train_values(model, opt, True, monkeypatch)
+    slow_losses, slow, slow_kinds = _train_values(model, opt, False, monkeypatch)
+    assert SyncTrainProgram in fast_kinds
+    assert SyncTrainProgram not in slow_kinds
+    assert np.array_equal(fast_losses, slow_losses)
+    assert len(fast) == len(slow) > 0
+    for u, v in zip(fast, slow):
+        assert u.dtype == v.dtype
+        np.testing.assert_array_equal(u, v)
+    assert fast_losses[-1] != fast_losses[0]          # it trained
+
+
+def _exe_of(sess, fetch):
+    for (fetches, targets, _feeds), e in sess._cache.items():
+        if any(f is fetch for f in fetches + targets):
+            return e
+    raise AssertionError("no executable fetches it")
+
+
+def test_big_gemms_are_split_over_the_pool_in_the_callers_thread(monkeypatch):
+    # 256x512 @ 512x512 is worth the pool: it runs as blocks, some on the pool's threads.
+    a = af.placeholder(af.float32, [256, 512], name="a")
+    w = af.Variable(np.full((512, 512), 0.25, np.float32), name="w")
+    y = af.matmul(a, w, name="y")
+    upd = af.assign_add(w, af.ones_like(w), name="upd")
+    with _session(True, monkeypatch) as sess:
+        sess.run(w.initializer)
+        av = np.ones((256, 512), np.float32)
+        out, _ = sess.run([y, upd], {a: av})
+        exe = _exe_of(sess, y)
+        assert isinstance(exe.sync, SyncTrainProgram)
+        assert out.shape == (256, 512)
+        # the read happened before or after the update, never half-way (both are valid orders)
+        assert np.all(out == 128.0) or np.all(out == 640.0)
+        np.testing.assert_array_equal(sess.run(w), np.full((512, 512), 1.25, np.float32))
+
+
+def test_uninitialized_variable_error_matches_the_actors(monkeypatch):
+    v = af.Variable(np.zeros(3, np.float32), name="v")
+    x = af.placeholder(af.float32, [3], name="x")
+    step = af.assign_add(v, x, name="step")
+    with _session(True, monkeypatch) as sess:
+        with pytest.raises(af.errors.FailedPreconditionError) as fast:
+            sess.run(step, {x: np.ones(3, np.float32)})
+        assert isinstance(_exe_of(sess, step).sync, SyncTrainProgram)
+        md = af.RunMetadata()
+        with pytest.raises(af.errors.FailedPreconditionError) as slow:
+            sess.run(step, {x: np.ones(3, np.float32)},
+                     options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE), run_metadata=md)
+        sess.run(v.initializer)
+        np.testing.assert_array_equal(sess.run(step, {x: np.ones(3, np.float32)}), np.ones(3))
+    assert str(fast.value) == str(slow.value)
+    assert fast.value.node_def == slow.value.node_def
+
+
+def test_kernel_error_in_a_training_step_matches_the_actors(monkeypatch):
+    w = af.Variable(np.ones((4, 3), np.float32), name="w")
+    x = af.placeholder(af.float32, [None, None], name="x")
+    loss = af.reduce_sum(af.matmul(x, w, name="mm"))
+    train = af.train.GradientDescentOptimizer(0.1).minimize(loss)
+    bad = {x: np.ones((2, 5), np.float32)}
+    with _session(True, monkeypatch) as sess:
+        sess.run(w.initializer)
+        with pytest.raises(af.errors.InvalidArgumentError) as fast:
+            sess.run(train, bad)
+        assert isinstance(_exe_of(sess, train).sync, SyncTrainProgram)
+        with pytest.raises(af.errors.InvalidArgumentError) as slow:
+            sess.run(train, bad, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE),
+                     run_metadata=af.RunMetadata())
+        np.testing.assert_array_equal(sess.run(w), np.ones((4, 3)))     # nothing was updated
+        sess.run(train, {x: np.ones((2, 4), np.float32)})
+        np.testing.assert_allclose(sess.run(w), np.full((4, 3), 0.8))
+    assert type(fast.value) is type(slow.value)
+    assert str(fast.value) == str(slow.value)
+    assert "mm" in str(fast.value)
+
+
+def test_concurrent_sync_and_actor_steps_update_atomically(monkeypatch):
+    """Threads running synchronous steps, and aruns on another loop (actor steps), increment one
+    counter; every increment lands (each update is atomic), and a reader never sees a torn buffer."""
+    v = af.Variable(np.zeros(4096, np.float32), name="counter")
+    inc = af.assign_add(v, af.ones_like(v), use_locking=True, name="inc")
+    read = af.identity(v, name="read")
+    threads_n, per_thread, aruns = 3, 40, 40
+    torn = []
+    with _session(True, monkeypatch) as sess:
+        sess.run(v.initializer)
+        sess.run(inc)
+        assert isinstance(_exe_of(sess, inc).sync, SyncTrainProgram)
+
+        def worker():
+            for _ in range(per_thread):
+                sess.run(inc)
+                r = sess.run(read)
+                if r.min() != r.max():
+                    torn.append(r)
+
+        async def actor_steps():
+            for _ in range(aruns):
+                await sess.arun(inc)
+
+        ts = [threading.Thread(target=worker) for _ in range(threads_n)]
+        for t in ts:
+            t.start()
+        asyncio.run(actor_steps())
+        for t in ts:
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in ts)
+        final = sess.run(v)
+    assert not torn
+    np.testing.assert_array_equal(final, np.full(4096, 1 + threads_n * per_thread + aruns, np.float32))
+
+
+def test_traced_training_steps_stay_complete(monkeypatch):
+    w = af.Variable(np.ones((8, 8), np.float32), name="w")
+    x = af.placeholder(af.float32, [None, 8], name="x")
+    train = af.train.GradientDescentOptimizer(0.1).minimize(af.reduce_sum(af.matmul(x, w)))
+    with _session(True, monkeypatch) as sess:
+        sess.run(w.initializer)
+        sess.run(train, {x: np.ones((2, 8), np.float32)})
+        md = af.RunMetadata()
+        sess.run(train, {x: np.ones((2, 8), np.float32)}, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE),
+                 run_metadata=md)
+        names = {ns.node_name for d in md.step_stats.dev_stats for ns in d.node_stats}
+        assert isinstance(_exe_of(sess, train).sync, SyncTrainProgram)
+    assert any("ApplyGradientDescent" in n or "update_w" in n for n in names), names
+    assert "w" in names
+
+
+def test_a_step_goes_to_the_actors_while_an_actor_step_is_in_flight(monkeypatch):
+    v = af.Variable(np.zeros(3, np.float32), name="v")
+    inc = af.assign_add(v, np.ones(3, np.float32), name="inc")
+    with _session(True, monkeypatch) as sess:
+        sess.run(v.initializer)
+        sess.run(inc)
+        exe = _exe_of(sess, inc)
+        gate = sess._backend.container.gate
+        gate.actor_started()                     # as Executable.start does for an actor step
+        try:
+            assert exe.run_sync([]) is None       # the caller then runs it on the actors
+            np.testing.assert_array_equal(sess.run(inc), np.full(3, 2.0))
+        finally:
+            gate.actor_ended()
+        assert gate.actor_steps == 0
+        assert exe.run_sync([]) is not None
+        assert all(r.busy is None for r in exe.sync.resources)
+        np.testing.assert_array_equal(sess.run(v), np.full(3, 3.0))
+
+
+def test_arun_on_the_runtime_loop_never_runs_a_training_step_there(monkeypatch):
+    v = af.Variable(np.zeros(2, np.float32), name="v")
+    inc = af.assign_add(v, np.ones(2, np.float32), name="inc")
+    with _session(True, monkeypatch) as sess:
+        sess.run(v.initializer)
+        sess.run(inc)
+        exe = _exe_of(sess, inc)
+        assert exe.sync.stateful and exe.run_sync([], on_loop=True) is None
+
+        async def on_loop():
+            return await sess.arun(inc)
+        out = asyncio.run_coroutine_threadsafe(on_loop(), sess._backend.rt.loop).result(timeout=60)
+        np.testing.assert_array_equal(out, np.full(2, 2.0))
+        np.testing.assert_array_equal(sess.run(v), np.full(2, 2.0))
