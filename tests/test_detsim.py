@@ -55,6 +55,30 @@ def test_every_scenario_is_deterministic_and_holds(tmp_path, name):
     assert b.metrics["injected"] >= 1
 
 
+def test_power_loss_mid_save_keeps_the_completed_checkpoint_and_catches_a_skipped_fsync(tmp_path, monkeypatch):
+    sc = load(os.path.join(SIMS, "power_loss_during_save.toml"), short=True)
+    clean = run_deterministic(sc, Plan.from_scenario(sc, 2), str(tmp_path / "clean"))
+    assert clean.passed, [(c.name, c.note) for c in clean.checks if not c.ok]
+    crash = next(e for e in clean.events if e["kind"] == "crash_during_save")
+    assert crash["stage"] == "write" and crash["power_loss"] and crash["task"] == "/job:ps/task:1"
+    [pl] = clean.metrics["power_losses"]
+    assert pl["intact"] and pl["newest"] is not None and pl["latest"] == pl["newest"]
+    # The chief restored exactly the newest save completed before the power loss.
+    assert [p for _, p in clean.metrics["checkpoint_restores"]] == [pl["newest"]]
+
+    # A writer whose fsyncs never reach the disk (planted here, in the simulated disk): the power
+    # loss tears the PS's shards of completed checkpoints, and checkpoint_safe names the damage.
+    real = SimDisk.fsync
+
+    def fsync_lost(self, fd):
+        if fd not in self._fds:
+            real(self, fd)            # a directory's fsync still works; a file's is dropped
+    monkeypatch.setattr(SimDisk, "fsync", fsync_lost)
+    bad = run_deterministic(sc, Plan.from_scenario(sc, 2), str(tmp_path / "bad"))
+    safe = next(c for c in bad.checks if c.name == "checkpoint_safe")
+    assert not safe.ok and "damaged" in safe.note and "a completed save" in safe.note
+
+
 _PLANTED = {
     "name": "planted", "description": "a worker crash among other faults", "seed": 1,
     "cluster": {"ps": 1, "workers": 2},

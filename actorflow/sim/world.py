@@ -368,6 +368,19 @@ class _SimThread:
             _Clock(self.world).block_on(asyncio.wait([self._fut], timeout=timeout), None)
 
 
+class _SeededSecrets:
+    """The `secrets` module of the checkpoint writer inside the world: token_hex from the seed."""
+
+    def __init__(self, rng: random.Random, real):
+        self._rng, self._real = rng, real
+
+    def token_hex(self, nbytes: int = 32) -> str:
+        return self._rng.getrandbits(8 * nbytes).to_bytes(nbytes, "big").hex()
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
 class World:
     """A cluster of `ps` parameter servers and `workers` workers, and one client per worker."""
 
@@ -511,7 +524,7 @@ class World:
                        (channel, "DIAL", channel.DIAL), (faults, "STEP", faults.STEP),
                        (faults, "TRANSPORT", faults.TRANSPORT), (channel, "fault_hook", channel.fault_hook),
                        (server, "step_fault_hook", server.step_fault_hook),
-                       (ckpt_io, "fault_hook", ckpt_io.fault_hook)]
+                       (ckpt_io, "fault_hook", ckpt_io.fault_hook), (ckpt_io, "secrets", ckpt_io.secrets)]
         self._random_state = random.getstate()
         random.seed(f"actorflow-sim-{self.seed}")
         clock.install(_Clock(self))
@@ -521,6 +534,9 @@ class World:
         channel.DIAL = self.net.dial
         faults.set_injectors(None, self.seam)       # the worker services' step seam; the network is simulated
         ckpt_io.fault_hook = self.seam.save_hook
+        # Temporary file names from the seed (the real ones are random): a power loss draws its damage
+        # file by file in name order, and the record names them.
+        ckpt_io.secrets = _SeededSecrets(random.Random(f"actorflow-sim-names-{self.seed}"), ckpt_io.secrets)
         self.disk.install()
         self._guard_on()
         asyncio.set_event_loop(self.loop)
