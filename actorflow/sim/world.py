@@ -257,6 +257,7 @@ class _StepSeam:
     def _crash(self, f, task: str, n: int, inc) -> None:
         w = self.world
         ev = w.emit("crash_during_save", task=task, fault=f["id"], save=n, pid=inc.pid,
+                    restart_after_s=w.crash_restarts.get(task),
                     **({"stage": f["stage"]} if "stage" in f else {}),
                     **({"power_loss": True} if f.get("power_loss") else {}))
         lost = w.kill(task, power_loss=bool(f.get("power_loss")), expected=True)
