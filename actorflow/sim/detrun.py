@@ -65,7 +65,7 @@ class _Harness:
         self.world = World(sc.ps, sc.workers, seed=plan.seed, costs=costs or Costs.from_calibration(),
                            limit_s=None, task_faults=plan.task_faults, crash_restarts=plan.crash_restarts,
                            marker=MARKER, step_feed=STEP_FEED)
-        self.ckpt_dir = os.path.join(out_dir, "checkpoints") if self.wl.checkpoint_every else None
+        self.ckpt_dir = _fixed_length_dir(os.path.join(out_dir, "checkpoints")) if self.wl.checkpoint_every else None
         self.steps: list = []
         self.gs_max = 0
         self.pending = list(plan.triggers)
@@ -226,6 +226,28 @@ class _Harness:
         return final
 
 
+def _fixed_length_dir(real: str) -> str:
+    """A name for directory `real` whose length does not depend on where the run is recorded: a
+    symbolic link in the temporary directory. The checkpoint paths travel in messages, whose sizes
+    the simulated network charges for, so a replay recorded elsewhere (`RUN/replay`) with a longer
+    path would drift by nanoseconds and differ in its event times."""
+    import hashlib
+    import tempfile
+    real = os.path.abspath(real)
+    os.makedirs(real, exist_ok=True)
+    base = os.path.join(tempfile.gettempdir(), "actorflow-sim")
+    os.makedirs(base, exist_ok=True)
+    link = os.path.join(base, hashlib.sha256(real.encode()).hexdigest()[:16])
+    try:
+        if os.path.islink(link) and os.readlink(link) == real:
+            return link
+        os.unlink(link)
+    except FileNotFoundError:
+        pass
+    os.symlink(real, link)
+    return link
+
+
 def _check_checkpoint(sc: Scenario, ckpt_dir: str | None) -> dict:
     """The latest checkpoint restores into a local session (after the world, on the real runtime)."""
     if not ckpt_dir:
@@ -325,6 +347,11 @@ def run_deterministic(sc: Scenario, plan: Plan | None = None, out_dir: str | Non
         w.close()
     w.emit("run_end", virtual_s=round(w.loop.time(), 6), callbacks=w.loop.callbacks)
     final.update(_check_checkpoint(sc, h.ckpt_dir))
+    if h.ckpt_dir:
+        try:
+            os.unlink(h.ckpt_dir)
+        except OSError:
+            pass
     final["stalled"] = stalled
     final.setdefault("train_s", round(w.loop.time(), 6))
     final["warnings"] = 0

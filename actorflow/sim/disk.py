@@ -95,7 +95,7 @@ class SimDisk:
         except OSError:
             d = None
         for m, rs in self.renames.items():
-            self.renames[m] = [r for r in rs if _os.path.dirname(r[1]) != d]
+            self.renames[m] = [r for r in rs if _os.path.realpath(_os.path.dirname(r[1])) != d]
 
     def replace(self, src, dst, *, src_dir_fd=None, dst_dir_fd=None):
         m = self._machine()
