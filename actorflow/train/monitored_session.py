@@ -302,11 +302,11 @@ class MonitoredSession:
     def _end_hook(self, h) -> None:
         """h.end(session). A recoverable failure there (a connection reset under the final checkpoint's
         save) is retried on a new session to the same master, with backoff, for at most
-        min(stop_grace_period_secs, 30) seconds: one lost frame must not cost the final checkpoint.
+        min(stop_grace_period_secs, 10) seconds: one lost frame must not cost the final checkpoint.
         TF gives up at the first error; a retry runs on the cluster's state as it is (a parameter
         server that restarted empty fails it again: nothing uninitialized is saved)."""
         master = getattr(self._creator, "master", None)
-        deadline = clock.monotonic() + min(self._grace, 30.0)
+        deadline = clock.monotonic() + min(self._grace, 10.0)
         delay = 0.05
         sess = self._sess
         try:
