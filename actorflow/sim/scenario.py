@@ -90,7 +90,7 @@ EXPECTATIONS = {
     "median_step_ms_min": "median time of a worker's step, at least this",
     "median_global_step_ms_max": "median interval between global steps, at most this",
     "median_global_step_ms_min": "median interval between global steps, at least this",
-    "min_injected": "injected fault events, at least this",
+    "min_injected": "injected fault events, at least this (or every timed fault the seed's plan drew, when it drew fewer)",
 }
 
 _DELAY_FIELDS = {"constant": {"ms"}, "uniform": {"low_ms", "high_ms"}, "normal": {"mean_ms", "std_ms"},
