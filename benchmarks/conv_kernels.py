@@ -86,7 +86,7 @@ def gemm_worker(reps):
 
 def kernel_worker(reps, batch):
     """{kernel name: {"s": seconds, "flops" | "bytes": work}} for the current `actorflow` on one thread."""
-    from actorflow.kernels.registry import get_kernel
+    from actorflow.kernels.registry import get_kernel, has_kernel
     rng = np.random.default_rng(0)
 
     def k(op, attrs):
@@ -94,6 +94,10 @@ def kernel_worker(reps, batch):
     conv, fused = k("Conv2D", CONV), k("_FusedConv2D", FUSED)
     bp_in, bp_f = k("Conv2DBackpropInput", CONV), k("Conv2DBackpropFilter", CONV)
     pool, pool_grad = k("MaxPool", POOL), k("MaxPoolGrad", POOL)
+    fused_pool = fused_pool_grad = None
+    if has_kernel("_FusedMaxPoolGrad", "CPU"):
+        fused_pool = k("_FusedConv2D", dict(FUSED, fused_ops=("BiasAdd", "Relu", "MaxPool"), pool_ksize=POOL["ksize"]))
+        fused_pool_grad = k("_FusedMaxPoolGrad", dict(POOL, fused_ops=("ReluGrad", "BiasAddGrad")))
     res = {}
     for name, xs, fs in LAYERS:
         xs = (batch,) + xs[1:]
@@ -109,13 +113,19 @@ def kernel_worker(reps, batch):
             cases[f"Conv2DBackpropInput {name}"] = functools.partial(bp_in, np.array(xs, np.int32), f, dy)
         for case, fn in cases.items():
             res[case] = {"s": _tmin(fn, reps), "flops": flops}
+        if fused_pool is not None:      # trees without the conv + max-pool fusion skip it
+            res[f"_FusedConv2D+Relu+MaxPool {name}"] = {"s": _tmin(functools.partial(fused_pool, x, f, bias), reps),
+                                                        "flops": flops}
     for name, xs in POOLS:
-        x = rng.standard_normal((batch,) + xs[1:], dtype=np.float32)
+        x = np.maximum(rng.standard_normal((batch,) + xs[1:], dtype=np.float32), 0)    # a ReLU's output
         y = pool(x)
         g = rng.standard_normal(y.shape, dtype=np.float32)
         res[f"MaxPool {name}"] = {"s": _tmin(functools.partial(pool, x), reps), "bytes": x.nbytes + y.nbytes}
         res[f"MaxPoolGrad {name}"] = {"s": _tmin(functools.partial(pool_grad, x, y, g), reps),
                                       "bytes": 2 * x.nbytes + 2 * y.nbytes}
+        if fused_pool_grad is not None:     # MaxPoolGrad + ReluGrad + BiasAddGrad in one pass
+            res[f"_FusedMaxPoolGrad+Relu+Bias {name}"] = {
+                "s": _tmin(functools.partial(fused_pool_grad, x, y, g), reps), "bytes": 2 * x.nbytes + 2 * y.nbytes}
     return res
 
 

@@ -1,4 +1,5 @@
-"""The CPU GEMM wrapper (actorflow/kernels/cpu/blas.py) against numpy, MKL or not."""
+"""The CPU GEMM wrapper (actorflow/kernels/cpu/blas.py) against numpy, through each GEMM library
+that is installed (MKL, numpy's OpenBLAS) and through numpy alone."""
 import numpy as np
 import pytest
 
@@ -19,6 +20,23 @@ def _views(rng, m, k, n, dtype):
             (wide_a[:, 3:3 + k], wide_b[2:2 + k, 4:4 + n]), (a[::2], b), (a, b[:, ::3])]
 
 
+@pytest.fixture(autouse=True, params=["mkl", "openblas", "mkl+openblas", "numpy"])
+def gemm_library(request, monkeypatch):
+    """Every test of this module through each library, and through MKL with OpenBLAS for narrow
+    products (skipped where one is not installed)."""
+    libs = {}
+    for name in request.param.split("+"):
+        if name != "numpy":
+            libs[name] = blas._load_mkl() if name == "mkl" else blas._load_openblas()
+            if libs[name] is None:
+                pytest.skip(f"{name} is not installed")
+    fns = list(libs.values())
+    monkeypatch.setattr(blas, "_gemm", fns[0] if fns else {})
+    monkeypatch.setattr(blas, "_narrow", fns[1] if len(fns) > 1 else {})
+    monkeypatch.setattr(blas, "_backend", request.param)
+    return request.param
+
+
 @pytest.fixture(params=["every product", "default threshold"])
 def gemm_threshold(request, monkeypatch):
     """Every product through the GEMM library (when there is one), and the default size cut-off."""
@@ -27,7 +45,8 @@ def gemm_threshold(request, monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(128, 64, 96), (1, 600, 500), (600, 500, 1), (500, 1, 600), (3, 4, 5)])
+@pytest.mark.parametrize("shape", [(128, 64, 96), (1, 600, 500), (600, 500, 1), (500, 1, 600), (3, 4, 5),
+                                   (256, 300, 10), (300, 256, 31)])
 def test_matmul_matches_numpy(dtype, shape, gemm_threshold):
     rng = np.random.default_rng(0)
     tol = 1e-4 if dtype == np.float32 else 1e-10
@@ -62,8 +81,50 @@ def test_matmul_falls_back_for_what_gemm_cannot_read(gemm_threshold):
         blas.matmul(a, a)                                                                      # shape mismatch
 
 
-def test_backend_is_named():
-    assert blas.backend() in ("mkl", "numpy")
+def test_backend_is_named(gemm_library):
+    assert blas.backend() == gemm_library
+
+
+@pytest.mark.parametrize("choice", ["auto", "mkl", "openblas", "numpy"])
+def test_af_blas_chooses_the_library(choice, monkeypatch):
+    monkeypatch.setenv("AF_BLAS", choice)
+    try:
+        name, fns, narrow = blas._load()
+    except RuntimeError as e:                      # a named library that is not installed
+        assert choice in ("mkl", "openblas") and choice in str(e)
+        return
+    if choice == "auto":
+        assert name in ("mkl", "openblas", "mkl+openblas", "numpy")
+        if blas.cpu_vendor() == "GenuineIntel":
+            assert name != "mkl+openblas"
+        elif blas._load_mkl() is not None and blas._load_openblas() is not None:
+            assert name == "mkl+openblas"          # MKL's slow narrow products on other vendors' CPUs
+    else:
+        assert name == choice
+    assert (fns == {}) == (name == "numpy")
+    assert bool(narrow) == (name == "mkl+openblas")
+
+
+def test_narrow_products_go_to_the_second_library(monkeypatch):
+    calls = []
+
+    def spy(name):
+        def f(*args):
+            calls.append((name, args[3], args[4], args[5]))   # m, n, k
+        return f
+    monkeypatch.setattr(blas, "_gemm", {np.dtype(np.float32): spy("wide")})
+    monkeypatch.setattr(blas, "_narrow", {np.dtype(np.float32): spy("narrow")})
+    a = np.ones((256, 1024), np.float32)
+    blas.matmul(a, np.ones((1024, 10), np.float32))
+    blas.matmul(a, np.ones((1024, 32), np.float32))
+    blas.matmul(a.T, np.ones((256, 10), np.float32), np.zeros((1024, 10), np.float32), 1.0, 1.0)
+    assert calls == [("narrow", 256, 10, 1024), ("wide", 256, 32, 1024), ("narrow", 1024, 10, 256)]
+
+
+def test_af_blas_rejects_an_unknown_library(monkeypatch):
+    monkeypatch.setenv("AF_BLAS", "atlas")
+    with pytest.raises(ValueError, match="AF_BLAS"):
+        blas._load()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -71,17 +132,17 @@ def test_backend_is_named():
 def test_matmul_alpha_beta_accumulates_into_out(dtype, alpha, beta, gemm_threshold):
     rng = np.random.default_rng(1)
     tol = 1e-4 if dtype == np.float32 else 1e-10
-    for a, b in _views(rng, 96, 80, 72, dtype):
+    for a, b in _views(rng, 96, 80, 72, dtype) + _views(rng, 120, 90, 10, dtype):
         c = rng.standard_normal((a.shape[0], b.shape[1])).astype(dtype)
         want = alpha * (a.astype(np.float64) @ b.astype(np.float64)) + beta * c
         out = c.copy()
         got = blas.matmul(a, b, out, alpha, beta)
         assert got is out
-        np.testing.assert_allclose(out, want, rtol=tol, atol=tol * 80)
+        np.testing.assert_allclose(out, want, rtol=tol, atol=tol * 90)
         # A row block of the output: only those rows change.
         out = c.copy()
         blas.matmul(a[10:40], b, out[10:40], alpha, beta)
-        np.testing.assert_allclose(out[10:40], want[10:40], rtol=tol, atol=tol * 80)
+        np.testing.assert_allclose(out[10:40], want[10:40], rtol=tol, atol=tol * 90)
         np.testing.assert_array_equal(out[:10], c[:10])
         np.testing.assert_array_equal(out[40:], c[40:])
 

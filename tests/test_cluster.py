@@ -150,6 +150,41 @@ def test_unconstrained_graph_runs_on_the_cluster(cluster, graph):
         np.testing.assert_array_equal(sess.run(c, {b: bv}), (np.arange(6).reshape(2, 3) @ bv).sum(1))
 
 
+def _task_graphs(cluster, job, task):
+    """{node name: op type} over the partitions a task has registered (its /status?graphs=1)."""
+    import urllib.request
+    req = urllib.request.Request(f"http://{address(cluster, job, task)}/status?graphs=1",
+                                 headers={TOKEN_HEADER: cluster.token})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        doc = json.loads(r.read())
+    return {n[0]: n[1] for part in doc["graphs"] for n in part["nodes"]}
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_the_clients_jit_and_rewrite_switches_reach_the_tasks(cluster, graph, jit):
+    """OptimizerOptions.global_jit_level and RewriterConfig switches given to a remote session are
+    what the workers' compilers do: the JIT on makes a _JitCluster on the worker, off leaves the ops;
+    arithmetic_optimization OFF keeps `x * 1`, which the default removes."""
+    tag = unique("jit_on" if jit else "jit_off")
+    with af.device(W1):
+        x = af.placeholder(af.float32, [4], name=f"{tag}/x")
+        one = af.multiply(x, 1.0, name=f"{tag}/one")
+        y = af.tanh(af.exp(one * 0.5, name=f"{tag}/exp") + 1.0, name=f"{tag}/tanh")
+    OO, RC = af.OptimizerOptions, af.RewriterConfig
+    cfg = af.ConfigProto(graph_options=af.GraphOptions(
+        optimizer_options=OO(global_jit_level=OO.ON_1 if jit else OO.OFF),
+        rewrite_options=RC(arithmetic_optimization=RC.DEFAULT if jit else RC.OFF)))
+    xv = np.array([0, 1, 2, 3], np.float32)
+    with af.Session(cluster.target, config=cfg) as sess:
+        got = sess.run(y, {x: xv})
+    np.testing.assert_allclose(got, np.tanh(np.exp(xv * 0.5) + 1.0), rtol=1e-6)
+    ops = {name: t for name, t in _task_graphs(cluster, "worker", 1).items() if name.startswith(tag)}
+    assert ("_JitCluster" in ops.values()) == jit, ops
+    assert (f"{tag}/one" in ops) == (not jit), ops          # arithmetic_optimization OFF keeps x * 1
+    if not jit:
+        assert ops[f"{tag}/exp"] == "Exp" and ops[f"{tag}/tanh"] == "Tanh"
+
+
 # ---------------------------------------------------------------------------------------------------
 # Feeds and fetches on different tasks
 # ---------------------------------------------------------------------------------------------------

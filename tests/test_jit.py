@@ -380,3 +380,28 @@ def test_a_fed_constant_stays_an_input_of_the_cluster():
     on, off = _both(g, y, feed)
     np.testing.assert_array_equal(on, off)
     np.testing.assert_allclose(on, np.tanh(0.5) + 0.5, rtol=1e-6)
+
+
+def test_clusters_grow_along_long_chains_and_never_close_a_cycle():
+    """A 600-op chain is one cluster (merged op by op); an op outside every cluster that reads the
+    chain and feeds a later op keeps that later op out of the chain's cluster (a cycle otherwise)."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [4], name="x")
+        y = x
+        for _ in range(300):
+            y = y * 0.5 + 1.0
+        a = af.tanh(y, name="a")
+        with af.xla.experimental.jit_scope(compile_ops=False):
+            b = af.sqrt(af.abs(y), name="b")          # outside: reads the chain, feeds `c`
+        c = af.add(a, b, name="c")
+        d = af.multiply(c, 2.0, name="d")
+    plan = make_plan(g, [x], [d], [])
+    clusters = [op for op in jit_pass(plan).ops if op.type == "_JitCluster"]
+    parts = [{n for n, _ in op.attrs["parts"]} for op in clusters]
+    chain = next(p for p in parts if "a" in p)
+    assert len(chain) == 601 and "c" not in chain and "b" not in chain
+    assert any({"c", "d"} <= p for p in parts)
+    xv = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
+    on, off = _both(g, d, {x: xv})
+    np.testing.assert_array_equal(on, off)

@@ -1,6 +1,7 @@
 """The compiler (actorflow/scheduler/lower.py): the pass pipeline, passes plugged in by name and
 turned off by RewriterConfig, the plan dumps (AF_DUMP_PASSES), device copies as plan nodes, and the
 op metadata every layer reads from OpDef."""
+import dataclasses
 import importlib
 import inspect
 import os
@@ -203,16 +204,54 @@ def test_dump_passes_writes_text_and_pictures_after_each_pass(tmp_path, monkeypa
             sess.run(y, {x: np.ones((2, 4), np.float32)})
     d, files = _dumped(tmp_path)
     texts = [f for f in files if f.endswith(".txt")]
-    assert texts == ["00_prune.txt", "01_place_devices.txt", "02_fold_constants.txt", "03_partition.txt",
-                     "04_fuse.txt"]
+    assert texts == ["00_prune.txt", "01_constant_folding.txt", "02_arithmetic_optimization.txt",
+                     "03_dependency_optimization.txt", "04_jit.txt", "05_model_pruning.txt", "06_place_devices.txt",
+                     "07_fold_constants.txt", "08_partition.txt", "09_fuse.txt"]
     pic = ".svg" if shutil.which("dot") else ".dot"
     assert [f for f in files if f.endswith(pic)] == [t[:-4] + pic for t in texts]
-    prune, folded, fused = (open(os.path.join(d, f)).read() for f in ("00_prune.txt", "02_fold_constants.txt",
-                                                                     "04_fuse.txt"))
+    prune, folded, fused = (open(os.path.join(d, f)).read() for f in ("00_prune.txt", "07_fold_constants.txt",
+                                                                     "09_fuse.txt"))
     assert "w = Const()" in prune and "w = Const" not in folded and "MatMul(feed[x:0], const[4, 3])" in folded
     assert "y = _FusedMatMul(feed[x:0], const[" in fused and "BiasAdd" not in fused.split("parts=")[0]
     if pic == ".svg":
-        assert open(os.path.join(d, "04_fuse.svg")).read().lstrip().startswith("<?xml")
+        assert open(os.path.join(d, "09_fuse.svg")).read().lstrip().startswith("<?xml")
+
+
+def test_the_graph_optimizer_and_the_jit_are_passes_of_the_one_pipeline(tmp_path, monkeypatch):
+    """Grappler's passes and the JIT run in lower's pipeline, each switched by its TF name and shown
+    in the dumps: `x * 1` goes in arithmetic_optimization, the rest becomes one _JitCluster in jit."""
+    monkeypatch.setenv("AF_DUMP_PASSES", str(tmp_path))
+    monkeypatch.delenv("AF_JIT", raising=False)
+    names = [p.name for p in lower_mod.pipeline()]
+    assert names[:6] == ["constant_folding", "arithmetic_optimization", "dependency_optimization", "jit",
+                         "model_pruning", "place_devices"]
+    with af.Graph().as_default():
+        x = af.placeholder(af.float32, [3], name="x")
+        y = af.exp(af.multiply(x, 1.0, name="one") + 2.0, name="e") * 3.0
+        oo = af.OptimizerOptions(global_jit_level=af.OptimizerOptions.ON_1)
+        cfg = af.ConfigProto(graph_options=af.GraphOptions(optimizer_options=oo))
+        with af.Session(config=cfg) as sess:
+            got = sess.run(y, {x: np.array([0, 1, 2], np.float32)})
+    np.testing.assert_allclose(got, np.exp(np.array([0, 1, 2], np.float32) + 2) * 3, rtol=1e-6)
+    d, _ = _dumped(tmp_path)
+    read = lambda f: open(os.path.join(d, f)).read()  # noqa: E731
+    assert "one = Mul(" in read("01_constant_folding.txt")
+    assert "one = Mul(" not in read("02_arithmetic_optimization.txt")
+    assert "_JitCluster" not in read("03_dependency_optimization.txt") and "_JitCluster" in read("04_jit.txt")
+    # RewriterConfig's OFF of a graph pass leaves it out of the pipeline run (and of the dumps).
+    off = LowerOptions.from_config(af.ConfigProto(graph_options=af.GraphOptions(
+        rewrite_options=af.RewriterConfig(arithmetic_optimization=af.RewriterConfig.OFF),
+        optimizer_options=af.OptimizerOptions(global_jit_level=af.OptimizerOptions.OFF))))
+    with af.Graph().as_default() as g:
+        x = af.placeholder(af.float32, [3], name="x")
+        y = af.exp(af.multiply(x, 1.0, name="one"), name="e") + 1.0
+        ep = lower(make_plan(g, [x], [y], []), options=dataclasses.replace(off, n_gpu=0, dump_dir=None))
+    assert sorted(it.op_type for it in ep.items) == ["AddV2", "Exp", "Mul"]
+    pruning = LowerOptions.from_config(af.ConfigProto(graph_options=af.GraphOptions(
+        rewrite_options=af.RewriterConfig(disable_model_pruning=True),
+        optimizer_options=af.OptimizerOptions(do_constant_folding=False))))
+    assert not pruning.enabled(next(p for p in lower_mod.pipeline() if p.name == "model_pruning"))
+    assert not pruning.enabled(next(p for p in lower_mod.pipeline() if p.name == "constant_folding"))
 
 
 # -- device copies are plan nodes ----------------------------------------------------------------------

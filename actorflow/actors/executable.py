@@ -31,6 +31,7 @@ from actorflow.actors.pool import offload_policy
 from actorflow.actors.resource import ResourceContainer
 from actorflow.actors.sendrecv import RecvActor, SendActor
 from actorflow.actors.step import StepState
+from actorflow.actors.sync_step import SyncProgram
 from actorflow.kernels.registry import get_kernel
 from actorflow.scheduler.ir import ExecPlan, kernel_attrs
 
@@ -66,6 +67,8 @@ class Executable:
         self.feed_fetches = plan.feed_fetches
         self.n_sinks = plan.n_sinks
         self._actor_list = actors
+        # A plan of cheap pure kernels also runs straight through in the caller's thread.
+        self.sync = SyncProgram.of(self) if transport is None else None
 
     @property
     def devices(self):
@@ -152,6 +155,14 @@ class Executable:
                 actor.deliver(step, slot, v)
         rt.start(step, [(actor, actor.initial_args()) for actor in self.sources])
         return step
+
+    def run_sync(self, feed_values):
+        """The fetched values of one step run in the calling thread (actors/sync_step.py), or None
+        when this plan must run on the actors (`start`)."""
+        sync = self.sync
+        if sync is None:
+            return None
+        return sync.run(feed_values, self.const_fetches, self.feed_fetches)
 
     def drop(self, step) -> None:
         for a in self._actor_list:

@@ -188,6 +188,15 @@ def _convert_feed(t: Tensor, value):
     truncates as numpy casts, a list of mixed ints and floats is accepted, and a Python int that
     does not fit the dtype is refused. Strings (`af.string`) become object arrays of bytes."""
     want = t.dtype
+    tv = type(value)
+    if (tv is np.ndarray or isinstance(value, np.generic)) and value.dtype == want.np and not want.is_string:
+        # Already of the placeholder's dtype (the common case of a program feeding its own arrays):
+        # np.asarray keeps the array as it is, and no cast can overflow.
+        arr = value if tv is np.ndarray else np.asarray(value)
+        if not _shape_fits(t.shape.dims, arr.shape):
+            raise FeedError(t.op.name, None, f"Cannot feed value of shape {tuple(arr.shape)} for Tensor '{t.name}', "
+                                             f"which has shape {t.shape} (dtype {want.name})")
+        return arr
     if isinstance(value, Tensor):
         raise FeedError(t.op.name, None, f"The value of a feed cannot be an af.Tensor object ('{value.name}'). "
                                          f"Acceptable feed values include Python scalars, strings, lists, numpy ndarrays.")
@@ -210,10 +219,45 @@ def _convert_feed(t: Tensor, value):
         except (TypeError, ValueError, OverflowError) as e:
             raise FeedError(t.op.name, None, f"Cannot convert feed value {value!r} for tensor '{t.name}' to "
                                              f"{want.name}: {e}") from None
-    if not t.shape.is_compatible_with(arr.shape):
+    if not _shape_fits(t.shape.dims, arr.shape):
         raise FeedError(t.op.name, None, f"Cannot feed value of shape {tuple(arr.shape)} for Tensor '{t.name}', which "
                                          f"has shape {t.shape} (dtype {want.name})")
     return arr
+
+
+# Signatures a session keeps (a program that builds a new fetch list per call keeps at most this many).
+_MAX_SIGNATURES = 1024
+_PLAIN_FETCH = (Tensor, Operation, str)
+
+
+def _signature_key(fetches, feed_dict):
+    """A hashable key standing for `fetches` and the keys of `feed_dict` when both are plain (a
+    tensor, op or name, or a list or tuple of them; a dict fed by tensors or names), else None:
+    then every run interprets them afresh."""
+    tf = type(fetches)
+    if tf in _PLAIN_FETCH:
+        fkey = fetches
+    elif (tf is list or tf is tuple) and all(type(f) in _PLAIN_FETCH for f in fetches):
+        fkey = (tf, tuple(fetches))
+    else:
+        return None
+    if not feed_dict:
+        return fkey, ()
+    if type(feed_dict) is not dict:
+        return None
+    return fkey, tuple(feed_dict)
+
+
+def _shape_fits(dims, shape) -> bool:
+    """Whether an array of `shape` fits static `dims` (TensorShape.dims: None, or int-or-None each)."""
+    if dims is None:
+        return True
+    if len(dims) != len(shape):
+        return False
+    for d, n in zip(dims, shape):
+        if d is not None and d != n:
+            return False
+    return True
 
 
 # -- backends ------------------------------------------------------------------------------------
@@ -225,7 +269,11 @@ class LocalBackend:
     `run(exe, feed_values, timeout, trace=None) -> values`, `await arun(...)`,
     `tracer(exe, level)` (what `run` takes as `trace`), `fill_metadata(tracer, run_metadata)` and
     `close()`. The remote one (a cluster's master, actorflow/cluster/remote.py) is installed by the
-    cluster layer with `set_remote_backend`."""
+    cluster layer with `set_remote_backend`.
+
+    A plan of cheap pure CPU kernels (`Executable.sync`, actors/sync_step.py) runs straight through
+    in the calling thread, without the round trip to the runtime's loop; a traced step, and a step
+    whose kernels turn out expensive, run on the actors."""
 
     def __init__(self, graph, config):
         self.rt = default_runtime()
@@ -245,10 +293,20 @@ class LocalBackend:
         if tracer.result is not None:
             run_metadata.step_stats = step_stats_from_dict(tracer.result)
 
-    def _launch(self, exe, feed_values, done, timeout, holder, tracer=None):
-        """On the runtime loop: start a step, arm its deadline."""
+    def _launch(self, exe, feed_values, done, timeout, holder, tracer=None, sync=True):
+        """On the runtime loop: start a step, arm its deadline. A plan of cheap pure kernels runs
+        straight through here (unless `sync` is False: the caller tried that already)."""
         loop = self.rt.loop
         handle = None
+        if sync and tracer is None and exe.sync is not None:
+            try:
+                results = exe.run_sync(feed_values)
+            except Exception as e:  # noqa: BLE001
+                done(None, e)
+                return
+            if results is not None:
+                done(results, None)
+                return
 
         def finished(results, error):
             if handle is not None:
@@ -270,6 +328,11 @@ class LocalBackend:
         if rt.in_loop():
             raise RuntimeError("Session.run() was called on the actorflow runtime's own event loop; "
                                "use `await sess.arun(...)` there.")
+        if trace is None and exe.sync is not None:
+            # A plan of cheap pure kernels: run here, without the round trip through the loop.
+            results = exe.run_sync(feed_values)
+            if results is not None:
+                return results
         cf = concurrent.futures.Future()
 
         def done(results, error):
@@ -279,7 +342,7 @@ class LocalBackend:
                 cf.set_result(results)
 
         holder: list = []
-        rt.loop.call_soon_threadsafe(self._launch, exe, feed_values, done, timeout, holder, trace)
+        rt.loop.call_soon_threadsafe(self._launch, exe, feed_values, done, timeout, holder, trace, False)
         try:
             return cf.result()
         except BaseException as e:
@@ -294,10 +357,16 @@ class LocalBackend:
         fut = loop.create_future()
         holder: list = []
         if loop is rt.loop:
+            if trace is None and exe.sync is not None:
+                # What the actors would run inline in one callback anyway, minus the messages.
+                results = exe.run_sync(feed_values)
+                if results is not None:
+                    return results
+
             def done(results, error):
                 if not fut.done():
                     (fut.set_exception(error) if error is not None else fut.set_result(results))
-            self._launch(exe, feed_values, done, timeout, holder, trace)
+            self._launch(exe, feed_values, done, timeout, holder, trace, False)
         else:
             def _set(results, error):
                 if not fut.done():
@@ -344,6 +413,7 @@ class Session:
         self._closed = False
         self._cache: dict = {}
         self._cache_lock = threading.Lock()
+        self._signatures: dict = {}       # _signature_key -> (executable, rebuild, ((feed position, tensor)...))
         if self._target:
             if _remote_backend is None:
                 raise errors.UnimplementedError(
@@ -369,11 +439,51 @@ class Session:
 
     # -- preparation -------------------------------------------------------------------------------
     def _prepare(self, fetches, feed_dict, timeout=None):
+        """(executable, rebuild, feed values) of one run. What depends only on the signature (the
+        fetches and the feed_dict's keys, in order) is looked up once and kept, as TF's
+        `make_callable` keeps it: a repeated run only converts its feed values."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        key = _signature_key(fetches, feed_dict)
+        if key is not None:
+            sig = self._signatures.get(key)
+            if sig is not None:
+                exe, rebuild, feeds = sig
+                if not feeds:
+                    return exe, rebuild, []
+                values = list(feed_dict.values())
+                return exe, rebuild, [_convert_feed(t, values[p]) for p, t in feeds]
         g = self._graph
+        rebuild, fetch_tensors, targets = self._fetch_structure(fetches)
+        feed_tensors = []
+        feed_values = []
+        feeds = []                 # (position in feed_dict, tensor): what a repeated run converts
+        if feed_dict:
+            for pos, (key_, value) in enumerate(feed_dict.items()):
+                if isinstance(key_, tuple):
+                    feeds = None   # a structure fed leaf by leaf: not kept
+                for k, v in _feed_items([(key_, value)]):
+                    try:
+                        t = g.as_graph_element(k, allow_operation=False)
+                    except (KeyError, ValueError, TypeError) as e:
+                        raise FeedError(None, None, f"Cannot interpret feed_dict key {k!r} as a Tensor: {e}") from None
+                    if t in feed_tensors:
+                        continue
+                    feed_tensors.append(t)
+                    feed_values.append(_convert_feed(t, v))
+                    if feeds is not None:
+                        feeds.append((pos, t))
+        exe = self._executable(fetch_tensors, targets, feed_tensors, timeout)
+        if key is not None and feeds is not None:
+            if len(self._signatures) >= _MAX_SIGNATURES:
+                self._signatures.clear()
+            self._signatures[key] = (exe, rebuild, tuple(feeds))
+        return exe, rebuild, feed_values
+
+    def _fetch_structure(self, fetches):
+        """(rebuild, fetched tensors with None for ops, target ops) of `fetches`."""
         elements: list = []
-        rebuild = _flatten_fetches(fetches, g, elements)
+        rebuild = _flatten_fetches(fetches, self._graph, elements)
         fetch_tensors = []
         targets = []
         for el in elements:
@@ -383,21 +493,14 @@ class Session:
                     targets.append(el)
             else:
                 fetch_tensors.append(el)
-        feed_tensors = []
-        feed_values = []
-        if feed_dict:
-            for key, value in _feed_items(feed_dict.items()):
-                try:
-                    t = g.as_graph_element(key, allow_operation=False)
-                except (KeyError, ValueError, TypeError) as e:
-                    raise FeedError(None, None, f"Cannot interpret feed_dict key {key!r} as a Tensor: {e}") from None
-                if t in feed_tensors:
-                    continue
-                feed_tensors.append(t)
-                feed_values.append(_convert_feed(t, value))
+        return rebuild, fetch_tensors, targets
+
+    def _executable(self, fetch_tensors, targets, feed_tensors, timeout=None):
+        """The executable of one (fetches, targets, feeds), lowered and built once."""
         key = (tuple(fetch_tensors), tuple(targets), tuple(feed_tensors))
         exe = self._cache.get(key)
         if exe is None:
+            g = self._graph
             with clock.holding(self._cache_lock):
                 exe = self._cache.get(key)
                 if exe is None:
@@ -406,7 +509,7 @@ class Session:
                         # Registering with a cluster's tasks ends at the step's deadline.
                         exe = self._backend.build(plan, timeout)
                     self._cache[key] = exe
-        return exe, rebuild, feed_values
+        return exe
 
     def _timeout(self, options, timeout):
         if timeout is not None:
@@ -452,6 +555,10 @@ class Session:
         `run_metadata.step_stats` (TF's StepStats) as TF does."""
         timeout = self._timeout(options, timeout)
         exe, rebuild, feed_values = self._prepare(fetches, feed_dict, timeout)
+        return self._run_prepared(exe, rebuild, feed_values, options, run_metadata, timeout)
+
+    def _run_prepared(self, exe, rebuild, feed_values, options, run_metadata, timeout):
+        """One blocking step of a prepared signature: what `run` and `make_callable`'s callables share."""
         tracer = self._tracer(exe, options, run_metadata)
         if tracer is None:
             results = self._backend.run(exe, feed_values, timeout)
@@ -477,13 +584,21 @@ class Session:
             self._backend.fill_metadata(tracer, run_metadata)
         return rebuild(self._finish_values(results, options))
 
-    def make_callable(self, fetches, feed_list=None):
-        """A function running `fetches` with positional feeds (tf.Session.make_callable)."""
-        feed_list = list(feed_list or [])
+    def make_callable(self, fetches, feed_list=None, accept_options=False):
+        """A Python callable running one step: `fetches` (any structure `run` takes) with the
+        elements of `feed_list` (feed_dict keys) fed from its positional arguments, returning what
+        `run(fetches, ...)` returns (tf.compat.v1.Session.make_callable).
 
-        def call(*args):
-            return self.run(fetches, dict(zip(feed_list, args)))
-        return call
+        The fetches and feeds are interpreted here, once, and the step is compiled at the first
+        call; a call then only converts its feed values and runs. With `accept_options=True` (or a
+        `feed_list`, as in TF) the callable also takes `options=` and `run_metadata=` keywords, as
+        `run` does. Differs from TF: a call with more or fewer arguments than `feed_list` has
+        raises a TypeError (TF ignores extra arguments)."""
+        if feed_list is not None and not isinstance(feed_list, (list, tuple)):
+            raise TypeError(f"Argument `feed_list` must be a list or tuple. Received: feed_list={feed_list}")
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        return _Callable(self, fetches, list(feed_list or ()), accept_options or feed_list is not None)
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def close(self) -> None:
@@ -492,6 +607,7 @@ class Session:
             return
         self._closed = True
         self._cache.clear()
+        self._signatures.clear()
         self._backend.close()
 
     def as_default(self):
@@ -522,6 +638,60 @@ class Session:
             self.close()
         except Exception:  # noqa: BLE001
             pass
+
+
+class _Callable:
+    """What `Session.make_callable` returns: a step of one fetch/feed signature, interpreted once."""
+
+    __slots__ = ("sess", "fetches", "feed_list", "accept_options", "rebuild", "fetch_tensors", "targets",
+                 "feed_tensors", "exe", "generic")
+
+    def __init__(self, sess, fetches, feed_list, accept_options):
+        self.sess = sess
+        self.fetches = fetches
+        self.feed_list = feed_list
+        self.accept_options = accept_options
+        self.rebuild, self.fetch_tensors, self.targets = sess._fetch_structure(fetches)
+        g = sess._graph
+        tensors = []
+        # A structure key (a tuple of tensors, fed leaf by leaf) or a tensor listed twice: each call
+        # goes through `run`'s feed_dict handling, which already knows those cases.
+        self.generic = any(isinstance(k, tuple) for k in feed_list)
+        if not self.generic:
+            for k in feed_list:
+                try:
+                    t = g.as_graph_element(k, allow_operation=False)
+                except (KeyError, ValueError, TypeError) as e:
+                    raise FeedError(None, None, f"Cannot interpret feed_list element {k!r} as a Tensor: {e}") from None
+                if t in tensors:
+                    self.generic = True
+                    break
+                tensors.append(t)
+        self.feed_tensors = tensors
+        self.exe = None
+
+    def __call__(self, *args, options=None, run_metadata=None):
+        feed_list = self.feed_list
+        if len(args) != len(feed_list):
+            raise TypeError(f"This callable feeds {len(feed_list)} tensors "
+                            f"({', '.join(getattr(k, 'name', str(k)) for k in feed_list) or 'none'}); "
+                            f"it was called with {len(args)} arguments")
+        if (options is not None or run_metadata is not None) and not self.accept_options:
+            raise TypeError("This callable was made without accept_options=True: it takes no options or run_metadata")
+        sess = self.sess
+        if self.generic:
+            return sess.run(self.fetches, dict(zip(feed_list, args)), options=options, run_metadata=run_metadata)
+        if sess._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        timeout = sess._timeout(options, None)
+        feed_values = [_convert_feed(t, v) for t, v in zip(self.feed_tensors, args)]
+        exe = self.exe
+        if exe is None:
+            exe = self.exe = sess._executable(self.fetch_tensors, self.targets, self.feed_tensors, timeout)
+        return sess._run_prepared(exe, self.rebuild, feed_values, options, run_metadata, timeout)
+
+    def __repr__(self):
+        return f"<make_callable of {self.fetches!r}, feeding {self.feed_list!r}>"
 
 
 class InteractiveSession(Session):

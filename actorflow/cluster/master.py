@@ -72,7 +72,8 @@ class Master:
         self._ws_heartbeat = ConnectionLimits.from_env().ws_heartbeat
         self.graph = graph
         self.config = config
-        # What the tasks' compilers honour of the session's config (soft placement, rewrite switches).
+        # What the tasks' compilers honour of the session's config (soft placement, the RewriterConfig
+        # switches of every pass, OptimizerOptions' global_jit_level): sent with each registration.
         self._options = LowerOptions.from_config(config)
         self.rt = default_runtime()
         self.loop = self.rt.loop
@@ -184,7 +185,8 @@ class Master:
             args = {"graph": np.frombuffer(p.graph.to_msgpack(), np.uint8), "feeds": [n for _, n in p.feeds],
                     "fetches": [n for _, n in p.fetches], "targets": p.targets,
                     "soft_placement": self._options.soft_placement,
-                    "rewrites": [list(r) for r in self._options.rewrites]}
+                    "rewrites": [list(r) for r in self._options.rewrites],
+                    "jit_level": self._options.jit_level}
             part = _Part(p.task, 0, [i for i, _ in p.feeds], [i for i, _ in p.fetches], args)
             await self._register_part(part, deadline, timeout)
             return part

@@ -250,7 +250,8 @@ class WorkerService:
             raise errors.InvalidArgumentError(None, None, "register_graph expects the serialized graph as a uint8 payload")
         data = tensors[0].tobytes()
         sig = hashlib.sha256(data + repr((args.get("feeds"), args.get("fetches"), args.get("targets"),
-                                          args.get("soft_placement"), args.get("rewrites"))).encode()).digest()
+                                          args.get("soft_placement"), args.get("rewrites"),
+                                          args.get("jit_level"))).encode()).digest()
         h = self._graph_keys.get(sig)
         if h is not None and h in self.graphs:
             return {"handle": h, "pid": self.pid}, ()
@@ -258,12 +259,14 @@ class WorkerService:
         feeds = [g.get_tensor_by_name(n) for n in args.get("feeds", [])]
         fetches = [g.get_tensor_by_name(n) for n in args.get("fetches", [])]
         targets = [g.get_operation_by_name(n) for n in args.get("targets", [])]
-        # The partition is compiled here, once: the same passes as a local session's plan.
+        # The partition is compiled here, once: the same passes as a local session's plan, switched as
+        # the client's ConfigProto asked (its rewrite switches and global_jit_level travel in `args`).
         # Tasks of a cluster use their GPUs for ops placed there explicitly (e.g. "/job:worker/task:0/
         # device:GPU:0"); unconstrained ops stay on the CPU (see the GPU notes in docs/ops.md).
         options = LowerOptions.from_config(None, soft_placement=bool(args.get("soft_placement", False)),
                                            auto_gpu=False,
-                                           rewrites=tuple((str(k), bool(v)) for k, v in args.get("rewrites") or ()))
+                                           rewrites=tuple((str(k), bool(v)) for k, v in args.get("rewrites") or ()),
+                                           jit_level=int(args.get("jit_level") or 0))
         exe = Executable(self.runtime, lower(make_plan(g, feeds, fetches, targets), None, options), self.container,
                          transport=self)
         h = self._next_handle

@@ -112,6 +112,18 @@ class PlanIR:
     feeds: tuple              # the fed graph Tensors, in feed order
     fetches: tuple            # per fetch: Ref | Feed | Literal, or None for a fetched op
     targets: tuple            # names of nodes run for their effects
+    # The pruned Plan (scheduler/plan.py) these nodes stand for, op for op, as (nodes, fetches, targets,
+    # Plan): set by `from_plan`; it describes this IR while its nodes, fetches and targets are those
+    # very tuples (the graph passes, scheduler/lower.py `graph_pass`, then skip rebuilding the Plan).
+    source: tuple | None = None
+
+    @property
+    def plan(self):
+        """The Plan this IR stands for, op for op, or None once a pass changed its nodes."""
+        s = self.source
+        if s is not None and s[0] is self.nodes and s[1] is self.fetches and s[2] is self.targets:
+            return s[3]
+        return None
 
     def replace(self, **changes) -> "PlanIR":
         return dataclasses.replace(self, **changes)
@@ -302,6 +314,7 @@ class NodeItem:
     validate_shape: bool = True
     parts: tuple = ()         # ((name, type), ...) of the ops a fused item runs
     deferred: bool = False    # its outputs go only to variable updates
+    stateful: bool = False    # OpDef.stateful: side effects or random draws (never run off the loop)
     op: object = None         # the graph op (for error messages), or None
 
 

@@ -4,13 +4,17 @@
     exe_plan = lower(plan, devices, LowerOptions(...))     # the passes below, then emit
     Executable(runtime, exe_plan, container)               # actors/executable.py: one actor per item
 
-`lower` first runs the graph optimizer and the JIT over the pruned Plan (scheduler/optimizer.py:
-constant folding, arithmetic simplification and CSE, Identity removal, pruning, then
-scheduler/jit: clusters and whole loops compiled with numba; switched by RewriterConfig fields and
-OptimizerOptions.global_jit_level), then turns the Plan into a `PlanIR` (scheduler/ir.py) and runs
-the pass pipeline over it, then `emit` turns the last IR into an `ExecPlan` of frozen `NodeItem`s.
-The default pipeline:
+`lower` turns the Plan into a `PlanIR` (scheduler/ir.py), runs the pass pipeline over it, then
+`emit` turns the last IR into an `ExecPlan` of frozen `NodeItem`s. The default pipeline, one list
+(`pipeline()`):
 
+0. the graph optimizer (scheduler/optimizer.py, TF's grappler) and the JIT (scheduler/jit), passes
+   over the pruned Plan's Operations (`graph_pass`): ``constant_folding``,
+   ``arithmetic_optimization`` (identities, constant chains, common subexpressions),
+   ``dependency_optimization`` (no-op Identity/Snapshot), ``jit`` (numba clusters and whole loops;
+   OptimizerOptions.global_jit_level, `LowerOptions.jit_level`, or jit_scope() marks) and
+   ``model_pruning`` (RewriterConfig ``disable_model_pruning``); each RewriterConfig field of the
+   pass's name turns it off, OptimizerOptions ``do_constant_folding=False`` too.
 1. ``place_devices``: a device of this task for every node ("CPU", "GPU:i"): explicit device
    scopes, colocation with the variables an op touches, GPU kernels and dtypes
    (scheduler/placement.py `assign_devices`).
@@ -58,6 +62,7 @@ from dataclasses import dataclass
 from actorflow import errors
 from actorflow.graph.ops import compiler_ops as _compiler_ops  # noqa: F401  (the OpDefs of copies and fused ops)
 from actorflow.kernels.registry import get_kernel, has_kernel
+from actorflow.scheduler import optimizer as _optimizer
 from actorflow.scheduler.ir import (
     Bound,
     ExecPlan,
@@ -72,9 +77,8 @@ from actorflow.scheduler.ir import (
     actor_kind,
     kernel_attrs,
 )
-from actorflow.scheduler.optimizer import PassOptions, optimize
 
-__all__ = ["LowerOptions", "Pass", "lower", "lower_for_cluster", "from_plan", "emit", "register_pass",
+__all__ = ["LowerOptions", "Pass", "lower", "lower_for_cluster", "from_plan", "emit", "register_pass", "graph_pass",
            "unregister_pass", "pipeline", "run_passes"]
 
 
@@ -86,6 +90,7 @@ class LowerOptions:
     rewrites: tuple = ()              # ((RewriterConfig field, on: bool), ...) set explicitly
     dump_dir: str | None = None       # AF_DUMP_PASSES
     config: object = None             # the session's ConfigProto, for passes with knobs of their own
+    jit_level: int = 0                # OptimizerOptions.global_jit_level: ON_1 1 / ON_2 2 turn the JIT on
 
     @classmethod
     def from_config(cls, config=None, **kw) -> "LowerOptions":
@@ -94,7 +99,15 @@ class LowerOptions:
         dump = os.environ.get("AF_DUMP_PASSES") or None
         if config is not None:
             kw.setdefault("soft_placement", bool(getattr(config, "allow_soft_placement", False)))
-            ro = getattr(getattr(config, "graph_options", None), "rewrite_options", None)
+            go = getattr(config, "graph_options", None)
+            ro = getattr(go, "rewrite_options", None)
+            oo = getattr(go, "optimizer_options", None)
+            kw.setdefault("jit_level", int(getattr(oo, "global_jit_level", 0) or 0))
+            # TF's other two off switches of these passes (a bool each, not a Toggle): first, so they win.
+            if oo is not None and not getattr(oo, "do_constant_folding", True):
+                rewrites.append(("constant_folding", False))
+            if ro is not None and getattr(ro, "disable_model_pruning", False):
+                rewrites.append(("model_pruning", False))
             if ro is not None:
                 for p in _PASSES:
                     v = getattr(ro, p.switch, 0) if p.switch else 0
@@ -172,11 +185,9 @@ def lower(plan, devices=None, options: LowerOptions | None = None) -> ExecPlan:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        # The graph optimizer and the JIT (scheduler/optimizer.py, scheduler/jit) rewrite the pruned
-        # Plan before it becomes IR: they work on Operations (detached copies, never the user's graph).
-        plan = optimize(plan, PassOptions.from_config(opt.config))
-        ir = run_passes(from_plan(plan), opt)
-        return emit(ir, plan)
+        ir = _run_passes(None, plan, opt) if not opt.dump_dir else run_passes(from_plan(plan), opt)
+        # ExecPlan.plan: the Plan the graph passes left (what traces and task status pages list).
+        return emit(ir, ir.source[3] if ir.source is not None else plan)
     finally:
         if was_enabled:
             gc.enable()
@@ -212,12 +223,32 @@ def run_passes(ir: PlanIR, options: LowerOptions, passes=None) -> PlanIR:
     dump = _Dump(options.dump_dir) if options.dump_dir else None
     if dump is not None:
         dump("prune", ir)
+    return _run_passes(ir, None, options, passes, dump)
+
+
+def _run_passes(ir, plan, options, passes=None, dump=None) -> PlanIR:
+    """run_passes over `ir`, or over the IR of `plan` (None: `ir`), built only where a pass that is
+    not a graph pass needs it."""
+    # `plan`: a Plan that graph passes rewrote and `ir` does not show yet (or None).
     for p in (pipeline() if passes is None else passes):
         if not options.enabled(p):
             continue
+        on_plan = getattr(p.fn, "on_plan", None)
+        if on_plan is not None and dump is None:
+            if plan is None:
+                plan = ir.plan
+            if plan is not None:      # graph passes back to back: no IR between them
+                plan = on_plan(plan, options)
+                continue
+        if plan is not None:
+            if ir is None or plan is not ir.plan:
+                ir = from_plan(plan)
+            plan = None
         ir = p.fn(ir, options)
         if dump is not None:
             dump(p.name, ir)
+    if plan is not None and (ir is None or plan is not ir.plan):
+        ir = from_plan(plan)
     return ir
 
 
@@ -242,7 +273,9 @@ def from_plan(plan) -> PlanIR:
                           tuple([c.name for c in ctrl if c in in_plan]) if ctrl else (), "CPU", "", op))
     fetches = tuple(None if t is None else Feed(feed_index[t]) if t in feed_index else Ref(t.op.name, t.value_index)
                     for t in plan.fetches)
-    return PlanIR(plan.graph, tuple(nodes), tuple(plan.feeds), fetches, tuple(op.name for op in plan.targets))
+    nodes = tuple(nodes)
+    targets = tuple(op.name for op in plan.targets)
+    return PlanIR(plan.graph, nodes, tuple(plan.feeds), fetches, targets, (nodes, fetches, targets, plan))
 
 
 # -- passes ----------------------------------------------------------------------------------------------
@@ -320,6 +353,65 @@ def _fuse(ir: PlanIR, options: LowerOptions) -> PlanIR:
     return fuse(ir, options)
 
 
+# -- the graph optimizer and the JIT: passes over the plan's Operations ------------------------------
+
+def graph_pass(fn: Callable) -> Callable:
+    """A pipeline pass made of `fn(plan, options) -> plan`, a pass written over the pruned Plan's
+    graph Operations (scheduler/optimizer.py, scheduler/jit: they evaluate kernels on op attributes,
+    make detached Operations and follow tensors, never touching the user's graph). It runs on the
+    Plan the IR stands for (`PlanIR.plan`, kept while the graph passes run back to back, so nothing
+    is rebuilt between them) and returns the IR unchanged when `fn` changed nothing. It must run
+    before the passes that make nodes of their own (placement, copies, fusion): after them the IR
+    no longer stands for a Plan, which is an error naming the pass."""
+    def run(ir: PlanIR, options: LowerOptions) -> PlanIR:
+        plan = ir.plan
+        if plan is None:
+            raise ValueError(f"lower: graph pass {fn.__name__!r} must run before the passes that rewrite "
+                             "the plan's nodes (register it before 'place_devices')")
+        new = fn(plan, options)
+        return ir if new is plan else from_plan(new)
+    run.__name__ = fn.__name__
+    run.on_plan = fn              # run_passes chains graph passes on the Plan without the IR between them
+    return run
+
+
+def _constant_folding(plan, options):
+    return _optimizer.constant_folding(plan)
+
+
+def _arithmetic_optimization(plan, options):
+    return _optimizer.arithmetic_optimization(plan)
+
+
+def _dependency_optimization(plan, options):
+    return _optimizer.dependency_optimization(plan)
+
+
+def _model_pruning(plan, options):
+    return _optimizer.prune(plan)
+
+
+def _jit(plan, options):
+    """Clusters and whole loops compiled with numba (scheduler/jit): with OptimizerOptions'
+    global_jit_level ON_1/ON_2 (or AF_JIT=1; AF_JIT=0 turns it off), every compilable op; otherwise
+    only the ops `af.xla.experimental.jit_scope()` marked."""
+    env = os.environ.get("AF_JIT")
+    on = options.jit_level in (1, 2) if not env else env != "0"
+    if not on and not any(op.attrs.get("_XlaCompile") is True for op in plan.ops):
+        return plan
+    from actorflow.scheduler.jit import jit_pass
+    fuse = next((p for p in _PASSES if p.name == "fuse"), None)
+    # MatMul/Conv2D + BiasAdd [+ Relu] run best as the fusion pass's GEMM epilogues: no cluster takes them.
+    keep = _optimizer._fused_later(plan) if fuse is not None and options.enabled(fuse) else frozenset()
+    return jit_pass(plan, level_on=on, mode=None, keep=keep)
+
+
+register_pass("constant_folding", graph_pass(_constant_folding), switch="constant_folding")
+register_pass("arithmetic_optimization", graph_pass(_arithmetic_optimization), switch="arithmetic_optimization")
+register_pass("dependency_optimization", graph_pass(_dependency_optimization), switch="dependency_optimization")
+register_pass("jit", graph_pass(_jit))
+# RewriterConfig(disable_model_pruning=True) turns it off (LowerOptions.from_config).
+register_pass("model_pruning", graph_pass(_model_pruning), switch="model_pruning")
 register_pass("place_devices", place_devices)
 register_pass("fold_constants", fold_constants)
 register_pass("partition", _partition)
@@ -446,7 +538,8 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
             outs=tuple(tuple(o) for o in outs[i]), ctrl=tuple(ctrls[i]), fetch_outs=tuple(fetch_outs[i]),
             is_target=n.name in targets, kernel=kdef, attrs=attrs, in_shapes=in_shapes, in_values=in_values,
             resource=resource, bindings=bindings, frame=frame, loop_merge=loop_merge, offload=d.offload,
-            validate_shape=bool(n.attrs.get("validate_shape", True)), parts=n.parts, deferred=deferred, op=n.op))
+            validate_shape=bool(n.attrs.get("validate_shape", True)), parts=n.parts, deferred=deferred, stateful=d.stateful,
+            op=n.op))
     sources = tuple(i for i, c in enumerate(counts) if c == 0)
     return ExecPlan(tuple(items), tuple(tuple(t) for t in feed_targets), tuple(const_fetches), tuple(feed_fetches),
                     len(ir.fetches), n_sinks, any(d.control_flow is not None for d in defs), sources, plan, ir)

@@ -1,7 +1,9 @@
 """Graph optimizer passes (TF's grappler), each a pure function from plan to plan.
 
-`optimize(plan, options)` runs, in order, the passes `options` leaves on (named as TF's
-`RewriterConfig` fields, so `RewriterConfig(constant_folding=OFF)` turns one off):
+Each pass is registered under its name in scheduler/lower.py's pipeline (`graph_pass`), where a
+`RewriterConfig` field of that name (TF's) turns it off: `RewriterConfig(constant_folding=OFF)`.
+`optimize(plan, options)` runs the pipeline's graph passes (these and the JIT) alone, for tests
+and tools that want the rewritten Plan itself:
 
 - ``constant_folding``: an op whose inputs are all constants is evaluated once, by its own
   kernel, and becomes a Const (so the runtime folds it into its consumers); `Shape`, `Size` and
@@ -50,16 +52,15 @@ _NO_FOLD = frozenset({"Placeholder", "PlaceholderWithDefault", "Const", "Variabl
 
 @dataclass(frozen=True)
 class PassOptions:
-    """Which passes run (RewriterConfig's names) and the JIT's switch (OptimizerOptions'
-    global_jit_level: True for ON_1/ON_2, False for OFF; jit_scope()-marked ops compile anyway)."""
+    """Which graph passes `optimize` runs (RewriterConfig's names) and the JIT's switch
+    (OptimizerOptions' global_jit_level: True for ON_1/ON_2, False for OFF; jit_scope()-marked ops
+    compile anyway); `remapping`: the fusion pass will run, so the JIT leaves its chains to it."""
     constant_folding: bool = True
     arithmetic_optimization: bool = True
     dependency_optimization: bool = True
     model_pruning: bool = True
     jit: bool = False
-    jit_scoped: bool = True             # compile ops marked by jit_scope() even when jit is off
-    jit_mode: str | None = None         # "wait" or "async" (None: $AF_JIT_COMPILE, default wait)
-    remapping: bool = True              # the fusion pass runs later: the JIT leaves its chains to it
+    remapping: bool = True
 
     @classmethod
     def from_config(cls, config) -> "PassOptions":
@@ -85,25 +86,27 @@ class PassOptions:
 
 
 def optimize(plan: Plan, options: PassOptions) -> Plan:
-    """Runs the enabled passes over `plan` (see the module's docstring)."""
-    if options.constant_folding:
-        plan = constant_folding(plan)
-    if options.arithmetic_optimization:
-        plan = arithmetic_optimization(plan)
-    if options.dependency_optimization:
-        plan = dependency_optimization(plan)
-    if options.jit or (options.jit_scoped and any(op.attrs.get("_XlaCompile") is True for op in plan.ops)):
-        from actorflow.scheduler.jit import jit_pass
-        keep = _fused_later(plan) if options.remapping else frozenset()
-        plan = jit_pass(plan, level_on=options.jit, mode=options.jit_mode, keep=keep)
-    if options.model_pruning:
-        plan = prune(plan)
+    """The graph passes of scheduler/lower.py's pipeline (constant folding ... model pruning, the
+    JIT among them), switched by `options`, over `plan`: the rewritten Plan, for tests and tools
+    (`lower` runs the same passes in its pipeline)."""
+    from actorflow.scheduler.lower import LowerOptions, pipeline
+    lo = LowerOptions(rewrites=(("constant_folding", options.constant_folding),
+                                ("arithmetic_optimization", options.arithmetic_optimization),
+                                ("dependency_optimization", options.dependency_optimization),
+                                ("model_pruning", options.model_pruning), ("remapping", options.remapping)),
+                      jit_level=1 if options.jit else 0)
+    for p in pipeline():
+        on_plan = getattr(p.fn, "on_plan", None)
+        if on_plan is not None and lo.enabled(p):
+            plan = on_plan(plan, lo)
     return plan
 
 
 def _fused_later(plan: Plan) -> frozenset:
     """Names of the ops the fusion pass (scheduler/fusion.py, after lowering to IR) will fuse:
     MatMul/Conv2D + BiasAdd [+ Relu] run best as its GEMM epilogues, not in a JIT cluster."""
+    if not any(op.type in ("MatMul", "Conv2D") for op in plan.ops):
+        return frozenset()           # every fusion starts at one of them: no IR to build for nothing
     from actorflow.scheduler.fusion import find_fusions
     from actorflow.scheduler.lower import from_plan
     try:
@@ -119,23 +122,43 @@ class _Facts:
     def __init__(self, plan: Plan):
         self.plan = plan
         self.frames = loop_frames(plan) if plan.has_control_flow else {}
-        self.fed = set(plan.feeds)
+        self.protected = set(plan.feeds)    # fed and fetched tensors
+        self.protected.update(t for t in plan.fetches if t is not None)
         self.fetched = {t for t in plan.fetches if t is not None}
         self.controllers = set(plan.targets)
         self.consumers: dict = {}
+        consumers = self.consumers
         for op in plan.ops:
-            self.controllers.update(op.control_inputs)
+            if op.control_inputs:
+                self.controllers.update(op.control_inputs)
             for t in op.inputs:
-                self.consumers.setdefault(t, []).append(op)
+                c = consumers.get(t)
+                if c is None:
+                    consumers[t] = [op]
+                else:
+                    c.append(op)
+        self._pure: dict = {}
 
     def pure(self, op) -> bool:
-        """True when a pass may rewrite `op` (remove, replace or evaluate it)."""
+        """True when a pass may rewrite `op` (remove, replace or evaluate it); computed once per op."""
+        r = self._pure.get(op)
+        if r is None:
+            r = self._pure[op] = self._is_pure(op)
+        return r
+
+    def _is_pure(self, op) -> bool:
         d = op.op_def
-        return not (d.stateful or d.ref_inputs or d.resource or op.type in _CF or op.type in _NO_FOLD
-                    or op.control_inputs or op in self.controllers or self.frames.get(op) is not None
-                    or any(t in self.fed or t in self.fetched for t in op.outputs)
-                    or any(t.dtype.is_ref if hasattr(t.dtype, "is_ref") else False for t in op.inputs)
-                    or any(t.op.type in _CF for t in op.inputs))
+        if d.stateful or d.ref_inputs or d.resource or op.type in _CF or op.type in _NO_FOLD or op.control_inputs \
+                or op in self.controllers or (self.frames and self.frames.get(op) is not None):
+            return False
+        protected = self.protected
+        for t in op.outputs:
+            if t in protected:
+                return False
+        for t in op.inputs:
+            if getattr(t.dtype, "is_ref", False) or t.op.type in _CF:
+                return False
+        return True
 
 
 def _const(plan, name, value, like_device="") -> object:
@@ -148,7 +171,7 @@ def _const(plan, name, value, like_device="") -> object:
 def _value(t, edit):
     """The constant value of `t`, or None (not a Const, a Const in a frame, or a fed tensor)."""
     t = edit.resolve(t)
-    if t.op.type != "Const" or t.op.control_inputs or t in edit.plan.feeds:
+    if t.op.type != "Const" or t.op.control_inputs or t in edit.fed:
         return None
     return t.op.attrs["value"]
 

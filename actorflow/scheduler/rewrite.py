@@ -23,6 +23,7 @@ def new_op(graph, name, op_type, inputs, control, attrs, output_specs, device=""
 class PlanEdit:
     def __init__(self, plan: Plan):
         self.plan = plan
+        self.fed = frozenset(plan.feeds)
         self.subst: dict = {}          # tensor -> tensor
         self.removed: set = set()
         self.added: list = []
@@ -122,7 +123,8 @@ def _toposort(ops) -> tuple:
                 out.append(o)
                 continue
             stack.append((o, True))
-            for d in sorted(deps[o], key=index.get, reverse=True):
+            ds = deps[o]
+            for d in (sorted(ds, key=index.get, reverse=True) if len(ds) > 1 else ds):
                 if d not in done:
                     stack.append((d, False))
     return tuple(out)

@@ -307,8 +307,13 @@ def _properties(sc: Scenario, h: _Harness, m: dict, events: list) -> list:
 
 
 def run_deterministic(sc: Scenario, plan: Plan | None = None, out_dir: str | None = None, costs=None,
-                      planted: bool = False, write: bool = True) -> RunResult:
-    """Runs `sc` under `plan` (default: drawn from the scenario's seed) in the simulated world."""
+                      planted: bool = False, write: bool = True, measure: bool = False,
+                      count_kinds: bool = False) -> RunResult:
+    """Runs `sc` under `plan` (default: drawn from the scenario's seed) in the simulated world.
+    For comparisons with the discrete-event model (actorflow/sim/figures.py): with `measure`, the
+    metrics give every training step's exact virtual span (`step_spans`: [worker, t0, t1, global
+    step]); with `count_kinds`, they count the messages by sender, receiver and kind
+    (`messages_by_kind`, SimNetwork.count_kinds: it decodes every frame's header, at some CPU cost)."""
     from actorflow.sim.loop import SimulationStalled
     from actorflow.sim.report import write_report
     from actorflow.sim.workload import load_digits_data
@@ -334,6 +339,8 @@ def run_deterministic(sc: Scenario, plan: Plan | None = None, out_dir: str | Non
     data = load_digits_data(sc.workload.data_seed)
     h = _Harness(sc, plan, out_dir, costs, planted)
     w = h.world
+    if count_kinds:
+        w.net.count_kinds()
     stalled = None
     try:
         with w:
@@ -366,6 +373,10 @@ def run_deterministic(sc: Scenario, plan: Plan | None = None, out_dir: str | Non
     m["callbacks"] = w.loop.callbacks
     m["messages"] = w.net.messages
     m["messages_by_task"] = {t: [n.sent, n.received] for t, n in sorted(w.net.nodes.items())}
+    if w.net.kinds is not None:
+        m["messages_by_kind"] = {f"{a}>{b} {k}": n for (a, b, k), n in sorted(w.net.kinds.items())}
+    if measure:
+        m["step_spans"] = [[s[0], s[3], s[4], s[2]] for s in h.steps]
     m["leaks"] = sorted(set(w.leaks))
     m["checkpoints_completed"] = len(w.disk.completed)
     m["checkpoint_restores"] = [[t, os.path.basename(p)] for t, p, _ in w.disk.restores]

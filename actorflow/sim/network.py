@@ -46,6 +46,12 @@ class NetCosts:
         self.cpu_per_mb_s = cpu_per_mb_s
 
 
+def _role(owner) -> str:
+    """A process's role for the message counts: `client`, `worker` or `ps`."""
+    name = getattr(owner, "name", "") or ""
+    return "client" if name.startswith("client") else (name.split("/")[1][4:] if name.startswith("/job:") else "?")
+
+
 class _Node:
     """A machine's network side: its CPU for messages and its full-duplex link (next free times)."""
     __slots__ = ("task", "cpu", "link_out", "link_in", "bandwidth", "sent", "received")
@@ -74,6 +80,7 @@ class SimSocket:
         self._held: list = []            # messages held by a partition
         self._held_since = 0.0
         self.sent = 0
+        self.calls: dict = {}            # count_kinds: call id -> method of the calls sent here
 
     # -- the websocket surface ------------------------------------------------------------------------
     async def send_bytes(self, data) -> None:
@@ -133,6 +140,7 @@ class SimNetwork:
         self.sockets: dict = {}          # owner -> [SimSocket]
         self.messages = 0
         self.bytes = 0
+        self.kinds: collections.Counter | None = None   # count_kinds(): (from role, to role, kind) -> messages
 
     def node(self, task) -> _Node:
         n = self.nodes.get(task)
@@ -192,10 +200,36 @@ class SimNetwork:
                 return fid, fail_after
         return None
 
+    def count_kinds(self) -> None:
+        """From now on, counts the messages sent by kind in `kinds`: (sender's role, receiver's role,
+        kind), the kind being `call:<method>`, `reply:<method>`, `tensor` (a Send/Recv value),
+        `payload` (a large frame's continuation) or `other`. A measurement hook: it decodes every
+        frame's header, so it is off unless asked for."""
+        if self.kinds is None:
+            self.kinds = collections.Counter()
+
+    def _kind(self, sock: SimSocket, data: bytes) -> str:
+        import msgpack
+        try:
+            n = int.from_bytes(data[:4], "little")
+            h = msgpack.unpackb(data[4:4 + n], raw=False)
+            k = h.get("k")
+        except Exception:  # noqa: BLE001 - raw payload bytes, not a header
+            return "payload"
+        if k == "call":
+            sock.calls[h.get("i")] = h.get("m")
+            return f"call:{h.get('m')}"
+        if k == "reply":
+            m = sock.peer.calls.pop(h.get("i"), "?") if sock.peer is not None else "?"
+            return f"reply:{m}"
+        return "tensor" if k == "t" else "other"
+
     def transmit(self, sock: SimSocket, data: bytes) -> None:
         src, dst = sock.local, sock.remote
         self.messages += 1
         self.bytes += len(data)
+        if self.kinds is not None:
+            self.kinds[(_role(sock.owner), _role(sock.peer.owner if sock.peer else None), self._kind(sock, data))] += 1
         cut = self._cut(src, dst)
         if cut is not None or sock._held:
             sock._held.append(data)

@@ -25,3 +25,7 @@ FusedMatMul = define_op("_FusedMatMul", _made_by_the_compiler, internal=True)
 FusedConv2D = define_op("_FusedConv2D", _made_by_the_compiler, internal=True)
 MatMulApplyGradientDescent = define_op("_MatMulApplyGradientDescent", _made_by_the_compiler, ref_inputs=(0,),
                                        internal=True)
+# MaxPoolGrad -> ReluGrad [-> BiasAddGrad] (fusion.py): outputs the input gradient [and the bias gradient].
+FusedMaxPoolGrad = define_op("_FusedMaxPoolGrad", _made_by_the_compiler, internal=True)
+# ReluGrad -> BiasAddGrad (fusion.py): outputs the masked gradient and the bias gradient.
+FusedReluGrad = define_op("_FusedReluGrad", _made_by_the_compiler, internal=True)

@@ -15,9 +15,9 @@ import operator
 from functools import lru_cache
 
 import numpy as np
-from numba import njit
 
 from actorflow.errors import InvalidArgumentError
+from actorflow.kernels.lazy_numba import njit
 from actorflow.kernels.registry import register_kernel
 
 

@@ -1,4 +1,4 @@
-"""CPU kernels for BiasAdd and BiasAddGrad, and the bias (+ ReLU) epilogue of the fused MatMul and
+"""CPU kernels for BiasAdd and BiasAddGrad (and _FusedReluGrad: ReluGrad with BiasAddGrad), and the bias (+ ReLU) epilogue of the fused MatMul and
 Conv2D kernels, which runs on each block of output right after its GEMM while it is still in cache.
 """
 from __future__ import annotations
@@ -6,9 +6,10 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
 
+from actorflow.kernels.cpu.math import relu_grad
 from actorflow.kernels.cpu.window import _FAST_FLOATS, _data_format
+from actorflow.kernels.lazy_numba import njit
 from actorflow.kernels.registry import register_kernel
 
 
@@ -21,6 +22,30 @@ def _bias_relu_rows(out, bias, relu, zero):
             if relu and v <= zero:        # NaN stays NaN, -0.0 becomes 0.0, as np.maximum(x, 0)
                 v = zero
             out[i, j] = v
+
+
+@njit(cache=True, nogil=True)
+def _bias_relu_block(out, bias, r0, r1, c0, c1, relu, zero):
+    # Whole C-contiguous arrays with bounds, each row's part taken as a slice and indexed from 0:
+    # numba vectorises that; a strided column-block view (generic layout) ran 4x slower.
+    b = bias[c0:c1]
+    for i in range(r0, r1):
+        o = out[i, c0:c1]
+        for j in range(o.shape[0]):
+            v = o[j] + b[j]
+            if relu and v <= zero:      # NaN stays NaN, -0.0 becomes 0.0, as np.maximum(x, 0)
+                v = zero
+            o[j] = v
+
+
+def fused_epilogue_block(out, bias, rows, cols, relu):
+    """Bias (+ ReLU) on block out[rows[0]:rows[1], cols[0]:cols[1]] of a GEMM's output, `bias`
+    being the whole channel vector (the epilogue of one block of a split fused GEMM)."""
+    if (out.dtype in _FAST_FLOATS and out.flags.c_contiguous and bias.dtype == out.dtype
+            and bias.flags.c_contiguous):
+        _bias_relu_block(out, bias, rows[0], rows[1], cols[0], cols[1], relu, out.dtype.type(0))
+    else:
+        _fused_epilogue(out[rows[0]:rows[1], cols[0]:cols[1]], bias[cols[0]:cols[1]], relu)
 
 
 def _fused_epilogue(out, bias, relu):
@@ -108,4 +133,69 @@ def bias_add_grad(attrs):
             return out
         # Collapsing to [rows, channels] makes numpy add whole rows at a time (vectorised).
         return np.sum(g2, axis=0, dtype=g.dtype)
+    return fn
+
+
+# _FusedReluGrad: ReluGrad -> BiasAddGrad of its result (made by the fusion pass): the backward pass
+# of relu(bias_add(x, b)) writes the masked gradient and sums it per channel in one pass.
+
+@njit(cache=True, nogil=True)
+def _relu_grad_column_sums(g, f, out, sums):
+    """out = ReluGrad(g, f) over [rows, C] matrices (``g`` where f > 0, else ``g * 0``, as the
+    ReluGrad kernel writes it), and its column sums added into `sums`, row after row."""
+    rows, cols = g.shape
+    zero = g.dtype.type(0)
+    for i in range(rows):
+        for j in range(cols):
+            v = g[i, j]
+            v = v if f[i, j] > zero else v * zero
+            out[i, j] = v
+            sums[j] += v
+
+
+def _fused_relu_grad_parts(gradients, features):
+    """(g, f) as contiguous [rows, C] matrices of one float dtype, or None when the call needs the
+    plain numpy path (other dtypes, shapes that differ: ReluGrad's own check reports those)."""
+    g, f = np.asarray(gradients), np.asarray(features)
+    if g.shape != f.shape or g.dtype != f.dtype or g.dtype not in _FAST_FLOATS or g.ndim < 2:
+        return None
+    return np.ascontiguousarray(g).reshape(-1, g.shape[-1]), np.ascontiguousarray(f).reshape(-1, g.shape[-1])
+
+
+def _fused_relu_grad_split(attrs):
+    """Row blocks: each thread masks its rows and sums its own partial bias gradient."""
+    def split(parts, gradients, features):
+        mats = _fused_relu_grad_parts(gradients, features)
+        if mats is None or mats[0].shape[0] < 256 * parts:
+            return None
+        g2, f2 = mats
+        out = np.empty(np.shape(gradients), g2.dtype)
+        out2 = out.reshape(g2.shape)
+        sums = np.zeros((parts, g2.shape[1]), g2.dtype)
+        bounds = [g2.shape[0] * i // parts for i in range(parts + 1)]
+        thunks = [functools.partial(_relu_grad_column_sums, g2[lo:hi], f2[lo:hi], out2[lo:hi], sums[i])
+                  for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        return None, thunks, lambda: (out, sums.sum(axis=0, dtype=g2.dtype))
+    return split
+
+
+def _fused_relu_grad_cost(gradients, features):
+    return 2 * int(np.size(gradients))
+
+
+@register_kernel("_FusedReluGrad", "CPU", cost=_fused_relu_grad_cost, split=_fused_relu_grad_split)
+def fused_relu_grad(attrs):
+    """ReluGrad, and BiasAddGrad (NHWC: channels last) of its result as a second output."""
+    def fn(gradients, features):
+        mats = _fused_relu_grad_parts(gradients, features)
+        if mats is None:            # what the two kernels do on their numpy paths
+            dz = relu_grad(np.asarray(gradients), np.asarray(features))
+            if dz.ndim < 2:
+                raise ValueError(f"BiasAddGrad: out_backprop must have rank >= 2, got shape {dz.shape}")
+            return dz, np.sum(dz.reshape(-1, dz.shape[-1]), axis=0, dtype=dz.dtype)
+        g2, f2 = mats
+        out = np.empty(np.shape(gradients), g2.dtype)
+        sums = np.zeros(g2.shape[1], g2.dtype)
+        _relu_grad_column_sums(g2, f2, out.reshape(g2.shape), sums)
+        return out, sums
     return fn

@@ -1,22 +1,37 @@
-"""GEMM for the CPU kernels: Intel MKL's sequential cblas_?gemm when it is installed, else numpy.
+"""GEMM for the CPU kernels: cblas_?gemm called through ctypes, from the library that is fastest on
+this CPU for the product at hand, else numpy.
 
-numpy's wheels bring OpenBLAS. On the x86 machines we run on, MKL's single-threaded SGEMM is 20-35%
-faster for the shapes of a training step (most of all the transposed-operand products of the
-backward pass), which is what PyTorch gets by shipping MKL. MKL is optional (`pip install
-actorflow[mkl]`); without it every product goes through `np.matmul` and nothing else changes.
+- Intel MKL's sequential cblas_?gemm when it is installed (`pip install actorflow[mkl]`). MKL's
+  single-threaded SGEMM is faster than OpenBLAS for most shapes of a training step (on an AMD EPYC
+  Zen 4: the input gradients with a transposed weight, and products with a short inner dimension,
+  by 5-20%), which is what PyTorch gets by shipping MKL.
+- Except, on CPUs that are not Intel's, for narrow products (fewer than 32 output columns: a
+  layer of 10 logits and its weight gradient): MKL's path for them there is 3-4x slower than
+  OpenBLAS's AVX-512 kernels (256x1024x10 took 452 us against 123 us; the weight gradient
+  1024x256x10 605 us against 145 us), so those go to the OpenBLAS that numpy's wheels bundle,
+  through its own cblas symbol.
+- Without MKL, every product goes to numpy's OpenBLAS that way; without either, to `np.matmul`.
 
-MKL runs sequential: the runtime already parallelises, by running independent kernels at once and
-splitting a lone big GEMM into row blocks over its thread pool, so BLAS threads would only
-oversubscribe the cores. The call goes through ctypes, which releases the GIL.
+benchmarks/blas_backends.py measures the libraries against each other on the machine it runs on.
+Calling cblas directly, rather than `np.matmul`, reads transposed views and row blocks in place and
+lets a product accumulate into its output (``beta=1``) inside the GEMM.
 
-`AF_BLAS=numpy` forces numpy; `AF_BLAS=mkl` makes a missing MKL an error instead of a fallback.
+BLAS runs single-threaded: the runtime already parallelises, by running independent kernels at
+once and splitting a lone big GEMM into row blocks over its thread pool, so BLAS threads would only
+oversubscribe the cores (actors/dispatcher.py limits OpenBLAS's threads; MKL is loaded sequential).
+ctypes releases the GIL during the call.
+
+`AF_BLAS=mkl|openblas|numpy` uses that one alone (a named library that is missing is an error,
+not a fallback); `AF_BLAS=auto` (the default) chooses as above.
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import glob
 import logging
 import os
+import platform
 import site
 import sys
 import threading
@@ -30,7 +45,10 @@ log = logging.getLogger(__name__)
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _MKL_THREADING_SEQUENTIAL = 1
 _lock = threading.Lock()
-_gemm: dict | None = None           # dtype -> cblas function, once loaded; {} when MKL is not used
+_gemm: dict | None = None           # dtype -> cblas function, once loaded; {} when numpy does it
+_narrow: dict = {}                  # dtype -> cblas function for products of fewer than _NARROW columns
+_backend = "numpy"                  # what backend() reports: "mkl", "openblas", "mkl+openblas" or "numpy"
+_NARROW = 32
 _MIN_FLOPS = 1 << 18                # small products (64^3): numpy's call costs less than ctypes'
 
 
@@ -47,12 +65,20 @@ def _candidates():
         yield found
 
 
-def _load() -> dict:
-    choice = os.environ.get("AF_BLAS", "auto").lower()
-    if choice not in ("auto", "mkl", "numpy"):
-        raise ValueError(f"AF_BLAS must be auto, mkl or numpy, got {choice!r}")
-    if choice == "numpy":
-        return {}
+def _cblas_functions(lib, prefix: str, int_type) -> dict:
+    """{dtype: cblas_?gemm of `lib`}, with argument types set (`prefix` + "sgemm" + suffix names)."""
+    out = {}
+    for dt, letter, scalar in ((np.dtype(np.float32), "s", ctypes.c_float), (np.dtype(np.float64), "d", ctypes.c_double)):
+        f = getattr(lib, prefix.format(letter))
+        i, p = int_type, ctypes.c_void_p
+        # order, transa, transb are C enums (int) in every cblas; m, n, k and the lds are blasint.
+        f.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, i, i, i, scalar, p, i, p, i, scalar, p, i]
+        f.restype = None
+        out[dt] = f
+    return out
+
+
+def _load_mkl() -> dict | None:
     for path in _candidates():
         if not os.path.exists(path) and os.path.sep in path:
             continue
@@ -60,41 +86,113 @@ def _load() -> dict:
             lib = ctypes.CDLL(path)
             # Before any other MKL call: one thread per call, the runtime's threads do the rest.
             lib.MKL_Set_Threading_Layer(ctypes.c_int(_MKL_THREADING_SEQUENTIAL))
+            out = _cblas_functions(lib, "cblas_{}gemm", ctypes.c_int)
         except (OSError, AttributeError) as e:
             log.debug("MKL at %s not usable: %s", path, e)
             continue
-        out = {}
-        for dt, name, scalar in ((np.dtype(np.float32), "cblas_sgemm", ctypes.c_float),
-                                 (np.dtype(np.float64), "cblas_dgemm", ctypes.c_double)):
-            f = getattr(lib, name)
-            i, p = ctypes.c_int, ctypes.c_void_p
-            f.argtypes = [i, i, i, i, i, i, scalar, p, i, p, i, scalar, p, i]
-            f.restype = None
-            out[dt] = f
         log.info("GEMM through MKL (%s)", path)
         return out
+    return None
+
+
+# numpy's wheels bundle scipy-openblas: ILP64 (64-bit ints, symbols suffixed 64_) in numpy 2, LP64
+# before; a system OpenBLAS that numpy links exports the plain names.
+_OPENBLAS_SYMBOLS = (("scipy_cblas_{}gemm64_", ctypes.c_int64), ("cblas_{}gemm64_", ctypes.c_int64),
+                     ("scipy_cblas_{}gemm", ctypes.c_int), ("cblas_{}gemm", ctypes.c_int))
+
+
+def _numpy_openblas_paths():
+    """Paths of the OpenBLAS that numpy uses: its wheel's bundled copy, or what threadpoolctl finds
+    loaded in this process (numpy built against a system OpenBLAS)."""
+    here = os.path.dirname(np.__file__)
+    paths = sorted(glob.glob(os.path.join(here, os.pardir, "numpy.libs", "*openblas*")))     # Linux wheels
+    paths += sorted(glob.glob(os.path.join(here, ".dylibs", "*openblas*")))                  # macOS wheels
+    try:
+        from threadpoolctl import threadpool_info
+        paths += [i["filepath"] for i in threadpool_info() if i.get("internal_api") == "openblas"]
+    except Exception:  # noqa: BLE001 - threadpoolctl is optional here
+        pass
+    return list(dict.fromkeys(paths))
+
+
+def _load_openblas() -> dict | None:
+    for path in _numpy_openblas_paths():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            log.debug("OpenBLAS at %s not usable: %s", path, e)
+            continue
+        for prefix, int_type in _OPENBLAS_SYMBOLS:
+            try:
+                out = _cblas_functions(lib, prefix, int_type)
+            except AttributeError:
+                continue
+            log.info("GEMM through OpenBLAS (%s, %s)", path, prefix.format("s"))
+            return out
+    return None
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor string ("GenuineIntel", "AuthenticAMD", ...), or "" when unknown."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    proc = platform.processor()
+    return "GenuineIntel" if "Intel" in proc else proc
+
+
+def _load() -> tuple[str, dict, dict]:
+    """(backend name, {dtype: cblas gemm}, {dtype: cblas gemm for narrow products}) as AF_BLAS and
+    the CPU choose (see the module docstring)."""
+    choice = os.environ.get("AF_BLAS", "auto").lower()
+    if choice not in ("auto", "mkl", "openblas", "numpy"):
+        raise ValueError(f"AF_BLAS must be auto, mkl, openblas or numpy, got {choice!r}")
+    if choice == "numpy":
+        return "numpy", {}, {}
+    mkl = _load_mkl() if choice in ("auto", "mkl") else None
     if choice == "mkl":
-        raise RuntimeError("AF_BLAS=mkl but MKL's libmkl_rt was not found; install it with "
-                           "`pip install actorflow[mkl]` (or `pip install mkl`)")
-    return {}
+        if mkl is None:
+            raise RuntimeError("AF_BLAS=mkl but MKL's libmkl_rt was not found; install it with "
+                               "`pip install actorflow[mkl]` (or `pip install mkl`)")
+        return "mkl", mkl, {}
+    openblas = None if mkl is not None and cpu_vendor() == "GenuineIntel" else _load_openblas()
+    if choice == "openblas":
+        if openblas is None:
+            raise RuntimeError("AF_BLAS=openblas but numpy's OpenBLAS was not found (numpy built against "
+                               "another BLAS?)")
+        return "openblas", openblas, {}
+    if mkl is not None and openblas is not None:
+        return "mkl+openblas", mkl, openblas
+    if mkl is not None:
+        return "mkl", mkl, {}
+    if openblas is not None:
+        return "openblas", openblas, {}
+    return "numpy", {}, {}
 
 
 def _functions() -> dict:
-    global _gemm
+    global _gemm, _narrow, _backend
     if _gemm is None:
         with _lock:
             if _gemm is None:
-                _gemm = _load()
+                _backend, gemm, _narrow = _load()
+                _gemm = gemm
     return _gemm
 
 
 def backend() -> str:
-    """"mkl" or "numpy": what `matmul` uses for float32/float64 matrices."""
-    return "mkl" if _functions() else "numpy"
+    """What `matmul` uses for float32/float64 matrices: "mkl", "openblas", "numpy", or
+    "mkl+openblas" (MKL, and OpenBLAS for products of fewer than 32 columns)."""
+    _functions()
+    return _backend
 
 
 def _operand(x):
-    """(transpose flag, leading dimension) under which MKL reads the 2-D operand `x` in place, or None.
+    """(transpose flag, leading dimension) under which cblas reads the 2-D operand `x` in place, or None.
 
     Row-major NoTrans reads element (i, j) at i*ld + j, Trans at j*ld + i; a dimension of size 1
     may have any stride.
@@ -140,6 +238,8 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, alpha: f
             return _numpy_matmul(a, b, out, alpha, beta)
         ldc = oc[1]
     (ta, lda), (tb, ldb) = oa, ob
+    if n < _NARROW and _narrow:
+        f = _narrow[dt]
     f(_ROW_MAJOR, ta, tb, m, n, k, alpha, a.ctypes.data, lda, b.ctypes.data, ldb, beta, out.ctypes.data, ldc)
     return out
 

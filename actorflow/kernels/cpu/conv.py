@@ -21,19 +21,21 @@ import functools
 import threading
 
 import numpy as np
-from numba import njit, uintp
 
 from actorflow.kernels.cpu.bias import _fused_epilogue
 from actorflow.kernels.cpu.blas import matmul as gemm
 from actorflow.kernels.cpu.matmul import FusedPartError
+from actorflow.kernels.cpu.pooling import _max_pool, _max_pool_2x2
 from actorflow.kernels.cpu.window import (
     _FAST_FLOATS,
+    _batch_blocks,
     _ConvGeometry,
     _from_nhwc,
     _half_via_float32,
     _shape_from_nhwc,
     _to_nhwc,
 )
+from actorflow.kernels.lazy_numba import njit, uintp
 from actorflow.kernels.registry import register_kernel
 
 # Every convolution here is a GEMM over the column matrix of its input: row (n, i, j) holds the
@@ -220,13 +222,15 @@ class _ColumnBlocks:
 
     __slots__ = ("x", "g", "k", "rows", "block", "kmajor", "buf", "hp", "wp")
 
-    def __init__(self, x, g, dtype):
+    def __init__(self, x, g, dtype, align=1):
         n, h, w, c = x.shape
         kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = (int(v) for v in g[3:])
         self.g = g
         self.k = kh * kw * c
         self.rows = n * oh * ow
         self.block = max(16, min(self.rows, _BLOCK_ELEMENTS // max(self.k, 1)))
+        if align > 1:           # whole bands of `align` rows per block (a fused max-pool's window rows)
+            self.block = max(align, self.block // align * align)
         self.kmajor = c < _KMAJOR_MAX_CHANNELS
         if self.kmajor:
             # The padded input is small (few channels), and padding it once spares every run of
@@ -253,14 +257,42 @@ class _ColumnBlocks:
                 yield r0, nr, cols.reshape(nr, self.k)
 
 
-def _conv_rows(x, g, f2, out2, bias=None, relu=False):
+def _conv_rows(x, g, f2, out2, bias=None, relu=False, pool=None):
     """``out2 = columns(x) @ f2`` ([N*OH*OW, K] @ [K, O]) block by block, each block's bias (+ ReLU)
-    applied right after its GEMM when `bias` is given."""
-    for r0, nr, cols in _ColumnBlocks(x, g, np.result_type(x.dtype, f2.dtype)):
+    applied right after its GEMM when `bias` is given, and each block max-pooled into `pool`'s
+    output when given (see _BandPool)."""
+    align = pool.band if pool is not None else 1
+    for r0, nr, cols in _ColumnBlocks(x, g, np.result_type(x.dtype, f2.dtype), align):
         block = out2[r0:r0 + nr]
         gemm(cols, f2, block)
         if bias is not None:
             _fused_epilogue(block, bias, relu)
+        if pool is not None:
+            pool(block, r0, nr)
+
+
+class _BandPool:
+    """A max-pool whose windows tile the convolution's output (window == stride, no padding, the
+    output's height and width multiples of it), run on each block of output rows right after its
+    GEMM and epilogue, while the block is in cache: a block of whole bands of `kh` output rows pools
+    into whole rows of the pooled output."""
+
+    __slots__ = ("out", "kh", "kw", "ow", "co", "band")
+
+    def __init__(self, out, kh, kw, ow, co):
+        self.out = out.reshape(-1)          # the pooled [N, OH/kh, OW/kw, C], flat
+        self.kh, self.kw, self.ow, self.co = kh, kw, ow, co
+        self.band = kh * ow                 # conv output pixels per band
+
+    def __call__(self, block, r0, nr):
+        bands, pw = nr // self.band, self.ow // self.kw
+        lo = r0 // self.band * pw * self.co
+        out = self.out[lo:lo + bands * pw * self.co]
+        if self.kh == self.kw == 2:
+            _max_pool_2x2(block.reshape(-1), bands, 2, self.ow, self.co, 1, pw, out)
+        else:
+            _max_pool(block.reshape(-1), bands, self.kh, self.ow, self.co, self.kh, self.kw, self.kh, self.kw, 0, 0,
+                      1, pw, out)
 
 
 def _conv_input(op_name, what, x, fmt):
@@ -283,19 +315,12 @@ def _conv_cost(x, f):
     return int(np.size(x)) * (int(fs[0] * fs[1] * fs[3]) if len(fs) == 4 else 1)
 
 
-def _conv_forward(geo, x, f, out, oh, ow, ph, pw, bias=None, relu=False):
-    """Conv2D of NHWC `x` into `out` [N, OH, OW, O] (then + bias, then ReLU, when bias is given)."""
+def _conv_forward(geo, x, f, out, oh, ow, ph, pw, bias=None, relu=False, pool=None):
+    """Conv2D of NHWC `x` into `out` [N, OH, OW, O] (then + bias, then ReLU, when bias is given;
+    then max-pooled by `pool`, a _BandPool, when given)."""
     kh, kw, c, co = f.shape
     g = _window(x.shape, kh, kw, geo.sh, geo.sw, geo.dh, geo.dw, ph, pw, oh, ow)
-    _conv_rows(x, g, f.reshape(kh * kw * c, co), out.reshape(-1, co), bias, relu)
-
-
-def _batch_blocks(n: int, parts: int):
-    """[(lo, hi), ...] image ranges of a batch split over `parts` threads, or None when too small."""
-    if n < 2 * parts:
-        return None
-    bounds = [n * i // parts for i in range(parts + 1)]
-    return list(zip(bounds[:-1], bounds[1:]))
+    _conv_rows(x, g, f.reshape(kh * kw * c, co), out.reshape(-1, co), bias, relu, pool)
 
 
 def _conv_split_ok(geo, *arrays) -> bool:
@@ -361,8 +386,9 @@ def conv2d(attrs):
     return _half_via_float32(fn)
 
 
-# _FusedConv2D: Conv2D + BiasAdd (+ Relu), made by the fusion pass as grappler's remapper does:
-# the bias and ReLU run on each block of output right after its GEMM.
+# _FusedConv2D: Conv2D + BiasAdd (+ Relu) (+ MaxPool), made by the fusion pass as grappler's
+# remapper does: the bias and ReLU run on each block of output right after its GEMM, and a max-pool
+# whose windows tile the output pools each block while it is still in cache, as a second output.
 
 def _fused_conv_parts(attrs, geo, input, filter, bias):
     """(x NHWC, f, bias, oh, ow, ph, pw), checked the way Conv2D and BiasAdd check them."""
@@ -380,8 +406,30 @@ def _fused_conv_parts(attrs, geo, input, filter, bias):
     return x, f, bias, oh, ow, ph, pw
 
 
-def _fused_conv_block(geo, x, f, bias, out, oh, ow, ph, pw, relu):
-    if geo.is_pointwise(f.shape, ph, pw):
+def _fused_pool_window(attrs):
+    """(kh, kw) of the fused max-pool (window == stride, NHWC), or None when there is none."""
+    if "MaxPool" not in tuple(attrs.get("fused_ops", ())):
+        return None
+    k = tuple(int(v) for v in attrs["pool_ksize"])
+    return k[1], k[2]
+
+
+def _pooled(attrs, window, x, f, oh, ow, dtype):
+    """The fused max-pool's output array [N, OH/kh, OW/kw, O], or None without one."""
+    if window is None:
+        return None
+    kh, kw = window
+    if oh % kh or ow % kw:
+        raise FusedPartError(len(attrs["fused_ops"]), ValueError(
+            f"MaxPool: a fused {kh}x{kw} pool needs a convolution output whose height and width are multiples of "
+            f"it, got {oh}x{ow}"))
+    return np.empty((x.shape[0], oh // kh, ow // kw, f.shape[3]), dtype)
+
+
+def _fused_conv_block(geo, x, f, bias, out, oh, ow, ph, pw, relu, window=None, pooled=None):
+    if pooled is not None:
+        _conv_forward(geo, x, f, out, oh, ow, ph, pw, bias, relu, _BandPool(pooled, *window, ow, f.shape[3]))
+    elif geo.is_pointwise(f.shape, ph, pw):
         out2 = out.reshape(-1, f.shape[3])
         gemm(x.reshape(-1, x.shape[3]), f.reshape(f.shape[2], f.shape[3]), out2)
         _fused_epilogue(out2, bias, relu)
@@ -392,6 +440,7 @@ def _fused_conv_block(geo, x, f, bias, out, oh, ow, ph, pw, relu):
 def _fused_conv_split(attrs):
     geo = _ConvGeometry(attrs, "Conv2D")
     relu = "Relu" in tuple(attrs.get("fused_ops", ()))
+    window = _fused_pool_window(attrs)
 
     def split(parts, input, filter, bias):
         x, f = np.asarray(input), np.asarray(filter)
@@ -400,12 +449,17 @@ def _fused_conv_split(attrs):
             return None
         try:
             x, f, bias, oh, ow, ph, pw = _fused_conv_parts(attrs, geo, x, f, bias)
+            pooled = _pooled(attrs, window, x, f, oh, ow, x.dtype)
         except FusedPartError:
             return None
         out = np.empty((x.shape[0], oh, ow, f.shape[3]), x.dtype)
         bias = bias.astype(x.dtype, copy=False)
-        return out, [functools.partial(_fused_conv_block, geo, x[lo:hi], f, bias, out[lo:hi], oh, ow, ph, pw, relu)
-                     for lo, hi in blocks]
+        thunks = [functools.partial(_fused_conv_block, geo, x[lo:hi], f, bias, out[lo:hi], oh, ow, ph, pw, relu,
+                                    window, None if pooled is None else pooled[lo:hi])
+                  for lo, hi in blocks]
+        if pooled is None:
+            return out, thunks
+        return None, thunks, lambda: (out, pooled)
     return split
 
 
@@ -415,16 +469,20 @@ def _fused_conv_cost(input, filter, bias):
 
 @register_kernel("_FusedConv2D", "CPU", cost=_fused_conv_cost, split=_fused_conv_split)
 def fused_conv2d(attrs):
-    """Conv2D (NHWC) + bias, then ReLU when ``fused_ops`` is ("BiasAdd", "Relu")."""
+    """Conv2D (NHWC) + bias, then ReLU when ``fused_ops`` is ("BiasAdd", "Relu"); with "MaxPool"
+    last in ``fused_ops`` (window and stride ``pool_ksize``, tiling the output), the max-pool of
+    that as a second output."""
     geo = _ConvGeometry(attrs, "Conv2D")
     relu = "Relu" in tuple(attrs.get("fused_ops", ()))
+    window = _fused_pool_window(attrs)
 
     def fn(input, filter, bias):
         x, f, bias, oh, ow, ph, pw = _fused_conv_parts(attrs, geo, input, filter, bias)
         dt = np.result_type(x.dtype, f.dtype)
+        pooled = _pooled(attrs, window, x, f, oh, ow, dt)
         out = np.empty((x.shape[0], oh, ow, f.shape[3]), dt)
-        _fused_conv_block(geo, x, f, bias.astype(dt, copy=False), out, oh, ow, ph, pw, relu)
-        return out
+        _fused_conv_block(geo, x, f, bias.astype(dt, copy=False), out, oh, ow, ph, pw, relu, window, pooled)
+        return out if pooled is None else (out, pooled)
     return _half_via_float32(fn)
 
 

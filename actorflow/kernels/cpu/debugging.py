@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from actorflow.errors import InvalidArgumentError
+from actorflow.kernels.lazy_numba import njit
 from actorflow.kernels.registry import register_kernel
 
 __all__ = ["summarize_value", "format_element"]

@@ -1,4 +1,5 @@
-"""CPU kernels for MatMul, BatchMatMulV2 and _FusedMatMul (MatMul + BiasAdd (+ Relu)).
+"""CPU kernels for MatMul, BatchMatMulV2 and _FusedMatMul (MatMul + BiasAdd (+ Relu), or MatMul +
+ReluGrad).
 
 GEMMs go through ``blas.matmul`` (MKL when installed, else numpy's BLAS); a big product splits into
 row or column blocks over the kernel pool (see gemm_blocks).
@@ -9,8 +10,9 @@ import functools
 
 import numpy as np
 
-from actorflow.kernels.cpu.bias import _fused_epilogue
+from actorflow.kernels.cpu.bias import _fused_epilogue, fused_epilogue_block
 from actorflow.kernels.cpu.blas import matmul as gemm
+from actorflow.kernels.cpu.math import relu_grad, relu_grad_in_place, relu_grad_in_place_ok
 from actorflow.kernels.registry import register_kernel
 
 
@@ -136,16 +138,44 @@ def _fused_matmul_cost(a, b, bias):
     return _matmul_cost(a, b)
 
 
+# With fused_ops ("ReluGrad",) the op is ``ReluGrad(op(a) @ op(b), features)``: the input gradient
+# of a dense layer times its ReLU's mask (the backward pass's MatMul -> ReluGrad). Each block of
+# the product gets the mask right after its GEMM; no separate pass or hop for the ReluGrad.
+
+def _is_relu_grad(attrs) -> bool:
+    return tuple(attrs.get("fused_ops", ())) == ("ReluGrad",)
+
+
+def _relu_grad_epilogue(out, features):
+    """`out` after ReluGrad with `features` (in place when it can; errors name the ReluGrad)."""
+    if relu_grad_in_place_ok(out, features):
+        relu_grad_in_place(out, features)
+        return out
+    try:
+        return relu_grad(out, np.asarray(features))       # what the unfused ReluGrad does
+    except ValueError as e:
+        raise FusedPartError(1, ValueError(f"ReluGrad: {e}")) from None
+
+
 def _fused_matmul_split(attrs):
     relu = "Relu" in tuple(attrs.get("fused_ops", ()))
+    relu_grad_mask = _is_relu_grad(attrs)
 
-    def block(a2, b2, out, bias):
-        gemm(a2, b2, out)
-        _fused_epilogue(out, bias, relu)
+    def block(a2, b2, out_block, out, bias, rows, cols):
+        gemm(a2, b2, out_block)
+        fused_epilogue_block(out, bias, rows, cols, relu)
 
-    def split(parts, a, b, bias):
+    def mask_block(a2, b2, out_block, out, features, rows, cols):
+        gemm(a2, b2, out_block)
+        relu_grad_in_place(out, features, rows, cols)
+
+    def split(parts, a, b, third):
         try:
-            a2, b2, bias, dt = _fused_bias_operands(attrs, a, b, bias)
+            if relu_grad_mask:
+                a2, b2 = fused_matmul_operands(attrs, a, b)
+                dt = np.result_type(a2.dtype, b2.dtype)
+            else:
+                a2, b2, third, dt = _fused_bias_operands(attrs, a, b, third)
         except FusedPartError:
             return None               # the kernel reports it
         m, n = a2.shape[0], b2.shape[1]
@@ -154,15 +184,26 @@ def _fused_matmul_split(attrs):
             return None
         out = np.empty((m, n), dtype=dt)
         axis, bounds = blocks
-        return out, [functools.partial(block, *gemm_block_operands(axis, lo, hi, a2, b2, out),
-                                       bias if axis == "rows" else bias[lo:hi]) for lo, hi in bounds]
+        if relu_grad_mask and not relu_grad_in_place_ok(out, third):
+            return None
+        # Each block's epilogue covers its own rows or columns of the whole output (see bias.py).
+        return out, [functools.partial(mask_block if relu_grad_mask else block,
+                                       *gemm_block_operands(axis, lo, hi, a2, b2, out), out, third,
+                                       (lo, hi) if axis == "rows" else (0, m), (0, n) if axis == "rows" else (lo, hi))
+                     for lo, hi in bounds]
     return split
 
 
 @register_kernel("_FusedMatMul", "CPU", cost=_fused_matmul_cost, split=_fused_matmul_split)
 def fused_matmul(attrs):
-    """``op(a) @ op(b) + bias``, then ReLU when ``fused_ops`` is ("BiasAdd", "Relu")."""
+    """``op(a) @ op(b) + bias``, then ReLU when ``fused_ops`` is ("BiasAdd", "Relu"); with
+    ``fused_ops`` ("ReluGrad",), ``ReluGrad(op(a) @ op(b), features)``."""
     relu = "Relu" in tuple(attrs.get("fused_ops", ()))
+    if _is_relu_grad(attrs):
+        def masked(a, b, features):
+            out = gemm(*fused_matmul_operands(attrs, a, b))
+            return _relu_grad_epilogue(out, features)
+        return masked
 
     def fn(a, b, bias):
         a2, b2, bias, _ = _fused_bias_operands(attrs, a, b, bias)

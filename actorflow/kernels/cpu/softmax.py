@@ -4,9 +4,9 @@ over rows (compiled lazily, cached on disk, GIL released), numpy for the dtypes 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from actorflow.kernels.cpu.window import _FAST_FLOATS
+from actorflow.kernels.lazy_numba import njit
 from actorflow.kernels.registry import register_kernel
 
 

@@ -12,8 +12,8 @@ the last one wins (Update).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from actorflow.kernels.lazy_numba import njit
 from actorflow.kernels.registry import register_kernel
 
 

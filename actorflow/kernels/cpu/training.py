@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
 
 from actorflow.kernels.cpu.blas import matmul as gemm
 from actorflow.kernels.cpu.matmul import (
@@ -24,6 +23,7 @@ from actorflow.kernels.cpu.matmul import (
     gemm_block_operands,
     gemm_blocks,
 )
+from actorflow.kernels.lazy_numba import njit
 from actorflow.kernels.registry import register_kernel
 
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))

@@ -11,6 +11,14 @@ import numpy as np
 _FAST_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def _batch_blocks(n: int, parts: int):
+    """[(lo, hi), ...] image ranges of a batch split over `parts` threads, or None when too small."""
+    if n < 2 * parts:
+        return None
+    bounds = [n * i // parts for i in range(parts + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
 def _data_format(attrs, op_name):
     fmt = attrs.get("data_format", "NHWC") or "NHWC"
     if isinstance(fmt, bytes):
@@ -134,5 +142,7 @@ def _half_via_float32(fn):
         if not any(a.dtype == np.float16 for a in arrays):
             return fn(*arrays)
         out = fn(*(a.astype(np.float32) if a.dtype == np.float16 else a for a in arrays))
+        if isinstance(out, tuple):
+            return tuple(o.astype(np.float16) for o in out)
         return out.astype(np.float16)
     return wrapped

@@ -181,27 +181,35 @@ class _Builder:
 
 
 def _interpreter(members, input_tensors, output_tensors):
-    """The members run one by one through their registered kernels: fn(*inputs) -> outputs."""
-    pos = {t: k for k, t in enumerate(input_tensors)}
-    steps = []
-    made: set = set()
-    for op in members:
-        fn = get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs))
-        srcs = []
-        for t in op.inputs:
-            if t in pos:
-                srcs.append((0, pos[t]))
-            elif t.op in made:
-                srcs.append((1, t))
-            else:
-                srcs.append((2, t.op.attrs["value"]))
-        steps.append((op, fn, srcs))
-        made.add(op)
+    """The members run one by one through their registered kernels: fn(*inputs) -> outputs. Their
+    kernels are made on the first call: a cluster that compiles (the usual case) never needs them."""
+    members = tuple(members)
+    input_tensors = tuple(input_tensors)
+    built: list = []
+
+    def build():
+        pos = {t: k for k, t in enumerate(input_tensors)}
+        steps = []
+        made: set = set()
+        for op in members:
+            fn = get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs))
+            srcs = []
+            for t in op.inputs:
+                if t in pos:
+                    srcs.append((0, pos[t]))
+                elif t.op in made:
+                    srcs.append((1, t))
+                else:
+                    srcs.append((2, t.op.attrs["value"]))
+            steps.append((op, fn, srcs))
+            made.add(op)
+        built.append(steps)         # two threads may both build: either list serves
+        return steps
     outs = tuple(output_tensors)
 
     def run(*args):
         vals: dict = {}
-        for op, fn, srcs in steps:
+        for op, fn, srcs in (built[0] if built else build()):
             xs = [args[v] if k == 0 else (vals[v] if k == 1 else v) for k, v in srcs]
             try:
                 r = fn(*xs)
@@ -251,11 +259,20 @@ def _jit_pass(plan, level_on, mode, keep):
                 and op not in ctrl_users and not any(t in fed for t in op.outputs))
 
     order = {op: i for i, op in enumerate(plan.ops)}
-    cluster_of: dict = {}
+    cluster_of: dict = {}               # op -> the id its cluster had when it joined (see `alias`)
+    alias: dict = {}                    # a merged cluster's id -> the id of the cluster it joined
     members: dict = {}                  # cluster id -> set of ops
     exits: dict = {}                    # cluster id -> ops outside it that consume its members
     last: dict = {}                     # cluster id -> the highest position of a member
     next_id = 0
+
+    def find(c):
+        root = c
+        while root in alias:
+            root = alias[root]
+        while c in alias and alias[c] != root:      # path compression: merges stay near O(1)
+            alias[c], c = root, alias[c]
+        return root
     for op in plan.ops:
         if not eligible(op):
             continue
@@ -268,16 +285,25 @@ def _jit_pass(plan, level_on, mode, keep):
         for t in op.inputs:
             p = t.op
             pc = cluster_of.get(p)
-            if pc is None or pc == cid or t in fed:
+            if pc is None or t in fed:
                 continue
-            union = members[pc] | members[cid]
-            out = (exits[pc] | exits[cid]) - union
+            pc = find(pc)
+            if pc == cid:
+                continue
+            a, b = members[pc], members[cid]
+            out = {c for c in exits[pc] if c not in b} | {c for c in exits[cid] if c not in a}
             end = max(last[pc], last[cid])
-            if _creates_cycle(union, out, consumers, order, end):
+            if _creates_cycle(a, b, out, consumers, order, end):
                 continue
-            for m in members[pc]:
-                cluster_of[m] = cid
-            members[cid], exits[cid], last[cid] = union, out, end
+            # The smaller set joins the larger, in place (a chain grows one op at a time: linear, not
+            # quadratic); the cluster keeps the consumer's id, as it did when sets were copied.
+            if len(a) > len(b):
+                a |= b
+                members[cid] = a
+            else:
+                b |= a
+            exits[cid], last[cid] = out, end
+            alias[pc] = cid
             del members[pc], exits[pc], last[pc]
     for ms in members.values():
         real = [m for m in ms if m.type not in ("Identity", "Snapshot", "StopGradient")]
@@ -287,9 +313,10 @@ def _jit_pass(plan, level_on, mode, keep):
     return edit.finish()
 
 
-def _creates_cycle(union, out, consumers, order, last) -> bool:
-    """True when a path leaves `union` (through `out`, its outside consumers) and comes back
-    into it (merging would close a cycle). Only ops before its last member can lead back."""
+def _creates_cycle(a, b, out, consumers, order, last) -> bool:
+    """True when a path leaves clusters `a` and `b` together (through `out`, their outside consumers)
+    and comes back into them (merging would close a cycle). Only ops before their last member can
+    lead back."""
     stack = [c for c in out if order.get(c, 1 << 60) < last]
     seen: set = set()
     while stack:
@@ -299,7 +326,7 @@ def _creates_cycle(union, out, consumers, order, last) -> bool:
         seen.add(o)
         nexts = [c for t in o.outputs for c in consumers.get(t, ())] + list(o._control_outputs)
         for c in nexts:
-            if c in union:
+            if c in a or c in b:
                 return True
             if order.get(c, 1 << 60) < last:
                 stack.append(c)
