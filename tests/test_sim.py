@@ -195,6 +195,20 @@ def test_recovery_exercised_needs_a_step_after_each_restart():
     assert recovery_exercised([step(0, 2.0)], [ps, dict(back, task="/job:ps/task:0")]).ok
 
 
+def test_min_injected_holds_a_plan_that_drew_fewer_faults_to_all_of_them():
+    from actorflow.sim.runner import check_expectations
+    sc = parse({"name": "x", "cluster": {"ps": 1, "workers": 2}, "expect": {"min_injected": 3},
+                "faults": [{"kind": "drop", "tasks": "workers", "per_step": 0.03}]}, "x.toml")
+    base = {"hung": False, "client_errors": {}, "unexpected_exits": [], "train_s": 1.0, "seam_faults": 0}
+
+    def check(injected, planned):
+        return next(c for c in check_expectations(sc, dict(base, injected=injected, planned_triggers=planned), [])
+                    if c.name == "min_injected")
+    assert check(2, 2).ok and check(2, 2).bound == 2          # the seed drew 2 drops: both fired
+    assert not check(1, 2).ok                                  # one of them never fired
+    assert not check(2, 9).ok and check(2, 9).bound == 3       # the plan had enough: the bound stands
+
+
 def test_injectors_are_off_unless_installed():
     import actorflow.cluster.server as server
     import actorflow.transport.channel as channel
