@@ -93,6 +93,16 @@ def test_connection_reset_seed_20_keeps_its_final_checkpoint_and_replays_exactly
     assert rep.metrics["replay_matches"] is True
 
 
+def test_connection_reset_seed_34_survives_a_reset_while_the_session_is_recreated(tmp_path):
+    # Found by `sim run connection_reset --seeds 21-50`: seed 34 resets the chief's connection to the
+    # PS again while its session is being re-created (the checkpoint hook's first run), and the
+    # UnavailableError escaped MonitoredSession: the chief's client died. Re-creation retries now.
+    sc = load(os.path.join(SIMS, "connection_reset.toml"))
+    res = run_deterministic(sc, Plan.from_scenario(sc, 34), str(tmp_path / "r"))
+    assert res.passed, [(c.name, c.note) for c in res.checks if not c.ok]
+    assert res.metrics["client_errors"] == {}
+
+
 _PLANTED = {
     "name": "planted", "description": "a worker crash among other faults", "seed": 1,
     "cluster": {"ps": 1, "workers": 2},

@@ -226,9 +226,30 @@ class MonitoredSession:
         self._create()
 
     def _create(self):
-        self._sess = self._creator.create_session()
-        for h in self._hooks:
-            h.after_create_session(self._sess, self._coord)
+        """Creates the session and runs the hooks' after_create_session; a recoverable failure in
+        either (a connection reset under the hooks' first runs) creates it again, as TF's
+        _RecoverableSession does, up to max_recoveries times."""
+        failures = 0
+        delay = 0.05
+        while True:
+            sess = None
+            try:
+                sess = self._sess = self._creator.create_session()
+                for h in self._hooks:
+                    h.after_create_session(sess, self._coord)
+                return
+            except _RECOVERABLE as e:
+                failures += 1
+                if failures > self._max_recoveries:
+                    raise
+                log.warning("creating the session failed (%s); creating it again", e.message.splitlines()[0])
+                if sess is not None:
+                    try:
+                        sess.close()
+                    except Exception:  # noqa: BLE001
+                        pass
+                clock.sleep(delay)
+                delay = min(delay * 2, 1.0)
 
     @property
     def graph(self):
