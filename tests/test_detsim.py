@@ -55,6 +55,54 @@ def test_every_scenario_is_deterministic_and_holds(tmp_path, name):
     assert b.metrics["injected"] >= 1
 
 
+def test_power_loss_mid_save_keeps_the_completed_checkpoint_and_catches_a_skipped_fsync(tmp_path, monkeypatch):
+    sc = load(os.path.join(SIMS, "power_loss_during_save.toml"), short=True)
+    clean = run_deterministic(sc, Plan.from_scenario(sc, 2), str(tmp_path / "clean"))
+    assert clean.passed, [(c.name, c.note) for c in clean.checks if not c.ok]
+    crash = next(e for e in clean.events if e["kind"] == "crash_during_save")
+    assert crash["stage"] == "write" and crash["power_loss"] and crash["task"] == "/job:ps/task:1"
+    [pl] = clean.metrics["power_losses"]
+    assert pl["intact"] and pl["newest"] is not None and pl["latest"] == pl["newest"]
+    # The chief restored exactly the newest save completed before the power loss.
+    assert [p for _, p in clean.metrics["checkpoint_restores"]] == [pl["newest"]]
+
+    # A writer whose fsyncs never reach the disk (planted here, in the simulated disk): the power
+    # loss tears the PS's shards of completed checkpoints, and checkpoint_safe names the damage.
+    real = SimDisk.fsync
+
+    def fsync_lost(self, fd):
+        if fd not in self._fds:
+            real(self, fd)            # a directory's fsync still works; a file's is dropped
+    monkeypatch.setattr(SimDisk, "fsync", fsync_lost)
+    bad = run_deterministic(sc, Plan.from_scenario(sc, 2), str(tmp_path / "bad"))
+    safe = next(c for c in bad.checks if c.name == "checkpoint_safe")
+    assert not safe.ok and "damaged" in safe.note and "a completed save" in safe.note
+
+
+def test_connection_reset_seed_20_keeps_its_final_checkpoint_and_replays_exactly(tmp_path):
+    # Found by `sim run connection_reset --short --seeds 1-30`: seed 20 resets the chief's connection
+    # to the PS under the final checkpoint's save, and MonitoredSession.close() gave the save up
+    # (nothing_lost: "latest good checkpoint is at step 169, the run ended at 204"); it is retried
+    # on a new session now. Its replay (recorded one directory deeper) differed in event times by
+    # microseconds: the checkpoint path's length changed the simulated messages' sizes.
+    sc = load(os.path.join(SIMS, "connection_reset.toml"), short=True)
+    res = run_deterministic(sc, Plan.from_scenario(sc, 20), str(tmp_path / "r"))
+    assert res.passed, [(c.name, c.note) for c in res.checks if not c.ok]
+    assert res.metrics["checkpoint_step"] == res.metrics["final_step"]
+    rep = replay_deterministic(res.out_dir, str(tmp_path / "r" / "replay" / "deeper"))
+    assert rep.metrics["replay_matches"] is True
+
+
+def test_connection_reset_seed_34_survives_a_reset_while_the_session_is_recreated(tmp_path):
+    # Found by `sim run connection_reset --seeds 21-50`: seed 34 resets the chief's connection to the
+    # PS again while its session is being re-created (the checkpoint hook's first run), and the
+    # UnavailableError escaped MonitoredSession: the chief's client died. Re-creation retries now.
+    sc = load(os.path.join(SIMS, "connection_reset.toml"))
+    res = run_deterministic(sc, Plan.from_scenario(sc, 34), str(tmp_path / "r"))
+    assert res.passed, [(c.name, c.note) for c in res.checks if not c.ok]
+    assert res.metrics["client_errors"] == {}
+
+
 _PLANTED = {
     "name": "planted", "description": "a worker crash among other faults", "seed": 1,
     "cluster": {"ps": 1, "workers": 2},

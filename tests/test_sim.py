@@ -35,10 +35,14 @@ def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("sim")
 
     def get(name):
+        from actorflow.sim.detrun import run_deterministic
         from actorflow.sim.runner import run
         if name not in _runs:
             sc = load(os.path.join(SCENARIOS, name + ".toml"), short=True)
-            _runs[name] = run(sc, Plan.from_scenario(sc), str(base / name), progress=False)
+            if sc.mode == "deterministic":      # a fault that exists only in the simulated world (a power loss)
+                _runs[name] = run_deterministic(sc, Plan.from_scenario(sc), str(base / name))
+            else:
+                _runs[name] = run(sc, Plan.from_scenario(sc), str(base / name), progress=False)
         return _runs[name]
     return get
 
@@ -164,6 +168,45 @@ def test_scenario_errors_name_the_key():
         parse(base, "x.toml", short=True)
     sc = parse(dict(base, faults=[{"kind": "latency", "tasks": "all", "delay": {"ms": 1}}]))
     assert sc.faults[0]["tasks"] == ["/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"]
+
+
+def test_real_process_mode_refuses_simulation_only_faults(tmp_path):
+    from actorflow.sim.runner import run
+    sc = load(os.path.join(SCENARIOS, "power_loss_during_save.toml"), short=True)
+    with pytest.raises(ScenarioError, match=r"faults\[0\]\.power_loss, faults\[0\]\.stage: .*--deterministic"):
+        run(sc, Plan.from_scenario(sc), str(tmp_path / "r"), progress=False)
+    assert not os.path.exists(tmp_path / "r")
+
+
+def test_recovery_exercised_needs_a_step_after_each_restart():
+    from actorflow.sim.runner import recovery_exercised
+    kill = {"kind": "kill", "task": "/job:worker/task:1", "t": 1.0, "restart_after_s": 0.5}
+    back = {"kind": "restarted", "task": "/job:worker/task:1", "t": 1.5}
+    step = lambda w, t: (w, 0, 0, t - 0.01, t)           # noqa: E731 - (worker, local, global, t0, t1)
+    assert recovery_exercised([step(0, 0.5)], [{"kind": "heal", "t": 1.0}]) is None
+    ok = recovery_exercised([step(1, 0.5), step(0, 2.0), step(1, 2.0)], [kill, back])
+    assert ok.ok
+    # Only the other workers stepped after the restart: the rejoin was never exercised.
+    late = recovery_exercised([step(1, 0.5), step(0, 2.0)], [kill, back])
+    assert not late.ok and "no step after the restart of /job:worker/task:1" in late.note
+    never = recovery_exercised([step(0, 2.0)], [kill])
+    assert not never.ok and "never restarted: /job:worker/task:1" in never.note
+    ps = dict(kill, task="/job:ps/task:0")
+    assert recovery_exercised([step(0, 2.0)], [ps, dict(back, task="/job:ps/task:0")]).ok
+
+
+def test_min_injected_holds_a_plan_that_drew_fewer_faults_to_all_of_them():
+    from actorflow.sim.runner import check_expectations
+    sc = parse({"name": "x", "cluster": {"ps": 1, "workers": 2}, "expect": {"min_injected": 3},
+                "faults": [{"kind": "drop", "tasks": "workers", "per_step": 0.03}]}, "x.toml")
+    base = {"hung": False, "client_errors": {}, "unexpected_exits": [], "train_s": 1.0, "seam_faults": 0}
+
+    def check(injected, planned):
+        return next(c for c in check_expectations(sc, dict(base, injected=injected, planned_triggers=planned), [])
+                    if c.name == "min_injected")
+    assert check(2, 2).ok and check(2, 2).bound == 2          # the seed drew 2 drops: both fired
+    assert not check(1, 2).ok                                  # one of them never fired
+    assert not check(2, 9).ok and check(2, 9).bound == 3       # the plan had enough: the bound stands
 
 
 def test_injectors_are_off_unless_installed():

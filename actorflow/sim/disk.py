@@ -30,12 +30,19 @@ class ProcessKilled(BaseException):
 
 
 class SimDisk:
-    def __init__(self):
+    def __init__(self, now=None):
+        self._now = now or (lambda: 0.0)
         self._fds: dict = {}             # fd -> (path, machine) for files opened for writing
         self.durable: dict = {}          # path -> bytes at the last fsync (None: created, never synced)
         self.dirty: dict = {}            # machine -> {path}
         self.renames: dict = {}          # machine -> [(src, dst, dst's durable bytes before)]
         self.crashes = []                # what each power loss did, for the record
+        # The checkpoint ledger (checkpoint safety): the saves that completed (write_index returned:
+        # the writer's word that the checkpoint is durable), what each restore read, and, right after
+        # each power loss, whether the newest completed save survived it intact and is the latest.
+        self.completed = []              # (time, prefix, sha256 of its index file)
+        self.restores = []               # (time, prefix, sha256 of the index read)
+        self.power_losses = []           # {t, machine, newest, intact, latest, error}
         self._installed = []
 
     def __getattr__(self, name):
@@ -88,7 +95,7 @@ class SimDisk:
         except OSError:
             d = None
         for m, rs in self.renames.items():
-            self.renames[m] = [r for r in rs if _os.path.dirname(r[1]) != d]
+            self.renames[m] = [r for r in rs if _os.path.realpath(_os.path.dirname(r[1])) != d]
 
     def replace(self, src, dst, *, src_dir_fd=None, dst_dir_fd=None):
         m = self._machine()
@@ -163,16 +170,95 @@ class SimDisk:
                     f.write(torn)
                 out.append({"torn": _os.path.basename(path), "at": cut, "of": len(new)})
         self.crashes.append((machine, out))
+        self.power_losses.append(self._after_power_loss(machine))
         return out
+
+    def _after_power_loss(self, machine) -> dict:
+        """Whether the newest checkpoint that completed before this power loss is still intact (its
+        index and every shard checksum verify) and is what latest_checkpoint() names now. Checked
+        outside any simulated process (the one that lost power may be the caller)."""
+        import contextvars
+
+        from actorflow import checkpoint_format as ckpt_io
+        from actorflow import errors
+        from actorflow.train.saver import latest_checkpoint
+        rec = {"t": round(self._now(), 6), "machine": machine, "newest": None}
+        if not self.completed:
+            return rec
+        prefix = self.completed[-1][1]
+        rec["newest"] = _os.path.basename(prefix)
+
+        def check():
+            try:
+                ckpt_io.verify_checkpoint(prefix)
+                rec["intact"] = True
+            except (errors.OpError, OSError) as e:
+                rec["intact"] = False
+                rec["error"] = (getattr(e, "message", None) or str(e)).splitlines()[0][:300]
+            latest = latest_checkpoint(_os.path.dirname(prefix))
+            rec["latest"] = _os.path.basename(latest) if latest else None
+        contextvars.Context().run(check)
+        return rec
+
+    @staticmethod
+    def _sha(path) -> str | None:
+        import hashlib
+        try:
+            with open(path, "rb") as f:
+                return hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            return None
 
     # -- installation --------------------------------------------------------------------------------------
     def install(self) -> None:
-        """Becomes the `os` of the checkpoint writer (actorflow/checkpoint_format.py)."""
+        """Becomes the `os` of the checkpoint writer (actorflow/checkpoint_format.py), and keeps the
+        checkpoint ledger: the saves that completed and the restores (af.train.Saver's)."""
         from actorflow import checkpoint_format as ckpt_io
-        self._installed.append((ckpt_io, ckpt_io.os))
+        from actorflow.train import saver as saver_mod
+        disk = self
+        write_index, restore = ckpt_io.write_index, saver_mod.Saver.restore
+
+        def write_index_logged(prefix, *a, **k):
+            doc = write_index(prefix, *a, **k)
+            disk.completed.append((round(disk._now(), 6), _os.path.abspath(prefix),
+                                   disk._sha(ckpt_io.index_filename(prefix))))
+            return doc
+
+        def restore_logged(saver, sess, save_path):
+            if save_path is not None:
+                from actorflow.train.saver import _prefix_of
+                prefix = _os.path.abspath(_prefix_of(save_path))
+                disk.restores.append((round(disk._now(), 6), prefix, disk._sha(ckpt_io.index_filename(prefix))))
+            return restore(saver, sess, save_path)
+        self._installed += [(ckpt_io, "os", ckpt_io.os), (ckpt_io, "write_index", write_index),
+                            (saver_mod.Saver, "restore", restore)]
         ckpt_io.os = self
+        ckpt_io.write_index = write_index_logged
+        saver_mod.Saver.restore = restore_logged
 
     def uninstall(self) -> None:
         while self._installed:
-            mod, old = self._installed.pop()
-            mod.os = old
+            obj, name, old = self._installed.pop()
+            setattr(obj, name, old)
+
+    def checkpoint_safety(self) -> list:
+        """What broke checkpoint safety, one line each (empty: nothing): a restore that read an index
+        no completed save wrote (the restored state is not a durably saved one), or a power loss that
+        damaged the newest completed checkpoint or left another one as the latest."""
+        saved = {sha for _, _, sha in self.completed}
+        why = []
+        for t, prefix, sha in self.restores:
+            if sha not in saved:
+                why.append(f"the restore at {t:g} s read {_os.path.basename(prefix)}.index, which no completed "
+                           "save wrote" if sha else f"the restore at {t:g} s found no index of "
+                           f"{_os.path.basename(prefix)}")
+        for pl in self.power_losses:
+            if pl["newest"] is None:
+                continue
+            if not pl.get("intact"):
+                why.append(f"the power loss of {pl['machine']} at {pl['t']:g} s damaged {pl['newest']}, a completed "
+                           f"save: {pl.get('error', '')}")
+            elif pl.get("latest") != pl["newest"]:
+                why.append(f"after the power loss of {pl['machine']} at {pl['t']:g} s the latest checkpoint is "
+                           f"{pl.get('latest')}, not {pl['newest']} (the newest completed save)")
+        return why

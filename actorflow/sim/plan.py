@@ -79,7 +79,11 @@ class Plan:
                     params["power_loss"] = True
                 triggers.append(Trigger(fid, "kill", params=params, **at(f)))
             elif kind == "crash_during_save":
-                task_faults.append({"id": fid, "kind": kind, "tasks": [f["task"]], "save": int(f.get("save", 1))})
+                tf = {"id": fid, "kind": kind, "tasks": [f["task"]], "save": int(f.get("save", 1))}
+                for k in ("stage", "power_loss"):
+                    if k in f:
+                        tf[k] = f[k]
+                task_faults.append(tf)
                 crash_restarts[f["task"]] = f.get("restart_after_s")
             elif kind == "straggler":
                 tf = {"id": fid, "kind": kind, "tasks": f["tasks"], "probability": float(f.get("probability", 1.0))}

@@ -33,8 +33,10 @@
     workload = { steps = 150 }
 
 `mode = "deterministic"` (top level) runs it in the simulated world (actorflow/sim/detrun.py) by
-default; `actorflow sim run --deterministic` does so for any scenario. A kill with `power_loss = true`
-is a power loss of the task's machine: what it had not fsynced may be lost or torn (deterministic
+default; `actorflow sim run --deterministic` does so for any scenario. A kill or a
+crash_during_save with `power_loss = true` is a power loss of the task's machine: what it had not
+fsynced may be lost or torn; a crash_during_save's `stage` ("before" the save step, the default;
+"write" or "rename" inside the shard writer) says where in the save it hits (both deterministic
 mode only).
 
 A scenario that exposes a bug not yet fixed says so in a top-level `known_issue = "..."`: the test
@@ -57,10 +59,14 @@ from dataclasses import dataclass, field
 __all__ = ["Scenario", "Workload", "load", "parse", "FAULT_KINDS", "EXPECTATIONS", "resolve_task",
            "resolve_tasks", "ScenarioError", "find", "available", "packaged_dir"]
 
+# Where a crash_during_save hits: before the task's save step runs, or inside its shard writer with
+# the temporary file's header written and unsynced ("write"), or its data fsynced and not yet renamed.
+SAVE_STAGES = ("before", "write", "rename")
+
 # kind -> (required fields, optional fields)
 FAULT_KINDS = {
     "kill": ({"task"}, {"at", "at_step", "at_time_s", "restart_after_s", "signal", "power_loss"}),
-    "crash_during_save": ({"task"}, {"save", "restart_after_s"}),
+    "crash_during_save": ({"task"}, {"save", "restart_after_s", "stage", "power_loss"}),
     "straggler": ({"tasks"}, {"delay", "slowdown", "probability", "from_step", "to_step"}),
     "partition": ({"between"}, {"at", "at_step", "at_time_s", "duration_s", "fail_after_s"}),
     "latency": ({"tasks", "delay"}, {"peers", "from", "until", "from_step", "until_step"}),
@@ -73,7 +79,8 @@ EXPECTATIONS = {
     "final_accuracy_min": "test accuracy at the end at least this",
     "final_loss_max": "test loss at the end at most this",
     "max_steps_lost": "global steps rolled back by a restore, at most this",
-    "max_recovery_s": "seconds from a fault's end to the affected workers' next steps, at most this",
+    "max_recovery_s": "seconds from a fault's end (a partition healed, a restarted task up: its start-up is "
+                      "measured apart, as restart_startup_s) to the affected workers' next steps, at most this",
     "wall_clock_max_s": "the run finishes within this many seconds (no hang)",
     "nothing_lost": "every step done, no client lost, the latest checkpoint good, every gradient accounted for",
     "min_recoveries": "session recoveries after the first step, at least this (the fault really hit)",
@@ -83,7 +90,7 @@ EXPECTATIONS = {
     "median_step_ms_min": "median time of a worker's step, at least this",
     "median_global_step_ms_max": "median interval between global steps, at most this",
     "median_global_step_ms_min": "median interval between global steps, at least this",
-    "min_injected": "injected fault events, at least this",
+    "min_injected": "injected fault events, at least this (or every timed fault the seed's plan drew, when it drew fewer)",
 }
 
 _DELAY_FIELDS = {"constant": {"ms"}, "uniform": {"low_ms", "high_ms"}, "normal": {"mean_ms", "std_ms"},
@@ -250,6 +257,8 @@ def _fault(raw, i, ps, workers, steps, where) -> dict:
             raise ScenarioError(f"{w}.task: checkpoints are written by parameter servers; name a ps task")
         if int(f.get("save", 1)) < 1:
             raise ScenarioError(f"{w}.save: the n-th save on that task, from 1")
+        if f.get("stage", "before") not in SAVE_STAGES:
+            raise ScenarioError(f"{w}.stage: one of {', '.join(SAVE_STAGES)}, got {f['stage']!r}")
     return f
 
 

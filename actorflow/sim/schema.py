@@ -112,6 +112,8 @@ class CrashDuringSave(_Fault):
     task: str
     save: int | None = None
     restart_after_s: float | None = None
+    stage: str | None = None
+    power_loss: bool | None = None
 
 
 class Straggler(_Fault):

@@ -201,6 +201,7 @@ class _StepSeam:
         self._draws = _StepDraws
         self.crashes = [f for f in task_faults if f["kind"] == "crash_during_save"]
         self.fired: set = set()
+        self.armed: dict = {}             # task -> (crash_during_save fault, save number) due at a writer stage
         self.saves: dict = {}
         self.train_steps: dict = {}
 
@@ -238,12 +239,34 @@ class _StepSeam:
             for f in self.crashes:
                 if f["id"] not in self.fired and task in f["tasks"] and int(f.get("save", 1)) == n:
                     self.fired.add(f["id"])
-                    w.emit("crash_during_save", task=task, fault=f["id"], save=n, pid=inc.pid)
-                    w.kill(task, expected=True)
-                    delay = w.crash_restarts.get(task)
-                    if delay is not None:
-                        w.restart_later(task, float(delay), f["id"])
-                    raise ProcessKilled(f"{task} crashed during its checkpoint save")
+                    if f.get("stage", "before") == "before":
+                        self._crash(f, task, n, inc)
+                    else:
+                        self.armed[task] = (f, n)     # inside the shard writer, at its stage (save_hook)
+
+    def save_hook(self, stage: str, shard: int, path: str) -> None:
+        """checkpoint_format.fault_hook inside the world: a crash armed for this task's save fires at its
+        stage of the shard writer ("write": the temporary file holds its header, unsynced; "rename":
+        the data is fsynced, not yet renamed into place)."""
+        inc = OWNER.get()
+        armed = self.armed.get(inc.name) if inc is not None else None
+        if armed is not None and armed[0].get("stage") == stage:
+            del self.armed[inc.name]
+            self._crash(armed[0], inc.name, armed[1], inc)
+
+    def _crash(self, f, task: str, n: int, inc) -> None:
+        w = self.world
+        ev = w.emit("crash_during_save", task=task, fault=f["id"], save=n, pid=inc.pid,
+                    restart_after_s=w.crash_restarts.get(task),
+                    **({"stage": f["stage"]} if "stage" in f else {}),
+                    **({"power_loss": True} if f.get("power_loss") else {}))
+        lost = w.kill(task, power_loss=bool(f.get("power_loss")), expected=True)
+        if lost:
+            ev["disk"] = lost
+        delay = w.crash_restarts.get(task)
+        if delay is not None:
+            w.restart_later(task, float(delay), f["id"])
+        raise ProcessKilled(f"{task} crashed during its checkpoint save")
 
     def _straggle(self, f, per_task, task, k) -> float:
         sched = f.get("schedule")
@@ -346,6 +369,19 @@ class _SimThread:
             _Clock(self.world).block_on(asyncio.wait([self._fut], timeout=timeout), None)
 
 
+class _SeededSecrets:
+    """The `secrets` module of the checkpoint writer inside the world: token_hex from the seed."""
+
+    def __init__(self, rng: random.Random, real):
+        self._rng, self._real = rng, real
+
+    def token_hex(self, nbytes: int = 32) -> str:
+        return self._rng.getrandbits(8 * nbytes).to_bytes(nbytes, "big").hex()
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
 class World:
     """A cluster of `ps` parameter servers and `workers` workers, and one client per worker."""
 
@@ -358,7 +394,7 @@ class World:
         self.loop.set_exception_handler(self._loop_exception)
         self.events: list = []
         self.net = SimNetwork(self.loop, self.seed, self.costs.net, log=self.emit)
-        self.disk = SimDisk()
+        self.disk = SimDisk(now=self.loop.time)
         self.token = "sim-token"
         self.spec = {"ps": [f"ps-{i}.sim:2222" for i in range(ps)],
                      "worker": [f"worker-{i}.sim:2222" for i in range(workers)]}
@@ -475,6 +511,7 @@ class World:
 
     # -- entering and leaving -----------------------------------------------------------------------------
     def __enter__(self):
+        from actorflow import checkpoint_format as ckpt_io
         from actorflow import clock
         from actorflow.actors import dispatcher
         from actorflow.cluster import server
@@ -487,7 +524,8 @@ class World:
                        (dispatcher, "_default_runtime", dispatcher._default_runtime),
                        (channel, "DIAL", channel.DIAL), (faults, "STEP", faults.STEP),
                        (faults, "TRANSPORT", faults.TRANSPORT), (channel, "fault_hook", channel.fault_hook),
-                       (server, "step_fault_hook", server.step_fault_hook)]
+                       (server, "step_fault_hook", server.step_fault_hook),
+                       (ckpt_io, "fault_hook", ckpt_io.fault_hook), (ckpt_io, "secrets", ckpt_io.secrets)]
         self._random_state = random.getstate()
         random.seed(f"actorflow-sim-{self.seed}")
         clock.install(_Clock(self))
@@ -496,6 +534,10 @@ class World:
         dispatcher._default_runtime = self.runtime
         channel.DIAL = self.net.dial
         faults.set_injectors(None, self.seam)       # the worker services' step seam; the network is simulated
+        ckpt_io.fault_hook = self.seam.save_hook
+        # Temporary file names from the seed (the real ones are random): a power loss draws its damage
+        # file by file in name order, and the record names them.
+        ckpt_io.secrets = _SeededSecrets(random.Random(f"actorflow-sim-names-{self.seed}"), ckpt_io.secrets)
         self.disk.install()
         self._guard_on()
         asyncio.set_event_loop(self.loop)

@@ -226,9 +226,30 @@ class MonitoredSession:
         self._create()
 
     def _create(self):
-        self._sess = self._creator.create_session()
-        for h in self._hooks:
-            h.after_create_session(self._sess, self._coord)
+        """Creates the session and runs the hooks' after_create_session; a recoverable failure in
+        either (a connection reset under the hooks' first runs) creates it again, as TF's
+        _RecoverableSession does, up to max_recoveries times."""
+        failures = 0
+        delay = 0.05
+        while True:
+            sess = None
+            try:
+                sess = self._sess = self._creator.create_session()
+                for h in self._hooks:
+                    h.after_create_session(sess, self._coord)
+                return
+            except _RECOVERABLE as e:
+                failures += 1
+                if failures > self._max_recoveries:
+                    raise
+                log.warning("creating the session failed (%s); creating it again", e.message.splitlines()[0])
+                if sess is not None:
+                    try:
+                        sess.close()
+                    except Exception:  # noqa: BLE001
+                        pass
+                clock.sleep(delay)
+                delay = min(delay * 2, 1.0)
 
     @property
     def graph(self):
@@ -290,10 +311,7 @@ class MonitoredSession:
         self._coord.request_stop()
         try:
             for h in self._hooks:
-                try:
-                    h.end(self._sess)
-                except _RECOVERABLE as e:
-                    log.warning("hook %s could not finish: %s", type(h).__name__, e.message.splitlines()[0])
+                self._end_hook(h)
         finally:
             try:
                 self._coord.join(stop_grace_period_secs=self._grace, ignore_live_threads=True)
@@ -301,6 +319,40 @@ class MonitoredSession:
                 log.warning("a coordinated thread failed", exc_info=True)
             self._sess.close()
             self._sess = None
+
+    def _end_hook(self, h) -> None:
+        """h.end(session). A recoverable failure there (a connection reset under the final checkpoint's
+        save) is retried on a new session to the same master, with backoff, for at most
+        min(stop_grace_period_secs, 10) seconds: one lost frame must not cost the final checkpoint.
+        TF gives up at the first error; a retry runs on the cluster's state as it is (a parameter
+        server that restarted empty fails it again: nothing uninitialized is saved)."""
+        master = getattr(self._creator, "master", None)
+        deadline = clock.monotonic() + min(self._grace, 10.0)
+        delay = 0.05
+        sess = self._sess
+        try:
+            while True:
+                try:
+                    if sess is None:
+                        sess = Session(master, graph=self._sess.graph, config=getattr(self._creator, "config", None))
+                    h.end(sess)
+                    return
+                except _RECOVERABLE as e:
+                    why = e.message.splitlines()[0]
+                    if master is None or clock.monotonic() + delay > deadline:
+                        log.warning("hook %s could not finish: %s", type(h).__name__, why)
+                        return
+                    self.recoveries += 1
+                    self.recovered_errors[type(e).__name__] = self.recovered_errors.get(type(e).__name__, 0) + 1
+                    log.warning("hook %s could not finish (%s); retrying on a new session", type(h).__name__, why)
+                    clock.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+                    if sess is not None and sess is not self._sess:
+                        sess.close()
+                    sess = None
+        finally:
+            if sess is not None and sess is not self._sess:
+                sess.close()
 
     def __enter__(self):
         return self
