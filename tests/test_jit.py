@@ -21,6 +21,29 @@ from actorflow.scheduler.plan import make_plan
 OO = af.OptimizerOptions
 RC = af.RewriterConfig
 
+@pytest.fixture(autouse=True, scope="module")
+def _small_clusters():
+    """These tests check the code generated for small graphs: clusters compile from two ops (the
+    default minimum is TF's, four)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AF_JIT_MIN_CLUSTER_SIZE", "2")
+        yield
+
+
+def test_auto_clustering_leaves_clusters_under_the_minimum_size(monkeypatch):
+    monkeypatch.delenv("AF_JIT_MIN_CLUSTER_SIZE")
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [], name="x")
+        small = (x + 1.0) * 2.0                          # two ops: interpreted
+        big = af.exp(af.sin(x) * 3.0 + af.cos(x) - 1.0)  # six ops: one compiled cluster
+    assert "_JitCluster" not in _types(jit_pass(make_plan(g, [x], [small], [])))
+    assert "_JitCluster" in _types(jit_pass(make_plan(g, [x], [big], [])))
+    with g.as_default(), af.xla.experimental.jit_scope():
+        marked = (x + 1.0) * 2.0                         # a marked region compiles from two ops
+    assert "_JitCluster" in _types(jit_pass(make_plan(g, [x], [marked], []), level_on=False))
+
+
 
 def _config(jit: bool):
     # the grappler passes off: these tests compare the compiled ops with the same ops interpreted

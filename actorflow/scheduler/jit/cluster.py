@@ -21,6 +21,7 @@ which async compilation runs until the compiled function is ready.
 """
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -33,9 +34,15 @@ from actorflow.scheduler.jit.spec import ClusterSpec, LoopSpec, Node
 from actorflow.scheduler.plan import Plan
 from actorflow.scheduler.rewrite import PlanEdit, loop_frames, new_op
 
-__all__ = ["jit_pass", "MIN_CLUSTER_SIZE"]
+__all__ = ["jit_pass", "MIN_CLUSTER_SIZE", "MIN_MARKED_CLUSTER_SIZE"]
 
-MIN_CLUSTER_SIZE = 2
+# Auto-clustering compiles a cluster of at least this many ops (not counting identities), TF's
+# tf_xla_min_cluster_size default: below it, the compiled call saves nothing over the few kernels it
+# replaces, and the first step would pay for loading numba and its cache (0.3 s) for nothing.
+MIN_CLUSTER_SIZE = 4
+# $AF_JIT_MIN_CLUSTER_SIZE overrides it, as TF_XLA_FLAGS=--tf_xla_min_cluster_size does TF's.
+# A region the user marked (jit_scope, af.xla.experimental.compile) compiles from two ops up.
+MIN_MARKED_CLUSTER_SIZE = 2
 # Compiled inside loops, but left to numpy's BLAS (and the runtime's splitting) elsewhere.
 LOOP_ONLY = frozenset({"MatMul"})
 MAX_LOOP_GEMM = 1 << 18         # multiply-adds: a bigger MatMul keeps its BLAS kernel (the loop stays)
@@ -313,9 +320,11 @@ def _jit_pass(plan, level_on, mode, keep):
             exits[cid], last[cid] = out, end
             alias[pc] = cid
             del members[pc], exits[pc], last[pc]
+    min_size = int(os.environ.get("AF_JIT_MIN_CLUSTER_SIZE", MIN_CLUSTER_SIZE))
     for ms in members.values():
         real = [m for m in ms if m.type not in ("Identity", "Snapshot", "StopGradient")]
-        if len(real) < MIN_CLUSTER_SIZE:
+        marked = any(m.attrs.get("_XlaCompile") is True for m in real)
+        if len(real) < (MIN_MARKED_CLUSTER_SIZE if marked else min_size):
             continue
         _replace_cluster(plan, edit, sorted(ms, key=order.get), consumers, fetched, in_plan, mode)
     return edit.finish()
