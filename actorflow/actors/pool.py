@@ -13,14 +13,35 @@ finds a task, the urgent one if there is any.
 """
 from __future__ import annotations
 
+import atexit
 import collections
 import logging
 import queue
 import threading
+import time
+import weakref
 
 __all__ = ["KernelPool", "SyncPool", "offload_policy"]
 
 log = logging.getLogger(__name__)
+
+_LIVE: weakref.WeakSet = weakref.WeakSet()      # pools whose threads may still be running
+
+
+@atexit.register
+def _stop_pools_at_exit(timeout: float = 5.0) -> None:
+    """At interpreter exit, stops every pool and waits (at most `timeout` s in all) for kernels still
+    running on its daemon threads (a session never closed, a step abandoned). Without this, a kernel
+    in BLAS or numba code could still run while the interpreter and those libraries tear down, which
+    can crash the process after the program itself has finished."""
+    deadline = time.monotonic() + timeout
+    pools = list(_LIVE)
+    for pool in pools:
+        pool.shutdown()
+    for pool in pools:
+        for t in pool._threads:
+            if t is not threading.current_thread():
+                t.join(max(0.0, deadline - time.monotonic()))
 
 
 class KernelPool:
@@ -36,6 +57,7 @@ class KernelPool:
                          for i in range(threads)]
         for t in self._threads:
             t.start()
+        _LIVE.add(self)
 
     def submit(self, fn, deferred: bool = False) -> None:
         """Runs `fn()` on a pool thread. `fn` reports its own result and errors."""
