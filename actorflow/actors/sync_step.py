@@ -80,36 +80,16 @@ class SyncProgram:
             if (item.actor not in _PURE_RULES or item.stateful or item.device != "CPU" or item.template_devices
                     or type(actor) not in _PLAIN or actor.offload):
                 return None
-        # Where each message input comes from: src >= 0 is a kernel (its position in `code`),
-        # src < 0 the feed ~src; out is the output index of a multi-output kernel, -1 otherwise.
-        ins: list = [[] for _ in items]
-        after: list = [[] for _ in items]
-        for i, item in enumerate(items):
-            multi = item.n_out != 1
-            for o, consumers in enumerate(item.outs):
-                for c, slot in consumers:
-                    ins[c].append((slot, i, o if multi else -1))
-                    after[i].append(c)
-            for c, _slot in item.ctrl:
-                after[i].append(c)
-        for fi, targets in enumerate(plan.feed_targets):
-            for c, slot in targets:
-                ins[c].append((slot, ~fi, -1))
-        order = _topological(items, after)
-        if order is None:
+        wired = _wire(items, actors, plan)
+        if wired is None:
             return None
-        pos = {i: k for k, i in enumerate(order)}
+        order, pos, ins, fetch_srcs = wired
         code = []
         for i in order:
             actor = actors[i]
             srcs = tuple((slot, src if src < 0 else pos[src], out) for slot, src, out in ins[i])
             code.append((actor, list(actor.template[:actor.n_in]), srcs, actor.cost))
-        fetch_srcs: list = [None] * plan.n_fetches
-        for i, item in enumerate(items):
-            multi = item.n_out != 1
-            for o, fi in item.fetch_outs:
-                fetch_srcs[fi] = (pos[i], o if multi else -1)
-        return cls(tuple(code), tuple(fetch_srcs))
+        return cls(tuple(code), fetch_srcs)
 
     def run(self, feed_values, const_fetches, feed_fetches):
         """The fetched values of one step, or None when a kernel is worth the pool after all."""
@@ -416,7 +396,9 @@ def _run_blocks(pool, thunks, threads) -> None:
 
 
 def _wire(items, actors, plan, deferred=None):
-    """(order, position of each item in it, message inputs per item, fetch sources), or None."""
+    """(order, position of each item in it, message inputs per item, fetch sources), or None.
+    Message inputs: (slot, src, out), src >= 0 a kernel (its item index), src < 0 the feed ~src; out
+    the output index of a multi-output kernel, -1 otherwise."""
     ins: list = [[] for _ in items]
     after: list = [[] for _ in items]
     for i, item in enumerate(items):
