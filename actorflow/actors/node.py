@@ -296,21 +296,27 @@ class ResourceUpdateActor(NodeActor):
             self.rt.offload(self, tag, args)
             return
         try:
-            if self.is_assign:
-                out = self._assign(args)
-            else:
-                for slot, res in self.refs:
-                    args[slot] = res.exclusive()
-                out = self.fn(*args)
-                res0 = self.refs[0][1]
-                if out is not res0.value:
-                    res0.store(out)
-                else:
-                    res0.version += 1
+            out = self.update(args)
         except Exception as e:  # noqa: BLE001
             step.fail(self.error(e, args, tag))
             return
         self.emit(tag, out)
+
+    def update(self, args):
+        """Runs the update in this thread on exclusive buffers, and returns its output (the
+        updated value): the kernel's result is stored, or, when it mutated the buffer in place,
+        the resource's version is bumped."""
+        if self.is_assign:
+            return self._assign(args)
+        for slot, res in self.refs:
+            args[slot] = res.exclusive()
+        out = self.fn(*args)
+        res0 = self.refs[0][1]
+        if out is not res0.value:
+            res0.store(out)
+        else:
+            res0.version += 1
+        return out
 
     def release(self, args) -> None:
         """An offloaded update ended (done or failed): the resources are free again, and the

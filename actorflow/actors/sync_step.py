@@ -112,10 +112,7 @@ class SyncProgram:
             try:
                 outs[k] = actor.fn(*args)
             except Exception as e:  # noqa: BLE001 - reported as the actor reports it, naming the op
-                err = actor.error(e, args)
-                if err is e:
-                    raise
-                raise err from e
+                _raise_as(actor, e, args)
             k += 1
         results = []
         for f in self.fetch_srcs:
@@ -305,10 +302,7 @@ class SyncTrainProgram:
                     else:
                         outs[k] = actor.fn(*args)
                 except Exception as e:  # noqa: BLE001 - reported as the actor reports it, naming the op
-                    err = actor.error(e, args)
-                    if err is e:
-                        raise
-                    raise err from e
+                    _raise_as(actor, e, args)
             args = None
             for f in frees:
                 outs[f] = None
@@ -325,17 +319,7 @@ class SyncTrainProgram:
             finally:
                 for _, res in actor.refs:
                     res.version += 1
-        if actor.is_assign:
-            return actor._assign(args)
-        for slot, res in actor.refs:
-            args[slot] = res.exclusive()
-        out = actor.fn(*args)
-        res0 = actor.refs[0][1]
-        if out is not res0.value:
-            res0.store(out)
-        else:
-            res0.version += 1
-        return out
+        return actor.update(args)
 
     def _big(self, actor, args, split_ok):
         """A kernel the actors would run on the pool: its blocks on this thread and the pool's."""
@@ -393,6 +377,14 @@ def _run_blocks(pool, thunks, threads) -> None:
     done.wait()
     if state[1] is not None:
         raise state[1]
+
+
+def _raise_as(actor, e, args):
+    """Raises the error the actor path reports for kernel error `e` (naming the op), chained to `e`."""
+    err = actor.error(e, args)
+    if err is e:
+        raise e
+    raise err from e
 
 
 def _wire(items, actors, plan, deferred=None):
