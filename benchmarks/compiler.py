@@ -179,39 +179,12 @@ def _train(lib, sess_of, model, contender):
         return _first_and_steady(build, 10 if model == "mlp" else 6)
 
     def build():
-        af = lib
-        g = af.Graph()
-        with g.as_default():
-            def init(name):
-                return af.constant_initializer(prob[name])
-            if model == "mlp":
-                x = af.placeholder(af.float32, [None, ts.MLP_SIZES[0]], name="x")
-                h = x
-                n = len(ts.MLP_SIZES) - 1
-                for i in range(n):
-                    h = af.layers.dense(h, ts.MLP_SIZES[i + 1], activation=af.nn.relu if i < n - 1 else None,
-                                        kernel_initializer=init(f"w{i}"), bias_initializer=init(f"b{i}"))
-                logits = h
-            else:
-                x = af.placeholder(af.float32, [None, 28, 28, 1], name="x")
-                h = x
-                for i, filters in enumerate((32, 64)):
-                    h = af.layers.conv2d(h, filters, 5, padding="same", activation=af.nn.relu,
-                                         kernel_initializer=init(f"c{i}"), bias_initializer=init(f"cb{i}"))
-                    h = af.layers.max_pooling2d(h, 2, 2)
-                h = af.layers.dense(af.layers.flatten(h), 1024, activation=af.nn.relu,
-                                    kernel_initializer=init("w0"), bias_initializer=init("b0"))
-                logits = af.layers.dense(h, 10, kernel_initializer=init("w1"), bias_initializer=init("b1"))
-            y = af.placeholder(af.int64, [None], name="y")
-            loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-            train = af.train.GradientDescentOptimizer(ts.LEARNING_RATE).minimize(loss)
-            initializer = af.global_variables_initializer()
+        g, initializer, fetches, feed = ts.actorflow_graph(model, prob)
         s = sess_of(g)
         s.run(initializer)
-        feed = {x: prob["x"], y: prob["y"]}
 
         def step():
-            return float(s.run([train, loss], feed)[1])
+            return float(s.run(fetches, feed)[1])
         step()
         return step
     return _first_and_steady(build, 10 if model == "mlp" else 6)

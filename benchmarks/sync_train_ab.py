@@ -44,35 +44,7 @@ def _thread_cpu_ticks() -> dict:
 def build(model):
     sys.path.insert(0, HERE)
     import train_step as ts
-
-    import actorflow as af
-    prob = ts.make_problem(model)
-    g = af.Graph()
-    with g.as_default():
-        def init(name):
-            return af.constant_initializer(prob[name])
-        if model == "mlp":
-            x = af.placeholder(af.float32, [None, ts.MLP_SIZES[0]], name="x")
-            h = x
-            n = len(ts.MLP_SIZES) - 1
-            for i in range(n):
-                h = af.layers.dense(h, ts.MLP_SIZES[i + 1], activation=af.nn.relu if i < n - 1 else None,
-                                    kernel_initializer=init(f"w{i}"), bias_initializer=init(f"b{i}"))
-        else:
-            x = af.placeholder(af.float32, [None, 28, 28, 1], name="x")
-            h = x
-            for i, filters in enumerate((32, 64)):
-                h = af.layers.conv2d(h, filters, 5, padding="same", activation=af.nn.relu,
-                                     kernel_initializer=init(f"c{i}"), bias_initializer=init(f"cb{i}"))
-                h = af.layers.max_pooling2d(h, 2, 2)
-            h = af.layers.dense(af.layers.flatten(h), 1024, activation=af.nn.relu,
-                                kernel_initializer=init("w0"), bias_initializer=init("b0"))
-            h = af.layers.dense(h, 10, kernel_initializer=init("w1"), bias_initializer=init("b1"))
-        y = af.placeholder(af.int64, [None], name="y")
-        loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
-        train = af.train.GradientDescentOptimizer(ts.LEARNING_RATE).minimize(loss)
-        initializer = af.global_variables_initializer()
-    return g, initializer, [train, loss], {x: prob["x"], y: prob["y"]}
+    return ts.actorflow_graph(model, ts.make_problem(model))
 
 
 def main() -> None:

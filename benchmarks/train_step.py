@@ -281,9 +281,9 @@ def kernels_convnet(prob):
 # actorflow
 # ---------------------------------------------------------------------------------------------
 
-def actorflow_step(model, prob, fuse=True):
-    """The model built with af.layers, trained by GradientDescentOptimizer; step() -> loss.
-    fuse=False turns the fusion pass off (RewriterConfig.remapping = OFF)."""
+def actorflow_graph(model, prob):
+    """(graph, initializer, [train, loss], feed): the model built with af.layers, trained by
+    GradientDescentOptimizer, from the weights and batch of `prob` (make_problem)."""
     import actorflow as af
     g = af.Graph()
     with g.as_default():
@@ -310,12 +310,19 @@ def actorflow_step(model, prob, fuse=True):
         y = af.placeholder(af.int64, [None], name="y")
         loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
         train = af.train.GradientDescentOptimizer(LEARNING_RATE).minimize(loss)
-        config = None if fuse else af.ConfigProto(graph_options=af.GraphOptions(
-            rewrite_options=af.RewriterConfig(remapping=af.RewriterConfig.OFF)))
-        sess = af.Session(graph=g, config=config)
-        sess.run(af.global_variables_initializer())
-    feed = {x: prob["x"], y: prob["y"]}
-    fetches = [train, loss]
+        initializer = af.global_variables_initializer()
+    return g, initializer, [train, loss], {x: prob["x"], y: prob["y"]}
+
+
+def actorflow_step(model, prob, fuse=True):
+    """actorflow_graph's training step; step() -> loss. fuse=False turns the fusion pass off
+    (RewriterConfig.remapping = OFF)."""
+    import actorflow as af
+    g, initializer, fetches, feed = actorflow_graph(model, prob)
+    config = None if fuse else af.ConfigProto(graph_options=af.GraphOptions(
+        rewrite_options=af.RewriterConfig(remapping=af.RewriterConfig.OFF)))
+    sess = af.Session(graph=g, config=config)
+    sess.run(initializer)
 
     def step():
         return float(sess.run(fetches, feed)[1])
