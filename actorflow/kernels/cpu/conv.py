@@ -199,10 +199,11 @@ class _Scratch(threading.local):
     limit_bytes = 64 << 20
 
     def __init__(self):
-        self.bufs = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
+        self.bufs = [np.empty(0, np.uint8) for _ in range(4)]
 
     def get(self, shape, dtype, slot=0):
-        """A [shape] array of `dtype` over buffer `slot` (0: column blocks, 1: a padded input)."""
+        """A [shape] array of `dtype` over buffer `slot` (0: column blocks, 1: a padded input, 2 and
+        3: Winograd's transformed tiles)."""
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape)) * dtype.itemsize
         if nbytes > self.limit_bytes:
