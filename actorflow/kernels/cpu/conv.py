@@ -22,6 +22,7 @@ import threading
 
 import numpy as np
 
+from actorflow.kernels.cpu import winograd
 from actorflow.kernels.cpu.bias import _fused_epilogue
 from actorflow.kernels.cpu.blas import matmul as gemm
 from actorflow.kernels.cpu.matmul import FusedPartError
@@ -320,6 +321,9 @@ def _conv_forward(geo, x, f, out, oh, ow, ph, pw, bias=None, relu=False, pool=No
     """Conv2D of NHWC `x` into `out` [N, OH, OW, O] (then + bias, then ReLU, when bias is given;
     then max-pooled by `pool`, a _BandPool, when given)."""
     kh, kw, c, co = f.shape
+    if pool is None and winograd.usable(x.dtype, f.shape, geo.sh, geo.sw, geo.dh, geo.dw) and out.dtype == x.dtype:
+        winograd.conv_forward(x, f, out, ph, pw, _scratch, bias, relu)
+        return
     g = _window(x.shape, kh, kw, geo.sh, geo.sw, geo.dh, geo.dw, ph, pw, oh, ow)
     _conv_rows(x, g, f.reshape(kh * kw * c, co), out.reshape(-1, co), bias, relu, pool)
 
@@ -428,7 +432,10 @@ def _pooled(attrs, window, x, f, oh, ow, dtype):
 
 
 def _fused_conv_block(geo, x, f, bias, out, oh, ow, ph, pw, relu, window=None, pooled=None):
-    if pooled is not None:
+    if (pooled is not None and window == (2, 2) and out.dtype == x.dtype
+            and winograd.usable(x.dtype, f.shape, geo.sh, geo.sw, geo.dh, geo.dw)):
+        winograd.conv_forward(x, f, out, ph, pw, _scratch, bias, relu, pooled)   # a 2x2 pool window is a tile
+    elif pooled is not None:
         _conv_forward(geo, x, f, out, oh, ow, ph, pw, bias, relu, _BandPool(pooled, *window, ow, f.shape[3]))
     elif geo.is_pointwise(f.shape, ph, pw):
         out2 = out.reshape(-1, f.shape[3])
@@ -499,6 +506,9 @@ def _conv_backprop_input(geo, dy, f, dx, oh, ow, ph, pw):
     180 degrees; on LeNet's second layer that was 15% slower, its GEMM being only C=32 wide.)"""
     n, h, w, c = dx.shape
     kh, kw, _, co = f.shape
+    if winograd.usable(dy.dtype, f.shape, geo.sh, geo.sw, geo.dh, geo.dw) and dx.dtype == dy.dtype == f.dtype:
+        winograd.conv_backprop_input(dy, f, dx, ph, pw, _scratch)
+        return
     g = _window(dx.shape, kh, kw, geo.sh, geo.sw, geo.dh, geo.dw, ph, pw, oh, ow)
     f2t = f.reshape(kh * kw * c, co).T
     dy2 = dy.reshape(-1, co)
@@ -568,8 +578,10 @@ def _conv_backprop_filter(geo, x, dy, fshape, oh, ow, ph, pw):
     """The filter gradient of NHWC `x` and `dy` as [KH*KW*C, O]: ``columns(x).T @ dy``, summed
     block by block inside the GEMM (beta=1) into one small accumulator that stays in cache."""
     kh, kw, c, co = fshape
-    g = _window(x.shape, kh, kw, geo.sh, geo.sw, geo.dh, geo.dw, ph, pw, oh, ow)
     dt = np.result_type(x.dtype, dy.dtype)
+    if winograd.usable(x.dtype, fshape, geo.sh, geo.sw, geo.dh, geo.dw) and dy.dtype == x.dtype:
+        return winograd.conv_backprop_filter(x, dy, ph, pw, _scratch)
+    g = _window(x.shape, kh, kw, geo.sh, geo.sw, geo.dh, geo.dw, ph, pw, oh, ow)
     df = np.zeros((kh * kw * c, co), dt)
     dy2 = dy.reshape(-1, co)
     for r0, nr, cols in _ColumnBlocks(x, g, dt):

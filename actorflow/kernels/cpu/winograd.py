@@ -11,14 +11,18 @@ over tiles is the inner dimension of 36 GEMMs ``V_e.T [C, tiles] @ D_e [tiles, O
 transform is the same ``B^T d B``. The input gradient of a stride-1 convolution is the forward
 convolution of the output gradient with the filter turned 180 degrees and its channels swapped.
 
-The tiles go by in blocks whose transformed inputs and products (``[tiles, 36, C]`` and
+The tiles go by in blocks whose transformed inputs and products (``[tiles, 36, 64]`` and
 ``[tiles, 36, O]``) stay in cache; the transforms are numba loops vectorised over channels, the
 products GEMMs through `blas.cblas_gemm` (no per-call checks: 36 calls a block). A fused bias,
 ReLU and a 2x2 max-pool run on each tile as it is transformed back: a 2x2 pool window is a tile.
 
-Interpolation points 0, 1, -1, 2, -2 and infinity (Lavin & Gray 2016; the matrices below are theirs
-for these points). Rounding error is about 5x an im2col GEMM's (relative RMS 2e-6 against 3e-7 on
-LeNet's second layer), below what TensorFlow's own oneDNN kernels differ from each other by.
+On LeNet's second layer (batch 64, 14x14x32 -> 64, one core of the 2-core AMD EPYC VM, loaded):
+forward 10.5 ms against 16.1 for im2col + GEMM, input gradient 10.1 against 15.5, filter gradient
+10.3 against 15.9; the 36 GEMMs are about 70% of that (K = 32 or 64 is short for a GEMM), the
+transforms the rest.
+
+Interpolation points 0, 1, -1, 2, -2 and infinity (Lavin & Gray 2016). Rounding error is about 5x an
+im2col GEMM's (relative RMS 2e-6 against 3e-7 on LeNet's second layer).
 """
 from __future__ import annotations
 
@@ -69,7 +73,8 @@ _A2T = np.array([[1, 1, 1, 1, 1, 0],
 def usable(x_dtype, f_shape, sh, sw, dh, dw) -> bool:
     """Whether a convolution of this dtype, HWIO filter shape, strides and dilations runs here."""
     return (ENABLED and x_dtype == _F32 and tuple(f_shape[:2]) == (5, 5) and sh == sw == dh == dw == 1
-            and f_shape[2] * f_shape[3] >= _MIN_CHANNEL_PRODUCT and max(f_shape[2], f_shape[3]) <= _CP and cblas_gemm(_F32) is not None)
+            and f_shape[2] * f_shape[3] >= _MIN_CHANNEL_PRODUCT and max(f_shape[2], f_shape[3]) <= _CP
+            and cblas_gemm(_F32) is not None)
 
 
 @njit(cache=True, nogil=True)
