@@ -296,8 +296,10 @@ def test_conv2d_lenet_shapes_match_reference():
         rdx, rdf = ref_conv_backprop(x, f, dy, (1, 1), "SAME")
         np.testing.assert_allclose(kernel("Conv2DBackpropInput", **attrs)(np.array(xs), f, dy), rdx,
                                    rtol=1e-4, atol=1e-3)
+        # The second layer's filter gradient runs as Winograd F(5x5, 2x2), whose rounding error scales
+        # with the largest gradient entry (sums of 784 unit-variance products here), not with each one.
         np.testing.assert_allclose(kernel("Conv2DBackpropFilter", **attrs)(x, np.array(fs), dy), rdf,
-                                   rtol=1e-4, atol=1e-3)
+                                   rtol=1e-4, atol=max(1e-3, 2e-5 * float(np.abs(rdf).max())))
 
 
 def test_conv2d_nchw_matches_nhwc():
