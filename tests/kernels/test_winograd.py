@@ -53,9 +53,8 @@ def _close(got, ref):
 @pytest.fixture
 def calls(monkeypatch):
     """Counts the Winograd kernels that ran (the dispatch must actually reach them)."""
-    seen = {"forward": 0, "input": 0, "filter": 0}
-    for name, key in (("conv_forward", "forward"), ("conv_backprop_input", "input"),
-                      ("conv_backprop_filter", "filter")):
+    seen = {"convolve": 0, "filter": 0}
+    for name, key in (("convolve", "convolve"), ("filter_gradient_sums", "filter")):
         fn = getattr(winograd, name)
 
         def counted(*a, _fn=fn, _key=key, **k):
@@ -85,7 +84,7 @@ def test_winograd_convolutions_match_float64_reference(calls, n, h, w, c, o, pad
     assert dx.dtype == df.dtype == np.float32 and df.shape == f.shape
     _close(dx, rdx)
     _close(df, rdf)
-    assert calls == {"forward": 1, "input": 1, "filter": 1}
+    assert calls == {"convolve": 2, "filter": 1}        # the forward pass and the input gradient
 
 
 @pytest.mark.parametrize("pool", [False, True])
@@ -104,7 +103,7 @@ def test_fused_conv_bias_relu_and_pool_on_winograd_tiles(calls, pool):
         _close(pooled, ref.reshape(3, 5, 2, 7, 2, 40).max(axis=(2, 4)))
     else:
         _close(got, ref)
-    assert calls["forward"] == 1
+    assert calls["convolve"] == 1
 
 
 def test_winograd_split_by_batch_matches_whole(calls):
@@ -114,16 +113,23 @@ def test_winograd_split_by_batch_matches_whole(calls):
     dy = rng.standard_normal((6, 14, 14, 64)).astype(np.float32)
     attrs = conv_attrs("SAME")
 
-    def run_split(op, *args):
+    def run_split(op, *args, attrs=attrs):
         res = get_kernel(op).split(attrs)(2, *args)
         for t in res[1]:
             t()
         return res[2]() if len(res) == 3 else res[0]
-    _close(run_split("Conv2D", x, f), ref_conv(x, f, "SAME"))
+    ref = ref_conv(x, f, "SAME")
+    _close(run_split("Conv2D", x, f), ref)
     rdx, rdf = ref_backprops(x, f, dy, "SAME")
     _close(run_split("Conv2DBackpropInput", np.array(x.shape, np.int32), f, dy), rdx)
     _close(run_split("Conv2DBackpropFilter", x, np.array(f.shape, np.int32), dy), rdf)
-    assert calls == {"forward": 2, "input": 2, "filter": 2}
+    bias = rng.standard_normal(64).astype(np.float32)
+    fused = conv_attrs("SAME", fused_ops=("BiasAdd", "Relu", "MaxPool"), pool_ksize=(1, 2, 2, 1))
+    out, pooled = run_split("_FusedConv2D", x, f, bias, attrs=fused)
+    relu = np.maximum(ref + bias, 0)
+    _close(out, relu)
+    _close(pooled, relu.reshape(6, 7, 2, 7, 2, 64).max(axis=(2, 4)))
+    assert calls == {"convolve": 6, "filter": 2}        # two blocks each
 
 
 def test_winograd_is_not_used_where_it_does_not_apply(calls, monkeypatch):
@@ -143,4 +149,4 @@ def test_winograd_is_not_used_where_it_does_not_apply(calls, monkeypatch):
     x = rng.standard_normal((2, 8, 8, 32)).astype(np.float32)
     f = (rng.standard_normal((5, 5, 32, 64)) * 0.1).astype(np.float32)
     _close(kernel("Conv2D", **conv_attrs("SAME"))(x, f), ref_conv(x, f, "SAME"))
-    assert calls["forward"] == 0
+    assert calls["convolve"] == 0

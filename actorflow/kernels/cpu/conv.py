@@ -361,9 +361,21 @@ def _conv2d_split(attrs):
         blocks, oh, ow, ph, pw = plan
         x = np.ascontiguousarray(x)
         out = np.empty((x.shape[0], oh, ow, f.shape[3]), x.dtype)
+        if _winograd_ok(geo, x, f.shape, f):
+            u = winograd.forward_filter(f)          # once, for every block
+            return out, [functools.partial(winograd.convolve, x[lo:hi], u, out[lo:hi], ph, pw, _scratch)
+                         for lo, hi in blocks]
         return out, [functools.partial(_conv_forward, geo, x[lo:hi], f, out[lo:hi], oh, ow, ph, pw)
                      for lo, hi in blocks]
     return split
+
+
+def _winograd_ok(geo, x, fshape, *others) -> bool:
+    """Whether winograd.py runs this convolution (x and `others` float32 alike, see winograd.usable).
+    Split kernels then transform the filter once and hand each block the transformed one: the blocks
+    start at once on two threads, and Python-level work in them contends for the GIL."""
+    return (winograd.usable(x.dtype, fshape, geo.sh, geo.sw, geo.dh, geo.dw)
+            and all(a.dtype == x.dtype for a in others))
 
 
 @register_kernel("Conv2D", "CPU", cost=_conv_cost, split=_conv2d_split)
@@ -462,9 +474,15 @@ def _fused_conv_split(attrs):
             return None
         out = np.empty((x.shape[0], oh, ow, f.shape[3]), x.dtype)
         bias = bias.astype(x.dtype, copy=False)
-        thunks = [functools.partial(_fused_conv_block, geo, x[lo:hi], f, bias, out[lo:hi], oh, ow, ph, pw, relu,
-                                    window, None if pooled is None else pooled[lo:hi])
-                  for lo, hi in blocks]
+        if _winograd_ok(geo, x, f.shape, f) and (pooled is None or window == (2, 2)):
+            u = winograd.forward_filter(f)
+            thunks = [functools.partial(winograd.convolve, x[lo:hi], u, out[lo:hi], ph, pw, _scratch, bias, relu,
+                                        None if pooled is None else pooled[lo:hi])
+                      for lo, hi in blocks]
+        else:
+            thunks = [functools.partial(_fused_conv_block, geo, x[lo:hi], f, bias, out[lo:hi], oh, ow, ph, pw, relu,
+                                        window, None if pooled is None else pooled[lo:hi])
+                      for lo, hi in blocks]
         if pooled is None:
             return out, thunks
         return None, thunks, lambda: (out, pooled)
@@ -535,6 +553,12 @@ def _conv_bp_input_split(attrs):
         if dy.shape != (sizes[0], oh, ow, f.shape[3]):
             return None
         dy = np.ascontiguousarray(dy)
+        if _winograd_ok(geo, dy, f.shape, f):
+            u = winograd.backprop_input_filter(f)
+            dx = np.empty(sizes, dy.dtype)          # every pixel written
+            kh, kw = f.shape[:2]
+            return dx, [functools.partial(winograd.convolve, dy[lo:hi], u, dx[lo:hi], kh - 1 - ph, kw - 1 - pw,
+                                          _scratch) for lo, hi in blocks]
         dx = np.zeros(sizes, dy.dtype)
         return dx, [functools.partial(_conv_backprop_input, geo, dy[lo:hi], f, dx[lo:hi], oh, ow, ph, pw)
                     for lo, hi in blocks]
@@ -605,14 +629,20 @@ def _conv_bp_filter_split(attrs):
             return None
         x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
         partial_sums = [None] * len(blocks)
+        wino = _winograd_ok(geo, x, fshape, dy)
 
         def block(i, lo, hi):
-            partial_sums[i] = _conv_backprop_filter(geo, x[lo:hi], dy[lo:hi], fshape, oh, ow, ph, pw)
+            if wino:        # sums in the transformed domain, transformed back once by finish()
+                partial_sums[i] = winograd.filter_gradient_sums(x[lo:hi], dy[lo:hi], ph, pw, _scratch)
+            else:
+                partial_sums[i] = _conv_backprop_filter(geo, x[lo:hi], dy[lo:hi], fshape, oh, ow, ph, pw)
 
         def finish():
             total = partial_sums[0]
             for p in partial_sums[1:]:
                 total += p
+            if wino:
+                total = winograd.filter_gradient_of(total)
             return total.reshape(fshape)
         return None, [functools.partial(block, i, lo, hi) for i, (lo, hi) in enumerate(blocks)], finish
     return split

@@ -33,7 +33,8 @@ import numpy as np
 
 from actorflow.kernels.cpu.blas import cblas_gemm
 
-__all__ = ["usable", "conv_forward", "conv_backprop_input", "conv_backprop_filter"]
+__all__ = ["usable", "forward_filter", "backprop_input_filter", "convolve", "filter_gradient_sums", "filter_gradient_of",
+           "conv_forward", "conv_backprop_input", "conv_backprop_filter"]
 
 # AF_CONV_WINOGRAD=0 turns the path off (A/B measurements, and a way out if its rounding matters).
 ENABLED = os.environ.get("AF_CONV_WINOGRAD", "1") != "0"
@@ -96,17 +97,38 @@ def _tile_grid(oh, ow, n):
     return th, tw, n * th * tw
 
 
+_LOOPS: tuple | None = None
+_NO_BIAS = np.zeros(1, _F32)                 # stand-ins for the drivers' optional arrays (never written)
+_NO_POOL = np.zeros((1, 1, 1, 1), _F32)
+
+
 def _loops():
     """winograd_loops (imported on first use: it imports numba), and the (address, ILP64?) of the
     cblas_sgemm its drivers call."""
-    from actorflow.kernels.cpu import winograd_loops
-    gemm = cblas_gemm(_F32)
-    return winograd_loops, ctypes.cast(gemm, ctypes.c_void_p).value, gemm.argtypes[3] is ctypes.c_int64
+    global _LOOPS
+    if _LOOPS is None:
+        from actorflow.kernels.cpu import winograd_loops
+        gemm = cblas_gemm(_F32)
+        _LOOPS = winograd_loops, ctypes.cast(gemm, ctypes.c_void_p).value, gemm.argtypes[3] is ctypes.c_int64
+    return _LOOPS
 
 
-def _winograd(x, u, out, ph, pw, scratch, bias=None, relu=False, pooled=None):
-    """out [N, OH, OW, O] = the stride-1 5x5 convolution of NHWC `x` whose transformed filter is `u`,
-    zero-padded by ph rows on top and pw columns on the left (+ bias, ReLU, 2x2 max-pool into `pooled`)."""
+def forward_filter(f):
+    """The transformed filter [36, C, O] that `convolve` takes for a Conv2D by the HWIO 5x5 `f`."""
+    return _filter_transform(f)
+
+
+def backprop_input_filter(f):
+    """The transformed filter that `convolve` takes for Conv2DBackpropInput by `f`: `f` turned 180
+    degrees with its channel axes swapped (the input gradient of a stride-1 convolution is the
+    convolution of dy by that, padded by 4 - ph rows and 4 - pw columns)."""
+    return _filter_transform(f[::-1, ::-1].transpose(0, 1, 3, 2))
+
+
+def convolve(x, u, out, ph, pw, scratch, bias=None, relu=False, pooled=None):
+    """out [N, OH, OW, O] = the stride-1 5x5 convolution of NHWC float32 `x` whose transformed filter
+    is `u`, zero-padded by ph rows on top and pw columns on the left (+ bias, then ReLU; each 2x2
+    tile's maximum into `pooled` [N, OH/2, OW/2, O] when given). Every pixel of `out` is written."""
     loops, fn, ilp64 = _loops()
     n, oh, ow, co = out.shape
     block = min(_BLOCK_TILES, _tile_grid(oh, ow, n)[2])
@@ -114,24 +136,23 @@ def _winograd(x, u, out, ph, pw, scratch, bias=None, relu=False, pooled=None):
     m = scratch.get((block, 36, co), _F32, slot=3)
     has_bias = bias is not None
     pool = pooled is not None
-    loops.forward(x, u, out, ph, pw, bias if has_bias else np.zeros(1, _F32), has_bias, relu,
-                  pooled if pool else np.zeros((1, 1, 1, 1), _F32), pool, v, m, block, fn, ilp64)
+    loops.forward(np.ascontiguousarray(x), u, out, ph, pw, bias if has_bias else _NO_BIAS, has_bias, relu,
+                  pooled if pool else _NO_POOL, pool, v, m, block, fn, ilp64)
 
 
 def conv_forward(x, f, out, ph, pw, scratch, bias=None, relu=False, pooled=None):
-    """Conv2D of the NHWC float32 `x` by the HWIO 5x5 `f` into `out` (see _winograd)."""
-    _winograd(np.ascontiguousarray(x), _filter_transform(f), out, ph, pw, scratch, bias, relu, pooled)
+    """Conv2D of the NHWC float32 `x` by the HWIO 5x5 `f` into `out` (see convolve)."""
+    convolve(x, forward_filter(f), out, ph, pw, scratch, bias, relu, pooled)
 
 
 def conv_backprop_input(dy, f, dx, ph, pw, scratch):
-    """Conv2DBackpropInput into `dx` [N, H, W, C] (every pixel written): the convolution of `dy` by
-    `f` turned 180 degrees with its channel axes swapped, padded by 4 - ph rows and 4 - pw columns."""
-    f_rot = f[::-1, ::-1].transpose(0, 1, 3, 2)
-    _winograd(np.ascontiguousarray(dy), _filter_transform(f_rot), dx, 4 - ph, 4 - pw, scratch)
+    """Conv2DBackpropInput into `dx` [N, H, W, C] (every pixel written)."""
+    convolve(dy, backprop_input_filter(f), dx, 4 - ph, 4 - pw, scratch)
 
 
-def conv_backprop_filter(x, dy, ph, pw, scratch):
-    """Conv2DBackpropFilter of NHWC `x` and `dy` as a [25 * C, O] float32 matrix (HWIO flattened)."""
+def filter_gradient_sums(x, dy, ph, pw, scratch):
+    """The filter gradient of NHWC `x` and `dy` in the transformed domain, [36, C, O] float32: sums
+    of several batches' add up, and `filter_gradient_of` turns the total into the gradient."""
     loops, fn, ilp64 = _loops()
     x = np.ascontiguousarray(x)
     dy = np.ascontiguousarray(dy)
@@ -142,5 +163,16 @@ def conv_backprop_filter(x, dy, ph, pw, scratch):
     dv = scratch.get((block, 36, co), _F32, slot=3)
     acc = np.zeros((36, c, co), _F32)
     loops.filter_gradient(x, dy, ph, pw, _G2_F32, acc, v, dv, block, fn, ilp64)
+    return acc
+
+
+def filter_gradient_of(acc):
+    """The [25 * C, O] float32 filter gradient (HWIO flattened) from filter_gradient_sums' [36, C, O]."""
+    c, co = acc.shape[1], acc.shape[2]
     df = _sandwich(_A2T, acc.astype(np.float64).reshape(6, 6, c * co))     # [5, 5, C * O]
     return df.astype(np.float32).reshape(25 * c, co)
+
+
+def conv_backprop_filter(x, dy, ph, pw, scratch):
+    """Conv2DBackpropFilter of NHWC `x` and `dy` as a [25 * C, O] float32 matrix (HWIO flattened)."""
+    return filter_gradient_of(filter_gradient_sums(x, dy, ph, pw, scratch))
