@@ -231,6 +231,10 @@ def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
 def _output_tiles(m, th, tw, t0, nt, out, bias, has_bias, relu, pooled, pool):
     """out's 2x2 tile t0 + k = A^T M A of m[k] ([36, O]; pixels outside `out` are dropped), plus
     `bias` when has_bias, then ReLU when relu; with `pool`, each tile's maximum into pooled[n, ti, tj]."""
+    # 6 and 2, unknown to LLVM: fully unrolled, these small loops (each with a vectorised loop inside)
+    # made the drivers that inline this function take seconds longer to compile, and ran no faster.
+    six = m.shape[1] // 6
+    two = six // 3
     n_img, oh, ow, co = out.shape
     s = np.empty((2, 6, co), out.dtype)
     y = np.empty((2, 2, co), out.dtype)
@@ -240,13 +244,13 @@ def _output_tiles(m, th, tw, t0, nt, out, bias, has_bias, relu, pooled, pool):
         n = t // per_img
         ti = (t - n * per_img) // tw
         tj = t - n * per_img - ti * tw
-        for j in range(6):                     # s = A^T M
+        for j in range(six):                     # s = A^T M
             for o in range(co):
                 m0, m1, m2, m3, m4, m5 = m[k, j, o], m[k, 6 + j, o], m[k, 12 + j, o], m[k, 18 + j, o], \
                     m[k, 24 + j, o], m[k, 30 + j, o]
                 s[0, j, o] = m0 + m1 + m2 + m3 + m4
                 s[1, j, o] = m1 - m2 + _F2 * (m3 - m4) + m5
-        for p in range(2):                     # y = s A
+        for p in range(two):                     # y = s A
             for o in range(co):
                 s0, s1, s2, s3, s4, s5 = s[p, 0, o], s[p, 1, o], s[p, 2, o], s[p, 3, o], s[p, 4, o], s[p, 5, o]
                 y0 = s0 + s1 + s2 + s3 + s4
@@ -261,9 +265,9 @@ def _output_tiles(m, th, tw, t0, nt, out, bias, has_bias, relu, pooled, pool):
                 y[p, 1, o] = y1
         i0 = 2 * ti
         j0 = 2 * tj
-        for p in range(2):
+        for p in range(two):
             if i0 + p < oh:
-                for q in range(2):
+                for q in range(two):
                     if j0 + q < ow:
                         for o in range(co):
                             out[n, i0 + p, j0 + q, o] = y[p, q, o]
@@ -276,6 +280,8 @@ def _output_tiles(m, th, tw, t0, nt, out, bias, has_bias, relu, pooled, pool):
 def _gradient_tiles(dy, th, tw, t0, nt, g2, dv):
     """dv[k, 6*i + j, o] = (G2 t G2^T)[i, j] for the 2x2 tile t of dy's channel o at tile t0 + k
     (zero outside dy): F(5, 2)'s transform of an output-gradient tile."""
+    six = g2.shape[0]                # 6 and 2, unknown to LLVM (see _output_tiles)
+    two = g2.shape[1]
     n_img, oh, ow, co = dy.shape
     t2 = np.zeros((2, 2, co), dy.dtype)
     r = np.empty((6, 2, co), dy.dtype)
@@ -285,21 +291,21 @@ def _gradient_tiles(dy, th, tw, t0, nt, g2, dv):
         n = t // per_img
         ti = (t - n * per_img) // tw
         tj = t - n * per_img - ti * tw
-        for p in range(2):
-            for q in range(2):
+        for p in range(two):
+            for q in range(two):
                 if 2 * ti + p < oh and 2 * tj + q < ow:
                     for o in range(co):
                         t2[p, q, o] = dy[n, 2 * ti + p, 2 * tj + q, o]
                 else:
                     for o in range(co):
                         t2[p, q, o] = 0
-        for i in range(6):
+        for i in range(six):
             a0, a1 = g2[i, 0], g2[i, 1]
-            for q in range(2):
+            for q in range(two):
                 for o in range(co):
                     r[i, q, o] = a0 * t2[0, q, o] + a1 * t2[1, q, o]
-        for i in range(6):
-            for j in range(6):
+        for i in range(six):
+            for j in range(six):
                 b0, b1 = g2[j, 0], g2[j, 1]
                 e = 6 * i + j
                 for o in range(co):
