@@ -65,7 +65,7 @@ def calls(monkeypatch):
 
 
 # batch, height, width, in channels, out channels, padding: odd sizes leave partial tiles at the edges
-CASES = [(2, 14, 14, 32, 64, "SAME"), (3, 13, 11, 16, 16, "SAME"), (2, 9, 10, 64, 8, "VALID"),
+CASES = [(2, 14, 14, 32, 64, "SAME"), (3, 13, 11, 16, 16, "SAME"), (2, 9, 10, 64, 16, "VALID"),
          (1, 7, 7, 20, 48, "SAME"), (5, 6, 5, 16, 17, "VALID")]
 
 
@@ -138,6 +138,7 @@ def test_winograd_is_not_used_where_it_does_not_apply(calls, monkeypatch):
     f32 = np.dtype(np.float32)
     assert winograd.usable(f32, (5, 5, 32, 64), 1, 1, 1, 1)
     assert not winograd.usable(f32, (5, 5, 1, 32), 1, 1, 1, 1)          # LeNet's first layer
+    assert not winograd.usable(f32, (5, 5, 8, 64), 1, 1, 1, 1)
     assert not winograd.usable(f32, (5, 5, 128, 64), 1, 1, 1, 1)        # more channels than the pitch
     assert not winograd.usable(f32, (3, 3, 32, 64), 1, 1, 1, 1)
     assert not winograd.usable(f32, (5, 5, 32, 64), 2, 2, 1, 1)
