@@ -4,7 +4,8 @@
    actorflow's `blas.matmul` (MKL's sequential SGEMM when installed), on the GEMMs a LeNet convolution
    amounts to (the implicit-GEMM shapes of its layers) and on a 1024^3 square. The best of these is
    "the GEMM rate" that the kernels are measured against.
-2. GFLOP/s of each CPU convolution kernel on LeNet's shapes (benchmarks/train_step.py's convnet:
+2. GFLOP/s of each CPU convolution kernel on LeNet's shapes (counted as a direct convolution's flops: the
+   second layer's kernels run as Winograd F(2x2, 5x5), kernels/cpu/winograd.py, and pass 100%) (benchmarks/train_step.py's convnet:
    batch 64, NHWC, 5x5 SAME filters, 28x28x1 -> 32 -> 64 channels), old (a baseline commit, default
    the one before the kernels were rewritten) against new (this tree), each as % of the GEMM rate;
    pooling, which does no arithmetic to speak of, as GB/s moved and % of a memory copy's rate.
@@ -302,7 +303,9 @@ def _print_kernels(gemm, kern):
         old_ms = f"{old['s'] * 1e3:8.3f}" if old else f"{'-':>8s}"
         print(f"{name:36s} {old_ms} {new['s'] * 1e3:8.3f} {fmt(old) if old else '-':>14s} {fmt(new):>14s} "
               f"{(old['s'] / new['s']) if old else float('nan'):7.2f}x")
-    print("(conv: GFLOP/s and % of the GEMM rate; pooling: GB/s read+written and % of the copy rate)\n")
+    print("(conv: GFLOP/s and % of the GEMM rate; pooling: GB/s read+written and % of the copy rate)")
+    print("(GFLOP/s count a direct convolution's 2*N*OH*OW*KH*KW*C*O flops; conv1 runs as Winograd F(2x2, 5x5),\n"
+          " 2.8x fewer multiplications, so it can pass 100% of the GEMM rate)\n")
 
 
 def _steps(args, py, trees, old_src):
