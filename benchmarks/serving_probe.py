@@ -9,7 +9,7 @@ It records, over the measured run:
 It prints distributions and, for the slowest loop stalls, what ran then (a GC or a step).
 
 Run: nice -n 10 python benchmarks/serving_probe.py [--model mlp] [--clients 64] [--duration 5]
-         [--batch-threads 1] [--timeout-micros 0] [--off] [--gc-freeze 0|1]
+         [--batch-threads 1] [--timeout-micros 0] [--off] [--freeze-gc 0|1]
 """
 from __future__ import annotations
 
@@ -57,8 +57,8 @@ def main(argv=None) -> None:
     p.add_argument("--timeout-micros", dest="timeout_micros", type=int, default=0)
     p.add_argument("--max-batch", dest="max_batch", type=int, default=64)
     p.add_argument("--off", action="store_true", help="batching off")
-    p.add_argument("--gc-freeze", dest="gc_freeze", type=int, default=None,
-                   help="override the server's gc.freeze after load (1) or undo it (0)")
+    p.add_argument("--freeze-gc", dest="gc_freeze", type=int, default=1,
+                   help="ModelServer(freeze_gc=...): 1 as `actorflow serve` runs, 0 off")
     p.add_argument("--no-offload", dest="no_offload", action="store_true",
                    help="(experiment) kernels never go to the kernel pool")
     p.add_argument("--json", help="write the raw records here")
@@ -143,15 +143,11 @@ def main(argv=None) -> None:
     params = None if args.off else BatchingParameters(max_batch_size=args.max_batch,
                                                       batch_timeout_micros=args.timeout_micros,
                                                       num_batch_threads=args.batch_threads)
-    server = ModelServer([ModelConfig("m", base)], batching=params, poll_interval_s=0)
+    server = ModelServer([ModelConfig("m", base)], batching=params, poll_interval_s=0,
+                         freeze_gc=bool(args.gc_freeze))
     rt = default_runtime()
     runner = asyncio.run_coroutine_threadsafe(server.serve("127.0.0.1", 0), rt.loop).result()
     port = runner.addresses[0][1]
-    if args.gc_freeze == 1:
-        gc.collect()
-        gc.freeze()
-    elif args.gc_freeze == 0:
-        gc.unfreeze()
 
     async def beat():
         while True:
@@ -175,7 +171,7 @@ def main(argv=None) -> None:
 
     print(f"# load {os.getloadavg()[0]:.1f}; {args.model}, {args.clients} clients, "
           f"{'batching off' if args.off else f'batching on (threads {args.batch_threads}, timeout {args.timeout_micros} us)'}, "
-          f"gc.freeze {args.gc_freeze}; gc thresholds {gc.get_threshold()}, frozen {gc.get_freeze_count()}")
+          f"freeze_gc {args.gc_freeze}; gc thresholds {gc.get_threshold()}, frozen {gc.get_freeze_count()}")
     print(f"wrk: {res['rps']:.0f} req/s  p50 {res['p50_ms']:.2f} ms  p99 {res['p99_ms']:.2f} ms  "
           f"p90 {res['p90_ms']:.2f} p99.9 {res['p999_ms']:.2f} max {res['max_ms']:.2f} ms  "
           f"errors {res['errors']}  process CPU {cpu:.0f} us/req")

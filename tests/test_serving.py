@@ -595,3 +595,34 @@ def test_batching_parameters_are_checked():
         af.serving.BatchingParameters(max_batch_size=0)
     with pytest.raises(ValueError, match="repeat"):
         af.serving.ModelServer([af.serving.ModelConfig("a", "/x"), af.serving.ModelConfig("a", "/y")])
+
+
+async def test_freeze_gc_keeps_serving_and_frees_a_retired_version(base, tmp_path):
+    # freeze_gc: after start the process's objects are frozen out of the cyclic collector's reach;
+    # a hot swap still frees the old version's graph (thawed and collected when it closes), and
+    # stopping the server thaws the rest.
+    import gc
+    import weakref
+    srv = await start(base, poll_interval_s=0.05, freeze_gc=True,
+                      batching=af.serving.BatchingParameters(max_batch_size=8, batch_timeout_micros=0))
+    try:
+        assert gc.get_freeze_count() > 0
+        old = weakref.ref(srv.server._models["m"].versions[1].graph)
+        async with aiohttp.ClientSession() as c:
+            st, body = await srv.post(c, "/v1/models/m:predict", {"instances": [[1, 2, 3, 4]]})
+            assert st == 200, body
+            await asyncio.to_thread(export, tmp_path / "staging", 2.0)
+            os.rename(tmp_path / "staging", base / "2")
+            for _ in range(400):
+                async with c.get(srv.url + "/v1/models/m/versions/1") as r:
+                    if (await r.json())["model_version_status"][0]["state"] == "END":
+                        break
+                await asyncio.sleep(0.05)
+            st, body = await srv.post(c, "/v1/models/m:predict", {"instances": [[1, 2, 3, 4]]})
+            assert st == 200, body
+            np.testing.assert_allclose(body["predictions"], [[1, 2, 3, 4]] @ (W * 2), rtol=1e-6)
+        assert old() is None, "the retired version's graph is still alive"
+    finally:
+        await srv.runner.cleanup()
+        gc.unfreeze()
+    assert gc.get_freeze_count() == 0

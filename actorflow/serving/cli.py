@@ -1,6 +1,7 @@
 """`actorflow serve`: the model server from the command line (TF Serving's tensorflow_model_server flags)."""
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import logging
@@ -33,6 +34,9 @@ def add_parser(sub) -> None:
     s.add_argument("--max_inflight_steps", type=int, default=8, help="unbatched steps in flight at once")
     s.add_argument("--max_concurrent_requests", type=int, default=4096, help="more get HTTP 429")
     s.add_argument("--client_max_size", type=int, default=64 << 20, help="largest request body in bytes (413)")
+    s.add_argument("--freeze_gc", action=argparse.BooleanOptionalAction, default=True,
+                   help="freeze the objects alive after loading out of the cyclic GC's reach (gc.freeze): "
+                        "no full-collection pauses of the whole process under load")
     s.add_argument("--api_key_env", default="ACTORFLOW_SERVING_API_KEY",
                    help="environment variable holding the API key (or cluster token) requests must carry")
     s.set_defaults(fn=serve_main)
@@ -70,7 +74,8 @@ def serve_main(args) -> int:
         server = ModelServer(models, batching=_batching(args), poll_interval_s=args.file_system_poll_wait_seconds,
                              max_inflight_steps=args.max_inflight_steps,
                              max_concurrent_requests=args.max_concurrent_requests,
-                             client_max_size=args.client_max_size, api_key=os.environ.get(args.api_key_env) or None)
+                             client_max_size=args.client_max_size, api_key=os.environ.get(args.api_key_env) or None,
+                             freeze_gc=args.freeze_gc)
     except (ValueError, TypeError, OSError) as e:
         print(f"actorflow serve: {e}", file=sys.stderr)
         return 2

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import hmac
 import json
 import logging
@@ -131,13 +132,22 @@ class ModelServer:
     otherwise); the cluster token can be used as the key. A step running over `step_timeout_s` is
     aborted (504); a body not received within `body_timeout_s` gets 408. Embed in an existing aiohttp app with
     `server.attach(app)`, or run alone with `await server.serve(host, port)` / `actorflow serve`.
+
+    `freeze_gc`: once the models are loaded, and after each new version loads, the objects alive then
+    move to the cyclic collector's permanent generation (`gc.freeze`), so that a full collection walks
+    only what was allocated since. Without it, a full collection of a serving process (about 150,000
+    objects: actorflow, numpy, numba, aiohttp, the graphs) stops the event loop for 40-400 ms every few
+    seconds under load, every request in flight waiting behind it (benchmarks/serving_probe.py). The
+    setting is process-wide, so it is off by default and `actorflow serve` turns it on. When a version
+    is unloaded, the frozen objects are thawed and collected once (one full collection per version
+    swap), so that the old version's graph is freed.
     """
 
     def __init__(self, models, *, batching: BatchingParameters | None = None, poll_interval_s: float = 1.0,
                  max_inflight_steps: int = 8, max_concurrent_requests: int = 4096,
                  client_max_size: int = 64 << 20, api_key: str | None = None, tags=(tag_constants.SERVING,),
                  session_config=None, load_timeout_s: float = 600.0, step_timeout_s: float = 60.0,
-                 body_timeout_s: float = 30.0):
+                 body_timeout_s: float = 30.0, freeze_gc: bool = False):
         if isinstance(models, dict):
             models = [ModelConfig(n, p) for n, p in models.items()]
         self._configs = [m if isinstance(m, ModelConfig) else ModelConfig(*m) for m in models]
@@ -155,6 +165,8 @@ class ModelServer:
         self.load_timeout_s = load_timeout_s
         self.step_timeout_s = step_timeout_s
         self.body_timeout_s = body_timeout_s
+        self.freeze_gc = bool(freeze_gc)
+        self._frozen = False               # freeze_gc, and the models of `start` are loaded
         self._models = {c.name: _Model(c) for c in self._configs}
         self._step_slots: asyncio.Semaphore | None = None
         self._max_inflight_steps = int(max_inflight_steps)
@@ -258,6 +270,10 @@ class ModelServer:
                 await self.stop()
                 raise errors.NotFoundError(None, None, f"model '{m.cfg.name}': no servable version under "
                                            f"{m.cfg.base_path} ({why})")
+        if self.freeze_gc:
+            gc.collect()            # before any traffic: what is garbage now must not be frozen
+            gc.freeze()
+            self._frozen = True
         if self.poll_interval_s > 0:
             t = asyncio.get_running_loop().create_task(self._poll())
             self._tasks.add(t)
@@ -290,6 +306,9 @@ class ModelServer:
                     b.cancel()
                 s.close()
             m.versions.clear()
+        if self._frozen:
+            self._frozen = False
+            gc.unfreeze()           # the process goes on (an embedding app, tests): collect as before
 
     # -- versions and hot reload --------------------------------------------------------------------------
     @staticmethod
@@ -341,6 +360,8 @@ class ModelServer:
                 continue
             m.versions[v] = s
             m.states[v] = ("AVAILABLE", "OK", "")
+            if self._frozen:
+                gc.freeze()         # the new version's graph and plans live as long as it does
             self.stats["reloads"] += 1
             log.info("model '%s' version %d loaded from %s", m.cfg.name, v, path)
         if found:
@@ -365,8 +386,16 @@ class ModelServer:
         await s.drain()
         self._retiring.discard(s)
         s.close()
-        m.states[s.version] = ("END", "OK", "")
-        log.info("model '%s' version %d unloaded", m.cfg.name, s.version)
+        version = s.version
+        if self._frozen:
+            # The old version's graph was frozen with everything else: thaw, collect once (without
+            # holding the servable here), refreeze.
+            del s
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
+        m.states[version] = ("END", "OK", "")
+        log.info("model '%s' version %d unloaded", m.cfg.name, version)
 
     def _warmup_sizes(self) -> tuple:
         if self.batching is None:
