@@ -59,6 +59,8 @@ def main(argv=None) -> None:
     p.add_argument("--off", action="store_true", help="batching off")
     p.add_argument("--freeze-gc", dest="gc_freeze", type=int, default=1,
                    help="ModelServer(freeze_gc=...): 1 as `actorflow serve` runs, 0 off")
+    p.add_argument("--inter-op", dest="inter_op", type=int, default=0,
+                   help="the sessions' inter_op_parallelism_threads (-1: no kernel on the pool)")
     p.add_argument("--no-offload", dest="no_offload", action="store_true",
                    help="(experiment) kernels never go to the kernel pool")
     p.add_argument("--json", help="write the raw records here")
@@ -67,6 +69,7 @@ def main(argv=None) -> None:
     from sklearn.datasets import load_digits
 
     from actorflow.actors.dispatcher import default_runtime
+    from actorflow.actors.session import ConfigProto
     from actorflow.serving import batching as batching_mod
     from actorflow.serving.model_server import BatchingParameters, ModelConfig, ModelServer
     from benchmarks.serving import WRK_SCRIPT, build_and_export
@@ -144,7 +147,8 @@ def main(argv=None) -> None:
                                                       batch_timeout_micros=args.timeout_micros,
                                                       num_batch_threads=args.batch_threads)
     server = ModelServer([ModelConfig("m", base)], batching=params, poll_interval_s=0,
-                         freeze_gc=bool(args.gc_freeze))
+                         freeze_gc=bool(args.gc_freeze),
+                         session_config=ConfigProto(inter_op_parallelism_threads=args.inter_op) if args.inter_op else None)
     rt = default_runtime()
     runner = asyncio.run_coroutine_threadsafe(server.serve("127.0.0.1", 0), rt.loop).result()
     port = runner.addresses[0][1]
@@ -171,7 +175,7 @@ def main(argv=None) -> None:
 
     print(f"# load {os.getloadavg()[0]:.1f}; {args.model}, {args.clients} clients, "
           f"{'batching off' if args.off else f'batching on (threads {args.batch_threads}, timeout {args.timeout_micros} us)'}, "
-          f"freeze_gc {args.gc_freeze}; gc thresholds {gc.get_threshold()}, frozen {gc.get_freeze_count()}")
+          f"freeze_gc {args.gc_freeze}, inter_op {args.inter_op}; gc thresholds {gc.get_threshold()}, frozen {gc.get_freeze_count()}")
     print(f"wrk: {res['rps']:.0f} req/s  p50 {res['p50_ms']:.2f} ms  p99 {res['p99_ms']:.2f} ms  "
           f"p90 {res['p90_ms']:.2f} p99.9 {res['p999_ms']:.2f} max {res['max_ms']:.2f} ms  "
           f"errors {res['errors']}  process CPU {cpu:.0f} us/req")

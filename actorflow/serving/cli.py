@@ -34,6 +34,10 @@ def add_parser(sub) -> None:
     s.add_argument("--max_inflight_steps", type=int, default=8, help="unbatched steps in flight at once")
     s.add_argument("--max_concurrent_requests", type=int, default=4096, help="more get HTTP 429")
     s.add_argument("--client_max_size", type=int, default=64 << 20, help="largest request body in bytes (413)")
+    s.add_argument("--tensorflow_inter_op_parallelism", type=int, default=0,
+                   help="TF Serving's flag; < 0: every kernel runs where its step runs (the server's loop), "
+                        "never on the kernel pool: for models whose batched steps cost less than the pool's "
+                        "hand-offs (small MLPs); 0: the runtime's pool for the kernels worth it")
     s.add_argument("--freeze_gc", action=argparse.BooleanOptionalAction, default=True,
                    help="freeze the objects alive after loading out of the cyclic GC's reach (gc.freeze): "
                         "no full-collection pauses of the whole process under load")
@@ -70,9 +74,13 @@ def serve_main(args) -> int:
     else:
         print("actorflow serve: give --model_base_path or --model_config_file", file=sys.stderr)
         return 2
+    config = None
+    if args.tensorflow_inter_op_parallelism:
+        from actorflow.actors.session import ConfigProto
+        config = ConfigProto(inter_op_parallelism_threads=args.tensorflow_inter_op_parallelism)
     try:
         server = ModelServer(models, batching=_batching(args), poll_interval_s=args.file_system_poll_wait_seconds,
-                             max_inflight_steps=args.max_inflight_steps,
+                             session_config=config, max_inflight_steps=args.max_inflight_steps,
                              max_concurrent_requests=args.max_concurrent_requests,
                              client_max_size=args.client_max_size, api_key=os.environ.get(args.api_key_env) or None,
                              freeze_gc=args.freeze_gc)
