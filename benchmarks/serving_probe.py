@@ -9,7 +9,7 @@ It records, over the measured run:
 It prints distributions and, for the slowest loop stalls, what ran then (a GC or a step).
 
 Run: nice -n 10 python benchmarks/serving_probe.py [--model mlp] [--clients 64] [--duration 5]
-         [--batch-threads 1] [--timeout-micros 0] [--off] [--freeze-gc 0|1]
+         [--batch-threads 1] [--timeout-micros 0] [--off] [--tune-gc 0|1]
 """
 from __future__ import annotations
 
@@ -57,10 +57,12 @@ def main(argv=None) -> None:
     p.add_argument("--timeout-micros", dest="timeout_micros", type=int, default=0)
     p.add_argument("--max-batch", dest="max_batch", type=int, default=64)
     p.add_argument("--off", action="store_true", help="batching off")
-    p.add_argument("--freeze-gc", dest="gc_freeze", type=int, default=1,
-                   help="ModelServer(freeze_gc=...): 1 as `actorflow serve` runs, 0 off")
+    p.add_argument("--tune-gc", dest="tune_gc", type=int, default=1,
+                   help="ModelServer(tune_gc=...): 1 as `actorflow serve` runs, 0 off")
     p.add_argument("--inter-op", dest="inter_op", type=int, default=0,
                    help="the sessions' inter_op_parallelism_threads (-1: no kernel on the pool)")
+    p.add_argument("--gc-threshold0", dest="gc_threshold0", type=int, default=0,
+                   help="(experiment) gc.set_threshold(N, ...) in the server process")
     p.add_argument("--no-offload", dest="no_offload", action="store_true",
                    help="(experiment) kernels never go to the kernel pool")
     p.add_argument("--json", help="write the raw records here")
@@ -147,7 +149,7 @@ def main(argv=None) -> None:
                                                       batch_timeout_micros=args.timeout_micros,
                                                       num_batch_threads=args.batch_threads)
     server = ModelServer([ModelConfig("m", base)], batching=params, poll_interval_s=0,
-                         freeze_gc=bool(args.gc_freeze),
+                         tune_gc=bool(args.tune_gc),
                          session_config=ConfigProto(inter_op_parallelism_threads=args.inter_op) if args.inter_op else None)
     rt = default_runtime()
     runner = asyncio.run_coroutine_threadsafe(server.serve("127.0.0.1", 0), rt.loop).result()
@@ -161,6 +163,8 @@ def main(argv=None) -> None:
                 rec["lag"].append((t, time.perf_counter() - t - 0.001))
     hb = asyncio.run_coroutine_threadsafe(beat(), rt.loop)
 
+    if args.gc_threshold0:
+        gc.set_threshold(args.gc_threshold0, *gc.get_threshold()[1:])
     url = f"http://127.0.0.1:{port}/v1/models/m:predict"
     wrk_run(url, lines, script, args.clients, 1)             # warm-up
     r0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -171,11 +175,12 @@ def main(argv=None) -> None:
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     hb.cancel()
     cpu = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / max(res["n"], 1) * 1e6
+    gc_state = f"gc thresholds {gc.get_threshold()}, frozen {gc.get_freeze_count()}"
     asyncio.run_coroutine_threadsafe(runner.cleanup(), rt.loop).result(timeout=60)
 
     print(f"# load {os.getloadavg()[0]:.1f}; {args.model}, {args.clients} clients, "
           f"{'batching off' if args.off else f'batching on (threads {args.batch_threads}, timeout {args.timeout_micros} us)'}, "
-          f"freeze_gc {args.gc_freeze}, inter_op {args.inter_op}; gc thresholds {gc.get_threshold()}, frozen {gc.get_freeze_count()}")
+          f"tune_gc {args.tune_gc}, inter_op {args.inter_op}; {gc_state}")
     print(f"wrk: {res['rps']:.0f} req/s  p50 {res['p50_ms']:.2f} ms  p99 {res['p99_ms']:.2f} ms  "
           f"p90 {res['p90_ms']:.2f} p99.9 {res['p999_ms']:.2f} max {res['max_ms']:.2f} ms  "
           f"errors {res['errors']}  process CPU {cpu:.0f} us/req")
@@ -186,7 +191,8 @@ def main(argv=None) -> None:
     for g in (0, 1, 2):
         ds = [d for _, gg, d, _ in rec["gc"] if gg == g]
         if ds:
-            print(f"gc gen{g}: {len(ds)} collections, total {1e3 * sum(ds):.1f} ms, p50 {1e3 * _pct(ds, .5):.2f} ms, "
+            print(f"gc gen{g}: {len(ds)} collections, total {1e3 * sum(ds):.1f} ms "
+                  f"({1e6 * sum(ds) / max(res['n'], 1):.2f} us/request), p50 {1e3 * _pct(ds, .5):.2f} ms, "
                   f"max {1e3 * max(ds):.2f} ms")
     rq = [d for _, d in rec["req"]]
     print(f"handler latency ({len(rq)} requests): p50 {1e3 * _pct(rq, .5):.2f} p99 {1e3 * _pct(rq, .99):.2f} "

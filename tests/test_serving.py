@@ -597,16 +597,18 @@ def test_batching_parameters_are_checked():
         af.serving.ModelServer([af.serving.ModelConfig("a", "/x"), af.serving.ModelConfig("a", "/y")])
 
 
-async def test_freeze_gc_keeps_serving_and_frees_a_retired_version(base, tmp_path):
-    # freeze_gc: after start the process's objects are frozen out of the cyclic collector's reach;
-    # a hot swap still frees the old version's graph (thawed and collected when it closes), and
-    # stopping the server thaws the rest.
+async def test_tune_gc_keeps_serving_and_frees_a_retired_version(base, tmp_path):
+    # tune_gc: after start the process's objects are frozen out of the cyclic collector's reach and
+    # young collections are rarer; a hot swap still frees the old version's graph (thawed and
+    # collected when it closes), and stopping the server thaws the rest and restores the thresholds.
     import gc
     import weakref
-    srv = await start(base, poll_interval_s=0.05, freeze_gc=True,
+    thresholds = gc.get_threshold()
+    srv = await start(base, poll_interval_s=0.05, tune_gc=True,
                       batching=af.serving.BatchingParameters(max_batch_size=8, batch_timeout_micros=0))
     try:
         assert gc.get_freeze_count() > 0
+        assert gc.get_threshold()[0] >= af.serving.model_server.GC_THRESHOLD0
         old = weakref.ref(srv.server._models["m"].versions[1].graph)
         async with aiohttp.ClientSession() as c:
             st, body = await srv.post(c, "/v1/models/m:predict", {"instances": [[1, 2, 3, 4]]})
@@ -625,4 +627,7 @@ async def test_freeze_gc_keeps_serving_and_frees_a_retired_version(base, tmp_pat
     finally:
         await srv.runner.cleanup()
         gc.unfreeze()
+        restored = gc.get_threshold()
+        gc.set_threshold(*thresholds)
     assert gc.get_freeze_count() == 0
+    assert restored == thresholds

@@ -38,9 +38,10 @@ def add_parser(sub) -> None:
                    help="TF Serving's flag; < 0: every kernel runs where its step runs (the server's loop), "
                         "never on the kernel pool: for models whose batched steps cost less than the pool's "
                         "hand-offs (small MLPs); 0: the runtime's pool for the kernels worth it")
-    s.add_argument("--freeze_gc", action=argparse.BooleanOptionalAction, default=True,
-                   help="freeze the objects alive after loading out of the cyclic GC's reach (gc.freeze): "
-                        "no full-collection pauses of the whole process under load")
+    s.add_argument("--tune_gc", action=argparse.BooleanOptionalAction, default=True,
+                   help="tune the cyclic GC for serving (ModelServer's tune_gc): freeze what is alive after "
+                        "loading (no full-collection pauses of the whole process under load) and collect the "
+                        "young generation every 10,000 allocations instead of 700")
     s.add_argument("--api_key_env", default="ACTORFLOW_SERVING_API_KEY",
                    help="environment variable holding the API key (or cluster token) requests must carry")
     s.set_defaults(fn=serve_main)
@@ -83,7 +84,7 @@ def serve_main(args) -> int:
                              session_config=config, max_inflight_steps=args.max_inflight_steps,
                              max_concurrent_requests=args.max_concurrent_requests,
                              client_max_size=args.client_max_size, api_key=os.environ.get(args.api_key_env) or None,
-                             freeze_gc=args.freeze_gc)
+                             tune_gc=args.tune_gc)
     except (ValueError, TypeError, OSError) as e:
         print(f"actorflow serve: {e}", file=sys.stderr)
         return 2
