@@ -157,10 +157,12 @@ def main(argv=None) -> None:
 
     async def beat():
         while True:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             await asyncio.sleep(0.001)
             if on["v"]:
-                rec["lag"].append((t, time.perf_counter() - t - 0.001))
+                # (start, lag, CPU the loop's thread used meanwhile): a lag without CPU is time the
+                # thread did not run (the OS ran something else, or it waited for the GIL).
+                rec["lag"].append((t, time.perf_counter() - t - 0.001, time.thread_time() - c))
     hb = asyncio.run_coroutine_threadsafe(beat(), rt.loop)
 
     if args.gc_threshold0:
@@ -197,7 +199,7 @@ def main(argv=None) -> None:
     rq = [d for _, d in rec["req"]]
     print(f"handler latency ({len(rq)} requests): p50 {1e3 * _pct(rq, .5):.2f} p99 {1e3 * _pct(rq, .99):.2f} "
           f"max {1e3 * max(rq, default=0):.2f} ms")
-    lags = [lag for _, lag in rec["lag"]]
+    lags = [lag for _, lag, _ in rec["lag"]]
     print(f"loop lag (1 ms beat, {len(lags)} beats): p50 {1e3 * _pct(lags, .5):.2f} p99 {1e3 * _pct(lags, .99):.2f} "
           f"max {1e3 * max(lags, default=0):.2f} ms; beats > 10 ms: {sum(1 for x in lags if x > 0.01)}")
     b = rec["batch"]
@@ -212,11 +214,15 @@ def main(argv=None) -> None:
         hist = np.bincount(reqs)
         print("requests/step histogram:", {i: int(c) for i, c in enumerate(hist) if c})
     # The worst loop stalls: what overlapped them.
+    long = [x for x in rec["lag"] if x[1] > 0.01]
+    if long:
+        idle = sum(1e-3 + lag - cpu for _, lag, cpu in long) / sum(1e-3 + lag for _, lag, _ in long)
+        print(f"beats > 10 ms: the loop's thread was off the CPU for {100 * idle:.0f}% of their time")
     worst = sorted(rec["lag"], key=lambda x: -x[1])[:8]
-    for t, lag in worst:
+    for t, lag, cpu in worst:
         gcs = [(g, round(1e3 * d, 2)) for t0, g, d, _ in rec["gc"] if t <= t0 <= t + lag + 0.001]
         st = [round(1e3 * s, 2) for t0, _, _, _, s in b if t <= t0 <= t + lag + 0.001]
-        print(f"  stall {1e3 * lag:6.2f} ms at +{t - t_start:6.3f} s: gc {gcs} steps(ms) {st[:6]}{'...' if len(st) > 6 else ''}")
+        print(f"  stall {1e3 * lag:6.2f} ms (loop thread CPU {1e3 * cpu:5.2f} ms) at +{t - t_start:6.3f} s: gc {gcs} steps(ms) {st[:6]}{'...' if len(st) > 6 else ''}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({k: v for k, v in rec.items()}, f)
