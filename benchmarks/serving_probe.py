@@ -99,13 +99,15 @@ def main(argv=None) -> None:
     rec = {"gc": [], "lag": [], "batch": [], "req": []}
     conns: dict = {}
     on = {"v": False}
-    gc_t0 = [0.0]
+    gc_t0 = [0.0, 0.0]
 
     def gc_cb(phase, info):
+        # (start, generation, wall seconds, objects collected, CPU seconds of the collecting thread)
         if phase == "start":
-            gc_t0[0] = time.perf_counter()
+            gc_t0[0], gc_t0[1] = time.perf_counter(), time.thread_time()
         elif on["v"]:
-            rec["gc"].append((gc_t0[0], info["generation"], time.perf_counter() - gc_t0[0], info["collected"]))
+            rec["gc"].append((gc_t0[0], info["generation"], time.perf_counter() - gc_t0[0], info["collected"],
+                              time.thread_time() - gc_t0[1]))
     gc.callbacks.append(gc_cb)
 
     # Per batch step: (t start, requests, rows, queue wait of the first request, step seconds).
@@ -191,10 +193,12 @@ def main(argv=None) -> None:
         print(f"requests per connection: min {cs[0]} p10 {cs[len(cs) // 10]} median {cs[len(cs) // 2]} max {cs[-1]} "
               f"({len(cs)} connections)")
     for g in (0, 1, 2):
-        ds = [d for _, gg, d, _ in rec["gc"] if gg == g]
+        ds = [d for _, gg, d, _, _ in rec["gc"] if gg == g]
+        cs = [c for _, gg, _, _, c in rec["gc"] if gg == g]
         if ds:
             print(f"gc gen{g}: {len(ds)} collections, total {1e3 * sum(ds):.1f} ms "
-                  f"({1e6 * sum(ds) / max(res['n'], 1):.2f} us/request), p50 {1e3 * _pct(ds, .5):.2f} ms, "
+                  f"({1e6 * sum(ds) / max(res['n'], 1):.2f} us/request; CPU {1e3 * sum(cs):.1f} ms, "
+                  f"{1e6 * sum(cs) / max(res['n'], 1):.2f} us/request), p50 {1e3 * _pct(ds, .5):.2f} ms, "
                   f"max {1e3 * max(ds):.2f} ms")
     rq = [d for _, d in rec["req"]]
     print(f"handler latency ({len(rq)} requests): p50 {1e3 * _pct(rq, .5):.2f} p99 {1e3 * _pct(rq, .99):.2f} "
@@ -220,7 +224,7 @@ def main(argv=None) -> None:
         print(f"beats > 10 ms: the loop's thread was off the CPU for {100 * idle:.0f}% of their time")
     worst = sorted(rec["lag"], key=lambda x: -x[1])[:8]
     for t, lag, cpu in worst:
-        gcs = [(g, round(1e3 * d, 2)) for t0, g, d, _ in rec["gc"] if t <= t0 <= t + lag + 0.001]
+        gcs = [(g, round(1e3 * d, 2)) for t0, g, d, _, _ in rec["gc"] if t <= t0 <= t + lag + 0.001]
         st = [round(1e3 * s, 2) for t0, _, _, _, s in b if t <= t0 <= t + lag + 0.001]
         print(f"  stall {1e3 * lag:6.2f} ms (loop thread CPU {1e3 * cpu:5.2f} ms) at +{t - t_start:6.3f} s: gc {gcs} steps(ms) {st[:6]}{'...' if len(st) > 6 else ''}")
     if args.json:
