@@ -8,8 +8,12 @@ It records, over the measured run:
 - wrk's p50/p99 and requests/s, and the process's CPU time per request.
 It prints distributions and, for the slowest loop stalls, what ran then (a GC or a step).
 
+With --no-http the handler's work past HTTP (parse, convert, batch, step, answer) runs in a closed
+loop in process, without wrk or sockets, beside the numpy baseline handler's work: a CPU-per-request
+comparison that a loaded machine barely moves.
+
 Run: nice -n 10 python benchmarks/serving_probe.py [--model mlp] [--clients 64] [--duration 5]
-         [--batch-threads 1] [--timeout-micros 0] [--off] [--tune-gc 0|1]
+         [--batch-threads 1] [--timeout-micros 0] [--off] [--tune-gc 0|1] [--inter-op -1] [--no-http]
 """
 from __future__ import annotations
 
@@ -65,6 +69,9 @@ def main(argv=None) -> None:
                    help="(experiment) gc.set_threshold(N, ...) in the server process")
     p.add_argument("--no-offload", dest="no_offload", action="store_true",
                    help="(experiment) kernels never go to the kernel pool")
+    p.add_argument("--no-http", dest="no_http", action="store_true",
+                   help="drive the handler's work past HTTP in process (no wrk, no sockets): CPU per request "
+                        "of the parse-batch-step-answer path alone, beside the numpy baseline handler's")
     p.add_argument("--json", help="write the raw records here")
     args = p.parse_args(argv)
 
@@ -170,11 +177,37 @@ def main(argv=None) -> None:
     if args.gc_threshold0:
         gc.set_threshold(args.gc_threshold0, *gc.get_threshold()[1:])
     url = f"http://127.0.0.1:{port}/v1/models/m:predict"
-    wrk_run(url, lines, script, args.clients, 1)             # warm-up
+    if args.no_http:
+        bodies = [ln.encode() for ln in open(lines).read().splitlines()]
+        servable = server._servable("m", None)
+
+        async def closed_loop(seconds):
+            # The handler's work past HTTP (parse, convert, batch, step, answer) for C clients, each
+            # sending its next request when its answer is built.
+            n = 0
+            end = time.perf_counter() + seconds
+
+            async def client(i):
+                nonlocal n
+                k = i
+                while time.perf_counter() < end:
+                    await server._predict_json(servable, server._parse_json(bodies[k % len(bodies)]))
+                    n += 1
+                    k += args.clients
+            await asyncio.gather(*[client(i) for i in range(args.clients)])
+            return {"n": n, "rps": n / seconds, "p50_ms": float("nan"), "p99_ms": float("nan"),
+                    "p90_ms": float("nan"), "p999_ms": float("nan"), "max_ms": float("nan"), "errors": 0}
+
+        def drive(seconds):
+            return asyncio.run_coroutine_threadsafe(closed_loop(seconds), rt.loop).result()
+    else:
+        def drive(seconds):
+            return wrk_run(url, lines, script, args.clients, seconds)
+    drive(1)                                                   # warm-up
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     on["v"] = True
     t_start = time.perf_counter()
-    res = wrk_run(url, lines, script, args.clients, args.duration)
+    res = drive(args.duration)
     on["v"] = False
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     hb.cancel()
@@ -188,6 +221,20 @@ def main(argv=None) -> None:
     print(f"wrk: {res['rps']:.0f} req/s  p50 {res['p50_ms']:.2f} ms  p99 {res['p99_ms']:.2f} ms  "
           f"p90 {res['p90_ms']:.2f} p99.9 {res['p999_ms']:.2f} max {res['max_ms']:.2f} ms  "
           f"errors {res['errors']}  process CPU {cpu:.0f} us/req")
+    if args.no_http:
+        import orjson
+
+        from benchmarks.serving import numpy_forward
+        w = dict(np.load(weights))
+        bodies = [ln.encode() for ln in open(lines).read().splitlines()]
+        t = time.process_time()
+        for i in range(20_000):
+            x = np.asarray(orjson.loads(bodies[i % len(bodies)])["instances"], dtype=np.float32)
+            if args.model == "convnet":
+                x = x.reshape(-1, 8, 8, 1)
+            orjson.dumps({"predictions": numpy_forward(args.model, w, x)}, option=orjson.OPT_SERIALIZE_NUMPY)
+        print(f"numpy baseline handler (parse, forward pass, answer; no HTTP): "
+              f"{(time.process_time() - t) / 20_000 * 1e6:.0f} us CPU/request")
     if conns:
         cs = sorted(conns.values())
         print(f"requests per connection: min {cs[0]} p10 {cs[len(cs) // 10]} median {cs[len(cs) // 2]} max {cs[-1]} "
