@@ -145,10 +145,10 @@ class ModelServer:
     every ~80 requests. Measured with benchmarks/serving_probe.py (64 wrk clients, batching on, the
     collector's own CPU time): CPython's settings cost the digits MLP 6.5 us of CPU per request in
     young collections plus a 120 ms full one every few seconds, and the convnet 105 us per request
-    (five 220-320 ms full collections in 4 s); with tune_gc, under 1 us for both. The settings are process-wide, so this is off by
-    default and `actorflow serve` turns it on; `stop` restores them. When a version is unloaded, the
-    frozen objects are thawed and collected once (one full collection per version swap), so that the
-    old version's graph is freed.
+    (five 220-320 ms full collections in 4 s); with tune_gc, under 1 us for both. The settings are
+    process-wide, so this is off by default and `actorflow serve` turns it on; `stop` restores them.
+    When a version is unloaded, the frozen objects are thawed and collected once (one full collection
+    per version swap), so that the old version's graph is freed.
     """
 
     def __init__(self, models, *, batching: BatchingParameters | None = None, poll_interval_s: float = 1.0,
