@@ -24,6 +24,9 @@ Contenders, each server in its own process (started with the same nice level as 
   offload threshold above 12-24 rows yet cost less than the pool's hand-offs (a 32-row step: 106 us
   of CPU inline, 247 us through the pool, about the same on the loop thread), and 0 (the pool) for
   the convnet, whose batched convolutions would add ~270 us a step to the loop thread inline.
+  On a machine loaded by other programs the pool's threads win the MLP more CPU from the OS
+  scheduler than one thread gets (more req/s at more CPU per request): compare there with
+  --variant="--tensorflow_inter_op_parallelism 0" and read the CPU column.
 Both actorflow servers run `actorflow serve` as it starts by default, with --tune_gc (a frozen heap
 and a young-generation threshold of 10,000: see ModelServer's docstring). --variant FLAGS adds a
 fourth contender, the batching server with FLAGS appended (e.g. --variant=--no-tune_gc), for a
