@@ -4,6 +4,7 @@ against actor steps of other threads."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 
 import numpy as np
@@ -302,3 +303,31 @@ def test_updates_of_one_variable_stay_in_order_in_the_tail(monkeypatch):
         sess.run(step, {x: np.ones((300, 300), np.float32)})
         np.testing.assert_array_equal(sess.run(v), np.full((300, 300), 6.0))
         np.testing.assert_array_equal(sess.run(w), np.full((300, 300), 6.0))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="huge-page buffers are Linux's")
+def test_big_variable_buffers_start_on_a_huge_page_boundary(monkeypatch):
+    """Variables of 2 MiB or more live in 2 MiB-aligned buffers advised into huge pages (actors/resource.py),
+    through initialization, in-place updates and copy-on-write copies; small ones are plain arrays."""
+    big0 = np.arange(784 * 1024, dtype=np.float32).reshape(784, 1024) / 1e5
+    w = af.Variable(big0, name="w")
+    b = af.Variable(np.ones(1024, np.float32), name="b")
+    x = af.placeholder(af.float32, [None, 784], name="x")
+    loss = af.reduce_sum(af.matmul(x, w) + b)
+    train = af.train.GradientDescentOptimizer(0.5).minimize(loss)
+    xv = np.full((4, 784), 0.25, np.float32)
+    with _session(True, monkeypatch) as sess:
+        sess.run(af.global_variables_initializer())
+        held = sess.run(w)                       # a fetched value: the next update must copy, not write over it
+        sess.run(train, {x: xv})
+        exe = _exe_of(sess, train)
+        res = {r.name: r for r in exe.sync.resources}
+        assert res["w"].value.ctypes.data % (2 << 20) == 0
+        assert res["b"].value.base is None or res["b"].value.nbytes < (2 << 20)
+        np.testing.assert_array_equal(held, big0)
+        expected = big0 - np.float32(0.5) * (xv.T @ np.ones((4, 1024), np.float32))
+        np.testing.assert_allclose(sess.run(w), expected, rtol=1e-6)
+        before = res["w"].value.ctypes.data
+        sess.run(train, {x: xv})                # nothing else holds it now: updated in place
+        assert res["w"].value.ctypes.data == before
+        np.testing.assert_allclose(sess.run(b), 1 - 0.5 * 4 * 2, rtol=1e-6)
