@@ -331,3 +331,24 @@ def test_big_variable_buffers_start_on_a_huge_page_boundary(monkeypatch):
         sess.run(train, {x: xv})                # nothing else holds it now: updated in place
         assert res["w"].value.ctypes.data == before
         np.testing.assert_allclose(sess.run(b), 1 - 0.5 * 4 * 2, rtol=1e-6)
+
+
+def test_a_kernel_error_in_the_update_tail_names_its_op_as_the_actors_do(monkeypatch):
+    v = af.Variable(np.zeros(3, np.float32), name="v")
+    w = af.Variable(np.zeros(3, np.float32), name="w")
+    x = af.placeholder(af.float32, [None], name="x")
+    step = af.group(af.assign_add(v, x, name="add_v"), af.assign_add(w, af.ones([3]), name="add_w"), name="step")
+    bad = {x: np.ones(5, np.float32)}
+    with _session(True, monkeypatch) as sess:
+        sess.run([v.initializer, w.initializer])
+        sess.run(step, {x: np.ones(3, np.float32)})
+        assert _exe_of(sess, step).sync.tail is not None
+        with pytest.raises(af.errors.InvalidArgumentError) as fast:
+            sess.run(step, bad)
+        with pytest.raises(af.errors.InvalidArgumentError) as slow:
+            sess.run(step, bad, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE),
+                     run_metadata=af.RunMetadata())
+        np.testing.assert_array_equal(sess.run(v), np.ones(3))
+    assert type(fast.value) is type(slow.value)
+    assert str(fast.value) == str(slow.value)
+    assert "add_v" in str(fast.value)
