@@ -542,7 +542,9 @@ async def test_slow_step_times_out_with_504_and_server_stays_up(tmp_path):
         out = af.add(af.zeros_like(n), out, name="out")
         with af.Session() as s:
             af.saved_model.simple_save(s, str(tmp_path / "slow" / "1"), {"n": n}, {"out": out})
-    srv = await start({"slow": str(tmp_path / "slow")}, step_timeout_s=0.3)
+    # 2 s: the short loops finish in milliseconds, but a loaded machine can stall a step past 0.3 s;
+    # a billion iterations take minutes whatever the load.
+    srv = await start({"slow": str(tmp_path / "slow")}, step_timeout_s=2.0)
     try:
         async with aiohttp.ClientSession() as c:
             st, body = await srv.post(c, "/v1/models/slow:predict", {"instances": [3]})
