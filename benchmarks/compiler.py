@@ -19,12 +19,18 @@ Every contender runs in its own process (numpy/BLAS and TF's thread pools never 
 process); processes alternate in rounds (the order rotates), and each figure is the minimum over
 rounds (the machine is shared). Ratios are against TF's figure of the same run.
 
+The training steps are then also timed side by side: one process per contender, all alive at
+once, taking turns of a few steps (--paired-rounds, --paired-window). The host's speed drifts
+over minutes (the same MLP step took 15 ms in one minute and 20 ms in another, our process at
+real-time priority), so a ratio of figures from processes minutes apart moves by that much;
+the median of the ratios of turns a fraction of a second apart does not.
+
 Targets (issue 18): chain <= 0.5x TF per op; while <= 0.5x TF per iteration; lstm and lstm_grad <= 1.0x TF;
 mlp <= 0.95x TF; convnet <= 1.1x TF; a first step that compiles <= 3 s, and <= 0.3 s reusing the
 cache in a second process.
 
 Run: python benchmarks/compiler.py [--rounds 3] [--tf-python /work/tfvenv/bin/python]
-     [--only chain,while,lstm,lstm_grad,mlp,convnet]
+     [--only chain,while,lstm,lstm_grad,mlp,convnet] [--paired-rounds 15] [--paired-window 5]
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +51,9 @@ ROOT = os.path.dirname(HERE)
 WORKLOADS = ("chain", "while", "lstm", "lstm_grad", "mlp", "convnet")
 CHAIN, ITERS, LSTM_STEPS, WIDTH = 1000, 100_000, 10_000, 32
 CONTENDERS = ("af-off", "af-on", "af-jit-only", "tf")
+# seconds between turns side by side (see paired): TF's idle threads spin a few ms after a step (0.05 and
+# 0.5 gave the same figures)
+SETTLE = float(os.environ.get("AF_BENCH_SETTLE", "0.05"))
 
 
 # -- the workloads, written once against the TF-1.x API (actorflow or tf.compat.v1) ------------------
@@ -167,16 +177,18 @@ def _lstm(lib, sess_of, grad=False):
     return _first_and_steady(build, 3)
 
 
-def _train(lib, sess_of, model, contender):
+def _train_builder(lib, sess_of, model, contender):
+    """A function that builds `model`'s training step (train_step.py's graph), runs it once and
+    returns it as a callable."""
     sys.path.insert(0, HERE)
     import train_step as ts
     prob = ts.make_problem(model)
     if contender == "tf":
-        def build():
+        def build_tf():
             step, _ = ts.tf_step(model, prob)
             step()
             return step
-        return _first_and_steady(build, 10 if model == "mlp" else 6)
+        return build_tf
 
     def build():
         g, initializer, fetches, feed = ts.actorflow_graph(model, prob)
@@ -187,16 +199,42 @@ def _train(lib, sess_of, model, contender):
             return float(s.run(fetches, feed)[1])
         step()
         return step
-    return _first_and_steady(build, 10 if model == "mlp" else 6)
+    return build
 
 
-def worker(contender: str, only) -> None:
+def _train(lib, sess_of, model, contender):
+    return _first_and_steady(_train_builder(lib, sess_of, model, contender), 10 if model == "mlp" else 6)
+
+
+def _library(contender):
     if contender == "tf":
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         import tensorflow.compat.v1 as lib
         lib.disable_v2_behavior()
-    else:
-        import actorflow as lib
+        return lib
+    import actorflow as lib
+    return lib
+
+
+def serve(contender: str, models) -> None:
+    """Keeps `contender`'s training steps of `models` built, and times them on request: a line
+    'MODEL N' on stdin runs N steps and answers 'TIMES [seconds, ...]' (see `paired`)."""
+    lib = _library(contender)
+    sess_of = _session(lib, contender)
+    steps = {m: _train_builder(lib, sess_of, m, contender)() for m in models}
+    print("READY", flush=True)
+    for line in sys.stdin:
+        model, n = line.split()
+        times = []
+        for _ in range(int(n)):
+            t0 = time.perf_counter()
+            steps[model]()
+            times.append(time.perf_counter() - t0)
+        print("TIMES " + json.dumps(times), flush=True)
+
+
+def worker(contender: str, only) -> None:
+    lib = _library(contender)
     sess_of = _session(lib, contender)
     out = {}
     stats = None
@@ -231,16 +269,70 @@ def _run_worker(contender, only, tf_python, cache_dir, env_extra=None):
     raise RuntimeError(f"{contender} worker failed (rc {r.returncode}):\n{r.stderr[-3000:]}")
 
 
+def paired(contenders, models, tf_python, cache_dir, rounds, window):
+    """The training steps timed side by side: one serving process per contender, all alive at once,
+    taking turns at `window` steps each, `rounds` times (the order rotates). The machine's speed
+    drifts over minutes on a shared host (the same step under the same scheduling took 15 ms in one
+    minute and 20 ms in another), so figures from processes run one after another compare different
+    minutes; turns of a fraction of a second compare the same one. Returns {model: {contender:
+    [the best step of each turn, ...]}}."""
+    procs = {}
+    try:
+        for c in contenders:
+            py = tf_python if c == "tf" else sys.executable
+            env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                       AF_JIT_CACHE_DIR=cache_dir, TF_CPP_MIN_LOG_LEVEL="3")
+            procs[c] = subprocess.Popen([py, os.path.abspath(__file__), "--serve", c, "--only", ",".join(models)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        text=True, env=env)
+        for c, p in procs.items():
+            for line in p.stdout:
+                if line.startswith("READY"):
+                    break
+            else:
+                raise RuntimeError(f"the {c} server exited with status {p.wait()}")
+        out = {m: {c: [] for c in contenders} for m in models}
+        for r in range(rounds):
+            order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
+            for m in models:
+                for c in order:
+                    time.sleep(SETTLE)    # the last contender's idle threads stop spinning
+                    p = procs[c]
+                    p.stdin.write(f"{m} {window + 1}\n")
+                    p.stdin.flush()
+                    line = p.stdout.readline()
+                    if not line.startswith("TIMES "):
+                        raise RuntimeError(f"the {c} server exited with status {p.wait()}")
+                    out[m][c].append(min(json.loads(line[6:])[1:]))   # the first step wakes its threads
+        return out
+    finally:
+        for p in procs.values():
+            if p.stdin:
+                p.stdin.close()
+        for p in procs.values():
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--tf-python", default=os.environ.get("AF_BENCH_TF_PYTHON", "/work/tfvenv/bin/python"))
     ap.add_argument("--only", default=",".join(WORKLOADS))
+    ap.add_argument("--paired-rounds", type=int, default=15,
+                    help="turns of the training steps timed side by side (0: none)")
+    ap.add_argument("--paired-window", type=int, default=5, help="steps per turn")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--serve", help=argparse.SUPPRESS)
     args = ap.parse_args()
     only = [w for w in args.only.split(",") if w]
     if args.worker:
         worker(args.worker, only)
+        return
+    if args.serve:
+        serve(args.serve, only)
         return
     contenders = [c for c in CONTENDERS if c != "tf" or os.path.exists(args.tf_python)]
     cache = tempfile.mkdtemp(prefix="afjit_bench_")
@@ -261,6 +353,10 @@ def main() -> None:
             extra = {"async": _run_worker("af-on", only, args.tf_python, fresh, {"AF_JIT_COMPILE": "async"})}
         finally:
             shutil.rmtree(fresh, ignore_errors=True)
+        models = [w for w in only if w in ("mlp", "convnet")]
+        if models and args.paired_rounds > 0:
+            print(f"  side by side: {args.paired_rounds} turns of {args.paired_window} steps", file=sys.stderr, flush=True)
+            extra["paired"] = paired(contenders, models, args.tf_python, cache, args.paired_rounds, args.paired_window)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     report(results, only, extra)
@@ -306,6 +402,18 @@ def report(results, only, results_extra=None) -> None:
               " a core): " + ", ".join(f"{w} cold {on[0][w].get('compile_cpu', 0):.2f} ({on[0][w].get('compiled', 0)} "
                                        f"kernels), warm {min(r[w].get('compile_cpu', 0) for r in on[1:]) if len(on) > 1 else float('nan'):.2f}"
                                        for w in only))
+    if "paired" in results_extra:
+        print("\ntraining steps side by side (every contender's process alive, taking turns; ms: the median over"
+              " turns of each turn's best step; ratios: the median of the same turn's ratios, [25%, 75%]):")
+        for w, per in results_extra["paired"].items():
+            line = f"{w:10s} " + " ".join(f"{c} {statistics.median(v) * 1e3:.2f}" for c, v in per.items())
+            if "tf" in per:
+                for c, v in per.items():
+                    if c != "tf":
+                        q = np.quantile([a / b for a, b in zip(v, per["tf"])], [0.25, 0.5, 0.75])
+                        line += f" | {c}/tf {q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]"
+                line += f"  (target <= {targets[w]})"
+            print(line)
     if "async" in results_extra:
         a = results_extra["async"]
         print("af-on with AF_JIT_COMPILE=async, empty cache, first step - steady step, s: " + ", ".join(

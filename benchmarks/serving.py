@@ -18,7 +18,23 @@ Contenders, each server in its own process (started with the same nice level as 
   batch_timeout_micros 0 (a batch closes when a step slot frees: no added wait), num_batch_threads
   --batch-threads, 1 by default: on 2 cores the event loop's HTTP work needs the other core, and with
   one step in flight the next batch fills while it runs (2 measured 0.65x the baseline at 64 clients
-  for the MLP, 1 measured 1.04x; CPU per request 170 against 93 us)).
+  for the MLP, 1 measured 1.04x; CPU per request 170 against 93 us)), and
+  --tensorflow_inter_op_parallelism from --inter-op: "auto" gives -1 (every kernel inline on the
+  server's loop, none on the kernel pool) for the MLP, whose batched matmuls cross the runtime's
+  offload threshold above 12-24 rows yet cost less than the pool's hand-offs (a 32-row step: 106 us
+  of CPU inline, 247 us through the pool, about the same on the loop thread), and 0 (the pool) for
+  the convnet, whose batched convolutions would add ~270 us a step to the loop thread inline.
+  On a machine loaded by other programs the pool's threads win the MLP more CPU from the OS
+  scheduler than one thread gets (more req/s at more CPU per request): compare there with
+  --variant="--tensorflow_inter_op_parallelism 0" and read the CPU column.
+Both actorflow servers run `actorflow serve` as it starts by default, with --tune_gc (a frozen heap
+and a young-generation threshold of 10,000: see ModelServer's docstring). --variant FLAGS adds a
+fourth contender, the batching server with FLAGS appended (e.g. --variant=--no-tune_gc), for a
+same-run A/B of a server option.
+Latency percentiles come from wrk's histogram, which wrk corrects for coordinated omission: a
+response that took S ms on a connection whose requests normally take I ms also counts samples at
+S - I, S - 2I, ... So one stall of the server (a 50 ms pause with 64 requests in flight, at I ~ 8 ms)
+adds some 400 samples between I and S, enough to move the p99 of a 3 s run by itself.
 All three servers run at once (idle when not driven); for each number of clients the contenders are
 driven in turn, in --rounds interleaved rounds, and the round with the median requests/s is shown.
 The load generator is its own process: a bounded closed loop of C clients, each sending its next
@@ -62,6 +78,7 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VARIANT = "actorflow, batching on, variant"
 
 
 # -- models -------------------------------------------------------------------------------------------------
@@ -290,6 +307,11 @@ def main(argv=None) -> None:
     p.add_argument("--model", default="mlp,convnet")
     p.add_argument("--batch-threads", dest="batch_threads", type=int, default=1,
                    help="num_batch_threads of the batching server (steps in flight)")
+    p.add_argument("--inter-op", dest="inter_op", default="auto",
+                   help="--tensorflow_inter_op_parallelism of the batching server: an integer, or auto "
+                        "(-1 for the mlp, 0 for the convnet)")
+    p.add_argument("--variant", default=None,
+                   help="extra `actorflow serve` flags for a fourth contender, the batching server with them")
     p.add_argument("--clients", default="1,8,64,256")
     p.add_argument("--duration", type=float, default=3.0, help="measured seconds per point")
     p.add_argument("--warmup", type=float, default=0.5)
@@ -339,18 +361,23 @@ def main(argv=None) -> None:
             script = os.path.join(tmp, "post.lua")
             with open(script, "w") as f:
                 f.write(WRK_SCRIPT)
+            inter_op = ({"mlp": -1}.get(model, 0) if args.inter_op == "auto" else int(args.inter_op))
+            batching_cmd = [sys.executable, "-m", "actorflow.cli", "serve", "--model_name", "m",
+                            "--model_base_path", base, "--port", "{port}", "--enable_batching",
+                            "--max_batch_size", "64", "--batch_timeout_micros", "0",
+                            "--num_batch_threads", str(args.batch_threads),
+                            "--tensorflow_inter_op_parallelism", str(inter_op),
+                            "--file_system_poll_wait_seconds", "0"]
             contenders = [
                 ("numpy baseline", [sys.executable, __file__, "--role", "baseline", "--model", model,
                                     "--weights", weights, "--port", "{port}"]),
                 ("actorflow, batching off", [sys.executable, "-m", "actorflow.cli", "serve", "--model_name", "m",
                                              "--model_base_path", base, "--port", "{port}",
                                              "--file_system_poll_wait_seconds", "0"]),
-                ("actorflow, batching on", [sys.executable, "-m", "actorflow.cli", "serve", "--model_name", "m",
-                                            "--model_base_path", base, "--port", "{port}", "--enable_batching",
-                                            "--max_batch_size", "64", "--batch_timeout_micros", "0",
-                                            "--num_batch_threads", str(args.batch_threads),
-                                            "--file_system_poll_wait_seconds", "0"]),
+                ("actorflow, batching on", batching_cmd),
             ]
+            if args.variant:
+                contenders.append((VARIANT, batching_cmd + args.variant.split()))
             w = dict(np.load(weights))
             want = numpy_forward(model, w, rows[:1])
             procs = {}
@@ -407,7 +434,7 @@ def main(argv=None) -> None:
                     except subprocess.TimeoutExpired:
                         proc.kill()
                         proc.wait()
-    names = ("numpy baseline", "actorflow, batching off", "actorflow, batching on")
+    names = ("numpy baseline", "actorflow, batching off", "actorflow, batching on", VARIANT)
     print(f"\n# load average at end {os.getloadavg()[0]:.1f}; median round of {args.rounds} per row; "
           f"CPU: the server process's user+system time per request (median over rounds)\n")
     print("| model | clients | server | req/s | p50 ms | p99 ms | CPU us/req | errors |")
@@ -428,7 +455,7 @@ def main(argv=None) -> None:
     print("|---|---|---|---|---|")
     for model in args.model.split(","):
         for c in clients:
-            b, off, on = (results.get((model, n, c)) for n in names)
+            b, off, on, var = (results.get((model, n, c)) for n in names)
             if not (b and off and on):
                 continue
             # Paired ratios: per round (contenders measured seconds apart), then the median over rounds.
@@ -437,6 +464,10 @@ def main(argv=None) -> None:
             cpu = [y["cpu_us"] / x["cpu_us"] for x, y in zip(on, off) if x.get("cpu_us") and y.get("cpu_us")]
             cpu_s = f"{statistics.median(cpu):.2f}x" if cpu else "-"
             print(f"| {model} | {c} | {r_off:.2f}x | {r_base:.2f}x | {cpu_s} |")
+            if var:
+                r_var = statistics.median(x["rps"] / max(y["rps"], 1e-9) for x, y in zip(var, on))
+                print(f"| {model} | {c} | variant {args.variant}: {r_var:.2f}x the batching server's req/s | "
+                      f"{statistics.median(x['rps'] / max(y['rps'], 1e-9) for x, y in zip(var, b)):.2f}x | - |")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import pytest
 import actorflow as af
 from actorflow import errors
 from actorflow.cluster import LocalCluster
-from actorflow.cluster.local import free_port, task_health
+from actorflow.cluster.local import free_port, free_ports, task_health
 from actorflow.graph.device_spec import DeviceSpec
 from actorflow.transport.channel import TOKEN_HEADER, Peer
 
@@ -680,7 +680,8 @@ def test_step_timeout_across_tasks(cluster, graph):
 
 @pytest.fixture
 def in_process_servers():
-    spec = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+    ps, w0, w1 = free_ports(3)
+    spec = {"ps": [f"127.0.0.1:{ps}"], "worker": [f"127.0.0.1:{w0}", f"127.0.0.1:{w1}"]}
     servers = [af.train.Server(spec, job, i, token="in-process-token")
                for job, n in (("ps", 1), ("worker", 2)) for i in range(n)]
     try:
@@ -693,8 +694,9 @@ def in_process_servers():
 IN_PROCESS_SCRIPT = """
 import numpy as np
 import actorflow as af
-from actorflow.cluster.local import free_port
-spec = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+from actorflow.cluster.local import free_ports
+ps, w0, w1 = free_ports(3)
+spec = {"ps": [f"127.0.0.1:{ps}"], "worker": [f"127.0.0.1:{w0}", f"127.0.0.1:{w1}"]}
 servers = [af.train.Server(spec, job, i, token="t") for job, n in (("ps", 1), ("worker", 2)) for i in range(n)]
 with af.device("/job:ps/task:0"):
     v = af.Variable(np.arange(3, dtype=np.float32), name="v")

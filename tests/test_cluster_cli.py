@@ -16,7 +16,7 @@ import pytest
 
 import actorflow as af
 from actorflow.cluster import ClusterSpec
-from actorflow.cluster.local import free_port, task_health
+from actorflow.cluster.local import free_ports, task_health
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -320,7 +320,8 @@ def _check_cluster(cluster: dict, token: str, procs):
 
 
 def test_worker_configured_by_tf_config(tmp_path):
-    cluster = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
+    ps, worker = free_ports(2)
+    cluster = {"ps": [f"127.0.0.1:{ps}"], "worker": [f"127.0.0.1:{worker}"]}
     token_file = tmp_path / "token"
     token_file.write_text("token-from-a-file\n")
 
@@ -338,7 +339,8 @@ def test_worker_configured_by_tf_config(tmp_path):
 
 
 def test_worker_with_tf_config_and_an_explicit_token():
-    cluster = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
+    ps, worker = free_ports(2)
+    cluster = {"ps": [f"127.0.0.1:{ps}"], "worker": [f"127.0.0.1:{worker}"]}
 
     def env_for(job, i):
         env = dict(os.environ)
@@ -354,7 +356,8 @@ def test_worker_with_tf_config_and_an_explicit_token():
 
 
 def test_worker_configured_by_a_spec_file(tmp_path):
-    cluster = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
+    ps, worker = free_ports(2)
+    cluster = {"ps": [f"127.0.0.1:{ps}"], "worker": [f"127.0.0.1:{worker}"]}
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps({"cluster": cluster, "token": "file-token"}))
 

@@ -188,14 +188,19 @@ def test_dashboard_api_with_token_header(tmp_path):
     """The JSON API with the token header; refusals without it; the CLI's errors."""
     with af.cluster.LocalCluster(ps=0, workers=1) as cluster:
         with Dashboard(cluster.spec, cluster.token, port=free_port(), interval=0.2) as dash:
-            time.sleep(0.6)
-
             def get(path, token):
                 req = urllib.request.Request(dash.url + path, headers={TOKEN_HEADER: token} if token else {})
                 with urllib.request.urlopen(req, timeout=10) as r:
                     return r.status, r.read()
-            status, body = get("api/snapshot", cluster.token)
-            snap = json.loads(body)
+            # Until the collector's first poll of the task has answered (a fixed 0.6 s sleep raced it
+            # on a loaded machine).
+            deadline = time.monotonic() + 30
+            while True:
+                status, body = get("api/snapshot", cluster.token)
+                snap = json.loads(body)
+                if snap["tasks"][0]["up"] or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
             assert status == 200 and snap["tasks"][0]["task"] == "/job:worker/task:0" and snap["tasks"][0]["up"]
             for token in (None, "wrong"):
                 with pytest.raises(urllib.error.HTTPError) as e:

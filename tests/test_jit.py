@@ -123,7 +123,10 @@ def test_random_elementwise_graphs_bit_for_bit(case):
     np.testing.assert_array_equal(on, off)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Derandomized: the same examples every run. numba's exp/log/tanh and numpy's differ by an ulp or
+# two, and a later subtraction of nearly equal values, or a floor or a comparison near its edge,
+# turns that into any relative error at all: a fresh draw could fail the tolerance with no bug.
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(elementwise_graphs(exact=False))
 def test_random_elementwise_graphs_with_transcendentals(case):
     shapes, dtype, steps, seed, unary = case
@@ -270,7 +273,9 @@ def _differentiable_loop(ops, consts, width, max_iter):
     return g, (limit, x0, s0, k), [loss] + grads
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Derandomized, as the transcendental graphs above: tanh and float32 sums in another order through
+# up to 40 iterations and their gradients can leave the tolerance for a rare draw without a bug.
+@settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(differentiable_loops())
 def test_random_loop_gradients_compile_and_match_the_interpreted_gradient(case):
     from actorflow.scheduler.jit.compile import compile_stats
@@ -524,7 +529,7 @@ def test_the_disk_cache_serves_a_second_process(tmp_path):
         (fn,) = _MODULES.values()
         print("hits", sum(fn.stats.cache_hits.values()), "misses", sum(fn.stats.cache_misses.values()))
     """)
-    env = dict(os.environ, AF_JIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.getcwd())
+    env = dict(os.environ, AF_JIT_CACHE_DIR=str(tmp_path), PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # this checkout, whatever the cwd
     outs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
             for _ in range(2)]
     for o in outs:

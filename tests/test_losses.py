@@ -114,6 +114,9 @@ def test_softmax_cross_entropy_trains_a_classifier():
     ys = (xs[:, 0] > 0).astype(np.int64)
     g = af.Graph()
     with g.as_default():
+        # Seeded: the dense layer's initial weights decide how far below the first loss 30 steps get
+        # (over 300 seeds the ratio reached 0.43 of the 0.5 allowed; unseeded it was a draw each run).
+        af.set_random_seed(1)
         x = af.placeholder(af.float32, [None, 4])
         y = af.placeholder(af.int64, [None])
         logits = af.layers.dense(x, 2)

@@ -51,6 +51,16 @@ def wait_until(pred, timeout=10.0, what="condition"):
         time.sleep(0.01)
 
 
+def wait_blocked(sess, q, kind, n, timeout=30.0):
+    """Waits until `n` enqueues (kind "enqueuers") or dequeues ("dequeuers") wait in the queue `q` of the
+    local session `sess`. A fixed sleep after starting a thread only bounds how long the thread had
+    to get there: on a loaded machine it may not have, and then the test sees another interleaving."""
+    def blocked():
+        res = sess._backend.container.get(q.queue_ref.op.name)      # created by the queue's first op
+        return res is not None and len(getattr(res, kind)) == n
+    wait_until(blocked, timeout, f"{n} blocked {kind}")
+
+
 # ---------------------------------------------------------------------------------------------------
 # Build-time checks
 # ---------------------------------------------------------------------------------------------------
@@ -209,7 +219,7 @@ def test_blocked_dequeue_wakes_on_enqueue_from_another_thread(sess):
     v = af.placeholder(af.float32, [])
     enq = q.enqueue(v)
     t, box = run_in_thread(sess.run, deq)
-    time.sleep(0.1)
+    wait_blocked(sess, q, "dequeuers", 1)
     assert t.is_alive(), "dequeue on an empty queue must block"
     sess.run(enq, {v: 3.5})
     t.join(10)
@@ -230,24 +240,26 @@ def test_back_pressure_bounds_the_queue_and_keeps_order(sess):
     t, box = run_in_thread(produce)
     got, sizes = [], []
     while len(got) < n:
+        if len(got) % 7 == 0 and n - len(got) >= cap:
+            # A slow consumer: the producer runs ahead until the queue is full (waited for, not
+            # slept on: a loaded machine may not schedule the producer within a fixed sleep) ...
+            wait_until(lambda: int(sess.run(size)) == cap, 30, "the producer to fill the queue")
         sizes.append(int(sess.run(size)))
-        if len(got) % 7 == 0:
-            time.sleep(0.02)        # a slow consumer: the producer must wait, not overfill
         got.append(int(sess.run(deq, timeout=30)))
     t.join(10)
     assert "error" not in box, box.get("error")
     assert got == list(range(n))
-    assert max(sizes) <= cap
-    assert max(sizes) == cap, "the producer should have run ahead until the queue was full"
+    assert max(sizes) <= cap             # ... and never beyond it
+    assert max(sizes) == cap
 
 
 def test_several_blocked_dequeuers_are_served_in_arrival_order(sess):
     q = af.FIFOQueue(5, [af.int32], shapes=[[]])
     deq = q.dequeue()
     threads = []
-    for _ in range(3):
+    for k in range(3):
         threads.append(run_in_thread(sess.run, deq))
-        time.sleep(0.05)
+        wait_blocked(sess, q, "dequeuers", k + 1)     # arrival order is the order they blocked in
     sess.run(q.enqueue_many([np.array([10, 20, 30], np.int32)]))
     values = []
     for t, box in threads:
@@ -262,6 +274,7 @@ def test_dequeue_many_waits_for_enough_elements(sess):
     enq = q.enqueue_many(v)
     t, box = run_in_thread(sess.run, q.dequeue_many(4))
     sess.run(enq, {v: [1, 2]})
+    wait_blocked(sess, q, "dequeuers", 1)
     time.sleep(0.1)
     assert t.is_alive(), "dequeue_many(4) must wait for 4 elements"
     sess.run(enq, {v: [3, 4, 5]})
@@ -304,7 +317,7 @@ def test_close_wakes_blocked_dequeuers_with_out_of_range(sess):
     q = af.FIFOQueue(5, [af.int32], shapes=[[]])
     t1, box1 = run_in_thread(sess.run, q.dequeue())
     t2, box2 = run_in_thread(sess.run, q.dequeue_up_to(4))
-    time.sleep(0.1)
+    wait_blocked(sess, q, "dequeuers", 2)            # woken by the close, not refused after it
     sess.run(q.close())
     t1.join(10)
     t2.join(10)
@@ -316,7 +329,7 @@ def test_close_lets_a_pending_dequeue_up_to_take_the_rest(sess):
     q = af.FIFOQueue(5, [af.int32], shapes=[[]])
     sess.run(q.enqueue_many([np.array([7, 8], np.int32)]))
     t, box = run_in_thread(sess.run, q.dequeue_up_to(4))
-    time.sleep(0.1)
+    wait_blocked(sess, q, "dequeuers", 1)
     assert t.is_alive()
     sess.run(q.close())
     t.join(10)
@@ -327,7 +340,7 @@ def test_close_without_cancel_lets_pending_enqueues_finish(sess):
     q = af.FIFOQueue(1, [af.int32], shapes=[[]])
     sess.run(q.enqueue(1))
     t, box = run_in_thread(sess.run, q.enqueue(2))
-    time.sleep(0.1)
+    wait_blocked(sess, q, "enqueuers", 1)            # pending before the close (else refused as closed)
     assert t.is_alive(), "enqueue on a full queue must block"
     sess.run(q.close())
     assert int(sess.run(q.dequeue())) == 1
@@ -342,7 +355,7 @@ def test_close_with_cancel_pending_enqueues_fails_them(sess):
     q = af.FIFOQueue(1, [af.int32], shapes=[[]])
     sess.run(q.enqueue(1))
     t, box = run_in_thread(sess.run, q.enqueue_many([np.array([2, 3], np.int32)]))
-    time.sleep(0.1)
+    wait_blocked(sess, q, "enqueuers", 1)            # pending when the close cancels it
     sess.run(q.close(cancel_pending_enqueues=True))
     t.join(10)
     assert isinstance(box.get("error"), errors.CancelledError)

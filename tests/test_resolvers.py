@@ -8,7 +8,7 @@ import pytest
 
 import actorflow as af
 from actorflow.cluster.launchers import render_k8s, render_sbatch
-from actorflow.cluster.local import free_port
+from actorflow.cluster.local import free_port, free_ports
 from actorflow.cluster.resolver import expand_hostlist, expand_tasks_per_node
 
 cr = af.distribute.cluster_resolver
@@ -251,7 +251,8 @@ def test_cli_manifest_keeps_the_token_off_stdout(capsys, tmp_path):
 # -- Servers started from resolvers, on loopback --------------------------------------------------------
 
 def test_servers_from_resolvers_train_together(monkeypatch):
-    cluster = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
+    ps, worker = free_ports(2)
+    cluster = {"ps": [f"127.0.0.1:{ps}"], "worker": [f"127.0.0.1:{worker}"]}
     token = "resolver-test-token"
     servers = []
     try:

@@ -203,3 +203,30 @@ def test_an_activation_parked_behind_an_offloaded_update_runs_after_it(rt):
     assert rt.pool.submitted == 1
     np.testing.assert_array_equal(out[1], [1, 1])
     assert step.outstanding == 0 and res.busy is None
+
+
+def test_a_finished_step_frees_its_values_without_the_cyclic_collector():
+    # A step's StepState is its own root tag (a reference cycle the collector frees later); what it
+    # hands on must not wait for that collection: the fetched array goes as soon as the caller drops it.
+    import gc
+    import weakref
+
+    import actorflow as af
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 4], name="x")
+        y = af.multiply(x, 2.0, name="y")
+        with af.Session(graph=g) as sess:
+            feed = {x: np.ones((3, 4), np.float32)}
+            opts = af.RunOptions(trace_level=af.RunOptions.SOFTWARE_TRACE)   # a traced step runs on the actors
+            sess.run(y, feed, options=opts, run_metadata=af.RunMetadata())
+            gc.collect()
+            gc.disable()
+            try:
+                out = sess.run(y, feed, options=opts, run_metadata=af.RunMetadata())
+                np.testing.assert_array_equal(out, 2 * np.ones((3, 4)))
+                ref = weakref.ref(out)
+                del out
+                assert ref() is None, gc.get_referrers(ref())
+            finally:
+                gc.enable()

@@ -307,3 +307,30 @@ def test_make_callable_with_structure_feed():
         assert f((5.0, 2.0)) == 3.0
         dup = sess.make_callable(a - b, [a, a, b])       # a listed twice: the last value wins, as in TF
         assert dup(1.0, 4.0, 2.0) == 2.0
+
+
+def test_negative_inter_op_threads_keep_every_kernel_off_the_pool(monkeypatch):
+    # TF: inter_op_parallelism_threads < 0 performs all operations in the caller's thread. A kernel
+    # worth the pool by its cost then runs where its step runs: in the caller on the synchronous
+    # path, on the runtime's loop on the actors (a traced step), never on the kernel pool.
+    from actorflow.actors.dispatcher import default_runtime
+    pool = default_runtime().pool
+    submitted = []
+    submit = pool.submit
+    monkeypatch.setattr(pool, "submit", lambda fn, deferred=False: (submitted.append(fn), submit(fn, deferred)))
+    a = af.placeholder(af.float32, [None, None], name="a")
+    y = af.matmul(a, a, name="mm")
+    big = np.full((160, 160), 0.5, np.float32)
+
+    def run(config):
+        submitted.clear()
+        with af.Session(config=config) as sess:
+            np.testing.assert_allclose(sess.run(y, {a: big}), big @ big)
+            np.testing.assert_allclose(_traced(sess, y, {a: big}), big @ big)
+            return _executable(sess).run_sync([big]), len(submitted)
+
+    pooled, n = run(None)
+    assert pooled is None and n > 0
+    inline, n = run(af.ConfigProto(inter_op_parallelism_threads=-1))
+    np.testing.assert_allclose(inline[0], big @ big)
+    assert n == 0

@@ -4,6 +4,7 @@ workers in one srun step, each finds its role with SlurmClusterResolver, and the
 model together. .ci/run installs the Slurm packages."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from actorflow.cli import main as cli
-from actorflow.cluster.local import free_port
+from actorflow.cluster.local import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.timeout(400)
@@ -47,6 +48,23 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSu
 """
 
 
+def _free_port_run(n: int) -> int:
+    """A port p such that p, p + 1, ..., p + n - 1 are all free now: the script's tasks on one node
+    listen on consecutive ports from --port-base (a base from free_port alone leaves p + 1... to chance)."""
+    for _ in range(100):
+        base = free_ports(1)[0]
+        if base + n - 1 > 65535:
+            continue
+        with contextlib.ExitStack() as stack:
+            try:
+                for p in range(base, base + n):
+                    stack.enter_context(socket.socket()).bind(("127.0.0.1", p))
+            except OSError:
+                continue
+        return base
+    raise RuntimeError(f"no run of {n} free ports found")
+
+
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
     if os.geteuid() != 0:
@@ -57,7 +75,8 @@ def slurm(tmp_path_factory):
     (d / "state").mkdir()
     (d / "spool").mkdir()
     conf = d / "slurm.conf"
-    conf.write_text(CONF.format(host=socket.gethostname(), ctld_port=free_port(), d_port=free_port(), dir=d))
+    ports = free_ports(2)
+    conf.write_text(CONF.format(host=socket.gethostname(), ctld_port=ports[0], d_port=ports[1], dir=d))
     env = dict(os.environ, SLURM_CONF=str(conf))
     ctld = subprocess.Popen(["slurmctld", "-D", "-i", "-f", str(conf)], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.STDOUT, start_new_session=True)
@@ -98,7 +117,7 @@ def test_sbatch_script_trains_digits_on_slurm(slurm, tmp_path):
     command = f"{sys.executable} {ROOT / 'examples' / 'resolver_digits.py'} --resolver slurm --steps 400 " \
               f"--result {result}"
     assert cli(["slurm", "script", "--name", "aftest", "--ps", "1", "--workers", "2", "--command", command,
-                "--port-base", str(free_port()), "--out", str(script)]) == 0
+                "--port-base", str(_free_port_run(3)), "--out", str(script)]) == 0
     env = dict(env, PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
     job_id = subprocess.run(["sbatch", "--parsable", f"--chdir={tmp_path}", str(script)], env=env,
                             capture_output=True, text=True, check=True).stdout.strip().split(";")[0]

@@ -154,8 +154,8 @@ def test_string_constants_survive_graph_serialization():
 
 
 def test_strings_cross_tasks_of_a_cluster():
-    from actorflow.cluster.local import free_port
-    spec = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+    from actorflow.cluster.local import free_ports
+    spec = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
     servers = [af.train.Server(spec, "worker", i, token="strings-token") for i in range(2)]
     try:
         g = af.Graph()

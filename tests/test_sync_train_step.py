@@ -4,6 +4,7 @@ against actor steps of other threads."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 
 import numpy as np
@@ -241,3 +242,113 @@ def test_arun_on_the_runtime_loop_never_runs_a_training_step_there(monkeypatch):
         out = asyncio.run_coroutine_threadsafe(on_loop(), sess._backend.rt.loop).result(timeout=60)
         np.testing.assert_array_equal(out, np.full(2, 2.0))
         np.testing.assert_array_equal(sess.run(v), np.full(2, 2.0))
+
+
+def test_update_tail_runs_the_independent_updates_together_and_matches_in_order(monkeypatch):
+    """The weight updates that end a step (with the bias gradients that feed their bias updates) run as
+    one set of blocks (SyncTrainProgram._tail); the variables come out as in order, bit for bit."""
+    rng = np.random.default_rng(7)
+    x, logits = _mlp(rng, sizes=(200, 256, 192, 10))
+    y = af.placeholder(af.int64, [None], name="y")
+    loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    train = af.train.GradientDescentOptimizer(0.05).minimize(loss)
+    variables = af.global_variables()
+    init = af.global_variables_initializer()
+    feeds = [{x: rng.standard_normal((256, 200)).astype(np.float32), y: rng.integers(0, 10, 256)}
+             for _ in range(3)]
+    calls = []
+    tail = SyncTrainProgram._tail
+    monkeypatch.setattr(SyncTrainProgram, "_tail", lambda self, *a: calls.append(self) or tail(self, *a))
+    results = []
+    with _session(True, monkeypatch) as sess:
+        for batched in (True, False):
+            sess.run(init)
+            sess.run([train, loss], feeds[0])
+            prog = _exe_of(sess, train).sync
+            start, groups, after = prog.tail
+            names = [[prog.code[k][1].name for k in g] for g in groups]
+            assert len(groups) >= 5 and [prog.code[k][1].name for k in after] == [train.name]
+            assert sum(len(g) == 1 and "kernel" in g[0] for g in names) == 3         # the weight updates
+            assert sum(len(g) == 2 and "BiasAddGrad" in g[0] for g in names) == 3    # bias grad + update
+            if not batched:
+                prog.tail = None
+            n = len(calls)
+            sess.run(init)
+            losses = [sess.run([train, loss], f)[1] for f in feeds]
+            assert (prog in calls[n:]) == batched
+            results.append((losses, sess.run(variables)))
+    (l1, v1), (l2, v2) = results
+    assert np.array_equal(l1, l2)
+    for a, b in zip(v1, v2):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_updates_of_one_variable_stay_in_order_in_the_tail(monkeypatch):
+    v = af.Variable(np.zeros((300, 300), np.float32), name="v")
+    w = af.Variable(np.zeros((300, 300), np.float32), name="w")
+    x = af.placeholder(af.float32, [300, 300], name="x")
+    u1 = af.assign_add(v, x, name="u1")
+    u2 = af.assign_add(v, x * 2.0, name="u2")
+    u3 = af.assign_add(w, x * 3.0, name="u3")
+    step = af.group(u1, u2, u3, name="step")
+    with _session(True, monkeypatch) as sess:
+        sess.run([v.initializer, w.initializer])
+        sess.run(step, {x: np.ones((300, 300), np.float32)})
+        prog = _exe_of(sess, step).sync
+        assert prog.tail is not None
+        start, groups, after = prog.tail
+        by_name = {prog.code[k][1].name: gi for gi, g in enumerate(groups) for k in g}
+        assert by_name["u1"] == by_name["u2"] != by_name["u3"]      # one variable: one group, in order
+        assert [prog.code[k][1].name for k in after] == ["step"]
+        sess.run(step, {x: np.ones((300, 300), np.float32)})
+        np.testing.assert_array_equal(sess.run(v), np.full((300, 300), 6.0))
+        np.testing.assert_array_equal(sess.run(w), np.full((300, 300), 6.0))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="huge-page buffers are Linux's")
+def test_big_variable_buffers_start_on_a_huge_page_boundary(monkeypatch):
+    """Variables of 2 MiB or more live in 2 MiB-aligned buffers advised into huge pages (actors/resource.py),
+    through initialization, in-place updates and copy-on-write copies; small ones are plain arrays."""
+    big0 = np.arange(784 * 1024, dtype=np.float32).reshape(784, 1024) / 1e5
+    w = af.Variable(big0, name="w")
+    b = af.Variable(np.ones(1024, np.float32), name="b")
+    x = af.placeholder(af.float32, [None, 784], name="x")
+    loss = af.reduce_sum(af.matmul(x, w) + b)
+    train = af.train.GradientDescentOptimizer(0.5).minimize(loss)
+    xv = np.full((4, 784), 0.25, np.float32)
+    with _session(True, monkeypatch) as sess:
+        sess.run(af.global_variables_initializer())
+        held = sess.run(w)                       # a fetched value: the next update must copy, not write over it
+        sess.run(train, {x: xv})
+        exe = _exe_of(sess, train)
+        res = {r.name: r for r in exe.sync.resources}
+        assert res["w"].value.ctypes.data % (2 << 20) == 0
+        assert res["b"].value.base is None or res["b"].value.nbytes < (2 << 20)
+        np.testing.assert_array_equal(held, big0)
+        expected = big0 - np.float32(0.5) * (xv.T @ np.ones((4, 1024), np.float32))
+        np.testing.assert_allclose(sess.run(w), expected, rtol=1e-6)
+        before = res["w"].value.ctypes.data
+        sess.run(train, {x: xv})                # nothing else holds it now: updated in place
+        assert res["w"].value.ctypes.data == before
+        np.testing.assert_allclose(sess.run(b), 1 - 0.5 * 4 * 2, rtol=1e-6)
+
+
+def test_a_kernel_error_in_the_update_tail_names_its_op_as_the_actors_do(monkeypatch):
+    v = af.Variable(np.zeros(3, np.float32), name="v")
+    w = af.Variable(np.zeros(3, np.float32), name="w")
+    x = af.placeholder(af.float32, [None], name="x")
+    step = af.group(af.assign_add(v, x, name="add_v"), af.assign_add(w, af.ones([3]), name="add_w"), name="step")
+    bad = {x: np.ones(5, np.float32)}
+    with _session(True, monkeypatch) as sess:
+        sess.run([v.initializer, w.initializer])
+        sess.run(step, {x: np.ones(3, np.float32)})
+        assert _exe_of(sess, step).sync.tail is not None
+        with pytest.raises(af.errors.InvalidArgumentError) as fast:
+            sess.run(step, bad)
+        with pytest.raises(af.errors.InvalidArgumentError) as slow:
+            sess.run(step, bad, options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE),
+                     run_metadata=af.RunMetadata())
+        np.testing.assert_array_equal(sess.run(v), np.ones(3))
+    assert type(fast.value) is type(slow.value)
+    assert str(fast.value) == str(slow.value)
+    assert "add_v" in str(fast.value)

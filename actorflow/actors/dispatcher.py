@@ -32,11 +32,14 @@ as row blocks, and variable updates wait behind kernels on the critical path (ac
 from __future__ import annotations
 
 import asyncio
+import atexit
 import collections
 import itertools
 import logging
 import os
 import threading
+import time
+import weakref
 from functools import partial
 
 from actorflow import errors
@@ -53,6 +56,25 @@ _PUMP_BUDGET = 4096
 # sim: a factory `threads -> pool` for the runtimes created while a deterministic simulation runs
 # (actorflow/sim/world.py installs a synchronous pool in virtual time); None: KernelPool threads.
 POOL = None
+
+_OWN_LOOPS: weakref.WeakSet = weakref.WeakSet()     # runtimes whose loop runs on a thread of their own
+
+
+@atexit.register
+def _stop_loops_at_exit(timeout: float = 5.0) -> None:
+    """At interpreter exit, stops the event-loop thread of every runtime never closed and waits for
+    it (at most `timeout` s in all): a daemon thread that wakes while the interpreter finalizes can
+    crash CPython 3.11 (gh-110052) after the program itself has finished."""
+    deadline = time.monotonic() + timeout
+    live = [rt for rt in list(_OWN_LOOPS) if not rt._closed and rt._thread is not None]
+    for rt in live:
+        try:
+            rt.loop.call_soon_threadsafe(rt.loop.stop)
+        except RuntimeError:          # the loop is already closed
+            pass
+    for rt in live:
+        if rt._thread is not threading.current_thread():
+            rt._thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def new_loop():
@@ -100,6 +122,7 @@ class Runtime:
             self._thread = threading.Thread(target=run, name="actorflow-runtime", daemon=True)
             self._thread.start()
             started.wait()
+            _OWN_LOOPS.add(self)
         self.loop = loop
         self._closed = False
         self.tracing = 0                 # traced steps in flight: the dispatcher times activations

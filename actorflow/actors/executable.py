@@ -42,8 +42,12 @@ class Executable:
     """The actors of one ExecPlan (scheduler.lower's output), alive across steps; `start` launches
     one step."""
 
-    def __init__(self, runtime: Runtime, plan: ExecPlan, container: ResourceContainer, transport=None):
+    def __init__(self, runtime: Runtime, plan: ExecPlan, container: ResourceContainer, transport=None,
+                 inline: bool = False):
         self.rt = runtime
+        # inline: every kernel runs where the step runs (the loop, or the caller's thread on the
+        # synchronous path), never on the kernel pool (TF: inter_op_parallelism_threads < 0).
+        self.inline = inline
         self.transport = transport         # Send/Recv across tasks (a worker service), or None
         self.exec_plan = plan
         self.plan = plan.plan              # the pruned Plan (feeds, fetches, ops)
@@ -100,7 +104,7 @@ class Executable:
         except Exception as e:  # noqa: BLE001
             raise errors.InvalidArgumentError(item.name, item.op, f"Cannot build the {item.op_type} kernel of op "
                                                                   f"'{item.name}': {e}") from e
-        offload, cost = offload_policy(item.in_shapes, item.in_values, item.kernel)
+        offload, cost = (False, None) if self.inline else offload_policy(item.in_shapes, item.in_values, item.kernel)
         if item.actor == "update":
             bound = tuple((slot, self._resource(spec)) for slot, spec in item.bindings)
             a = ResourceUpdateActor(rt, item.name, item.op_type, fn, item.n_in, tpl, bound,

@@ -15,6 +15,7 @@ import sys
 import numpy as np
 
 from actorflow import errors
+from actorflow.actors.resource import huge_buffer_wanted, new_buffer
 
 __all__ = ["NodeActor", "SingleInputActor", "SourceActor", "VariableActor", "ResourceUpdateActor",
            "IsInitializedActor", "FetchSink", "DEAD", "OFFLOAD_COST"]
@@ -349,11 +350,12 @@ class ResourceUpdateActor(NodeActor):
         # A value nobody else holds (a freshly computed or restored array) is adopted, not copied
         # (CuPy flags have no `writeable`). References: args[1], `value`, getrefcount's argument.
         owned = value.flags.c_contiguous if on_device else value.flags.writeable
-        if value is args[1] and owned and value.base is None and sys.getrefcount(value) <= 3:
+        if (value is args[1] and owned and value.base is None and sys.getrefcount(value) <= 3
+                and not huge_buffer_wanted(value)):
             args[1] = None
             res.store(value)
             return value
-        new = value.copy()
+        new = value.copy() if on_device else new_buffer(value)     # big CPU buffers: in huge pages
         res.store(new)
         return new
 

@@ -75,7 +75,13 @@ class GraphOptions:
 
 
 class ConfigProto:
-    """Session configuration (tf.compat.v1.ConfigProto); the fields actorflow honours."""
+    """Session configuration (tf.compat.v1.ConfigProto); the fields actorflow honours.
+
+    `inter_op_parallelism_threads` < 0 (TF: "all operations are performed in caller's thread"): no
+    kernel of this session's steps goes to the runtime's kernel pool; each runs where its step runs
+    (the runtime's loop, or the calling thread on the synchronous path). For a server whose loop is
+    busy with requests and whose steps are small, the pool's hand-offs cost more than they save.
+    0 or more: the runtime's shared pool, as before (actorflow does not size a pool per session)."""
 
     def __init__(self, allow_soft_placement=False, log_device_placement=False, inter_op_parallelism_threads=0,
                  intra_op_parallelism_threads=0, device_count=None, operation_timeout_in_ms=0,
@@ -282,7 +288,9 @@ class LocalBackend:
         self.config = config
 
     def build(self, plan, timeout=None):
-        return Executable(self.rt, lower(plan, None, LowerOptions.from_config(self.config)), self.container)
+        inline = (getattr(self.config, "inter_op_parallelism_threads", 0) or 0) < 0
+        return Executable(self.rt, lower(plan, None, LowerOptions.from_config(self.config)), self.container,
+                          inline=inline)
 
     def tracer(self, exe, level):
         from actorflow.actors.tracing import StepTracer

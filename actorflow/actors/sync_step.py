@@ -23,6 +23,7 @@ traced MLP steps have 1-3 ms without any kernel running: the most this path can 
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import threading
@@ -166,17 +167,18 @@ class SyncTrainProgram:
     errors naming the op); `StepGate` keeps them atomic against actor steps of other threads.
     `run` returns None when the step must go to the actors (an actor step is in flight)."""
 
-    __slots__ = ("code", "fetch_srcs", "n", "resources", "gate", "rt")
+    __slots__ = ("code", "fetch_srcs", "n", "resources", "gate", "rt", "tail")
     stateful = True                       # never on the runtime's loop: it blocks for the whole step
     blocks_per_thread = 1                 # a split kernel's blocks per thread (more: finer stealing)
 
-    def __init__(self, code, fetch_srcs, resources, gate, rt):
+    def __init__(self, code, fetch_srcs, resources, gate, rt, tail=None):
         self.code = code
         self.fetch_srcs = fetch_srcs
         self.n = len(code)
         self.resources = resources        # the VariableResources the step reads or updates
         self.gate = gate
         self.rt = rt
+        self.tail = tail                  # (start, groups, after) of the variable updates (see _tail)
 
     @classmethod
     def of(cls, exe) -> "SyncTrainProgram | None":
@@ -231,7 +233,8 @@ class SyncTrainProgram:
             srcs = tuple((slot, src if src < 0 else pos[src], out) for slot, src, out in ins[i])
             code.append((kinds[i], a, list(a.template[:a.n_in]), srcs, tuple(frees[k])))
         gate = exe.container.gate
-        return cls(tuple(code), fetch_srcs, tuple(resources.values()), gate, exe.rt)
+        return cls(tuple(code), fetch_srcs, tuple(resources.values()), gate, exe.rt,
+                   _update_tail(items, order, pos, code))
 
     def run(self, feed_values, const_fetches, feed_fetches):
         gate = self.gate
@@ -276,38 +279,124 @@ class SyncTrainProgram:
         outs = [None] * self.n
         rt = self.rt
         split_ok = rt.threads > 1 and rt.intra_op
-        k = 0
-        for kind, actor, tpl, srcs, frees in self.code:
-            args = tpl.copy()
-            for slot, src, o in srcs:
-                v = outs[src] if src >= 0 else feed_values[~src]
-                args[slot] = v if o < 0 else v[o]
-            v = None
-            if kind == 1:                                   # VariableV2: its current buffer
-                v = actor.resource.value
-                if v is None:
-                    raise errors.FailedPreconditionError(
-                        actor.name, None, f"Attempting to use uninitialized value {actor.name}\n\t "
-                        f"[[node {actor.name} (VariableV2)]]")
-                outs[k] = v
-            elif kind == 2:                                 # IsVariableInitialized
-                outs[k] = np.bool_(actor.resource.value is not None)
-            else:
-                big = actor.offload or (actor.cost is not None and actor.cost(*args) > OFFLOAD_COST)
-                try:
-                    if kind == 3:
-                        outs[k] = self._update(actor, args, big, split_ok)
-                    elif big:
-                        outs[k] = self._big(actor, args, split_ok)
-                    else:
-                        outs[k] = actor.fn(*args)
-                except Exception as e:  # noqa: BLE001 - reported as the actor reports it, naming the op
-                    _raise_as(actor, e, args)
-            args = None
-            for f in frees:
+        stop = self.tail[0] if self.tail is not None and split_ok else self.n
+        for k in range(stop):
+            self._entry(k, outs, feed_values, split_ok)
+            for f in self.code[k][4]:
                 outs[f] = None
-            k += 1
+        if stop < self.n:
+            self._tail(outs, feed_values)
         return outs
+
+    def _args(self, k, outs, feed_values):
+        _kind, _actor, tpl, srcs, _frees = self.code[k]
+        args = tpl.copy()
+        for slot, src, o in srcs:
+            v = outs[src] if src >= 0 else feed_values[~src]
+            args[slot] = v if o < 0 else v[o]
+        return args
+
+    def _entry(self, k, outs, feed_values, split_ok):
+        """Runs entry k of the program into outs[k]."""
+        kind, actor = self.code[k][:2]
+        if kind == 1:                                   # VariableV2: its current buffer
+            v = actor.resource.value
+            if v is None:
+                raise errors.FailedPreconditionError(
+                    actor.name, None, f"Attempting to use uninitialized value {actor.name}\n\t "
+                    f"[[node {actor.name} (VariableV2)]]")
+            outs[k] = v
+            return
+        if kind == 2:                                   # IsVariableInitialized
+            outs[k] = np.bool_(actor.resource.value is not None)
+            return
+        args = self._args(k, outs, feed_values)
+        big = actor.offload or (actor.cost is not None and actor.cost(*args) > OFFLOAD_COST)
+        try:
+            if kind == 3:
+                outs[k] = self._update(actor, args, big, split_ok)
+            elif big:
+                outs[k] = self._big(actor, args, split_ok)
+            else:
+                outs[k] = actor.fn(*args)
+        except Exception as e:  # noqa: BLE001 - reported as the actor reports it, naming the op
+            _raise_as(actor, e, args)
+
+    def _tail(self, outs, feed_values):
+        """The variable updates that end a training step, run as one set of blocks.
+
+        After the backward pass's last input gradient, the rest of the step is weight updates and
+        the small kernels that feed them (a bias gradient), in groups that do not depend on each
+        other (see _update_tail). Run one after another, each big update is split over the threads
+        and they meet at a barrier after each, while the small kernels run on one thread with the
+        other idle. Here a big update that is a group by itself is split into blocks as `_update`
+        splits it, a group led by a kernel worth splitting runs first, in order, and every other
+        group is one block running its kernels in order; the threads take blocks until none is
+        left: one barrier in all. The kernels run on the same
+        values as in order, so the results are the same bit for bit; what runs after the groups
+        (the train op's NoOp) runs in order afterwards."""
+        start, groups, after = self.tail
+        code = self.code
+        blocks, chains, finals, updated = [], [], [], []
+        try:
+            for group in groups:
+                k = group[0]
+                kind, actor = code[k][:2]
+                if len(group) == 1 and kind == 3:
+                    args = self._args(k, outs, feed_values)
+                    if actor.offload or (actor.cost is not None and actor.cost(*args) > OFFLOAD_COST):
+                        for slot, res in actor.refs:
+                            args[slot] = res.exclusive()
+                        updated.append(actor)
+                        parts = None
+                        if actor.split is not None:
+                            try:
+                                parts = actor.split(self.rt.threads * self.blocks_per_thread, *args)
+                            except Exception:  # noqa: BLE001 - the plain kernel reports the error
+                                parts = None
+                        if parts is None:
+                            blocks.append(_tagged(actor, args, _store(outs, k, actor.fn, args)))
+                            continue
+                        out, thunks, finish = (tuple(parts) + (None, None, None))[:3]
+                        blocks += [_tagged(actor, args, t) for t in thunks]
+                        finals.append((k, actor, args, out, finish))
+                        continue
+                if actor.split is not None and kind != 3:
+                    args = self._args(k, outs, feed_values)
+                    if actor.offload or (actor.cost is not None and actor.cost(*args) > OFFLOAD_COST):
+                        # A group led by a kernel worth splitting (a filter gradient before its
+                        # update) runs now, in order, its kernels split over every thread.
+                        args = None
+                        for kk in group:
+                            self._entry(kk, outs, feed_values, True)
+                        continue
+                    args = None
+                chains.append(functools.partial(self._chain, group, outs, feed_values))
+            _run_blocks(self.rt.pool, blocks + chains, self.rt.threads)
+            for k, actor, args, out, finish in finals:
+                outs[k] = out if finish is None else _tagged(actor, args, finish, True)()
+        except _KernelError as e:
+            if e.kernel_args is None:
+                raise e.error from e.error.__cause__
+            _raise_as(e.actor, e.error, e.kernel_args)
+        finally:
+            for actor in updated:
+                for _, res in actor.refs:
+                    res.version += 1
+        for k in after:
+            self._entry(k, outs, feed_values, False)
+        for k in range(start, self.n):
+            for f in code[k][4]:
+                outs[f] = None
+
+    def _chain(self, group, outs, feed_values):
+        """The kernels of one group of the tail, in order, on this thread; a big one splits as it
+        would in order (same blocks, same sums: the same bits), its blocks shared with idle threads."""
+        for k in group:
+            try:
+                self._entry(k, outs, feed_values, True)
+            except Exception as e:  # noqa: BLE001 - already the actor's error; the caller raises it
+                raise _KernelError(self.code[k][1], e, None) from e
 
     def _update(self, actor, args, big, split_ok):
         """ResourceUpdateActor.fire and its offloaded form, in this thread."""
@@ -377,6 +466,88 @@ def _run_blocks(pool, thunks, threads) -> None:
     done.wait()
     if state[1] is not None:
         raise state[1]
+
+
+class _KernelError(Exception):
+    """An error of one kernel among blocks of several (SyncTrainProgram._tail): `actor` is its kernel,
+    `args` its arguments (None: `error` is already the error the actor reports)."""
+
+    def __init__(self, actor, error, args):
+        super().__init__(str(error))
+        self.actor, self.error, self.kernel_args = actor, error, args
+
+
+def _tagged(actor, args, thunk, result=False):
+    """`thunk` with its errors tagged with the kernel they belong to (returning its result if `result`)."""
+    def block():
+        try:
+            r = thunk()
+        except Exception as e:  # noqa: BLE001 - raised by the caller as the actor's error
+            raise _KernelError(actor, e, args) from e
+        return r if result else None
+    return block
+
+
+def _store(outs, k, fn, args):
+    def run():
+        outs[k] = fn(*args)
+    return run
+
+
+def _update_tail(items, order, pos, code):
+    """(start, groups, after) for SyncTrainProgram._tail, or None.
+
+    `start`: the position of the first variable update, when everything from there on is updates
+    and stateless kernels (no variable read, whose value would depend on when it runs). `groups`:
+    those positions split into groups that do not depend on each other, each in order: a kernel
+    joins the group of the kernels of the tail it reads or waits for, and updates of the same
+    variable share a group. `after`: the kernels that depend on several groups (the train op's
+    NoOp), and what depends on them, run in order after the groups. None when there are fewer than
+    two groups (nothing to run side by side)."""
+    n = len(code)
+    start = next((k for k in range(n) if code[k][0] == 3), None)
+    if start is None or any(code[k][0] in (1, 2) for k in range(start, n)):
+        return None
+    preds: list = [set() for _ in range(n)]
+    for k in range(start, n):
+        preds[k].update(src for _slot, src, _out in code[k][3] if src >= start)
+    for k, i in enumerate(order):
+        for c, _slot in items[i].ctrl:
+            if pos[c] >= start and k >= start:
+                preds[pos[c]].add(k)
+    parent = list(range(n))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    after: list = []
+    late: set = set()
+    late_res: set = set()               # variables that a kernel run after the groups updates
+    owner: dict = {}                    # resource id -> a position that updates it
+    for k in range(start, n):
+        ps = preds[k]
+        roots = {find(p) for p in ps}
+        refs = {id(res) for _slot, res in code[k][1].refs} if code[k][0] == 3 else set()
+        if ps & late or len(roots) > 1 or refs & late_res:
+            after.append(k)
+            late.add(k)
+            late_res |= refs
+            continue
+        for r in roots:
+            parent[k] = r
+        for r in refs:
+            a, b = find(owner.setdefault(r, k)), find(k)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict = {}
+    for k in range(start, n):
+        if k not in late:
+            groups.setdefault(find(k), []).append(k)
+    if len(groups) < 2:
+        return None
+    return start, tuple(tuple(g) for g in groups.values()), tuple(after)
 
 
 def _raise_as(actor, e, args):

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -25,16 +26,28 @@ from actorflow.cluster.spec import ClusterSpec, make_target, task_key
 from actorflow.transport.channel import TOKEN_HEADER
 from actorflow.transport.tls import TLSConfig
 
-__all__ = ["LocalCluster", "free_port", "task_health", "wait_until_healthy", "write_private_json",
+__all__ = ["LocalCluster", "free_port", "free_ports", "task_health", "wait_until_healthy", "write_private_json",
            "ClusterLauncher", "process_running"]
 
 log = logging.getLogger(__name__)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port on `host` that was free a moment ago (bound to port 0, then released)."""
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """`n` distinct ports on `host` that were free a moment ago. Every socket stays bound until all are
+    picked: a port released by one `free_port` call may come back from the next (about 1 pair in 14,000
+    on Linux), and then two tasks of one cluster would share an address."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind((host, 0))
+        return [s.getsockname()[1] for s in socks]
 
 
 def task_health(address: str, token: str, timeout: float = 1.0, tls: TLSConfig | None = None):
@@ -169,9 +182,10 @@ class LocalCluster(ClusterLauncher):
     # -- lifecycle ----------------------------------------------------------------------------------------
     def start(self) -> "LocalCluster":
         jobs = {}
+        ports = free_ports(self.n_ps + self.n_workers, self.host)
         if self.n_ps:
-            jobs["ps"] = [f"{self.host}:{free_port(self.host)}" for _ in range(self.n_ps)]
-        jobs["worker"] = [f"{self.host}:{free_port(self.host)}" for _ in range(self.n_workers)]
+            jobs["ps"] = [f"{self.host}:{p}" for p in ports[:self.n_ps]]
+        jobs["worker"] = [f"{self.host}:{p}" for p in ports[self.n_ps:]]
         self.spec = ClusterSpec(jobs, tls=self.tls)
         if self.spec_file is None:
             import tempfile

@@ -1,6 +1,7 @@
 """`actorflow serve`: the model server from the command line (TF Serving's tensorflow_model_server flags)."""
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import logging
@@ -33,6 +34,14 @@ def add_parser(sub) -> None:
     s.add_argument("--max_inflight_steps", type=int, default=8, help="unbatched steps in flight at once")
     s.add_argument("--max_concurrent_requests", type=int, default=4096, help="more get HTTP 429")
     s.add_argument("--client_max_size", type=int, default=64 << 20, help="largest request body in bytes (413)")
+    s.add_argument("--tensorflow_inter_op_parallelism", type=int, default=0,
+                   help="TF Serving's flag; < 0: every kernel runs where its step runs (the server's loop), "
+                        "never on the kernel pool: for models whose batched steps cost less than the pool's "
+                        "hand-offs (small MLPs); 0: the runtime's pool for the kernels worth it")
+    s.add_argument("--tune_gc", action=argparse.BooleanOptionalAction, default=True,
+                   help="tune the cyclic GC for serving (ModelServer's tune_gc): freeze what is alive after "
+                        "loading (no full-collection pauses of the whole process under load) and collect the "
+                        "young generation every 10,000 allocations instead of 700")
     s.add_argument("--api_key_env", default="ACTORFLOW_SERVING_API_KEY",
                    help="environment variable holding the API key (or cluster token) requests must carry")
     s.set_defaults(fn=serve_main)
@@ -66,11 +75,16 @@ def serve_main(args) -> int:
     else:
         print("actorflow serve: give --model_base_path or --model_config_file", file=sys.stderr)
         return 2
+    config = None
+    if args.tensorflow_inter_op_parallelism:
+        from actorflow.actors.session import ConfigProto
+        config = ConfigProto(inter_op_parallelism_threads=args.tensorflow_inter_op_parallelism)
     try:
         server = ModelServer(models, batching=_batching(args), poll_interval_s=args.file_system_poll_wait_seconds,
-                             max_inflight_steps=args.max_inflight_steps,
+                             session_config=config, max_inflight_steps=args.max_inflight_steps,
                              max_concurrent_requests=args.max_concurrent_requests,
-                             client_max_size=args.client_max_size, api_key=os.environ.get(args.api_key_env) or None)
+                             client_max_size=args.client_max_size, api_key=os.environ.get(args.api_key_env) or None,
+                             tune_gc=args.tune_gc)
     except (ValueError, TypeError, OSError) as e:
         print(f"actorflow serve: {e}", file=sys.stderr)
         return 2

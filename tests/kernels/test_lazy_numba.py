@@ -54,3 +54,20 @@ def test_stand_in_forwards_dispatcher_attributes():
 
     assert twice(np.float64(1.5)) == 3.0
     assert twice.py_func(2) == 4 and len(twice.signatures) == 1
+
+
+def test_jit_pass_that_finds_nothing_to_compile_never_imports_numba():
+    # With global_jit_level ON_1 the JIT pass looks at every plan (the initializer's too); a plan without a
+    # cluster (a GEMM, a variable, a reshape) must not pay for importing numba.
+    out = _run("""
+        import sys, numpy as np, actorflow as af
+        cfg = af.ConfigProto(graph_options=af.GraphOptions(
+            optimizer_options=af.OptimizerOptions(global_jit_level=af.OptimizerOptions.ON_1)))
+        x = af.placeholder(af.float32, [None, 3], name="x")
+        w = af.Variable(np.ones((3, 2), np.float32), name="w")
+        y = af.reshape(af.matmul(x, w), [-1])
+        with af.Session(config=cfg) as s:
+            s.run(af.global_variables_initializer())
+            print(s.run(y, {x: np.ones((2, 3), np.float32)}), "numba" in sys.modules)
+        """)
+    assert out == "[3. 3. 3. 3.] False"

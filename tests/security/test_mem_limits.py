@@ -16,7 +16,7 @@ import pytest
 
 import actorflow as af
 from actorflow import errors
-from actorflow.cluster.local import free_port
+from actorflow.cluster.local import free_ports
 from actorflow.transport.budget import ByteBudget, TransportLimits, parse_bytes
 from actorflow.transport.bulk import bulk_frame_head
 from actorflow.transport.codec import FrameError
@@ -223,7 +223,7 @@ def test_limits_come_from_arguments_or_the_environment(monkeypatch):
 
 @pytest.fixture
 def small_budget_servers():
-    spec = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+    spec = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
     limits = af.train.TransportLimits(inflight_per_connection=2 * MiB)
     servers = [af.train.Server(spec, "worker", i, token="mem-token", transport_limits=limits) for i in range(2)]
     try:

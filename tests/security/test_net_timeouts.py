@@ -87,9 +87,14 @@ def test_unauthenticated_connections_are_capped():
     """With the cap full of idle connections, one more is answered 503 and closed; once they time
     out, a good client is served again."""
     cap = 5
-    with serve(handshake_timeout=2 * HANDSHAKE, max_unauthenticated=cap) as server:
+    # The idle connections must still be waiting when the next one arrives: a deadline of 4 s, not
+    # the other tests' 1 s, leaves a loaded machine time between their accept and that request.
+    with serve(handshake_timeout=4 * HANDSHAKE, max_unauthenticated=cap) as server:
         idle = [_connect(server) for _ in range(cap)]
-        time.sleep(0.2)               # let the server accept them all
+        deadline = time.monotonic() + 10      # the server has accepted them all (a fixed sleep raced it)
+        while server.service.guard.untrusted < cap and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.service.guard.untrusted == cap
         resp = raw_request(server, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         assert status_of(resp) == 503 and b"too many unauthenticated connections" in resp
         assert not wait_closed(idle, 10 * HANDSHAKE)

@@ -12,6 +12,11 @@ the spec's dtypes and ranks, before the first step; in ``async`` mode (``AF_JIT_
 or `JitKernel(..., mode="async")`) a compile thread does it and the kernel runs the interpreted
 ops meanwhile. Arguments of another layout (a transposed view, a read-only buffer) get a
 specialization of their own on first use, which numba also caches.
+
+numba is imported by the first compile, not with this module: the JIT pass registers the
+_JitCluster kernel (importing this module) for every plan it looks at, and a plan in which it finds
+nothing to compile (a training step of GEMMs, an initializer) would otherwise pay for importing
+numba (0.2-0.7 s on these machines) in its first step.
 """
 from __future__ import annotations
 
@@ -25,7 +30,6 @@ import tempfile
 import threading
 import time
 
-import numba
 import numpy as np
 
 __all__ = ["load_source", "cache_dir", "JitKernel", "compile_stats"]
@@ -49,6 +53,7 @@ def cache_dir() -> str:
 
 def load_source(source: str):
     """The numba dispatcher `kernel` defined by `source`, imported from its file in the cache dir."""
+    import numba
     h = hashlib.sha256(f"{numba.__version__}|{np.__version__}|{source}".encode()).hexdigest()[:24]
     with _LOCK:
         fn = _MODULES.get(h)
@@ -71,6 +76,7 @@ def load_source(source: str):
 
 
 def _numba_type(dtype: str, rank: int):
+    import numba
     t = numba.from_dtype(np.dtype(dtype))
     return t if rank == 0 else numba.types.Array(t, rank, "C")
 
@@ -161,6 +167,7 @@ class JitKernel:
             if key in self._pending:
                 return
             self._pending.add(key)
+        import numba
         types = tuple(numba.typeof(a[()] if i in self.scalar_in else a) for i, a in enumerate(args))
 
         def work():
