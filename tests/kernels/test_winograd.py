@@ -144,6 +144,8 @@ def test_winograd_is_not_used_where_it_does_not_apply(calls, monkeypatch):
     assert not winograd.usable(f32, (5, 5, 32, 64), 2, 2, 1, 1)
     assert not winograd.usable(f32, (5, 5, 32, 64), 1, 1, 2, 2)
     assert not winograd.usable(np.dtype(np.float64), (5, 5, 32, 64), 1, 1, 1, 1)
+    from actorflow.kernels.cpu import winograd_loops
+    assert winograd._CP == winograd_loops._CP                           # the channel limit is the loops' pitch
     monkeypatch.setattr(winograd, "ENABLED", False)
     assert not winograd.usable(f32, (5, 5, 32, 64), 1, 1, 1, 1)
     rng = np.random.default_rng(1)
