@@ -78,8 +78,9 @@ def scalar_expr(node, args, arg_types) -> str:
 
 
 class _Block:
-    def __init__(self, nodes, name_of, type_of, needed):
+    def __init__(self, nodes, name_of, type_of, needed, statics_of=None):
         self.nodes = nodes
+        self.statics_of = statics_of or (lambda ref: ())    # ref -> static dimensions (spec.py)
         self.name_of = name_of          # ref -> name of an input (or an earlier block's value)
         self.type_of = type_of          # ref -> (dtype, rank)
         self.uses: dict = {}
@@ -133,61 +134,89 @@ class _Block:
 
     def loop(self, rank, leaves, lines, indent, what):
         """Opens a loop nest over the broadcast shape of `leaves` (rank `rank`); returns
-        (dims, idx_of, body indent)."""
+        (dims, idx_of, body indent).
+
+        Per dimension, a leaf's static size picks its index: one known to be 1 reads index 0; one
+        known to be another size is the loop's size (every other such leaf must equal it); one of
+        unknown size, when it is the only one there, is the loop's size too, else it goes through a
+        0/1 multiplier (numpy's broadcasting, worked out at run time). Every assumption is checked
+        in one condition (bitwise, no branches: numba compiles each branch at a cost)."""
         dims = [self.fresh("d") for _ in range(rank)]
-        mult: dict = {}
-        # each dimension: the largest of the leaves' (a size 0 where one is 0), then one check
-        # that every leaf's size is 1 or that
         by_dim: dict = {k: [] for k in range(rank)}
         for r in leaves:
             name, lr = self.value(r), self.type_of(r)[1]
+            st = self.statics_of(r)
             for j in range(lr):
-                by_dim[rank - lr + j].append(f"{name}.shape[{j}]")
+                by_dim[rank - lr + j].append((f"{name}.shape[{j}]", st[j] if len(st) == lr else -1, r, j))
+        how: dict = {}                  # (leaf, dim) -> "i" (the loop index), "0", or a multiplier
+        unit = [False] * rank           # dimensions every leaf has as 1 (or lacks)
         checks = []
         for k in range(rank):
-            sizes = by_dim[k]
-            if not sizes:
-                lines.append(f"{indent}{dims[k]} = 1")
+            ones = [e for e in by_dim[k] if e[1] == 1]
+            full = [e for e in by_dim[k] if e[1] == 0]
+            free = [e for e in by_dim[k] if e[1] == -1]
+            for x, _, r, j in ones:
+                checks.append(f"({x} != 1)")
+                how[(r, j)] = "0"
+            if full or len(free) == 1:
+                first = (full or free)[0][0]
+                lines.append(f"{indent}{dims[k]} = {first}")
+                for x, _, r, j in full + free:
+                    how[(r, j)] = "i"
+                    if x != first:
+                        checks.append(f"({x} != {dims[k]})")
+                if full:
+                    for x, _, r, j in free:
+                        checks.append(f"(({x} != 1) & ({x} != {dims[k]}))")
+                        how[(r, j)] = self._mult(lines, indent, x)
                 continue
+            if not free:
+                lines.append(f"{indent}{dims[k]} = 1")
+                unit[k] = True
+                continue
+            sizes = [e[0] for e in free]
             expr = sizes[0]
             for x in sizes[1:]:
                 expr = f"max({expr}, {x})"
             lines.append(f"{indent}{dims[k]} = {expr}")
-            if len(sizes) > 1:
-                lines.append(f"{indent}for _z in ({', '.join(sizes)},):")
-                lines.append(f"{indent}    if _z == 0:")
-                lines.append(f"{indent}        {dims[k]} = 0")
-                checks += [f"({x} != 1 and {x} != {dims[k]})" for x in sizes]
+            lines.append(f"{indent}if {' or '.join(x + ' == 0' for x in sizes)}:")
+            lines.append(f"{indent}    {dims[k]} = 0")
+            for x, _, r, j in free:
+                checks.append(f"(({x} != 1) & ({x} != {dims[k]}))")
+                how[(r, j)] = self._mult(lines, indent, x)
         if checks:
-            lines.append(f"{indent}if {' or '.join(checks)}:")
+            lines.append(f"{indent}if {' | '.join(checks)}:")
             lines.append(f"{indent}    raise ValueError('{what}: operands could not be broadcast together')")
-        for r in leaves:
-            name, lr = self.value(r), self.type_of(r)[1]
-            ms = []
-            for j in range(lr):
-                m = self.fresh("m")
-                lines.append(f"{indent}{m} = 0 if {name}.shape[{j}] == 1 else 1")
-                ms.append(m)
-            mult[r] = ms
         ivars = [self.fresh("i") for _ in range(rank)]
         self.pos = len(lines)           # where allocations go: just above the loops
         ind = indent
         for k in range(rank):
+            if unit[k]:                 # a dimension of size 1: no loop, index 0
+                ivars[k] = "0"
+                continue
             lines.append(f"{ind}for {ivars[k]} in range({dims[k]}):")
             ind += "    "
 
         def idx_of(r):
             name, lr = self.value(r), self.type_of(r)[1]
-            parts = [f"{ivars[rank - lr + j]} * {mult[r][j]}" for j in range(lr)]
+            parts = []
+            for j in range(lr):
+                h, i = how[(r, j)], ivars[rank - lr + j]
+                parts.append(i if h == "i" else ("0" if h == "0" else f"{i} * {h}"))
             return f"{name}[{', '.join(parts)}]"
         return dims, ivars, idx_of, ind
 
+    def _mult(self, lines, indent, size):
+        m = self.fresh("m")
+        lines.append(f"{indent}{m} = 0 if {size} == 1 else 1")
+        return m
 
-def emit_block(nodes, name_of, type_of, needed, emit_other, indent="    ", span=None) -> list:
+
+def emit_block(nodes, name_of, type_of, needed, emit_other, indent="    ", span=None, statics_of=None) -> list:
     """Lines computing `nodes` (topological); inlined element-wise nodes get no name of their own.
     `needed`: refs used after the block (outputs, loop variables); `emit_other(j, node)` gives
     the lines of a node that is neither element-wise nor a reduction (array-level numpy code)."""
-    b = _Block(nodes, name_of, type_of, needed)
+    b = _Block(nodes, name_of, type_of, needed, statics_of)
     lines: list = []
     for j in (span if span is not None else range(len(nodes))):
         node = nodes[j]
