@@ -319,9 +319,7 @@ def _acc_matmul(c: Ctx):
 def _history_read(c: Ctx):
     """Row `index` of a history a forward loop saved (a gradient loop's AccumulatorPop)."""
     h, i = c.a
-    return [f"if {i} < 0 or {i} >= {h}.shape[0]:",
-            "    raise ValueError('no value was saved for this iteration')",
-            f"{c.outs[0]} = {h}[{i}]"]
+    return [f"{c.outs[0]} = _rt.row({h}, {i})"]
 
 
 EMITTERS = {op: _elementwise(t) for op, t in {**_UNARY, **_BINARY}.items()}
@@ -452,12 +450,47 @@ def _accumulate_in_place(spec: LoopSpec) -> LoopSpec:
                     spec.input_statics)
 
 
+def _conforms(inner: tuple, outer: tuple) -> bool:
+    """Whether a value of static shape `inner` always has static shape `outer` (-1: any size)."""
+    return len(inner) == len(outer) and all(o == -1 or i == o for i, o in zip(inner, outer))
+
+
+def _trusted_statics(spec: LoopSpec) -> LoopSpec:
+    """`spec` as is when every loop variable's next value has (at least) the variable's static
+    shape, as `while_loop` requires; else with no static shapes (the generated code then works
+    every broadcast out at run time), since only the first iteration's values are checked."""
+    def statics(ref):
+        if ref[0] == "i":
+            return spec.input_statics[ref[1]] if ref[1] < len(spec.input_statics) else ()
+        st = spec.nodes[ref[1]].statics
+        return st[ref[2]] if ref[2] < len(st) else ()
+    if all(spec.inputs[k][1] == 0 or _conforms(statics(r), statics(("i", k))) for k, r in enumerate(spec.nexts)):
+        return spec
+    nodes = tuple(Node(nd.op, nd.attrs, nd.args, nd.dtypes, nd.ranks) for nd in spec.nodes)
+    return LoopSpec(spec.inputs, spec.n_vars, nodes, spec.n_cond, spec.cond, spec.nexts, spec.saves)
+
+
+# ops whose compiled form may be a view that is not C-contiguous (a loop variable must be)
+_VIEWS = frozenset({"Split", "SplitV", "Transpose"})
+
+
+def _may_be_view(spec, ref) -> bool:
+    while ref[0] == "n":
+        node = spec.nodes[ref[1]]
+        if node.op in _VIEWS:
+            return True
+        if node.op not in ("Identity", "Snapshot", "StopGradient"):
+            return False
+        ref = node.args[0]
+    return False        # the kernel's arguments are C-contiguous (JitKernel makes them so)
+
+
 def loop_source(spec: LoopSpec) -> str:
     """The source of `kernel(*inputs)` running a whole while loop: returns the loop variables'
     final values followed by the histories of the saved values (a tuple), and the number of
     iterations run. A history grows by doubling; row `it` holds iteration `it`'s value, and every
     row must have the shape of the first."""
-    spec = _accumulate_in_place(spec)
+    spec = _trusted_statics(_accumulate_in_place(spec))
     n = len(spec.inputs)
     params = ", ".join(f"a{i}" for i in range(n))
     name_of, type_of = _resolver(spec, lambda k: f"v{k}" if k < spec.n_vars else f"a{k}")
@@ -480,8 +513,12 @@ def loop_source(spec: LoopSpec) -> str:
     for k, x in enumerate(nexts):
         # a loop variable keeps one numba type: C-contiguous arrays (views become copies)
         rank = spec.inputs[k][1]
-        lines.append(f"        t{k} = np.ascontiguousarray({x})" if rank else
-                     f"        t{k} = {dt(spec.inputs[k][0])}({x})")
+        if not rank:
+            lines.append(f"        t{k} = {dt(spec.inputs[k][0])}({x})")
+        elif _may_be_view(spec, spec.nexts[k]):
+            lines.append(f"        t{k} = np.ascontiguousarray({x})")
+        else:
+            lines.append(f"        t{k} = {x}")
     for k in range(len(nexts)):
         lines.append(f"        v{k} = t{k}")
     lines.append("        it += 1")

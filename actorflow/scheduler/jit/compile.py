@@ -89,10 +89,12 @@ class JitKernel:
     `inputs`: (dtype, rank) per argument; `outputs`: (dtype, rank) per result; `fallback`: the
     interpreted ops (a callable with the same signature) for async mode until compiled, and for
     values the compiled code does not accept. `loop`: the function returns (values, iterations).
+    `shapes`: per argument, the static shape the generated code assumes (-1: any size); an
+    argument of another shape runs the interpreted ops.
     """
 
     def __init__(self, source: str, inputs, outputs, fallback, mode: str | None = None, what: str = "",
-                 loop: bool = False, max_iterations=None, n_vars=None):
+                 loop: bool = False, max_iterations=None, n_vars=None, shapes=()):
         self.source = source
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -106,6 +108,10 @@ class JitKernel:
         self.copy_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0 and i < nv) if loop else ()
         self.check_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0 and i >= nv) if loop else ()
         self.scalar_out = tuple(np.dtype(d).type if r == 0 else None for d, r in self.outputs)
+        # The static shapes the generated code assumes (spec.py): (argument, ((dim, size), ...))
+        # for each array argument with known sizes, checked before every call.
+        self.shapes = tuple((i, tuple((j, d) for j, d in enumerate(st) if d >= 0))
+                            for i, st in enumerate(shapes) if self.inputs[i][1] > 0 and any(d >= 0 for d in st))
         # Array arguments of another layout than the eager signature's (C-contiguous, writable):
         # their specialization compiles on the compile thread while the interpreted ops run.
         self.array_in = () if loop else tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0)
@@ -144,6 +150,12 @@ class JitKernel:
         fn = self.fn
         if fn is None:
             return self.fallback(*args)
+        for i, dims in self.shapes:
+            shape = args[i].shape
+            for j, d in dims:
+                if shape[j] != d:
+                    compile_stats["rejected"] += 1
+                    return self.fallback(*args)
         if self.array_in:
             key = tuple((args[i].flags.c_contiguous, args[i].flags.writeable) for i in self.array_in)
             if key not in self._ready_keys:

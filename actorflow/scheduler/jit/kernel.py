@@ -44,7 +44,7 @@ def make_kernel(attrs: dict) -> JitKernel:
     else:
         outputs = tuple(_ref_type(spec, r) for r in spec.outputs)
     return JitKernel(source, spec.inputs, outputs, attrs["interpreted"], attrs.get("mode"), attrs.get("what", ""),
-                     loop=loop, n_vars=spec.n_vars if loop else None)
+                     loop=loop, n_vars=spec.n_vars if loop else None, shapes=spec.input_statics)
 
 
 def _ref_type(spec, ref):

@@ -136,18 +136,20 @@ class _Block:
         """Opens a loop nest over the broadcast shape of `leaves` (rank `rank`); returns
         (dims, idx_of, body indent).
 
-        Per dimension, a leaf's static size picks its index: one known to be 1 reads index 0; one
-        known to be another size is the loop's size (every other such leaf must equal it); one of
-        unknown size, when it is the only one there, is the loop's size too, else it goes through a
-        0/1 multiplier (numpy's broadcasting, worked out at run time). Every assumption is checked
-        in one condition (bitwise, no branches: numba compiles each branch at a cost)."""
+        Per dimension, a leaf's static size (spec.py) picks its index: a leaf of size 1 reads
+        index 0; one of another known size is the loop's size; one of unknown size, when it is the
+        only one there, is the loop's size too, else it goes through a 0/1 multiplier (numpy's
+        broadcasting, worked out and checked at run time). Known sizes need no check: the kernel's
+        arguments are checked against their static shapes before the call, and the ops' shape
+        functions carry them through."""
         dims = [self.fresh("d") for _ in range(rank)]
         by_dim: dict = {k: [] for k in range(rank)}
         for r in leaves:
             name, lr = self.value(r), self.type_of(r)[1]
             st = self.statics_of(r)
             for j in range(lr):
-                by_dim[rank - lr + j].append((f"{name}.shape[{j}]", st[j] if len(st) == lr else -1, r, j))
+                d = st[j] if len(st) == lr else -1
+                by_dim[rank - lr + j].append((f"{name}.shape[{j}]", 1 if d == 1 else (-1 if d < 0 else 0), r, j))
         how: dict = {}                  # (leaf, dim) -> "i" (the loop index), "0", or a multiplier
         unit = [False] * rank           # dimensions every leaf has as 1 (or lacks)
         checks = []
@@ -155,16 +157,13 @@ class _Block:
             ones = [e for e in by_dim[k] if e[1] == 1]
             full = [e for e in by_dim[k] if e[1] == 0]
             free = [e for e in by_dim[k] if e[1] == -1]
-            for x, _, r, j in ones:
-                checks.append(f"({x} != 1)")
+            for _x, _, r, j in ones:
                 how[(r, j)] = "0"
             if full or len(free) == 1:
                 first = (full or free)[0][0]
                 lines.append(f"{indent}{dims[k]} = {first}")
-                for x, _, r, j in full + free:
+                for _x, _, r, j in full + free:
                     how[(r, j)] = "i"
-                    if x != first:
-                        checks.append(f"({x} != {dims[k]})")
                 if full:
                     for x, _, r, j in free:
                         checks.append(f"(({x} != 1) & ({x} != {dims[k]}))")

@@ -14,7 +14,7 @@ from numba import njit
 from actorflow.kernels.cpu.softmax import _softmax_rows, _xent_dense
 
 __all__ = ["row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any", "softmax", "xent", "matmul",
-           "matmul_acc", "concat_into", "save_row", "save_scalar"]
+           "matmul_acc", "concat_into", "save_row", "save_scalar", "row"]
 
 
 @njit(nogil=True, cache=True)
@@ -213,3 +213,12 @@ def save_scalar(h, it, x):
     h = _grown(h, it)
     h[it] = x
     return h
+
+
+
+@njit(nogil=True, cache=True)
+def row(h, i):
+    """Row `i` of history `h` (a gradient loop's read of a value its forward loop saved)."""
+    if i < 0 or i >= h.shape[0]:
+        raise ValueError("no value was saved for this iteration")
+    return h[i]

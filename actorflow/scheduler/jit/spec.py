@@ -16,11 +16,13 @@ body pushes each iteration (what a gradient loop needs); the compiled loop retur
 history, an array with one row per iteration, after the loop variables. A gradient loop reads a
 row with a ``_HistoryRead(history, index)`` node, the history being one of its invariants.
 
-Static dimensions (`Node.statics`, `input_statics`): per value, one entry a dimension: 1 where the
-graph's static shape says 1, 0 where it says another size, -1 where it is unknown (empty: all
-unknown). The generated code uses them only to choose its broadcasting code (a dimension known
-not to broadcast is indexed directly), and checks them at run time: a value of another shape
-raises, and the interpreted ops run instead. Sizes themselves are never part of a spec.
+Static shapes (`Node.statics`, `input_statics`): per value, its size in each dimension as the
+graph's static shape has it, -1 where unknown (empty: the rank is all that is known). The
+generated code depends only on which sizes are 1, known, or unknown (it indexes a dimension known
+not to broadcast directly, without run-time broadcasting code), never on the sizes themselves, so
+one compiled function still serves every graph of the same structure. `JitKernel` checks each
+argument against its static shape before a call (a mismatch runs the interpreted ops); the shapes
+of the values computed inside then follow from the ops' shape functions.
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ class Node:
     args: tuple         # references to the node's inputs
     dtypes: tuple       # numpy dtype name per output
     ranks: tuple        # rank per output
-    statics: tuple = ()  # per output: static dimensions (see the module's docstring)
+    statics: tuple = ()  # per output: its static shape (see the module's docstring)
 
     def attr(self, name, default=None):
         for k, v in self.attrs:
@@ -50,7 +52,7 @@ class ClusterSpec:
     inputs: tuple       # ((dtype name, rank), ...) of the function's arguments
     nodes: tuple        # Node, topological
     outputs: tuple      # references: what the function returns, in order
-    input_statics: tuple = ()   # per input: static dimensions
+    input_statics: tuple = ()   # per input: its static shape
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +64,11 @@ class LoopSpec:
     cond: tuple         # reference to the boolean scalar that keeps the loop going
     nexts: tuple        # per loop variable: reference to its value in the next iteration
     saves: tuple = ()   # references to the values saved each iteration (their histories are returned)
-    input_statics: tuple = ()   # per input: static dimensions
+    input_statics: tuple = ()   # per input: its static shape
 
 
 def statics_of(shape) -> tuple:
-    """The static dimensions of a `TensorShape` (see the module's docstring)."""
+    """A `TensorShape` as a spec holds it: its sizes, -1 where unknown; () when the rank is unknown."""
     if shape.ndims is None:
         return ()
-    return tuple(-1 if d is None else (1 if d == 1 else 0) for d in shape.as_list())
+    return tuple(-1 if d is None else int(d) for d in shape.as_list())
