@@ -253,9 +253,12 @@ def _transposes(c: Ctx):
 
 def _matmul(c: Ctx):
     """A small GEMM (the JIT compiles MatMul only inside loops and for small static shapes, an
-    LSTM cell's): a call of the explicit loops in `rt`, compiled once for every kernel."""
+    LSTM cell's): a call of the explicit loops of `rt.gemm`, compiled once for every kernel."""
     ta, tb = _transposes(c)
-    return [f"{c.outs[0]} = _rt.matmul({c.a[0]}, {c.a[1]}, {ta}, {tb})"]
+    a, b = c.a
+    m = f"{a}.shape[1]" if ta else f"{a}.shape[0]"
+    n = f"{b}.shape[0]" if tb else f"{b}.shape[1]"
+    return [f"{c.outs[0]} = _rt.gemm({a}, {b}, {ta}, {tb}, np.empty(({m}, {n}), {dt(c.dtype)}), False)"]
 
 
 def _concat(c: Ctx):
@@ -313,7 +316,7 @@ def _acc_matmul(c: Ctx):
     interpreted loop runs instead."""
     v = c.a[0]
     ta, tb = _transposes(c)
-    return [f"{c.outs[0]} = _rt.matmul_acc({v}, {c.a[1]}, {c.a[2]}, {ta}, {tb})"]
+    return [f"{c.outs[0]} = _rt.gemm({c.a[1]}, {c.a[2]}, {ta}, {tb}, {v}, True)"]
 
 
 def _history_read(c: Ctx):

@@ -13,8 +13,8 @@ from numba import njit
 
 from actorflow.kernels.cpu.softmax import _softmax_rows, _xent_dense
 
-__all__ = ["row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any", "softmax", "xent", "matmul",
-           "matmul_acc", "concat_into", "save_row", "save_scalar", "row"]
+__all__ = ["row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any", "softmax", "xent", "gemm",
+           "concat_into", "save_row", "save_scalar", "row"]
 
 
 @njit(nogil=True, cache=True)
@@ -107,9 +107,12 @@ def xent(x, labels):
 
 
 @njit(nogil=True, cache=True)
-def _gemm(a, b, ta, tb, out, acc):
-    """out[i, j] (+)= the sum over k of op(a)[i, k] * op(b)[k, j], each sum in k's order (as the
-    interpreted loops did); `acc`: add each sum to out's element rather than store it."""
+def gemm(a, b, ta, tb, out, acc):
+    """MatMul of 2-D `a` and `b` (transposed as `ta`, `tb` say) into `out`: out[i, j] (+)= the sum
+    over k of op(a)[i, k] * op(b)[k, j], each sum in k's order, as the interpreted kernels do;
+    `acc`: add each sum to out's element (``v + MatMul(a, b)`` in v's own buffer) rather than
+    store it. Explicit loops: for small static GEMMs (an RNN cell's) they beat a BLAS call's
+    overhead. One function for every variant: one compile, however many kernels use it."""
     m, k = (a.shape[1], a.shape[0]) if ta else (a.shape[0], a.shape[1])
     k2, n = (b.shape[1], b.shape[0]) if tb else (b.shape[0], b.shape[1])
     if k != k2 or out.shape[0] != m or out.shape[1] != n:
@@ -134,21 +137,6 @@ def _gemm(a, b, ta, tb, out, acc):
         for j in range(n):
             out[i, j] = out[i, j] + row[j] if acc else row[j]
     return out
-
-
-@njit(nogil=True, cache=True)
-def matmul(a, b, ta, tb):
-    """MatMul of 2-D `a` and `b` (transposed as `ta`, `tb` say) as explicit loops: small static
-    GEMMs (an RNN cell's), where this beats a BLAS call's overhead."""
-    m = a.shape[1] if ta else a.shape[0]
-    n = b.shape[0] if tb else b.shape[1]
-    return _gemm(a, b, ta, tb, np.empty((m, n), a.dtype), False)
-
-
-@njit(nogil=True, cache=True)
-def matmul_acc(v, a, b, ta, tb):
-    """``v + MatMul(a, b)`` into `v`'s own buffer, each product summed first (as the unfused ops)."""
-    return _gemm(a, b, ta, tb, v, True)
 
 
 @njit(nogil=True, cache=True)
