@@ -90,11 +90,12 @@ class JitKernel:
     interpreted ops (a callable with the same signature) for async mode until compiled, and for
     values the compiled code does not accept. `loop`: the function returns (values, iterations).
     `shapes`: per argument, the static shape the generated code assumes (-1: any size); an
-    argument of another shape runs the interpreted ops.
+    argument of another shape runs the interpreted ops. `rows`: per history a loop returns, the
+    static shape of its rows.
     """
 
     def __init__(self, source: str, inputs, outputs, fallback, mode: str | None = None, what: str = "",
-                 loop: bool = False, max_iterations=None, n_vars=None, shapes=()):
+                 loop: bool = False, max_iterations=None, n_vars=None, shapes=(), rows=()):
         self.source = source
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -105,6 +106,9 @@ class JitKernel:
         # A loop's variables are copied in (its result is never a caller's buffer); its invariants
         # (the histories of saved values among them) only when not C-contiguous and writable.
         nv = len(self.inputs) if n_vars is None else n_vars
+        self.n_vars = nv
+        # a loop's histories: each row's static shape (None where not fully known)
+        self.rows = tuple(None if any(d < 0 for d in r) else tuple(r) for r in rows)
         self.copy_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0 and i < nv) if loop else ()
         self.check_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0 and i >= nv) if loop else ()
         self.scalar_out = tuple(np.dtype(d).type if r == 0 else None for d, r in self.outputs)
@@ -202,6 +206,12 @@ class JitKernel:
         so = self.scalar_out
         if self.loop:
             out = out[0]                # (the loop variables, the iteration count)
+            if self.rows and not out[self.n_vars].shape[0]:
+                # no iteration ran: the histories have their rows' static shape (as the
+                # interpreted loop's), not the placeholder shape they started with
+                out = out[:self.n_vars] + tuple(
+                    np.empty((0,) + row, h.dtype) if row is not None else h
+                    for h, row in zip(out[self.n_vars:], self.rows))
             if len(so) == 1:
                 out = out[0]
         if len(so) == 1:
