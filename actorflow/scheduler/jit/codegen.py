@@ -502,7 +502,8 @@ def loop_source(spec: LoopSpec) -> str:
         lines.append(f"    v{k} = a{k}")
     for j, r in enumerate(spec.saves):
         d, rank = type_of(r)
-        lines.append(f"    h{j} = np.empty(({'0, ' * (rank + 1)}), {dt(d)})")
+        # (a reshaped 1-D array: numba compiles np.empty once per rank in every process)
+        lines.append(f"    h{j} = np.empty((0, ), {dt(d)}).reshape(({'0, ' * (rank + 1)}))")
     lines.append("    it = 0")
     lines.append("    while True:")
     needed = (spec.cond,) + tuple(spec.nexts) + tuple(spec.saves)
@@ -519,7 +520,7 @@ def loop_source(spec: LoopSpec) -> str:
         if not rank:
             lines.append(f"        t{k} = {dt(spec.inputs[k][0])}({x})")
         elif _may_be_view(spec, spec.nexts[k]):
-            lines.append(f"        t{k} = np.ascontiguousarray({x})")
+            lines.append(f"        t{k} = {x}.copy()")     # C order (cheaper to compile than np.ascontiguousarray)
         else:
             lines.append(f"        t{k} = {x}")
     for k in range(len(nexts)):
