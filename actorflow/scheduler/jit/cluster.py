@@ -30,7 +30,7 @@ from actorflow.graph.tensor_shape import TensorShape
 from actorflow.kernels.registry import get_kernel
 from actorflow.scheduler.ir import kernel_attrs as _kernel_attrs
 from actorflow.scheduler.jit.codegen import NEEDS_CONST, compilable
-from actorflow.scheduler.jit.spec import ClusterSpec, LoopSpec, Node
+from actorflow.scheduler.jit.spec import ClusterSpec, LoopSpec, Node, statics_of
 from actorflow.scheduler.plan import Plan
 from actorflow.scheduler.rewrite import PlanEdit, loop_frames, new_op
 
@@ -173,7 +173,7 @@ class _Builder:
             key = (_dt(t), repr(v))
             r = self.consts.get(key)
             if r is None:
-                self.nodes.append(Node("Const", (("value", v),), (), (_dt(t),), (0,)))
+                self.nodes.append(Node("Const", (("value", v),), (), (_dt(t),), (0,), ((),)))
                 r = self.consts[key] = ("n", len(self.nodes) - 1, 0)
             self.ref[t] = r
             return r
@@ -189,7 +189,7 @@ class _Builder:
         else:
             args, attrs = tuple(self.arg(t) for t in inputs), ()
         self.nodes.append(Node(as_type or op.type, attrs, args, tuple(_dt(t) for t in op.outputs),
-                               tuple(t.shape.ndims for t in op.outputs)))
+                               tuple(t.shape.ndims for t in op.outputs), tuple(statics_of(t.shape) for t in op.outputs)))
         j = len(self.nodes) - 1
         for o, t in enumerate(op.outputs):
             self.ref[t] = ("n", j, o)
@@ -366,7 +366,7 @@ def _replace_cluster(plan, edit, ms, consumers, fetched, in_plan, mode):
     if not outs:
         return
     spec = ClusterSpec(tuple((_dt(t), t.shape.ndims) for t in inputs), tuple(b.nodes),
-                       tuple(b.ref[t] for t in outs))
+                       tuple(b.ref[t] for t in outs), tuple(statics_of(t.shape) for t in inputs))
     root = ms[-1]
     attrs = {"spec": spec, "interpreted": _interpreter(ms, inputs, outs), "mode": mode,
              "what": f"cluster of {len(ms)} ops ending at '{root.name}'", "parts": tuple((m.name, m.type) for m in ms)}
@@ -662,7 +662,11 @@ def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
     for k, m in enumerate(merges):
         if (in_types[k][0], in_types[k][1]) != (_dt(m.outputs[0]), m.outputs[0].shape.ndims):
             raise _NotCompilable
-    spec = LoopSpec(in_types, n_vars, tuple(b.nodes), n_cond, cond_ref, next_refs, saves)
+    in_statics = tuple(statics_of(m.outputs[0].shape) for m in merges) + tuple(
+        statics_of(e.inputs[0].shape) for e in inv_enters) + tuple(
+        (-1,) + statics_of(consumers[h.outputs[0]][0].outputs[0].shape) for h in hist_enters) + tuple(
+        statics_of(t.shape) for t in extra)
+    spec = LoopSpec(in_types, n_vars, tuple(b.nodes), n_cond, cond_ref, next_refs, saves, in_statics)
     return _Loop(name=name, ops=ops, opset=opset, consumers=consumers, enters=enters, var_enters=var_enters, inv_enters=inv_enters,
                  hist_enters=hist_enters, push_accs=push_accs, pushes=pushes, extra=extra, merges=merges,
                  switches=switches, exits=exits, nexts=nexts, loop_cond=loop_cond, cond_ops=cond_ops, rest=rest,

@@ -247,83 +247,33 @@ def _transpose(c: Ctx):
     return [f"{c.outs[0]} = np.transpose({c.a[0]}, {tuple(c.node.attr('perm'))!r})"]
 
 
-def _gemm_lines(a, b, ta, tb, m, k, n, dtype, store, tag) -> list:
-    """Loops computing each sum over k of a[i, k] * b[k, j] in k's order, then `store(i, j, sum)`.
-    With b transposed the inner loop is a dot product along rows of a and b (contiguous); else it
-    runs along rows of b, accumulating a row of sums."""
-    aik = f"{a}[_k, _i]" if ta else f"{a}[_i, _k]"
-    acc, row = f"_acc_{tag}", f"_row_{tag}"     # one name per node: each keeps one numba type
-    if tb:
-        return [f"for _i in range({m}):",
-                f"    for _j in range({n}):",
-                f"        {acc} = {dt(dtype)}(0)",
-                f"        for _k in range({k}):",
-                f"            {acc} += {aik} * {b}[_j, _k]",
-                f"        {store('_i', '_j', acc)}"]
-    return [f"{row} = np.empty({n}, {dt(dtype)})",
-            f"for _i in range({m}):",
-            f"    for _j in range({n}):",
-            f"        {row}[_j] = {dt(dtype)}(0)",
-            f"    for _k in range({k}):",
-            f"        _aik_{tag} = {aik}",
-            f"        for _j in range({n}):",
-            f"            {row}[_j] += _aik_{tag} * {b}[_k, _j]",
-            f"    for _j in range({n}):",
-            f"        {store('_i', '_j', row + '[_j]')}"]
-
-
-def _dims(c: Ctx):
-    a, b = c.a
-    ta, tb = bool(c.node.attr("transpose_a")), bool(c.node.attr("transpose_b"))
-    m, k = (f"{a}.shape[1]", f"{a}.shape[0]") if ta else (f"{a}.shape[0]", f"{a}.shape[1]")
-    k2, n = (f"{b}.shape[1]", f"{b}.shape[0]") if tb else (f"{b}.shape[0]", f"{b}.shape[1]")
-    return a, b, ta, tb, m, k, k2, n
+def _transposes(c: Ctx):
+    return bool(c.node.attr("transpose_a")), bool(c.node.attr("transpose_b"))
 
 
 def _matmul(c: Ctx):
-    """A small GEMM as explicit loops. The JIT compiles MatMul only inside loops and for small
-    static shapes (an LSTM cell's), where this beats a BLAS call's overhead and compiles much
-    faster than numba's np.dot."""
-    a, b, ta, tb, m, k, k2, n = _dims(c)
-    o = c.outs[0]
-    if not tb:      # accumulate along rows of b and of the result, in place
-        aik = f"{a}[_k, _i]" if ta else f"{a}[_i, _k]"
-        return [f"if {k} != {k2}:",
-                "    raise ValueError('MatMul: inner dimensions differ')",
-                f"{o} = np.zeros(({m}, {n}), {dt(c.dtype)})",
-                f"for _i in range({m}):",
-                f"    for _k in range({k}):",
-                f"        _aik_{o} = {aik}",
-                f"        for _j in range({n}):",
-                f"            {o}[_i, _j] += _aik_{o} * {b}[_k, _j]"]
-    return [f"if {k} != {k2}:",
-            "    raise ValueError('MatMul: inner dimensions differ')",
-            f"{o} = np.empty(({m}, {n}), {dt(c.dtype)})"] + _gemm_lines(
-        a, b, ta, tb, m, k, n, c.dtype, lambda i, j, v: f"{o}[{i}, {j}] = {v}", o)
+    """A small GEMM (the JIT compiles MatMul only inside loops and for small static shapes, an
+    LSTM cell's): a call of the explicit loops of `rt.gemm`, compiled once for every kernel."""
+    ta, tb = _transposes(c)
+    a, b = c.a
+    m = f"{a}.shape[1]" if ta else f"{a}.shape[0]"
+    n = f"{b}.shape[0]" if tb else f"{b}.shape[1]"
+    return [f"{c.outs[0]} = _rt.gemm({a}, {b}, {ta}, {tb}, np.empty(({m}, {n}), {dt(c.dtype)}), False)"]
 
 
 def _concat(c: Ctx):
-    """Explicit copies into the result: compiles faster than np.concatenate."""
+    """Copies into the result, one `rt.concat_into` call a piece."""
     rank = c.rank
     axis = c.node.attr("axis") % rank
     o = c.outs[0]
     x0 = c.a[0]
     total = " + ".join(f"{x}.shape[{axis}]" for x in c.a)
     dims = [total if d == axis else f"{x0}.shape[{d}]" for d in range(rank)]
-    lines = [f"{o} = np.empty({_shape_tuple(dims)}, {dt(c.dtype)})", "_off = 0"]
+    lines = [f"{o} = np.empty({_shape_tuple(dims)}, {dt(c.dtype)})"]
+    off = "0"
     for x in c.a:
-        for d in range(rank):
-            if d != axis:
-                lines += [f"if {x}.shape[{d}] != {x0}.shape[{d}]:",
-                          "    raise ValueError('ConcatV2: dimensions differ')"]
-        idx = [f"_c{d}" for d in range(rank)]
-        ind = ""
-        for d in range(rank):
-            lines.append(f"{ind}for _c{d} in range({x}.shape[{d}]):")
-            ind += "    "
-        oidx = [f"_off + _c{d}" if d == axis else f"_c{d}" for d in range(rank)]
-        lines.append(f"{ind}{o}[{', '.join(oidx)}] = {x}[{', '.join(idx)}]")
-        lines.append(f"_off += {x}.shape[{axis}]")
+        lines.append(f"_rt.concat_into({o}, {x}, {axis}, {off})")
+        off = f"{x}.shape[{axis}]" if off == "0" else f"{off} + {x}.shape[{axis}]"
     return lines
 
 
@@ -365,20 +315,14 @@ def _acc_matmul(c: Ctx):
     product summed first, as the unfused ops do; a shape that would broadcast raises, and the
     interpreted loop runs instead."""
     v = c.a[0]
-    c2 = Ctx(c.node, c.a[1:], c.types[1:], c.outs)
-    a, b, ta, tb, m, k, k2, n = _dims(c2)
-    return [f"if {k} != {k2} or {v}.shape[0] != {m} or {v}.shape[1] != {n}:",
-            "    raise ValueError('MatMul: shapes differ')"] + _gemm_lines(
-        a, b, ta, tb, m, k, n, c.dtype, lambda i, j, x: f"{v}[{i}, {j}] = {dt(c.dtype)}({v}[{i}, {j}] + {x})", c.outs[0]) + [
-        f"{c.outs[0]} = {v}"]
+    ta, tb = _transposes(c)
+    return [f"{c.outs[0]} = _rt.gemm({c.a[1]}, {c.a[2]}, {ta}, {tb}, {v}, True)"]
 
 
 def _history_read(c: Ctx):
     """Row `index` of a history a forward loop saved (a gradient loop's AccumulatorPop)."""
     h, i = c.a
-    return [f"if {i} < 0 or {i} >= {h}.shape[0]:",
-            "    raise ValueError('no value was saved for this iteration')",
-            f"{c.outs[0]} = {h}[{i}]"]
+    return [f"{c.outs[0]} = _rt.row({h}, {i})"]
 
 
 EMITTERS = {op: _elementwise(t) for op, t in {**_UNARY, **_BINARY}.items()}
@@ -434,7 +378,7 @@ def _emit(nodes, name_of, type_of, needed, indent="    ", span=None) -> list:
     def other(j, node):
         outs = [name_of(("n", j, o)) for o in range(len(node.dtypes))]
         return EMITTERS[node.op](Ctx(node, [name_of(r) for r in node.args], [type_of(r) for r in node.args], outs))
-    return emit_block(nodes, name_of, type_of, needed, other, indent, span)
+    return emit_block(nodes, name_of, type_of, needed, other, indent, span, type_of.statics)
 
 
 def _resolver(spec, input_name):
@@ -446,6 +390,14 @@ def _resolver(spec, input_name):
             return tuple(spec.inputs[ref[1]])
         node = spec.nodes[ref[1]]
         return node.dtypes[ref[2]], node.ranks[ref[2]]
+
+    def statics(ref):
+        if ref[0] == "i":
+            st = spec.input_statics
+            return st[ref[1]] if ref[1] < len(st) else ()
+        st = spec.nodes[ref[1]].statics
+        return st[ref[2]] if ref[2] < len(st) else ()
+    type_of.statics = statics
     return name_of, type_of
 
 
@@ -491,13 +443,49 @@ def _accumulate_in_place(spec: LoopSpec) -> LoopSpec:
                     or nodes[mm[1]].dtypes[0] != add.dtypes[0] or spec.inputs[k] != (add.dtypes[0], 2)):
                 continue
             m = nodes[mm[1]]
-            nodes[nx[1]] = Node("_AccMatMul", m.attrs, (add.args[pos],) + m.args, add.dtypes, add.ranks)
-            nodes[mm[1]] = Node("_Nop", (), (), m.dtypes, m.ranks)
+            nodes[nx[1]] = Node("_AccMatMul", m.attrs, (add.args[pos],) + m.args, add.dtypes, add.ranks, add.statics)
+            nodes[mm[1]] = Node("_Nop", (), (), m.dtypes, m.ranks, m.statics)
             changed = True
             break
     if not changed:
         return spec
-    return LoopSpec(spec.inputs, spec.n_vars, tuple(nodes), spec.n_cond, spec.cond, spec.nexts, spec.saves)
+    return LoopSpec(spec.inputs, spec.n_vars, tuple(nodes), spec.n_cond, spec.cond, spec.nexts, spec.saves,
+                    spec.input_statics)
+
+
+def _conforms(inner: tuple, outer: tuple) -> bool:
+    """Whether a value of static shape `inner` always has static shape `outer` (-1: any size)."""
+    return len(inner) == len(outer) and all(o == -1 or i == o for i, o in zip(inner, outer))
+
+
+def _trusted_statics(spec: LoopSpec) -> LoopSpec:
+    """`spec` as is when every loop variable's next value has (at least) the variable's static
+    shape, as `while_loop` requires; else with no static shapes (the generated code then works
+    every broadcast out at run time), since only the first iteration's values are checked."""
+    def statics(ref):
+        if ref[0] == "i":
+            return spec.input_statics[ref[1]] if ref[1] < len(spec.input_statics) else ()
+        st = spec.nodes[ref[1]].statics
+        return st[ref[2]] if ref[2] < len(st) else ()
+    if all(spec.inputs[k][1] == 0 or _conforms(statics(r), statics(("i", k))) for k, r in enumerate(spec.nexts)):
+        return spec
+    nodes = tuple(Node(nd.op, nd.attrs, nd.args, nd.dtypes, nd.ranks) for nd in spec.nodes)
+    return LoopSpec(spec.inputs, spec.n_vars, nodes, spec.n_cond, spec.cond, spec.nexts, spec.saves)
+
+
+# ops whose compiled form may be a view that is not C-contiguous (a loop variable must be)
+_VIEWS = frozenset({"Split", "SplitV", "Transpose"})
+
+
+def _may_be_view(spec, ref) -> bool:
+    while ref[0] == "n":
+        node = spec.nodes[ref[1]]
+        if node.op in _VIEWS:
+            return True
+        if node.op not in ("Identity", "Snapshot", "StopGradient"):
+            return False
+        ref = node.args[0]
+    return False        # the kernel's arguments are C-contiguous (JitKernel makes them so)
 
 
 def loop_source(spec: LoopSpec) -> str:
@@ -505,7 +493,7 @@ def loop_source(spec: LoopSpec) -> str:
     final values followed by the histories of the saved values (a tuple), and the number of
     iterations run. A history grows by doubling; row `it` holds iteration `it`'s value, and every
     row must have the shape of the first."""
-    spec = _accumulate_in_place(spec)
+    spec = _trusted_statics(_accumulate_in_place(spec))
     n = len(spec.inputs)
     params = ", ".join(f"a{i}" for i in range(n))
     name_of, type_of = _resolver(spec, lambda k: f"v{k}" if k < spec.n_vars else f"a{k}")
@@ -514,7 +502,8 @@ def loop_source(spec: LoopSpec) -> str:
         lines.append(f"    v{k} = a{k}")
     for j, r in enumerate(spec.saves):
         d, rank = type_of(r)
-        lines.append(f"    h{j} = np.empty(({'0, ' * (rank + 1)}), {dt(d)})")
+        # (a reshaped 1-D array: numba compiles np.empty once per rank in every process)
+        lines.append(f"    h{j} = np.empty((0, ), {dt(d)}).reshape(({'0, ' * (rank + 1)}))")
     lines.append("    it = 0")
     lines.append("    while True:")
     needed = (spec.cond,) + tuple(spec.nexts) + tuple(spec.saves)
@@ -528,8 +517,12 @@ def loop_source(spec: LoopSpec) -> str:
     for k, x in enumerate(nexts):
         # a loop variable keeps one numba type: C-contiguous arrays (views become copies)
         rank = spec.inputs[k][1]
-        lines.append(f"        t{k} = np.ascontiguousarray({x})" if rank else
-                     f"        t{k} = {dt(spec.inputs[k][0])}({x})")
+        if not rank:
+            lines.append(f"        t{k} = {dt(spec.inputs[k][0])}({x})")
+        elif _may_be_view(spec, spec.nexts[k]):
+            lines.append(f"        t{k} = {x}.copy()")     # C order (cheaper to compile than np.ascontiguousarray)
+        else:
+            lines.append(f"        t{k} = {x}")
     for k in range(len(nexts)):
         lines.append(f"        v{k} = t{k}")
     lines.append("        it += 1")
@@ -539,18 +532,6 @@ def loop_source(spec: LoopSpec) -> str:
 
 
 def _save_lines(j: int, x: str, typ) -> list:
-    """Row `it` of history h{j} becomes `x` (doubling the history when it is full)."""
-    d, rank = typ
-    h, ind = f"h{j}", "        "
-    dims = "".join(f", {x}.shape[{k}]" for k in range(rank))
-    lines = [f"{ind}if it == {h}.shape[0]:",
-             f"{ind}    _g = np.empty((max(16, 2 * it){dims}), {dt(d)})",
-             f"{ind}    if it:",
-             f"{ind}        _g[:it] = {h}[:it]",
-             f"{ind}    {h} = _g"]
-    if rank:
-        bad = " or ".join(f"{x}.shape[{k}] != {h}.shape[{k + 1}]" for k in range(rank))
-        lines += [f"{ind}if {bad}:",
-                  f"{ind}    raise ValueError('a saved value changed shape between iterations')"]
-    lines.append(f"{ind}{h}[it] = {x}")
-    return lines
+    """Row `it` of history h{j} becomes `x` (`rt.save_row` doubles the history when it is full)."""
+    fn = "save_row" if typ[1] else "save_scalar"
+    return [f"        h{j} = _rt.{fn}(h{j}, it, {x})"]

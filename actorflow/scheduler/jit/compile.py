@@ -95,10 +95,13 @@ class JitKernel:
     `inputs`: (dtype, rank) per argument; `outputs`: (dtype, rank) per result; `fallback`: the
     interpreted ops (a callable with the same signature) for async mode until compiled, and for
     values the compiled code does not accept. `loop`: the function returns (values, iterations).
+    `shapes`: per argument, the static shape the generated code assumes (-1: any size); an
+    argument of another shape runs the interpreted ops. `rows`: per history a loop returns, the
+    static shape of its rows.
     """
 
     def __init__(self, source: str, inputs, outputs, fallback, mode: str | None = None, what: str = "",
-                 loop: bool = False, max_iterations=None, n_vars=None):
+                 loop: bool = False, max_iterations=None, n_vars=None, shapes=(), rows=()):
         self.source = source
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -109,9 +112,16 @@ class JitKernel:
         # A loop's variables are copied in (its result is never a caller's buffer); its invariants
         # (the histories of saved values among them) only when not C-contiguous and writable.
         nv = len(self.inputs) if n_vars is None else n_vars
+        self.n_vars = nv
+        # a loop's histories: each row's static shape (None where not fully known)
+        self.rows = tuple(None if any(d < 0 for d in r) else tuple(r) for r in rows)
         self.copy_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0 and i < nv) if loop else ()
         self.check_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0 and i >= nv) if loop else ()
         self.scalar_out = tuple(np.dtype(d).type if r == 0 else None for d, r in self.outputs)
+        # The static shapes the generated code assumes (spec.py): (argument, ((dim, size), ...))
+        # for each array argument with known sizes, checked before every call.
+        self.shapes = tuple((i, tuple((j, d) for j, d in enumerate(st) if d >= 0))
+                            for i, st in enumerate(shapes) if self.inputs[i][1] > 0 and any(d >= 0 for d in st))
         # Array arguments of another layout than the eager signature's (C-contiguous, writable):
         # their specialization compiles on the compile thread while the interpreted ops run.
         self.array_in = () if loop else tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0)
@@ -150,6 +160,12 @@ class JitKernel:
         fn = self.fn
         if fn is None:
             return self.fallback(*args)
+        for i, dims in self.shapes:
+            shape = args[i].shape
+            for j, d in dims:
+                if shape[j] != d:
+                    compile_stats["rejected"] += 1
+                    return self.fallback(*args)
         if self.array_in:
             key = tuple((args[i].flags.c_contiguous, args[i].flags.writeable) for i in self.array_in)
             if key not in self._ready_keys:
@@ -197,6 +213,12 @@ class JitKernel:
         so = self.scalar_out
         if self.loop:
             out = out[0]                # (the loop variables, the iteration count)
+            if self.rows and not out[self.n_vars].shape[0]:
+                # no iteration ran: the histories have their rows' static shape (as the
+                # interpreted loop's), not the placeholder shape they started with
+                out = out[:self.n_vars] + tuple(
+                    np.empty((0,) + row, h.dtype) if row is not None else h
+                    for h, row in zip(out[self.n_vars:], self.rows))
             if len(so) == 1:
                 out = out[0]
         if len(so) == 1:

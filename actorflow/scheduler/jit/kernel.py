@@ -44,7 +44,15 @@ def make_kernel(attrs: dict) -> JitKernel:
     else:
         outputs = tuple(_ref_type(spec, r) for r in spec.outputs)
     return JitKernel(source, spec.inputs, outputs, attrs["interpreted"], attrs.get("mode"), attrs.get("what", ""),
-                     loop=loop, n_vars=spec.n_vars if loop else None)
+                     loop=loop, n_vars=spec.n_vars if loop else None, shapes=spec.input_statics,
+                     rows=tuple(_ref_statics(spec, r) for r in spec.saves) if loop else ())
+
+
+def _ref_statics(spec, ref):
+    if ref[0] == "i":
+        return spec.input_statics[ref[1]] if ref[1] < len(spec.input_statics) else (-1,) * spec.inputs[ref[1]][1]
+    st = spec.nodes[ref[1]].statics
+    return st[ref[2]] if ref[2] < len(st) else (-1,) * spec.nodes[ref[1]].ranks[ref[2]]
 
 
 def _ref_type(spec, ref):

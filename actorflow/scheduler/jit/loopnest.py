@@ -78,8 +78,9 @@ def scalar_expr(node, args, arg_types) -> str:
 
 
 class _Block:
-    def __init__(self, nodes, name_of, type_of, needed):
+    def __init__(self, nodes, name_of, type_of, needed, statics_of=None):
         self.nodes = nodes
+        self.statics_of = statics_of or (lambda ref: ())    # ref -> static dimensions (spec.py)
         self.name_of = name_of          # ref -> name of an input (or an earlier block's value)
         self.type_of = type_of          # ref -> (dtype, rank)
         self.uses: dict = {}
@@ -133,85 +134,182 @@ class _Block:
 
     def loop(self, rank, leaves, lines, indent, what):
         """Opens a loop nest over the broadcast shape of `leaves` (rank `rank`); returns
-        (dims, idx_of, body indent)."""
+        (dims, idx_of, body indent).
+
+        Per dimension, a leaf's static size (spec.py) picks its index: a leaf of size 1 reads
+        index 0; one of another known size is the loop's size; one of unknown size, when it is the
+        only one there, is the loop's size too, else it goes through a 0/1 multiplier (numpy's
+        broadcasting, worked out and checked at run time). Known sizes need no check: the kernel's
+        arguments are checked against their static shapes before the call, and the ops' shape
+        functions carry them through."""
         dims = [self.fresh("d") for _ in range(rank)]
-        mult: dict = {}
-        # each dimension: the largest of the leaves' (a size 0 where one is 0), then one check
-        # that every leaf's size is 1 or that
         by_dim: dict = {k: [] for k in range(rank)}
         for r in leaves:
             name, lr = self.value(r), self.type_of(r)[1]
+            st = self.statics_of(r)
             for j in range(lr):
-                by_dim[rank - lr + j].append(f"{name}.shape[{j}]")
+                d = st[j] if len(st) == lr else -1
+                by_dim[rank - lr + j].append((f"{name}.shape[{j}]", 1 if d == 1 else (-1 if d < 0 else 0), r, j))
+        how: dict = {}                  # (leaf, dim) -> "i" (the loop index), "0", or a multiplier
+        unit = [False] * rank           # dimensions every leaf has as 1 (or lacks)
         checks = []
         for k in range(rank):
-            sizes = by_dim[k]
-            if not sizes:
-                lines.append(f"{indent}{dims[k]} = 1")
+            ones = [e for e in by_dim[k] if e[1] == 1]
+            full = [e for e in by_dim[k] if e[1] == 0]
+            free = [e for e in by_dim[k] if e[1] == -1]
+            for _x, _, r, j in ones:
+                how[(r, j)] = "0"
+            if full or len(free) == 1:
+                first = (full or free)[0][0]
+                lines.append(f"{indent}{dims[k]} = {first}")
+                for _x, _, r, j in full + free:
+                    how[(r, j)] = "i"
+                if full:
+                    for x, _, r, j in free:
+                        checks.append(f"(({x} != 1) & ({x} != {dims[k]}))")
+                        how[(r, j)] = self._mult(lines, indent, x)
                 continue
+            if not free:
+                lines.append(f"{indent}{dims[k]} = 1")
+                unit[k] = True
+                continue
+            sizes = [e[0] for e in free]
             expr = sizes[0]
             for x in sizes[1:]:
                 expr = f"max({expr}, {x})"
             lines.append(f"{indent}{dims[k]} = {expr}")
-            if len(sizes) > 1:
-                lines.append(f"{indent}for _z in ({', '.join(sizes)},):")
-                lines.append(f"{indent}    if _z == 0:")
-                lines.append(f"{indent}        {dims[k]} = 0")
-                checks += [f"({x} != 1 and {x} != {dims[k]})" for x in sizes]
+            lines.append(f"{indent}if {' or '.join(x + ' == 0' for x in sizes)}:")
+            lines.append(f"{indent}    {dims[k]} = 0")
+            for x, _, r, j in free:
+                checks.append(f"(({x} != 1) & ({x} != {dims[k]}))")
+                how[(r, j)] = self._mult(lines, indent, x)
         if checks:
-            lines.append(f"{indent}if {' or '.join(checks)}:")
+            lines.append(f"{indent}if {' | '.join(checks)}:")
             lines.append(f"{indent}    raise ValueError('{what}: operands could not be broadcast together')")
-        for r in leaves:
-            name, lr = self.value(r), self.type_of(r)[1]
-            ms = []
-            for j in range(lr):
-                m = self.fresh("m")
-                lines.append(f"{indent}{m} = 0 if {name}.shape[{j}] == 1 else 1")
-                ms.append(m)
-            mult[r] = ms
         ivars = [self.fresh("i") for _ in range(rank)]
         self.pos = len(lines)           # where allocations go: just above the loops
         ind = indent
         for k in range(rank):
+            if unit[k]:                 # a dimension of size 1: no loop, index 0
+                ivars[k] = "0"
+                continue
             lines.append(f"{ind}for {ivars[k]} in range({dims[k]}):")
             ind += "    "
 
         def idx_of(r):
             name, lr = self.value(r), self.type_of(r)[1]
-            parts = [f"{ivars[rank - lr + j]} * {mult[r][j]}" for j in range(lr)]
+            parts = []
+            for j in range(lr):
+                h, i = how[(r, j)], ivars[rank - lr + j]
+                parts.append(i if h == "i" else ("0" if h == "0" else f"{i} * {h}"))
             return f"{name}[{', '.join(parts)}]"
         return dims, ivars, idx_of, ind
 
+    def _mult(self, lines, indent, size):
+        m = self.fresh("m")
+        lines.append(f"{indent}{m} = 0 if {size} == 1 else 1")
+        return m
 
-def emit_block(nodes, name_of, type_of, needed, emit_other, indent="    ", span=None) -> list:
+
+def emit_block(nodes, name_of, type_of, needed, emit_other, indent="    ", span=None, statics_of=None) -> list:
     """Lines computing `nodes` (topological); inlined element-wise nodes get no name of their own.
     `needed`: refs used after the block (outputs, loop variables); `emit_other(j, node)` gives
-    the lines of a node that is neither element-wise nor a reduction (array-level numpy code)."""
-    b = _Block(nodes, name_of, type_of, needed)
+    the lines of a node that is neither element-wise nor a reduction (array-level numpy code).
+
+    Element-wise nodes of one static shape share one loop nest (XLA's multi-output fusion): a
+    node of the shape the open nest runs over joins it, and reads the values of earlier members at
+    the same index; a node that needs none of the nest's values goes above it. Fewer nests, less
+    code for numba to compile."""
+    b = _Block(nodes, name_of, type_of, needed, statics_of)
     lines: list = []
+    group = None                        # the open nest: its shape, index names, indent, where lines go above it
     for j in (span if span is not None else range(len(nodes))):
         node = nodes[j]
         if j in b.inlined:
             continue
-        name = name_of(("n", j, 0))
-        if node.op in ELEMENTWISE and node.ranks[0] == 0:
-            args = [b.value(r) for r in node.args]
-            lines.append(f"{indent}{name} = {scalar_expr(node, args, [type_of(r) for r in node.args])}")
-        elif node.op in ELEMENTWISE:
-            rank = node.ranks[0]
-            leaves = b.leaves(j, [])
-            dims, ivars, idx_of, ind = b.loop(rank, leaves, lines, indent, node.op)
+        key = _static_shape(b, j)
+        if group is not None and key == group["key"]:
+            name = name_of(("n", j, 0))
             body: list = []
-            v = b.subtree(j, idx_of, body, ind, {})
-            lines.insert(b.pos, f"{indent}{name} = np.empty(({''.join(d + ', ' for d in dims)}), "
-                                    f"{dt(node.dtypes[0])})")
+            v = b.subtree(j, group["idx"], body, group["ind"], {})
+            lines.insert(group["pos"], f"{indent}{name} = np.empty(({''.join(d + ', ' for d in group['dims'])}), "
+                                       f"{dt(node.dtypes[0])})")
+            group["pos"] += 1
             lines += body
-            lines.append(f"{ind}{name}[{', '.join(ivars)}] = {v}")
-        elif node.op in REDUCE:
-            lines += _reduce(b, j, node, name, indent)
-        else:
-            lines += [indent + ln for ln in emit_other(j, node)]
+            lines.append(f"{group['ind']}{name}[{', '.join(group['ivars'])}] = {v}")
+            group["members"].add(j)
+            continue
+        if group is not None and not (_reads(b, j) & group["members"]):
+            own = _emit_node(b, j, node, indent, emit_other)
+            lines[group["pos"]:group["pos"]] = own
+            group["pos"] += len(own)
+            continue
+        group = None
+        own = _emit_node(b, j, node, indent, emit_other)
+        if key is not None:
+            group = {"key": key, "dims": b.last_dims, "ivars": b.last_ivars, "ind": b.last_ind,
+                     "pos": len(lines) + b.pos, "members": {j}, "idx": _static_index(b, b.last_ivars)}
+        lines += own
     return lines
+
+
+def _static_shape(b: _Block, j):
+    """The static shape of element-wise node j when it and every array its loop reads have fully
+    known static shapes (it can then share a loop nest with others of that shape); else None."""
+    node = b.nodes[j]
+    if node.op not in ELEMENTWISE or node.ranks[0] == 0:
+        return None
+    st = node.statics[0] if node.statics else ()
+    if len(st) != node.ranks[0] or any(d < 0 for d in st):
+        return None
+    for r in b.leaves(j, []):
+        lst = b.statics_of(r)
+        if len(lst) != b.type_of(r)[1] or any(d < 0 for d in lst):
+            return None
+    return st
+
+
+def _static_index(b: _Block, ivars):
+    """Indexing of a leaf of fully known static shape in a nest over `ivars`."""
+    rank = len(ivars)
+
+    def idx_of(r):
+        st, lr = b.statics_of(r), b.type_of(r)[1]
+        parts = ["0" if st[k] == 1 else ivars[rank - lr + k] for k in range(lr)]
+        return f"{b.value(r)}[{', '.join(parts)}]"
+    return idx_of
+
+
+def _reads(b: _Block, j) -> set:
+    """The nodes whose stored values node j reads (through its inlined subtree)."""
+    out = set()
+    for r in b.nodes[j].args:
+        if r[0] == "n":
+            out |= _reads(b, r[1]) if r[1] in b.inlined else {r[1]}
+    return out
+
+
+def _emit_node(b: _Block, j, node, indent, emit_other) -> list:
+    """The lines of node j on their own (a nest of its own for an element-wise array)."""
+    name = b.name_of(("n", j, 0))
+    if node.op in ELEMENTWISE and node.ranks[0] == 0:
+        args = [b.value(r) for r in node.args]
+        return [f"{indent}{name} = {scalar_expr(node, args, [b.type_of(r) for r in node.args])}"]
+    if node.op in ELEMENTWISE:
+        lines: list = []
+        leaves = b.leaves(j, [])
+        dims, ivars, idx_of, ind = b.loop(node.ranks[0], leaves, lines, indent, node.op)
+        b.last_dims, b.last_ivars, b.last_ind = dims, ivars, ind
+        body: list = []
+        v = b.subtree(j, idx_of, body, ind, {})
+        lines.insert(b.pos, f"{indent}{name} = np.empty(({''.join(d + ', ' for d in dims)}), {dt(node.dtypes[0])})")
+        b.pos += 1
+        lines += body
+        lines.append(f"{ind}{name}[{', '.join(ivars)}] = {v}")
+        return lines
+    if node.op in REDUCE:
+        return _reduce(b, j, node, name, indent)
+    return [indent + ln for ln in emit_other(j, node)]
 
 
 _INIT = {"Sum": 0, "Mean": 0, "BiasAddGrad": 0, "Prod": 1, "All": True, "Any": False}

@@ -1,5 +1,11 @@
 """Helpers that generated JIT code calls: reductions over the rows of a 2-D view, softmax and
-cross-entropy (the kernels' own fused loops), all numba functions compiled once and cached."""
+cross-entropy (the kernels' own fused loops), small GEMMs, concatenation and the histories of a
+loop's saved values; all numba functions compiled once per signature and cached on disk.
+
+Generated kernels call these rather than spelling out their loops: numba compiles a helper once
+per argument types for every kernel of every graph (and caches it), where code inlined in a
+kernel is compiled again in each kernel that has it, about 0.1 s a loop nest.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +13,8 @@ from numba import njit
 
 from actorflow.kernels.cpu.softmax import _softmax_rows, _xent_dense
 
-__all__ = ["row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any", "softmax", "xent"]
+__all__ = ["row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any", "softmax", "xent", "gemm",
+           "concat_into", "save_row", "save_scalar", "row"]
 
 
 @njit(nogil=True, cache=True)
@@ -97,3 +104,109 @@ def xent(x, labels):
     back = np.empty_like(xc)
     _xent_dense(xc, lab, loss, back)
     return loss, back
+
+
+@njit(nogil=True, cache=True)
+def gemm(a, b, ta, tb, out, acc):
+    """MatMul of 2-D `a` and `b` (transposed as `ta`, `tb` say) into `out`: out[i, j] (+)= the sum
+    over k of op(a)[i, k] * op(b)[k, j], each sum in k's order, as the interpreted kernels do;
+    `acc`: add each sum to out's element (``v + MatMul(a, b)`` in v's own buffer) rather than
+    store it. Explicit loops: for small static GEMMs (an RNN cell's) they beat a BLAS call's
+    overhead. One function for every variant: one compile, however many kernels use it."""
+    m, k = (a.shape[1], a.shape[0]) if ta else (a.shape[0], a.shape[1])
+    k2, n = (b.shape[1], b.shape[0]) if tb else (b.shape[0], b.shape[1])
+    if k != k2 or out.shape[0] != m or out.shape[1] != n:
+        raise ValueError("MatMul: shapes differ")
+    zero = out.dtype.type(0)
+    if tb:          # a dot product along rows of b
+        for i in range(m):
+            for j in range(n):
+                s = zero
+                for q in range(k):
+                    s += (a[q, i] if ta else a[i, q]) * b[j, q]
+                out[i, j] = out[i, j] + s if acc else s
+        return out
+    row = np.empty(n, out.dtype)
+    for i in range(m):
+        for j in range(n):
+            row[j] = zero
+        for q in range(k):
+            aik = a[q, i] if ta else a[i, q]
+            for j in range(n):
+                row[j] += aik * b[q, j]
+        for j in range(n):
+            out[i, j] = out[i, j] + row[j] if acc else row[j]
+    return out
+
+
+@njit(nogil=True, cache=True)
+def concat_into(o, x, axis, off):
+    """Copies `x` into C-contiguous `o` at offset `off` along `axis` (one piece of a ConcatV2)."""
+    xc = np.ascontiguousarray(x)
+    outer = 1
+    post = 1
+    for d in range(xc.ndim):
+        if d != axis and xc.shape[d] != o.shape[d]:
+            raise ValueError("ConcatV2: dimensions differ")
+        if d < axis:
+            outer *= xc.shape[d]
+        elif d > axis:
+            post *= xc.shape[d]
+    if off + xc.shape[axis] > o.shape[axis]:
+        raise ValueError("ConcatV2: dimensions differ")
+    of = o.reshape(-1)
+    xf = xc.reshape(-1)
+    ix = xc.shape[axis] * post
+    io = o.shape[axis] * post
+    for r in range(outer):
+        for q in range(ix):
+            of[r * io + off * post + q] = xf[r * ix + q]
+    return o
+
+
+@njit(nogil=True, cache=True)
+def _grown(h, it):
+    """`h` with room for row `it` (twice the rows, or 16, when full)."""
+    if it < h.shape[0]:
+        return h
+    g = np.empty((max(16, 2 * it),) + h.shape[1:], h.dtype)
+    gf = g.reshape(-1)
+    hf = h.reshape(-1)
+    for q in range(hf.size):
+        gf[q] = hf[q]
+    return g
+
+
+@njit(nogil=True, cache=True)
+def save_row(h, it, x):
+    """History `h` (C-contiguous, one row per iteration) with row `it` set to array `x`; a new
+    history of twice the rows when `h` is full. Rows keep the first row's shape."""
+    xc = np.ascontiguousarray(x)
+    if it == 0 and h.shape[0] == 0:
+        h = np.empty((16,) + xc.shape, h.dtype)
+    h = _grown(h, it)
+    if xc.shape != h.shape[1:]:
+        raise ValueError("a saved value changed shape between iterations")
+    hf = h.reshape(-1)
+    xf = xc.reshape(-1)
+    base = it * xf.size
+    for q in range(xf.size):
+        hf[base + q] = xf[q]
+    return h
+
+
+@njit(nogil=True, cache=True)
+def save_scalar(h, it, x):
+    """History `h` (1-D) with element `it` set to `x` (twice the length when full)."""
+    h = _grown(h, it)
+    h[it] = x
+    return h
+
+
+
+@njit(nogil=True, cache=True)
+def row(h, i):
+    """Row `i` of history `h` (a gradient loop's read of a value its forward loop saved)."""
+    if i < 0 or i >= h.shape[0]:
+        raise ValueError("no value was saved for this iteration")
+    return h[i]
