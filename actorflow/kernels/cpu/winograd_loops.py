@@ -61,6 +61,13 @@ def _sgemm(fn, ilp64, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
         _sgemm32(fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 
 
+@njit(inline="always")
+def _bt(d0, d1, d2, d3, d4, d5):
+    """B^T d of one 6-point line d: F(2x2, 5x5)'s input transform (points 0, 1, -1, 2, -2, infinity)."""
+    return (_F4 * d0 - _F5 * d2 + d4, -_F4 * (d1 + d2) + d3 + d4, _F4 * (d1 - d2) - d3 + d4,
+            _F2 * (d3 - d1) - d2 + d4, _F2 * (d1 - d3) - d2 + d4, _F4 * d1 - _F5 * d3 + d5)
+
+
 @njit(cache=True, nogil=True)
 def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
     """v[k, 6*i + j, c] = (B^T d B)[i, j] for tile t0 + k of the N x th x tw tile grid of the NHWC
@@ -68,57 +75,22 @@ def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
     columns 2*tj - pw .. (zero outside); v is [nt, 36, _CP].
 
     Each patch is first copied into a buffer with the channel pitch _CP (a compile-time constant),
-    then one loop over the channels computes all 36 values of a channel in registers. With every
-    offset in that loop a constant, LLVM sees that its loads and stores cannot overlap and
-    vectorises it across channels (with the pitch C of the input, it needed thousands of runtime
-    overlap checks and ran scalar: 4x slower). Offsets are unsigned, which spares numba's
-    negative-index wraparound (see conv.py)."""
+    then B^T d B is two passes of the 6-point transform _bt, down the columns into a second buffer
+    and along its rows into v, each a loop over the channels. With every offset in those loops a
+    constant from one base, LLVM sees that their loads and stores cannot overlap and vectorises them
+    across channels (with the pitch C of the input, it needed thousands of runtime overlap checks and
+    ran scalar: 4x slower). The 6-long loops around them take their 6 at run time (`six`): unrolled,
+    they compiled several times longer and ran no faster (see _output_tiles). Offsets are unsigned,
+    which spares numba's negative-index wraparound (see conv.py)."""
     n_img, h_in, w_in, c_in = x.shape
+    six = v.shape[1] // 6
     xf = x.reshape(-1)
     vf = v.reshape(-1)
     src = np.zeros(36 * _CP, x.dtype)
+    mid = np.empty(36 * _CP, x.dtype)
     uc = uintp(c_in)
-    o1 = uintp(1 * _CP)
-    o2 = uintp(2 * _CP)
-    o3 = uintp(3 * _CP)
-    o4 = uintp(4 * _CP)
-    o5 = uintp(5 * _CP)
-    o6 = uintp(6 * _CP)
-    o7 = uintp(7 * _CP)
-    o8 = uintp(8 * _CP)
-    o9 = uintp(9 * _CP)
-    o10 = uintp(10 * _CP)
-    o11 = uintp(11 * _CP)
-    o12 = uintp(12 * _CP)
-    o13 = uintp(13 * _CP)
-    o14 = uintp(14 * _CP)
-    o15 = uintp(15 * _CP)
-    o16 = uintp(16 * _CP)
-    o17 = uintp(17 * _CP)
-    o18 = uintp(18 * _CP)
-    o19 = uintp(19 * _CP)
-    o20 = uintp(20 * _CP)
-    o21 = uintp(21 * _CP)
-    o22 = uintp(22 * _CP)
-    o23 = uintp(23 * _CP)
-    o24 = uintp(24 * _CP)
-    o25 = uintp(25 * _CP)
-    o26 = uintp(26 * _CP)
-    o27 = uintp(27 * _CP)
-    o28 = uintp(28 * _CP)
-    o29 = uintp(29 * _CP)
-    o30 = uintp(30 * _CP)
-    o31 = uintp(31 * _CP)
-    o32 = uintp(32 * _CP)
-    o33 = uintp(33 * _CP)
-    o34 = uintp(34 * _CP)
-    o35 = uintp(35 * _CP)
-    r0 = uintp(0)
-    r1 = uintp(6 * _CP)
-    r2 = uintp(12 * _CP)
-    r3 = uintp(18 * _CP)
-    r4 = uintp(24 * _CP)
-    r5 = uintp(30 * _CP)
+    o1, o2, o3, o4, o5 = uintp(_CP), uintp(2 * _CP), uintp(3 * _CP), uintp(4 * _CP), uintp(5 * _CP)
+    r1, r2, r3, r4, r5 = uintp(6 * _CP), uintp(12 * _CP), uintp(18 * _CP), uintp(24 * _CP), uintp(30 * _CP)
     per_img = th * tw
     for k in range(nt):
         t = t0 + k
@@ -127,9 +99,9 @@ def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
         tj = t - n * per_img - ti * tw
         h0 = 2 * ti - ph
         w0 = 2 * tj - pw
-        for a in range(6):
+        for a in range(six):
             h = h0 + a
-            for b in range(6):
+            for b in range(six):
                 w = w0 + b
                 o = uintp((a * 6 + b) * _CP)
                 if 0 <= h < h_in and 0 <= w < w_in:
@@ -139,92 +111,29 @@ def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
                 else:
                     for c in range(uc):
                         src[o + c] = 0
-        q = uintp(k * 36 * _CP)
-        for c in range(uc):
-            d00, d01, d02 = src[r0 + c], src[r0 + c + o1], src[r0 + c + o2]
-            d03, d04, d05 = src[r0 + c + o3], src[r0 + c + o4], src[r0 + c + o5]
-            d10, d11, d12 = src[r1 + c], src[r1 + c + o1], src[r1 + c + o2]
-            d13, d14, d15 = src[r1 + c + o3], src[r1 + c + o4], src[r1 + c + o5]
-            d20, d21, d22 = src[r2 + c], src[r2 + c + o1], src[r2 + c + o2]
-            d23, d24, d25 = src[r2 + c + o3], src[r2 + c + o4], src[r2 + c + o5]
-            d30, d31, d32 = src[r3 + c], src[r3 + c + o1], src[r3 + c + o2]
-            d33, d34, d35 = src[r3 + c + o3], src[r3 + c + o4], src[r3 + c + o5]
-            d40, d41, d42 = src[r4 + c], src[r4 + c + o1], src[r4 + c + o2]
-            d43, d44, d45 = src[r4 + c + o3], src[r4 + c + o4], src[r4 + c + o5]
-            d50, d51, d52 = src[r5 + c], src[r5 + c + o1], src[r5 + c + o2]
-            d53, d54, d55 = src[r5 + c + o3], src[r5 + c + o4], src[r5 + c + o5]
-            r00 = _F4 * d00 - _F5 * d20 + d40
-            r01 = _F4 * d01 - _F5 * d21 + d41
-            r02 = _F4 * d02 - _F5 * d22 + d42
-            r03 = _F4 * d03 - _F5 * d23 + d43
-            r04 = _F4 * d04 - _F5 * d24 + d44
-            r05 = _F4 * d05 - _F5 * d25 + d45
-            r10 = -_F4 * (d10 + d20) + d30 + d40
-            r11 = -_F4 * (d11 + d21) + d31 + d41
-            r12 = -_F4 * (d12 + d22) + d32 + d42
-            r13 = -_F4 * (d13 + d23) + d33 + d43
-            r14 = -_F4 * (d14 + d24) + d34 + d44
-            r15 = -_F4 * (d15 + d25) + d35 + d45
-            r20 = _F4 * (d10 - d20) - d30 + d40
-            r21 = _F4 * (d11 - d21) - d31 + d41
-            r22 = _F4 * (d12 - d22) - d32 + d42
-            r23 = _F4 * (d13 - d23) - d33 + d43
-            r24 = _F4 * (d14 - d24) - d34 + d44
-            r25 = _F4 * (d15 - d25) - d35 + d45
-            r30 = _F2 * (d30 - d10) - d20 + d40
-            r31 = _F2 * (d31 - d11) - d21 + d41
-            r32 = _F2 * (d32 - d12) - d22 + d42
-            r33 = _F2 * (d33 - d13) - d23 + d43
-            r34 = _F2 * (d34 - d14) - d24 + d44
-            r35 = _F2 * (d35 - d15) - d25 + d45
-            r40 = _F2 * (d10 - d30) - d20 + d40
-            r41 = _F2 * (d11 - d31) - d21 + d41
-            r42 = _F2 * (d12 - d32) - d22 + d42
-            r43 = _F2 * (d13 - d33) - d23 + d43
-            r44 = _F2 * (d14 - d34) - d24 + d44
-            r45 = _F2 * (d15 - d35) - d25 + d45
-            r50 = _F4 * d10 - _F5 * d30 + d50
-            r51 = _F4 * d11 - _F5 * d31 + d51
-            r52 = _F4 * d12 - _F5 * d32 + d52
-            r53 = _F4 * d13 - _F5 * d33 + d53
-            r54 = _F4 * d14 - _F5 * d34 + d54
-            r55 = _F4 * d15 - _F5 * d35 + d55
-            vf[q + c] = _F4 * r00 - _F5 * r02 + r04
-            vf[q + c + o1] = -_F4 * (r01 + r02) + r03 + r04
-            vf[q + c + o2] = _F4 * (r01 - r02) - r03 + r04
-            vf[q + c + o3] = _F2 * (r03 - r01) - r02 + r04
-            vf[q + c + o4] = _F2 * (r01 - r03) - r02 + r04
-            vf[q + c + o5] = _F4 * r01 - _F5 * r03 + r05
-            vf[q + c + o6] = _F4 * r10 - _F5 * r12 + r14
-            vf[q + c + o7] = -_F4 * (r11 + r12) + r13 + r14
-            vf[q + c + o8] = _F4 * (r11 - r12) - r13 + r14
-            vf[q + c + o9] = _F2 * (r13 - r11) - r12 + r14
-            vf[q + c + o10] = _F2 * (r11 - r13) - r12 + r14
-            vf[q + c + o11] = _F4 * r11 - _F5 * r13 + r15
-            vf[q + c + o12] = _F4 * r20 - _F5 * r22 + r24
-            vf[q + c + o13] = -_F4 * (r21 + r22) + r23 + r24
-            vf[q + c + o14] = _F4 * (r21 - r22) - r23 + r24
-            vf[q + c + o15] = _F2 * (r23 - r21) - r22 + r24
-            vf[q + c + o16] = _F2 * (r21 - r23) - r22 + r24
-            vf[q + c + o17] = _F4 * r21 - _F5 * r23 + r25
-            vf[q + c + o18] = _F4 * r30 - _F5 * r32 + r34
-            vf[q + c + o19] = -_F4 * (r31 + r32) + r33 + r34
-            vf[q + c + o20] = _F4 * (r31 - r32) - r33 + r34
-            vf[q + c + o21] = _F2 * (r33 - r31) - r32 + r34
-            vf[q + c + o22] = _F2 * (r31 - r33) - r32 + r34
-            vf[q + c + o23] = _F4 * r31 - _F5 * r33 + r35
-            vf[q + c + o24] = _F4 * r40 - _F5 * r42 + r44
-            vf[q + c + o25] = -_F4 * (r41 + r42) + r43 + r44
-            vf[q + c + o26] = _F4 * (r41 - r42) - r43 + r44
-            vf[q + c + o27] = _F2 * (r43 - r41) - r42 + r44
-            vf[q + c + o28] = _F2 * (r41 - r43) - r42 + r44
-            vf[q + c + o29] = _F4 * r41 - _F5 * r43 + r45
-            vf[q + c + o30] = _F4 * r50 - _F5 * r52 + r54
-            vf[q + c + o31] = -_F4 * (r51 + r52) + r53 + r54
-            vf[q + c + o32] = _F4 * (r51 - r52) - r53 + r54
-            vf[q + c + o33] = _F2 * (r53 - r51) - r52 + r54
-            vf[q + c + o34] = _F2 * (r51 - r53) - r52 + r54
-            vf[q + c + o35] = _F4 * r51 - _F5 * r53 + r55
+        for b in range(six):                     # mid[:, b] = B^T src[:, b]
+            o = uintp(b * _CP)
+            for c in range(uc):
+                e0, e1, e2, e3, e4, e5 = _bt(src[o + c], src[o + c + r1], src[o + c + r2], src[o + c + r3],
+                                             src[o + c + r4], src[o + c + r5])
+                mid[o + c] = e0
+                mid[o + c + r1] = e1
+                mid[o + c + r2] = e2
+                mid[o + c + r3] = e3
+                mid[o + c + r4] = e4
+                mid[o + c + r5] = e5
+        for i in range(six):                     # v[k, i, :] = mid[i, :] B
+            o = uintp(i * 6 * _CP)
+            q = uintp(k * 36 * _CP) + o
+            for c in range(uc):
+                e0, e1, e2, e3, e4, e5 = _bt(mid[o + c], mid[o + c + o1], mid[o + c + o2], mid[o + c + o3],
+                                             mid[o + c + o4], mid[o + c + o5])
+                vf[q + c] = e0
+                vf[q + c + o1] = e1
+                vf[q + c + o2] = e2
+                vf[q + c + o3] = e3
+                vf[q + c + o4] = e4
+                vf[q + c + o5] = e5
 
 
 @njit(cache=True, nogil=True)
