@@ -100,8 +100,9 @@ def _tile_grid(oh, ow, n):
 
 
 _LOOPS: tuple | None = None
-_NO_BIAS = np.zeros(1, _F32)                 # stand-ins for the drivers' optional arrays (never written)
-_NO_POOL = np.zeros((1, 1, 1, 1), _F32)
+_NO_POOL = np.zeros((1, 1, 1, 1), _F32)     # the stand-in for the driver's optional array (never written)
+# The floor that the output transform raises every value to: 0 for a fused ReLU, -inf for none.
+_RELU_FLOOR, _NO_FLOOR = np.float32(0), np.float32(-np.inf)
 
 
 def _loops():
@@ -136,9 +137,9 @@ def convolve(x, u, out, ph, pw, scratch, bias=None, relu=False, pooled=None):
     block = min(_BLOCK_TILES, _tile_grid(oh, ow, n)[2])
     v = scratch.get((block, 36, _CP), _F32, slot=2)
     m = scratch.get((block, 36, co), _F32, slot=3)
-    has_bias = bias is not None
+    bias = np.zeros(co, _F32) if bias is None else np.ascontiguousarray(bias, _F32)
     pool = pooled is not None
-    loops.forward(np.ascontiguousarray(x), u, out, ph, pw, bias if has_bias else _NO_BIAS, has_bias, relu,
+    loops.forward(np.ascontiguousarray(x), u, out, ph, pw, bias, _RELU_FLOOR if relu else _NO_FLOOR,
                   pooled if pool else _NO_POOL, pool, v, m, block, fn, ilp64)
 
 

@@ -137,9 +137,11 @@ def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
 
 
 @njit(cache=True, nogil=True)
-def _output_tiles(m, th, tw, t0, nt, out, bias, has_bias, relu, pooled, pool):
+def _output_tiles(m, th, tw, t0, nt, out, bias, lo, pooled, pool):
     """out's 2x2 tile t0 + k = A^T M A of m[k] ([36, O]; pixels outside `out` are dropped), plus
-    `bias` when has_bias, then ReLU when relu; with `pool`, each tile's maximum into pooled[n, ti, tj]."""
+    `bias` [O], raised to at least `lo` (0 for a fused ReLU, -inf for none; NaN stays NaN); with
+    `pool`, each tile's maximum into pooled[n, ti, tj]. The bias and the floor are values, not
+    flags: a flag tested inside the channel loop made LLVM compile a copy of the loop per case."""
     # 6 and 2, unknown to LLVM: fully unrolled, these small loops (each with a vectorised loop inside)
     # made the drivers that inline this function take seconds longer to compile, and ran no faster.
     six = m.shape[1] // 6
@@ -162,16 +164,10 @@ def _output_tiles(m, th, tw, t0, nt, out, bias, has_bias, relu, pooled, pool):
         for p in range(two):                     # y = s A
             for o in range(co):
                 s0, s1, s2, s3, s4, s5 = s[p, 0, o], s[p, 1, o], s[p, 2, o], s[p, 3, o], s[p, 4, o], s[p, 5, o]
-                y0 = s0 + s1 + s2 + s3 + s4
-                y1 = s1 - s2 + _F2 * (s3 - s4) + s5
-                if has_bias:
-                    y0 += bias[o]
-                    y1 += bias[o]
-                if relu:
-                    y0 = max(y0, _F0)
-                    y1 = max(y1, _F0)
-                y[p, 0, o] = y0
-                y[p, 1, o] = y1
+                y0 = s0 + s1 + s2 + s3 + s4 + bias[o]
+                y1 = s1 - s2 + _F2 * (s3 - s4) + s5 + bias[o]
+                y[p, 0, o] = lo if y0 < lo else y0
+                y[p, 1, o] = lo if y1 < lo else y1
         i0 = 2 * ti
         j0 = 2 * tj
         for p in range(two):
@@ -222,7 +218,7 @@ def _gradient_tiles(dy, th, tw, t0, nt, g2, dv):
 
 
 @njit(cache=True, nogil=True)
-def forward(x, u, out, ph, pw, bias, has_bias, relu, pooled, pool, v, m, block, fn, ilp64):
+def forward(x, u, out, ph, pw, bias, lo, pooled, pool, v, m, block, fn, ilp64):
     """out = the convolution whose transformed filter is u [36, C, O] (see winograd._winograd), in
     blocks of `block` tiles through the buffers v [block, 36, _CP] and m [block, 36, O]."""
     n, oh, ow, co = out.shape
@@ -237,7 +233,7 @@ def forward(x, u, out, ph, pw, bias, has_bias, relu, pooled, pool, v, m, block, 
         for e in range(36):
             _sgemm(fn, ilp64, _NO_TRANS, _NO_TRANS, nt, co, c, _F1, vp + 4 * e * _CP, 36 * _CP,
                    up + 4 * e * c * co, co, _F0, mp + 4 * e * co, 36 * co)
-        _output_tiles(m, th, tw, t0, nt, out, bias, has_bias, relu, pooled, pool)
+        _output_tiles(m, th, tw, t0, nt, out, bias, lo, pooled, pool)
 
 
 @njit(cache=True, nogil=True)
