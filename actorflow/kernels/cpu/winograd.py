@@ -100,7 +100,8 @@ def _tile_grid(oh, ow, n):
 
 
 _LOOPS: tuple | None = None
-_NO_POOL = np.zeros((1, 1, 1, 1), _F32)     # the stand-in for the driver's optional array (never written)
+_NO_BIAS = np.zeros(1, _F32)                 # stand-ins for the driver's arrays that a filter gradient
+_NO_POOL = np.zeros((1, 1, 1, 1), _F32)     # or an unpooled convolution does not use (never written)
 # The floor that the output transform raises every value to: 0 for a fused ReLU, -inf for none.
 _RELU_FLOOR, _NO_FLOOR = np.float32(0), np.float32(-np.inf)
 
@@ -139,8 +140,8 @@ def convolve(x, u, out, ph, pw, scratch, bias=None, relu=False, pooled=None):
     m = scratch.get((block, 36, co), _F32, slot=3)
     bias = np.zeros(co, _F32) if bias is None else np.ascontiguousarray(bias, _F32)
     pool = pooled is not None
-    loops.forward(np.ascontiguousarray(x), u, out, ph, pw, bias, _RELU_FLOOR if relu else _NO_FLOOR,
-                  pooled if pool else _NO_POOL, pool, v, m, block, fn, ilp64)
+    loops.run(np.ascontiguousarray(x), out, u, ph, pw, bias, _RELU_FLOOR if relu else _NO_FLOOR,
+              pooled if pool else _NO_POOL, pool, _G2_F32, False, v, m, block, fn, ilp64)
 
 
 def conv_forward(x, f, out, ph, pw, scratch, bias=None, relu=False, pooled=None):
@@ -165,7 +166,7 @@ def filter_gradient_sums(x, dy, ph, pw, scratch):
     v = scratch.get((block, 36, _CP), _F32, slot=2)
     dv = scratch.get((block, 36, co), _F32, slot=3)
     acc = np.zeros((36, c, co), _F32)
-    loops.filter_gradient(x, dy, ph, pw, _G2_F32, acc, v, dv, block, fn, ilp64)
+    loops.run(x, dy, acc, ph, pw, _NO_BIAS, _NO_FLOOR, _NO_POOL, False, _G2_F32, True, v, dv, block, fn, ilp64)
     return acc
 
 

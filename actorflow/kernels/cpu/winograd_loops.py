@@ -218,38 +218,29 @@ def _gradient_tiles(dy, th, tw, t0, nt, g2, dv):
 
 
 @njit(cache=True, nogil=True)
-def forward(x, u, out, ph, pw, bias, lo, pooled, pool, v, m, block, fn, ilp64):
-    """out = the convolution whose transformed filter is u [36, C, O] (see winograd._winograd), in
-    blocks of `block` tiles through the buffers v [block, 36, _CP] and m [block, 36, O]."""
-    n, oh, ow, co = out.shape
+def run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, block, fn, ilp64):
+    """One convolution's Winograd blocks of `block` tiles, through the buffers v [block, 36, _CP]
+    and m [block, 36, O]: the convolution y = x * w of the transformed filter w [36, C, O] (see
+    _output_tiles for bias, lo, pooled and pool), or, with `grad`, the filter gradient w += the
+    transformed products of x and the output gradient y (g2: F(5, 2)'s G2). One driver for both,
+    so that the input transform they share is compiled into one function, not two."""
+    n, oh, ow, co = y.shape
     c = x.shape[3]
     th = (oh + 1) // 2
     tw = (ow + 1) // 2
     tiles = n * th * tw
-    vp, up, mp = v.ctypes.data, u.ctypes.data, m.ctypes.data
+    vp, wp, mp = v.ctypes.data, w.ctypes.data, m.ctypes.data
     for t0 in range(0, tiles, block):
         nt = min(block, tiles - t0)
         _input_tiles(x, ph, pw, th, tw, t0, nt, v)
+        if grad:
+            _gradient_tiles(y, th, tw, t0, nt, g2, m)
         for e in range(36):
-            _sgemm(fn, ilp64, _NO_TRANS, _NO_TRANS, nt, co, c, _F1, vp + 4 * e * _CP, 36 * _CP,
-                   up + 4 * e * c * co, co, _F0, mp + 4 * e * co, 36 * co)
-        _output_tiles(m, th, tw, t0, nt, out, bias, lo, pooled, pool)
-
-
-@njit(cache=True, nogil=True)
-def filter_gradient(x, dy, ph, pw, g2, acc, v, dv, block, fn, ilp64):
-    """acc [36, C, O] += the transformed filter gradient of x and dy, in blocks of `block` tiles."""
-    n, oh, ow, co = dy.shape
-    c = x.shape[3]
-    th = (oh + 1) // 2
-    tw = (ow + 1) // 2
-    tiles = n * th * tw
-    vp, dp, ap = v.ctypes.data, dv.ctypes.data, acc.ctypes.data
-    for t0 in range(0, tiles, block):
-        nt = min(block, tiles - t0)
-        _input_tiles(x, ph, pw, th, tw, t0, nt, v)
-        _gradient_tiles(dy, th, tw, t0, nt, g2, dv)
-        for e in range(36):
-            # acc_e [C, O] += v_e.T [C, nt] @ dv_e [nt, O]
-            _sgemm(fn, ilp64, _TRANS, _NO_TRANS, c, co, nt, _F1, vp + 4 * e * _CP, 36 * _CP, dp + 4 * e * co, 36 * co,
-                   _F1, ap + 4 * e * c * co, co)
+            ve, we, me = vp + 4 * e * _CP, wp + 4 * e * c * co, mp + 4 * e * co
+            if grad:        # w_e [C, O] += v_e.T [C, nt] @ m_e [nt, O]
+                ta, rows, inner, beta, b, ldb, out, ldo = _TRANS, c, nt, _F1, me, 36 * co, we, co
+            else:           # m_e [nt, O] = v_e [nt, C] @ w_e [C, O]
+                ta, rows, inner, beta, b, ldb, out, ldo = _NO_TRANS, nt, c, _F0, we, co, me, 36 * co
+            _sgemm(fn, ilp64, ta, _NO_TRANS, rows, co, inner, _F1, ve, 36 * _CP, b, ldb, beta, out, ldo)
+        if not grad:
+            _output_tiles(m, th, tw, t0, nt, y, bias, lo, pooled, pool)
