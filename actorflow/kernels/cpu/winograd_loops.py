@@ -68,6 +68,26 @@ def _bt(d0, d1, d2, d3, d4, d5):
             _F2 * (d3 - d1) - d2 + d4, _F2 * (d1 - d3) - d2 + d4, _F4 * d1 - _F5 * d3 + d5)
 
 
+@njit(inline="always")
+def _bt_lines(src, dst, s0, d0, pitch, uc):
+    """dst[d0 + j * pitch + c] = _bt of the 6 points src[s0 + i * pitch + c], i = 0 .. 5, for the
+    channels c < uc: the transform of one line of the tile, vectorised across channels (`pitch` is a
+    constant where this is inlined, so every offset in the loop is a constant from one base)."""
+    p2 = pitch + pitch                   # (uint + uint: a uint times an int literal is a float in numba)
+    p3 = p2 + pitch
+    p4 = p3 + pitch
+    p5 = p4 + pitch
+    for c in range(uc):
+        e0, e1, e2, e3, e4, e5 = _bt(src[s0 + c], src[s0 + c + pitch], src[s0 + c + p2], src[s0 + c + p3],
+                                     src[s0 + c + p4], src[s0 + c + p5])
+        dst[d0 + c] = e0
+        dst[d0 + c + pitch] = e1
+        dst[d0 + c + p2] = e2
+        dst[d0 + c + p3] = e3
+        dst[d0 + c + p4] = e4
+        dst[d0 + c + p5] = e5
+
+
 @njit(cache=True, nogil=True)
 def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
     """v[k, 6*i + j, c] = (B^T d B)[i, j] for tile t0 + k of the N x th x tw tile grid of the NHWC
@@ -89,8 +109,8 @@ def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
     src = np.zeros(36 * _CP, x.dtype)
     mid = np.empty(36 * _CP, x.dtype)
     uc = uintp(c_in)
-    o1, o2, o3, o4, o5 = uintp(_CP), uintp(2 * _CP), uintp(3 * _CP), uintp(4 * _CP), uintp(5 * _CP)
-    r1, r2, r3, r4, r5 = uintp(6 * _CP), uintp(12 * _CP), uintp(18 * _CP), uintp(24 * _CP), uintp(30 * _CP)
+    p = uintp(_CP)                               # the pitch from one column of the patch to the next
+    r = uintp(6 * _CP)                           # and from one row to the next
     per_img = th * tw
     for k in range(nt):
         t = t0 + k
@@ -112,28 +132,9 @@ def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
                     for c in range(uc):
                         src[o + c] = 0
         for b in range(six):                     # mid[:, b] = B^T src[:, b]
-            o = uintp(b * _CP)
-            for c in range(uc):
-                e0, e1, e2, e3, e4, e5 = _bt(src[o + c], src[o + c + r1], src[o + c + r2], src[o + c + r3],
-                                             src[o + c + r4], src[o + c + r5])
-                mid[o + c] = e0
-                mid[o + c + r1] = e1
-                mid[o + c + r2] = e2
-                mid[o + c + r3] = e3
-                mid[o + c + r4] = e4
-                mid[o + c + r5] = e5
+            _bt_lines(src, mid, uintp(b * _CP), uintp(b * _CP), r, uc)
         for i in range(six):                     # v[k, i, :] = mid[i, :] B
-            o = uintp(i * 6 * _CP)
-            q = uintp(k * 36 * _CP) + o
-            for c in range(uc):
-                e0, e1, e2, e3, e4, e5 = _bt(mid[o + c], mid[o + c + o1], mid[o + c + o2], mid[o + c + o3],
-                                             mid[o + c + o4], mid[o + c + o5])
-                vf[q + c] = e0
-                vf[q + c + o1] = e1
-                vf[q + c + o2] = e2
-                vf[q + c + o3] = e3
-                vf[q + c + o4] = e4
-                vf[q + c + o5] = e5
+            _bt_lines(mid, vf, uintp(i * 6 * _CP), uintp((k * 36 + i * 6) * _CP), p, uc)
 
 
 @njit(cache=True, nogil=True)
