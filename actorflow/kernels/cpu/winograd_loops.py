@@ -15,6 +15,13 @@ from llvmlite import ir
 from numba import njit, types, uintp
 from numba.extending import intrinsic
 
+from actorflow.kernels.cpu.conv import _gather_pixel
+from actorflow.kernels.lazy_numba import materialize
+
+# conv.py's numba functions are stand-ins until numba is imported (lazy_numba): make them the
+# dispatchers that the loops here call (materialize rebinds this module's _gather_pixel too).
+materialize()
+
 # The channel pitch of the transformed input tiles: at most this many channels go into a Winograd
 # transform (see _input_tiles).
 _CP = 64
@@ -69,6 +76,14 @@ def _bt(d0, d1, d2, d3, d4, d5):
 
 
 @njit(inline="always")
+def _tile(t, th, tw):
+    """(image, tile row, tile column) of tile t of an N x th x tw tile grid."""
+    n = t // (th * tw)
+    r = t - n * th * tw
+    return n, r // tw, r % tw
+
+
+@njit(inline="always")
 def _bt_lines(src, dst, s0, d0, pitch, uc):
     """dst[d0 + j * pitch + c] = _bt of the 6 points src[s0 + i * pitch + c], i = 0 .. 5, for the
     channels c < uc: the transform of one line of the tile, vectorised across channels (`pitch` is a
@@ -111,26 +126,13 @@ def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
     uc = uintp(c_in)
     p = uintp(_CP)                               # the pitch from one column of the patch to the next
     r = uintp(6 * _CP)                           # and from one row to the next
-    per_img = th * tw
     for k in range(nt):
-        t = t0 + k
-        n = t // per_img
-        ti = (t - n * per_img) // tw
-        tj = t - n * per_img - ti * tw
+        n, ti, tj = _tile(t0 + k, th, tw)
         h0 = 2 * ti - ph
         w0 = 2 * tj - pw
         for a in range(six):
-            h = h0 + a
             for b in range(six):
-                w = w0 + b
-                o = uintp((a * 6 + b) * _CP)
-                if 0 <= h < h_in and 0 <= w < w_in:
-                    s0 = uintp(((n * h_in + h) * w_in + w) * c_in)
-                    for c in range(uc):
-                        src[o + c] = xf[s0 + c]
-                else:
-                    for c in range(uc):
-                        src[o + c] = 0
+                _gather_pixel(xf, n, h0 + a, w0 + b, h_in, w_in, c_in, src, uintp((a * 6 + b) * _CP))
         for b in range(six):                     # mid[:, b] = B^T src[:, b]
             _bt_lines(src, mid, uintp(b * _CP), uintp(b * _CP), r, uc)
         for i in range(six):                     # v[k, i, :] = mid[i, :] B
@@ -150,12 +152,8 @@ def _output_tiles(m, th, tw, t0, nt, out, bias, lo, pooled, pool):
     n_img, oh, ow, co = out.shape
     s = np.empty((2, 6, co), out.dtype)
     y = np.empty((2, 2, co), out.dtype)
-    per_img = th * tw
     for k in range(nt):
-        t = t0 + k
-        n = t // per_img
-        ti = (t - n * per_img) // tw
-        tj = t - n * per_img - ti * tw
+        n, ti, tj = _tile(t0 + k, th, tw)
         for j in range(six):                     # s = A^T M
             for o in range(co):
                 m0, m1, m2, m3, m4, m5 = m[k, j, o], m[k, 6 + j, o], m[k, 12 + j, o], m[k, 18 + j, o], \
@@ -191,12 +189,8 @@ def _gradient_tiles(dy, th, tw, t0, nt, g2, dv):
     n_img, oh, ow, co = dy.shape
     t2 = np.zeros((2, 2, co), dy.dtype)
     r = np.empty((6, 2, co), dy.dtype)
-    per_img = th * tw
     for k in range(nt):
-        t = t0 + k
-        n = t // per_img
-        ti = (t - n * per_img) // tw
-        tj = t - n * per_img - ti * tw
+        n, ti, tj = _tile(t0 + k, th, tw)
         for p in range(two):
             for q in range(two):
                 if 2 * ti + p < oh and 2 * tj + q < ow:
