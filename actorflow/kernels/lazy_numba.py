@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import threading
 
-__all__ = ["njit", "uintp", "materialize"]
+__all__ = ["njit", "uintp"]
 
 _pending: list = []                 # the stand-ins not yet turned into dispatchers
 _lock = threading.Lock()
@@ -37,13 +37,13 @@ class _Lazy:
     def __call__(self, *args, **kwargs):
         d = self.dispatcher
         if d is None:
-            materialize()
+            _materialize()
             d = self.dispatcher
         return d(*args, **kwargs)
 
     def __getattr__(self, name):        # .signatures, .overloads, .py_func ... of the real dispatcher
         if self.dispatcher is None:
-            materialize()
+            _materialize()
         return getattr(self.dispatcher, name)
 
     def __repr__(self) -> str:
@@ -70,9 +70,8 @@ class _Name:
 uintp = _Name("uintp")
 
 
-def materialize() -> None:
-    """Imports numba and turns every pending stand-in into its dispatcher (see the module docstring):
-    for a module of real numba functions that calls functions decorated here."""
+def _materialize() -> None:
+    """Imports numba and turns every pending stand-in into its dispatcher (see the module docstring)."""
     with _lock:
         if not _pending:
             return

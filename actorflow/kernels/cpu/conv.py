@@ -71,21 +71,6 @@ def _window(in_shape, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow):
     return np.array([h, w, c, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow], np.int64)
 
 
-@njit(inline="always")
-def _gather_pixel(x, n, h, w, h_in, w_in, c_in, dst, d):
-    """dst[d .. d + c_in] = the channels of pixel (n, h, w) of the flat NHWC `x` [N, h_in, w_in, c_in],
-    zeros where (h, w) is outside the image (d unsigned): one window position of an im2col gather
-    (also winograd_loops' tile gather)."""
-    uc = uintp(c_in)
-    if 0 <= h < h_in and 0 <= w < w_in:
-        src = uintp(((n * h_in + h) * w_in + w) * c_in)
-        for c in range(uc):
-            dst[d + c] = x[src + c]
-    else:
-        for c in range(uc):
-            dst[d + c] = 0
-
-
 @njit(cache=True, nogil=True)
 def _im2col_rows(x, g, r0, nr, cols):
     """Rows r0 .. r0+nr of the column matrix of the flat NHWC `x`, row-major into `cols`."""
@@ -93,6 +78,7 @@ def _im2col_rows(x, g, r0, nr, cols):
                                                                g[7], g[8], g[9], g[10], g[11], g[12])
     row_len = kw * c_in
     k = kh * row_len
+    uc = uintp(c_in)
     n = r0 // (oh * ow)
     i = (r0 - n * oh * ow) // ow
     j = r0 - (n * oh + i) * ow
@@ -114,7 +100,15 @@ def _im2col_rows(x, g, r0, nr, cols):
                     cols[dst + t] = x[src + t]
             else:
                 for b in range(kw):
-                    _gather_pixel(x, n, h, w0 + b * dw, h_in, w_in, c_in, cols, dst + uintp(b * c_in))
+                    w = w0 + b * dw
+                    d = dst + uintp(b * c_in)
+                    if 0 <= w < w_in:
+                        src = uintp(((n * h_in + h) * w_in + w) * c_in)
+                        for c in range(uc):
+                            cols[d + c] = x[src + c]
+                    else:
+                        for c in range(uc):
+                            cols[d + c] = 0
         j += 1
         if j == ow:
             j = 0

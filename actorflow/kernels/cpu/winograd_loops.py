@@ -15,13 +15,6 @@ from llvmlite import ir
 from numba import njit, types, uintp
 from numba.extending import intrinsic
 
-from actorflow.kernels.cpu.conv import _gather_pixel
-from actorflow.kernels.lazy_numba import materialize
-
-# conv.py's numba functions are stand-ins until numba is imported (lazy_numba): make them the
-# dispatchers that the loops here call (materialize rebinds this module's _gather_pixel too).
-materialize()
-
 # The channel pitch of the transformed input tiles: at most this many channels go into a Winograd
 # transform (see _input_tiles).
 _CP = 64
@@ -132,7 +125,16 @@ def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
         w0 = 2 * tj - pw
         for a in range(six):
             for b in range(six):
-                _gather_pixel(xf, n, h0 + a, w0 + b, h_in, w_in, c_in, src, uintp((a * 6 + b) * _CP))
+                h = h0 + a
+                w = w0 + b
+                o = uintp((a * 6 + b) * _CP)
+                if 0 <= h < h_in and 0 <= w < w_in:
+                    s0 = uintp(((n * h_in + h) * w_in + w) * c_in)
+                    for c in range(uc):
+                        src[o + c] = xf[s0 + c]
+                else:
+                    for c in range(uc):
+                        src[o + c] = 0
         for b in range(six):                     # mid[:, b] = B^T src[:, b]
             _bt_lines(src, mid, uintp(b * _CP), uintp(b * _CP), r, uc)
         for i in range(six):                     # v[k, i, :] = mid[i, :] B
