@@ -117,6 +117,11 @@ def _loops():
     return _LOOPS
 
 
+def _work(co):
+    """The transforms' work buffers for `co` output channels (see winograd_loops.run)."""
+    return np.empty((2, 36 * _CP), _F32), np.empty((4, 6, co), _F32)
+
+
 def forward_filter(f):
     """The transformed filter [36, C, O] that `convolve` takes for a Conv2D by the HWIO 5x5 `f`."""
     return _filter_transform(f)
@@ -141,7 +146,7 @@ def convolve(x, u, out, ph, pw, scratch, bias=None, relu=False, pooled=None):
     bias = np.zeros(co, _F32) if bias is None else np.ascontiguousarray(bias, _F32)
     pool = pooled is not None
     loops.run(np.ascontiguousarray(x), out, u, ph, pw, bias, _RELU_FLOOR if relu else _NO_FLOOR,
-              pooled if pool else _NO_POOL, pool, _G2_F32, False, v, m, block, fn, ilp64)
+              pooled if pool else _NO_POOL, pool, _G2_F32, False, v, m, *_work(co), block, fn, ilp64)
 
 
 def conv_forward(x, f, out, ph, pw, scratch, bias=None, relu=False, pooled=None):
@@ -166,7 +171,8 @@ def filter_gradient_sums(x, dy, ph, pw, scratch):
     v = scratch.get((block, 36, _CP), _F32, slot=2)
     dv = scratch.get((block, 36, co), _F32, slot=3)
     acc = np.zeros((36, c, co), _F32)
-    loops.run(x, dy, acc, ph, pw, _NO_BIAS, _NO_FLOOR, _NO_POOL, False, _G2_F32, True, v, dv, block, fn, ilp64)
+    loops.run(x, dy, acc, ph, pw, _NO_BIAS, _NO_FLOOR, _NO_POOL, False, _G2_F32, True, v, dv, *_work(co), block, fn,
+              ilp64)
     return acc
 
 

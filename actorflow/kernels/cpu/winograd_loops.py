@@ -97,10 +97,10 @@ def _bt_lines(src, dst, s0, d0, pitch, uc):
 
 
 @njit(cache=True, nogil=True)
-def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
+def _input_tiles(x, ph, pw, th, tw, t0, nt, v, patch):
     """v[k, 6*i + j, c] = (B^T d B)[i, j] for tile t0 + k of the N x th x tw tile grid of the NHWC
     `x` (C-contiguous, at most _CP channels), d its 6x6 patch of channel c at rows 2*ti - ph ..,
-    columns 2*tj - pw .. (zero outside); v is [nt, 36, _CP].
+    columns 2*tj - pw .. (zero outside); v is [nt, 36, _CP], `patch` [2, 36 * _CP] a work buffer.
 
     Each patch is first copied into a buffer with the channel pitch _CP (a compile-time constant),
     then B^T d B is two passes of the 6-point transform _bt, down the columns into a second buffer
@@ -114,8 +114,8 @@ def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
     six = v.shape[1] // 6
     xf = x.reshape(-1)
     vf = v.reshape(-1)
-    src = np.zeros(36 * _CP, x.dtype)
-    mid = np.empty(36 * _CP, x.dtype)
+    src = patch[0]
+    mid = patch[1]
     uc = uintp(c_in)
     p = uintp(_CP)                               # the pitch from one column of the patch to the next
     r = uintp(6 * _CP)                           # and from one row to the next
@@ -142,33 +142,32 @@ def _input_tiles(x, ph, pw, th, tw, t0, nt, v):
 
 
 @njit(cache=True, nogil=True)
-def _output_tiles(m, th, tw, t0, nt, out, bias, lo, pooled, pool):
+def _output_tiles(m, th, tw, t0, nt, out, bias, lo, pooled, pool, sy):
     """out's 2x2 tile t0 + k = A^T M A of m[k] ([36, O]; pixels outside `out` are dropped), plus
     `bias` [O], raised to at least `lo` (0 for a fused ReLU, -inf for none; NaN stays NaN); with
     `pool`, each tile's maximum into pooled[n, ti, tj]. The bias and the floor are values, not
-    flags: a flag tested inside the channel loop made LLVM compile a copy of the loop per case."""
+    flags: a flag tested inside the channel loop made LLVM compile a copy of the loop per case.
+    sy [4, 6, O] is a work buffer: A^T M in sy[:2], the tile in sy[2:, :2]."""
     # 6 and 2, unknown to LLVM: fully unrolled, these small loops (each with a vectorised loop inside)
     # made the drivers that inline this function take seconds longer to compile, and ran no faster.
     six = m.shape[1] // 6
     two = six // 3
     n_img, oh, ow, co = out.shape
-    s = np.empty((2, 6, co), out.dtype)
-    y = np.empty((2, 2, co), out.dtype)
     for k in range(nt):
         n, ti, tj = _tile(t0 + k, th, tw)
         for j in range(six):                     # s = A^T M
             for o in range(co):
                 m0, m1, m2, m3, m4, m5 = m[k, j, o], m[k, 6 + j, o], m[k, 12 + j, o], m[k, 18 + j, o], \
                     m[k, 24 + j, o], m[k, 30 + j, o]
-                s[0, j, o] = m0 + m1 + m2 + m3 + m4
-                s[1, j, o] = m1 - m2 + _F2 * (m3 - m4) + m5
+                sy[0, j, o] = m0 + m1 + m2 + m3 + m4
+                sy[1, j, o] = m1 - m2 + _F2 * (m3 - m4) + m5
         for p in range(two):                     # y = s A
             for o in range(co):
-                s0, s1, s2, s3, s4, s5 = s[p, 0, o], s[p, 1, o], s[p, 2, o], s[p, 3, o], s[p, 4, o], s[p, 5, o]
+                s0, s1, s2, s3, s4, s5 = sy[p, 0, o], sy[p, 1, o], sy[p, 2, o], sy[p, 3, o], sy[p, 4, o], sy[p, 5, o]
                 y0 = s0 + s1 + s2 + s3 + s4 + bias[o]
                 y1 = s1 - s2 + _F2 * (s3 - s4) + s5 + bias[o]
-                y[p, 0, o] = lo if y0 < lo else y0
-                y[p, 1, o] = lo if y1 < lo else y1
+                sy[2 + p, 0, o] = lo if y0 < lo else y0
+                sy[2 + p, 1, o] = lo if y1 < lo else y1
         i0 = 2 * ti
         j0 = 2 * tj
         for p in range(two):
@@ -176,51 +175,52 @@ def _output_tiles(m, th, tw, t0, nt, out, bias, lo, pooled, pool):
                 for q in range(two):
                     if j0 + q < ow:
                         for o in range(co):
-                            out[n, i0 + p, j0 + q, o] = y[p, q, o]
+                            out[n, i0 + p, j0 + q, o] = sy[2 + p, q, o]
         if pool:
             for o in range(co):
-                pooled[n, ti, tj, o] = max(max(y[0, 0, o], y[0, 1, o]), max(y[1, 0, o], y[1, 1, o]))
+                pooled[n, ti, tj, o] = max(max(sy[2, 0, o], sy[2, 1, o]), max(sy[3, 0, o], sy[3, 1, o]))
 
 
 @njit(cache=True, nogil=True)
-def _gradient_tiles(dy, th, tw, t0, nt, g2, dv):
+def _gradient_tiles(dy, th, tw, t0, nt, g2, dv, tr):
     """dv[k, 6*i + j, o] = (G2 t G2^T)[i, j] for the 2x2 tile t of dy's channel o at tile t0 + k
-    (zero outside dy): F(5, 2)'s transform of an output-gradient tile."""
+    (zero outside dy): F(5, 2)'s transform of an output-gradient tile. tr [4, 6, O] is a work
+    buffer: the tile t in tr[:2, :2], G2 t in tr[2:] (tr[2 + q, i] = (G2 t)[i, q])."""
     six = g2.shape[0]                # 6 and 2, unknown to LLVM (see _output_tiles)
     two = g2.shape[1]
     n_img, oh, ow, co = dy.shape
-    t2 = np.zeros((2, 2, co), dy.dtype)
-    r = np.empty((6, 2, co), dy.dtype)
     for k in range(nt):
         n, ti, tj = _tile(t0 + k, th, tw)
         for p in range(two):
             for q in range(two):
                 if 2 * ti + p < oh and 2 * tj + q < ow:
                     for o in range(co):
-                        t2[p, q, o] = dy[n, 2 * ti + p, 2 * tj + q, o]
+                        tr[p, q, o] = dy[n, 2 * ti + p, 2 * tj + q, o]
                 else:
                     for o in range(co):
-                        t2[p, q, o] = 0
+                        tr[p, q, o] = 0
         for i in range(six):
             a0, a1 = g2[i, 0], g2[i, 1]
             for q in range(two):
                 for o in range(co):
-                    r[i, q, o] = a0 * t2[0, q, o] + a1 * t2[1, q, o]
+                    tr[2 + q, i, o] = a0 * tr[0, q, o] + a1 * tr[1, q, o]
         for i in range(six):
             for j in range(six):
                 b0, b1 = g2[j, 0], g2[j, 1]
                 e = 6 * i + j
                 for o in range(co):
-                    dv[k, e, o] = r[i, 0, o] * b0 + r[i, 1, o] * b1
+                    dv[k, e, o] = tr[2, i, o] * b0 + tr[3, i, o] * b1
 
 
 @njit(cache=True, nogil=True)
-def run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, block, fn, ilp64):
+def run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, patch, tile, block, fn, ilp64):
     """One convolution's Winograd blocks of `block` tiles, through the buffers v [block, 36, _CP]
     and m [block, 36, O]: the convolution y = x * w of the transformed filter w [36, C, O] (see
     _output_tiles for bias, lo, pooled and pool), or, with `grad`, the filter gradient w += the
-    transformed products of x and the output gradient y (g2: F(5, 2)'s G2). One driver for both,
-    so that the input transform they share is compiled into one function, not two."""
+    transformed products of x and the output gradient y (g2: F(5, 2)'s G2). patch [2, 36 * _CP]
+    and tile [4, 6, O] are work buffers of the transforms (passed in: an allocation in numba
+    compiles numpy's allocation code, 0.5 s of a cold start). One driver for both, so that the
+    input transform they share is compiled into one function, not two."""
     n, oh, ow, co = y.shape
     c = x.shape[3]
     th = (oh + 1) // 2
@@ -229,9 +229,9 @@ def run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, block, fn, ilp6
     vp, wp, mp = v.ctypes.data, w.ctypes.data, m.ctypes.data
     for t0 in range(0, tiles, block):
         nt = min(block, tiles - t0)
-        _input_tiles(x, ph, pw, th, tw, t0, nt, v)
+        _input_tiles(x, ph, pw, th, tw, t0, nt, v, patch)
         if grad:
-            _gradient_tiles(y, th, tw, t0, nt, g2, m)
+            _gradient_tiles(y, th, tw, t0, nt, g2, m, tile)
         for e in range(36):
             ve, we, me = vp + 4 * e * _CP, wp + 4 * e * c * co, mp + 4 * e * co
             if grad:        # w_e [C, O] += v_e.T [C, nt] @ m_e [nt, O]
@@ -240,4 +240,4 @@ def run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, block, fn, ilp6
                 ta, rows, inner, beta, b, ldb, out, ldo = _NO_TRANS, nt, c, _F0, we, co, me, 36 * co
             _sgemm(fn, ilp64, ta, _NO_TRANS, rows, co, inner, _F1, ve, 36 * _CP, b, ldb, beta, out, ldo)
         if not grad:
-            _output_tiles(m, th, tw, t0, nt, y, bias, lo, pooled, pool)
+            _output_tiles(m, th, tw, t0, nt, y, bias, lo, pooled, pool, tile)
