@@ -1,9 +1,10 @@
-"""The numba loops of the Winograd convolution (see winograd.py): the tile transforms, and drivers that
-run a whole convolution's blocks (transform, 36 GEMMs, transform back) in one nogil call.
+"""The numba loops of the Winograd convolution (see winograd.py): the tile transforms, and one driver,
+`run`, that runs a whole convolution's blocks (transform, 36 GEMMs, transform back) in one nogil
+call, for the forward convolution and the filter gradient alike.
 
 The GEMMs are cblas_sgemm calls made from inside numba, through an intrinsic that calls a function
 address passed in as an integer: the address is an argument, not a constant baked into the code, so
-the drivers stay in numba's disk cache. From Python, the 36 ctypes calls a block cost about 1.6 us
+the driver stays in numba's disk cache. From Python, the 36 ctypes calls a block cost about 1.6 us
 each: 2,800 calls and 4-5 ms of CPU per LeNet training step.
 
 Imported on first use (it imports numba and llvmlite), so that importing the kernels stays cheap.
@@ -149,7 +150,7 @@ def _output_tiles(m, th, tw, t0, nt, out, bias, lo, pooled, pool, sy):
     flags: a flag tested inside the channel loop made LLVM compile a copy of the loop per case.
     sy [4, 6, O] is a work buffer: A^T M in sy[:2], the tile in sy[2:, :2]."""
     # 6 and 2, unknown to LLVM: fully unrolled, these small loops (each with a vectorised loop inside)
-    # made the drivers that inline this function take seconds longer to compile, and ran no faster.
+    # made the driver that inlines this function take seconds longer to compile, and ran no faster.
     six = m.shape[1] // 6
     two = six // 3
     n_img, oh, ow, co = out.shape
