@@ -115,18 +115,7 @@ class SyncProgram:
             except Exception as e:  # noqa: BLE001 - reported as the actor reports it, naming the op
                 _raise_as(actor, e, args)
             k += 1
-        results = []
-        for f in self.fetch_srcs:
-            if f is None:
-                results.append(None)
-            else:
-                v = outs[f[0]]
-                results.append(v if f[1] < 0 else v[f[1]])
-        for i, v in const_fetches:
-            results[i] = v
-        for i, fi in feed_fetches:
-            results[i] = feed_values[fi]
-        return results
+        return _results(self.fetch_srcs, outs, feed_values, const_fetches, feed_fetches)
 
 
 class StepGate:
@@ -261,19 +250,7 @@ class SyncTrainProgram:
                         self.rt.loop.call_soon_threadsafe(_unpark_all, self.rt, waiting)
                     except RuntimeError:          # the runtime's loop is closed
                         pass
-        results = []
-        for f in self.fetch_srcs:
-            if f is None:
-                results.append(None)
-            else:
-                v = outs[f[0]]
-                results.append(v if f[1] < 0 else v[f[1]])
-        outs = None
-        for i, v in const_fetches:
-            results[i] = v
-        for i, fi in feed_fetches:
-            results[i] = feed_values[fi]
-        return results
+        return _results(self.fetch_srcs, outs, feed_values, const_fetches, feed_fetches)
 
     def _steps(self, feed_values):
         outs = [None] * self.n
@@ -423,6 +400,23 @@ class SyncTrainProgram:
         out, thunks, finish = (tuple(parts) + (None, None, None))[:3]
         _run_blocks(self.rt.pool, list(thunks), self.rt.threads)
         return finish() if finish is not None else out
+
+
+def _results(fetch_srcs, outs, feed_values, const_fetches, feed_fetches) -> list:
+    """A step's fetched values: kernel outputs by (position, output index or -1 for the whole
+    result), then fetched constants and fed tensors in their places."""
+    results = []
+    for f in fetch_srcs:
+        if f is None:
+            results.append(None)
+        else:
+            v = outs[f[0]]
+            results.append(v if f[1] < 0 else v[f[1]])
+    for i, v in const_fetches:
+        results[i] = v
+    for i, fi in feed_fetches:
+        results[i] = feed_values[fi]
+    return results
 
 
 def _unpark_all(rt, waiting) -> None:
