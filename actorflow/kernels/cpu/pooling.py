@@ -79,6 +79,29 @@ def _max_pool_grad(x, grad, n_img, h_in, w_in, c_in, kh, kw, sh, sw, ph, pw, oh,
                     dx[arg[c] + c] += grad[o + c]
 
 
+@njit(inline="always")
+def _window_argmax(x, n, h_in, w_in, c_in, hs, he, ws, we, best, arg):
+    """For each of the c_in channels of image n, the position (row-major within the clipped window
+    [hs, he) x [ws, we)) of the window's first maximum into arg[c], the maximum into best[c]: strict
+    '>' keeps the first maximum, as TF does. Selects, not conditional stores, in the channel loop."""
+    uc = uintp(c_in)
+    first = uintp(((n * h_in + hs) * w_in + ws) * c_in)
+    for c in range(uc):
+        best[c] = x[first + c]
+        arg[c] = 0
+    k = 0
+    for h in range(hs, he):
+        for w in range(ws, we):
+            src = uintp(((n * h_in + h) * w_in + w) * c_in)
+            for c in range(uc):
+                v = x[src + c]
+                b = best[c]
+                up = v > b
+                best[c] = v if up else b
+                arg[c] = k if up else arg[c]
+            k += 1
+
+
 @njit(cache=True, nogil=True)
 def _max_pool_grad_tiled(x, grad, n_img, h_in, w_in, c_in, kh, kw, sh, sw, ph, pw, oh, ow, dx):
     """_max_pool_grad for windows that tile the input (stride == window, so every real pixel lies
@@ -95,22 +118,7 @@ def _max_pool_grad_tiled(x, grad, n_img, h_in, w_in, c_in, kh, kw, sh, sw, ph, p
             for j in range(ow):
                 w0 = j * sw - pw
                 ws, we = max(w0, 0), min(w0 + kw, w_in)
-                first = uintp(((n * h_in + hs) * w_in + ws) * c_in)
-                for c in range(uc):
-                    best[c] = x[first + c]
-                    arg[c] = 0
-                # Strict '>' keeps the first maximum in row-major window order, as TF does.
-                k = 0
-                for h in range(hs, he):
-                    for w in range(ws, we):
-                        src = uintp(((n * h_in + h) * w_in + w) * c_in)
-                        for c in range(uc):
-                            v = x[src + c]
-                            b = best[c]
-                            up = v > b
-                            best[c] = v if up else b
-                            arg[c] = k if up else arg[c]
-                        k += 1
+                _window_argmax(x, n, h_in, w_in, c_in, hs, he, ws, we, best, arg)
                 o = uintp(((n * oh + i) * ow + j) * c_in)
                 k = 0
                 for h in range(hs, he):
@@ -140,21 +148,7 @@ def _max_pool_grad_relu_tiled(x, grad, n_img, h_in, w_in, c_in, kh, kw, sh, sw, 
             for j in range(ow):
                 w0 = j * sw - pw
                 ws, we = max(w0, 0), min(w0 + kw, w_in)
-                first = uintp(((n * h_in + hs) * w_in + ws) * c_in)
-                for c in range(uc):
-                    best[c] = x[first + c]
-                    arg[c] = 0
-                k = 0
-                for h in range(hs, he):
-                    for w in range(ws, we):
-                        src = uintp(((n * h_in + h) * w_in + w) * c_in)
-                        for c in range(uc):
-                            v = x[src + c]
-                            b = best[c]
-                            up = v > b
-                            best[c] = v if up else b
-                            arg[c] = k if up else arg[c]
-                        k += 1
+                _window_argmax(x, n, h_in, w_in, c_in, hs, he, ws, we, best, arg)
                 o = uintp(((n * oh + i) * ow + j) * c_in)
                 k = 0
                 for h in range(hs, he):
