@@ -221,6 +221,19 @@ class _Scratch(threading.local):
 _scratch = _Scratch()
 
 
+def _padded(x, g):
+    """The NHWC `x` zero-padded (in this thread's scratch slot 1) to [N, hp, wp, C], the padding
+    before at (0, 0) and enough after it for every window of the geometry `g` (see _window)."""
+    n, h, w, c = x.shape
+    kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = (int(v) for v in g[3:])
+    hp = max(h + ph, (oh - 1) * sh + (kh - 1) * dh + 1)
+    wp = max(w + pw, (ow - 1) * sw + (kw - 1) * dw + 1)
+    xpad = _scratch.get((n, hp, wp, c), x.dtype, slot=1)
+    xpad.fill(0)
+    xpad[:, ph:ph + h, pw:pw + w] = x
+    return xpad
+
+
 class _ColumnBlocks:
     """The column matrix of one convolution's input, handed out block by block as [rows, K] matrix
     views of this thread's scratch buffer (transposed views of a K-major block when the input has
@@ -241,11 +254,8 @@ class _ColumnBlocks:
         if self.kmajor:
             # The padded input is small (few channels), and padding it once spares every run of
             # the packing loop its bounds checks.
-            self.hp = max(h + ph, (oh - 1) * sh + (kh - 1) * dh + 1)
-            self.wp = max(w + pw, (ow - 1) * sw + (kw - 1) * dw + 1)
-            xpad = _scratch.get((n, self.hp, self.wp, c), x.dtype, slot=1)
-            xpad.fill(0)
-            xpad[:, ph:ph + h, pw:pw + w] = x
+            xpad = _padded(x, g)
+            self.hp, self.wp = xpad.shape[1:3]
             self.x = xpad.reshape(-1)
         else:
             self.x = x.reshape(-1)
@@ -321,12 +331,68 @@ def _conv_cost(x, f):
     return int(np.size(x)) * (int(fs[0] * fs[1] * fs[3]) if len(fs) == 4 else 1)
 
 
+_DIRECT = None
+_NO_POOL = np.zeros(1, np.float32)      # the direct forward kernel's pooled output when it pools nothing
+
+
+def _direct():
+    """direct_loops (imported on first use: it imports numba and llvmlite)."""
+    global _DIRECT
+    if _DIRECT is None:
+        from actorflow.kernels.cpu import direct_loops
+        _DIRECT = direct_loops
+    return _DIRECT
+
+
+def _direct_ok(geo, fshape, *arrays):
+    """Whether the register-tiled direct convolution (direct_loops) runs this convolution: float32,
+    fewer than _KMAJOR_MAX_CHANNELS input channels (where im2col makes a GEMM with a short K, LeNet's
+    first layer: K=25), output channels a multiple of its 32-channel tile, no dilation. On LeNet's
+    first layer, one core: forward (with bias, ReLU and 2x2 max-pool) and filter gradient ran at
+    74 and 90 GFLOP/s, against about 55 and 50 for im2col + GEMM (benchmarks/conv_kernels.py)."""
+    return (fshape[2] < _KMAJOR_MAX_CHANNELS and fshape[3] % _DIRECT_CHANNELS == 0 and geo.dh == geo.dw == 1
+            and all(a.dtype == np.float32 for a in arrays))
+
+
+_DIRECT_CHANNELS = 32       # direct_loops.TILE_CHANNELS (not imported from there: that module imports numba)
+
+
+def _direct_forward(geo, x, f, out, oh, ow, ph, pw, bias, relu, pooled):
+    """Conv2D of NHWC float32 `x` into `out` by direct_loops.forward, plus `bias` (None: none), ReLU
+    when `relu`, and the 2x2 max-pool into `pooled` when it is not None; `oh` and `ow` even."""
+    kh, kw, c, co = f.shape
+    xpad = _padded(x, _window(x.shape, kh, kw, geo.sh, geo.sw, 1, 1, ph, pw, oh, ow))
+    hp, wp = xpad.shape[1:3]
+    b = np.zeros(co, np.float32) if bias is None else np.ascontiguousarray(bias, np.float32)
+    _direct().forward(xpad.reshape(-1), hp, wp, c, np.ascontiguousarray(f).reshape(-1), kh, kw, geo.sh, geo.sw, b,
+                      bool(relu), oh, ow, co, out.reshape(-1), _NO_POOL if pooled is None else pooled.reshape(-1),
+                      pooled is not None)
+
+
+def _direct_filter_grad(geo, x, dy, fshape, oh, ow, ph, pw):
+    """The filter gradient [KH*KW*C, O] of NHWC float32 `x` and `dy` by direct_loops.filter_grad."""
+    kh, kw, c, co = fshape
+    xpad = _padded(x, _window(x.shape, kh, kw, geo.sh, geo.sw, 1, 1, ph, pw, oh, ow))
+    hp, wp = xpad.shape[1:3]
+    k = kh * kw * c
+    taps = _direct().GRAD_TAPS
+    toff = np.zeros(-(-k // taps) * taps, np.int64)     # dummy taps past the filter read offset 0
+    toff[:k] = (np.arange(kh)[:, None] * (wp * c) + np.arange(kw * c)[None, :]).reshape(-1)
+    dw = np.zeros((toff.shape[0], co), np.float32)
+    _direct().filter_grad(xpad.reshape(-1), hp, wp, c, toff, geo.sh, geo.sw, np.ascontiguousarray(dy).reshape(-1),
+                          oh, ow, co, dw.reshape(-1))
+    return dw[:k]
+
+
 def _conv_forward(geo, x, f, out, oh, ow, ph, pw, bias=None, relu=False, pool=None):
     """Conv2D of NHWC `x` into `out` [N, OH, OW, O] (then + bias, then ReLU, when bias is given;
     then max-pooled by `pool`, a _BandPool, when given)."""
     kh, kw, c, co = f.shape
     if pool is None and winograd.usable(x.dtype, f.shape, geo.sh, geo.sw, geo.dh, geo.dw) and out.dtype == x.dtype:
         winograd.conv_forward(x, f, out, ph, pw, _scratch, bias, relu)
+        return
+    if pool is None and oh % 2 == 0 and ow % 2 == 0 and _direct_ok(geo, f.shape, x, f, out):
+        _direct_forward(geo, x, f, out, oh, ow, ph, pw, bias, relu, None)
         return
     g = _window(x.shape, kh, kw, geo.sh, geo.sw, geo.dh, geo.dw, ph, pw, oh, ow)
     _conv_rows(x, g, f.reshape(kh * kw * c, co), out.reshape(-1, co), bias, relu, pool)
@@ -451,6 +517,8 @@ def _fused_conv_block(geo, x, f, bias, out, oh, ow, ph, pw, relu, window=None, p
     if (pooled is not None and window == (2, 2) and out.dtype == x.dtype
             and winograd.usable(x.dtype, f.shape, geo.sh, geo.sw, geo.dh, geo.dw)):
         winograd.conv_forward(x, f, out, ph, pw, _scratch, bias, relu, pooled)   # a 2x2 pool window is a tile
+    elif pooled is not None and window == (2, 2) and _direct_ok(geo, f.shape, x, f, out, bias):
+        _direct_forward(geo, x, f, out, oh, ow, ph, pw, bias, relu, pooled)     # so is one of its tiles
     elif pooled is not None:
         _conv_forward(geo, x, f, out, oh, ow, ph, pw, bias, relu, _BandPool(pooled, *window, ow, f.shape[3]))
     elif geo.is_pointwise(f.shape, ph, pw):
@@ -609,6 +677,8 @@ def _conv_backprop_filter(geo, x, dy, fshape, oh, ow, ph, pw):
     dt = np.result_type(x.dtype, dy.dtype)
     if winograd.usable(x.dtype, fshape, geo.sh, geo.sw, geo.dh, geo.dw) and dy.dtype == x.dtype:
         return winograd.conv_backprop_filter(x, dy, ph, pw, _scratch)
+    if _direct_ok(geo, fshape, x, dy):
+        return _direct_filter_grad(geo, x, dy, fshape, oh, ow, ph, pw)
     g = _window(x.shape, kh, kw, geo.sh, geo.sw, geo.dh, geo.dw, ph, pw, oh, ow)
     df = np.zeros((kh * kw * c, co), dt)
     dy2 = dy.reshape(-1, co)
