@@ -336,16 +336,16 @@ _NO_POOL = np.zeros(1, np.float32)      # the direct forward kernel's pooled out
 
 
 def _direct():
-    """direct_loops (imported on first use: it imports numba and llvmlite)."""
+    """vector_loops (imported on first use: it imports numba and llvmlite)."""
     global _DIRECT
     if _DIRECT is None:
-        from actorflow.kernels.cpu import direct_loops
-        _DIRECT = direct_loops
+        from actorflow.kernels.cpu import vector_loops
+        _DIRECT = vector_loops
     return _DIRECT
 
 
 def _direct_ok(geo, fshape, *arrays):
-    """Whether the register-tiled direct convolution (direct_loops) runs this convolution: float32,
+    """Whether the register-tiled direct convolution (vector_loops) runs this convolution: float32,
     fewer than _KMAJOR_MAX_CHANNELS input channels (where im2col makes a GEMM with a short K, LeNet's
     first layer: K=25), output channels a multiple of its 32-channel tile, no dilation. On LeNet's
     first layer, one core: forward (with bias, ReLU and 2x2 max-pool) and filter gradient ran at
@@ -354,11 +354,11 @@ def _direct_ok(geo, fshape, *arrays):
             and all(a.dtype == np.float32 for a in arrays))
 
 
-_DIRECT_CHANNELS = 32       # direct_loops.TILE_CHANNELS (not imported from there: that module imports numba)
+_DIRECT_CHANNELS = 32       # vector_loops.TILE_CHANNELS (not imported from there: that module imports numba)
 
 
 def _direct_forward(geo, x, f, out, oh, ow, ph, pw, bias, relu, pooled):
-    """Conv2D of NHWC float32 `x` into `out` by direct_loops.forward, plus `bias` (None: none), ReLU
+    """Conv2D of NHWC float32 `x` into `out` by vector_loops.forward, plus `bias` (None: none), ReLU
     when `relu`, and the 2x2 max-pool into `pooled` when it is not None; `oh` and `ow` even."""
     kh, kw, c, co = f.shape
     xpad = _padded(x, _window(x.shape, kh, kw, geo.sh, geo.sw, 1, 1, ph, pw, oh, ow))
@@ -370,7 +370,7 @@ def _direct_forward(geo, x, f, out, oh, ow, ph, pw, bias, relu, pooled):
 
 
 def _direct_filter_grad(geo, x, dy, fshape, oh, ow, ph, pw):
-    """The filter gradient [KH*KW*C, O] of NHWC float32 `x` and `dy` by direct_loops.filter_grad."""
+    """The filter gradient [KH*KW*C, O] of NHWC float32 `x` and `dy` by vector_loops.filter_grad."""
     kh, kw, c, co = fshape
     xpad = _padded(x, _window(x.shape, kh, kw, geo.sh, geo.sw, 1, 1, ph, pw, oh, ow))
     hp, wp = xpad.shape[1:3]

@@ -1,5 +1,5 @@
-"""Register-tiled direct convolution and the 2x2 max-pool gradient, as numba loops whose innermost
-work is written as LLVM vector code (8 x float32) by intrinsics.
+"""Register-tiled direct convolution and the 2x2 max-pool gradient: numba loops whose innermost work
+is written as LLVM vector code (8 x float32) by intrinsics.
 
 Why intrinsics: numba turns LLVM's SLP vectoriser off, and its loop vectoriser cannot keep a tile of
 accumulators in registers (a numba direct convolution with a 4-pixel x 32-channel tile ran LeNet's
@@ -8,8 +8,10 @@ of <8 x float>, which LLVM promotes to registers, and the loops around them are 
 The arithmetic is numba's own with fastmath off: a separate multiply and add (no contraction, no
 reassociation), each output's taps summed in the order a naive loop sums them.
 
-Used where an im2col GEMM is a poor shape: few input channels (LeNet's first layer, C=1, a GEMM
-with K=25). Imported on first use (it imports numba and llvmlite), so importing the kernels stays cheap.
+The convolution is used where an im2col GEMM is a poor shape: few input channels (LeNet's first
+layer, C=1, a GEMM with K=25). The max-pool gradient stores each window's four gradients at four
+offsets of one array, a loop that numba's vectoriser gives up on (too many runtime overlap checks).
+Imported on first use (it imports numba and llvmlite), so importing the kernels stays cheap.
 """
 from __future__ import annotations
 
@@ -191,3 +193,64 @@ def filter_grad(xpad, hp, wp, c, toff, sh, sw, dy, oh, ow, co, dw):
         for k0 in range(0, toff.shape[0], GRAD_TAPS):
             for cb in range(0, co, TILE_CHANNELS):
                 _filter_grad_tile(xpad, xo, toff, k0, dy, yo, co, cb, oh, ow, sh * wp * c, sw * c, dw)
+
+
+@intrinsic
+def _pool_grad_2x2(typingctx, x, g, rows, ow, c, relu, with_db, db, dx):
+    """The gradient of a 2x2 stride-2 max-pool that covers the flat NHWC `x` exactly ([rows/oh images,
+    2*oh, 2*ow, c], c a multiple of 8), with pooled gradient `g` ([rows, ow, c]), into `dx`: each
+    window's gradient goes to its first maximum in row-major order (a later pixel wins only when
+    greater, as TF's kernel), 0 elsewhere; when `relu`, then times (x > 0) as ReluGrad writes it
+    (g where x > 0, else g * 0); when `with_db`, the channel sums of the result added into db[c],
+    pixel by pixel in row-major window order. Every element of `dx` is written once."""
+    sig = types.void(x, g, rows, ow, c, relu, with_db, db, dx)
+
+    def codegen(context, builder, signature, args):
+        x_, g_, rows_, ow_, c_, relu_, with_db_, db_, dx_ = args
+        ty = signature.args
+        xp, gp = _data(context, builder, ty[0], x_), _data(context, builder, ty[1], g_)
+        bp, dp = _data(context, builder, ty[7], db_), _data(context, builder, ty[8], dx_)
+        zero = _splat(0.0)
+        relu_mask = _splat_i1(builder, builder.icmp_unsigned("!=", relu_, ir.Constant(relu_.type, 0)))
+        do_db = builder.icmp_unsigned("!=", with_db_, ir.Constant(with_db_.type, 0))
+        row = builder.mul(builder.mul(ow_, c_), _c(2))              # one input row
+        with cgutils.for_range(builder, rows_) as lr:
+            top = builder.mul(builder.mul(lr.index, row), _c(2))
+            orow = builder.mul(builder.mul(lr.index, ow_), c_)
+            with cgutils.for_range(builder, ow_) as lj:
+                a = builder.add(top, builder.mul(builder.mul(lj.index, c_), _c(2)))
+                o = builder.add(orow, builder.mul(lj.index, c_))
+                with cgutils.for_range(builder, builder.udiv(c_, _c(_VW))) as lc:
+                    off = builder.mul(lc.index, _c(_VW))
+                    at = [builder.add(builder.add(a, d), off) for d in (_c(0), c_, row, builder.add(row, c_))]
+                    xs = [_vload(builder, xp, p) for p in at]
+                    gv = _vload(builder, gp, builder.add(o, off))
+                    best, ups = xs[0], []
+                    for q in (1, 2, 3):
+                        up = builder.fcmp_ordered(">", xs[q], best)
+                        best = builder.select(up, xs[q], best)
+                        ups.append(up)
+                    # pixel q wins when it raised the maximum and no later pixel did
+                    later = builder.or_(ups[1], ups[2])
+                    wins = [builder.not_(builder.or_(ups[0], later)), builder.and_(ups[0], builder.not_(later)),
+                            builder.and_(ups[1], builder.not_(ups[2])), ups[2]]
+                    vals = []
+                    for q in range(4):
+                        d = builder.select(wins[q], gv, zero)
+                        dead = builder.and_(relu_mask, builder.not_(builder.fcmp_ordered(">", xs[q], zero)))
+                        d = builder.select(dead, builder.fmul(d, zero), d)
+                        _vstore(builder, d, dp, at[q])
+                        vals.append(d)
+                    with builder.if_then(do_db):
+                        s = _vload(builder, bp, off)
+                        for d in vals:
+                            s = builder.fadd(s, d)
+                        _vstore(builder, s, bp, off)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@njit(nogil=True, cache=True)
+def max_pool_grad_2x2(x, g, rows, ow, c, relu, db, dx):
+    """_pool_grad_2x2 over flat arrays (see there); channel sums into `db` when it has c entries."""
+    _pool_grad_2x2(x, g, rows, ow, c, relu, db.shape[0] == c, db, dx)

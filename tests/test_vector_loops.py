@@ -1,6 +1,7 @@
-"""The register-tiled direct convolution (kernels/cpu/direct_loops.py), which runs float32 convolutions
-with few input channels (LeNet's first layer): Conv2D, _FusedConv2D (+ ReLU, + 2x2 max-pool) and
-Conv2DBackpropFilter against the same kernels in float64 (im2col + GEMM), whole and split by batch."""
+"""The kernels of kernels/cpu/vector_loops.py: the register-tiled direct convolution, which runs float32
+convolutions with few input channels (LeNet's first layer): Conv2D, _FusedConv2D (+ ReLU, + 2x2
+max-pool) and Conv2DBackpropFilter against the same kernels in float64 (im2col + GEMM), whole and split
+by batch; and the 2x2 max-pool gradient (alone and with ReluGrad and BiasAddGrad) against numpy."""
 import numpy as np
 import pytest
 
@@ -116,3 +117,29 @@ def test_direct_kernels_leave_what_they_do_not_fit_to_im2col(direct_calls):
         y = _k("Conv2D", attrs)(x, rng.standard_normal(fshape).astype(dtype))
         _k("Conv2DBackpropFilter", attrs)(x, np.array(fshape, np.int32), y)
     assert direct_calls == {"forward": 0, "filter": 0}
+
+
+def _np_max_pool_grad_2x2(x, g):
+    """MaxPoolGrad of a 2x2 stride-2 pool covering `x` exactly: g to each window's first maximum."""
+    n, h, w, c = x.shape
+    win = x.reshape(n, h // 2, 2, w // 2, 2, c).transpose(0, 1, 3, 5, 2, 4).reshape(n, h // 2, w // 2, c, 4)
+    first = np.argmax(win, axis=-1)             # the first maximum in row-major window order
+    d = np.where(np.arange(4) == first[..., None], g[..., None], 0).astype(x.dtype)
+    return d.reshape(n, h // 2, w // 2, c, 2, 2).transpose(0, 1, 4, 2, 5, 3).reshape(x.shape)
+
+
+@pytest.mark.parametrize("shape", [(4, 28, 28, 32), (3, 6, 4, 16)])
+def test_vector_max_pool_gradient_matches_numpy(shape):
+    rng = np.random.default_rng(5)
+    x = np.maximum(np.round(rng.standard_normal(shape) * 2) / 2, 0).astype(np.float32)   # ReLU output: ties
+    attrs = {"ksize": (1, 2, 2, 1), "strides": (1, 2, 2, 1), "padding": "VALID", "data_format": "NHWC"}
+    y = _k("MaxPool", attrs)(x)
+    g = rng.standard_normal(y.shape).astype(np.float32)
+    g.reshape(-1)[::7] = np.nan                 # ReluGrad writes g * 0 where x <= 0: NaN stays NaN there
+    want = _np_max_pool_grad_2x2(x, g)
+    np.testing.assert_array_equal(_k("MaxPoolGrad", attrs)(x, y, g), want)
+    want_relu = np.where(x > 0, want, want * 0)
+    dx, db = _k("_FusedMaxPoolGrad", dict(attrs, fused_ops=("ReluGrad", "BiasAddGrad")))(x, y, g)
+    np.testing.assert_array_equal(dx, want_relu)
+    np.testing.assert_allclose(db, want_relu.astype(np.float64).sum(axis=(0, 1, 2)), rtol=1e-5, atol=1e-5)
+    assert dx.dtype == db.dtype == np.float32
