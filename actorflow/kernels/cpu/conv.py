@@ -8,11 +8,12 @@ still in cache: Conv2D multiplies it by the filter (then adds the bias and appli
 of output, for _FusedConv2D), the filter gradient accumulates ``block.T @ dy`` inside the GEMM, and
 the input gradient multiplies dy by the filter and scatters the result back onto the input grid
 (col2im). On LeNet's second layer each kernel runs at 70-80% of the machine's peak SGEMM rate, as
-fast as one GEMM of the whole column matrix; the first layer (one input channel, 25-long columns)
-reaches about half, its packing costing as much as its GEMM (see benchmarks/conv_kernels.py).
-Blocked direct convolution in numba was measured and rejected: numba turns off LLVM's SLP
-vectoriser, and its loop vectoriser cannot keep a register tile of accumulators (a 4-pixel x
-32-channel tile ran the first layer at 12 GFLOP/s, against about 70 here).
+fast as one GEMM of the whole column matrix. With few input channels (LeNet's first layer: one,
+25-long columns) im2col reaches about half, its packing costing as much as its GEMM, and float32
+forward convolutions and filter gradients run instead as a register-tiled direct convolution
+(vector_loops.py, LLVM vector code emitted by numba intrinsics: numba's own loop vectoriser cannot
+keep a tile of accumulators in registers, and a plain numba direct convolution ran at 12 GFLOP/s):
+90-115 GFLOP/s there, against 50-60 for im2col (see benchmarks/conv_kernels.py).
 numba has no float16 arithmetic, so half-precision convolution runs in float32.
 
 5x5 stride-1 undilated float32 convolutions with enough channels (LeNet's second layer: 32 -> 64) run
@@ -349,7 +350,8 @@ def _direct_ok(geo, fshape, *arrays):
     fewer than _KMAJOR_MAX_CHANNELS input channels (where im2col makes a GEMM with a short K, LeNet's
     first layer: K=25), output channels a multiple of its 32-channel tile, no dilation. On LeNet's
     first layer, one core: forward (with bias, ReLU and 2x2 max-pool) and filter gradient ran at
-    74 and 90 GFLOP/s, against about 55 and 50 for im2col + GEMM (benchmarks/conv_kernels.py)."""
+    about 90 and 115 GFLOP/s, against 45-58 for im2col + GEMM (benchmarks/conv_kernels.py). The
+    input gradient stays im2col's: a first layer's input is rarely differentiated."""
     return (fshape[2] < _KMAJOR_MAX_CHANNELS and fshape[3] % _DIRECT_CHANNELS == 0 and geo.dh == geo.dw == 1
             and all(a.dtype == np.float32 for a in arrays))
 

@@ -5,8 +5,11 @@ Why intrinsics: numba turns LLVM's SLP vectoriser off, and its loop vectoriser c
 accumulators in registers (a numba direct convolution with a 4-pixel x 32-channel tile ran LeNet's
 first layer at 12 GFLOP/s). Here each intrinsic emits the tile itself: its accumulators are allocas
 of <8 x float>, which LLVM promotes to registers, and the loops around them are plain LLVM loops.
-The arithmetic is numba's own with fastmath off: a separate multiply and add (no contraction, no
-reassociation), each output's taps summed in the order a naive loop sums them.
+Each output's taps are summed in the order a naive loop sums them (no reassociation), but each
+multiply-add is fused (llvm.fma, one rounding instead of two, as BLAS's SGEMM and oneDNN do; numba
+with fastmath off keeps them apart): that halves the floating-point instructions, and on LeNet's
+first layer (one core, Zen 4) took the forward convolution from 75 to 94 GFLOP/s and the filter
+gradient from 90 to 116, with float32 errors against a float64 reference as small as before.
 
 The convolution is used where an im2col GEMM is a poor shape: few input channels (LeNet's first
 layer, C=1, a GEMM with K=25). The max-pool gradient stores each window's four gradients at four
@@ -67,7 +70,9 @@ def _accumulators(builder, count):
 
 
 def _madd(builder, acc, x, y):
-    builder.store(builder.fadd(builder.load(acc), builder.fmul(x, y)), acc)
+    """acc += x * y as one fused multiply-add (one rounding; see the module docstring)."""
+    fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_V8, [_V8] * 3), "llvm.fma.v8f32")
+    builder.store(builder.call(fma, [x, y, builder.load(acc)]), acc)
 
 
 @intrinsic
