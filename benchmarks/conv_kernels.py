@@ -8,7 +8,8 @@
    batch 64, NHWC, 5x5 SAME filters, 28x28x1 -> 32 -> 64 channels), old (a baseline commit, default
    the one before the kernels were rewritten) against new (this tree), each as % of the GEMM rate;
    pooling, which does no arithmetic to speak of, as GB/s moved and % of a memory copy's rate.
-   GFLOP/s count a direct convolution's flops: the second layer's kernels run as Winograd F(2x2, 5x5)
+   GFLOP/s count a direct convolution's flops: the first layer's kernels run as a register-tiled
+   direct convolution (kernels/cpu/vector_loops.py), the second layer's as Winograd F(2x2, 5x5)
    (kernels/cpu/winograd.py), 2.8x fewer multiplications, and pass 100% of the GEMM rate.
 3. The MLP step's non-GEMM share: the step under actorflow against its 8 GEMMs alone, run as
    actorflow runs them (same BLAS, same 2-way splits, the SGD update inside the GEMM), in one process.
@@ -305,8 +306,9 @@ def _print_kernels(gemm, kern):
         print(f"{name:36s} {old_ms} {new['s'] * 1e3:8.3f} {fmt(old) if old else '-':>14s} {fmt(new):>14s} "
               f"{(old['s'] / new['s']) if old else float('nan'):7.2f}x")
     print("(conv: GFLOP/s and % of the GEMM rate; pooling: GB/s read+written and % of the copy rate)")
-    print("(GFLOP/s count a direct convolution's 2*N*OH*OW*KH*KW*C*O flops; conv1 runs as Winograd F(2x2, 5x5),\n"
-          " 2.8x fewer multiplications, so it can pass 100% of the GEMM rate)\n")
+    print("(GFLOP/s count a direct convolution's 2*N*OH*OW*KH*KW*C*O flops; conv0 runs as a register-tiled direct\n"
+          " convolution (kernels/cpu/vector_loops.py), conv1 as Winograd F(2x2, 5x5), 2.8x fewer multiplications,\n"
+          " so it can pass 100% of the GEMM rate)\n")
 
 
 def _steps(args, py, trees, old_src):
