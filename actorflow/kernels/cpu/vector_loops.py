@@ -6,7 +6,7 @@ accumulators in registers (a numba direct convolution with a 4-pixel x 32-channe
 first layer at 12 GFLOP/s). Here each intrinsic emits the tile itself: its accumulators are allocas
 of <8 x float>, which LLVM promotes to registers, and the loops around them are plain LLVM loops.
 Each output's taps are summed in the order a naive loop sums them (no reassociation), but each
-multiply-add is fused (llvm.fma, one rounding instead of two, as BLAS's SGEMM and oneDNN do; numba
+multiply-add is fused (llvm.fmuladd, one rounding instead of two, as BLAS's SGEMM and oneDNN do; numba
 with fastmath off keeps them apart): that halves the floating-point instructions, and on LeNet's
 first layer (one core, Zen 4) took the forward convolution from 75 to 94 GFLOP/s and the filter
 gradient from 90 to 116, with float32 errors against a float64 reference as small as before.
@@ -61,6 +61,17 @@ def _c(n):
     return ir.Constant(_I64, n)
 
 
+def _check_args(name, arrays, ints):
+    """The intrinsics read and write flat float32 arrays through raw pointers and do their index
+    arithmetic in 64 bits: anything else is a typing error, not wrong code."""
+    for t in arrays:
+        if not (isinstance(t, types.Array) and t.dtype == types.float32 and t.ndim == 1 and t.layout == "C"):
+            raise TypeError(f"vector_loops.{name}: arrays must be flat C-contiguous float32, got {t}")
+    for t in ints:
+        if t != types.int64:
+            raise TypeError(f"vector_loops.{name}: integer arguments must be int64, got {t}")
+
+
 def _accumulators(builder, count):
     """`count` zeroed <8 x float> allocas (in the entry block, so LLVM keeps them in registers)."""
     accs = [cgutils.alloca_once(builder, _V8) for _ in range(count)]
@@ -70,8 +81,10 @@ def _accumulators(builder, count):
 
 
 def _madd(builder, acc, x, y):
-    """acc += x * y as one fused multiply-add (one rounding; see the module docstring)."""
-    fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_V8, [_V8] * 3), "llvm.fma.v8f32")
+    """acc += x * y as one fused multiply-add (one rounding; see the module docstring). llvm.fmuladd
+    rather than llvm.fma: on a CPU without FMA instructions LLVM emits a multiply and an add instead
+    of calling a correctly rounded software fma per lane."""
+    fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_V8, [_V8] * 3), "llvm.fmuladd.v8f32")
     builder.store(builder.call(fma, [x, y, builder.load(acc)]), acc)
 
 
@@ -83,6 +96,7 @@ def _forward_tile(typingctx, x, xo, xrow, kh, kwc, pst, rst, w, co, cb, bias, re
     + cb + channel]; then adds bias[cb + channel], clamps at 0 when `relu` (v <= 0 -> 0, NaN stays),
     stores the 4 pixels to out[oo + r*orow + q*co + cb ..], and when `po` >= 0 their maximum (in
     row-major order, a later pixel replacing the maximum only when greater) to pooled[po + cb ..]."""
+    _check_args("_forward_tile", (x, w, bias, out, pooled), (xo, xrow, kh, kwc, pst, rst, co, cb, oo, orow, po))
     sig = types.void(x, xo, xrow, kh, kwc, pst, rst, w, co, cb, bias, relu, out, oo, orow, pooled, po)
 
     def codegen(context, builder, signature, args):
@@ -137,6 +151,7 @@ def _filter_grad_tile(typingctx, x, xo, toff, k0, dy, yo, co, cb, oh, ow, rst, p
     """Adds to dw[(k0 + t)*co + cb + channel], for GRAD_TAPS taps t and 32 channels, the sum over the
     oh x ow output pixels (i, j) of one image of x[xo + i*rst + j*pst + toff[k0 + t]] *
     dy[yo + (i*ow + j)*co + cb + channel], summed pixel by pixel in row-major order."""
+    _check_args("_filter_grad_tile", (x, dy, dw), (xo, k0, yo, co, cb, oh, ow, rst, pst, toff.dtype))
     sig = types.void(x, xo, toff, k0, dy, yo, co, cb, oh, ow, rst, pst, dw)
 
     def codegen(context, builder, signature, args):
@@ -208,6 +223,7 @@ def _pool_grad_2x2(typingctx, x, g, rows, ow, c, relu, with_db, db, dx):
     greater, as TF's kernel), 0 elsewhere; when `relu`, then times (x > 0) as ReluGrad writes it
     (g where x > 0, else g * 0); when `with_db`, the channel sums of the result added into db[c],
     pixel by pixel in row-major window order. Every element of `dx` is written once."""
+    _check_args("_pool_grad_2x2", (x, g, db, dx), (rows, ow, c))
     sig = types.void(x, g, rows, ow, c, relu, with_db, db, dx)
 
     def codegen(context, builder, signature, args):
