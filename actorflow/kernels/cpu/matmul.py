@@ -13,7 +13,7 @@ import numpy as np
 from actorflow.kernels.cpu.bias import _fused_epilogue, fused_epilogue_block
 from actorflow.kernels.cpu.blas import matmul as gemm
 from actorflow.kernels.cpu.math import relu_grad, relu_grad_in_place, relu_grad_in_place_ok
-from actorflow.kernels.registry import register_kernel
+from actorflow.kernels.registry import MAC_NS, register_kernel
 
 
 def _matmul_cost(a, b):
@@ -73,7 +73,7 @@ def _matmul_split(attrs):
     return split
 
 
-@register_kernel("MatMul", "CPU", cost=_matmul_cost, split=_matmul_split)
+@register_kernel("MatMul", "CPU", cost=_matmul_cost, unit_ns=MAC_NS, split=_matmul_split)
 def matmul(attrs):
     """tf.raw_ops.MatMul: ``op(a) @ op(b)`` with op a transpose when transpose_a/transpose_b is set.
 
@@ -194,7 +194,7 @@ def _fused_matmul_split(attrs):
     return split
 
 
-@register_kernel("_FusedMatMul", "CPU", cost=_fused_matmul_cost, split=_fused_matmul_split)
+@register_kernel("_FusedMatMul", "CPU", cost=_fused_matmul_cost, unit_ns=MAC_NS, split=_fused_matmul_split)
 def fused_matmul(attrs):
     """``op(a) @ op(b) + bias``, then ReLU when ``fused_ops`` is ("BiasAdd", "Relu"); with
     ``fused_ops`` ("ReluGrad",), ``ReluGrad(op(a) @ op(b), features)``."""
@@ -232,7 +232,7 @@ def _adjoint(x):
     return np.conj(x) if np.iscomplexobj(x) else x
 
 
-@register_kernel("BatchMatMulV2", "CPU", cost=_batch_matmul_cost)
+@register_kernel("BatchMatMulV2", "CPU", cost=_batch_matmul_cost, unit_ns=MAC_NS)
 def batch_matmul_v2(attrs):
     """tf.raw_ops.BatchMatMulV2: batched ``adj(x) @ adj(y)`` with numpy-broadcast batch dims.
 
