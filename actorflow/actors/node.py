@@ -16,6 +16,7 @@ import numpy as np
 
 from actorflow import errors
 from actorflow.actors.resource import huge_buffer_wanted, new_buffer
+from actorflow.kernels.registry import ELEMENT_NS
 
 __all__ = ["NodeActor", "SingleInputActor", "SourceActor", "VariableActor", "ResourceUpdateActor",
            "IsInitializedActor", "FetchSink", "DEAD", "OFFLOAD_NS", "POOL_HANDOFF_NS"]
@@ -70,7 +71,9 @@ class NodeActor:
         self.outs: tuple = ()             # per output: tuple of (consumer, slot)
         self.ctrl: tuple = ()             # (consumer, slot) for control edges
         self.cost = cost                  # callable(*args) -> estimated cost, or None
-        self.limit = limit                # offload when cost(*args) > limit (OFFLOAD_NS in cost's units)
+        # Offload when cost(*args) > limit: OFFLOAD_NS in the cost's units (element operations unless
+        # the executable says otherwise, from the kernel's unit_ns).
+        self.limit = limit if limit is not None else OFFLOAD_NS / ELEMENT_NS
         self.offload = offload            # True: always offload; False: decide by cost
         self.n_out = n_out
         self.multi = n_out != 1
