@@ -42,7 +42,7 @@ from actorflow.kernels.cpu.window import (
     _to_nhwc,
 )
 from actorflow.kernels.lazy_numba import njit, uintp
-from actorflow.kernels.registry import register_kernel
+from actorflow.kernels.registry import MAC_NS, register_kernel
 
 # Every convolution here is a GEMM over the column matrix of its input: row (n, i, j) holds the
 # KH*KW*C input values under output pixel (n, i, j)'s window. The matrix is never built whole: the
@@ -450,7 +450,7 @@ def _winograd_ok(geo, x, fshape, *others) -> bool:
             and all(a.dtype == x.dtype for a in others))
 
 
-@register_kernel("Conv2D", "CPU", cost=_conv_cost, split=_conv2d_split)
+@register_kernel("Conv2D", "CPU", cost=_conv_cost, unit_ns=MAC_NS, split=_conv2d_split)
 def conv2d(attrs):
     """tf.raw_ops.Conv2D: NHWC input, HWIO filter, SAME/VALID padding, strides and dilations.
 
@@ -567,7 +567,7 @@ def _fused_conv_cost(input, filter, bias):
     return _conv_cost(input, filter)
 
 
-@register_kernel("_FusedConv2D", "CPU", cost=_fused_conv_cost, split=_fused_conv_split)
+@register_kernel("_FusedConv2D", "CPU", cost=_fused_conv_cost, unit_ns=MAC_NS, split=_fused_conv_split)
 def fused_conv2d(attrs):
     """Conv2D (NHWC) + bias, then ReLU when ``fused_ops`` is ("BiasAdd", "Relu"); with "MaxPool"
     last in ``fused_ops`` (window and stride ``pool_ksize``, tiling the output), the max-pool of
@@ -639,7 +639,7 @@ def _conv_bp_input_split(attrs):
     return split
 
 
-@register_kernel("Conv2DBackpropInput", "CPU", cost=_conv_bp_input_cost, split=_conv_bp_input_split)
+@register_kernel("Conv2DBackpropInput", "CPU", cost=_conv_bp_input_cost, unit_ns=MAC_NS, split=_conv_bp_input_split)
 def conv2d_backprop_input(attrs):
     """tf.raw_ops.Conv2DBackpropInput: gradient of Conv2D with respect to its input.
 
@@ -724,7 +724,7 @@ def _conv_bp_filter_split(attrs):
     return split
 
 
-@register_kernel("Conv2DBackpropFilter", "CPU", cost=_conv_bp_filter_cost, split=_conv_bp_filter_split)
+@register_kernel("Conv2DBackpropFilter", "CPU", cost=_conv_bp_filter_cost, unit_ns=MAC_NS, split=_conv_bp_filter_split)
 def conv2d_backprop_filter(attrs):
     """tf.raw_ops.Conv2DBackpropFilter: gradient of Conv2D with respect to its filter.
 
