@@ -32,6 +32,8 @@ import time
 
 import numpy as np
 
+from actorflow.kernels.lazy_numba import import_numba
+
 __all__ = ["load_source", "cache_dir", "JitKernel", "compile_stats"]
 
 log = logging.getLogger(__name__)
@@ -53,7 +55,7 @@ def cache_dir() -> str:
 
 def load_source(source: str):
     """The numba dispatcher `kernel` defined by `source`, imported from its file in the cache dir."""
-    import numba
+    numba = import_numba()
     h = hashlib.sha256(f"{numba.__version__}|{np.__version__}|{source}".encode()).hexdigest()[:24]
     with _LOCK:
         fn = _MODULES.get(h)
@@ -76,7 +78,7 @@ def load_source(source: str):
 
 
 def _numba_type(dtype: str, rank: int):
-    import numba
+    numba = import_numba()
     t = numba.from_dtype(np.dtype(dtype))
     return t if rank == 0 else numba.types.Array(t, rank, "C")
 
@@ -183,7 +185,7 @@ class JitKernel:
             if key in self._pending:
                 return
             self._pending.add(key)
-        import numba
+        numba = import_numba()
         types = tuple(numba.typeof(a[()] if i in self.scalar_in else a) for i, a in enumerate(args))
 
         def work():
