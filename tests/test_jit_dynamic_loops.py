@@ -234,3 +234,21 @@ def test_empty_histories_of_unknown_rows_keep_the_batch_size(zero_steps):
         got, want = on.run(fetches, feed), off.run(fetches, feed)
     assert compile_stats["rejected"] == rejected
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+
+
+def test_a_batch_too_big_for_the_compiled_matmuls_runs_the_interpreted_loop():
+    """A MatMul with a symbolic batch compiles to explicit loops, fine for an RNN cell of a few
+    rows; a batch that makes it bigger than a static MatMul the JIT takes (MAX_LOOP_GEMM) runs
+    the interpreted ops (numpy's BLAS) instead, with the same results."""
+    rng = np.random.default_rng(6)
+    g, (n, w, b, x), fetches = _lstm()
+    feed = {n: 3, w: rng.standard_normal((64, 128)).astype(np.float32) * 0.1,
+            b: rng.standard_normal(128).astype(np.float32) * 0.1}
+    with af.Session(graph=g, config=_config(True)) as on, af.Session(graph=g, config=_config(False)) as off:
+        for batch, big in ((2, False), (100, True), (2, False)):
+            feed[x] = rng.standard_normal((batch, 32)).astype(np.float32)
+            before = compile_stats["big"]
+            got = on.run(fetches, feed)
+            assert (compile_stats["big"] > before) == big, batch
+            for a, e in zip(got, off.run(fetches, feed)):
+                np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-5)

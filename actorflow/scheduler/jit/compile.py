@@ -42,7 +42,8 @@ _COMPILER = None                    # the compile thread of async mode (one: num
 # what compiling cost this process: kernels compiled, wall seconds, CPU seconds of the compiling
 # thread (on a shared machine the CPU time is the figure that does not depend on the load), and
 # calls whose values the compiled code rejected (they ran the interpreted ops instead)
-compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0}
+# (and calls whose sizes turned out too big for the explicit loops of a symbolic MatMul: "big")
+compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0, "big": 0}
 
 
 def cache_dir() -> str:
@@ -98,11 +99,14 @@ class JitKernel:
     `shapes`: per argument, the static shape the generated code assumes (-1: any size); an
     argument of another shape runs the interpreted ops. A symbol (a size ``-2 - k``, symbolic.py)
     names one size: the dimensions of the arguments that have it must agree, or the interpreted
-    ops run. `rows`: per history a loop returns, the static shape of its rows.
+    ops run. `rows`: per history a loop returns, the static shape of its rows. `gemms`: (m, n, k)
+    of each MatMul with a symbol among its sizes: sizes that make one bigger than `max_gemm`
+    multiply-adds (the JIT's limit for a static MatMul) run the interpreted ops (numpy's BLAS).
     """
 
     def __init__(self, source: str, inputs, outputs, fallback, mode: str | None = None, what: str = "",
-                 loop: bool = False, max_iterations=None, n_vars=None, shapes=(), rows=()):
+                 loop: bool = False, max_iterations=None, n_vars=None, shapes=(), rows=(), gemms=(),
+                 max_gemm=1 << 18):
         self.source = source
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -131,6 +135,8 @@ class JitKernel:
                 if d < -1 and self.inputs[i][1] > 0:
                     self.symbols.setdefault(d, []).append((i, j))
         self.same = tuple((p[0], tuple(p[1:])) for p in self.symbols.values() if len(p) > 1)
+        self.gemms = tuple(g for g in gemms if all(d >= -1 or d in self.symbols for d in g))
+        self.max_gemm = max_gemm
         # Array arguments of another layout than the eager signature's (C-contiguous, writable):
         # their specialization compiles on the compile thread while the interpreted ops run.
         self.array_in = () if loop else tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0)
@@ -181,6 +187,16 @@ class JitKernel:
                 if args[k].shape[m] != d:
                     compile_stats["rejected"] += 1
                     return self.fallback(*args)
+        for dims in self.gemms:
+            size = 1
+            for d in dims:
+                if d < -1:
+                    i, j = self.symbols[d][0]
+                    d = args[i].shape[j]
+                size *= max(d, 1)
+            if size > self.max_gemm:
+                compile_stats["big"] += 1
+                return self.fallback(*args)
         if self.array_in:
             key = tuple((args[i].flags.c_contiguous, args[i].flags.writeable) for i in self.array_in)
             if key not in self._ready_keys:
