@@ -10,6 +10,8 @@ the ops marked by `af.xla.experimental.jit_scope()`, attribute ``_XlaCompile``):
    saves per iteration (accumulator pushes and pops) become histories the forward function
    returns and the gradient function reads. Loops with other stateful ops (queues, variables,
    random ops, Send/Recv) stay on the actor runtime; in nested loops, the innermost compile.
+   Unknown dimensions get symbols (symbolic.py) so that a gradient loop's run-time shape ops
+   fold; where they cannot, the loop is analyzed with its static shapes alone, as before.
 2. **Clusters.** Maximal sets of compilable ops outside loops, grown along data edges (in
    topological order, merging a producer's cluster into its consumer's unless that would make a
    cycle through an op outside them), become one ``_JitCluster`` op each. An op joins no cluster
