@@ -115,22 +115,26 @@ def test_sizes_that_break_the_assumed_equalities_run_the_interpreted_loop():
                 np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
 
 
-def test_broadcasting_gradients_fold_to_static_reductions():
-    """``h * v`` with v of shape [4] against h of [None, 4]: BroadcastGradientArgs folds to a sum
-    over the rows for v, whatever the batch size (1 included)."""
+@pytest.mark.parametrize("v_shape", [[4], [1, 4], [None, 1]])
+def test_broadcasting_gradients_fold_to_static_reductions(v_shape):
+    """``h * v`` with v of shape [4], [1, 4] or [None, 1] (a mask of the batch) against h of
+    [None, 4]: BroadcastGradientArgs folds to a sum over the rows or the columns for v, whatever
+    the batch size; with 1 row, where whether the kernel sums over an axis depends on the batch
+    size, that axis has size 1 and the Reshape after the sum makes the shapes agree."""
     g = af.Graph()
     with g.as_default():
-        v = af.placeholder(af.float32, [4], name="v")
+        v = af.placeholder(af.float32, v_shape, name="v")
         h0 = af.placeholder(af.float32, [None, 4], name="h0")
         _, h = af.while_loop(lambda t, h: t < 6, lambda t, h: (t + 1, af.sin(h * v) + h * 0.5), [0, h0])
-        loss = af.reduce_sum(h)
+        loss = af.reduce_sum(h * h)
         fetches = [loss] + af.gradients(loss, [v, h0])
     plan = jit_pass(make_plan(g, [v, h0], fetches, []))
     assert [op.type for op in plan.ops].count("_JitLoop") == 2 and not _loop_ops(plan)
     rng = np.random.default_rng(3)
     with af.Session(graph=g, config=_config(True)) as on, af.Session(graph=g, config=_config(False)) as off:
         for rows in (2, 1, 7):
-            feed = {v: rng.standard_normal(4).astype(np.float32), h0: rng.standard_normal((rows, 4)).astype(np.float32)}
+            vs = [rows if d is None else d for d in v_shape]
+            feed = {v: rng.standard_normal(vs).astype(np.float32), h0: rng.standard_normal((rows, 4)).astype(np.float32)}
             rejected = compile_stats["rejected"]
             got = on.run(fetches, feed)
             assert compile_stats["rejected"] == rejected

@@ -112,9 +112,10 @@ def _node_attrs(op):
     """The attributes that shape the generated code of `op`, hashable, or None when the op cannot
     compile (a constant input that is not constant, a layout it does not handle)."""
     a = {}
+    sym = _sym()
     for slot, name in NEEDS_CONST.get(op.type, {}).items():
         t = op.inputs[slot]
-        v = _const_value(t)
+        v = sym.reshape_to[op] if sym is not None and op in sym.reshape_to else _const_value(t)
         if v is None:
             return None
         v = np.asarray(v)
@@ -581,7 +582,7 @@ def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
         _FED.shapes = None
 
 
-def _symbolic(merges, switches, nexts, inv_enters, pops, body_ops):
+def _symbolic(merges, switches, nexts, inv_enters, pops, body_ops, consumers):
     """The loop's symbolic shapes, or None where they cannot be worked out or its variables do
     not keep theirs from one iteration to the next."""
     entry = [((m.outputs[0], s.outputs[1]), m.outputs[0]) for m, s in zip(merges, switches)]
@@ -591,8 +592,12 @@ def _symbolic(merges, switches, nexts, inv_enters, pops, body_ops):
         sym = symbolic.infer(body_ops, entry, _graph_const)
         for m, nx in zip(merges, nexts):
             t = nx.inputs[0]
-            if t not in sym.shape or sym.dims(t) != sym.dims(m.outputs[0]):
+            if t not in sym.shape or sym.dims(t) != sym.dims(m.outputs[0]) or t in sym.loose:
                 raise symbolic.NotSymbolic(f"loop variable '{m.name}' changes shape")
+        body = set(body_ops)
+        for t in sym.loose | set(sym.loose_axes):       # (infer saw the consumers in the body)
+            if any(c not in body for c in consumers.get(t, ())):
+                raise symbolic.NotSymbolic(f"'{t.name}' leaves the loop's body")
     except symbolic.NotSymbolic as e:
         log.debug("JIT: no symbolic shapes for the loop of '%s': %s", merges[0].name if merges else "?", e)
         return None
@@ -668,7 +673,7 @@ def _analyze(name, ops, level_on, fed, fetched, consumers, symbolic_shapes) -> _
         if any(t in fed or (t in fetched and op.type != "Exit") for t in op.outputs):
             raise _NotCompilable
     pops = [consumers[h.outputs[0]][0] for h in hist_enters]
-    sym = _symbolic(merges, switches, nexts, inv_enters, pops, body_ops) if symbolic_shapes else None
+    sym = _symbolic(merges, switches, nexts, inv_enters, pops, body_ops, consumers) if symbolic_shapes else None
     if symbolic_shapes and sym is None:
         raise _NotCompilable            # (the caller tries again without)
     _FED.shapes = sym

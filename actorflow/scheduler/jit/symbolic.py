@@ -63,7 +63,8 @@ class Shapes:
     - `value[t]`: the constant an integer tensor folds to (a numpy array), for the slots that
       need a constant (a Sum's axes, a Reshape's shape);
     - `folded`: ops whose values are all folded (they compile to nothing);
-    - `identity`: Reshapes to the shape their input already has (they compile to an identity)."""
+    - `identity`: Reshapes to the shape their input already has (they compile to an identity);
+    - `reshape_to`: other Reshapes to a Shape with one symbol: their target, the symbol as -1."""
 
     def __init__(self):
         self.shape: dict = {}
@@ -71,6 +72,9 @@ class Shapes:
         self.value: dict = {}
         self.folded: set = set()
         self.identity: set = set()
+        self.reshape_to: dict = {}      # Reshape -> its target with its one symbol as -1
+        self.loose_axes: dict = {}      # folded BroadcastGradientArgs output -> its loose axes
+        self.loose: set = set()         # Sums over them: their consumers must be Reshapes
         self._parent: dict = {}
         self._n = 0
         self._codes: dict = {}
@@ -154,6 +158,11 @@ def _broadcast(sh: Shapes, shapes) -> tuple:
     return tuple(out)
 
 
+def _same(sh: Shapes, a, b) -> bool:
+    a, b = sh.find(a), sh.find(b)
+    return a == b if isinstance(a, int) and isinstance(b, int) else a is b
+
+
 def _equal(sh: Shapes, a, b):
     return sh.unify(a, b)
 
@@ -169,6 +178,13 @@ def _int_value(sh: Shapes, t, const_of):
         return sh.value[t]
     v = const_of(t)
     return None if v is None else np.asarray(v)
+
+
+def _need_int(sh: Shapes, t, const_of, what):
+    v = _int_value(sh, t, const_of)
+    if v is None:
+        raise NotSymbolic(f"{what} known only at run time")
+    return v
 
 
 def _reshape_target(sh: Shapes, x, t, const_of):
@@ -195,8 +211,13 @@ def _reshape_target(sh: Shapes, x, t, const_of):
 
 
 def _bcast_gradient_args(sh: Shapes, a, b, dtype):
-    """The folded outputs of BroadcastGradientArgs(a, b) (symbolic shapes), one per operand;
-    None for an output that depends on the symbols' sizes (it is not folded)."""
+    """The folded outputs of BroadcastGradientArgs(a, b) (symbolic shapes), one per operand: None
+    where it depends on a symbol's size in a way that matters (it is not folded), else (axes,
+    loose). The kernel reduces an operand's axis only where that operand's size is 1; where
+    whether it does depends on a symbol being 1, the fold does not reduce, and `loose` lists
+    (axis, d): the summed value must have size 1 or d there (the sum over it is then the value
+    itself, and only the shape differs by a size-1 axis, which the gradient's Reshape makes good;
+    `infer` checks both)."""
     n = max(len(a), len(b))
     for x, y in zip(a[::-1], b[::-1]):     # two unknown sizes in one place: the same (checked on entry)
         if not isinstance(x, int) and not isinstance(y, int):
@@ -204,27 +225,31 @@ def _bcast_gradient_args(sh: Shapes, a, b, dtype):
     a = tuple(sh.find(d) for d in a)
     b = tuple(sh.find(d) for d in b)
     if a == b:                  # (the kernel's test: before padding)
-        return np.empty(0, dtype), np.empty(0, dtype)
+        return (np.empty(0, dtype), ()), (np.empty(0, dtype), ())
+    # could the shapes turn out equal (then the kernel reduces nothing)?
+    maybe_equal = len(a) == len(b) and all(x == y or not isinstance(x, int) or not isinstance(y, int)
+                                           for x, y in zip(a, b))
     a = (1,) * (n - len(a)) + a
     b = (1,) * (n - len(b)) + b
-    ra: list | None = []
-    rb: list | None = []
-    for i, (x, y) in enumerate(zip(a, b)):
-        # per operand: does it reduce here? True, False, or None (it depends on a symbol's size)
-        if x == y:
-            fa = fb = True if x == 1 else (False if isinstance(x, int) else None)
-        elif x == 1:
-            fa, fb = True, (False if isinstance(y, int) else None)
-        elif y == 1:
-            fa, fb = (False if isinstance(x, int) else None), True
-        elif isinstance(x, int) and isinstance(y, int):
-            raise NotSymbolic(f"BroadcastGradientArgs of incompatible dimensions {x} and {y}")
-        else:           # a symbol against a number other than 1: it is that number, or 1
-            fa = False if isinstance(x, int) else None
-            fb = False if isinstance(y, int) else None
-        ra = None if ra is None or fa is None else ra + [i] * fa
-        rb = None if rb is None or fb is None else rb + [i] * fb
-    return tuple(None if r is None else np.array(r, dtype) for r in (ra, rb))
+    out = []
+    for mine, other in ((a, b), (b, a)):
+        axes, loose = [], []
+        for i, (x, y) in enumerate(zip(mine, other)):
+            if x == 1:
+                axes.append(i)
+                if maybe_equal:
+                    loose.append((i, y))
+            elif isinstance(x, int):
+                if isinstance(y, int) and y != 1 and y != x:
+                    raise NotSymbolic(f"BroadcastGradientArgs of incompatible dimensions {x} and {y}")
+            elif x is y or y == 1:      # reduces when the symbol is 1: a sum over a size-1 axis
+                loose.append((i, x))
+            else:                       # when x is 1 it sums over y's size: no fold
+                out.append(None)
+                break
+        else:
+            out.append((np.array(axes, dtype), (n, tuple(loose)) if loose else ()))
+    return tuple(out)
 
 
 def infer(ops, entry, const_of) -> Shapes:
@@ -239,7 +264,10 @@ def infer(ops, entry, const_of) -> Shapes:
         for t in tensors:
             sh.shape[t] = s
     for op in ops:
-        _infer_op(sh, op, const_of)
+        try:
+            _infer_op(sh, op, const_of)
+        except (ValueError, TypeError, IndexError) as e:    # inputs no rule here expects (a rank)
+            raise NotSymbolic(f"{op.type} '{op.name}': {e}") from e
     return sh
 
 
@@ -264,6 +292,10 @@ def _infer_op(sh: Shapes, op, const_of) -> None:
         _fold(sh, op, const_of)
         return
     ins = [_in(sh, t) for t in op.inputs]
+    if any(t in sh.loose for t in op.inputs) and not (kind == "Reshape" and op.inputs[1] not in sh.loose):
+        raise NotSymbolic("a sum over axes that may or may not have size 1 goes elsewhere than a Reshape")
+    if any(t in sh.loose_axes for t in op.inputs) and not (kind == "Sum" and op.inputs[0] not in sh.loose_axes):
+        raise NotSymbolic("folded reduction axes go elsewhere than a Sum's axes")
     if kind in _SAME:
         sh.shape[outs[0]] = ins[0]
     elif kind in ("Select", "SelectV2") or kind in ELEMENTWISE or kind == "BiasAdd":
@@ -275,6 +307,12 @@ def _infer_op(sh: Shapes, op, const_of) -> None:
         if axes is None:
             raise NotSymbolic(f"{kind} over axes known only at run time")
         rank = len(ins[0])
+        loose = sh.loose_axes.get(op.inputs[1])
+        if loose is not None:
+            n, pairs = loose
+            if kind != "Sum" or rank != n or any(ins[0][i] != 1 and not _same(sh, ins[0][i], d) for i, d in pairs):
+                raise NotSymbolic(f"{kind} over axes that may or may not have size 1")
+            sh.loose.add(outs[0])
         axes = {_axis(a, rank) for a in axes.reshape(-1)}
         keep = bool(op.attrs.get("keep_dims", op.attrs.get("keepdims", False)))
         sh.shape[outs[0]] = tuple(1 if k in axes else d for k, d in enumerate(ins[0]) if keep or k not in axes)
@@ -286,7 +324,7 @@ def _infer_op(sh: Shapes, op, const_of) -> None:
         _equal(sh, k, k2)
         sh.shape[outs[0]] = (m, n)
     elif kind == "ConcatV2":
-        axis = _int_value(sh, op.inputs[-1], const_of)
+        axis = _need_int(sh, op.inputs[-1], const_of, "a ConcatV2's axis")
         pieces = ins[:-1]
         rank = len(pieces[0])
         axis = _axis(axis, rank)
@@ -302,7 +340,7 @@ def _infer_op(sh: Shapes, op, const_of) -> None:
                 dims.append(d)
         sh.shape[outs[0]] = tuple(dims)
     elif kind == "Split":
-        axis = _axis(_int_value(sh, op.inputs[0], const_of), len(ins[1]))
+        axis = _axis(_need_int(sh, op.inputs[0], const_of, "a Split's axis"), len(ins[1]))
         x = ins[1]
         d = x[axis]
         piece = d // len(outs) if isinstance(d, int) else sh.new(False)
@@ -310,8 +348,8 @@ def _infer_op(sh: Shapes, op, const_of) -> None:
             sh.shape[t] = x[:axis] + (piece,) + x[axis + 1:]
     elif kind == "SplitV":
         x = ins[0]
-        axis = _axis(_int_value(sh, op.inputs[2], const_of), len(x))
-        sizes = [int(s) for s in _int_value(sh, op.inputs[1], const_of).reshape(-1)]
+        axis = _axis(_need_int(sh, op.inputs[2], const_of, "a SplitV's axis"), len(x))
+        sizes = [int(s) for s in _need_int(sh, op.inputs[1], const_of, "a SplitV's sizes").reshape(-1)]
         d = x[axis]
         rest = (d - sum(s for s in sizes if s >= 0)) if isinstance(d, int) else sh.new(False)
         for t, s in zip(outs, sizes):
@@ -321,11 +359,14 @@ def _infer_op(sh: Shapes, op, const_of) -> None:
         if target == ins[0]:
             sh.identity.add(op)
         elif op.inputs[1] in sh.symval and not all(isinstance(d, int) for d in target):
-            raise NotSymbolic("a Reshape to a shape with unknown dimensions")
+            if sum(not isinstance(d, int) for d in target) > 1:
+                raise NotSymbolic("a Reshape to a shape with several unknown dimensions")
+            # one symbol: the size left over (the sizes agree where the symbols do)
+            sh.reshape_to[op] = tuple(d if isinstance(d, int) else -1 for d in target)
         sh.shape[outs[0]] = target
     elif kind == "ExpandDims":
         x = ins[0]
-        d = int(_int_value(sh, op.inputs[1], const_of))
+        d = int(_need_int(sh, op.inputs[1], const_of, "an ExpandDims' axis"))
         d = d + len(x) + 1 if d < 0 else d
         sh.shape[outs[0]] = x[:d] + (1,) + x[d:]
     elif kind == "Squeeze":
@@ -372,9 +413,10 @@ def _fold(sh: Shapes, op, const_of) -> None:
         a, b = (sh.symval.get(x) for x in op.inputs)
         if a is None or b is None:
             raise NotSymbolic("BroadcastGradientArgs of shapes that are not Shape ops")
-        ra, rb = _bcast_gradient_args(sh, a, b, dtype)
-        for out, r in zip(op.outputs, (ra, rb)):
+        for out, r in zip(op.outputs, _bcast_gradient_args(sh, a, b, dtype)):
             if r is not None:
-                sh.value[out] = r
+                sh.value[out] = r[0]
+                if r[1]:
+                    sh.loose_axes[out] = r[1]
     for out in op.outputs:
         sh.shape[out] = _from_static(sh, out, False) if out.shape.ndims is not None else ()
