@@ -582,6 +582,14 @@ def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
         _FED.shapes = None
 
 
+def _no_op_sum(op) -> bool:
+    """A Sum over no axis (a gradient's, where BroadcastGradientArgs folded to nothing)."""
+    if op.type != "Sum":
+        return False
+    axes = _const_value(op.inputs[1])
+    return axes is not None and np.size(axes) == 0
+
+
 def _symbolic(merges, switches, nexts, inv_enters, pops, body_ops, consumers):
     """The loop's symbolic shapes, or None where they cannot be worked out or its variables do
     not keep theirs from one iteration to the next."""
@@ -742,8 +750,10 @@ def _analyze(name, ops, level_on, fed, fetched, consumers, symbolic_shapes) -> _
         if op.type == _POP:
             b.add(op, as_type="_HistoryRead", inputs=(op.inputs[0], op.inputs[-1]))
         elif op in skip:
-            if op in sym.identity:      # a Reshape to the shape its input has
-                b.add(op, as_type="Identity", inputs=(op.inputs[0],))
+            if op in sym.identity:      # a Reshape to the shape its input has: its input
+                b.ref[op.outputs[0]] = b.arg(op.inputs[0])
+        elif sym is not None and _no_op_sum(op):
+            b.ref[op.outputs[0]] = b.arg(op.inputs[0])     # (the element-wise ops around it fuse)
         elif op.type != "Const":        # scalar constants inline where used; arrays become inputs
             b.add(op)
     for op in cond_ops:
