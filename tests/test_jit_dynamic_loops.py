@@ -19,6 +19,13 @@ RC = af.RewriterConfig
 _RUNTIME_SHAPE_OPS = {"Shape", "BroadcastGradientArgs", "AccumulatorV2", "AccumulatorPush", "AccumulatorPop"}
 
 
+@pytest.fixture(autouse=True)
+def _compile_before_the_first_step(monkeypatch):
+    """The tests count compiled functions and rejected calls: compile before the first step (the
+    default), not on the compile thread while the interpreted ops run."""
+    monkeypatch.setenv("AF_JIT_COMPILE", "wait")
+
+
 def _config(jit: bool):
     return af.ConfigProto(graph_options=af.GraphOptions(
         optimizer_options=OO(global_jit_level=OO.ON_1 if jit else OO.OFF),
