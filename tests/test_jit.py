@@ -656,3 +656,40 @@ def test_clusters_grow_along_long_chains_and_never_close_a_cycle():
     xv = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
     on, off = _both(g, d, {x: xv})
     np.testing.assert_array_equal(on, off)
+
+
+def test_clusters_never_close_a_cycle_through_another_cluster():
+    """Cluster A = {a1, a2} feeds an outside op that feeds cluster B, and another member of B feeds an
+    outside op that feeds A: no op is on a cycle, but the two _JitCluster ops would be (the pass
+    hung in its topological sort). One of the two clusters is given up; results are unchanged."""
+    g = af.Graph()
+    with g.as_default():
+        p = af.placeholder(af.float32, [4], name="p")
+        a1 = af.multiply(p, 2.0, name="a1")
+        with af.xla.experimental.jit_scope(compile_ops=False):
+            x = af.sqrt(af.abs(a1), name="x")
+        b1 = af.multiply(x, 1.5, name="b1")
+        b2 = af.add(p, 3.0, name="b2")
+        b3 = af.add(b1, b2, name="b3")
+        with af.xla.experimental.jit_scope(compile_ops=False):
+            y = af.sqrt(af.abs(b2), name="y")
+        a2 = af.multiply(a1, y, name="a2")
+    plan = jit_pass(make_plan(g, [p], [a2, b3], []))
+    parts = [{n for n, _ in op.attrs["parts"]} for op in plan.ops if op.type == "_JitCluster"]
+    assert parts and not ({"a1", "a2"} in parts and {"b1", "b2", "b3"} in parts)
+    pv = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
+    on, off = _both(g, [a2, b3], {p: pv})
+    for u, v in zip(on, off):
+        np.testing.assert_array_equal(u, v)
+
+
+def test_a_plan_with_a_cycle_is_an_error_not_a_hang():
+    from actorflow.scheduler.rewrite import _toposort
+    g = af.Graph()
+    with g.as_default():
+        a = af.placeholder(af.float32, [], name="a")
+        b = af.identity(a, name="b")
+        c = af.identity(b, name="c")
+    b.op._add_control_input(c.op)                    # b -> c -> b: a cycle no graph builder makes
+    with pytest.raises(af.errors.InternalError, match="cycle through op"):
+        _toposort((a.op, b.op, c.op))

@@ -9,6 +9,7 @@ their producers are never replaced.
 """
 from __future__ import annotations
 
+from actorflow.errors import InternalError
 from actorflow.graph.graph import Operation
 from actorflow.scheduler.plan import Plan
 
@@ -111,6 +112,7 @@ def _toposort(ops) -> tuple:
         d.discard(op)
         deps[op] = d
     done: set = set()
+    entered: set = set()                # expanded, its dependencies not all done yet
     out = []
     for op in ops:
         stack = [(op, False)]
@@ -122,6 +124,10 @@ def _toposort(ops) -> tuple:
                 done.add(o)
                 out.append(o)
                 continue
+            if o in entered:            # reached again from one of its own dependencies
+                raise InternalError(f"plan rewrite: a cycle through op '{o.name}' ({o.type}) "
+                                    "that is not a while loop's back edge")
+            entered.add(o)
             stack.append((o, True))
             ds = deps[o]
             for d in (sorted(ds, key=index.get, reverse=True) if len(ds) > 1 else ds):

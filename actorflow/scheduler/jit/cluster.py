@@ -375,13 +375,72 @@ def _jit_pass(plan, level_on, mode, keep):
             alias[pc] = cid
             del members[pc], exits[pc], last[pc]
     min_size = int(os.environ.get("AF_JIT_MIN_CLUSTER_SIZE", MIN_CLUSTER_SIZE))
+    chosen = []
     for ms in members.values():
         real = [m for m in ms if m.type not in ("Identity", "Snapshot", "StopGradient")]
         marked = any(m.attrs.get("_XlaCompile") is True for m in real)
-        if len(real) < (MIN_MARKED_CLUSTER_SIZE if marked else min_size):
-            continue
+        if len(real) >= (MIN_MARKED_CLUSTER_SIZE if marked else min_size):
+            chosen.append(ms)
+    for ms in _acyclic(chosen, plan.ops, consumers):
         _replace_cluster(plan, edit, sorted(ms, key=order.get), consumers, fetched, in_plan, mode)
     return edit.finish()
+
+
+def _acyclic(clusters, ops, consumers) -> list:
+    """`clusters` less those whose contraction closes a cycle through other clusters.
+
+    Each merge in the pass is checked against paths through single ops, not against paths that
+    leave a cluster, enter another one and come back out of it at a different member (cluster A
+    feeds an op of B, and another op of B feeds A: no cycle among ops, a cycle between the two
+    _JitCluster ops). This checks the graph with every cluster contracted to one node and, while
+    it has a cycle, gives up the smallest cluster on it (its ops stay as they are)."""
+    clusters = list(clusters)
+    while clusters:
+        cycle = _contracted_cycle(clusters, ops, consumers)
+        if cycle is None:
+            return clusters
+        drop = min(cycle, key=lambda i: len(clusters[i]))
+        clusters.pop(drop)
+    return clusters
+
+
+def _contracted_cycle(clusters, ops, consumers):
+    """Indices into `clusters` of the clusters on one cycle of the contracted graph, or None."""
+    node_of = {op: ("c", i) for i, ms in enumerate(clusters) for op in ms}
+    in_plan = set(ops)
+
+    def succ(node):
+        members = clusters[node[1]] if node[0] == "c" else (node[1],)
+        out = set()
+        for op in members:
+            for c in [c for t in op.outputs for c in consumers.get(t, ())] + list(op._control_outputs):
+                # A loop's back edge (NextIteration -> Merge) is not a dependency.
+                if c in in_plan and not (c.type == "Merge" and op.type == "NextIteration"):
+                    out.add(node_of.get(c, ("o", c)))
+        out.discard(node)
+        return out
+    state: dict = {}                    # node -> 1 on the DFS path, 2 done
+    for start in {("c", i) for i in range(len(clusters))}:
+        if start in state:
+            continue
+        path = [start]
+        stack = [iter(succ(start))]
+        state[start] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+                continue
+            st = state.get(nxt)
+            if st == 1:
+                on = path[path.index(nxt):]
+                return [n[1] for n in on if n[0] == "c"]
+            if st is None:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(succ(nxt)))
+    return None
 
 
 def _creates_cycle(a, b, out, consumers, order, last) -> bool:
