@@ -175,12 +175,21 @@ def _op_compilable(op) -> bool:
         return False
     if op.type in ("Reshape", "ExpandDims", "Squeeze", "Split", "SplitV", "ConcatV2") and (
             _ndims(ins[0]) == 0 or _ndims(op.outputs[0]) == 0):
-        return False
+        # (but a scalar reshapes to a static shape of ones: a gradient's sum over every axis)
+        if not (op.type == "Reshape" and _ndims(ins[0]) == 0 and _ndims(op.outputs[0]) > 0 and _scalar_to_ones(op)):
+            return False
     if op.type == "MatMul" and not _small_gemm(op, ins):
         return False
     if op.type == "Mean" and _dt(op.outputs[0]) not in ("float32", "float64"):
         return False
     return _node_attrs(op) is not None
+
+
+def _scalar_to_ones(op) -> bool:
+    """A Reshape whose target is known and all ones (-1 there is 1)."""
+    attrs = _node_attrs(op)
+    shape = dict(attrs).get("shape") if attrs is not None else None
+    return shape is not None and all(d in (1, -1) for d in shape)
 
 
 def _small_gemm(op, ins) -> bool:
@@ -634,11 +643,42 @@ def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
     """`_analyze` with symbolic shapes (symbolic.py), or, where they do not serve, with the static
     shapes alone (unknown dimensions worked out at run time)."""
     try:
-        return _analyze(name, ops, level_on, fed, fetched, consumers, True)
+        lp = _analyze(name, ops, level_on, fed, fetched, consumers, True)
     except _NotCompilable:
         return _analyze(name, ops, level_on, fed, fetched, consumers, False)
     finally:
         _FED.shapes = None
+    lp.vary = _variants(lp, level_on, fed, fetched, consumers)
+    return lp
+
+
+def _variants(lp: _Loop, level_on, fed, fetched, consumers):
+    """The spec of `lp` for calls whose inputs have size 1 in some dimensions that the symbolic
+    analysis took to be equal to others (numpy broadcasting: ``x * h`` for x of 1 row and h of 5,
+    both ``[None, 4]``), as a function of those places ((argument, dimension) pairs), or None
+    where the loop does not compile with them (`JitKernel` then runs the interpreted loop). The
+    analysis runs again with those dimensions 1: the element-wise ops broadcast them, and a
+    gradient's BroadcastGradientArgs folds to the sums over them."""
+    n_entry = len(lp.var_enters) + len(lp.inv_enters)
+    tensors = getattr(_FED, "tensors", ())
+
+    def vary(places):
+        # (a history's dimension 0 counts iterations: its rows' dimension j is j + 1)
+        ones = frozenset((i, j - 1 if i >= n_entry else j) for i, j in places)
+        _FED.tensors = tensors
+        try:
+            v = _analyze(lp.name, lp.ops, level_on, fed, fetched, consumers, True, ones)
+        except _NotCompilable:
+            return None
+        finally:
+            _FED.shapes = None
+            _FED.tensors = ()
+        same = (len(v.extra) == len(lp.extra) and all(a is b for a, b in zip(v.extra, lp.extra))
+                and len(v.spec.saves) == len(lp.spec.saves))
+        if not same:
+            return None                 # (another set of inputs or outputs than the loop's op has)
+        return v.spec
+    return vary
 
 
 def _no_op_sum(op) -> bool:
@@ -649,14 +689,14 @@ def _no_op_sum(op) -> bool:
     return axes is not None and np.size(axes) == 0
 
 
-def _symbolic(merges, switches, nexts, inv_enters, pops, body_ops, consumers):
+def _symbolic(merges, switches, nexts, inv_enters, pops, body_ops, consumers, ones=frozenset()):
     """The loop's symbolic shapes, or None where they cannot be worked out or its variables do
-    not keep theirs from one iteration to the next."""
+    not keep theirs from one iteration to the next (`ones`: symbolic.infer's)."""
     entry = [((m.outputs[0], s.outputs[1]), m.outputs[0]) for m, s in zip(merges, switches)]
     entry += [((e.outputs[0],), e.inputs[0]) for e in inv_enters]
     entry += [((p.outputs[0],), p.outputs[0]) for p in pops]
     try:
-        sym = symbolic.infer(body_ops, entry, _graph_const)
+        sym = symbolic.infer(body_ops, entry, _graph_const, ones)
         for m, nx in zip(merges, nexts):
             t = nx.inputs[0]
             if t not in sym.shape or sym.dims(t) != sym.dims(m.outputs[0]) or t in sym.loose:
@@ -671,7 +711,7 @@ def _symbolic(merges, switches, nexts, inv_enters, pops, body_ops, consumers):
     return sym
 
 
-def _analyze(name, ops, level_on, fed, fetched, consumers, symbolic_shapes) -> _Loop:
+def _analyze(name, ops, level_on, fed, fetched, consumers, symbolic_shapes, ones=frozenset()) -> _Loop:
     opset = set(ops)
     enters = [op for op in ops if op.type == "Enter" and op.attrs.get("frame_name") == name]
     if any(op.type == "Enter" and op.attrs.get("frame_name") != name for op in ops):
@@ -740,7 +780,7 @@ def _analyze(name, ops, level_on, fed, fetched, consumers, symbolic_shapes) -> _
         if any(t in fed or (t in fetched and op.type != "Exit") for t in op.outputs):
             raise _NotCompilable
     pops = [consumers[h.outputs[0]][0] for h in hist_enters]
-    sym = _symbolic(merges, switches, nexts, inv_enters, pops, body_ops, consumers) if symbolic_shapes else None
+    sym = _symbolic(merges, switches, nexts, inv_enters, pops, body_ops, consumers, ones) if symbolic_shapes else None
     if symbolic_shapes and sym is None:
         raise _NotCompilable            # (the caller tries again without)
     _FED.shapes = sym
@@ -876,6 +916,7 @@ def _build_loop(plan, edit, lp: _Loop, histories: dict, nested: set, frames, syn
     out_specs = [(m.outputs[0].dtype, m.outputs[0].shape) for m in lp.merges]
     out_specs += [(p.inputs[1].dtype, TensorShape([None] + p.inputs[1].shape.as_list())) for p in lp.pushes]
     attrs = {"spec": lp.spec, "interpreted": interp, "mode": mode, "what": f"while loop '{lp.name}'",
+             "vary": getattr(lp, "vary", None),
              "parts": tuple((op.name, op.type) for op in lp.ops)}
     new = new_op(plan.graph, f"{lp.name}/_jit_loop", JIT_LOOP, inputs, ctrl, attrs, out_specs,
                  lp.var_enters[0].device)

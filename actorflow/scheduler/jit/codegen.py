@@ -217,6 +217,9 @@ def _shape_tuple(dims) -> str:
 def _reshape(c: Ctx):
     shape = c.node.attr("shape")
     x = c.a[0]
+    if c.types[0][1] == 0:      # a scalar (a sum over every axis) to a shape of ones
+        dims = [str(max(d, 1)) for d in shape]
+        return [f"{c.outs[0]} = np.full({_shape_tuple(dims)}, {x}, {dt(c.dtype)})"]
     dims = []
     known = 1
     for d in shape:

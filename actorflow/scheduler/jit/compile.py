@@ -45,7 +45,9 @@ _COMPILER = None                    # the compile thread of async mode (one: num
 # thread (on a shared machine the CPU time is the figure that does not depend on the load), and
 # calls whose values the compiled code rejected (they ran the interpreted ops instead)
 # (and calls whose sizes turned out too big for the explicit loops of a symbolic MatMul: "big")
-compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0, "big": 0}
+# (and variants: kernels made for calls with sizes of 1 where a loop's symbols assumed equal sizes)
+compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0, "big": 0, "variants": 0}
+_NONE = object()
 
 
 def cache_dir() -> str:
@@ -104,11 +106,15 @@ class JitKernel:
     ops run. `rows`: per history a loop returns, the static shape of its rows. `gemms`: (m, n, k)
     of each MatMul with a symbol among its sizes: sizes that make one bigger than `max_gemm`
     multiply-adds (the JIT's limit for a static MatMul) run the interpreted ops (numpy's BLAS).
+    `variant`: for a call whose sizes break a symbol's equality where some of them are 1 (numpy
+    broadcasting between two unknown dimensions), a function of those places ((argument,
+    dimension) pairs) that makes the kernel compiled for them being 1, or None: made on the first
+    such call (compiled then in wait mode, on the compile thread in async mode) and kept.
     """
 
     def __init__(self, source: str, inputs, outputs, fallback, mode: str | None = None, what: str = "",
                  loop: bool = False, max_iterations=None, n_vars=None, shapes=(), rows=(), gemms=(),
-                 max_gemm=1 << 18):
+                 max_gemm=1 << 18, variant=None):
         self.source = source
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -139,6 +145,9 @@ class JitKernel:
         self.same = tuple((p[0], tuple(p[1:])) for p in self.symbols.values() if len(p) > 1)
         self.gemms = tuple(g for g in gemms if all(d >= -1 or d in self.symbols for d in g))
         self.max_gemm = max_gemm
+        self.variant = variant
+        self._variants: dict = {}       # places of size 1 -> their kernel, or None
+        self._variant_lock = threading.Lock()
         # Array arguments of another layout than the eager signature's (C-contiguous, writable):
         # their specialization compiles on the compile thread while the interpreted ops run.
         self.array_in = () if loop else tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0)
@@ -187,8 +196,7 @@ class JitKernel:
             d = args[i].shape[j]
             for k, m in others:
                 if args[k].shape[m] != d:
-                    compile_stats["rejected"] += 1
-                    return self.fallback(*args)
+                    return self._other_sizes(args)
         for dims in self.gemms:
             size = 1
             for d in dims:
@@ -209,6 +217,26 @@ class JitKernel:
         except Exception:  # noqa: BLE001 - bad values: the interpreted ops raise the error naming the op
             compile_stats["rejected"] += 1
             return self.fallback(*args)
+
+    def _other_sizes(self, args):
+        """A call whose sizes differ where a symbol says they are equal: the variant for the
+        places among them of size 1 (they broadcast), else the interpreted ops."""
+        if self.variant is not None:
+            places = frozenset((i, j) for ps in self.symbols.values() if len({args[i].shape[j] for i, j in ps}) > 1
+                               for i, j in ps if args[i].shape[j] == 1)
+            if places:
+                k = self._variants.get(places, _NONE)
+                if k is _NONE:
+                    with self._variant_lock:
+                        k = self._variants.get(places, _NONE)
+                        if k is _NONE:
+                            k = self._variants[places] = self.variant(places)
+                            if k is not None:
+                                compile_stats["variants"] += 1
+                if k is not None:
+                    return k(*args)
+        compile_stats["rejected"] += 1
+        return self.fallback(*args)
 
     def _row_shape(self, row, args) -> tuple:
         """A history row's shape: its static sizes, a symbol's size in the arguments, else 0."""

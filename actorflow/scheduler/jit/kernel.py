@@ -44,10 +44,19 @@ def make_kernel(attrs: dict) -> JitKernel:
             (d, r + 1) for d, r in (_ref_type(spec, x) for x in spec.saves))
     else:
         outputs = tuple(_ref_type(spec, r) for r in spec.outputs)
+    vary = attrs.get("vary")
+    variant = None
+    if vary is not None:
+        def variant(places):
+            spec = vary(places)
+            if spec is None:
+                return None
+            return make_kernel(dict(attrs, spec=spec, vary=None,
+                                    what=f"{attrs.get('what', '')} (sizes of 1 at {sorted(places)})"))
     return JitKernel(source, spec.inputs, outputs, attrs["interpreted"], attrs.get("mode"), attrs.get("what", ""),
                      loop=loop, n_vars=spec.n_vars if loop else None, shapes=spec.input_statics,
                      rows=tuple(_ref_statics(spec, r) for r in spec.saves) if loop else (),
-                     gemms=_symbolic_gemms(spec), max_gemm=MAX_LOOP_GEMM)
+                     gemms=_symbolic_gemms(spec), max_gemm=MAX_LOOP_GEMM, variant=variant)
 
 
 def _symbolic_gemms(spec):

@@ -13,7 +13,9 @@ by their shape rules (element-wise broadcasting, MatMul, concatenation, splits, 
 reductions). Where an op needs two unknown dimensions to be equal (``a * b``, the inner dimension
 of a MatMul, the rows of a concatenation) their symbols are *unified*: the loop is compiled on
 the assumption that they are, and `JitKernel` checks it on entry (the input dimensions with one
-symbol must have one size; any other call runs the interpreted loop). The run-time shape ops
+symbol must have one size; a call where some of them are 1, numpy broadcasting, gets a variant of
+the loop analyzed with those dimensions 1 (`infer`'s `ones`); any other runs the interpreted
+loop). The run-time shape ops
 then fold: ``Shape(x)`` is x's symbolic shape, ``BroadcastGradientArgs`` of two symbolic shapes
 is a constant (exactly the kernel's answer whatever size each symbol has at run time, or no
 fold), a ``Sum`` over those axes is static, and a ``Reshape`` to the shape its input already has
@@ -252,15 +254,18 @@ def _bcast_gradient_args(sh: Shapes, a, b, dtype):
     return tuple(out)
 
 
-def infer(ops, entry, const_of) -> Shapes:
+def infer(ops, entry, const_of, ones=frozenset()) -> Shapes:
     """Symbolic shapes of the values of `ops` (a loop's body, topological), given those entering
     it: `entry`, pairs (tensors, t): the tensors that hold one value entering the loop, whose
     static shape is t's (its unknown dimensions become symbols checked on entry); `const_of(t)`:
-    a graph constant's value or None. Raises NotSymbolic when a rule cannot name a shape the
-    loop's code needs."""
+    a graph constant's value or None; `ones`: pairs (k, j): dimension j of entry k, unknown in
+    its static shape, has size 1 (a variant for calls that broadcast it, see `JitKernel`).
+    Raises NotSymbolic when a rule cannot name a shape the loop's code needs."""
     sh = Shapes()
-    for tensors, src in entry:
+    for k, (tensors, src) in enumerate(entry):
         s = _from_static(sh, src, True)
+        if ones:
+            s = tuple(1 if (k, j) in ones and not isinstance(d, int) else d for j, d in enumerate(s))
         for t in tensors:
             sh.shape[t] = s
     for op in ops:
