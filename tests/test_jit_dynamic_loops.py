@@ -75,6 +75,35 @@ def test_lstm_gradient_loop_over_an_unknown_batch_compiles():
     # the batch dimension is one symbol for the gradient's variables and every saved row
     assert {st[0] for st in statics if len(st) == 2 and st[1] == 32} == {-2}, statics
     assert {st[1] for st in statics if len(st) == 3} == {-2}, statics
+    # the operands of the cell's two products and the split's gate the gradient reads only for
+    # their shape (BroadcastGradientArgs, folded): the forward loop does not save them
+    fwd = next(op for op in loops if op is not grad).attrs["spec"]
+    assert len(fwd.shape_only) == 3 and len(fwd.saves) == 10, (fwd.shape_only, len(fwd.saves))
+
+
+def test_a_gradient_loop_run_interpreted_reads_the_shapes_of_unsaved_values(monkeypatch):
+    """The histories the forward loop does not compute (read for their shape only) still have
+    the shape of its values: the gradient loop's interpreted form (what runs for calls its
+    compiled form rejects) gets the same results from them."""
+    from actorflow.scheduler.jit.compile import JitKernel
+    call = JitKernel.__call__
+    ran = []
+
+    def gradient_interpreted(self, *args):
+        if "grad" not in self.what:
+            return call(self, *args)
+        ran.append(self.what)
+        return self.fallback(*args)
+    monkeypatch.setattr(JitKernel, "__call__", gradient_interpreted)
+    rng = np.random.default_rng(7)
+    g, (n, w, b, x), fetches = _lstm()
+    feed = {n: 7, w: rng.standard_normal((64, 128)).astype(np.float32) * 0.1,
+            b: rng.standard_normal(128).astype(np.float32) * 0.1, x: rng.standard_normal((3, 32)).astype(np.float32)}
+    with af.Session(graph=g, config=_config(True)) as on, af.Session(graph=g, config=_config(False)) as off:
+        got, want = on.run(fetches, feed), off.run(fetches, feed)
+    assert ran
+    for a, e in zip(got, want):
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-5)
 
 
 def test_lstm_gradient_with_changing_batch_sizes_matches_the_interpreted_run():

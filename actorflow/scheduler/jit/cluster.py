@@ -23,6 +23,7 @@ which async compilation runs until the compiled function is ready.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -542,6 +543,7 @@ def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode):
         if any(c.type == _PUSH and frames.get(c) == frames.get(op) for c in op.control_inputs):
             syncs.setdefault(frames.get(op), []).append(op)
     _pair_saved_values(found, consumers, fetched, frames, syncs)
+    _shape_only_saves(found, consumers, frames)
     histories: dict = {}                # accumulator -> the history tensor of the compiled loop
     waits: dict = {}                    # sync op -> pushes of inner histories it must wait for
     nested: set = set()                 # accumulators that now hold whole histories
@@ -607,6 +609,48 @@ def _pair_saved_values(found, consumers, fetched, frames, syncs) -> None:
             return
         for name in bad:
             del found[name]
+
+
+def _shape_only_saves(found, consumers, frames) -> None:
+    """Marks in each forward loop's spec the saved values whose gradient loops read nothing but
+    their shape (an element-wise op's gradient: `Shape` of each operand for
+    BroadcastGradientArgs, folded to the forward loop's symbols in a loop analyzed
+    symbolically): the compiled loop does not save them (spec.py's `shape_only`), where their
+    shape is known from its arguments."""
+    for lp in found.values():
+        only = []
+        for k, p in enumerate(lp.pushes):
+            acc, depth = _acc_root(p.inputs[0])
+            if depth != 1:
+                continue
+            pops = [c for c in _saved_leaves(acc, consumers) if c.type == _POP]
+            if pops and all(_read_for_shape(found.get(frames.get(c)), c, consumers) for c in pops):
+                only.append(k)
+        lp.shape_only = tuple(only)
+        lp.spec = _with_shape_only(lp.spec, lp.shape_only)
+
+
+def _read_for_shape(gl, pop, consumers) -> bool:
+    """Whether gradient loop `gl` (a `_Loop`, or None) uses what `pop` reads only through folded
+    Shape/Rank ops (symbolic.py)."""
+    sym = getattr(gl, "sym", None)
+    return sym is not None and all(c.type in ("Shape", "Rank") and c in sym.folded
+                                   for c in consumers.get(pop.outputs[0], ()))
+
+
+def _with_shape_only(spec: LoopSpec, only) -> LoopSpec:
+    """`spec` with the saves of indices `only` marked `shape_only`, those of them whose rows' shape
+    its arguments give (each size static, or a symbol an array argument has)."""
+    syms = {d for (_, rank), st in zip(spec.inputs, spec.input_statics) if rank for d in st if d < -1}
+
+    def known(ref):
+        if ref[0] == "i":
+            st, rank = spec.input_statics[ref[1]] if ref[1] < len(spec.input_statics) else (), spec.inputs[ref[1]][1]
+        else:
+            node = spec.nodes[ref[1]]
+            st, rank = node.statics[ref[2]] if ref[2] < len(node.statics) else (), node.ranks[ref[2]]
+        return len(st) == rank and all(d >= 0 or d in syms for d in st)
+    return dataclasses.replace(spec, shape_only=tuple(k for k in only if known(spec.saves[k])))
 
 
 def _unalias(nodes, ref):
@@ -677,7 +721,7 @@ def _variants(lp: _Loop, level_on, fed, fetched, consumers):
                 and len(v.spec.saves) == len(lp.spec.saves))
         if not same:
             return None                 # (another set of inputs or outputs than the loop's op has)
-        return v.spec
+        return _with_shape_only(v.spec, getattr(lp, "shape_only", ()))
     return vary
 
 
@@ -878,7 +922,7 @@ def _analyze(name, ops, level_on, fed, fetched, consumers, symbolic_shapes, ones
     return _Loop(name=name, ops=ops, opset=opset, consumers=consumers, enters=enters, var_enters=var_enters, inv_enters=inv_enters,
                  hist_enters=hist_enters, push_accs=push_accs, pushes=pushes, extra=extra, merges=merges,
                  switches=switches, exits=exits, nexts=nexts, loop_cond=loop_cond, cond_ops=cond_ops, rest=rest,
-                 spec=spec)
+                 spec=spec, sym=sym)
 
 
 def _build_loop(plan, edit, lp: _Loop, histories: dict, nested: set, frames, syncs, waits, mode) -> None:

@@ -103,7 +103,9 @@ class JitKernel:
     `shapes`: per argument, the static shape the generated code assumes (-1: any size); an
     argument of another shape runs the interpreted ops. A symbol (a size ``-2 - k``, symbolic.py)
     names one size: the dimensions of the arguments that have it must agree, or the interpreted
-    ops run. `rows`: per history a loop returns, the static shape of its rows. `gemms`: (m, n, k)
+    ops run. `rows`: per history a loop returns, the static shape of its rows; `shape_only`: the
+    histories (indices among them) that the compiled function does not compute, returned
+    uninitialized with `rows`' shapes (their readers need nothing but the shape). `gemms`: (m, n, k)
     of each MatMul with a symbol among its sizes: sizes that make one bigger than `max_gemm`
     multiply-adds (the JIT's limit for a static MatMul) run the interpreted ops (numpy's BLAS).
     `variant`: for a call whose sizes break a symbol's equality where some of them are 1 (numpy
@@ -114,7 +116,7 @@ class JitKernel:
 
     def __init__(self, source: str, inputs, outputs, fallback, mode: str | None = None, what: str = "",
                  loop: bool = False, max_iterations=None, n_vars=None, shapes=(), rows=(), gemms=(),
-                 max_gemm=1 << 18, variant=None):
+                 max_gemm=1 << 18, variant=None, shape_only=()):
         self.source = source
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -146,6 +148,8 @@ class JitKernel:
         self.gemms = tuple(g for g in gemms if all(d >= -1 or d in self.symbols for d in g))
         self.max_gemm = max_gemm
         self.variant = variant
+        # a loop's histories it does not compute (spec.py's `shape_only`, ascending)
+        self.shape_only = tuple(sorted(shape_only))
         self._variants: dict = {}       # places of size 1 -> their kernel, or None
         self._variant_lock = threading.Lock()
         # Array arguments of another layout than the eager signature's (C-contiguous, writable):
@@ -283,7 +287,14 @@ class JitKernel:
         out = fn(*args)
         so = self.scalar_out
         if self.loop:
-            out = out[0]                # (the loop variables, the iteration count)
+            out, it = out               # (the loop variables and histories, the iteration count)
+            if self.shape_only:
+                # histories read for their shape only: uninitialized (malloc'd, never touched)
+                out = list(out)
+                for k in self.shape_only:
+                    row = self.rows[k]
+                    out.insert(self.n_vars + k, np.empty((it,) + self._row_shape(row, args), self.outputs[self.n_vars + k][0]))
+                out = tuple(out)
             if self.rows and not out[self.n_vars].shape[0]:
                 # no iteration ran: the histories have their rows' static shape (as the
                 # interpreted loop's), not the placeholder shape they started with

@@ -5,6 +5,8 @@ compile and the interpreted form of the ops they replace as attributes.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from actorflow.graph.op_def import InferenceError, define_op, get_op_def
 from actorflow.kernels.registry import register_kernel
 from actorflow.scheduler.jit.cluster import MAX_LOOP_GEMM
@@ -38,7 +40,11 @@ def make_kernel(attrs: dict) -> JitKernel:
     thread in async mode)."""
     spec = attrs["spec"]
     loop = isinstance(spec, LoopSpec)
-    source = loop_source(spec) if loop else cluster_source(spec)
+    if loop and spec.shape_only:        # (the compiled function leaves those histories out)
+        kept = tuple(r for k, r in enumerate(spec.saves) if k not in spec.shape_only)
+        source = loop_source(dataclasses.replace(spec, saves=kept, shape_only=()))
+    else:
+        source = loop_source(spec) if loop else cluster_source(spec)
     if loop:
         outputs = tuple(spec.inputs[:spec.n_vars]) + tuple(
             (d, r + 1) for d, r in (_ref_type(spec, x) for x in spec.saves))
@@ -56,7 +62,8 @@ def make_kernel(attrs: dict) -> JitKernel:
     return JitKernel(source, spec.inputs, outputs, attrs["interpreted"], attrs.get("mode"), attrs.get("what", ""),
                      loop=loop, n_vars=spec.n_vars if loop else None, shapes=spec.input_statics,
                      rows=tuple(_ref_statics(spec, r) for r in spec.saves) if loop else (),
-                     gemms=_symbolic_gemms(spec), max_gemm=MAX_LOOP_GEMM, variant=variant)
+                     gemms=_symbolic_gemms(spec), max_gemm=MAX_LOOP_GEMM, variant=variant,
+                     shape_only=spec.shape_only if loop else ())
 
 
 def _symbolic_gemms(spec):

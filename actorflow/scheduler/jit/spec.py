@@ -67,6 +67,9 @@ class LoopSpec:
     nexts: tuple        # per loop variable: reference to its value in the next iteration
     saves: tuple = ()   # references to the values saved each iteration (their histories are returned)
     input_statics: tuple = ()   # per input: its static shape
+    # indices into `saves` of values whose gradient loop reads nothing but their shape: the
+    # compiled loop does not save them (`JitKernel` returns uninitialized histories of their shape)
+    shape_only: tuple = ()
 
 
 def statics_of(shape) -> tuple:
