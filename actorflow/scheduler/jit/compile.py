@@ -75,6 +75,13 @@ def load_source(source: str):
         return fn
 
 
+def _size(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def _numba_type(dtype: str, rank: int):
     import numba
     t = numba.from_dtype(np.dtype(dtype))
@@ -97,12 +104,15 @@ class JitKernel:
     values the compiled code does not accept. `loop`: the function returns (values, iterations).
     `shapes`: per argument, the static shape the generated code assumes (-1: any size); an
     argument of another shape runs the interpreted ops. `rows`: per history a loop returns, the
-    static shape of its rows.
+    static shape of its rows. `flat`: a static loop's `FlatLoop` (flat.py), whose function takes
+    flat buffers and is called again while its histories fill up.
     """
 
     def __init__(self, source: str, inputs, outputs, fallback, mode: str | None = None, what: str = "",
-                 loop: bool = False, max_iterations=None, n_vars=None, shapes=(), rows=()):
+                 loop: bool = False, max_iterations=None, n_vars=None, shapes=(), rows=(), flat=None):
         self.source = source
+        self.flat = flat
+        self._cap = 16                  # a static loop's history rows to start with: the last run's count
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
         self.fallback = fallback
@@ -143,7 +153,7 @@ class JitKernel:
         c0 = time.thread_time()
         try:
             disp = load_source(self.source)
-            sig = tuple(_numba_type(d, r) for d, r in self.inputs)
+            sig = tuple(_numba_type(d, r) for d, r in (self.flat.sig if self.flat else self.inputs))
             disp.compile(sig)
         except Exception as e:  # noqa: BLE001 - a cluster numba cannot compile runs interpreted
             log.warning("JIT: cannot compile %s (%s: %s); it runs interpreted", self.what, type(e).__name__, e)
@@ -177,6 +187,48 @@ class JitKernel:
             compile_stats["rejected"] += 1
             return self.fallback(*args)
 
+    def _run_flat(self, fn, args):
+        """A static loop: its arrays flattened (the loop variables copied: they are updated in
+        place), its histories `cap` rows long, doubled and resumed while the loop goes on."""
+        p = self.flat
+        nv = p.n_vars
+        call = []
+        for i, a in enumerate(args):
+            if i in self.scalar_in:
+                call.append(a[()])
+            elif i < nv:
+                call.append(np.array(a, order="C").reshape(-1))
+            else:
+                if not (a.flags.c_contiguous and a.flags.writeable):
+                    a = np.array(a, order="C")
+                call.append(a.reshape(-1))
+        cap = self._cap
+        hist = [np.empty(cap * _size(row), d) for d, row in p.rows]
+        work = [np.empty(n, d) for d, n in p.work]
+        scalars = [k for k in range(nv) if k in self.scalar_in]
+        it = 0
+        while True:
+            res = fn(*call, *hist, cap, it, *work)
+            it = res[0]
+            for k, v in zip(scalars, res[2:]):
+                call[k] = self.scalar_out[k](v)     # its own dtype: a Python int would compile anew
+            if res[1]:
+                break
+            cap *= 2
+            for j, h in enumerate(hist):
+                g = np.empty(cap * (h.size // (cap // 2)), h.dtype)
+                g[:h.size] = h
+                hist[j] = g
+        if p.rows:
+            self._cap = max(16, it)
+        out = [call[k] if not p.shapes[k] else call[k].reshape(p.shapes[k]) for k in range(nv)]
+        out += [h[:it * _size(row)].reshape((it,) + row) for h, (_, row) in zip(hist, p.rows)]
+        so = self.scalar_out
+        if len(so) == 1:
+            t = so[0]
+            return out[0] if t is None else t(out[0])
+        return tuple(v if t is None else t(v) for v, t in zip(out, so))
+
     def _specialize(self, key, args) -> None:
         """Compiles (on the compile thread, never the caller's) for the layout of `args`."""
         with _LOCK:
@@ -196,6 +248,8 @@ class JitKernel:
         _compiler().submit(work)
 
     def _run(self, fn, args):
+        if self.flat is not None:
+            return self._run_flat(fn, args)
         if self.scalar_in:
             args = list(args)
             for i in self.scalar_in:

@@ -9,6 +9,7 @@ from actorflow.graph.op_def import InferenceError, define_op, get_op_def
 from actorflow.kernels.registry import register_kernel
 from actorflow.scheduler.jit.codegen import cluster_source, loop_source
 from actorflow.scheduler.jit.compile import JitKernel
+from actorflow.scheduler.jit.flat import flat_loop
 from actorflow.scheduler.jit.spec import LoopSpec
 
 __all__ = ["JIT_CLUSTER", "JIT_LOOP"]
@@ -37,7 +38,8 @@ def make_kernel(attrs: dict) -> JitKernel:
     thread in async mode)."""
     spec = attrs["spec"]
     loop = isinstance(spec, LoopSpec)
-    source = loop_source(spec) if loop else cluster_source(spec)
+    flat = flat_loop(spec) if loop else None
+    source = flat.source if flat is not None else loop_source(spec) if loop else cluster_source(spec)
     if loop:
         outputs = tuple(spec.inputs[:spec.n_vars]) + tuple(
             (d, r + 1) for d, r in (_ref_type(spec, x) for x in spec.saves))
@@ -45,7 +47,7 @@ def make_kernel(attrs: dict) -> JitKernel:
         outputs = tuple(_ref_type(spec, r) for r in spec.outputs)
     return JitKernel(source, spec.inputs, outputs, attrs["interpreted"], attrs.get("mode"), attrs.get("what", ""),
                      loop=loop, n_vars=spec.n_vars if loop else None, shapes=spec.input_statics,
-                     rows=tuple(_ref_statics(spec, r) for r in spec.saves) if loop else ())
+                     rows=tuple(_ref_statics(spec, r) for r in spec.saves) if loop else (), flat=flat)
 
 
 def _ref_statics(spec, ref):
