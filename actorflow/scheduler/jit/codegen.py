@@ -369,7 +369,7 @@ import numpy as np
 from actorflow.scheduler.jit import rt as _rt
 
 
-@numba.njit(nogil=True, cache=True, fastmath=False, error_model="numpy")
+@numba.njit(nogil=True, cache=True, fastmath=False, error_model="numpy", no_cfunc_wrapper=True)
 def kernel({params}):
 """
 

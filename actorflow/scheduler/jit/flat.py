@@ -93,6 +93,12 @@ class _Lay:
         return f"{self.arr}[{' + '.join(terms) or '0'}]"
 
 
+def _plus(off: str, n: int) -> str:
+    if not n:
+        return off
+    return str(n) if off == "0" else f"{off} + {n}"
+
+
 class _Gen:
     def __init__(self, spec: LoopSpec):
         self.spec = spec
@@ -101,7 +107,7 @@ class _Gen:
         self.work: dict = {}            # dtype -> words used
         self.fresh_n = 0
         self.hist_in: set = set()       # invariants read only as histories (any number of rows)
-        self.checked: set = set()       # (history, index name) whose range is checked
+        self.checked: set = set()       # the indices at which history reads are checked
         for k, (_, r) in enumerate(spec.inputs):
             st = self._statics(("i", k))
             if r == 0:
@@ -151,6 +157,65 @@ class _Gen:
         self.work[dtype] = off + _size(shape)
         return _Lay(f"w_{dtype}", str(off), shape)
 
+    def plan_regions(self):
+        """Values written straight where they end up: a value whose only use is a concatenation
+        goes into its piece of the result, and a saved value into its row of the history (the
+        row exists: the function returns before an iteration when the histories are full)."""
+        sp = self.spec
+        uses: dict = {}
+        for r in [a for nd in sp.nodes for a in nd.args] + [sp.cond] + list(sp.nexts) + list(sp.saves):
+            uses[r] = uses.get(r, 0) + 1
+        self.piece_of: dict = {}        # node -> (the ConcatV2 node, start along its axis, axis)
+        self.saved_at: dict = {}        # node -> the history it is written in
+        self.in_place: set = set()      # histories whose rows are written in place
+
+        def placeable(r):
+            return (r[0] == "n" and r[2] == 0 and r[1] not in self.b.inlined and self.nodes[r[1]].ranks[0] > 0
+                    and (self.nodes[r[1]].op in loopnest.ELEMENTWISE or self.nodes[r[1]].op in ("ConcatV2", "MatMul")))
+        for c, nd in enumerate(sp.nodes):
+            if nd.op != "ConcatV2":
+                continue
+            axis = nd.attr("axis") % nd.ranks[0]
+            start = 0
+            for r in nd.args:
+                if placeable(r) and uses[r] == 1:
+                    self.piece_of[r[1]] = (c, start, axis)
+                start += self._statics(r)[axis]
+        for h, r in enumerate(sp.saves):
+            if placeable(r) and r[1] >= sp.n_cond and r[1] not in self.saved_at:
+                self.saved_at[r[1]] = h
+        self.hist_rows: dict = {}       # index ref -> {(history input, row size)} read at it
+        for nd in sp.nodes:
+            if nd.op == "_HistoryRead":
+                self.hist_rows.setdefault(nd.args[1], set()).add((nd.args[0][1], _size(nd.statics[0])))
+
+    def region(self, j) -> _Lay:
+        """Where node j's (array) value is written (see `plan_regions`)."""
+        ref = ("n", j, 0)
+        if ref in self.lay:
+            return self.lay[ref]
+        nd = self.nodes[j]
+        if j in self.piece_of:
+            c, start, axis = self.piece_of[j]
+            whole = self.region(c)
+            lay = _Lay(whole.arr, _plus(whole.off, start * whole.strides[axis]), nd.statics[0], whole.strides)
+        elif j in self.saved_at:
+            self.in_place.add(self.saved_at[j])
+            lay = _Lay(f"h{self.saved_at[j]}", f"it * {_size(nd.statics[0])}", nd.statics[0])
+        else:
+            lay = self.alloc(nd.dtypes[0], nd.statics[0])
+        self.lay[ref] = lay
+        return lay
+
+    def copies(self, pairs, lines, ind):
+        """`dst = src` for each (src, dst) of `pairs`, one loop nest per shape."""
+        by_shape: dict = {}
+        for src, dst in pairs:
+            by_shape.setdefault(src.shape, []).append((src, dst))
+        for shape, group in by_shape.items():
+            idx, inner = self.loops(shape, lines, ind)
+            lines += [f"{inner}{dst.at(idx)} = {src.at(idx)}" for src, dst in group]
+
     def loops(self, shape, lines, ind):
         """Opens loops over `shape` (none for a dimension of 1); returns (index names, indent)."""
         idx = []
@@ -176,6 +241,7 @@ class _Gen:
         sp = self.spec
         needed = (sp.cond,) + tuple(sp.nexts) + tuple(sp.saves)
         self.b = loopnest._Block(sp.nodes, self.name, self.type_of, needed, self._statics)
+        self.plan_regions()
         for j, nd in enumerate(sp.nodes):
             if nd.op in loopnest.ELEMENTWISE and nd.ranks[0]:
                 for r in self.b.leaves(j, []):
@@ -188,15 +254,16 @@ class _Gen:
         rets = "".join(f", v{k}" for k in scalars)
         rows = []
         saves: list = []
+        pairs = []
         for j, r in enumerate(sp.saves):
             d, rank = self.type_of(r)
             shape = self.lay[r].shape if rank else ()
             rows.append((d, shape))
             if not rank:
                 saves.append(f"{ind}h{j}[it] = {self.name(r)}")
-                continue
-            idx, inner = self.loops(shape, saves, ind)
-            saves.append(f"{inner}{_Lay(f'h{j}', f'it * {_size(shape)}', shape).at(idx)} = {self.lay[r].at(idx)}")
+            elif j not in self.in_place:
+                pairs.append((self.lay[r], _Lay(f"h{j}", f"it * {_size(shape)}", shape)))
+        self.copies(pairs, saves, ind)
         nexts = self.next_lines(ind)
         work = tuple(sorted(self.work.items()))
         params = [f"a{k}" for k in range(n)] + [f"h{j}" for j in range(len(rows))] + ["cap", "it0"]
@@ -244,9 +311,8 @@ class _Gen:
                 stage.append((src, tmp))
                 src = tmp
             copies.append((src, dst))
-        for src, dst in stage + copies:
-            idx, inner = self.loops(src.shape, lines, ind)
-            lines.append(f"{inner}{dst.at(idx)} = {src.at(idx)}")
+        self.copies(stage, lines, ind)  # (all of them before any variable's buffer changes)
+        self.copies(copies, lines, ind)
         lines += [f"{ind}v{k} = t{k}" for k in range(sp.n_vars) if not sp.inputs[k][1]]
         return lines
 
@@ -286,8 +352,7 @@ class _Gen:
 
     def elementwise(self, j, idx, ind, body):
         """Appends to `body` the statements of element-wise node j at index `idx` of its nest."""
-        nd = self.nodes[j]
-        out = self.lay[("n", j, 0)] = self.alloc(nd.dtypes[0], nd.statics[0])
+        out = self.region(j)
         v = self.b.subtree(j, lambda r: self.leaf_at(r, idx), body, ind, {})
         body.append(f"{ind}{out.at(idx)} = {v}")
 
@@ -369,17 +434,18 @@ class _Gen:
 
     def op_ConcatV2(self, j, nd, ind):
         axis = nd.attr("axis") % nd.ranks[0]
-        out = self.lay[("n", j, 0)] = self.alloc(nd.dtypes[0], nd.statics[0])
+        out = self.region(j)
         lines: list = []
+        pairs = []
         start = 0
         for r in nd.args:
             src = self.lay[r]
-            idx, inner = self.loops(src.shape, lines, ind)
-            oidx = list(idx)
-            if start:
-                oidx[axis] = str(start) if idx[axis] == "0" else f"({start} + {idx[axis]})"
-            lines.append(f"{inner}{out.at(oidx)} = {src.at(idx)}")
+            if not (r[0] == "n" and self.piece_of.get(r[1], (None,))[0] == j):     # (else written in place)
+                shape = list(out.shape)
+                shape[axis] = src.shape[axis]
+                pairs.append((src, _Lay(out.arr, _plus(out.off, start * out.strides[axis]), shape, out.strides)))
             start += src.shape[axis]
+        self.copies(pairs, lines, ind)
         return lines
 
     def op_HistoryRead(self, j, nd, ind):
@@ -393,9 +459,10 @@ class _Gen:
         size = _size(row)
         ix = self.name(i)
         lines = []
-        if (k, ix) not in self.checked:
-            self.checked.add((k, ix))
-            lines = [f"{ind}if {ix} < 0 or {ix} >= a{k}.size // {size}:",
+        if i not in self.checked:      # one check for every history read at this index
+            self.checked.add(i)
+            rows = " or ".join(f"{ix} >= a{h}.size // {n}" for h, n in sorted(self.hist_rows[i]))
+            lines = [f"{ind}if {ix} < 0 or {rows}:",
                      f"{ind}    raise ValueError('no value was saved for this iteration')"]
         if not nd.ranks[0]:
             return lines + [f"{ind}{self.name(('n', j, 0))} = a{k}[{ix}]"]
@@ -418,7 +485,7 @@ class _Gen:
         zero = lit(0, dtype)
         lines: list = []
         (i,), ind1 = self.loops((m,), lines, ind)
-        if tb:
+        if tb or k == 1:                # (k == 1: the same sums, with no row to accumulate)
             (jj,), ind2 = self.loops((n,), lines, ind1)
             s = self.fresh("s")
             lines.append(f"{ind2}{s} = {zero}")
@@ -441,7 +508,7 @@ class _Gen:
         return lines
 
     def op_MatMul(self, j, nd, ind):
-        out = self.lay[("n", j, 0)] = self.alloc(nd.dtypes[0], nd.statics[0])
+        out = self.region(j)
         a, b = (self.lay[r] for r in nd.args)
         return self._gemm(out, a, b, bool(nd.attr("transpose_a")), bool(nd.attr("transpose_b")), False,
                           nd.dtypes[0], ind)
@@ -472,14 +539,15 @@ class _Gen:
         else:
             init = lit(loopnest._INIT[nd.op], out_dt)
         kept = [d for d in range(len(in_shape)) if d not in axes]
+        single = _size([in_shape[d] for d in axes]) == 1      # one element a result: no pass to initialize
         lines: list = []
-        if nd.ranks[0] == 0:
-            acc = f"{name}_acc"
-            lines.append(f"{ind}{acc} = {init}")
-        else:
+        if nd.ranks[0]:
             out = self.lay[("n", j, 0)] = self.alloc(out_dt, nd.statics[0])
-            (q,), inner = self.loops((_size(out.shape),), lines, ind)
-            lines.append(f"{inner}{_Lay(out.arr, out.off, (_size(out.shape),)).at([q])} = {init}")
+            if not single:
+                (q,), inner = self.loops((_size(out.shape),), lines, ind)
+                lines.append(f"{inner}{_Lay(out.arr, out.off, (_size(out.shape),)).at([q])} = {init}")
+        elif not single:
+            lines.append(f"{ind}{name}_acc = {init}")
         idx, inner = self.loops(in_shape, lines, ind)
         if src[0] == "n" and src[1] in self.b.inlined:
             v = self.b.subtree(src[1], lambda r: self.leaf_at(r, idx), lines, inner, {})
@@ -488,7 +556,9 @@ class _Gen:
         if nd.ranks[0]:
             oidx = [idx[d] if d in kept else "0" for d in range(len(in_shape))] if keep else [idx[d] for d in kept]
             acc = out.at(oidx)
-        lines.append(f"{inner}{acc} = {dt(out_dt)}({loopnest._ACC[nd.op].format(a=acc, v=v)})")
+        else:
+            acc = f"{name}_acc"
+        lines.append(f"{inner}{acc} = {dt(out_dt)}({loopnest._ACC[nd.op].format(a=init if single else acc, v=v)})")
         count = " * ".join(str(in_shape[d]) for d in axes)
         if nd.op == "Mean":
             if out_dt not in loopnest.FLOATS:
