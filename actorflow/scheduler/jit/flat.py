@@ -108,6 +108,8 @@ class _Gen:
         self.fresh_n = 0
         self.hist_in: set = set()       # invariants read only as histories (any number of rows)
         self.checked: set = set()       # the indices at which history reads are checked
+        self.bases: set = set()         # names of the offsets of rows read from histories
+        self.row_sizes: set = set()     # row sizes of the histories written (see `row_at`)
         for k, (_, r) in enumerate(spec.inputs):
             st = self._statics(("i", k))
             if r == 0:
@@ -189,6 +191,11 @@ class _Gen:
             if nd.op == "_HistoryRead":
                 self.hist_rows.setdefault(nd.args[1], set()).add((nd.args[0][1], _size(nd.statics[0])))
 
+    def row_at(self, size) -> str:
+        """The offset of row `it` of a history of rows of `size` (a name set once an iteration)."""
+        self.row_sizes.add(size)
+        return f"_frow{size}"
+
     def region(self, j) -> _Lay:
         """Where node j's (array) value is written (see `plan_regions`)."""
         ref = ("n", j, 0)
@@ -201,7 +208,7 @@ class _Gen:
             lay = _Lay(whole.arr, _plus(whole.off, start * whole.strides[axis]), nd.statics[0], whole.strides)
         elif j in self.saved_at:
             self.in_place.add(self.saved_at[j])
-            lay = _Lay(f"h{self.saved_at[j]}", f"it * {_size(nd.statics[0])}", nd.statics[0])
+            lay = _Lay(f"h{self.saved_at[j]}", self.row_at(_size(nd.statics[0])), nd.statics[0])
         else:
             lay = self.alloc(nd.dtypes[0], nd.statics[0])
         self.lay[ref] = lay
@@ -262,7 +269,7 @@ class _Gen:
             if not rank:
                 saves.append(f"{ind}h{j}[it] = {self.name(r)}")
             elif j not in self.in_place:
-                pairs.append((self.lay[r], _Lay(f"h{j}", f"it * {_size(shape)}", shape)))
+                pairs.append((self.lay[r], _Lay(f"h{j}", self.row_at(_size(shape)), shape)))
         self.copies(pairs, saves, ind)
         nexts = self.next_lines(ind)
         work = tuple(sorted(self.work.items()))
@@ -279,6 +286,7 @@ class _Gen:
         lines += [f"{ind}if not {self.name(sp.cond)}:", f"{ind}    break"]
         if rows:
             lines += [f"{ind}if it == cap:", f"{ind}    return it, False{rets}"]
+            lines += [f"{ind}_frow{n} = it * {n}" for n in sorted(self.row_sizes)]
         lines += body + saves + nexts
         lines += [f"{ind}it += 1", f"    return it, True{rets}"]
         sig = tuple((d, 1 if r else 0) for d, r in sp.inputs) + tuple((d, 1) for d, _ in rows)
@@ -466,7 +474,13 @@ class _Gen:
                      f"{ind}    raise ValueError('no value was saved for this iteration')"]
         if not nd.ranks[0]:
             return lines + [f"{ind}{self.name(('n', j, 0))} = a{k}[{ix}]"]
-        self.lay[("n", j, 0)] = _Lay(f"a{k}", f"{ix} * {size}" if size != 1 else ix, row)
+        base = ix
+        if size != 1:
+            base = f"_fr{ix}_{size}"        # (once: not in every element's index)
+            if base not in self.bases:
+                self.bases.add(base)
+                lines.append(f"{ind}{base} = {ix} * {size}")
+        self.lay[("n", j, 0)] = _Lay(f"a{k}", base, row)
         return lines
 
     def _gemm(self, out, a, b, ta, tb, acc, dtype, ind) -> list:
