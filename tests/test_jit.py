@@ -332,9 +332,10 @@ def test_lstm_cell_loop_gradient_compiles_and_matches():
 
 def test_lstm_gradient_loops_are_short_functions_calling_shared_helpers():
     """numba's compile time grows with the generated code (about 0.1 s a loop nest, 0.5 s a slice
-    assignment): the saved values, GEMMs and concatenations of an LSTM cell's loop and gradient
-    loop call helpers compiled once for every kernel, and with every shape static no element-wise
-    nest carries run-time broadcasting code."""
+    assignment): in the general code (the form of loops whose shapes are not all static; these
+    compile over flat buffers, see the test below) the saved values, GEMMs and concatenations of an
+    LSTM cell's loop and gradient loop call helpers compiled once for every kernel, and with every
+    shape static no element-wise nest carries run-time broadcasting code."""
     import re
 
     from actorflow.scheduler.jit.codegen import loop_source

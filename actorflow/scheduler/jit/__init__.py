@@ -2,6 +2,7 @@
 
 - `spec`: what is compiled (structure, dtypes, ranks);
 - `codegen`: the Python source of one numba function per spec;
+- `flat`: the source of a loop whose every shape is static, over flat buffers (no arrays inside);
 - `compile`: the on-disk cache and the kernel that runs the compiled function;
 - `cluster`: the pass that finds clusters and loops and replaces them in a plan;
 - `kernel`: the `_JitCluster`/`_JitLoop` ops and their CPU kernel.

@@ -8,7 +8,8 @@ fused row loops in `rt`. Every op's emitter follows the arithmetic of the interp
 (same operations in the same order), so element-wise results agree bit for bit where numba's math
 library agrees with numpy's; reductions sum in a different order and agree to float tolerance.
 
-`EMITTERS` is the table of compilable ops; `compilable(op_type)` asks it.
+`EMITTERS` is the table of compilable ops; `compilable(op_type)` asks it. A loop whose every shape
+is static compiles in flat.py's form instead (`kernel.make_kernel` asks it first).
 """
 from __future__ import annotations
 
