@@ -75,6 +75,16 @@ def load_source(source: str):
         return fn
 
 
+def _aligned_empty(n: int, dtype):
+    """An empty 1-D array of `n` elements starting on a cache line. A static loop's vector loads
+    and stores are a quarter slower from a buffer 16 bytes off a 32-byte boundary (malloc aligns to
+    16): an LSTM cell's loop took 14 or 18 ms for 10,000 iterations, by where its buffers fell."""
+    dt = np.dtype(dtype)
+    raw = np.empty(n * dt.itemsize + 64, np.uint8)
+    off = -raw.__array_interface__["data"][0] % 64
+    return raw[off:off + n * dt.itemsize].view(dt)
+
+
 def _size(shape) -> int:
     n = 1
     for d in shape:
@@ -197,14 +207,16 @@ class JitKernel:
             if i in self.scalar_in:
                 call.append(a[()])
             elif i < nv:
-                call.append(np.array(a, order="C").reshape(-1))
+                v = _aligned_empty(a.size, p.sig[i][0])
+                v[:] = a.reshape(-1)
+                call.append(v)
             else:
                 if not (a.flags.c_contiguous and a.flags.writeable):
                     a = np.array(a, order="C")
                 call.append(a.reshape(-1))
         cap = self._cap
-        hist = [np.empty(cap * _size(row), d) for d, row in p.rows]
-        work = [np.empty(n, d) for d, n in p.work]
+        hist = [_aligned_empty(cap * _size(row), d) for d, row in p.rows]
+        work = [_aligned_empty(n, d) for d, n in p.work]
         scalars = [k for k in range(nv) if k in self.scalar_in]
         it = 0
         while True:
@@ -216,7 +228,7 @@ class JitKernel:
                 break
             cap *= 2
             for j, h in enumerate(hist):
-                g = np.empty(cap * (h.size // (cap // 2)), h.dtype)
+                g = _aligned_empty(cap * (h.size // (cap // 2)), h.dtype)
                 g[:h.size] = h
                 hist[j] = g
         if p.rows:

@@ -154,8 +154,10 @@ class _Gen:
         return f"_f{p}{self.fresh_n}"         # (loopnest's names are _s1, _s2...)
 
     def alloc(self, dtype, shape) -> _Lay:
-        """A new region of the work buffer of `dtype`."""
-        off = self.work.get(dtype, 0)
+        """A new region of the work buffer of `dtype`, starting on a cache line (the buffer does:
+        `JitKernel` allocates it so)."""
+        line = max(1, 64 // np.dtype(dtype).itemsize)
+        off = -(-self.work.get(dtype, 0) // line) * line
         self.work[dtype] = off + _size(shape)
         return _Lay(f"w_{dtype}", str(off), shape)
 
