@@ -114,19 +114,18 @@ class _Gen:
             st = self._statics(("i", k))
             if r == 0:
                 continue
-            if len(st) == r and all(x >= 0 for x in st):
-                self.lay[("i", k)] = _Lay(f"a{k}", "0", st)
-                continue
             uses = [(n.op, pos) for n in spec.nodes for pos, a in enumerate(n.args) if a == ("i", k)]
             if (k >= spec.n_vars and uses and all(u == ("_HistoryRead", 0) for u in uses)
-                    and len(st) == r and all(x >= 0 for x in st[1:])):
+                    and len(st) == r and all(x > 0 for x in st[1:])):
                 self.hist_in.add(k)
-                continue
-            raise _Unsupported(f"input {k} has no static shape")
+            elif len(st) == r and all(x > 0 for x in st):
+                self.lay[("i", k)] = _Lay(f"a{k}", "0", st)
+            else:               # (an empty dimension too: nothing to gain, and rows of no size)
+                raise _Unsupported(f"input {k} has no static shape")
         for nd in spec.nodes:
             for o, rank in enumerate(nd.ranks):
                 st = nd.statics[o] if o < len(nd.statics) else ()
-                if rank and (len(st) != rank or any(x < 0 for x in st)):
+                if rank and (len(st) != rank or any(x <= 0 for x in st)):
                     raise _Unsupported(f"{nd.op} has no static shape")
 
     # -- names, types, shapes ---------------------------------------------------------------
