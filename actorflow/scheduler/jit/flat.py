@@ -287,7 +287,7 @@ class _Gen:
         lines += [f"{ind}if not {self.name(sp.cond)}:", f"{ind}    break"]
         if rows:
             lines += [f"{ind}if it == cap:", f"{ind}    return it, False{rets}"]
-            lines += [f"{ind}_frow{n} = it * {n}" for n in sorted(self.row_sizes)]
+            lines += [f"{ind}_frow{size} = it * {size}" for size in sorted(self.row_sizes)]
         lines += body + saves + nexts
         lines += [f"{ind}it += 1", f"    return it, True{rets}"]
         sig = tuple((d, 1 if r else 0) for d, r in sp.inputs) + tuple((d, 1) for d, _ in rows)
