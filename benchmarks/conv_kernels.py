@@ -8,7 +8,8 @@
    batch 64, NHWC, 5x5 SAME filters, 28x28x1 -> 32 -> 64 channels), old (a baseline commit, default
    the one before the kernels were rewritten) against new (this tree), each as % of the GEMM rate;
    pooling, which does no arithmetic to speak of, as GB/s moved and % of a memory copy's rate.
-   GFLOP/s count a direct convolution's flops: the second layer's kernels run as Winograd F(2x2, 5x5)
+   GFLOP/s count a direct convolution's flops: the first layer's kernels run as a register-tiled
+   direct convolution (kernels/cpu/vector_loops.py), the second layer's as Winograd F(2x2, 5x5)
    (kernels/cpu/winograd.py), 2.8x fewer multiplications, and pass 100% of the GEMM rate.
 3. The MLP step's non-GEMM share: the step under actorflow against its 8 GEMMs alone, run as
    actorflow runs them (same BLAS, same 2-way splits, the SGD update inside the GEMM), in one process.
@@ -16,12 +17,13 @@
    TensorFlow 2.21's tf.compat.v1 (--tf-python), as ms per step and as ratios to TF.
 
 Every contender runs in its own subprocess on one BLAS thread per process (kernels: one thread, no
-intra-op split, so the rate is per core; training steps: each library with its own default of 2
-threads), in alternating rounds (old, new, old, new, ...) so that load from other processes hits both
+intra-op split, so the rate is per core; with --threads 2, each kernel split by batch over two
+threads as the kernel pool splits it, against two-thread SGEMM and memory-copy rates; training steps:
+each library with its own default of 2 threads), in alternating rounds (old, new, old, new, ...) so that load from other processes hits both
 alike; each figure is the minimum over rounds of a minimum over repeats (the least-disturbed run).
 
 Run: python benchmarks/conv_kernels.py [--baseline REV] [--rounds 3] [--tf-python /work/tfvenv/bin/python]
-                                        [--no-steps]
+                                        [--no-steps] [--threads 2]
 """
 from __future__ import annotations
 
@@ -64,8 +66,25 @@ def _tmin(fn, reps):
 # Workers (each runs in its own process)
 # ---------------------------------------------------------------------------------------------
 
-def gemm_worker(reps):
-    """{shape name: {"numpy": GFLOP/s, "blas": GFLOP/s}} for one-thread SGEMM."""
+def _threads_env(threads):
+    return {k: str(threads) for k in ONE_THREAD}
+
+
+def _copy(x, y, pool):
+    """y[:] = x, split in halves over `pool`'s two threads when given."""
+    if pool is None:
+        np.copyto(y, x)
+        return
+    h = x.shape[0] // 2
+    for fut in [pool.submit(np.copyto, y[:h], x[:h]), pool.submit(np.copyto, y[h:], x[h:])]:
+        fut.result()
+
+
+def gemm_worker(reps, threads=1):
+    """{shape name: {"numpy": GFLOP/s, "blas": GFLOP/s}} for SGEMM on `threads` BLAS threads (blas.matmul
+    is MKL's sequential SGEMM: one thread always), and the memory-copy rate on as many threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from actorflow.kernels.cpu import blas
     rng = np.random.default_rng(0)
     shapes = {"square 1024": (1024, 1024, 1024)}
@@ -82,17 +101,35 @@ def gemm_worker(reps):
                      "blas": flops / _tmin(functools.partial(blas.matmul, a, b, c), reps) / 1e9}
     x = rng.standard_normal(POOLS[0][1], dtype=np.float32)
     y = np.empty_like(x)
-    out["copy GB/s"] = 2 * x.nbytes / _tmin(lambda: np.copyto(y, x), reps) / 1e9
+    pool = ThreadPoolExecutor(2) if threads == 2 else None
+    out["copy GB/s"] = 2 * x.nbytes / _tmin(lambda: _copy(x, y, pool), reps) / 1e9
     return out
 
 
-def kernel_worker(reps, batch):
-    """{kernel name: {"s": seconds, "flops" | "bytes": work}} for the current `actorflow` on one thread."""
+def kernel_worker(reps, batch, threads=1):
+    """{kernel name: {"s": seconds, "flops" | "bytes": work}} for the current `actorflow` on one thread,
+    or (threads=2) each kernel split by batch over two threads as the kernel pool runs it."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from actorflow.kernels.registry import get_kernel, has_kernel
     rng = np.random.default_rng(0)
+    executor = ThreadPoolExecutor(2) if threads == 2 else None
 
     def k(op, attrs):
-        return get_kernel(op, "CPU").factory(attrs)
+        kdef = get_kernel(op, "CPU")
+        fn = kdef.factory(attrs)
+        if executor is None or kdef.split is None:
+            return fn
+        split = kdef.split(attrs)
+
+        def run(*args):         # as actors/pool.py runs a split kernel: its blocks on two threads
+            parts = split(2, *args)
+            if parts is None:
+                return fn(*args)
+            for fut in [executor.submit(t) for t in parts[1]]:
+                fut.result()
+            return parts[2]() if len(parts) == 3 else parts[0]
+        return run
     conv, fused = k("Conv2D", CONV), k("_FusedConv2D", FUSED)
     bp_in, bp_f = k("Conv2DBackpropInput", CONV), k("Conv2DBackpropFilter", CONV)
     pool, pool_grad = k("MaxPool", POOL), k("MaxPoolGrad", POOL)
@@ -220,10 +257,10 @@ def _extract(rev, dest):
     return dest
 
 
-def _run(python, src, *args, threads_one=True, timeout=900):
+def _run(python, src, *args, threads_one=True, timeout=900, threads=1):
     env = dict(os.environ, PYTHONPATH=src)
     if threads_one:
-        env.update(ONE_THREAD)
+        env.update(ONE_THREAD if threads == 1 else _threads_env(threads))
     p = subprocess.run([python, os.path.abspath(__file__), "--worker", *args], env=env, capture_output=True,
                        text=True, timeout=timeout)
     if p.returncode != 0:
@@ -243,14 +280,16 @@ def main(argv=None):
     p.add_argument("--batch", type=int, default=64,
                    help="batch of the kernel shapes (LeNet's is 64; 8 makes the big kernels short enough, about "
                         "1.5 ms, to run between two preemptions on a machine loaded by other processes)")
+    p.add_argument("--threads", type=int, choices=(1, 2), default=1,
+                   help="kernels and GEMM on one thread, or split over two (as the kernel pool runs them)")
     p.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         kind, *rest = args.worker
         if kind == "gemm":
-            out = gemm_worker(int(rest[0]))
+            out = gemm_worker(int(rest[0]), int(rest[1]))
         elif kind == "kernels":
-            out = kernel_worker(int(rest[0]), int(rest[1]))
+            out = kernel_worker(int(rest[0]), int(rest[1]), int(rest[2]))
         elif kind == "mlp-share":
             out = mlp_share_worker(int(rest[0]), int(rest[1]))
         else:
@@ -264,32 +303,34 @@ def main(argv=None):
         trees = {"old": old_src, "new": ROOT}
         gemm, kern = None, {"old": {}, "new": {}}
         for r in range(0 if args.no_kernels else args.rounds):
-            g = _run(py, ROOT, "gemm", str(args.reps))
+            g = _run(py, ROOT, "gemm", str(args.reps), str(args.threads), threads=args.threads)
             gemm = g if gemm is None else {k: (max(v, gemm[k]) if isinstance(v, float) else
                                                {kk: max(vv, gemm[k][kk]) for kk, vv in v.items()}
                                                if isinstance(v, dict) else v) for k, v in g.items()}
             for side in ("old", "new") if r % 2 == 0 else ("new", "old"):
-                for name, v in _run(py, trees[side], "kernels", str(args.reps), str(args.batch)).items():
+                for name, v in _run(py, trees[side], "kernels", str(args.reps), str(args.batch), str(args.threads),
+                                    threads=args.threads).items():
                     best = kern[side].get(name)
                     if best is None or v["s"] < best["s"]:
                         kern[side][name] = v
         if gemm is not None:
-            _print_kernels(gemm, kern)
+            _print_kernels(gemm, kern, args.threads)
         if args.no_steps:
             return
         _steps(args, py, trees, old_src)
 
 
-def _print_kernels(gemm, kern):
+def _print_kernels(gemm, kern, threads=1):
     """The GEMM rates and the old/new kernel table."""
     rate = max(max(v.values()) for v in gemm.values() if isinstance(v, dict))
-    print(f"GEMM backend of actorflow: {gemm['backend']}; one-thread SGEMM, GFLOP/s "
-          f"(numpy's BLAS / actorflow blas.matmul):")
+    on = "one-thread" if threads == 1 else f"{threads}-thread"
+    print(f"GEMM backend of actorflow: {gemm['backend']}; {on} SGEMM, GFLOP/s "
+          f"(numpy's BLAS / actorflow blas.matmul, which is sequential):")
     for name, v in gemm.items():
         if isinstance(v, dict):
             print(f"  {name:34s} {v['numpy']:7.1f} / {v['blas']:7.1f}")
     print(f"  GEMM rate (best of the above): {rate:.1f} GFLOP/s; memory copy: {gemm['copy GB/s']:.1f} GB/s\n")
-    print(f"{'kernel (LeNet shape, one thread)':36s} {'old ms':>8s} {'new ms':>8s} {'old':>14s} {'new':>14s} "
+    print(f"{'kernel (LeNet shape, ' + on + ')':36s} {'old ms':>8s} {'new ms':>8s} {'old':>14s} {'new':>14s} "
           f"{'new/old':>8s}")
     for name, new in kern["new"].items():
         old = kern["old"].get(name)
@@ -305,8 +346,9 @@ def _print_kernels(gemm, kern):
         print(f"{name:36s} {old_ms} {new['s'] * 1e3:8.3f} {fmt(old) if old else '-':>14s} {fmt(new):>14s} "
               f"{(old['s'] / new['s']) if old else float('nan'):7.2f}x")
     print("(conv: GFLOP/s and % of the GEMM rate; pooling: GB/s read+written and % of the copy rate)")
-    print("(GFLOP/s count a direct convolution's 2*N*OH*OW*KH*KW*C*O flops; conv1 runs as Winograd F(2x2, 5x5),\n"
-          " 2.8x fewer multiplications, so it can pass 100% of the GEMM rate)\n")
+    print("(GFLOP/s count a direct convolution's 2*N*OH*OW*KH*KW*C*O flops; conv0 runs as a register-tiled direct\n"
+          " convolution (kernels/cpu/vector_loops.py), conv1 as Winograd F(2x2, 5x5), 2.8x fewer multiplications,\n"
+          " so it can pass 100% of the GEMM rate)\n")
 
 
 def _steps(args, py, trees, old_src):

@@ -230,3 +230,29 @@ def test_a_finished_step_frees_its_values_without_the_cyclic_collector():
                 assert ref() is None, gc.get_referrers(ref())
             finally:
                 gc.enable()
+
+
+def test_the_offload_policy_compares_estimated_time_whatever_the_costs_unit():
+    # MatMul counts multiply-adds, AddV2 elements: each is converted to one core's nanoseconds by
+    # its kernel's unit_ns before it is compared with the pool's hand-off (OFFLOAD_NS).
+    from actorflow.actors.node import OFFLOAD_NS
+    from actorflow.actors.pool import offload_policy
+    from actorflow.graph.tensor_shape import TensorShape
+    from actorflow.kernels.registry import get_kernel
+
+    def policy(op, *shapes):
+        return offload_policy([TensorShape(s) for s in shapes], [None] * len(shapes), get_kernel(op, "CPU"))
+
+    matmul = get_kernel("MatMul", "CPU")
+    # 128x256x64: 2.1M multiply-adds, about 50 us: not worth a hand-off (it was, compared in
+    # multiply-adds with a threshold meant in nanoseconds).
+    assert 128 * 256 * 64 * matmul.unit_ns < OFFLOAD_NS
+    assert policy("MatMul", [128, 256], [256, 64])[0] is False
+    assert policy("MatMul", [256, 1024], [1024, 1024])[0] is True
+    add = get_kernel("AddV2", "CPU")
+    small, big = 1024, int(4 * OFFLOAD_NS / add.unit_ns)
+    assert policy("AddV2", [small], [small])[0] is False
+    assert policy("AddV2", [big], [big])[0] is True
+    # Shapes known only at run time: the cost function and its limit, in the cost's units.
+    offload, cost, limit = policy("MatMul", [None, 1024], [1024, 1024])
+    assert offload is False and cost is matmul.cost and limit == OFFLOAD_NS / matmul.unit_ns

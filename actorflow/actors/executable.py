@@ -104,16 +104,18 @@ class Executable:
         except Exception as e:  # noqa: BLE001
             raise errors.InvalidArgumentError(item.name, item.op, f"Cannot build the {item.op_type} kernel of op "
                                                                   f"'{item.name}': {e}") from e
-        offload, cost = (False, None) if self.inline else offload_policy(item.in_shapes, item.in_values, item.kernel)
+        offload, cost, limit = ((False, None, None) if self.inline
+                                else offload_policy(item.in_shapes, item.in_values, item.kernel))
         if item.actor == "update":
             bound = tuple((slot, self._resource(spec)) for slot, spec in item.bindings)
             a = ResourceUpdateActor(rt, item.name, item.op_type, fn, item.n_in, tpl, bound,
                                     validate_shape=item.validate_shape)
             if item.kernel.cost is not None:       # an update worth the pool (a fused GEMM update)
-                a.offload, a.cost = offload, cost
+                a.offload, a.cost, a.limit = offload, cost, limit
         else:
             cls = _actor_class(item.count)
-            a = cls(rt, item.name, item.op_type, fn, item.n_in, tpl, cost=cost, offload=offload, n_out=item.n_out)
+            a = cls(rt, item.name, item.op_type, fn, item.n_in, tpl, cost=cost, offload=offload, n_out=item.n_out,
+                    limit=limit)
         if item.kernel.split is not None and (offload or cost is not None):
             a.split = item.kernel.split(item.attrs)
         if item.parts:

@@ -16,13 +16,20 @@ import numpy as np
 
 from actorflow import errors
 from actorflow.actors.resource import huge_buffer_wanted, new_buffer
+from actorflow.kernels.registry import ELEMENT_NS
 
 __all__ = ["NodeActor", "SingleInputActor", "SourceActor", "VariableActor", "ResourceUpdateActor",
-           "IsInitializedActor", "FetchSink", "DEAD", "OFFLOAD_COST"]
+           "IsInitializedActor", "FetchSink", "DEAD", "OFFLOAD_NS", "POOL_HANDOFF_NS"]
 
-# Kernels estimated to cost more than this (in ~nanoseconds of single-core work) run on the
-# thread pool: a pool round trip costs 60-250 us here, so only large kernels are worth it.
-OFFLOAD_COST = 400_000
+# What handing a kernel to the pool costs, in ns: a pool thread's wake-up and the report back. On
+# the 2-core development VM, 6-16 us when it is quiet and 30-100 us under load
+# (benchmarks/offload_cost.py measures it).
+POOL_HANDOFF_NS = 50_000
+# Kernels estimated to take longer than this on one core (`cost * unit_ns`, see
+# kernels/registry.py) run on the pool, split over its threads where they can be: split in two,
+# a kernel of t ns ends after about t/2 + the hand-off, which beats t once t exceeds twice the
+# hand-off. (A threshold of 400,000 compared with multiply-adds sent 16 us GEMMs to the pool.)
+OFFLOAD_NS = 2 * POOL_HANDOFF_NS
 
 
 class _Dead:
@@ -49,11 +56,11 @@ class NodeActor:
     """A stateless op: fires its kernel when all inputs of a tag are present."""
 
     __slots__ = ("name", "op_type", "fn", "n_in", "template", "pending", "outs", "ctrl", "rt",
-                 "cost", "offload", "multi", "n_out", "split", "parts", "deferred")
+                 "cost", "limit", "offload", "multi", "n_out", "split", "parts", "deferred")
 
     releases = False                      # True: `release(args)` runs when an offloaded call ends
 
-    def __init__(self, rt, name, op_type, fn, n_in, template, cost=None, offload=False, n_out=1):
+    def __init__(self, rt, name, op_type, fn, n_in, template, cost=None, offload=False, n_out=1, limit=None):
         self.rt = rt
         self.name = name
         self.op_type = op_type
@@ -64,6 +71,9 @@ class NodeActor:
         self.outs: tuple = ()             # per output: tuple of (consumer, slot)
         self.ctrl: tuple = ()             # (consumer, slot) for control edges
         self.cost = cost                  # callable(*args) -> estimated cost, or None
+        # Offload when cost(*args) > limit: OFFLOAD_NS in the cost's units (element operations unless
+        # the executable says otherwise, from the kernel's unit_ns).
+        self.limit = limit if limit is not None else OFFLOAD_NS / ELEMENT_NS
         self.offload = offload            # True: always offload; False: decide by cost
         self.n_out = n_out
         self.multi = n_out != 1
@@ -111,7 +121,7 @@ class NodeActor:
                 if a is DEAD:
                     self.emit_dead(tag)
                     return
-        if self.offload or (self.cost is not None and self.cost(*args) > OFFLOAD_COST):
+        if self.offload or (self.cost is not None and self.cost(*args) > self.limit):
             self.rt.offload(self, tag, args)
             return
         try:
@@ -285,7 +295,7 @@ class ResourceUpdateActor(NodeActor):
             if res.busy is not None:
                 res.park(self, tag, args)
                 return
-        if self.offload or (self.cost is not None and self.cost(*args) > OFFLOAD_COST):
+        if self.offload or (self.cost is not None and self.cost(*args) > self.limit):
             try:
                 for slot, res in self.refs:
                     args[slot] = res.exclusive()

@@ -123,10 +123,14 @@ class SyncPool:
 
 # -- the offload policy: which kernels go to the pool -------------------------------------------
 def offload_policy(shapes, values, kdef):
-    """(always_offload, cost_fn_or_None) of a kernel whose inputs have static `shapes` (TensorShapes)
-    and, where known, constant `values` (None elsewhere): decided once when the shapes are known."""
+    """(always_offload, cost_fn_or_None, limit) of a kernel whose inputs have static `shapes`
+    (TensorShapes) and, where known, constant `values` (None elsewhere): decided once when the
+    shapes are known. A call with a cost function goes to the pool when ``cost(*inputs) > limit``:
+    OFFLOAD_NS in the cost's units (kdef.unit_ns; input elements where the kernel has no cost)."""
+    from actorflow.actors.node import OFFLOAD_NS
+    limit = OFFLOAD_NS / kdef.unit_ns
     if not kdef.releases_gil:
-        return False, None
+        return False, None, limit
     if all(s.is_fully_defined() for s in shapes):
         if kdef.cost is None:
             est = sum(s.num_elements() for s in shapes)
@@ -135,12 +139,11 @@ def offload_policy(shapes, values, kdef):
                 est = kdef.cost(*[v if v is not None else _ShapeOnly(tuple(s.as_list()))
                                   for s, v in zip(shapes, values)])
             except Exception:  # noqa: BLE001 - a cost function that needs real values
-                return False, kdef.cost
-        from actorflow.actors.node import OFFLOAD_COST
-        return est > OFFLOAD_COST, None
+                return False, kdef.cost, limit
+        return est > limit, None, limit
     if kdef.cost is None:
-        return False, _default_cost
-    return False, kdef.cost
+        return False, _default_cost, limit
+    return False, kdef.cost, limit
 
 
 class _ShapeOnly:

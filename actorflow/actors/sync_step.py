@@ -32,7 +32,6 @@ import numpy as np
 
 from actorflow import errors
 from actorflow.actors.node import (
-    OFFLOAD_COST,
     IsInitializedActor,
     NodeActor,
     ResourceUpdateActor,
@@ -60,7 +59,7 @@ class SyncProgram:
     stateful = False                      # runs anywhere, the runtime's loop included
 
     def __init__(self, code, fetch_srcs):
-        self.code = code              # per kernel: (actor, input template, ((slot, src, out)...), cost)
+        self.code = code              # per kernel: (actor, input template, ((slot, src, out)...), cost, limit)
         self.fetch_srcs = fetch_srcs  # per fetch: (src, out) or None (a constant or a fed value)
         self.n = len(code)
         # Kernels whose cost is known only from their inputs: the feed shapes that turned out worth
@@ -89,7 +88,7 @@ class SyncProgram:
         for i in order:
             actor = actors[i]
             srcs = tuple((slot, src if src < 0 else pos[src], out) for slot, src, out in ins[i])
-            code.append((actor, list(actor.template[:actor.n_in]), srcs, actor.cost))
+            code.append((actor, list(actor.template[:actor.n_in]), srcs, actor.cost, actor.limit))
         return cls(tuple(code), fetch_srcs)
 
     def run(self, feed_values, const_fetches, feed_fetches):
@@ -100,12 +99,12 @@ class SyncProgram:
                 return None
         outs = [None] * self.n
         k = 0
-        for actor, tpl, srcs, cost in self.code:
+        for actor, tpl, srcs, cost, limit in self.code:
             args = tpl.copy()
             for slot, src, o in srcs:
                 v = outs[src] if src >= 0 else feed_values[~src]
                 args[slot] = v if o < 0 else v[o]
-            if cost is not None and cost(*args) > OFFLOAD_COST:
+            if cost is not None and cost(*args) > limit:
                 if len(self.too_big) >= _MAX_REMEMBERED:
                     self.too_big.clear()
                 self.too_big.add(shapes)
@@ -288,7 +287,7 @@ class SyncTrainProgram:
             outs[k] = np.bool_(actor.resource.value is not None)
             return
         args = self._args(k, outs, feed_values)
-        big = actor.offload or (actor.cost is not None and actor.cost(*args) > OFFLOAD_COST)
+        big = actor.offload or (actor.cost is not None and actor.cost(*args) > actor.limit)
         try:
             if kind == 3:
                 outs[k] = self._update(actor, args, big, split_ok)
@@ -321,7 +320,7 @@ class SyncTrainProgram:
                 kind, actor = code[k][:2]
                 if len(group) == 1 and kind == 3:
                     args = self._args(k, outs, feed_values)
-                    if actor.offload or (actor.cost is not None and actor.cost(*args) > OFFLOAD_COST):
+                    if actor.offload or (actor.cost is not None and actor.cost(*args) > actor.limit):
                         for slot, res in actor.refs:
                             args[slot] = res.exclusive()
                         updated.append(actor)
@@ -340,7 +339,7 @@ class SyncTrainProgram:
                         continue
                 if actor.split is not None and kind != 3:
                     args = self._args(k, outs, feed_values)
-                    if actor.offload or (actor.cost is not None and actor.cost(*args) > OFFLOAD_COST):
+                    if actor.offload or (actor.cost is not None and actor.cost(*args) > actor.limit):
                         # A group led by a kernel worth splitting (a filter gradient before its
                         # update) runs now, in order, its kernels split over every thread.
                         args = None

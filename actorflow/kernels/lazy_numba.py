@@ -10,13 +10,22 @@ On that first call every function decorated here becomes a real numba dispatcher
 globals that held the stand-ins are rebound to the dispatchers, so jitted code that calls another
 jitted function (numba resolves it through its module's globals at compile time) sees a dispatcher.
 A stand-in called afterwards from Python forwards to its dispatcher.
+
+`import_numba` is how actorflow imports numba (every module that does goes through it first): see
+its docstring for what it arranges around numba's check for BLAS.
 """
 from __future__ import annotations
 
+import gc
+import importlib.machinery
+import logging
+import os
 import sys
 import threading
 
-__all__ = ["njit", "uintp"]
+__all__ = ["njit", "uintp", "import_numba"]
+
+log = logging.getLogger(__name__)
 
 _pending: list = []                 # the stand-ins not yet turned into dispatchers
 _lock = threading.Lock()
@@ -60,8 +69,7 @@ class _Name:
         self.name = name
 
     def __call__(self, *args):
-        import numba
-        return getattr(numba, self.name)(*args)
+        return getattr(import_numba(), self.name)(*args)
 
     def __repr__(self) -> str:
         return f"<numba.{self.name}, imported lazily>"
@@ -75,7 +83,7 @@ def _materialize() -> None:
     with _lock:
         if not _pending:
             return
-        import numba
+        numba = import_numba()
         todo = list(_pending)
         for lazy in todo:
             lazy.dispatcher = numba.njit(**lazy.options)(lazy.py_func)
@@ -100,3 +108,78 @@ def njit(fn=None, **options):
     with _lock:
         _pending.append(lazy)
     return lazy
+
+
+# numba versions whose numba.np.arraymath computes `_HAVE_BLAS = _check_blas()` at import through the
+# `ensure_blas` it imports from numba.np.linalg (read in 0.59-0.68); outside them numba is left alone.
+_BLAS_PROBE_VERSIONS = ((0, 59), (0, 69))
+_numba_ready = False
+_numba_lock = threading.Lock()      # not _lock: _materialize holds that one when it calls import_numba
+
+
+def import_numba():
+    """numba, imported; the first time, with the GC paused, and its CPU target's check for BLAS made
+    without importing scipy.linalg.
+
+    When numba's CPU target first compiles, or loads a function from its disk cache, it imports
+    numba.np.arraymath, which sets ``_HAVE_BLAS`` by importing ``scipy.linalg.cython_blas``, to
+    know whether np.dot and friends in jitted code can call BLAS. That imports all of scipy.linalg
+    (LAPACK's shared library, and scipy's array-API layer, which touches every lazy submodule of
+    numpy: numpy.f2py, numpy.testing, numpy.ma): 0.13-0.2 s of the 0.5 s that the first numba call
+    of a process costs, and none of actorflow's numba code uses numba's BLAS (its GEMMs call cblas
+    through kernels/cpu/blas.py).
+
+    So, for the numba versions read (`_BLAS_PROBE_VERSIONS`), arraymath is imported here with
+    numba.np.linalg's `ensure_blas` standing in for one that answers the same question, whether
+    ``scipy.linalg.cython_blas`` can be imported and matches numba's BLAS integer width, by finding
+    the module's file instead of importing its package; then numba's own is put back (in both
+    modules), so jitted code that does use np.dot gets numba's check, and scipy.linalg, when it is
+    compiled. ``_HAVE_BLAS`` comes out as numba computes it. With another numba, or numba's
+    arraymath already imported, or anything unexpected, nothing is changed.
+    """
+    global _numba_ready
+    if _numba_ready:
+        return sys.modules["numba"]
+    with _numba_lock:
+        if not _numba_ready:
+            # Importing numba creates some hundred thousand long-lived objects, and the cyclic GC's young
+            # collections (about 170 of them) walk them again and again: 50-70 ms of the import's 0.3 s.
+            # The GC is off meanwhile (for the whole process: another thread's garbage waits those 0.3 s).
+            enabled = gc.isenabled()
+            gc.disable()
+            try:
+                import numba
+                try:
+                    _import_arraymath(numba)
+                except Exception as e:  # noqa: BLE001 - numba then imports arraymath itself, as it would have
+                    log.debug("numba's BLAS check left to numba: %s: %s", type(e).__name__, e)
+            finally:
+                if enabled:
+                    gc.enable()
+            _numba_ready = True
+    return sys.modules["numba"]
+
+
+def _import_arraymath(numba) -> None:
+    version = tuple(int(p) for p in numba.__version__.split(".")[:2])
+    if not (_BLAS_PROBE_VERSIONS[0] <= version <= _BLAS_PROBE_VERSIONS[1]) or "numba.np.arraymath" in sys.modules:
+        return
+    import numba.np.linalg as linalg
+    numbas = linalg.ensure_blas
+
+    def ensure_blas():      # numba's, finding scipy.linalg.cython_blas instead of importing scipy.linalg
+        import scipy
+        where = [os.path.join(os.path.dirname(scipy.__file__), "linalg")]
+        if importlib.machinery.PathFinder.find_spec("cython_blas", where) is None:
+            raise ImportError("scipy 0.16+ is required for linear algebra")
+        check_width = getattr(linalg, "_check_lapack_int_width", None)
+        if check_width is not None:
+            check_width()
+
+    linalg.ensure_blas = ensure_blas
+    try:
+        import numba.np.arraymath as arraymath
+    finally:
+        linalg.ensure_blas = numbas
+    if getattr(arraymath, "ensure_blas", None) is ensure_blas:
+        arraymath.ensure_blas = numbas

@@ -4,8 +4,12 @@ A kernel factory takes the op's attributes (a dict of plain values, dtypes as nu
 and returns a callable on arrays: ``fn(*inputs) -> array`` for single-output ops, or a tuple
 for ops with several outputs. Kernels know nothing of graphs, actors or sessions.
 
-``cost`` (optional) estimates the work of one call from its input arrays, in "element
-operations"; the runtime uses it to decide whether a call is worth a thread-pool hop.
+``cost`` (optional) estimates the work of one call from its input arrays, in the unit natural to
+the kernel: multiply-adds for GEMM-bound kernels (MatMul, convolutions), element operations for the
+rest. ``unit_ns`` is what one unit takes on one core, in nanoseconds (MAC_NS or ELEMENT_NS,
+measured by benchmarks/offload_cost.py), so that ``cost(*inputs) * unit_ns`` is the call's time;
+the runtime compares that with the thread pool's hand-off cost to decide whether the call is worth
+a hop to the pool (actors/node.py, OFFLOAD_NS).
 """
 from __future__ import annotations
 
@@ -13,7 +17,16 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["KernelDef", "register_kernel", "get_kernel", "has_kernel", "registered_ops"]
+__all__ = ["KernelDef", "register_kernel", "get_kernel", "has_kernel", "registered_ops", "MAC_NS", "ELEMENT_NS"]
+
+# One core's time per unit of work, in ns (benchmarks/offload_cost.py measures both on the machine
+# it runs on; these are an AMD EPYC Zen 4 VM's). MAC_NS: single-threaded SGEMM (MKL) runs at
+# 0.021 ns per multiply-add on the MLP's big products and 0.025-0.045 on the narrow ones near the
+# offload threshold (256x1024x10); convolutions at 0.010 (Winograd) to 0.07 (tiny im2col GEMMs).
+# ELEMENT_NS: numpy's and numba's element-wise kernels on 256x1024 float32 take 0.07 (ReluGrad, per
+# input element) to 0.45 (Exp) ns per element, most of them 0.12-0.2.
+MAC_NS = 0.025
+ELEMENT_NS = 0.15
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +35,8 @@ class KernelDef:
     device_type: str
     factory: Callable[[dict], Callable]
     cost: Callable | None = None
+    # ns of one core per unit of `cost` (see the module docstring).
+    unit_ns: float = ELEMENT_NS
     # True when the kernel releases the GIL for the bulk of its work (numpy BLAS, nogil numba),
     # so running it on a worker thread buys real parallelism.
     releases_gil: bool = True
@@ -45,12 +60,12 @@ _LOADED: set[str] = set()
 _LOAD_LOCK = threading.RLock()
 
 
-def register_kernel(op_type: str, device_type: str = "CPU", *, cost=None, releases_gil=True, split=None,
-                    host_inputs=(), metadata_only=False, device_inputs=None):
+def register_kernel(op_type: str, device_type: str = "CPU", *, cost=None, unit_ns=ELEMENT_NS, releases_gil=True,
+                    split=None, host_inputs=(), metadata_only=False, device_inputs=None):
     """Decorator registering a kernel factory for (op_type, device_type)."""
     def deco(factory):
         _REGISTRY[(op_type, device_type)] = KernelDef(
-            op_type, device_type, factory, cost, releases_gil, split, host_inputs=tuple(host_inputs),
+            op_type, device_type, factory, cost, unit_ns, releases_gil, split, host_inputs=tuple(host_inputs),
             device_inputs=None if device_inputs is None else tuple(device_inputs), metadata_only=metadata_only)
         return factory
     return deco

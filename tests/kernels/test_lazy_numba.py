@@ -4,6 +4,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 
 def _run(code: str) -> str:
@@ -71,3 +72,46 @@ def test_jit_pass_that_finds_nothing_to_compile_never_imports_numba():
             print(s.run(y, {x: np.ones((2, 3), np.float32)}), "numba" in sys.modules)
         """)
     assert out == "[3. 3. 3. 3.] False"
+
+
+def test_first_loop_checks_blas_without_importing_scipy_linalg():
+    # numba's target setup asks whether BLAS is there by importing scipy.linalg (0.13-0.2 s); import_numba
+    # answers the same question without it, and numba's own check is back in place afterwards.
+    out = _run("""
+        import sys
+        from actorflow.kernels.lazy_numba import import_numba, njit
+
+        @njit(cache=False)
+        def add(a):
+            return a + 1.0
+
+        print(add(1.0), "scipy.linalg" in sys.modules, end=" ")
+        import numba.np.arraymath as am, numba.np.linalg as la
+        print(am._HAVE_BLAS, am.ensure_blas is la.ensure_blas, la.ensure_blas.__module__, end=" ")
+        try:
+            import scipy.linalg.cython_blas
+            print("scipy-blas")
+        except ImportError:
+            print("no-scipy-blas")
+        """)
+    value, linalg_loaded, have_blas, same, module, scipy_blas = out.split()
+    assert (value, linalg_loaded, same, module) == ("2.0", "False", "True", "numba.np.linalg")
+    assert have_blas == str(scipy_blas == "scipy-blas")
+
+
+def test_numbas_blas_still_works_in_jitted_code():
+    # np.dot in a jitted function: numba's own ensure_blas runs when it compiles, and imports scipy.linalg then.
+    pytest.importorskip("scipy.linalg")
+    out = _run("""
+        import numpy as np
+        from actorflow.kernels.lazy_numba import import_numba, njit
+        import_numba()
+
+        @njit(cache=False)
+        def dot(a, b):
+            return np.dot(a, b)
+
+        a = np.arange(6.0).reshape(2, 3)
+        print(np.array_equal(dot(a, a.T), a @ a.T))
+        """)
+    assert out == "True"

@@ -33,7 +33,14 @@ def test_matmul_transposes(ta, tb):
     out = kernel("MatMul", transpose_a=ta, transpose_b=tb)(a_in, b_in)
     assert out.dtype == np.float32 and out.shape == (5, 3)
     np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
-    assert cost("MatMul", a_in, b_in) == 5 * 7 * 3
+    assert cost("MatMul", a_in, b_in) == 16 * 16 * 16      # dimensions under a register block count as 16
+
+
+def test_matmul_cost_is_multiply_adds_with_narrow_dimensions_padded():
+    assert cost("MatMul", np.zeros((256, 1024)), np.zeros((1024, 512))) == 256 * 1024 * 512
+    assert cost("MatMul", np.zeros((256, 1024)), np.zeros((1024, 10))) == 256 * 1024 * 16
+    assert cost("MatMul", np.zeros((1024, 256)), np.zeros((256, 10))) == 1024 * 256 * 16     # transpose_a
+    assert cost("MatMul", np.zeros((256, 10)), np.zeros((1024, 10))) == 256 * 16 * 1024      # transpose_b
 
 
 def test_matmul_shape_error_names_op():

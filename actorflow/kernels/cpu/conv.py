@@ -8,11 +8,12 @@ still in cache: Conv2D multiplies it by the filter (then adds the bias and appli
 of output, for _FusedConv2D), the filter gradient accumulates ``block.T @ dy`` inside the GEMM, and
 the input gradient multiplies dy by the filter and scatters the result back onto the input grid
 (col2im). On LeNet's second layer each kernel runs at 70-80% of the machine's peak SGEMM rate, as
-fast as one GEMM of the whole column matrix; the first layer (one input channel, 25-long columns)
-reaches about half, its packing costing as much as its GEMM (see benchmarks/conv_kernels.py).
-Blocked direct convolution in numba was measured and rejected: numba turns off LLVM's SLP
-vectoriser, and its loop vectoriser cannot keep a register tile of accumulators (a 4-pixel x
-32-channel tile ran the first layer at 12 GFLOP/s, against about 70 here).
+fast as one GEMM of the whole column matrix. With few input channels (LeNet's first layer: one,
+25-long columns) im2col reaches about half, its packing costing as much as its GEMM, and float32
+forward convolutions and filter gradients run instead as a register-tiled direct convolution
+(vector_loops.py, LLVM vector code emitted by numba intrinsics: numba's own loop vectoriser cannot
+keep a tile of accumulators in registers, and a plain numba direct convolution ran at 12 GFLOP/s):
+90-115 GFLOP/s there, against 50-60 for im2col (see benchmarks/conv_kernels.py).
 numba has no float16 arithmetic, so half-precision convolution runs in float32.
 
 5x5 stride-1 undilated float32 convolutions with enough channels (LeNet's second layer: 32 -> 64) run
@@ -41,7 +42,7 @@ from actorflow.kernels.cpu.window import (
     _to_nhwc,
 )
 from actorflow.kernels.lazy_numba import njit, uintp
-from actorflow.kernels.registry import register_kernel
+from actorflow.kernels.registry import MAC_NS, register_kernel
 
 # Every convolution here is a GEMM over the column matrix of its input: row (n, i, j) holds the
 # KH*KW*C input values under output pixel (n, i, j)'s window. The matrix is never built whole: the
@@ -221,6 +222,19 @@ class _Scratch(threading.local):
 _scratch = _Scratch()
 
 
+def _padded(x, g):
+    """The NHWC `x` zero-padded (in this thread's scratch slot 1) to [N, hp, wp, C], the padding
+    before at (0, 0) and enough after it for every window of the geometry `g` (see _window)."""
+    n, h, w, c = x.shape
+    kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = (int(v) for v in g[3:])
+    hp = max(h + ph, (oh - 1) * sh + (kh - 1) * dh + 1)
+    wp = max(w + pw, (ow - 1) * sw + (kw - 1) * dw + 1)
+    xpad = _scratch.get((n, hp, wp, c), x.dtype, slot=1)
+    xpad.fill(0)
+    xpad[:, ph:ph + h, pw:pw + w] = x
+    return xpad
+
+
 class _ColumnBlocks:
     """The column matrix of one convolution's input, handed out block by block as [rows, K] matrix
     views of this thread's scratch buffer (transposed views of a K-major block when the input has
@@ -241,11 +255,8 @@ class _ColumnBlocks:
         if self.kmajor:
             # The padded input is small (few channels), and padding it once spares every run of
             # the packing loop its bounds checks.
-            self.hp = max(h + ph, (oh - 1) * sh + (kh - 1) * dh + 1)
-            self.wp = max(w + pw, (ow - 1) * sw + (kw - 1) * dw + 1)
-            xpad = _scratch.get((n, self.hp, self.wp, c), x.dtype, slot=1)
-            xpad.fill(0)
-            xpad[:, ph:ph + h, pw:pw + w] = x
+            xpad = _padded(x, g)
+            self.hp, self.wp = xpad.shape[1:3]
             self.x = xpad.reshape(-1)
         else:
             self.x = x.reshape(-1)
@@ -321,12 +332,69 @@ def _conv_cost(x, f):
     return int(np.size(x)) * (int(fs[0] * fs[1] * fs[3]) if len(fs) == 4 else 1)
 
 
+_DIRECT = None
+_NO_POOL = np.zeros(1, np.float32)      # the direct forward kernel's pooled output when it pools nothing
+
+
+def _direct():
+    """vector_loops (imported on first use: it imports numba and llvmlite)."""
+    global _DIRECT
+    if _DIRECT is None:
+        from actorflow.kernels.cpu import vector_loops
+        _DIRECT = vector_loops
+    return _DIRECT
+
+
+def _direct_ok(geo, fshape, *arrays):
+    """Whether the register-tiled direct convolution (vector_loops) runs this convolution: float32,
+    fewer than _KMAJOR_MAX_CHANNELS input channels (where im2col makes a GEMM with a short K, LeNet's
+    first layer: K=25), output channels a multiple of its 32-channel tile, no dilation. On LeNet's
+    first layer, one core: forward (with bias, ReLU and 2x2 max-pool) and filter gradient ran at
+    about 90 and 115 GFLOP/s, against 45-58 for im2col + GEMM (benchmarks/conv_kernels.py). The
+    input gradient stays im2col's: a first layer's input is rarely differentiated."""
+    return (fshape[2] < _KMAJOR_MAX_CHANNELS and fshape[3] % _DIRECT_CHANNELS == 0 and geo.dh == geo.dw == 1
+            and all(a.dtype == np.float32 for a in arrays))
+
+
+_DIRECT_CHANNELS = 32       # vector_loops.TILE_CHANNELS (not imported from there: that module imports numba)
+
+
+def _direct_forward(geo, x, f, out, oh, ow, ph, pw, bias, relu, pooled):
+    """Conv2D of NHWC float32 `x` into `out` by vector_loops.forward, plus `bias` (None: none), ReLU
+    when `relu`, and the 2x2 max-pool into `pooled` when it is not None; `oh` and `ow` even."""
+    kh, kw, c, co = f.shape
+    xpad = _padded(x, _window(x.shape, kh, kw, geo.sh, geo.sw, 1, 1, ph, pw, oh, ow))
+    hp, wp = xpad.shape[1:3]
+    b = np.zeros(co, np.float32) if bias is None else np.ascontiguousarray(bias, np.float32)
+    _direct().forward(xpad.reshape(-1), hp, wp, c, np.ascontiguousarray(f).reshape(-1), kh, kw, geo.sh, geo.sw, b,
+                      bool(relu), oh, ow, co, out.reshape(-1), _NO_POOL if pooled is None else pooled.reshape(-1),
+                      pooled is not None)
+
+
+def _direct_filter_grad(geo, x, dy, fshape, oh, ow, ph, pw):
+    """The filter gradient [KH*KW*C, O] of NHWC float32 `x` and `dy` by vector_loops.filter_grad."""
+    kh, kw, c, co = fshape
+    xpad = _padded(x, _window(x.shape, kh, kw, geo.sh, geo.sw, 1, 1, ph, pw, oh, ow))
+    hp, wp = xpad.shape[1:3]
+    k = kh * kw * c
+    taps = _direct().GRAD_TAPS
+    toff = np.zeros(-(-k // taps) * taps, np.int64)     # dummy taps past the filter read offset 0
+    toff[:k] = (np.arange(kh)[:, None] * (wp * c) + np.arange(kw * c)[None, :]).reshape(-1)
+    dw = np.zeros((toff.shape[0], co), np.float32)
+    _direct().filter_grad(xpad.reshape(-1), hp, wp, c, toff, geo.sh, geo.sw, np.ascontiguousarray(dy).reshape(-1),
+                          oh, ow, co, dw.reshape(-1))
+    return dw[:k]
+
+
 def _conv_forward(geo, x, f, out, oh, ow, ph, pw, bias=None, relu=False, pool=None):
     """Conv2D of NHWC `x` into `out` [N, OH, OW, O] (then + bias, then ReLU, when bias is given;
     then max-pooled by `pool`, a _BandPool, when given)."""
     kh, kw, c, co = f.shape
     if pool is None and winograd.usable(x.dtype, f.shape, geo.sh, geo.sw, geo.dh, geo.dw) and out.dtype == x.dtype:
         winograd.conv_forward(x, f, out, ph, pw, _scratch, bias, relu)
+        return
+    if pool is None and oh % 2 == 0 and ow % 2 == 0 and _direct_ok(geo, f.shape, x, f, out):
+        _direct_forward(geo, x, f, out, oh, ow, ph, pw, bias, relu, None)
         return
     g = _window(x.shape, kh, kw, geo.sh, geo.sw, geo.dh, geo.dw, ph, pw, oh, ow)
     _conv_rows(x, g, f.reshape(kh * kw * c, co), out.reshape(-1, co), bias, relu, pool)
@@ -382,7 +450,7 @@ def _winograd_ok(geo, x, fshape, *others) -> bool:
             and all(a.dtype == x.dtype for a in others))
 
 
-@register_kernel("Conv2D", "CPU", cost=_conv_cost, split=_conv2d_split)
+@register_kernel("Conv2D", "CPU", cost=_conv_cost, unit_ns=MAC_NS, split=_conv2d_split)
 def conv2d(attrs):
     """tf.raw_ops.Conv2D: NHWC input, HWIO filter, SAME/VALID padding, strides and dilations.
 
@@ -451,6 +519,8 @@ def _fused_conv_block(geo, x, f, bias, out, oh, ow, ph, pw, relu, window=None, p
     if (pooled is not None and window == (2, 2) and out.dtype == x.dtype
             and winograd.usable(x.dtype, f.shape, geo.sh, geo.sw, geo.dh, geo.dw)):
         winograd.conv_forward(x, f, out, ph, pw, _scratch, bias, relu, pooled)   # a 2x2 pool window is a tile
+    elif pooled is not None and window == (2, 2) and _direct_ok(geo, f.shape, x, f, out, bias):
+        _direct_forward(geo, x, f, out, oh, ow, ph, pw, bias, relu, pooled)     # so is one of its tiles
     elif pooled is not None:
         _conv_forward(geo, x, f, out, oh, ow, ph, pw, bias, relu, _BandPool(pooled, *window, ow, f.shape[3]))
     elif geo.is_pointwise(f.shape, ph, pw):
@@ -497,7 +567,7 @@ def _fused_conv_cost(input, filter, bias):
     return _conv_cost(input, filter)
 
 
-@register_kernel("_FusedConv2D", "CPU", cost=_fused_conv_cost, split=_fused_conv_split)
+@register_kernel("_FusedConv2D", "CPU", cost=_fused_conv_cost, unit_ns=MAC_NS, split=_fused_conv_split)
 def fused_conv2d(attrs):
     """Conv2D (NHWC) + bias, then ReLU when ``fused_ops`` is ("BiasAdd", "Relu"); with "MaxPool"
     last in ``fused_ops`` (window and stride ``pool_ksize``, tiling the output), the max-pool of
@@ -569,7 +639,7 @@ def _conv_bp_input_split(attrs):
     return split
 
 
-@register_kernel("Conv2DBackpropInput", "CPU", cost=_conv_bp_input_cost, split=_conv_bp_input_split)
+@register_kernel("Conv2DBackpropInput", "CPU", cost=_conv_bp_input_cost, unit_ns=MAC_NS, split=_conv_bp_input_split)
 def conv2d_backprop_input(attrs):
     """tf.raw_ops.Conv2DBackpropInput: gradient of Conv2D with respect to its input.
 
@@ -609,6 +679,8 @@ def _conv_backprop_filter(geo, x, dy, fshape, oh, ow, ph, pw):
     dt = np.result_type(x.dtype, dy.dtype)
     if winograd.usable(x.dtype, fshape, geo.sh, geo.sw, geo.dh, geo.dw) and dy.dtype == x.dtype:
         return winograd.conv_backprop_filter(x, dy, ph, pw, _scratch)
+    if _direct_ok(geo, fshape, x, dy):
+        return _direct_filter_grad(geo, x, dy, fshape, oh, ow, ph, pw)
     g = _window(x.shape, kh, kw, geo.sh, geo.sw, geo.dh, geo.dw, ph, pw, oh, ow)
     df = np.zeros((kh * kw * c, co), dt)
     dy2 = dy.reshape(-1, co)
@@ -652,7 +724,7 @@ def _conv_bp_filter_split(attrs):
     return split
 
 
-@register_kernel("Conv2DBackpropFilter", "CPU", cost=_conv_bp_filter_cost, split=_conv_bp_filter_split)
+@register_kernel("Conv2DBackpropFilter", "CPU", cost=_conv_bp_filter_cost, unit_ns=MAC_NS, split=_conv_bp_filter_split)
 def conv2d_backprop_filter(attrs):
     """tf.raw_ops.Conv2DBackpropFilter: gradient of Conv2D with respect to its filter.
 

@@ -280,10 +280,38 @@ def _max_pool_into(geo, x, out, ph, pw, oh, ow):
         _max_pool(x.reshape(-1), *geo.args(x.shape, ph, pw, oh, ow), out.reshape(-1))
 
 
+_VECTOR = None
+_NO_SUMS = np.zeros(0, np.float32)
+
+
+def _vector_2x2(geo, x, g, dx, ph, pw, oh, ow):
+    """Whether vector_loops.max_pool_grad_2x2 runs this gradient: an exact 2x2 pool (_exact_2x2) of
+    float32 NHWC arrays, channels a multiple of 8. On LeNet's first pool (64x28x28x32, one core) it and
+    its fused ReLU/BiasAddGrad form ran 4-5x faster than _max_pool_grad_relu_tiled, whose channel
+    loop stores to four offsets of `dx` and so is not vectorised."""
+    return (g.size > 0 and _exact_2x2(geo, x.shape, ph, pw, oh, ow) and x.shape[3] % 8 == 0
+            and x.dtype == g.dtype == dx.dtype == np.float32)
+
+
+def _max_pool_grad_2x2(x, g, dx, relu, db):
+    """vector_loops.max_pool_grad_2x2 (imported on first use: it imports numba and llvmlite) on NHWC
+    arrays: `dx` gets the gradient (times the ReLU mask of `x` when `relu`), and `db` its channel sums
+    added when it has C entries."""
+    global _VECTOR
+    if _VECTOR is None:
+        from actorflow.kernels.cpu import vector_loops
+        _VECTOR = vector_loops
+    n, oh, ow, c = g.shape
+    _VECTOR.max_pool_grad_2x2(x.reshape(-1), g.reshape(-1), n * oh, ow, c, relu, db, dx.reshape(-1))
+
+
 def _max_pool_grad_block(geo, x, g, dx, ph, pw, oh, ow):
     """MaxPoolGrad of NHWC `x` and `g` into `dx` (zeroed unless the windows tile the input)."""
     if not g.size:
         dx.fill(0)
+        return
+    if _vector_2x2(geo, x, g, dx, ph, pw, oh, ow):
+        _max_pool_grad_2x2(x, g, dx, False, _NO_SUMS)
         return
     (_max_pool_grad_tiled if _tiles(geo, x.shape, ph, pw, oh, ow) else _max_pool_grad)(
         x.reshape(-1), g.reshape(-1), *geo.args(x.shape, ph, pw, oh, ow), dx.reshape(-1))
@@ -414,6 +442,9 @@ def avg_pool_grad(attrs):
 def _fused_pool_grad_block(geo, x, g, dx, db, ph, pw, oh, ow):
     """dx = ReluGrad(MaxPoolGrad(x, g), x) into `dx` (NHWC) and its channel sums added into `db`
     (an empty `db`: no sums)."""
+    if _vector_2x2(geo, x, g, dx, ph, pw, oh, ow) and db.dtype == np.float32:
+        _max_pool_grad_2x2(x, g, dx, True, db)
+        return
     if _tiles(geo, x.shape, ph, pw, oh, ow) and g.size:
         _max_pool_grad_relu_tiled(x.reshape(-1), g.reshape(-1), *geo.args(x.shape, ph, pw, oh, ow),
                                   dx.reshape(-1), db)

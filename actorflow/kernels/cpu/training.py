@@ -24,7 +24,7 @@ from actorflow.kernels.cpu.matmul import (
     gemm_blocks,
 )
 from actorflow.kernels.lazy_numba import njit
-from actorflow.kernels.registry import register_kernel
+from actorflow.kernels.registry import MAC_NS, register_kernel
 
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -388,7 +388,7 @@ def _gemm_update_split(attrs):
     return split
 
 
-@register_kernel("_MatMulApplyGradientDescent", "CPU", cost=_gemm_update_cost, split=_gemm_update_split)
+@register_kernel("_MatMulApplyGradientDescent", "CPU", cost=_gemm_update_cost, unit_ns=MAC_NS, split=_gemm_update_split)
 def matmul_apply_gradient_descent(attrs):
     """``var -= alpha * (op(a) @ op(b))`` in place; returns var."""
     def fn(var, alpha, a, b):

@@ -32,6 +32,7 @@ import os
 import numpy as np
 
 from actorflow.kernels.cpu.blas import cblas_gemm
+from actorflow.kernels.lazy_numba import import_numba
 
 __all__ = ["usable", "forward_filter", "backprop_input_filter", "convolve", "filter_gradient_sums", "filter_gradient_of",
            "conv_forward", "conv_backprop_input", "conv_backprop_filter"]
@@ -111,6 +112,7 @@ def _loops():
     cblas_sgemm its drivers call."""
     global _LOOPS
     if _LOOPS is None:
+        import_numba()          # before winograd_loops imports numba itself
         from actorflow.kernels.cpu import winograd_loops
         gemm = cblas_gemm(_F32)
         _LOOPS = winograd_loops, ctypes.cast(gemm, ctypes.c_void_p).value, gemm.argtypes[3] is ctypes.c_int64

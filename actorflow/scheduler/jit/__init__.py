@@ -1,6 +1,8 @@
 """A numba JIT for clusters of element-wise ops and whole while loops (TF's XLA auto-clustering).
 
 - `spec`: what is compiled (structure, dtypes, ranks);
+- `symbolic`: symbolic dimensions of a loop's values (an unknown batch size), and the shape ops
+  they fold;
 - `codegen`: the Python source of one numba function per spec;
 - `flat`: the source of a loop whose every shape is static, over flat buffers (no arrays inside);
 - `compile`: the on-disk cache and the kernel that runs the compiled function;

@@ -10,6 +10,8 @@ the ops marked by `af.xla.experimental.jit_scope()`, attribute ``_XlaCompile``):
    saves per iteration (accumulator pushes and pops) become histories the forward function
    returns and the gradient function reads. Loops with other stateful ops (queues, variables,
    random ops, Send/Recv) stay on the actor runtime; in nested loops, the innermost compile.
+   Unknown dimensions get symbols (symbolic.py) so that a gradient loop's run-time shape ops
+   fold; where they cannot, the loop is analyzed with its static shapes alone, as before.
 2. **Clusters.** Maximal sets of compilable ops outside loops, grown along data edges (in
    topological order, merging a producer's cluster into its consumer's unless that would make a
    cycle through an op outside them), become one ``_JitCluster`` op each. An op joins no cluster
@@ -21,6 +23,7 @@ which async compilation runs until the compiled function is ready.
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 
@@ -29,12 +32,15 @@ import numpy as np
 from actorflow.graph.tensor_shape import TensorShape
 from actorflow.kernels.registry import get_kernel
 from actorflow.scheduler.ir import kernel_attrs as _kernel_attrs
+from actorflow.scheduler.jit import symbolic
 from actorflow.scheduler.jit.codegen import NEEDS_CONST, compilable
 from actorflow.scheduler.jit.spec import ClusterSpec, LoopSpec, Node, statics_of
 from actorflow.scheduler.plan import Plan
 from actorflow.scheduler.rewrite import PlanEdit, loop_frames, new_op
 
 __all__ = ["jit_pass", "MIN_CLUSTER_SIZE", "MIN_MARKED_CLUSTER_SIZE"]
+
+log = logging.getLogger(__name__)
 
 # Auto-clustering compiles a cluster of at least this many ops (not counting identities), TF's
 # tf_xla_min_cluster_size default: below it, the compiled call saves nothing over the few kernels it
@@ -62,13 +68,40 @@ _DT_NAMES: dict = {}
 
 
 _FED = threading.local()        # the fed tensors of the plan being compiled (never constants)
+# .shapes: the symbolic shapes (symbolic.py) of the loop being analyzed, or None
 
 
-def _const_value(t):
+def _sym():
+    return getattr(_FED, "shapes", None)
+
+
+def _graph_const(t):
     if t in getattr(_FED, "tensors", ()):
         return None
     op = t.op
     return op.attrs["value"] if op.type == "Const" else None
+
+
+def _const_value(t):
+    sym = _sym()
+    if sym is not None and t in sym.value:
+        return sym.value[t]
+    return _graph_const(t)
+
+
+def _ndims(t):
+    """`t`'s rank: its symbolic shape's in a loop analyzed symbolically, else its static shape's."""
+    sym = _sym()
+    if sym is not None and t in sym.shape:
+        return sym.rank(t)
+    return t.shape.ndims
+
+
+def _statics(t) -> tuple:
+    sym = _sym()
+    if sym is not None and t in sym.shape:
+        return sym.statics(t)
+    return statics_of(t.shape)
 
 
 def _is_scalar_const(t) -> bool:
@@ -79,9 +112,10 @@ def _node_attrs(op):
     """The attributes that shape the generated code of `op`, hashable, or None when the op cannot
     compile (a constant input that is not constant, a layout it does not handle)."""
     a = {}
+    sym = _sym()
     for slot, name in NEEDS_CONST.get(op.type, {}).items():
         t = op.inputs[slot]
-        v = _const_value(t)
+        v = sym.reshape_to[op] if sym is not None and op in sym.reshape_to else _const_value(t)
         if v is None:
             return None
         v = np.asarray(v)
@@ -123,7 +157,7 @@ def _op_compilable(op) -> bool:
     if op.attrs.get("_XlaCompile") is False:
         return False
     ins = [op.inputs[i] for i in _data_inputs(op)]
-    if any(t.shape.ndims is None for t in ins) or any(t.shape.ndims is None for t in op.outputs):
+    if any(_ndims(t) is None for t in ins) or any(_ndims(t) is None for t in op.outputs):
         return False
     if any(_dt(t) not in _TYPES_OK for t in ins) or any(_dt(t) not in _TYPES_OK for t in op.outputs):
         return False
@@ -132,26 +166,44 @@ def _op_compilable(op) -> bool:
     elif not compilable(op.type, [_dt(t) for t in ins if not (op.type.startswith("Select") and t is ins[0])]):
         return False
     if op.type == "Select":         # v1: a vector condition picks rows; SelectV2 broadcasts
-        ranks = {t.shape.ndims for t in ins}
+        ranks = {_ndims(t) for t in ins}
         if len(ranks) != 1:
             return False
-    if op.type == "SoftmaxCrossEntropyWithLogits" and any(t.shape.ndims != 2 for t in ins):
+    if op.type == "SoftmaxCrossEntropyWithLogits" and any(_ndims(t) != 2 for t in ins):
         return False
-    if op.type in ("Softmax", "LogSoftmax") and ins[0].shape.ndims < 1:
+    if op.type in ("Softmax", "LogSoftmax") and _ndims(ins[0]) < 1:
         return False
     if op.type in ("Reshape", "ExpandDims", "Squeeze", "Split", "SplitV", "ConcatV2") and (
-            ins[0].shape.ndims == 0 or op.outputs[0].shape.ndims == 0):
+            _ndims(ins[0]) == 0 or _ndims(op.outputs[0]) == 0):
         return False
-    if op.type == "MatMul":     # explicit loops: small static GEMMs only (an RNN cell's)
-        if any(not t.shape.is_fully_defined() or t.shape.ndims != 2 for t in ins):
-            return False
-        m, n = op.outputs[0].shape.as_list()
-        k = ins[0].shape.as_list()[0 if op.attrs.get("transpose_a") else 1]
-        if m * n * k > MAX_LOOP_GEMM:
-            return False
+    if op.type == "MatMul" and not _small_gemm(op, ins):
+        return False
     if op.type == "Mean" and _dt(op.outputs[0]) not in ("float32", "float64"):
         return False
     return _node_attrs(op) is not None
+
+
+def _small_gemm(op, ins) -> bool:
+    """A MatMul the JIT's explicit loops serve: small and static (an RNN cell's), or, in a loop
+    analyzed symbolically, one whose known dimensions are small and whose others are symbols
+    (a batch of unknown size)."""
+    if any(_ndims(t) != 2 for t in ins):
+        return False
+    sym = _sym()
+    if sym is not None and all(t in sym.shape for t in ins) and op.outputs[0] in sym.shape:
+        if not all(sym.fully_symbolic(t) for t in list(ins) + [op.outputs[0]]):
+            return False
+        m, n = sym.dims(op.outputs[0])
+        k = sym.dims(ins[0])[0 if op.attrs.get("transpose_a") else 1]
+        size = 1
+        for d in (m, n, k):
+            size *= d if isinstance(d, int) else 1
+        return size <= MAX_LOOP_GEMM
+    if any(not t.shape.is_fully_defined() for t in ins):
+        return False
+    m, n = op.outputs[0].shape.as_list()
+    k = ins[0].shape.as_list()[0 if op.attrs.get("transpose_a") else 1]
+    return m * n * k <= MAX_LOOP_GEMM
 
 
 class _Builder:
@@ -189,7 +241,7 @@ class _Builder:
         else:
             args, attrs = tuple(self.arg(t) for t in inputs), ()
         self.nodes.append(Node(as_type or op.type, attrs, args, tuple(_dt(t) for t in op.outputs),
-                               tuple(t.shape.ndims for t in op.outputs), tuple(statics_of(t.shape) for t in op.outputs)))
+                               tuple(_ndims(t) for t in op.outputs), tuple(_statics(t) for t in op.outputs)))
         j = len(self.nodes) - 1
         for o, t in enumerate(op.outputs):
             self.ref[t] = ("n", j, o)
@@ -246,10 +298,12 @@ def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None, keep=fr
     names of ops no cluster may take (the fusion pass's chains)."""
     from actorflow.scheduler.jit import kernel  # noqa: F401 - registers the _JitCluster/_JitLoop op and kernel
     _FED.tensors = frozenset(plan.feeds)
+    _FED.shapes = None
     try:
         return _jit_pass(plan, level_on, mode, keep)
     finally:
         _FED.tensors = ()
+        _FED.shapes = None
 
 
 def _jit_pass(plan, level_on, mode, keep):
@@ -512,13 +566,53 @@ def _is_iteration_index(nodes, nexts, var_enters, ref) -> bool:
 
 
 def _saved_value_ok(t) -> bool:
-    """A value a compiled loop can save: a static shape (one history row per iteration; a value
-    of unknown dimensions has a gradient of run-time shape ops, Shape and BroadcastGradientArgs,
-    that do not compile anyway) and a compilable dtype."""
-    return t.shape.is_fully_defined() and _dt(t) in _TYPES_OK
+    """A value a compiled loop can save: a known rank (one history row per iteration, each of the
+    first row's shape: `rt.save_row` checks) and a compilable dtype."""
+    return t.shape.ndims is not None and _dt(t) in _TYPES_OK
 
 
 def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
+    """`_analyze` with symbolic shapes (symbolic.py), or, where they do not serve, with the static
+    shapes alone (unknown dimensions worked out at run time)."""
+    try:
+        return _analyze(name, ops, level_on, fed, fetched, consumers, True)
+    except _NotCompilable:
+        return _analyze(name, ops, level_on, fed, fetched, consumers, False)
+    finally:
+        _FED.shapes = None
+
+
+def _no_op_sum(op) -> bool:
+    """A Sum over no axis (a gradient's, where BroadcastGradientArgs folded to nothing)."""
+    if op.type != "Sum":
+        return False
+    axes = _const_value(op.inputs[1])
+    return axes is not None and np.size(axes) == 0
+
+
+def _symbolic(merges, switches, nexts, inv_enters, pops, body_ops, consumers):
+    """The loop's symbolic shapes, or None where they cannot be worked out or its variables do
+    not keep theirs from one iteration to the next."""
+    entry = [((m.outputs[0], s.outputs[1]), m.outputs[0]) for m, s in zip(merges, switches)]
+    entry += [((e.outputs[0],), e.inputs[0]) for e in inv_enters]
+    entry += [((p.outputs[0],), p.outputs[0]) for p in pops]
+    try:
+        sym = symbolic.infer(body_ops, entry, _graph_const)
+        for m, nx in zip(merges, nexts):
+            t = nx.inputs[0]
+            if t not in sym.shape or sym.dims(t) != sym.dims(m.outputs[0]) or t in sym.loose:
+                raise symbolic.NotSymbolic(f"loop variable '{m.name}' changes shape")
+        body = set(body_ops)
+        for t in sym.loose | set(sym.loose_axes):       # (infer saw the consumers in the body)
+            if any(c not in body for c in consumers.get(t, ())):
+                raise symbolic.NotSymbolic(f"'{t.name}' leaves the loop's body")
+    except symbolic.NotSymbolic as e:
+        log.debug("JIT: no symbolic shapes for the loop of '%s': %s", merges[0].name if merges else "?", e)
+        return None
+    return sym
+
+
+def _analyze(name, ops, level_on, fed, fetched, consumers, symbolic_shapes) -> _Loop:
     opset = set(ops)
     enters = [op for op in ops if op.type == "Enter" and op.attrs.get("frame_name") == name]
     if any(op.type == "Enter" and op.attrs.get("frame_name") != name for op in ops):
@@ -586,10 +680,18 @@ def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
             raise _NotCompilable
         if any(t in fed or (t in fetched and op.type != "Exit") for t in op.outputs):
             raise _NotCompilable
+    pops = [consumers[h.outputs[0]][0] for h in hist_enters]
+    sym = _symbolic(merges, switches, nexts, inv_enters, pops, body_ops, consumers) if symbolic_shapes else None
+    if symbolic_shapes and sym is None:
+        raise _NotCompilable            # (the caller tries again without)
+    _FED.shapes = sym
+    skip = (sym.folded | sym.identity) if sym is not None else set()
     for op in body_ops:
         if op.type == _POP:
             if op.inputs[0].op not in hist_enters:
                 raise _NotCompilable
+        elif op in skip:
+            pass
         elif not _op_compilable(op) and not (op.type == "Const"):
             raise _NotCompilable
         for c in op.control_inputs:
@@ -603,7 +705,7 @@ def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
         if _acc_root(op.inputs[0])[0] not in push_accs:
             raise _NotCompilable
     for t in list(loop_cond.inputs) + [m.outputs[0] for m in merges] + [n.inputs[0] for n in nexts]:
-        if t.shape.ndims is None or _dt(t) not in _TYPES_OK:
+        if _ndims(t) is None or _dt(t) not in _TYPES_OK:
             raise _NotCompilable
     for e in inv_enters:
         t = e.inputs[0]
@@ -618,6 +720,10 @@ def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
         external[e.outputs[0]] = ("i", n_vars + k)
     base = n_vars + len(inv_enters) + len(hist_enters)
     extra: list = []                    # constant arrays of the body: inputs after the histories
+    # the inputs' static shapes first: symbols are numbered in the order the inputs have them
+    in_statics = tuple(_statics(m.outputs[0]) for m in merges) + tuple(
+        _statics(e.outputs[0]) if sym is not None else statics_of(e.inputs[0].shape) for e in inv_enters) + tuple(
+        (-1,) + _statics(p.outputs[0]) for p in pops)
 
     def ext(t):
         r = external.get(t)
@@ -640,15 +746,21 @@ def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
         stack.extend(t.op for t in o.inputs)
     cond_ops = [op for op in body_ops if op in need]
     rest = [op for op in body_ops if op not in need]
-    for op in cond_ops:
-        if op.type != "Const":      # scalar constants inline where used; arrays become inputs
-            b.add(op)
-    n_cond = len(b.nodes)
-    for op in rest:
+    def add(op):
         if op.type == _POP:
             b.add(op, as_type="_HistoryRead", inputs=(op.inputs[0], op.inputs[-1]))
-        elif op.type != "Const":
+        elif op in skip:
+            if op in sym.identity:      # a Reshape to the shape its input has: its input
+                b.ref[op.outputs[0]] = b.arg(op.inputs[0])
+        elif sym is not None and _no_op_sum(op):
+            b.ref[op.outputs[0]] = b.arg(op.inputs[0])     # (the element-wise ops around it fuse)
+        elif op.type != "Const":        # scalar constants inline where used; arrays become inputs
             b.add(op)
+    for op in cond_ops:
+        add(op)
+    n_cond = len(b.nodes)
+    for op in rest:
+        add(op)
     cond_ref = b.arg(loop_cond.inputs[0])
     next_refs = tuple(b.arg(n.inputs[0]) for n in nexts)
     saves = tuple(b.arg(p.inputs[1]) for p in pushes)
@@ -662,10 +774,7 @@ def _analyze_loop(name, ops, level_on, fed, fetched, consumers) -> _Loop:
     for k, m in enumerate(merges):
         if (in_types[k][0], in_types[k][1]) != (_dt(m.outputs[0]), m.outputs[0].shape.ndims):
             raise _NotCompilable
-    in_statics = tuple(statics_of(m.outputs[0].shape) for m in merges) + tuple(
-        statics_of(e.inputs[0].shape) for e in inv_enters) + tuple(
-        (-1,) + statics_of(consumers[h.outputs[0]][0].outputs[0].shape) for h in hist_enters) + tuple(
-        statics_of(t.shape) for t in extra)
+    in_statics += tuple(statics_of(t.shape) for t in extra)
     spec = LoopSpec(in_types, n_vars, tuple(b.nodes), n_cond, cond_ref, next_refs, saves, in_statics)
     return _Loop(name=name, ops=ops, opset=opset, consumers=consumers, enters=enters, var_enters=var_enters, inv_enters=inv_enters,
                  hist_enters=hist_enters, push_accs=push_accs, pushes=pushes, extra=extra, merges=merges,
@@ -744,7 +853,9 @@ def _loop_interpreter(lp: _Loop, extra):
     n_vars = len(lp.var_enters)
     invariants = [e.outputs[0] for e in lp.inv_enters + lp.hist_enters] + list(extra)
     merges, switches, nexts, loop_cond = lp.merges, lp.switches, lp.nexts, lp.loop_cond
-    saved = [(p.inputs[1], np.dtype(_dt(p.inputs[1])), tuple(p.inputs[1].shape.as_list())) for p in lp.pushes]
+    # (an empty history of rows of unknown dimensions has size 0 in them)
+    saved = [(p.inputs[1], np.dtype(_dt(p.inputs[1])), tuple(d or 0 for d in p.inputs[1].shape.as_list()))
+             for p in lp.pushes]
 
     def run_ops(steps, vals):
         for op, fn in steps:

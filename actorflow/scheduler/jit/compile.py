@@ -32,6 +32,8 @@ import time
 
 import numpy as np
 
+from actorflow.kernels.lazy_numba import import_numba
+
 __all__ = ["load_source", "cache_dir", "JitKernel", "compile_stats"]
 
 log = logging.getLogger(__name__)
@@ -42,7 +44,8 @@ _COMPILER = None                    # the compile thread of async mode (one: num
 # what compiling cost this process: kernels compiled, wall seconds, CPU seconds of the compiling
 # thread (on a shared machine the CPU time is the figure that does not depend on the load), and
 # calls whose values the compiled code rejected (they ran the interpreted ops instead)
-compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0}
+# (and calls whose sizes turned out too big for the explicit loops of a symbolic MatMul: "big")
+compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0, "big": 0}
 
 
 def cache_dir() -> str:
@@ -53,7 +56,7 @@ def cache_dir() -> str:
 
 def load_source(source: str):
     """The numba dispatcher `kernel` defined by `source`, imported from its file in the cache dir."""
-    import numba
+    numba = import_numba()
     h = hashlib.sha256(f"{numba.__version__}|{np.__version__}|{source}".encode()).hexdigest()[:24]
     with _LOCK:
         fn = _MODULES.get(h)
@@ -93,7 +96,7 @@ def _size(shape) -> int:
 
 
 def _numba_type(dtype: str, rank: int):
-    import numba
+    numba = import_numba()
     t = numba.from_dtype(np.dtype(dtype))
     return t if rank == 0 else numba.types.Array(t, rank, "C")
 
@@ -113,13 +116,18 @@ class JitKernel:
     interpreted ops (a callable with the same signature) for async mode until compiled, and for
     values the compiled code does not accept. `loop`: the function returns (values, iterations).
     `shapes`: per argument, the static shape the generated code assumes (-1: any size); an
-    argument of another shape runs the interpreted ops. `rows`: per history a loop returns, the
-    static shape of its rows. `flat`: a static loop's `FlatLoop` (flat.py), whose function takes
-    flat buffers and is called again while its histories fill up.
+    argument of another shape runs the interpreted ops. A symbol (a size ``-2 - k``, symbolic.py)
+    names one size: the dimensions of the arguments that have it must agree, or the interpreted
+    ops run. `rows`: per history a loop returns, the static shape of its rows. `gemms`: (m, n, k)
+    of each MatMul with a symbol among its sizes: sizes that make one bigger than `max_gemm`
+    multiply-adds (the JIT's limit for a static MatMul) run the interpreted ops (numpy's BLAS).
+    `flat`: a static loop's `FlatLoop` (flat.py), whose function takes flat buffers and is called
+    again while its histories fill up.
     """
 
     def __init__(self, source: str, inputs, outputs, fallback, mode: str | None = None, what: str = "",
-                 loop: bool = False, max_iterations=None, n_vars=None, shapes=(), rows=(), flat=None):
+                 loop: bool = False, max_iterations=None, n_vars=None, shapes=(), rows=(), gemms=(),
+                 max_gemm=1 << 18, flat=None):
         self.source = source
         self.flat = flat
         self._cap = 16                  # a static loop's history rows to start with: the last run's count
@@ -134,7 +142,7 @@ class JitKernel:
         nv = len(self.inputs) if n_vars is None else n_vars
         self.n_vars = nv
         # a loop's histories: each row's static shape (None where not fully known)
-        self.rows = tuple(None if any(d < 0 for d in r) else tuple(r) for r in rows)
+        self.rows = tuple(tuple(r) for r in rows)
         self.copy_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0 and i < nv) if loop else ()
         self.check_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0 and i >= nv) if loop else ()
         self.scalar_out = tuple(np.dtype(d).type if r == 0 else None for d, r in self.outputs)
@@ -142,6 +150,16 @@ class JitKernel:
         # for each array argument with known sizes, checked before every call.
         self.shapes = tuple((i, tuple((j, d) for j, d in enumerate(st) if d >= 0))
                             for i, st in enumerate(shapes) if self.inputs[i][1] > 0 and any(d >= 0 for d in st))
+        # symbol -> the (argument, dimension) places that have it; `same`: those of symbols
+        # that several places have, checked equal before every call
+        self.symbols: dict = {}
+        for i, st in enumerate(shapes):
+            for j, d in enumerate(st):
+                if d < -1 and self.inputs[i][1] > 0:
+                    self.symbols.setdefault(d, []).append((i, j))
+        self.same = tuple((p[0], tuple(p[1:])) for p in self.symbols.values() if len(p) > 1)
+        self.gemms = tuple(g for g in gemms if all(d >= -1 or d in self.symbols for d in g))
+        self.max_gemm = max_gemm
         # Array arguments of another layout than the eager signature's (C-contiguous, writable):
         # their specialization compiles on the compile thread while the interpreted ops run.
         self.array_in = () if loop else tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0)
@@ -186,6 +204,22 @@ class JitKernel:
                 if shape[j] != d:
                     compile_stats["rejected"] += 1
                     return self.fallback(*args)
+        for (i, j), others in self.same:
+            d = args[i].shape[j]
+            for k, m in others:
+                if args[k].shape[m] != d:
+                    compile_stats["rejected"] += 1
+                    return self.fallback(*args)
+        for dims in self.gemms:
+            size = 1
+            for d in dims:
+                if d < -1:
+                    i, j = self.symbols[d][0]
+                    d = args[i].shape[j]
+                size *= max(d, 1)
+            if size > self.max_gemm:
+                compile_stats["big"] += 1
+                return self.fallback(*args)
         if self.array_in:
             key = tuple((args[i].flags.c_contiguous, args[i].flags.writeable) for i in self.array_in)
             if key not in self._ready_keys:
@@ -241,13 +275,23 @@ class JitKernel:
             return out[0] if t is None else t(out[0])
         return tuple(v if t is None else t(v) for v, t in zip(out, so))
 
+    def _row_shape(self, row, args) -> tuple:
+        """A history row's shape: its static sizes, a symbol's size in the arguments, else 0."""
+        out = []
+        for d in row:
+            if d < -1 and d in self.symbols:
+                i, j = self.symbols[d][0]
+                d = args[i].shape[j]
+            out.append(max(d, 0))
+        return tuple(out)
+
     def _specialize(self, key, args) -> None:
         """Compiles (on the compile thread, never the caller's) for the layout of `args`."""
         with _LOCK:
             if key in self._pending:
                 return
             self._pending.add(key)
-        import numba
+        numba = import_numba()
         types = tuple(numba.typeof(a[()] if i in self.scalar_in else a) for i, a in enumerate(args))
 
         def work():
@@ -283,8 +327,7 @@ class JitKernel:
                 # no iteration ran: the histories have their rows' static shape (as the
                 # interpreted loop's), not the placeholder shape they started with
                 out = out[:self.n_vars] + tuple(
-                    np.empty((0,) + row, h.dtype) if row is not None else h
-                    for h, row in zip(out[self.n_vars:], self.rows))
+                    np.empty((0,) + self._row_shape(row, args), h.dtype) for h, row in zip(out[self.n_vars:], self.rows))
             if len(so) == 1:
                 out = out[0]
         if len(so) == 1:

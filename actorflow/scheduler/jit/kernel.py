@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from actorflow.graph.op_def import InferenceError, define_op, get_op_def
 from actorflow.kernels.registry import register_kernel
+from actorflow.scheduler.jit.cluster import MAX_LOOP_GEMM
 from actorflow.scheduler.jit.codegen import cluster_source, loop_source
 from actorflow.scheduler.jit.compile import JitKernel
 from actorflow.scheduler.jit.flat import flat_loop
@@ -47,7 +48,25 @@ def make_kernel(attrs: dict) -> JitKernel:
         outputs = tuple(_ref_type(spec, r) for r in spec.outputs)
     return JitKernel(source, spec.inputs, outputs, attrs["interpreted"], attrs.get("mode"), attrs.get("what", ""),
                      loop=loop, n_vars=spec.n_vars if loop else None, shapes=spec.input_statics,
-                     rows=tuple(_ref_statics(spec, r) for r in spec.saves) if loop else (), flat=flat)
+                     rows=tuple(_ref_statics(spec, r) for r in spec.saves) if loop else (),
+                     gemms=_symbolic_gemms(spec), max_gemm=MAX_LOOP_GEMM, flat=flat)
+
+
+def _symbolic_gemms(spec):
+    """(m, n, k) of each MatMul of `spec` with a symbolic dimension (symbolic.py): the kernel
+    runs the interpreted ops for sizes that would have kept a static MatMul from compiling."""
+    out = []
+    for node in spec.nodes:
+        if node.op != "MatMul" or not node.statics or len(node.statics[0]) != 2:
+            continue
+        a = _ref_statics(spec, node.args[0])
+        if len(a) != 2:
+            continue
+        m, n = node.statics[0]
+        k = a[0] if node.attr("transpose_a") else a[1]
+        if min(m, n, k) < -1:
+            out.append((m, n, k))
+    return tuple(out)
 
 
 def _ref_statics(spec, ref):

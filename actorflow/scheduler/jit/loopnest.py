@@ -77,6 +77,14 @@ def scalar_expr(node, args, arg_types) -> str:
     return f"{dt(out)}({expr})"
 
 
+def _reduces(node, in_rank) -> bool:
+    """Whether reduction `node` of an input of rank `in_rank` sums over any axis (one over none,
+    a gradient's Sum over the axes of a broadcast that did not happen, is its input)."""
+    if node.op == "BiasAddGrad":
+        return in_rank > 1
+    return in_rank > 0 and bool(node.attr("axes"))
+
+
 class _Block:
     def __init__(self, nodes, name_of, type_of, needed, statics_of=None):
         self.nodes = nodes
@@ -94,7 +102,7 @@ class _Block:
             if n.op in ELEMENTWISE and n.ranks[0] > 0 and (j, 0) not in self.needed and self.uses.get((j, 0)) == 1:
                 consumer = next(k for k, m in enumerate(nodes) if any(r[0] == "n" and r[1] == j for r in m.args))
                 c = nodes[consumer]
-                if c.op in ELEMENTWISE or (c.op in REDUCE and c.args[0] == ("n", j, 0)):
+                if c.op in ELEMENTWISE or (c.op in REDUCE and c.args[0] == ("n", j, 0) and _reduces(c, n.ranks[0])):
                     self.inlined.add(j)
         self.tmp = 0
 
@@ -149,7 +157,7 @@ class _Block:
             st = self.statics_of(r)
             for j in range(lr):
                 d = st[j] if len(st) == lr else -1
-                by_dim[rank - lr + j].append((f"{name}.shape[{j}]", 1 if d == 1 else (-1 if d < 0 else 0), r, j))
+                by_dim[rank - lr + j].append((f"{name}.shape[{j}]", 1 if d == 1 else (-1 if d < 0 else 0), r, j, d))
         how: dict = {}                  # (leaf, dim) -> "i" (the loop index), "0", or a multiplier
         unit = [False] * rank           # dimensions every leaf has as 1 (or lacks)
         checks = []
@@ -157,15 +165,17 @@ class _Block:
             ones = [e for e in by_dim[k] if e[1] == 1]
             full = [e for e in by_dim[k] if e[1] == 0]
             free = [e for e in by_dim[k] if e[1] == -1]
-            for _x, _, r, j in ones:
+            for _x, _, r, j, _d in ones:
                 how[(r, j)] = "0"
-            if full or len(free) == 1:
+            # leaves of one symbol (symbolic.py) have one size, checked on entry: one free leaf
+            one_symbol = len({e[4] for e in free}) == 1 and free[0][4] < -1
+            if full or len(free) == 1 or one_symbol:
                 first = (full or free)[0][0]
                 lines.append(f"{indent}{dims[k]} = {first}")
-                for _x, _, r, j in full + free:
+                for _x, _, r, j, _d in full + free:
                     how[(r, j)] = "i"
                 if full:
-                    for x, _, r, j in free:
+                    for x, _, r, j, _d in free:
                         checks.append(f"(({x} != 1) & ({x} != {dims[k]}))")
                         how[(r, j)] = self._mult(lines, indent, x)
                 continue
@@ -180,7 +190,7 @@ class _Block:
             lines.append(f"{indent}{dims[k]} = {expr}")
             lines.append(f"{indent}if {' or '.join(x + ' == 0' for x in sizes)}:")
             lines.append(f"{indent}    {dims[k]} = 0")
-            for x, _, r, j in free:
+            for x, _, r, j, _d in free:
                 checks.append(f"(({x} != 1) & ({x} != {dims[k]}))")
                 how[(r, j)] = self._mult(lines, indent, x)
         if checks:
@@ -255,16 +265,19 @@ def emit_block(nodes, name_of, type_of, needed, emit_other, indent="    ", span=
 
 def _static_shape(b: _Block, j):
     """The static shape of element-wise node j when it and every array its loop reads have fully
-    known static shapes (it can then share a loop nest with others of that shape); else None."""
+    known static shapes, sizes or symbols, each leaf's the node's or 1 in every dimension (it can
+    then share a loop nest with others of that shape); else None."""
     node = b.nodes[j]
     if node.op not in ELEMENTWISE or node.ranks[0] == 0:
         return None
     st = node.statics[0] if node.statics else ()
-    if len(st) != node.ranks[0] or any(d < 0 for d in st):
+    if len(st) != node.ranks[0] or any(d == -1 for d in st):
         return None
     for r in b.leaves(j, []):
         lst = b.statics_of(r)
-        if len(lst) != b.type_of(r)[1] or any(d < 0 for d in lst):
+        if len(lst) != b.type_of(r)[1] or len(lst) > len(st):
+            return None
+        if any(d != 1 and d != st[len(st) - len(lst) + k] for k, d in enumerate(lst)):
             return None
     return st
 

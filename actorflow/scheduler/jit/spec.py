@@ -17,7 +17,9 @@ history, an array with one row per iteration, after the loop variables. A gradie
 row with a ``_HistoryRead(history, index)`` node, the history being one of its invariants.
 
 Static shapes (`Node.statics`, `input_statics`): per value, its size in each dimension as the
-graph's static shape has it, -1 where unknown (empty: the rank is all that is known). The
+graph's static shape has it, -1 where unknown (empty: the rank is all that is known), or a
+symbol ``-2 - k`` in a loop analyzed symbolically (symbolic.py: dimensions of one symbol have one
+size, checked on entry). The
 generated code depends only on which sizes are 1, known, or unknown (it indexes a dimension known
 not to broadcast directly, without run-time broadcasting code), never on the sizes themselves, so
 one compiled function still serves every graph of the same structure. `JitKernel` checks each
