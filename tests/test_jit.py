@@ -437,6 +437,42 @@ def test_static_loops_of_views_reductions_and_gemms_match(monkeypatch):
             np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-6)
 
 
+def test_a_static_gradient_loop_never_reads_past_its_histories():
+    """A history row outside what the forward loop saved is checked in the compiled code: the
+    interpreted loop runs instead, and its error names the op."""
+    from actorflow.scheduler.jit.compile import compile_stats
+    g, (n, w, b, x), fetches = _lstm_gradient_graph()
+    plan = jit_pass(make_plan(g, [n, w, b, x], fetches, []))
+    (op,) = [o for o in plan.ops if o.type == "_JitLoop" and not o.attrs["spec"].saves]
+    k = make_kernel(dict(op.attrs))
+    assert k.flat is not None
+    spec = op.attrs["spec"]
+    args = [np.array(5, d) if not r else np.ones(tuple(3 if s < 0 else s for s in st), d)    # 3 rows, 5 iterations
+            for (d, r), st in zip(spec.inputs, spec.input_statics)]
+    rejected = compile_stats["rejected"]
+    with pytest.raises(ValueError, match="no value was saved"):
+        k(*args)
+    assert compile_stats["rejected"] == rejected + 1
+
+
+def test_a_static_loop_in_async_mode_runs_interpreted_until_compiled():
+    g, (n, w, b, x), fetches = _lstm_gradient_graph()
+    plan = jit_pass(make_plan(g, [n, w, b, x], fetches, []))
+    (op,) = [o for o in plan.ops if o.type == "_JitLoop" and o.attrs["spec"].saves]
+    k = make_kernel(dict(op.attrs, mode="async"))
+    spec = op.attrs["spec"]
+    rng = np.random.default_rng(5)
+    args = [(np.array(0 if i < spec.n_vars else 20, d) if not r else rng.standard_normal(st).astype(d) * 0.1)
+            for i, ((d, r), st) in enumerate(zip(spec.inputs, spec.input_statics))]     # 20 iterations
+    first = k(*args)                            # compiled or not, the same values (GEMMs: to float tolerance)
+    assert first[spec.n_vars].shape[0] == 20    # a history of 20 rows
+    k._future.result(timeout=300)
+    assert k.fn is not None and k.error is None
+    for a, b_ in zip(first, k(*args)):
+        assert np.shape(a) == np.shape(b_)
+        np.testing.assert_allclose(a, b_, rtol=1e-5, atol=1e-6)
+
+
 def test_loops_without_static_shapes_compile_the_general_code():
     from actorflow.scheduler.jit.flat import flat_loop
     g = af.Graph()
