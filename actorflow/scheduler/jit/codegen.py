@@ -8,7 +8,8 @@ fused row loops in `rt`. Every op's emitter follows the arithmetic of the interp
 (same operations in the same order), so element-wise results agree bit for bit where numba's math
 library agrees with numpy's; reductions sum in a different order and agree to float tolerance.
 
-`EMITTERS` is the table of compilable ops; `compilable(op_type)` asks it.
+`EMITTERS` is the table of compilable ops; `compilable(op_type)` asks it. A loop whose every shape
+is static compiles in flat.py's form instead (`kernel.make_kernel` asks it first).
 """
 from __future__ import annotations
 
@@ -369,7 +370,7 @@ import numpy as np
 from actorflow.scheduler.jit import rt as _rt
 
 
-@numba.njit(nogil=True, cache=True, fastmath=False, error_model="numpy")
+@numba.njit(nogil=True, cache=True, fastmath=False, error_model="numpy", no_cfunc_wrapper=True)
 def kernel({params}):
 """
 
@@ -409,7 +410,15 @@ def cluster_source(spec: ClusterSpec) -> str:
     lines += _emit(spec.nodes, name_of, type_of, spec.outputs)
     outs = [name_of(r) for r in spec.outputs]
     lines.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)},)")
-    return "\n".join(lines) + "\n"
+    return _without_unused_rt("\n".join(lines) + "\n")
+
+
+def _without_unused_rt(source: str) -> str:
+    """`source` without its import of `rt` when nothing calls a helper (importing rt costs the first
+    compile of a process about 0.1 s)."""
+    if "_rt." in source:
+        return source
+    return source.replace("from actorflow.scheduler.jit import rt as _rt\n", "", 1)
 
 
 def _accumulate_in_place(spec: LoopSpec) -> LoopSpec:
@@ -528,7 +537,7 @@ def loop_source(spec: LoopSpec) -> str:
     lines.append("        it += 1")
     outs = [f"v{k}" for k in range(spec.n_vars)] + [f"h{j}[:it]" for j in range(len(spec.saves))]
     lines.append(f"    return ({''.join(o + ', ' for o in outs)}), it")
-    return "\n".join(lines) + "\n"
+    return _without_unused_rt("\n".join(lines) + "\n")
 
 
 def _save_lines(j: int, x: str, typ) -> list:

@@ -10,6 +10,7 @@ from actorflow.kernels.registry import register_kernel
 from actorflow.scheduler.jit.cluster import MAX_LOOP_GEMM
 from actorflow.scheduler.jit.codegen import cluster_source, loop_source
 from actorflow.scheduler.jit.compile import JitKernel
+from actorflow.scheduler.jit.flat import flat_loop
 from actorflow.scheduler.jit.spec import LoopSpec
 
 __all__ = ["JIT_CLUSTER", "JIT_LOOP"]
@@ -38,7 +39,8 @@ def make_kernel(attrs: dict) -> JitKernel:
     thread in async mode)."""
     spec = attrs["spec"]
     loop = isinstance(spec, LoopSpec)
-    source = loop_source(spec) if loop else cluster_source(spec)
+    flat = flat_loop(spec) if loop else None
+    source = flat.source if flat is not None else loop_source(spec) if loop else cluster_source(spec)
     if loop:
         outputs = tuple(spec.inputs[:spec.n_vars]) + tuple(
             (d, r + 1) for d, r in (_ref_type(spec, x) for x in spec.saves))
@@ -47,7 +49,7 @@ def make_kernel(attrs: dict) -> JitKernel:
     return JitKernel(source, spec.inputs, outputs, attrs["interpreted"], attrs.get("mode"), attrs.get("what", ""),
                      loop=loop, n_vars=spec.n_vars if loop else None, shapes=spec.input_statics,
                      rows=tuple(_ref_statics(spec, r) for r in spec.saves) if loop else (),
-                     gemms=_symbolic_gemms(spec), max_gemm=MAX_LOOP_GEMM)
+                     gemms=_symbolic_gemms(spec), max_gemm=MAX_LOOP_GEMM, flat=flat)
 
 
 def _symbolic_gemms(spec):
