@@ -273,8 +273,9 @@ def _floor_div(c: Ctx):
 
 
 def _broadcast_to(c: Ctx):
-    """A new array of the given shape filled by broadcasting: `shape` must have the result's rank
-    (the shape function's); an input that does not broadcast raises (the interpreted op reports it)."""
+    """A new array of the given shape filled by broadcasting, in explicit loops (numba's
+    broadcasting assignment costs seconds of compile): `shape` must have the result's rank (the
+    shape function's); an input that does not broadcast raises (the interpreted op reports it)."""
     x, s = c.a
     xr, rank = c.types[0][1], c.rank
     o = c.outs[0]
@@ -284,14 +285,21 @@ def _broadcast_to(c: Ctx):
     lines = [f"if {s}.shape[0] != {rank}:", "    raise ValueError('BroadcastTo: shape')",
              f"{o} = np.empty({_shape_tuple(dims)}, {dt(c.dtype)})"]
     if xr == 0:
-        lines.append(f"{o}[...] = {x}")
+        lines += [f"{o}_f = {o}.reshape(-1)", f"for _q in range({o}_f.size):", f"    {o}_f[_q] = {x}"]
         return lines
-    # numpy's rule: a dimension of x is 1 or the target's (numba's assignment would accept others)
+    # numpy's rule: each dimension of x is 1 (read at index 0) or the target's
+    idx = []
     for i in range(xr):
         d = f"{s}[{rank - xr + i}]"
         lines.append(f"if {x}.shape[{i}] != 1 and {x}.shape[{i}] != {d}:")
         lines.append("    raise ValueError('BroadcastTo: operands could not be broadcast')")
-    lines.append(f"{o}[...] = {x}")
+        lines.append(f"{o}_m{i} = 0 if {x}.shape[{i}] == 1 else 1")
+        idx.append(f"_b{rank - xr + i} * {o}_m{i}")
+    ind = ""
+    for k in range(rank):
+        lines.append(f"{ind}for _b{k} in range({dims[k]}):")
+        ind += "    "
+    lines.append(f"{ind}{o}[{', '.join(f'_b{k}' for k in range(rank))}] = {x}[{', '.join(idx)}]")
     return lines
 
 
