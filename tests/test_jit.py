@@ -542,11 +542,16 @@ def test_sparse_cross_entropy_mean_and_its_gradient_are_one_cluster(label_dtype,
     assert {"SparseSoftmaxCrossEntropyWithLogits", "Mean", "Shape", "Size", "BroadcastTo", "Mul",
             "BiasAddGrad"} <= parts
     assert not {"Shape", "Size", "BroadcastTo", "SparseSoftmaxCrossEntropyWithLogits"} & set(_types(plan))
+    kernel = make_kernel(clusters[0].attrs)
+    assert kernel.fn is not None and kernel.error is None
+    from actorflow.scheduler.jit.compile import compile_stats
     rng = np.random.default_rng(4)
     for n in (1, 7, 64):
         feed = {h: rng.standard_normal((n, 5)).astype(np.float32), y: rng.integers(0, 5, n),
                 b: rng.standard_normal(5).astype(np.float32)}
+        rejected = compile_stats["rejected"]
         on, off = _both(g, fetches, feed)
+        assert compile_stats["rejected"] == rejected            # the compiled cluster ran
         np.testing.assert_allclose(on[0], off[0], rtol=1e-6)
         np.testing.assert_array_equal(on[1], off[1])
         np.testing.assert_allclose(on[2], off[2], rtol=1e-6, atol=1e-7)
@@ -576,12 +581,20 @@ def test_shape_ops_compile_with_their_out_type():
         q = af.math.floordiv(n, d)
         wide = af.broadcast_to(af.cast(q, af.float32) * 2.0, s64 * 2)
         row = af.broadcast_to(af.reduce_sum(x, axis=0) + 1.0, af.shape(x))
-        fetches = [s64, q, wide, row, af.size(x) + 1]
+        scalar = af.reduce_sum(x)
+        fetches = [s64, q, wide, row, af.size(x) + 1, af.size(scalar) * 3, af.shape(scalar)]
     plan = jit_pass(make_plan(g, [x, d], fetches, []))
     assert {"Shape", "Size", "FloorDiv", "BroadcastTo"} & set(_types(plan)) == set()
+    for op in plan.ops:
+        if op.type == "_JitCluster":
+            kernel = make_kernel(op.attrs)
+            assert kernel.fn is not None and kernel.error is None, op.attrs["what"]
+    from actorflow.scheduler.jit.compile import compile_stats
     for xv, dv in ((np.ones((4, 3), np.float32), 5), (np.arange(6, dtype=np.float32).reshape(2, 3), -4),
                    (np.zeros((0, 3), np.float32), 2)):
+        rejected = compile_stats["rejected"]
         on, off = _both(g, fetches, {x: xv, d: dv})
+        assert compile_stats["rejected"] == rejected            # the compiled clusters ran
         for a, b in zip(on, off):
             assert np.asarray(a).dtype == np.asarray(b).dtype
             np.testing.assert_array_equal(a, b)

@@ -260,7 +260,7 @@ def _shape(c: Ctx):
 
 def _size(c: Ctx):
     x, rank = c.a[0], c.types[0][1]
-    return [f"{c.outs[0]} = {dt(c.dtype)}({x}.size if {rank} else 1)"]
+    return [f"{c.outs[0]} = {dt(c.dtype)}({x}.size)" if rank else f"{c.outs[0]} = {dt(c.dtype)}(1)"]
 
 
 def _floor_div(c: Ctx):
