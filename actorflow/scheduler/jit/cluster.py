@@ -137,6 +137,8 @@ def _op_compilable(op) -> bool:
             return False
     if op.type == "SoftmaxCrossEntropyWithLogits" and any(t.shape.ndims != 2 for t in ins):
         return False
+    if op.type == "SparseSoftmaxCrossEntropyWithLogits" and (ins[0].shape.ndims, ins[1].shape.ndims) != (2, 1):
+        return False
     if op.type in ("Softmax", "LogSoftmax") and ins[0].shape.ndims < 1:
         return False
     if op.type in ("Reshape", "ExpandDims", "Squeeze", "Split", "SplitV", "ConcatV2") and (
