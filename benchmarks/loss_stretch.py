@@ -58,8 +58,8 @@ def main() -> None:
     types = [getattr(a, "op_type", "") or "" for _kind, a, *_ in code]
     names = [a.name for _kind, a, *_ in code]
     gemm = [t in _GEMMS for t in types]
-    second = next((k for k in range(len(code)) if gemm[k] and names[k].startswith("gradients/")
-                   or gemm[k] and k > 0 and not gemm[k - 1] and any(gemm[:k])), None)
+    # the backward pass's ops are named gradients/... (a fused one keeps its last part's name)
+    second = next((k for k in range(len(code)) if gemm[k] and names[k].startswith("gradients/")), None)
     if second is None:
         sys.exit("no backward GEMM found")
     first = max(k for k in range(second) if gemm[k])
