@@ -644,6 +644,97 @@ def test_mlp_training_step_with_jit_matches():
     np.testing.assert_allclose(results[0], results[1], rtol=1e-5)
 
 
+def _sparse_loss_graph(label_dtype=af.int64):
+    """Logits of unknown batch, a mean sparse cross-entropy, and the gradients the MLP's loss
+    stretch computes: the logits' (Mean's gradient: Shape, Size, FloorDiv, Cast, RealDiv,
+    BroadcastTo, ExpandDims, Mul) and a bias's (BiasAddGrad)."""
+    g = af.Graph()
+    with g.as_default():
+        h = af.placeholder(af.float32, [None, 5], name="h")
+        y = af.placeholder(label_dtype, [None], name="y")
+        b = af.placeholder(af.float32, [5], name="b")
+        logits = af.nn.bias_add(h, b)
+        loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        gh, gb = af.gradients(loss, [h, b])
+    return g, h, y, b, [loss, gh, gb]
+
+
+@pytest.mark.parametrize("label_dtype", [af.int64, af.int32])
+def test_sparse_cross_entropy_mean_and_its_gradient_are_one_cluster(label_dtype, monkeypatch):
+    """The loss stretch of a training step (batch size known only at run time) compiles to one
+    kernel at the default minimum cluster size, and matches the interpreted ops: the gradients bit
+    for bit (same arithmetic), the mean and the bias gradient's sums to float tolerance."""
+    monkeypatch.delenv("AF_JIT_MIN_CLUSTER_SIZE")
+    g, h, y, b, fetches = _sparse_loss_graph(label_dtype)
+    plan = jit_pass(make_plan(g, [h, y, b], fetches, []))
+    clusters = [op for op in plan.ops if op.type == "_JitCluster"]
+    assert len(clusters) == 1
+    parts = {t for _, t in clusters[0].attrs["parts"]}
+    assert {"SparseSoftmaxCrossEntropyWithLogits", "Mean", "Shape", "Size", "BroadcastTo", "Mul",
+            "BiasAddGrad"} <= parts
+    assert not {"Shape", "Size", "BroadcastTo", "SparseSoftmaxCrossEntropyWithLogits"} & set(_types(plan))
+    kernel = make_kernel(clusters[0].attrs)
+    assert kernel.fn is not None and kernel.error is None
+    from actorflow.scheduler.jit.compile import compile_stats
+    rng = np.random.default_rng(4)
+    for n in (1, 7, 64):
+        feed = {h: rng.standard_normal((n, 5)).astype(np.float32), y: rng.integers(0, 5, n),
+                b: rng.standard_normal(5).astype(np.float32)}
+        rejected = compile_stats["rejected"]
+        on, off = _both(g, fetches, feed)
+        assert compile_stats["rejected"] == rejected            # the compiled cluster ran
+        np.testing.assert_allclose(on[0], off[0], rtol=1e-6)
+        np.testing.assert_array_equal(on[1], off[1])
+        np.testing.assert_allclose(on[2], off[2], rtol=1e-6, atol=1e-7)
+
+
+def test_errors_of_the_loss_cluster_are_the_interpreted_ops_errors():
+    """A label out of range, and a batch the bias does not fit, raise what the interpreted ops raise."""
+    g, h, y, b, fetches = _sparse_loss_graph()
+    feed = {h: np.zeros((3, 5), np.float32), y: np.array([0, 5, 1]), b: np.zeros(5, np.float32)}
+    for jit in (True, False):
+        with af.Session(graph=g, config=_config(jit)) as s:
+            with pytest.raises(af.errors.InvalidArgumentError, match="label value of 5"):
+                s.run(fetches, feed)
+            with pytest.raises(af.errors.InvalidArgumentError, match="labels"):
+                s.run(fetches, {**feed, y: np.array([0, 1])})
+
+
+def test_shape_ops_compile_with_their_out_type():
+    """Shape, Size (int32 and int64), integer FloorDiv and BroadcastTo inside a cluster: the same
+    values as interpreted, and a zero divisor or a shape that does not broadcast raises as there."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 3], name="x")
+        d = af.placeholder(af.int64, [], name="d")
+        s64 = af.shape(x, out_type=af.int64)
+        n = af.size(x, out_type=af.int64)
+        q = af.math.floordiv(n, d)
+        wide = af.broadcast_to(af.cast(q, af.float32) * 2.0, s64 * 2)
+        row = af.broadcast_to(af.reduce_sum(x, axis=0) + 1.0, af.shape(x))
+        scalar = af.reduce_sum(x)
+        fetches = [s64, q, wide, row, af.size(x) + 1, af.size(scalar) * 3, af.shape(scalar)]
+    plan = jit_pass(make_plan(g, [x, d], fetches, []))
+    assert {"Shape", "Size", "FloorDiv", "BroadcastTo"} & set(_types(plan)) == set()
+    for op in plan.ops:
+        if op.type == "_JitCluster":
+            kernel = make_kernel(op.attrs)
+            assert kernel.fn is not None and kernel.error is None, op.attrs["what"]
+    from actorflow.scheduler.jit.compile import compile_stats
+    for xv, dv in ((np.ones((4, 3), np.float32), 5), (np.arange(6, dtype=np.float32).reshape(2, 3), -4),
+                   (np.zeros((0, 3), np.float32), 2)):
+        rejected = compile_stats["rejected"]
+        on, off = _both(g, fetches, {x: xv, d: dv})
+        assert compile_stats["rejected"] == rejected            # the compiled clusters ran
+        for a, b in zip(on, off):
+            assert np.asarray(a).dtype == np.asarray(b).dtype
+            np.testing.assert_array_equal(a, b)
+    for jit in (True, False):
+        with af.Session(graph=g, config=_config(jit)) as s:
+            with pytest.raises(af.errors.InvalidArgumentError, match="division by zero"):
+                s.run(q, {x: np.ones((2, 3), np.float32), d: 0})
+
+
 # -- switches ----------------------------------------------------------------------------------
 def test_jit_scope_marks_only_its_ops_and_level_off_compiles_nothing_else():
     g = af.Graph()
