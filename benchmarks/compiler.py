@@ -15,8 +15,8 @@ arithmetic optimizer off ("jit only": no constant-chain collapse, so the chain i
 - compile time per signature: the first step minus the steady step, with an empty JIT cache
   ("cold", the first round's process) and in a later process reusing it ("warm"). The helpers
   generated kernels call (scheduler/jit/rt.py) stay in numba's own cache, beside the package: they
-  compile once per installation (about 2.5 s of CPU for an LSTM's gradient); run with
-  ``NUMBA_CACHE_DIR=$(mktemp -d)`` to count them in "cold" too.
+  compile once per installation; run with ``NUMBA_CACHE_DIR=$(mktemp -d)`` to count them in
+  "cold" too (the LSTM's loops call none: every shape is static, scheduler/jit/flat.py).
 
 Every contender runs in its own process (numpy/BLAS and TF's thread pools never compete in one
 process); processes alternate in rounds (the order rotates), and each figure is the minimum over

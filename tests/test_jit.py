@@ -332,9 +332,10 @@ def test_lstm_cell_loop_gradient_compiles_and_matches():
 
 def test_lstm_gradient_loops_are_short_functions_calling_shared_helpers():
     """numba's compile time grows with the generated code (about 0.1 s a loop nest, 0.5 s a slice
-    assignment): the saved values, GEMMs and concatenations of an LSTM cell's loop and gradient
-    loop call helpers compiled once for every kernel, and with every shape static no element-wise
-    nest carries run-time broadcasting code."""
+    assignment): in the general code (the form of loops whose shapes are not all static; these
+    compile over flat buffers, see the test below) the saved values, GEMMs and concatenations of an
+    LSTM cell's loop and gradient loop call helpers compiled once for every kernel, and with every
+    shape static no element-wise nest carries run-time broadcasting code."""
     import re
 
     from actorflow.scheduler.jit.codegen import loop_source
@@ -352,6 +353,136 @@ def test_lstm_gradient_loops_are_short_functions_calling_shared_helpers():
     assert fwd.count("_rt.save_row(") == len(forward[0].saves)
     assert "_rt.gemm(" in fwd and bwd.count("_rt.gemm(") == 2 and ", True)" in bwd   # bwd: one accumulates
     assert bwd.count("_rt.row(") >= 5
+
+
+def _runs(g, fetches, feeds):
+    with af.Session(graph=g, config=_config(True)) as s:
+        return [s.run(fetches, f) for f in feeds]
+
+
+def test_static_loops_compile_over_flat_buffers_bit_for_bit_with_the_general_code(monkeypatch):
+    """A loop whose every shape is static compiles over flat buffers (jit/flat.py), creating no
+    array in numba, with the general code's results bit for bit: for loops longer than the
+    histories' first capacity (the function resumes with longer ones), and for a session's later
+    runs, shorter, empty and longer."""
+    from actorflow.scheduler.jit import kernel as jit_kernel
+    from actorflow.scheduler.jit.compile import compile_stats
+    from actorflow.scheduler.jit.flat import flat_loop
+    rng = np.random.default_rng(7)
+    g, (n, w, b, x), fetches = _lstm_gradient_graph()
+    plan = jit_pass(make_plan(g, [n, w, b, x], fetches, []))
+    flats = [flat_loop(op.attrs["spec"]) for op in plan.ops if op.type == "_JitLoop"]
+    assert len(flats) == 2 and all(f is not None for f in flats)
+    for f in flats:
+        assert "np.empty" not in f.source and "_rt." not in f.source and "reshape" not in f.source, f.source
+    feed = {w: rng.standard_normal((64, 128)).astype(np.float32) * 0.1,
+            b: rng.standard_normal(128).astype(np.float32) * 0.1, x: rng.standard_normal((1, 32)).astype(np.float32)}
+    feeds = [{**feed, n: k} for k in (40, 3, 0, 100)]
+    rejected = compile_stats["rejected"]
+    flat = _runs(g, fetches, feeds)
+    assert compile_stats["rejected"] == rejected
+    compiled = compile_stats["compiled"]
+    monkeypatch.setattr(jit_kernel, "flat_loop", lambda spec: None)
+    general = _runs(g, fetches, feeds)
+    assert compile_stats["compiled"] - compiled >= 2        # the general code compiled: other sources
+    for run_f, run_g in zip(flat, general):
+        for a, b_ in zip(run_f, run_g):
+            np.testing.assert_array_equal(a, b_)
+
+
+def _views_loop():
+    g = af.Graph()
+    rng = np.random.default_rng(3)
+    with g.as_default():
+        n = af.placeholder(af.int32, [], name="n")
+        x0 = af.placeholder(af.float32, [2, 3], name="x0")
+        m = af.constant(rng.standard_normal((3, 4)).astype(np.float32))
+        m2 = af.constant(rng.standard_normal((3, 4)).astype(np.float32))
+
+        def body(i, x, acc):
+            y = af.matmul(x, m)                                         # [2, 4]
+            t = af.transpose(y)                                         # a view: [4, 2]
+            r = af.reshape(t, [2, 4])                                   # of a view that is not contiguous
+            s = af.reduce_sum(r, axis=1, keepdims=True)                 # [2, 1]
+            e = af.expand_dims(af.reduce_max(y, axis=0), 0)             # [1, 4]
+            z = af.tanh(r * 0.1 + s * 0.01 + e * 0.001)
+            a, c = af.split(z, 2, axis=1)
+            both = af.concat([c, a], 0)                                 # [4, 2]
+            x = af.matmul(af.reshape(both, [2, 4]), m2, transpose_b=True) * 0.5 + x   # [2, 3]
+            return i + 1, x, acc + af.reduce_mean(z) + af.reduce_sum(af.squeeze(e, [0]))
+        _, x, acc = af.while_loop(lambda i, x, acc: i < n, body, [af.constant(0), x0, af.constant(0.0)])
+    return g, (n, x0), [x, acc]
+
+
+def test_static_loops_of_views_reductions_and_gemms_match(monkeypatch):
+    """Transposes, reshapes, splits and concatenations are offsets and strides in a static loop;
+    reductions and GEMMs are explicit loops: the general code's results bit for bit, the
+    interpreted loop's to float tolerance."""
+    from actorflow.scheduler.jit import kernel as jit_kernel
+    from actorflow.scheduler.jit.flat import flat_loop
+    g, (n, x0), fetches = _views_loop()
+    plan = jit_pass(make_plan(g, [n, x0], fetches, []))
+    assert _types(plan) == ["_JitLoop"], _types(plan)
+    (spec,) = [op.attrs["spec"] for op in plan.ops if op.type == "_JitLoop"]
+    assert flat_loop(spec) is not None
+    feeds = [{n: k, x0: np.random.default_rng(k).standard_normal((2, 3)).astype(np.float32)} for k in (0, 1, 7)]
+    flat = _runs(g, fetches, feeds)
+    with af.Session(graph=g, config=_config(False)) as s:
+        interpreted = [s.run(fetches, f) for f in feeds]
+    monkeypatch.setattr(jit_kernel, "flat_loop", lambda spec: None)
+    general = _runs(g, fetches, feeds)
+    for run_f, run_g, run_i in zip(flat, general, interpreted):
+        for a, b_, c in zip(run_f, run_g, run_i):
+            np.testing.assert_array_equal(a, b_)
+            np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-6)
+
+
+def test_a_static_gradient_loop_never_reads_past_its_histories():
+    """A history row outside what the forward loop saved is checked in the compiled code: the
+    interpreted loop runs instead, and its error names the op."""
+    from actorflow.scheduler.jit.compile import compile_stats
+    g, (n, w, b, x), fetches = _lstm_gradient_graph()
+    plan = jit_pass(make_plan(g, [n, w, b, x], fetches, []))
+    (op,) = [o for o in plan.ops if o.type == "_JitLoop" and not o.attrs["spec"].saves]
+    k = make_kernel(dict(op.attrs))
+    assert k.flat is not None
+    spec = op.attrs["spec"]
+    args = [np.array(5, d) if not r else np.ones(tuple(3 if s < 0 else s for s in st), d)    # 3 rows, 5 iterations
+            for (d, r), st in zip(spec.inputs, spec.input_statics)]
+    rejected = compile_stats["rejected"]
+    with pytest.raises(ValueError, match="no value was saved"):
+        k(*args)
+    assert compile_stats["rejected"] == rejected + 1
+
+
+def test_a_static_loop_in_async_mode_runs_interpreted_until_compiled():
+    g, (n, w, b, x), fetches = _lstm_gradient_graph()
+    plan = jit_pass(make_plan(g, [n, w, b, x], fetches, []))
+    (op,) = [o for o in plan.ops if o.type == "_JitLoop" and o.attrs["spec"].saves]
+    k = make_kernel(dict(op.attrs, mode="async"))
+    spec = op.attrs["spec"]
+    rng = np.random.default_rng(5)
+    args = [(np.array(0 if i < spec.n_vars else 20, d) if not r else rng.standard_normal(st).astype(d) * 0.1)
+            for i, ((d, r), st) in enumerate(zip(spec.inputs, spec.input_statics))]     # 20 iterations
+    first = k(*args)                            # compiled or not, the same values (GEMMs: to float tolerance)
+    assert first[spec.n_vars].shape[0] == 20    # a history of 20 rows
+    k._future.result(timeout=300)
+    assert k.fn is not None and k.error is None
+    for a, b_ in zip(first, k(*args)):
+        assert np.shape(a) == np.shape(b_)
+        np.testing.assert_allclose(a, b_, rtol=1e-5, atol=1e-6)
+
+
+def test_loops_without_static_shapes_compile_the_general_code():
+    from actorflow.scheduler.jit.flat import flat_loop
+    g = af.Graph()
+    with g.as_default():
+        v0 = af.placeholder(af.float32, [None], name="v0")
+        _, v = af.while_loop(lambda i, v: i < 5, lambda i, v: (i + 1, v * 2.0 + 1.0), [af.constant(0), v0])
+    plan = jit_pass(make_plan(g, [v0], [v], []))
+    (spec,) = [op.attrs["spec"] for op in plan.ops if op.type == "_JitLoop"]
+    assert flat_loop(spec) is None
+    np.testing.assert_array_equal(_runs(g, v, [{v0: np.ones(3, np.float32)}])[0], np.full(3, 63.0, np.float32))
 
 
 def test_arguments_of_another_shape_than_the_static_one_run_the_interpreted_ops():
@@ -511,6 +642,97 @@ def test_mlp_training_step_with_jit_matches():
             losses = [s.run([loss, step], {x: xs, y: ys})[0] for _ in range(5)]
         results.append(losses)
     np.testing.assert_allclose(results[0], results[1], rtol=1e-5)
+
+
+def _sparse_loss_graph(label_dtype=af.int64):
+    """Logits of unknown batch, a mean sparse cross-entropy, and the gradients the MLP's loss
+    stretch computes: the logits' (Mean's gradient: Shape, Size, FloorDiv, Cast, RealDiv,
+    BroadcastTo, ExpandDims, Mul) and a bias's (BiasAddGrad)."""
+    g = af.Graph()
+    with g.as_default():
+        h = af.placeholder(af.float32, [None, 5], name="h")
+        y = af.placeholder(label_dtype, [None], name="y")
+        b = af.placeholder(af.float32, [5], name="b")
+        logits = af.nn.bias_add(h, b)
+        loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        gh, gb = af.gradients(loss, [h, b])
+    return g, h, y, b, [loss, gh, gb]
+
+
+@pytest.mark.parametrize("label_dtype", [af.int64, af.int32])
+def test_sparse_cross_entropy_mean_and_its_gradient_are_one_cluster(label_dtype, monkeypatch):
+    """The loss stretch of a training step (batch size known only at run time) compiles to one
+    kernel at the default minimum cluster size, and matches the interpreted ops: the gradients bit
+    for bit (same arithmetic), the mean and the bias gradient's sums to float tolerance."""
+    monkeypatch.delenv("AF_JIT_MIN_CLUSTER_SIZE")
+    g, h, y, b, fetches = _sparse_loss_graph(label_dtype)
+    plan = jit_pass(make_plan(g, [h, y, b], fetches, []))
+    clusters = [op for op in plan.ops if op.type == "_JitCluster"]
+    assert len(clusters) == 1
+    parts = {t for _, t in clusters[0].attrs["parts"]}
+    assert {"SparseSoftmaxCrossEntropyWithLogits", "Mean", "Shape", "Size", "BroadcastTo", "Mul",
+            "BiasAddGrad"} <= parts
+    assert not {"Shape", "Size", "BroadcastTo", "SparseSoftmaxCrossEntropyWithLogits"} & set(_types(plan))
+    kernel = make_kernel(clusters[0].attrs)
+    assert kernel.fn is not None and kernel.error is None
+    from actorflow.scheduler.jit.compile import compile_stats
+    rng = np.random.default_rng(4)
+    for n in (1, 7, 64):
+        feed = {h: rng.standard_normal((n, 5)).astype(np.float32), y: rng.integers(0, 5, n),
+                b: rng.standard_normal(5).astype(np.float32)}
+        rejected = compile_stats["rejected"]
+        on, off = _both(g, fetches, feed)
+        assert compile_stats["rejected"] == rejected            # the compiled cluster ran
+        np.testing.assert_allclose(on[0], off[0], rtol=1e-6)
+        np.testing.assert_array_equal(on[1], off[1])
+        np.testing.assert_allclose(on[2], off[2], rtol=1e-6, atol=1e-7)
+
+
+def test_errors_of_the_loss_cluster_are_the_interpreted_ops_errors():
+    """A label out of range, and a batch the bias does not fit, raise what the interpreted ops raise."""
+    g, h, y, b, fetches = _sparse_loss_graph()
+    feed = {h: np.zeros((3, 5), np.float32), y: np.array([0, 5, 1]), b: np.zeros(5, np.float32)}
+    for jit in (True, False):
+        with af.Session(graph=g, config=_config(jit)) as s:
+            with pytest.raises(af.errors.InvalidArgumentError, match="label value of 5"):
+                s.run(fetches, feed)
+            with pytest.raises(af.errors.InvalidArgumentError, match="labels"):
+                s.run(fetches, {**feed, y: np.array([0, 1])})
+
+
+def test_shape_ops_compile_with_their_out_type():
+    """Shape, Size (int32 and int64), integer FloorDiv and BroadcastTo inside a cluster: the same
+    values as interpreted, and a zero divisor or a shape that does not broadcast raises as there."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 3], name="x")
+        d = af.placeholder(af.int64, [], name="d")
+        s64 = af.shape(x, out_type=af.int64)
+        n = af.size(x, out_type=af.int64)
+        q = af.math.floordiv(n, d)
+        wide = af.broadcast_to(af.cast(q, af.float32) * 2.0, s64 * 2)
+        row = af.broadcast_to(af.reduce_sum(x, axis=0) + 1.0, af.shape(x))
+        scalar = af.reduce_sum(x)
+        fetches = [s64, q, wide, row, af.size(x) + 1, af.size(scalar) * 3, af.shape(scalar)]
+    plan = jit_pass(make_plan(g, [x, d], fetches, []))
+    assert {"Shape", "Size", "FloorDiv", "BroadcastTo"} & set(_types(plan)) == set()
+    for op in plan.ops:
+        if op.type == "_JitCluster":
+            kernel = make_kernel(op.attrs)
+            assert kernel.fn is not None and kernel.error is None, op.attrs["what"]
+    from actorflow.scheduler.jit.compile import compile_stats
+    for xv, dv in ((np.ones((4, 3), np.float32), 5), (np.arange(6, dtype=np.float32).reshape(2, 3), -4),
+                   (np.zeros((0, 3), np.float32), 2)):
+        rejected = compile_stats["rejected"]
+        on, off = _both(g, fetches, {x: xv, d: dv})
+        assert compile_stats["rejected"] == rejected            # the compiled clusters ran
+        for a, b in zip(on, off):
+            assert np.asarray(a).dtype == np.asarray(b).dtype
+            np.testing.assert_array_equal(a, b)
+    for jit in (True, False):
+        with af.Session(graph=g, config=_config(jit)) as s:
+            with pytest.raises(af.errors.InvalidArgumentError, match="division by zero"):
+                s.run(q, {x: np.ones((2, 3), np.float32), d: 0})
 
 
 # -- switches ----------------------------------------------------------------------------------

@@ -172,6 +172,8 @@ def _op_compilable(op) -> bool:
             return False
     if op.type == "SoftmaxCrossEntropyWithLogits" and any(_ndims(t) != 2 for t in ins):
         return False
+    if op.type == "SparseSoftmaxCrossEntropyWithLogits" and (_ndims(ins[0]), _ndims(ins[1])) != (2, 1):
+        return False
     if op.type in ("Softmax", "LogSoftmax") and _ndims(ins[0]) < 1:
         return False
     if op.type in ("Reshape", "ExpandDims", "Squeeze", "Split", "SplitV", "ConcatV2") and (

@@ -8,7 +8,8 @@ fused row loops in `rt`. Every op's emitter follows the arithmetic of the interp
 (same operations in the same order), so element-wise results agree bit for bit where numba's math
 library agrees with numpy's; reductions sum in a different order and agree to float tolerance.
 
-`EMITTERS` is the table of compilable ops; `compilable(op_type)` asks it.
+`EMITTERS` is the table of compilable ops; `compilable(op_type)` asks it. A loop whose every shape
+is static compiles in flat.py's form instead (`kernel.make_kernel` asks it first).
 """
 from __future__ import annotations
 
@@ -209,6 +210,11 @@ def _xent(c: Ctx):
     return [f"{c.outs[0]}, {c.outs[1]} = _rt.xent({c.a[0]}, {c.a[1]})"]
 
 
+def _sparse_xent(c: Ctx):
+    """The kernel's fused row loop; a label out of range raises, and the interpreted op reports it."""
+    return [f"{c.outs[0]}, {c.outs[1]} = _rt.sparse_xent({c.a[0]}, {c.a[1]})"]
+
+
 # -- shape ops ---------------------------------------------------------------------------------
 def _shape_tuple(dims) -> str:
     return "(" + "".join(f"{d}, " for d in dims) + ")"
@@ -244,6 +250,61 @@ def _squeeze(c: Ctx):
     drop = {d % rank for d in c.node.attr("squeeze_dims")}
     dims = [f"{x}.shape[{i}]" for i in range(rank) if i not in drop]
     return [f"{c.outs[0]} = np.ascontiguousarray({x}).reshape({_shape_tuple(dims)})"]
+
+
+def _shape(c: Ctx):
+    """The input's dimensions as a vector of the op's out_type (a loss's batch size is known only
+    at run time: inside the cluster, the Mean gradient's Shape/Size chain costs nothing)."""
+    x, rank = c.a[0], c.types[0][1]
+    o = c.outs[0]
+    lines = [f"{o} = np.empty({rank}, {dt(c.dtype)})"]
+    lines += [f"{o}[{i}] = {x}.shape[{i}]" for i in range(rank)]
+    return lines
+
+
+def _size(c: Ctx):
+    x, rank = c.a[0], c.types[0][1]
+    return [f"{c.outs[0]} = {dt(c.dtype)}({x}.size)" if rank else f"{c.outs[0]} = {dt(c.dtype)}(1)"]
+
+
+def _floor_div(c: Ctx):
+    """Integers only: numpy's floor_divide (rounds toward -inf); a zero divisor raises (the
+    interpreted op reports it)."""
+    y, yr = c.a[1], c.types[1][1]
+    zero = f"{y} == 0" if yr == 0 else f"np.any({y} == 0)"
+    return [f"if {zero}:", "    raise ZeroDivisionError('FloorDiv: integer division by zero')",
+            f"{c.outs[0]} = {_wrap(c, f'np.floor_divide({c.a[0]}, {y})')}"]
+
+
+def _broadcast_to(c: Ctx):
+    """A new array of the given shape filled by broadcasting, in explicit loops (numba's
+    broadcasting assignment costs seconds of compile): `shape` must have the result's rank (the
+    shape function's); an input that does not broadcast raises (the interpreted op reports it)."""
+    x, s = c.a
+    xr, rank = c.types[0][1], c.rank
+    o = c.outs[0]
+    if rank == 0:
+        return [f"if {s}.shape[0] != 0:", "    raise ValueError('BroadcastTo: shape')", f"{o} = {x}"]
+    dims = [f"{s}[{i}]" for i in range(rank)]
+    lines = [f"if {s}.shape[0] != {rank}:", "    raise ValueError('BroadcastTo: shape')",
+             f"{o} = np.empty({_shape_tuple(dims)}, {dt(c.dtype)})"]
+    if xr == 0:
+        lines += [f"{o}_f = {o}.reshape(-1)", f"for _q in range({o}_f.size):", f"    {o}_f[_q] = {x}"]
+        return lines
+    # numpy's rule: each dimension of x is 1 (read at index 0) or the target's
+    idx = []
+    for i in range(xr):
+        d = f"{s}[{rank - xr + i}]"
+        lines.append(f"if {x}.shape[{i}] != 1 and {x}.shape[{i}] != {d}:")
+        lines.append("    raise ValueError('BroadcastTo: operands could not be broadcast')")
+        lines.append(f"{o}_m{i} = 0 if {x}.shape[{i}] == 1 else 1")
+        idx.append(f"_b{rank - xr + i} * {o}_m{i}")
+    ind = ""
+    for k in range(rank):
+        lines.append(f"{ind}for _b{k} in range({dims[k]}):")
+        ind += "    "
+    lines.append(f"{ind}{o}[{', '.join(f'_b{k}' for k in range(rank))}] = {x}[{', '.join(idx)}]")
+    return lines
 
 
 def _transpose(c: Ctx):
@@ -336,6 +397,8 @@ EMITTERS.update({
     "Sum": _reduction, "Mean": _reduction, "Prod": _reduction, "Max": _reduction, "Min": _reduction,
     "All": _reduction, "Any": _reduction, "BiasAddGrad": _bias_add_grad,
     "Softmax": _softmax(False), "LogSoftmax": _softmax(True), "SoftmaxCrossEntropyWithLogits": _xent,
+    "SparseSoftmaxCrossEntropyWithLogits": _sparse_xent, "Shape": _shape, "Size": _size, "FloorDiv": _floor_div,
+    "BroadcastTo": _broadcast_to,
     "Reshape": _reshape, "ExpandDims": _expand_dims, "Squeeze": _squeeze, "Transpose": _transpose,
     "MatMul": _matmul, "ConcatV2": _concat, "Split": _split, "SplitV": _split_v,
     "_HistoryRead": _history_read, "_AccMatMul": _acc_matmul, "_Nop": lambda c: [],
@@ -355,12 +418,21 @@ for _op in ("Cast", "Identity", "Snapshot", "StopGradient", "Const", "Reshape", 
 for _op in ("Sum", "Prod", "Max", "Min", "AddN"):
     _TYPES[_op] = NUMERIC
 _TYPES["All"] = _TYPES["Any"] = ("bool",)
+for _op in ("Shape", "Size"):
+    _TYPES[_op] = NUMERIC + ("bool",)
+_TYPES["FloorDiv"] = ("int32", "int64")
+_TYPES["BroadcastTo"] = NUMERIC + ("bool",)
+# Ops whose inputs differ in kind: the dtypes each input slot compiles for.
+_SLOT_TYPES = {"SparseSoftmaxCrossEntropyWithLogits": (FLOATS, ("int32", "int64"))}
 
 
 def compilable(op_type: str, dtypes) -> bool:
     """True when `op_type` has an emitter and every dtype in `dtypes` is one it compiles for."""
     if op_type not in EMITTERS:
         return False
+    slots = _SLOT_TYPES.get(op_type)
+    if slots is not None:
+        return len(dtypes) == len(slots) and all(d in ok for d, ok in zip(dtypes, slots))
     ok = _TYPES.get(op_type, FLOATS)
     return all(d in ok for d in dtypes)
 
@@ -372,7 +444,7 @@ import numpy as np
 from actorflow.scheduler.jit import rt as _rt
 
 
-@numba.njit(nogil=True, cache=True, fastmath=False, error_model="numpy")
+@numba.njit(nogil=True, cache=True, fastmath=False, error_model="numpy", no_cfunc_wrapper=True)
 def kernel({params}):
 """
 
@@ -412,7 +484,15 @@ def cluster_source(spec: ClusterSpec) -> str:
     lines += _emit(spec.nodes, name_of, type_of, spec.outputs)
     outs = [name_of(r) for r in spec.outputs]
     lines.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)},)")
-    return "\n".join(lines) + "\n"
+    return _without_unused_rt("\n".join(lines) + "\n")
+
+
+def _without_unused_rt(source: str) -> str:
+    """`source` without its import of `rt` when nothing calls a helper (importing rt costs the first
+    compile of a process about 0.1 s)."""
+    if "_rt." in source:
+        return source
+    return source.replace("from actorflow.scheduler.jit import rt as _rt\n", "", 1)
 
 
 def _accumulate_in_place(spec: LoopSpec) -> LoopSpec:
@@ -531,7 +611,7 @@ def loop_source(spec: LoopSpec) -> str:
     lines.append("        it += 1")
     outs = [f"v{k}" for k in range(spec.n_vars)] + [f"h{j}[:it]" for j in range(len(spec.saves))]
     lines.append(f"    return ({''.join(o + ', ' for o in outs)}), it")
-    return "\n".join(lines) + "\n"
+    return _without_unused_rt("\n".join(lines) + "\n")
 
 
 def _save_lines(j: int, x: str, typ) -> list:

@@ -12,6 +12,7 @@ from actorflow.kernels.registry import register_kernel
 from actorflow.scheduler.jit.cluster import MAX_LOOP_GEMM
 from actorflow.scheduler.jit.codegen import cluster_source, loop_source
 from actorflow.scheduler.jit.compile import JitKernel
+from actorflow.scheduler.jit.flat import flat_loop
 from actorflow.scheduler.jit.spec import LoopSpec
 
 __all__ = ["JIT_CLUSTER", "JIT_LOOP"]
@@ -40,11 +41,12 @@ def make_kernel(attrs: dict) -> JitKernel:
     thread in async mode)."""
     spec = attrs["spec"]
     loop = isinstance(spec, LoopSpec)
+    code = spec
     if loop and spec.shape_only:        # (the compiled function leaves those histories out)
-        kept = tuple(r for k, r in enumerate(spec.saves) if k not in spec.shape_only)
-        source = loop_source(dataclasses.replace(spec, saves=kept, shape_only=()))
-    else:
-        source = loop_source(spec) if loop else cluster_source(spec)
+        code = dataclasses.replace(spec, saves=tuple(r for k, r in enumerate(spec.saves) if k not in spec.shape_only),
+                                   shape_only=())
+    flat = flat_loop(code) if loop else None
+    source = flat.source if flat is not None else loop_source(code) if loop else cluster_source(spec)
     if loop:
         outputs = tuple(spec.inputs[:spec.n_vars]) + tuple(
             (d, r + 1) for d, r in (_ref_type(spec, x) for x in spec.saves))
@@ -62,7 +64,7 @@ def make_kernel(attrs: dict) -> JitKernel:
     return JitKernel(source, spec.inputs, outputs, attrs["interpreted"], attrs.get("mode"), attrs.get("what", ""),
                      loop=loop, n_vars=spec.n_vars if loop else None, shapes=spec.input_statics,
                      rows=tuple(_ref_statics(spec, r) for r in spec.saves) if loop else (),
-                     gemms=_symbolic_gemms(spec), max_gemm=MAX_LOOP_GEMM, variant=variant,
+                     gemms=_symbolic_gemms(spec), max_gemm=MAX_LOOP_GEMM, flat=flat, variant=variant,
                      shape_only=spec.shape_only if loop else ())
 
 

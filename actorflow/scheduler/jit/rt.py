@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from actorflow.kernels.cpu.softmax import _softmax_rows, _xent_dense
+from actorflow.kernels.cpu.softmax import _softmax_rows, _xent_dense, _xent_sparse
 
-__all__ = ["row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any", "softmax", "xent", "gemm",
+__all__ = ["row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any", "softmax", "xent", "sparse_xent", "gemm",
            "concat_into", "save_row", "save_scalar", "row"]
 
 
@@ -103,6 +103,23 @@ def xent(x, labels):
     loss = np.empty(x.shape[0], x.dtype)
     back = np.empty_like(xc)
     _xent_dense(xc, lab, loss, back)
+    return loss, back
+
+
+@njit(nogil=True, cache=True)
+def sparse_xent(x, labels):
+    """SparseSoftmaxCrossEntropyWithLogits: the kernel's row loop; a label outside [0, classes)
+    raises (the interpreted op then reports it, naming the label)."""
+    rows, cols = x.shape
+    if labels.shape[0] != rows:
+        raise ValueError("SparseSoftmaxCrossEntropyWithLogits: labels and features differ in rows")
+    for r in range(rows):
+        if labels[r] < 0 or labels[r] >= cols:
+            raise ValueError("SparseSoftmaxCrossEntropyWithLogits: a label is out of range")
+    xc = np.ascontiguousarray(x)
+    loss = np.empty(rows, x.dtype)
+    back = np.empty_like(xc)
+    _xent_sparse(xc, labels, loss, back)
     return loss, back
 
 
