@@ -43,13 +43,13 @@ def _loop_ops(plan):
     return out
 
 
-def _lstm(width=32):
+def _lstm(width=32, batch=None):
     g = af.Graph()
     with g.as_default():
         n = af.placeholder(af.int32, [], name="n")
         w = af.placeholder(af.float32, [2 * width, 4 * width], name="w")
         b = af.placeholder(af.float32, [4 * width], name="b")
-        x = af.placeholder(af.float32, [None, width], name="x")
+        x = af.placeholder(af.float32, [batch, width], name="x")
 
         def body(t, h, c):
             z = af.nn.bias_add(af.matmul(af.concat([x, h], 1), w), b)
@@ -79,6 +79,17 @@ def test_lstm_gradient_loop_over_an_unknown_batch_compiles():
     # their shape (BroadcastGradientArgs, folded): the forward loop does not save them
     fwd = next(op for op in loops if op is not grad).attrs["spec"]
     assert len(fwd.shape_only) == 3 and len(fwd.saves) == 10, (fwd.shape_only, len(fwd.saves))
+
+
+def test_the_unknown_batch_loop_saves_what_the_static_one_does():
+    """A static batch's gradient has no Shape ops (its shapes are constants): what the forward
+    loop saves over an unknown batch, less what it leaves out, is what it saves over a static one."""
+    def saves(batch):
+        g, feeds, fetches = _lstm(batch=batch)
+        plan = jit_pass(make_plan(g, list(feeds), fetches, []))
+        sp = next(op.attrs["spec"] for op in plan.ops if op.type == "_JitLoop" and "grad" not in op.name)
+        return len(sp.saves) - len(sp.shape_only)
+    assert saves(None) == saves(3) == 7
 
 
 def test_a_gradient_loop_run_interpreted_reads_the_shapes_of_unsaved_values(monkeypatch):

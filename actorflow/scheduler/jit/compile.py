@@ -309,8 +309,6 @@ class JitKernel:
             self._cap = max(16, it)
         out = [call[k] if not p.shapes[k] else call[k].reshape(p.shapes[k]) for k in range(nv)]
         out += [h[:it * _size(row)].reshape((it,) + row) for h, (_, row) in zip(hist, p.rows)]
-        if self.shape_only:
-            out = self._unsaved(out, it, args)
         so = self.scalar_out
         if len(so) == 1:
             t = so[0]

@@ -45,7 +45,8 @@ def make_kernel(attrs: dict) -> JitKernel:
     if loop and spec.shape_only:        # (the compiled function leaves those histories out)
         code = dataclasses.replace(spec, saves=tuple(r for k, r in enumerate(spec.saves) if k not in spec.shape_only),
                                    shape_only=())
-    flat = flat_loop(code) if loop else None
+    # (a static loop's gradient has no Shape ops to leave values out for: they are constants)
+    flat = flat_loop(code) if loop and not spec.shape_only else None
     source = flat.source if flat is not None else loop_source(code) if loop else cluster_source(spec)
     if loop:
         outputs = tuple(spec.inputs[:spec.n_vars]) + tuple(
