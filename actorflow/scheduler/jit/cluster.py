@@ -711,14 +711,14 @@ def _variants(lp: _Loop, level_on, fed, fetched, consumers):
     def vary(places):
         # (a history's dimension 0 counts iterations: its rows' dimension j is j + 1)
         ones = frozenset((i, j - 1 if i >= n_entry else j) for i, j in places)
+        saved = getattr(_FED, "tensors", ()), getattr(_FED, "shapes", None)
         _FED.tensors = tensors
         try:
             v = _analyze(lp.name, lp.ops, level_on, fed, fetched, consumers, True, ones)
         except _NotCompilable:
             return None
         finally:
-            _FED.shapes = None
-            _FED.tensors = ()
+            _FED.tensors, _FED.shapes = saved
         same = (len(v.extra) == len(lp.extra) and all(a is b for a, b in zip(v.extra, lp.extra))
                 and len(v.spec.saves) == len(lp.spec.saves))
         if not same:

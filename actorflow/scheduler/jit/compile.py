@@ -11,7 +11,10 @@ prepares a plan. In ``wait`` mode (the default) it compiles there, for C-contigu
 the spec's dtypes and ranks, before the first step; in ``async`` mode (``AF_JIT_COMPILE=async``,
 or `JitKernel(..., mode="async")`) a compile thread does it and the kernel runs the interpreted
 ops meanwhile. Arguments of another layout (a transposed view, a read-only buffer) get a
-specialization of their own on first use, which numba also caches.
+specialization of their own on first use, which numba also caches. A loop's variant for inputs
+of size 1 where its symbols assumed equal sizes (`JitKernel`'s `variant`) is made by the first call
+that needs it: compiled by that call in wait mode (it waits, as the first step does), on the
+compile thread in async mode.
 
 numba is imported by the first compile, not with this module: the JIT pass registers the
 _JitCluster kernel (importing this module) for every plan it looks at, and a plan in which it finds
