@@ -12,9 +12,9 @@ the spec's dtypes and ranks, before the first step; in ``async`` mode (``AF_JIT_
 or `JitKernel(..., mode="async")`) a compile thread does it and the kernel runs the interpreted
 ops meanwhile. Arguments of another layout (a transposed view, a read-only buffer) get a
 specialization of their own on first use, which numba also caches. A loop's variant for inputs
-of size 1 where its symbols assumed equal sizes (`JitKernel`'s `variant`) is made by the first call
-that needs it: compiled by that call in wait mode (it waits, as the first step does), on the
-compile thread in async mode.
+of size 1 where its symbols assumed equal sizes (`JitKernel`'s `variant`) is compiled on the
+compile thread when a call first needs it, in either mode (that call may run on an event loop);
+such calls run the interpreted ops until it is ready.
 
 numba is imported by the first compile, not with this module: the JIT pass registers the
 _JitCluster kernel (importing this module) for every plan it looks at, and a plan in which it finds
@@ -51,6 +51,7 @@ _COMPILER = None                    # the compile thread of async mode (one: num
 # (and variants: kernels made for calls with sizes of 1 where a loop's symbols assumed equal sizes)
 compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0, "big": 0, "variants": 0}
 _NONE = object()
+_PENDING = object()           # a variant being compiled
 
 
 def cache_dir() -> str:
@@ -112,6 +113,12 @@ def _compiler():
         if _COMPILER is None:
             _COMPILER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="af-jit")
         return _COMPILER
+
+
+def wait_for_compiles(timeout: float = 120.0) -> None:
+    """Returns when every compile submitted to the compile thread so far has finished (async mode's
+    kernels, layout specializations, loop variants); TimeoutError after `timeout` seconds."""
+    _compiler().submit(lambda: None).result(timeout)
 
 
 class JitKernel:
@@ -248,7 +255,9 @@ class JitKernel:
 
     def _other_sizes(self, args):
         """A call whose sizes differ where a symbol says they are equal: the variant for the
-        places among them of size 1 (they broadcast), else the interpreted ops."""
+        places among them of size 1 (they broadcast), else the interpreted ops. A variant is
+        compiled on the compile thread (the call may be running on an event loop); calls that
+        need it run the interpreted ops until it is ready."""
         if self.variant is not None:
             places = frozenset((i, j) for ps in self.symbols.values() if len({args[i].shape[j] for i, j in ps}) > 1
                                for i, j in ps if args[i].shape[j] == 1)
@@ -256,15 +265,26 @@ class JitKernel:
                 k = self._variants.get(places, _NONE)
                 if k is _NONE:
                     with self._variant_lock:
-                        k = self._variants.get(places, _NONE)
-                        if k is _NONE:
-                            k = self._variants[places] = self.variant(places)
-                            if k is not None:
-                                compile_stats["variants"] += 1
+                        if places not in self._variants:
+                            self._variants[places] = _PENDING
+                            _compiler().submit(self._make_variant, places)
+                    return self.fallback(*args)
+                if k is _PENDING:
+                    return self.fallback(*args)
                 if k is not None:
                     return k(*args)
         compile_stats["rejected"] += 1
         return self.fallback(*args)
+
+    def _make_variant(self, places) -> None:
+        try:
+            k = self.variant(places)
+        except Exception as e:  # noqa: BLE001 - those calls keep running the interpreted ops
+            log.warning("JIT: cannot compile %s for sizes of 1 at %s: %s", self.what, sorted(places), e)
+            k = None
+        if k is not None:
+            compile_stats["variants"] += 1
+        self._variants[places] = k
 
     def _unsaved(self, out: list, it: int, args) -> list:
         """`out` (the loop variables and the histories computed) with the histories read for
