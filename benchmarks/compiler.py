@@ -148,6 +148,18 @@ def _while(lib, sess_of):
     return _first_and_steady(build, 3)
 
 
+def lstm_body(lib, x, w, b):
+    """The while_loop body (t, h, c) -> (t + 1, h, c) of an LSTM cell over input x, weights w [2W, 4W]
+    and bias b [4W], written with `lib` (actorflow or tensorflow.compat.v1)."""
+    def body(t, h, c):
+        z = lib.nn.bias_add(lib.matmul(lib.concat([x, h], 1), w), b)
+        i, j, f, o = lib.split(z, 4, axis=1)
+        c = c * lib.sigmoid(f + 1.0) + lib.sigmoid(i) * lib.tanh(j)
+        h = lib.tanh(c) * lib.sigmoid(o)
+        return t + 1, h, c
+    return body
+
+
 def _lstm(lib, sess_of, grad=False):
     rng = np.random.default_rng(0)
     w_val = (rng.standard_normal((2 * WIDTH, 4 * WIDTH)) * 0.1).astype(np.float32)
@@ -160,14 +172,9 @@ def _lstm(lib, sess_of, grad=False):
             b = lib.constant(np.zeros(4 * WIDTH, np.float32))
             x = lib.placeholder(lib.float32, [1, WIDTH], name="x")
 
-            def body(t, h, c):
-                z = lib.nn.bias_add(lib.matmul(lib.concat([x, h], 1), w), b)
-                i, j, f, o = lib.split(z, 4, axis=1)
-                c = c * lib.sigmoid(f + 1.0) + lib.sigmoid(i) * lib.tanh(j)
-                h = lib.tanh(c) * lib.sigmoid(o)
-                return t + 1, h, c
             zero = lib.zeros([1, WIDTH])
-            _, h, c = lib.while_loop(lambda t, h, c: t < LSTM_STEPS, body, [lib.constant(0), zero, zero])
+            _, h, c = lib.while_loop(lambda t, h, c: t < LSTM_STEPS, lstm_body(lib, x, w, b),
+                                     [lib.constant(0), zero, zero])
             fetches = h
             if grad:
                 loss = lib.reduce_sum(h * h) + lib.reduce_sum(c)

@@ -22,13 +22,18 @@ Run: python benchmarks/dynamic_loop.py [--steps 2000] [--batches 1,8] [--rounds 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 
 import numpy as np
 
 import actorflow as af
 from actorflow.scheduler.jit.compile import compile_stats
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compiler import lstm_body  # noqa: E402 - the LSTM cell of compiler.py's workloads
 
 WIDTH = 32
 
@@ -40,15 +45,8 @@ def _graph(batch, steps):
         w = af.constant((rng.standard_normal((2 * WIDTH, 4 * WIDTH)) * 0.1).astype(np.float32))
         b = af.constant(np.zeros(4 * WIDTH, np.float32))
         x = af.placeholder(af.float32, [batch, WIDTH], name="x")
-
-        def body(t, h, c):
-            z = af.nn.bias_add(af.matmul(af.concat([x, h], 1), w), b)
-            i, j, f, o = af.split(z, 4, axis=1)
-            c = c * af.sigmoid(f + 1.0) + af.sigmoid(i) * af.tanh(j)
-            h = af.tanh(c) * af.sigmoid(o)
-            return t + 1, h, c
         zero = af.zeros_like(x)
-        _, h, c = af.while_loop(lambda t, h, c: t < steps, body, [af.constant(0), zero, zero])
+        _, h, c = af.while_loop(lambda t, h, c: t < steps, lstm_body(af, x, w, b), [af.constant(0), zero, zero])
         loss = af.reduce_sum(h * h) + af.reduce_sum(c)
         fetches = [loss] + af.gradients(loss, [w, b, x])
     return g, x, fetches

@@ -107,30 +107,9 @@ def main() -> None:
     sys.path.insert(0, HERE)
     import train_step as ts
 
-    import actorflow as af
-    from actorflow.actors.sync_step import SyncTrainProgram
-
-    prob = ts.make_problem(args.model)
-    g, initializer, fetches, feed = ts.actorflow_graph(args.model, prob)
-    config = None
-    if args.jit:
-        oo = af.OptimizerOptions(global_jit_level=af.OptimizerOptions.ON_1)
-        config = af.ConfigProto(graph_options=af.GraphOptions(optimizer_options=oo))
-    sess = af.Session(graph=g, config=config)
-    sess.run(initializer)
-    programs = []
-    run = SyncTrainProgram.run
-
-    def capture(self, *a):
-        programs.append(self)
-        return run(self, *a)
-    SyncTrainProgram.run = capture
-    sess.run(fetches, feed)
-    SyncTrainProgram.run = run
-    if not programs:
-        sys.exit("the step did not run on the synchronous training path (AF_SYNC_TRAIN=0?)")
+    sess, fetches, feed, prog = ts.sync_program(args.model, jit=args.jit)
     rec = _Recorder()
-    _install(rec, programs[-1])
+    _install(rec, prog)
     for _ in range(3):
         sess.run(fetches, feed)
     rows, per_kernel = [], collections.defaultdict(list)

@@ -33,27 +33,7 @@ def main() -> None:
     sys.path.insert(0, HERE)
     import train_step as ts
 
-    import actorflow as af
-    from actorflow.actors.sync_step import SyncTrainProgram
-
-    prob = ts.make_problem(args.model)
-    g, initializer, fetches, feed = ts.actorflow_graph(args.model, prob)
-    level = af.OptimizerOptions.OFF if args.jit_off else af.OptimizerOptions.ON_1
-    oo = af.OptimizerOptions(global_jit_level=level)
-    sess = af.Session(graph=g, config=af.ConfigProto(graph_options=af.GraphOptions(optimizer_options=oo)))
-    sess.run(initializer)
-    programs = []
-    run = SyncTrainProgram.run
-
-    def capture(self, *a):
-        programs.append(self)
-        return run(self, *a)
-    SyncTrainProgram.run = capture
-    sess.run(fetches, feed)
-    SyncTrainProgram.run = run
-    if not programs:
-        sys.exit("the step did not run on the synchronous training path (AF_SYNC_TRAIN=0?)")
-    prog = programs[-1]
+    sess, fetches, feed, prog = ts.sync_program(args.model, jit=not args.jit_off)
     code = prog.code
     types = [getattr(a, "op_type", "") or "" for _kind, a, *_ in code]
     names = [a.name for _kind, a, *_ in code]
@@ -73,7 +53,7 @@ def main() -> None:
             finally:
                 spans[k] = (t0, time.perf_counter())
         return call
-    cls = SyncTrainProgram
+    cls = type(prog)
     entry = cls._entry
 
     def timed_entry(self, k, outs, feed_values, split_ok):

@@ -314,6 +314,32 @@ def actorflow_graph(model, prob):
     return g, initializer, [train, loss], {x: prob["x"], y: prob["y"]}
 
 
+def sync_program(model: str, jit: bool):
+    """`model`'s training step in a Session (global_jit_level ON_1 when `jit`, else OFF), run once:
+    (session, fetches, feed, the SyncTrainProgram that ran it). Exits when the step did not take the
+    synchronous training path (actors/sync_step.py)."""
+    import actorflow as af
+    from actorflow.actors.sync_step import SyncTrainProgram
+    g, initializer, fetches, feed = actorflow_graph(model, make_problem(model))
+    oo = af.OptimizerOptions(global_jit_level=af.OptimizerOptions.ON_1 if jit else af.OptimizerOptions.OFF)
+    sess = af.Session(graph=g, config=af.ConfigProto(graph_options=af.GraphOptions(optimizer_options=oo)))
+    sess.run(initializer)
+    programs = []
+    run = SyncTrainProgram.run
+
+    def capture(self, *a):
+        programs.append(self)
+        return run(self, *a)
+    SyncTrainProgram.run = capture
+    try:
+        sess.run(fetches, feed)
+    finally:
+        SyncTrainProgram.run = run
+    if not programs:
+        sys.exit("the step did not run on the synchronous training path (AF_SYNC_TRAIN=0?)")
+    return sess, fetches, feed, programs[-1]
+
+
 def actorflow_step(model, prob, fuse=True):
     """actorflow_graph's training step; step() -> loss. fuse=False turns the fusion pass off
     (RewriterConfig.remapping = OFF)."""

@@ -17,6 +17,7 @@ from actorflow.scheduler.jit import jit_pass
 from actorflow.scheduler.jit.compile import JitKernel
 from actorflow.scheduler.jit.kernel import make_kernel
 from actorflow.scheduler.plan import make_plan
+from tests.loop_bodies import lstm_body
 
 OO = af.OptimizerOptions
 RC = af.RewriterConfig
@@ -211,12 +212,7 @@ def test_lstm_cell_loop_compiles():
         b = af.constant(np.zeros(128, np.float32))
         x = af.constant(rng.standard_normal((1, 32)).astype(np.float32))
 
-        def body(t, h, c):
-            z = af.nn.bias_add(af.matmul(af.concat([x, h], 1), w), b)
-            i, j, f, o = af.split(z, 4, axis=1)
-            c = c * af.sigmoid(f + 1.0) + af.sigmoid(i) * af.tanh(j)
-            h = af.tanh(c) * af.sigmoid(o)
-            return t + 1, h, c
+        body = lstm_body(x, w, b)
         zero = af.zeros([1, 32])
         _, h, c = af.while_loop(lambda t, h, c: t < n, body, [af.constant(0), zero, zero])
     plan = make_plan(g, [n], [h, c], [])
@@ -302,12 +298,7 @@ def _lstm_gradient_graph():
         b = af.placeholder(af.float32, [128], name="b")
         x = af.placeholder(af.float32, [1, 32], name="x")
 
-        def body(t, h, c):
-            z = af.nn.bias_add(af.matmul(af.concat([x, h], 1), w), b)
-            i, j, f, o = af.split(z, 4, axis=1)
-            c = c * af.sigmoid(f + 1.0) + af.sigmoid(i) * af.tanh(j)
-            h = af.tanh(c) * af.sigmoid(o)
-            return t + 1, h, c
+        body = lstm_body(x, w, b)
         zero = af.zeros([1, 32])
         _, h, c = af.while_loop(lambda t, h, c: t < n, body, [af.constant(0), zero, zero])
         loss = af.reduce_sum(h * h) + af.reduce_sum(c)

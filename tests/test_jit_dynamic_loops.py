@@ -13,6 +13,7 @@ import actorflow as af
 from actorflow.scheduler.jit import jit_pass
 from actorflow.scheduler.jit.compile import compile_stats, wait_for_compiles
 from actorflow.scheduler.plan import make_plan
+from tests.loop_bodies import lstm_body
 
 OO = af.OptimizerOptions
 RC = af.RewriterConfig
@@ -51,12 +52,7 @@ def _lstm(width=32, batch=None):
         b = af.placeholder(af.float32, [4 * width], name="b")
         x = af.placeholder(af.float32, [batch, width], name="x")
 
-        def body(t, h, c):
-            z = af.nn.bias_add(af.matmul(af.concat([x, h], 1), w), b)
-            i, j, f, o = af.split(z, 4, axis=1)
-            c = c * af.sigmoid(f + 1.0) + af.sigmoid(i) * af.tanh(j)
-            h = af.tanh(c) * af.sigmoid(o)
-            return t + 1, h, c
+        body = lstm_body(x, w, b)
         zero = af.zeros_like(x)
         _, h, c = af.while_loop(lambda t, h, c: t < n, body, [af.constant(0), zero, zero])
         loss = af.reduce_sum(h * h) + af.reduce_sum(c)
