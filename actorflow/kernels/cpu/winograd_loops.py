@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types, uintp
+from numba import carray, cfunc, njit, types, uintp
 from numba.extending import intrinsic
 
 # The channel pitch of the transformed input tiles: at most this many channels go into a Winograd
@@ -52,6 +52,34 @@ def _gemm_intrinsic(int_bits):
 
 _sgemm64 = _gemm_intrinsic(64)
 _sgemm32 = _gemm_intrinsic(32)
+
+
+@intrinsic
+def _f32(typingctx, addr):
+    """The float32 pointer at integer address `addr`."""
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.float32)))
+    return types.CPointer(types.float32)(types.intp), codegen
+
+
+# The C signature of the tile functions: 16 integers (addresses and sizes) and a float32. They are
+# cfuncs, called from `run` through their addresses (`_call`), not numba calls: a numba call links
+# the callee's code into the caller, where LLVM optimises and compiles it a second time (0.8 s of
+# the driver's 0.9 s of compile), and a cold start paid for every tile function twice.
+_NI = 17
+_TILE_SIG = types.void(*([types.intp] * _NI), types.float32)
+
+
+@intrinsic
+def _call(typingctx, fn, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, lo):
+    """Calls the tile function at address `fn` (C signature _TILE_SIG)."""
+    sig = types.void(types.intp, *([types.intp] * _NI), types.float32)
+
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(64)] * _NI + [ir.FloatType()])
+        builder.call(builder.inttoptr(args[0], fnty.as_pointer()), list(args[1:]))
+        return context.get_dummy_value()
+    return sig, codegen
 
 
 @njit(nogil=True)
@@ -97,8 +125,7 @@ def _bt_lines(src, dst, s0, d0, pitch, uc):
         dst[d0 + c + p5] = e5
 
 
-@njit(cache=True, nogil=True)
-def _input_tiles(x, ph, pw, th, tw, t0, nt, v, patch):
+def _input_tiles(xa, n_img, h_in, w_in, c_in, ph, pw, th, tw, t0, nt, va, six6, pa, _a14, _a15, _a16, _lo):
     """v[k, 6*i + j, c] = (B^T d B)[i, j] for tile t0 + k of the N x th x tw tile grid of the NHWC
     `x` (C-contiguous, at most _CP channels), d its 6x6 patch of channel c at rows 2*ti - ph ..,
     columns 2*tj - pw .. (zero outside); v is [nt, 36, _CP], `patch` [2, 36 * _CP] a work buffer.
@@ -111,12 +138,11 @@ def _input_tiles(x, ph, pw, th, tw, t0, nt, v, patch):
     ran scalar: 4x slower). The 6-long loops around them take their 6 at run time (`six`): unrolled,
     they compiled several times longer and ran no faster (see _output_tiles). Offsets are unsigned,
     which spares numba's negative-index wraparound (see conv.py)."""
-    n_img, h_in, w_in, c_in = x.shape
-    six = v.shape[1] // 6
-    xf = x.reshape(-1)
-    vf = v.reshape(-1)
-    src = patch[0]
-    mid = patch[1]
+    six = six6 // 6
+    xf = carray(_f32(xa), n_img * h_in * w_in * c_in)
+    vf = carray(_f32(va), nt * 36 * _CP)
+    src = carray(_f32(pa), 36 * _CP)
+    mid = carray(_f32(pa + 4 * 36 * _CP), 36 * _CP)
     uc = uintp(c_in)
     p = uintp(_CP)                               # the pitch from one column of the patch to the next
     r = uintp(6 * _CP)                           # and from one row to the next
@@ -142,8 +168,7 @@ def _input_tiles(x, ph, pw, th, tw, t0, nt, v, patch):
             _bt_lines(mid, vf, uintp(i * 6 * _CP), uintp((k * 36 + i * 6) * _CP), p, uc)
 
 
-@njit(cache=True, nogil=True)
-def _output_tiles(m, th, tw, t0, nt, out, bias, lo, pooled, pool, sy):
+def _output_tiles(ma, th, tw, t0, nt, oa, n_img, oh, ow, co, ba, pa, ph, pw, pool, sa, six, lo):
     """out's 2x2 tile t0 + k = A^T M A of m[k] ([36, O]; pixels outside `out` are dropped), plus
     `bias` [O], raised to at least `lo` (0 for a fused ReLU, -inf for none; NaN stays NaN); with
     `pool`, each tile's maximum into pooled[n, ti, tj]. The bias and the floor are values, not
@@ -151,9 +176,12 @@ def _output_tiles(m, th, tw, t0, nt, out, bias, lo, pooled, pool, sy):
     sy [4, 6, O] is a work buffer: A^T M in sy[:2], the tile in sy[2:, :2]."""
     # 6 and 2, unknown to LLVM: fully unrolled, these small loops (each with a vectorised loop inside)
     # made the driver that inlines this function take seconds longer to compile, and ran no faster.
-    six = m.shape[1] // 6
+    m = carray(_f32(ma), (nt, 36, co))
+    out = carray(_f32(oa), (n_img, oh, ow, co))
+    bias = carray(_f32(ba), co)
+    pooled = carray(_f32(pa), (n_img, ph, pw, co))
+    sy = carray(_f32(sa), (4, 6, co))
     two = six // 3
-    n_img, oh, ow, co = out.shape
     for k in range(nt):
         n, ti, tj = _tile(t0 + k, th, tw)
         for j in range(six):                     # s = A^T M
@@ -182,14 +210,14 @@ def _output_tiles(m, th, tw, t0, nt, out, bias, lo, pooled, pool, sy):
                 pooled[n, ti, tj, o] = max(max(sy[2, 0, o], sy[2, 1, o]), max(sy[3, 0, o], sy[3, 1, o]))
 
 
-@njit(cache=True, nogil=True)
-def _gradient_tiles(dy, th, tw, t0, nt, g2, dv, tr):
+def _gradient_tiles(da, n_img, oh, ow, co, th, tw, t0, nt, ga, six, two, va, ta, _a14, _a15, _a16, _lo):
     """dv[k, 6*i + j, o] = (G2 t G2^T)[i, j] for the 2x2 tile t of dy's channel o at tile t0 + k
     (zero outside dy): F(5, 2)'s transform of an output-gradient tile. tr [4, 6, O] is a work
     buffer: the tile t in tr[:2, :2], G2 t in tr[2:] (tr[2 + q, i] = (G2 t)[i, q])."""
-    six = g2.shape[0]                # 6 and 2, unknown to LLVM (see _output_tiles)
-    two = g2.shape[1]
-    n_img, oh, ow, co = dy.shape
+    dy = carray(_f32(da), (n_img, oh, ow, co))
+    g2 = carray(_f32(ga), (six, two))            # six, two: 6 and 2, unknown to LLVM (see _output_tiles)
+    dv = carray(_f32(va), (nt, 36, co))
+    tr = carray(_f32(ta), (4, 6, co))
     for k in range(nt):
         n, ti, tj = _tile(t0 + k, th, tw)
         for p in range(two):
@@ -213,26 +241,42 @@ def _gradient_tiles(dy, th, tw, t0, nt, g2, dv, tr):
                     dv[k, e, o] = tr[2, i, o] * b0 + tr[3, i, o] * b1
 
 
+_CFUNCS: dict = {}
+
+
+def tile_function(name):
+    """The address of the tile function `name` ("_input_tiles", "_output_tiles" or
+    "_gradient_tiles"), compiled (or loaded from numba's cache) on first use: a forward convolution
+    never compiles the filter gradient's."""
+    if name not in _CFUNCS:
+        _CFUNCS[name] = cfunc(_TILE_SIG, cache=True, nogil=True)(globals()[name]).address
+    return _CFUNCS[name]
+
+
 @njit(cache=True, nogil=True)
-def run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, patch, tile, block, fn, ilp64):
+def run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, patch, tile, block, fn, ilp64, fin, fout, fgrad):
     """One convolution's Winograd blocks of `block` tiles, through the buffers v [block, 36, _CP]
     and m [block, 36, O]: the convolution y = x * w of the transformed filter w [36, C, O] (see
     _output_tiles for bias, lo, pooled and pool), or, with `grad`, the filter gradient w += the
     transformed products of x and the output gradient y (g2: F(5, 2)'s G2). patch [2, 36 * _CP]
     and tile [4, 6, O] are work buffers of the transforms (passed in: an allocation in numba
-    compiles numpy's allocation code, 0.5 s of a cold start). One driver for both, so that the
-    input transform they share is compiled into one function, not two."""
+    compiles numpy's allocation code, 0.5 s of a cold start). fin, fout and fgrad are the addresses
+    of _input_tiles, _output_tiles and _gradient_tiles (see tile_function; fgrad is not called
+    without `grad`, nor fout with it). One driver for both, so that it is compiled once."""
     n, oh, ow, co = y.shape
-    c = x.shape[3]
+    n_img, h_in, w_in, c = x.shape
     th = (oh + 1) // 2
     tw = (ow + 1) // 2
     tiles = n * th * tw
+    xp, yp, pp, tp = x.ctypes.data, y.ctypes.data, patch.ctypes.data, tile.ctypes.data
     vp, wp, mp = v.ctypes.data, w.ctypes.data, m.ctypes.data
+    six = v.shape[1]                   # 36: the 6 of the transforms, unknown to LLVM (see _output_tiles)
     for t0 in range(0, tiles, block):
         nt = min(block, tiles - t0)
-        _input_tiles(x, ph, pw, th, tw, t0, nt, v, patch)
+        _call(fin, xp, n_img, h_in, w_in, c, ph, pw, th, tw, t0, nt, vp, six, pp, 0, 0, 0, lo)
         if grad:
-            _gradient_tiles(y, th, tw, t0, nt, g2, m, tile)
+            _call(fgrad, yp, n, oh, ow, co, th, tw, t0, nt, g2.ctypes.data, g2.shape[0], g2.shape[1], mp, tp,
+                  0, 0, 0, lo)
         for e in range(36):
             ve, we, me = vp + 4 * e * _CP, wp + 4 * e * c * co, mp + 4 * e * co
             if grad:        # w_e [C, O] += v_e.T [C, nt] @ m_e [nt, O]
@@ -241,4 +285,5 @@ def run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, patch, tile, bl
                 ta, rows, inner, beta, b, ldb, out, ldo = _NO_TRANS, nt, c, _F0, we, co, me, 36 * co
             _sgemm(fn, ilp64, ta, _NO_TRANS, rows, co, inner, _F1, ve, 36 * _CP, b, ldb, beta, out, ldo)
         if not grad:
-            _output_tiles(m, th, tw, t0, nt, y, bias, lo, pooled, pool, tile)
+            _call(fout, mp, th, tw, t0, nt, yp, n, oh, ow, co, bias.ctypes.data, pooled.ctypes.data,
+                  pooled.shape[1], pooled.shape[2], pool, tp, six // 6, lo)
