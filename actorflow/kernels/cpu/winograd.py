@@ -148,8 +148,7 @@ def convolve(x, u, out, ph, pw, scratch, bias=None, relu=False, pooled=None):
     bias = np.zeros(co, _F32) if bias is None else np.ascontiguousarray(bias, _F32)
     pool = pooled is not None
     loops.run(np.ascontiguousarray(x), out, u, ph, pw, bias, _RELU_FLOOR if relu else _NO_FLOOR,
-              pooled if pool else _NO_POOL, pool, _G2_F32, False, v, m, *_work(co), block, fn, ilp64,
-              loops.tile_function("_input_tiles"), loops.tile_function("_output_tiles"), 0)
+              pooled if pool else _NO_POOL, pool, _G2_F32, False, v, m, *_work(co), block, fn, ilp64)
 
 
 def conv_forward(x, f, out, ph, pw, scratch, bias=None, relu=False, pooled=None):
@@ -175,7 +174,7 @@ def filter_gradient_sums(x, dy, ph, pw, scratch):
     dv = scratch.get((block, 36, co), _F32, slot=3)
     acc = np.zeros((36, c, co), _F32)
     loops.run(x, dy, acc, ph, pw, _NO_BIAS, _NO_FLOOR, _NO_POOL, False, _G2_F32, True, v, dv, *_work(co), block, fn,
-              ilp64, loops.tile_function("_input_tiles"), 0, loops.tile_function("_gradient_tiles"))
+              ilp64)
     return acc
 
 

@@ -11,6 +11,8 @@ Imported on first use (it imports numba and llvmlite), so that importing the ker
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from llvmlite import ir
 from numba import carray, cfunc, njit, types, uintp
@@ -22,6 +24,7 @@ _CP = 64
 # float32 constants for the transforms (an int literal would promote numba's float32 arithmetic to float64).
 _F0, _F1, _F2, _F4, _F5 = np.float32(0), np.float32(1), np.float32(2), np.float32(4), np.float32(5)
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+_F32 = np.dtype(np.float32)
 
 
 def _gemm_intrinsic(int_bits):
@@ -82,21 +85,6 @@ def _call(typingctx, fn, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, 
     return sig, codegen
 
 
-@njit(nogil=True)
-def _sgemm(fn, ilp64, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
-    if ilp64:
-        _sgemm64(fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-    else:
-        _sgemm32(fn, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-
-
-@njit(inline="always")
-def _bt(d0, d1, d2, d3, d4, d5):
-    """B^T d of one 6-point line d: F(2x2, 5x5)'s input transform (points 0, 1, -1, 2, -2, infinity)."""
-    return (_F4 * d0 - _F5 * d2 + d4, -_F4 * (d1 + d2) + d3 + d4, _F4 * (d1 - d2) - d3 + d4,
-            _F2 * (d3 - d1) - d2 + d4, _F2 * (d1 - d3) - d2 + d4, _F4 * d1 - _F5 * d3 + d5)
-
-
 @njit(inline="always")
 def _tile(t, th, tw):
     """(image, tile row, tile column) of tile t of an N x th x tw tile grid."""
@@ -106,23 +94,26 @@ def _tile(t, th, tw):
 
 
 @njit(inline="always")
-def _bt_lines(src, dst, s0, d0, pitch, uc):
-    """dst[d0 + j * pitch + c] = _bt of the 6 points src[s0 + i * pitch + c], i = 0 .. 5, for the
-    channels c < uc: the transform of one line of the tile, vectorised across channels (`pitch` is a
+def _bt_lines(src, dst, s0, o, pitch, uc):
+    """dst[o + j * pitch + c] = (B^T d)[j] of the 6 points d[i] = src[s0 + i * pitch + c], i = 0 .. 5,
+    for the channels c < uc: F(2x2, 5x5)'s input transform of one line of the tile, vectorised across channels (`pitch` is a
     constant where this is inlined, so every offset in the loop is a constant from one base)."""
     p2 = pitch + pitch                   # (uint + uint: a uint times an int literal is a float in numba)
     p3 = p2 + pitch
     p4 = p3 + pitch
     p5 = p4 + pitch
-    for c in range(uc):
-        e0, e1, e2, e3, e4, e5 = _bt(src[s0 + c], src[s0 + c + pitch], src[s0 + c + p2], src[s0 + c + p3],
-                                     src[s0 + c + p4], src[s0 + c + p5])
-        dst[d0 + c] = e0
-        dst[d0 + c + pitch] = e1
-        dst[d0 + c + p2] = e2
-        dst[d0 + c + p3] = e3
-        dst[d0 + c + p4] = e4
-        dst[d0 + c + p5] = e5
+    for c in range(uc):                  # B^T d, points 0, 1, -1, 2, -2 and infinity
+        d0 = src[s0 + c]
+        d1 = src[s0 + c + pitch]
+        d2 = src[s0 + c + p2]
+        d3 = src[s0 + c + p3]
+        d4 = src[s0 + c + p4]
+        dst[o + c] = _F4 * d0 - _F5 * d2 + d4
+        dst[o + c + pitch] = -_F4 * (d1 + d2) + d3 + d4
+        dst[o + c + p2] = _F4 * (d1 - d2) - d3 + d4
+        dst[o + c + p3] = _F2 * (d3 - d1) - d2 + d4
+        dst[o + c + p4] = _F2 * (d1 - d3) - d2 + d4
+        dst[o + c + p5] = _F4 * d1 - _F5 * d3 + src[s0 + c + p5]
 
 
 def _input_tiles(xa, n_img, h_in, w_in, c_in, ph, pw, th, tw, t0, nt, va, six6, pa, _a14, _a15, _a16, _lo):
@@ -242,48 +233,72 @@ def _gradient_tiles(da, n_img, oh, ow, co, th, tw, t0, nt, ga, six, two, va, ta,
 
 
 _CFUNCS: dict = {}
+_LOCK = threading.Lock()
 
 
 def tile_function(name):
-    """The address of the tile function `name` ("_input_tiles", "_output_tiles" or
-    "_gradient_tiles"), compiled (or loaded from numba's cache) on first use: a forward convolution
-    never compiles the filter gradient's."""
-    if name not in _CFUNCS:
-        _CFUNCS[name] = cfunc(_TILE_SIG, cache=True, nogil=True)(globals()[name]).address
-    return _CFUNCS[name]
+    """The cfunc `name` of this module (a tile function, or "_blocks"), compiled (or loaded from
+    numba's cache) on first use: a forward convolution never compiles the filter gradient's. Two
+    threads asking at once compile it once."""
+    cf = _CFUNCS.get(name)
+    if cf is None:
+        with _LOCK:
+            cf = _CFUNCS.get(name)
+            if cf is None:
+                sig = _BLOCKS_SIG if name == "_blocks" else _TILE_SIG
+                cf = _CFUNCS[name] = cfunc(sig, cache=True, nogil=True)(globals()[name])
+    return cf
 
 
-@njit(cache=True, nogil=True)
-def run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, patch, tile, block, fn, ilp64, fin, fout, fgrad):
-    """One convolution's Winograd blocks of `block` tiles, through the buffers v [block, 36, _CP]
-    and m [block, 36, O]: the convolution y = x * w of the transformed filter w [36, C, O] (see
-    _output_tiles for bias, lo, pooled and pool), or, with `grad`, the filter gradient w += the
-    transformed products of x and the output gradient y (g2: F(5, 2)'s G2). patch [2, 36 * _CP]
-    and tile [4, 6, O] are work buffers of the transforms (passed in: an allocation in numba
-    compiles numpy's allocation code, 0.5 s of a cold start). fin, fout and fgrad are the addresses
-    of _input_tiles, _output_tiles and _gradient_tiles (see tile_function; fgrad is not called
-    without `grad`, nor fout with it). One driver for both, so that it is compiled once."""
-    n, oh, ow, co = y.shape
-    n_img, h_in, w_in, c = x.shape
+# _blocks' C signature: 33 integers (addresses, sizes and flags) and a float32.
+_BLOCKS_SIG = types.void(*([types.intp] * 33), types.float32)
+
+
+def _blocks(xp, n_img, h_in, w_in, c, yp, n, oh, ow, co, wp, ph, pw, bp, pp, pool, ph2, pw2, gp, g2r, g2c, grad, vp,
+            six, mp, patch, tile, block, fn, ilp64, fin, fout, fgrad, lo):
+    """The loop over a convolution's blocks of tiles (see `run`): arrays by address, the tile
+    functions through theirs (fout is not called with `grad`, nor fgrad without), and the GEMMs
+    through cblas_sgemm's, `fn`."""
     th = (oh + 1) // 2
     tw = (ow + 1) // 2
     tiles = n * th * tw
-    xp, yp, pp, tp = x.ctypes.data, y.ctypes.data, patch.ctypes.data, tile.ctypes.data
-    vp, wp, mp = v.ctypes.data, w.ctypes.data, m.ctypes.data
-    six = v.shape[1]                   # 36: the 6 of the transforms, unknown to LLVM (see _output_tiles)
     for t0 in range(0, tiles, block):
-        nt = min(block, tiles - t0)
-        _call(fin, xp, n_img, h_in, w_in, c, ph, pw, th, tw, t0, nt, vp, six, pp, 0, 0, 0, lo)
+        nt = tiles - t0
+        if nt > block:
+            nt = block
+        _call(fin, xp, n_img, h_in, w_in, c, ph, pw, th, tw, t0, nt, vp, six, patch, 0, 0, 0, lo)
         if grad:
-            _call(fgrad, yp, n, oh, ow, co, th, tw, t0, nt, g2.ctypes.data, g2.shape[0], g2.shape[1], mp, tp,
-                  0, 0, 0, lo)
+            _call(fgrad, yp, n, oh, ow, co, th, tw, t0, nt, gp, g2r, g2c, mp, tile, 0, 0, 0, lo)
         for e in range(36):
             ve, we, me = vp + 4 * e * _CP, wp + 4 * e * c * co, mp + 4 * e * co
             if grad:        # w_e [C, O] += v_e.T [C, nt] @ m_e [nt, O]
                 ta, rows, inner, beta, b, ldb, out, ldo = _TRANS, c, nt, _F1, me, 36 * co, we, co
             else:           # m_e [nt, O] = v_e [nt, C] @ w_e [C, O]
                 ta, rows, inner, beta, b, ldb, out, ldo = _NO_TRANS, nt, c, _F0, we, co, me, 36 * co
-            _sgemm(fn, ilp64, ta, _NO_TRANS, rows, co, inner, _F1, ve, 36 * _CP, b, ldb, beta, out, ldo)
+            if ilp64:
+                _sgemm64(fn, ta, _NO_TRANS, rows, co, inner, _F1, ve, 36 * _CP, b, ldb, beta, out, ldo)
+            else:
+                _sgemm32(fn, ta, _NO_TRANS, rows, co, inner, _F1, ve, 36 * _CP, b, ldb, beta, out, ldo)
         if not grad:
-            _call(fout, mp, th, tw, t0, nt, yp, n, oh, ow, co, bias.ctypes.data, pooled.ctypes.data,
-                  pooled.shape[1], pooled.shape[2], pool, tp, six // 6, lo)
+            _call(fout, mp, th, tw, t0, nt, yp, n, oh, ow, co, bp, pp, ph2, pw2, pool, tile, six // 6, lo)
+
+
+def run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, patch, tile, block, fn, ilp64):
+    """One convolution's Winograd blocks of `block` tiles, through the buffers v [block, 36, _CP]
+    and m [block, 36, O]: the convolution y = x * w of the transformed filter w [36, C, O] (see
+    _output_tiles for bias, lo, pooled and pool), or, with `grad`, the filter gradient w += the
+    transformed products of x and the output gradient y (g2: F(5, 2)'s G2). patch [2, 36 * _CP]
+    and tile [4, 6, O] are work buffers of the transforms. Every array is C-contiguous float32."""
+    for name, a in (("x", x), ("y", y), ("w", w), ("bias", bias), ("pooled", pooled), ("g2", g2), ("v", v),
+                    ("m", m), ("patch", patch), ("tile", tile)):
+        if a.dtype != _F32 or not a.flags.c_contiguous:
+            raise ValueError(f"winograd_loops.run: {name} must be C-contiguous float32, got {a.dtype} "
+                             f"{'contiguous' if a.flags.c_contiguous else 'strided'}")
+    fin = tile_function("_input_tiles").address
+    fout = 0 if grad else tile_function("_output_tiles").address
+    fgrad = tile_function("_gradient_tiles").address if grad else 0
+    tile_function("_blocks").ctypes(
+        x.ctypes.data, *x.shape, y.ctypes.data, *y.shape, w.ctypes.data, ph, pw, bias.ctypes.data,
+        pooled.ctypes.data, int(pool), pooled.shape[1], pooled.shape[2], g2.ctypes.data, *g2.shape, int(grad),
+        v.ctypes.data, v.shape[1], m.ctypes.data, patch.ctypes.data, tile.ctypes.data, block, fn, int(ilp64), fin, fout,
+        fgrad, lo)
