@@ -283,22 +283,45 @@ def _blocks(xp, n_img, h_in, w_in, c, yp, n, oh, ow, co, wp, ph, pw, bp, pp, poo
             _call(fout, mp, th, tw, t0, nt, yp, n, oh, ow, co, bp, pp, ph2, pw2, pool, tile, six // 6, lo)
 
 
+@intrinsic
+def _call_blocks(typingctx, fn, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19,
+                 a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32, lo):
+    """Calls _blocks at address `fn` (C signature _BLOCKS_SIG)."""
+    sig = types.void(types.intp, *([types.intp] * 33), types.float32)
+
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(64)] * 33 + [ir.FloatType()])
+        builder.call(builder.inttoptr(args[0], fnty.as_pointer()), list(args[1:]))
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def _run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, patch, tile, block, fn, ilp64, fin, fout, fgrad, fb):
+    """Calls _blocks (at `fb`) with the arrays' addresses and sizes: a numba call takes them in
+    1 us, ctypes in 16 (ten ndarray.ctypes.data and 34 converted arguments)."""
+    n_img, h_in, w_in, c = x.shape
+    n, oh, ow, co = y.shape
+    _call_blocks(fb, x.ctypes.data, n_img, h_in, w_in, c, y.ctypes.data, n, oh, ow, co, w.ctypes.data, ph, pw,
+                 bias.ctypes.data, pooled.ctypes.data, pool, pooled.shape[1], pooled.shape[2], g2.ctypes.data,
+                 g2.shape[0], g2.shape[1], grad, v.ctypes.data, v.shape[1], m.ctypes.data, patch.ctypes.data,
+                 tile.ctypes.data, block, fn, ilp64, fin, fout, fgrad, lo)
+
+
 def run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, patch, tile, block, fn, ilp64):
     """One convolution's Winograd blocks of `block` tiles, through the buffers v [block, 36, _CP]
     and m [block, 36, O]: the convolution y = x * w of the transformed filter w [36, C, O] (see
     _output_tiles for bias, lo, pooled and pool), or, with `grad`, the filter gradient w += the
     transformed products of x and the output gradient y (g2: F(5, 2)'s G2). patch [2, 36 * _CP]
-    and tile [4, 6, O] are work buffers of the transforms. Every array is C-contiguous float32."""
-    for name, a in (("x", x), ("y", y), ("w", w), ("bias", bias), ("pooled", pooled), ("g2", g2), ("v", v),
-                    ("m", m), ("patch", patch), ("tile", tile)):
+    and tile [4, 6, O] are work buffers of the transforms. Every array is C-contiguous float32
+    (the loops take addresses; winograd.py makes x, w, bias, g2 and the buffers so, and y and
+    pooled are checked here)."""
+    for name, a in (("y", y), ("pooled", pooled)):
         if a.dtype != _F32 or not a.flags.c_contiguous:
             raise ValueError(f"winograd_loops.run: {name} must be C-contiguous float32, got {a.dtype} "
                              f"{'contiguous' if a.flags.c_contiguous else 'strided'}")
     fin = tile_function("_input_tiles").address
     fout = 0 if grad else tile_function("_output_tiles").address
     fgrad = tile_function("_gradient_tiles").address if grad else 0
-    tile_function("_blocks").ctypes(
-        x.ctypes.data, *x.shape, y.ctypes.data, *y.shape, w.ctypes.data, ph, pw, bias.ctypes.data,
-        pooled.ctypes.data, int(pool), pooled.shape[1], pooled.shape[2], g2.ctypes.data, *g2.shape, int(grad),
-        v.ctypes.data, v.shape[1], m.ctypes.data, patch.ctypes.data, tile.ctypes.data, block, fn, int(ilp64), fin, fout,
-        fgrad, lo)
+    _run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, patch, tile, block, fn, ilp64, fin, fout, fgrad,
+         tile_function("_blocks").address)
