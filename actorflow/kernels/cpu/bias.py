@@ -50,11 +50,7 @@ def fused_epilogue_block(out, bias, rows, cols, relu):
 
 def _fused_epilogue(out, bias, relu):
     if out.dtype in _FAST_FLOATS and out.strides[1] == out.itemsize and bias.dtype == out.dtype:
-        if out.flags.c_contiguous and bias.flags.c_contiguous:
-            # the blocked GEMM's kernel, whole: one kernel fewer to compile in a process running both
-            _bias_relu_block(out, bias, 0, out.shape[0], 0, out.shape[1], relu, out.dtype.type(0))
-        else:
-            _bias_relu_rows(out, bias, relu, out.dtype.type(0))
+        _bias_relu_rows(out, bias, relu, out.dtype.type(0))
     else:
         out += bias
         if relu:
