@@ -327,6 +327,8 @@ def run(x, y, w, ph, pw, bias, lo, pooled, pool, g2, grad, v, m, patch, tile, bl
         if a.dtype != _F32 or not a.flags.c_contiguous:
             raise ValueError(f"winograd_loops.run: {name} must be C-contiguous float32, got {a.dtype} "
                              f"{'contiguous' if a.flags.c_contiguous else 'strided'}")
+    if block < 1:                       # no tiles (an empty batch): nothing to compute, and the
+        return                          # cfuncs could not raise range()'s error for a step of 0
     fin = tile_function("_input_tiles").address
     fout = 0 if grad else tile_function("_output_tiles").address
     fgrad = tile_function("_gradient_tiles").address if grad else 0
