@@ -419,7 +419,13 @@ def _acyclic(clusters, ops, consumers) -> list:
 def _contracted_cycle(clusters, ops, consumers):
     """Indices into `clusters` of the clusters on one cycle of the contracted graph, or None."""
     node_of = {op: ("c", i) for i, ms in enumerate(clusters) for op in ms}
+    pos = {op: k for k, op in enumerate(ops)}
     in_plan = set(ops)
+
+    first = [min(pos[m] for m in ms) for ms in clusters]
+
+    def key(node):                      # the same search, and the same cluster given up, in every process
+        return pos[node[1]] if node[0] == "o" else first[node[1]]
 
     def succ(node):
         members = clusters[node[1]] if node[0] == "c" else (node[1],)
@@ -430,9 +436,9 @@ def _contracted_cycle(clusters, ops, consumers):
                 if c in in_plan and not (c.type == "Merge" and op.type == "NextIteration"):
                     out.add(node_of.get(c, ("o", c)))
         out.discard(node)
-        return out
+        return sorted(out, key=key)
     state: dict = {}                    # node -> 1 on the DFS path, 2 done
-    for start in {("c", i) for i in range(len(clusters))}:
+    for start in [("c", i) for i in range(len(clusters))]:
         if start in state:
             continue
         path = [start]
