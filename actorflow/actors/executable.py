@@ -75,6 +75,19 @@ class Executable:
         self.sync = None
         if transport is None:
             self.sync = SyncProgram.of(self) or SyncTrainProgram.of(self)
+        # JIT kernels in tiered mode (global_jit_level DEFAULT): the session compiles each, before
+        # a step, once its interpreted ops have run long enough (scheduler/jit/compile.py).
+        self.tiered = tuple(a.fn for a in actors if callable(getattr(getattr(a, "fn", None), "tier_due", None)))
+
+    def tier_due(self) -> bool:
+        """Whether a tiered JIT kernel of this executable should compile before the next step."""
+        return any(k.tier_due() for k in self.tiered)
+
+    def tier_up(self) -> None:
+        """Compiles the tiered kernels that are due, in this thread (never an event loop's)."""
+        for k in self.tiered:
+            if k.tier_due():
+                k.tier_up()
 
     @property
     def devices(self):

@@ -340,6 +340,8 @@ class LocalBackend:
         if rt.in_loop():
             raise RuntimeError("Session.run() was called on the actorflow runtime's own event loop; "
                                "use `await sess.arun(...)` there.")
+        if exe.tiered and exe.tier_due():
+            exe.tier_up()                 # in the caller's thread, between steps
         if trace is None and exe.sync is not None:
             # A plan of cheap pure kernels: run here, without the round trip through the loop.
             results = exe.run_sync(feed_values)
@@ -366,6 +368,8 @@ class LocalBackend:
     async def arun(self, exe, feed_values, timeout, trace=None):
         rt = self.rt
         loop = asyncio.get_running_loop()
+        if exe.tiered and exe.tier_due():
+            await asyncio.to_thread(exe.tier_up)      # never on an event loop
         fut = loop.create_future()
         holder: list = []
         if loop is rt.loop:

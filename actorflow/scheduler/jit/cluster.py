@@ -288,8 +288,11 @@ def _interpreter(members, input_tensors, output_tensors):
         return steps
     outs = tuple(output_tensors)
 
+    ops_run = [0, 0]                    # (op runs, elements they produced): tiered mode's estimate
+
     def run(*args):
         vals: dict = {}
+        elements = 0
         for op, fn, srcs in (built[0] if built else build()):
             xs = [args[v] if k == 0 else (vals[v] if k == 1 else v) for k, v in srcs]
             try:
@@ -298,12 +301,17 @@ def _interpreter(members, input_tensors, output_tensors):
                 raise type(e)(f"{e} (in op '{op.name}' of type {op.type}, compiled in a JIT cluster)") from e
             if len(op.outputs) == 1:
                 vals[op.outputs[0]] = r
+                elements += getattr(r, "size", 1)
             else:
                 for t, v in zip(op.outputs, r):
                     vals[t] = v
+                    elements += getattr(v, "size", 1)
+        ops_run[0] += len(members)
+        ops_run[1] += elements
         if len(outs) == 1:
             return vals[outs[0]]
         return tuple(vals[t] for t in outs)
+    run.ops_run = ops_run
     return run
 
 
@@ -1067,12 +1075,16 @@ def _loop_interpreter(lp: _Loop, extra):
                 for t, v in zip(op.outputs, r):
                     vals[t] = v
 
+    per_iteration = len(cond_run) + len(body_run)
+    ops_run = [0, 0]                    # (op runs, elements): tiered mode's estimate of the cost
+
     def run(*args):
         vals: dict = {}
         for t, a in zip(invariants, args[n_vars:]):
             vals[t] = a
         cur = list(args[:n_vars])
         rows: list = [[] for _ in saved]
+        iterations = 0
         while True:
             for m, s, v in zip(merges, switches, cur):
                 vals[m.outputs[0]] = v
@@ -1081,12 +1093,15 @@ def _loop_interpreter(lp: _Loop, extra):
             if not bool(vals[loop_cond.inputs[0]]):
                 break
             run_ops(body_run, vals)
+            iterations += 1
             for (t, _, _), r in zip(saved, rows):
                 r.append(vals[t])
             cur = [vals[n.inputs[0]] for n in nexts]
+        ops_run[0] += iterations * per_iteration + len(cond_run)
         for (_, d, shape), r in zip(saved, rows):
             cur.append(np.stack([np.asarray(v, d) for v in r]) if r else np.empty((0,) + shape, d))
         return cur[0] if len(cur) == 1 else tuple(cur)
+    run.ops_run = ops_run
     return run
 
 

@@ -11,9 +11,14 @@ prepares a plan. In ``wait`` mode (global_jit_level ON_1/ON_2 and jit_scope() ma
 there, for C-contiguous arguments of the spec's dtypes and ranks, before the first step; in
 ``async`` mode (``AF_JIT_COMPILE=async``, or `JitKernel(..., mode="async")`) a compile thread does
 it and the kernel runs the interpreted ops meanwhile. ``tiered`` mode (global_jit_level DEFAULT)
-is async mode that starts compiling only once the kernel has spent `TIER_SECONDS` running its
-interpreted ops (summed over its calls): code that runs long enough for the compile to pay is
-compiled, a graph run a few times never pays for numba (see `TIER_SECONDS`). Arguments of another layout (a transposed view, a read-only buffer) get a
+runs the interpreted ops and counts them (an estimate of their cost: `OP_SECONDS` per op run,
+`ELEMENT_SECONDS` per element a cluster's ops produce); once the estimate passes `TIER_SECONDS`,
+the session compiles the kernel before its next step, on the thread that asked for the step
+(`tier_due`, `tier_up`; `arun` awaits it in a worker thread): code that keeps running is
+compiled, a graph run a few times never loads numba, and the step at which a kernel switches to
+compiled code depends on what ran, not on timing, so a program gives the same results run after
+run (the deterministic simulator replays it). Plans that run on cluster tasks keep their tiered
+kernels interpreted. Arguments of another layout (a transposed view, a read-only buffer) get a
 specialization of their own on first use, which numba also caches. A loop's variant for inputs
 of size 1 where its symbols assumed equal sizes (`JitKernel`'s `variant`) is compiled on the
 compile thread when a call first needs it, in either mode (that call may run on an event loop);
@@ -54,16 +59,19 @@ _COMPILER = None                    # the compile thread of async mode (one: num
 # calls whose values the compiled code rejected (they ran the interpreted ops instead)
 # (and calls whose sizes turned out too big for the explicit loops of a symbolic MatMul: "big")
 # (and variants: kernels made for calls with sizes of 1 where a loop's symbols assumed equal sizes)
-# (and "tiered": kernels that reached TIER_SECONDS of interpreted time and were sent to compile)
+# (and "tiered": tiered kernels compiled after their interpreted ops ran past TIER_SECONDS)
 compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0, "big": 0, "variants": 0,
                  "tiered": 0}
-# Tiered mode's budget: the seconds of interpreted running after which a kernel compiles. Compiling
-# costs 0.05-0.3 s of CPU with numba's cache warm, 0.3-2 s cold (benchmarks/compiler.py); the
-# interpreted ops are 3-50x slower than the compiled ones on the loops and clusters that compile
+# Tiered mode's budget: the estimated seconds of interpreted running after which a kernel compiles.
+# Compiling costs 0.05-0.3 s of CPU with numba's cache warm, 0.3-2 s cold (benchmarks/compiler.py);
+# the interpreted ops are 3-50x slower than the compiled ones on the loops and clusters that compile
 # (a while loop's iteration 5-13 us against 0.001-1.4), so after 0.2 s of them a kernel that keeps
 # running wins its compile back within a few more seconds, and a graph that runs only briefly
 # (a test, a one-off evaluation) never imports numba for it. AF_JIT_TIER_SECONDS overrides it.
+# The cost is estimated from what ran, not timed: the same program tiers up at the same step.
 TIER_SECONDS = float(os.environ.get("AF_JIT_TIER_SECONDS", "0.2"))
+OP_SECONDS = 2e-6           # an interpreted op's run: the kernel call and the interpreter's bookkeeping
+ELEMENT_SECONDS = 1e-9      # per element a cluster's op produces (numpy's loop)
 _MODES = ("wait", "async", "tiered")
 _NONE = object()
 _PENDING = object()           # a variant being compiled
@@ -126,8 +134,8 @@ class _CompileThread:
     """One daemon thread running submitted callables in order (`submit` -> a Future).
 
     Not a ThreadPoolExecutor: Python joins an executor's threads at exit after they have run every
-    item still queued, so a program ending while a tiered kernel's compile is queued would wait for
-    every compile to finish first. At exit (atexit), the queue is dropped (their futures
+    item still queued, so a program ending while async compiles are queued would wait for every
+    one of them first. At exit (atexit), the queue is dropped (their futures
     cancelled) and only the compile already running is waited for (numba cannot be interrupted,
     and LLVM must not be mid-compile while the interpreter tears down)."""
 
@@ -254,11 +262,13 @@ class JitKernel:
         if mode not in _MODES:
             raise ValueError(f"JIT compile mode must be one of {_MODES}, got {mode!r}")
         self.mode = mode
-        self._tier_left = TIER_SECONDS if mode == "tiered" else None   # interpreted seconds left
+        self._spent = 0.0               # tiered: the estimated seconds its interpreted ops have run
+        self._tiered_up = mode != "tiered"
+        self._future = None             # async mode's compile on the compile thread
         if mode == "wait":
             self._compile()
         elif mode == "async":
-            _compiler().submit(self._compile)
+            self._future = _compiler().submit(self._compile)
 
     def _compile(self):
         t0 = time.perf_counter()
@@ -281,7 +291,7 @@ class JitKernel:
     def __call__(self, *args):
         fn = self.fn
         if fn is None:
-            if self._tier_left is not None:
+            if not self._tiered_up:
                 return self._tiered(args)
             return self.fallback(*args)
         for i, dims in self.shapes:
@@ -317,25 +327,32 @@ class JitKernel:
             return self.fallback(*args)
 
     def _tiered(self, args):
-        """Tiered mode before compiling: the interpreted ops, timed; the compile is sent to the
-        compile thread once they have taken TIER_SECONDS in all (calls go on interpreted until it
-        is ready)."""
-        t0 = time.perf_counter()
+        """Tiered mode before compiling: the interpreted ops, their cost estimated from what ran
+        (the interpreter's count of op runs and, for a cluster, of the elements they produced)."""
+        count = getattr(self.fallback, "ops_run", None)
+        before = tuple(count) if count is not None else (0, 0)
         try:
             return self.fallback(*args)
         finally:
-            left = self._tier_left
-            if left is not None:
-                left -= time.perf_counter() - t0
-                self._tier_left = left
-                if left <= 0:
-                    with _LOCK:
-                        go = self._tier_left is not None
-                        self._tier_left = None
-                        if go:
-                            compile_stats["tiered"] += 1
-                    if go:
-                        _compiler().submit(self._compile)
+            if count is not None:
+                self._spent += (count[0] - before[0]) * OP_SECONDS + (count[1] - before[1]) * ELEMENT_SECONDS
+
+    def tier_due(self) -> bool:
+        """Tiered mode: whether the interpreted ops have run past TIER_SECONDS (estimated) and the
+        kernel should compile before the next step."""
+        return not self._tiered_up and self._spent >= TIER_SECONDS
+
+    def tier_up(self) -> None:
+        """Compiles a tiered kernel now, in this thread (the session's, never an event loop's);
+        calls from then on run the compiled code (or, when numba cannot compile it, the
+        interpreted ops, as in the other modes)."""
+        with self._variant_lock:
+            if self._tiered_up:
+                return
+            with _LOCK:
+                compile_stats["tiered"] += 1
+            self._compile()
+            self._tiered_up = True
 
     def _other_sizes(self, args):
         """A call whose sizes differ where a symbol says they are equal: the variant for the
