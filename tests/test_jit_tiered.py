@@ -70,35 +70,55 @@ def test_a_tiered_kernel_runs_interpreted_until_its_budget_is_spent_then_compile
     assert jc.compile_stats["tiered"] == before + 1             # once
 
 
-def test_default_sessions_compile_a_loop_that_keeps_running_between_steps(monkeypatch):
+def _cluster_graph():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float64, [64], name="x")
+        y = af.exp(af.sin(x) * 3.0 + af.cos(x) - 1.0) * 0.5
+    return g, x, y
+
+
+def test_default_sessions_compile_a_cluster_that_keeps_running_between_steps(monkeypatch):
     monkeypatch.delenv("AF_JIT", raising=False)
-    g, x, v = _loop_graph()
-    xv = np.array([0.5, -1.0, 2.0], np.float32)
+    g, x, y = _cluster_graph()
+    xv = np.linspace(-2, 2, 64)
     with af.Session(graph=g, config=_config(OO.OFF)) as s:
-        off = s.run(v, {x: xv})
+        off = s.run(y, {x: xv})
     # the budget: one and a half runs' estimated cost (spent after the second run)
-    (op,) = [o for o in jit_pass(make_plan(g, [x], [v], []), mode="tiered").ops if o.type == "_JitLoop"]
+    (op,) = [o for o in jit_pass(make_plan(g, [x], [y], []), mode="tiered").ops if o.type == "_JitCluster"]
     probe = make_kernel(op.attrs)
-    probe(np.array(0, np.int32), xv)
+    probe(xv)
     monkeypatch.setattr(jc, "TIER_SECONDS", 1.5 * probe._spent)
     before = jc.compile_stats["tiered"]
     with af.Session(graph=g) as s:                              # no config: DEFAULT
         results = []
         for _ in range(4):
-            results.append(s.run(v, {x: xv}))
-            counts = jc.compile_stats["tiered"] - before
-            assert counts == (1 if len(results) >= 3 else 0)    # at the same step, every run
+            results.append(s.run(y, {x: xv}))
+            assert jc.compile_stats["tiered"] - before == (1 if len(results) >= 3 else 0)   # the same step, every run
     for r in results[:2]:
         np.testing.assert_array_equal(r, off)                   # interpreted: the same ops as OFF
     for r in results[2:]:
-        np.testing.assert_allclose(r, off, rtol=1e-6)           # compiled: sin's last ulp may differ
+        np.testing.assert_allclose(r, off, rtol=1e-13)          # compiled: exp/sin's last ulp may differ
+
+
+def test_default_leaves_while_loops_on_the_actor_runtime_unless_asked(monkeypatch):
+    g, x, v = _loop_graph()
+    plan = make_plan(g, [x], [v], [])
+    assert "_JitLoop" not in {o.type for o in jit_pass(plan, mode="tiered", loops=False).ops}
+    from actorflow.scheduler.lower import LowerOptions, _jit
+    monkeypatch.delenv("AF_JIT", raising=False)
+    assert "_JitLoop" not in {o.type for o in _jit(plan, LowerOptions()).ops}            # DEFAULT
+    assert "_JitLoop" in {o.type for o in _jit(plan, LowerOptions(jit_level=1)).ops}     # ON_1
+    monkeypatch.setenv("AF_JIT", "tiered")
+    (op,) = [o for o in _jit(plan, LowerOptions()).ops if o.type == "_JitLoop"]
+    assert op.attrs["mode"] == "tiered"
 
 
 async def test_arun_compiles_a_due_kernel_off_the_event_loop(monkeypatch):
     monkeypatch.delenv("AF_JIT", raising=False)
     monkeypatch.setattr(jc, "TIER_SECONDS", 0.0)
-    g, x, v = _loop_graph()
-    xv = np.array([0.5, -1.0, 2.0], np.float32)
+    g, x, y = _cluster_graph()
+    xv = np.linspace(-2, 2, 64)
     loop_thread = threading.get_ident()
     threads = []
     real = jc.JitKernel.tier_up
@@ -108,10 +128,10 @@ async def test_arun_compiles_a_due_kernel_off_the_event_loop(monkeypatch):
         return real(self)
     monkeypatch.setattr(jc.JitKernel, "tier_up", spy)
     with af.Session(graph=g) as s:
-        first = await s.arun(v, {x: xv})
-        second = await s.arun(v, {x: xv})
+        first = await s.arun(y, {x: xv})
+        second = await s.arun(y, {x: xv})
     assert threads and loop_thread not in threads
-    np.testing.assert_allclose(first, second, rtol=1e-6)
+    np.testing.assert_allclose(first, second, rtol=1e-13)
 
 
 def test_jit_scope_marks_compile_before_the_first_step_at_the_default_level(monkeypatch):

@@ -315,20 +315,21 @@ def _interpreter(members, input_tensors, output_tensors):
     return run
 
 
-def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None, keep=frozenset()) -> Plan:
+def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None, keep=frozenset(), loops: bool = True) -> Plan:
     """Loops, then clusters (see the module's docstring); returns the rewritten plan. `keep`:
-    names of ops no cluster may take (the fusion pass's chains)."""
+    names of ops no cluster may take (the fusion pass's chains). `loops=False`: clusters only
+    (while loops stay on the actor runtime, unless jit_scope() marked them)."""
     from actorflow.scheduler.jit import kernel  # noqa: F401 - registers the _JitCluster/_JitLoop op and kernel
     _FED.tensors = frozenset(plan.feeds)
     _FED.shapes = None
     try:
-        return _jit_pass(plan, level_on, mode, keep)
+        return _jit_pass(plan, level_on, mode, keep, loops)
     finally:
         _FED.tensors = ()
         _FED.shapes = None
 
 
-def _jit_pass(plan, level_on, mode, keep):
+def _jit_pass(plan, level_on, mode, keep, loops=True):
     edit = PlanEdit(plan)
     frames = loop_frames(plan) if plan.has_control_flow else {op: None for op in plan.ops}
     fed = set(plan.feeds)
@@ -343,7 +344,7 @@ def _jit_pass(plan, level_on, mode, keep):
             ctrl_users.add(c)
     barriers = _recv_ancestry(plan)
     if plan.has_control_flow:
-        _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode, barriers)
+        _loops(plan, edit, frames, level_on and loops, fed, fetched, consumers, mode, barriers)
 
     def eligible(op):
         return (op.type not in LOOP_ONLY and frames.get(op) is None and op not in edit.removed and op.name not in keep and _op_compilable(op)
