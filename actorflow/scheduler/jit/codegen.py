@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from actorflow.scheduler.jit.loopnest import emit_block
+from actorflow.scheduler.jit.loopnest import emit_block, empty
 from actorflow.scheduler.jit.spec import ClusterSpec, LoopSpec, Node
 
 __all__ = ["cluster_source", "loop_source", "compilable", "EMITTERS", "NEEDS_CONST"]
@@ -170,21 +170,21 @@ def _reduce_lines(x: str, rank: int, axes: tuple, keep: bool, op: str, dtype: st
     outer = " * ".join(f"{x}.shape[{d}]" for d in kept) or "1"
     inner = " * ".join(f"{x}.shape[{d}]" for d in axes)
     lines.append(f"{tmp}_n = {inner}")
-    lines.append(f"{tmp}_r = _rt.{helper}({src}.reshape(({outer}, {tmp}_n)), "
-                 f"np.full({outer}, {_init(init, dtype)}, {dt(dtype)}))")
+    lines.append(f"{tmp}_r = _rt.{helper}(_rt.reshape({src}, ({outer}, {tmp}_n)), "
+                 f"_rt.fill({empty([outer], dtype)}, {_init(init, dtype)}))")
     if op == "Mean":
         if dtype in FLOATS:
             lines.append(f"{tmp}_r = {tmp}_r / {dt(dtype)}({tmp}_n)")
         else:
             raise NotImplementedError("integer Mean")
     if keep:
-        shape = tuple(f"{x}.shape[{d}]" if d not in axes else "1" for d in range(rank))
+        shape = tuple(f"{x}.shape[{d}]" if d not in axes else "np.int64(1)" for d in range(rank))
     else:
         shape = tuple(f"{x}.shape[{d}]" for d in kept)
     if not shape:
         lines.append(f"{out} = {tmp}_r[0]")
     else:
-        lines.append(f"{out} = {tmp}_r.reshape(({', '.join(shape)},))")
+        lines.append(f"{out} = _rt.reshape({tmp}_r, ({', '.join(shape)},))")
     return lines
 
 
@@ -224,16 +224,16 @@ def _reshape(c: Ctx):
     shape = c.node.attr("shape")
     x = c.a[0]
     if c.types[0][1] == 0:      # a scalar (a sum over every axis) to a shape of ones
-        dims = [str(max(d, 1)) for d in shape]
-        return [f"{c.outs[0]} = np.full({_shape_tuple(dims)}, {x}, {dt(c.dtype)})"]
+        dims = [f"np.int64({max(d, 1)})" for d in shape]
+        return [f"{c.outs[0]} = _rt.fill({empty(dims, c.dtype)}, {x})"]
     dims = []
     known = 1
     for d in shape:
         if d >= 0:
             known *= d
     for d in shape:
-        dims.append(str(d) if d >= 0 else f"{x}.size // {known}")
-    return [f"{c.outs[0]} = np.ascontiguousarray({x}).reshape({_shape_tuple(dims)})"]
+        dims.append(f"np.int64({d})" if d >= 0 else f"{x}.size // {known}")
+    return [f"{c.outs[0]} = _rt.reshape({x}, {_shape_tuple(dims)})"]
 
 
 def _expand_dims(c: Ctx):
@@ -241,15 +241,15 @@ def _expand_dims(c: Ctx):
     d = c.node.attr("dim")
     d = d + rank + 1 if d < 0 else d
     dims = [f"{x}.shape[{i}]" for i in range(rank)]
-    dims.insert(d, "1")
-    return [f"{c.outs[0]} = np.ascontiguousarray({x}).reshape({_shape_tuple(dims)})"]
+    dims.insert(d, "np.int64(1)")
+    return [f"{c.outs[0]} = _rt.reshape({x}, {_shape_tuple(dims)})"]
 
 
 def _squeeze(c: Ctx):
     x, rank = c.a[0], c.types[0][1]
     drop = {d % rank for d in c.node.attr("squeeze_dims")}
     dims = [f"{x}.shape[{i}]" for i in range(rank) if i not in drop]
-    return [f"{c.outs[0]} = np.ascontiguousarray({x}).reshape({_shape_tuple(dims)})"]
+    return [f"{c.outs[0]} = _rt.reshape({x}, {_shape_tuple(dims)})"]
 
 
 def _shape(c: Ctx):
@@ -257,7 +257,7 @@ def _shape(c: Ctx):
     at run time: inside the cluster, the Mean gradient's Shape/Size chain costs nothing)."""
     x, rank = c.a[0], c.types[0][1]
     o = c.outs[0]
-    lines = [f"{o} = np.empty({rank}, {dt(c.dtype)})"]
+    lines = [f"{o} = {empty([f'np.int64({rank})'], c.dtype)}"]
     lines += [f"{o}[{i}] = {x}.shape[{i}]" for i in range(rank)]
     return lines
 
@@ -285,12 +285,11 @@ def _broadcast_to(c: Ctx):
     o = c.outs[0]
     if rank == 0:
         return [f"if {s}.shape[0] != 0:", "    raise ValueError('BroadcastTo: shape')", f"{o} = {x}"]
-    dims = [f"{s}[{i}]" for i in range(rank)]
+    dims = [f"np.int64({s}[{i}])" for i in range(rank)]
     lines = [f"if {s}.shape[0] != {rank}:", "    raise ValueError('BroadcastTo: shape')",
-             f"{o} = np.empty({_shape_tuple(dims)}, {dt(c.dtype)})"]
+             f"{o} = {empty(dims, c.dtype)}"]
     if xr == 0:
-        lines += [f"{o}_f = {o}.reshape(-1)", f"for _q in range({o}_f.size):", f"    {o}_f[_q] = {x}"]
-        return lines
+        return lines + [f"_rt.fill({o}, {x})"]
     # numpy's rule: each dimension of x is 1 (read at index 0) or the target's
     idx = []
     for i in range(xr):
@@ -322,7 +321,7 @@ def _matmul(c: Ctx):
     a, b = c.a
     m = f"{a}.shape[1]" if ta else f"{a}.shape[0]"
     n = f"{b}.shape[0]" if tb else f"{b}.shape[1]"
-    return [f"{c.outs[0]} = _rt.gemm({a}, {b}, {ta}, {tb}, np.empty(({m}, {n}), {dt(c.dtype)}), False)"]
+    return [f"{c.outs[0]} = _rt.gemm({a}, {b}, {ta}, {tb}, {empty([m, n], c.dtype)}, False)"]
 
 
 def _concat(c: Ctx):
@@ -333,7 +332,7 @@ def _concat(c: Ctx):
     x0 = c.a[0]
     total = " + ".join(f"{x}.shape[{axis}]" for x in c.a)
     dims = [total if d == axis else f"{x0}.shape[{d}]" for d in range(rank)]
-    lines = [f"{o} = np.empty({_shape_tuple(dims)}, {dt(c.dtype)})"]
+    lines = [f"{o} = {empty(dims, c.dtype)}"]
     off = "0"
     for x in c.a:
         lines.append(f"_rt.concat_into({o}, {x}, {axis}, {off})")
@@ -585,8 +584,9 @@ def loop_source(spec: LoopSpec) -> str:
         lines.append(f"    v{k} = a{k}")
     for j, r in enumerate(spec.saves):
         d, rank = type_of(r)
-        # (a reshaped 1-D array: numba compiles np.empty once per rank in every process)
-        lines.append(f"    h{j} = np.empty((0, ), {dt(d)}).reshape(({'0, ' * (rank + 1)}))")
+        # (a reshaped 1-D array: rt.empty compiles once per rank and dtype, and is cached)
+        zeros = "np.int64(0), " * (rank + 1)
+        lines.append(f"    h{j} = _rt.reshape({empty(['np.int64(0)'], d)}, ({zeros}))")
     lines.append("    it = 0")
     lines.append("    while True:")
     needed = (spec.cond,) + tuple(spec.nexts) + tuple(spec.saves)

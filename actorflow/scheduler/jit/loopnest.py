@@ -55,6 +55,12 @@ ELEMENTWISE = (frozenset(SCALAR) | {"Cast", "AddN", "Const"}) - ALIASES
 REDUCE = frozenset({"Sum", "Mean", "Prod", "Max", "Min", "All", "Any", "BiasAddGrad"})
 
 
+def empty(dims, dtype: str) -> str:
+    """The expression allocating an array of sizes `dims` (names or expressions of int64) and
+    `dtype`, through `rt.empty` (see there why not ``np.empty``)."""
+    return f"_rt.empty(({''.join(d + ', ' for d in dims)}), {dt(dtype)})"
+
+
 def _lit(value, dtype):
     from actorflow.scheduler.jit.codegen import lit
     return lit(value, dtype)
@@ -180,14 +186,14 @@ class _Block:
                         how[(r, j)] = self._mult(lines, indent, x)
                 continue
             if not free:
-                lines.append(f"{indent}{dims[k]} = 1")
+                lines.append(f"{indent}{dims[k]} = np.int64(1)")
                 unit[k] = True
                 continue
             sizes = [e[0] for e in free]
-            expr = sizes[0]
-            for x in sizes[1:]:
-                expr = f"max({expr}, {x})"
-            lines.append(f"{indent}{dims[k]} = {expr}")
+            lines.append(f"{indent}{dims[k]} = {sizes[0]}")
+            for x in sizes[1:]:         # (not max(): numba compiles its overload in every process)
+                lines.append(f"{indent}if {x} > {dims[k]}:")
+                lines.append(f"{indent}    {dims[k]} = {x}")
             lines.append(f"{indent}if {' or '.join(x + ' == 0' for x in sizes)}:")
             lines.append(f"{indent}    {dims[k]} = 0")
             for x, _, r, j, _d in free:
@@ -242,8 +248,7 @@ def emit_block(nodes, name_of, type_of, needed, emit_other, indent="    ", span=
             name = name_of(("n", j, 0))
             body: list = []
             v = b.subtree(j, group["idx"], body, group["ind"], {})
-            lines.insert(group["pos"], f"{indent}{name} = np.empty(({''.join(d + ', ' for d in group['dims'])}), "
-                                       f"{dt(node.dtypes[0])})")
+            lines.insert(group["pos"], f"{indent}{name} = {empty(group['dims'], node.dtypes[0])}")
             group["pos"] += 1
             lines += body
             lines.append(f"{group['ind']}{name}[{', '.join(group['ivars'])}] = {v}")
@@ -315,7 +320,7 @@ def _emit_node(b: _Block, j, node, indent, emit_other) -> list:
         b.last_dims, b.last_ivars, b.last_ind = dims, ivars, ind
         body: list = []
         v = b.subtree(j, idx_of, body, ind, {})
-        lines.insert(b.pos, f"{indent}{name} = np.empty(({''.join(d + ', ' for d in dims)}), {dt(node.dtypes[0])})")
+        lines.insert(b.pos, f"{indent}{name} = {empty(dims, node.dtypes[0])}")
         b.pos += 1
         lines += body
         lines.append(f"{ind}{name}[{', '.join(ivars)}] = {v}")
@@ -360,11 +365,8 @@ def _reduce(b: _Block, j, node, name, indent) -> list:
     if out_rank == 0:
         pre.append(f"{indent}{name}_acc = {init}")
     else:
-        shape = [dims[k] if k in kept else "1" for k in range(in_rank)] if keep else [dims[k] for k in kept]
-        pre.append(f"{indent}{name} = np.empty(({''.join(s + ', ' for s in shape)}), {dt(out_dt)})")
-        pre.append(f"{indent}{name}_flat = {name}.reshape(-1)")
-        pre.append(f"{indent}for _q in range({name}_flat.size):")
-        pre.append(f"{indent}    {name}_flat[_q] = {init}")
+        shape = [dims[k] if k in kept else "np.int64(1)" for k in range(in_rank)] if keep else [dims[k] for k in kept]
+        pre.append(f"{indent}{name} = _rt.fill({empty(shape, out_dt)}, {init})")
     lines[first_for:first_for] = pre
     body: list = []
     if src[0] == "n" and src[1] in b.inlined:
@@ -383,8 +385,7 @@ def _reduce(b: _Block, j, node, name, indent) -> list:
         if out_rank == 0:
             lines.append(f"{indent}{name}_acc = {dt(out_dt)}({name}_acc / {dt(out_dt)}({count}))")
         else:
-            lines.append(f"{indent}for _q in range({name}_flat.size):")
-            lines.append(f"{indent}    {name}_flat[_q] = {dt(out_dt)}({name}_flat[_q] / {dt(out_dt)}({count}))")
+            lines.append(f"{indent}_rt.div_all({name}, {dt(out_dt)}({count}))")
     if out_rank == 0:
         lines.append(f"{indent}{name} = {name}_acc")
     return lines

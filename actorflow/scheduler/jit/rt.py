@@ -13,8 +13,46 @@ from numba import njit
 
 from actorflow.kernels.cpu.softmax import _softmax_rows, _xent_dense, _xent_sparse
 
-__all__ = ["row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any", "softmax", "xent", "sparse_xent", "gemm",
-           "concat_into", "save_row", "save_scalar", "row"]
+__all__ = ["empty", "reshape", "fill", "div_all", "row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any",
+           "softmax", "xent", "sparse_xent", "gemm", "concat_into", "save_row", "save_scalar", "row"]
+
+
+# -- arrays ------------------------------------------------------------------------------------
+# A kernel allocates and reshapes through these rather than with `np.empty` or `.reshape` in its
+# own code: numba implements those as jitted overloads that every process compiles again, for
+# each shape-tuple type and dtype, the first time a kernel uses them (0.05-0.1 s each; about
+# 0.4 s of the MLP's loss kernel with an empty JIT cache), where these are compiled once per
+# signature and then loaded from numba's cache. Sizes are passed as int64 (never literals or
+# int32: each type would be one more signature to compile).
+@njit(nogil=True, cache=True)
+def empty(shape, dtype):
+    """``np.empty(shape, dtype)``: `shape` a tuple of int64."""
+    return np.empty(shape, dtype)
+
+
+@njit(nogil=True, cache=True)
+def reshape(x, shape):
+    """``np.ascontiguousarray(x).reshape(shape)`` (a view when `x` is C-contiguous)."""
+    return np.ascontiguousarray(x).reshape(shape)
+
+
+@njit(nogil=True, cache=True)
+def fill(x, value):
+    """Every element of C-contiguous `x` set to `value` (cast to x's dtype); returns `x`."""
+    xf = x.reshape(-1)
+    for q in range(xf.size):
+        xf[q] = value
+    return x
+
+
+@njit(nogil=True, cache=True)
+def div_all(x, d):
+    """Every element of C-contiguous `x` divided by `d` (of x's dtype) in place (a Mean's sums
+    by their count); returns `x`."""
+    xf = x.reshape(-1)
+    for q in range(xf.size):
+        xf[q] = xf[q] / d
+    return x
 
 
 @njit(nogil=True, cache=True)
