@@ -760,6 +760,34 @@ def test_errors_inside_a_cluster_name_the_op():
             s.run(z, {x: np.ones(3, np.float32), y: np.ones(4, np.float32)})
 
 
+def test_small_arguments_of_another_layout_are_copied_and_big_ones_get_their_own_compile(monkeypatch):
+    """A read-only or strided argument of at most SMALL_COPY bytes (a constant such as a loss's
+    gradient seed) runs the kernel compiled for C-contiguous writable arrays on a copy; a bigger one
+    gets a specialization of its own (compiled on the compile thread; the interpreted ops run
+    meanwhile). Both give the interpreted values."""
+    from actorflow.scheduler.jit import compile as jc
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float64, [None, None], name="x")
+        y = (x * 1.25 + 0.75) * 0.5 - x
+    plan = jit_pass(make_plan(g, [x], [y], []))
+    (op,) = [o for o in plan.ops if o.type == "_JitCluster"]
+    k = make_kernel(dict(op.attrs))
+    assert len(k.fn.signatures) == 1
+    monkeypatch.setattr(jc, "SMALL_COPY", 8 * 12)
+    small = np.linspace(-1, 1, 12).reshape(3, 4)
+    small.flags.writeable = False
+    for v in (small, small.T):
+        np.testing.assert_array_equal(k(v), (v * 1.25 + 0.75) * 0.5 - v)
+    assert len(k.fn.signatures) == 1                # no compile for either layout
+    big = np.linspace(-1, 1, 30).reshape(5, 6)
+    big.flags.writeable = False
+    np.testing.assert_array_equal(k(big), (big * 1.25 + 0.75) * 0.5 - big)     # interpreted
+    jc.wait_for_compiles()
+    assert len(k.fn.signatures) == 2
+    np.testing.assert_array_equal(k(big), (big * 1.25 + 0.75) * 0.5 - big)     # its own compile
+
+
 def test_async_mode_runs_the_interpreted_ops_until_compiled():
     g = af.Graph()
     with g.as_default():

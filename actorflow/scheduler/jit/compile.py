@@ -11,7 +11,8 @@ prepares a plan. In ``wait`` mode (the default) it compiles there, for C-contigu
 the spec's dtypes and ranks, before the first step; in ``async`` mode (``AF_JIT_COMPILE=async``,
 or `JitKernel(..., mode="async")`) a compile thread does it and the kernel runs the interpreted
 ops meanwhile. Arguments of another layout (a transposed view, a read-only buffer) get a
-specialization of their own on first use, which numba also caches. A loop's variant for inputs
+specialization of their own on first use, which numba also caches, unless they are small
+(`SMALL_COPY` bytes): those are copied into the compiled layout. A loop's variant for inputs
 of size 1 where its symbols assumed equal sizes (`JitKernel`'s `variant`) is compiled on the
 compile thread when a call first needs it, in either mode (that call may run on an event loop);
 such calls run the interpreted ops until it is ready.
@@ -50,6 +51,9 @@ _COMPILER = None                    # the compile thread of async mode (one: num
 # (and calls whose sizes turned out too big for the explicit loops of a symbolic MatMul: "big")
 # (and variants: kernels made for calls with sizes of 1 where a loop's symbols assumed equal sizes)
 compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0, "big": 0, "variants": 0}
+# array arguments of another layout than C-contiguous and writable, up to this many bytes, are
+# copied into that layout instead of getting a specialization of their own (see `__call__`)
+SMALL_COPY = 4096
 _NONE = object()
 _PENDING = object()           # a variant being compiled
 
@@ -245,8 +249,16 @@ class JitKernel:
         if self.array_in:
             key = tuple((args[i].flags.c_contiguous, args[i].flags.writeable) for i in self.array_in)
             if key not in self._ready_keys:
-                self._specialize(key, args)
-                return self.fallback(*args)
+                odd = [i for i, k in zip(self.array_in, key) if k != (True, True)]
+                if any(args[i].nbytes > SMALL_COPY for i in odd):
+                    self._specialize(key, args)
+                    return self.fallback(*args)
+                # a small read-only or strided argument (a constant: the gradient seed of a
+                # loss) is copied rather than compiled for: a layout costs a whole compile
+                # (0.5 s for the loss kernel), a copy of a few elements well under a microsecond
+                args = list(args)
+                for i in odd:
+                    args[i] = np.array(args[i], order="C")
         try:
             return self._run(fn, args)
         except Exception:  # noqa: BLE001 - bad values: the interpreted ops raise the error naming the op
