@@ -679,6 +679,45 @@ def test_sparse_cross_entropy_mean_and_its_gradient_are_one_cluster(label_dtype,
         np.testing.assert_allclose(on[2], off[2], rtol=1e-6, atol=1e-7)
 
 
+def test_a_broadcast_of_one_element_to_a_shape_is_computed_in_its_consumers_loop():
+    """``BroadcastTo(v, Shape(x))`` of a one-element v, and an ExpandDims of it (a Mean's gradient),
+    write no array of their own: the consumer's loop reads v's element (codegen's `_splats`). Values
+    match the interpreted ops bit for bit, broadcasting against a size of 1 included, and a batch
+    that does not broadcast raises the interpreted op's error. A BroadcastTo of more than one
+    element, and a splat the cluster returns, keep their arrays."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+        z = af.placeholder(af.float32, [None, 3], name="z")
+        s = af.placeholder(af.float32, [1], name="s")
+        w = af.placeholder(af.float32, [3], name="w")
+        splat = af.broadcast_to(s / 4.0, af.shape(x))
+        out = af.expand_dims(splat, -1) * z - 1.5
+        kept = af.broadcast_to(w * 2.0, af.shape(z)) + z          # three elements: a BroadcastTo
+        returned = af.broadcast_to(s * 3.0, af.shape(x))          # a splat the cluster returns
+    def sources(fetches):
+        plan = jit_pass(make_plan(g, [x, z, s, w], fetches, []))
+        return "".join(make_kernel(dict(op.attrs)).source for op in plan.ops if op.type == "_JitCluster")
+    src = sources([out, returned])
+    assert "BroadcastTo" not in src and src.count("_rt.empty(") == 2     # `out`'s array, `returned`'s
+    assert "BroadcastTo" in sources([kept])
+    rng = np.random.default_rng(3)
+    sv = np.array([0.3], np.float32)
+    wv = rng.standard_normal(3).astype(np.float32)
+    for n, m in ((4, 4), (1, 5), (5, 1), (0, 0)):
+        feed = {x: rng.standard_normal(n).astype(np.float32), z: rng.standard_normal((m, 3)).astype(np.float32),
+                s: sv, w: wv}
+        on, off = _both(g, [out, kept, returned], feed)
+        for a, b in zip(on, off):
+            assert a.shape == b.shape
+            np.testing.assert_array_equal(a, b)
+    feed = {x: np.zeros(4, np.float32), z: np.zeros((3, 3), np.float32), s: sv, w: wv}
+    for jit in (True, False):
+        with af.Session(graph=g, config=_config(jit)) as sess:
+            with pytest.raises(af.errors.InvalidArgumentError):
+                sess.run(out, feed)
+
+
 def test_errors_of_the_loss_cluster_are_the_interpreted_ops_errors():
     """A label out of range, and a batch the bias does not fit, raise what the interpreted ops raise."""
     g, h, y, b, fetches = _sparse_loss_graph()

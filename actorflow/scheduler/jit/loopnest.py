@@ -49,6 +49,10 @@ SCALAR = {
     "BiasAdd": "({0} + {1})",
     "Select": "({1} if {0} else {2})", "SelectV2": "({1} if {0} else {2})",
     "Identity": "{0}", "Snapshot": "{0}", "StopGradient": "{0}",
+    # _Splat(v, x): v (one element: every static size 1) in an array of sizes taken from x's shape
+    # (attr "dims": per output dimension, x's dimension, or -1 for a size of 1): a BroadcastTo of
+    # a Shape, or an ExpandDims of that (codegen's `_splats`), computed in its consumer's loop
+    "_Splat": "{0}",
 }
 ALIASES = frozenset({"Identity", "Snapshot", "StopGradient"})
 ELEMENTWISE = (frozenset(SCALAR) | {"Cast", "AddN", "Const"}) - ALIASES
@@ -108,6 +112,8 @@ class _Block:
             if n.op in ELEMENTWISE and n.ranks[0] > 0 and (j, 0) not in self.needed and self.uses.get((j, 0)) == 1:
                 consumer = next(k for k, m in enumerate(nodes) if any(r[0] == "n" and r[1] == j for r in m.args))
                 c = nodes[consumer]
+                if c.op == "_Splat" and c.args[0] != ("n", j, 0):
+                    continue            # a splat reads nothing of its shape source but its shape
                 if c.op in ELEMENTWISE or (c.op in REDUCE and c.args[0] == ("n", j, 0) and _reduces(c, n.ranks[0])):
                     self.inlined.add(j)
         self.tmp = 0
@@ -121,8 +127,18 @@ class _Block:
         return self.name_of(ref)
 
     def leaves(self, j, out: list):
-        """Array leaves (refs of rank > 0, not inlined) of node j's inlined subtree."""
-        for r in self.nodes[j].args:
+        """Array leaves (refs of rank > 0, not inlined) of node j's inlined subtree. A splat's
+        shape source is not a leaf: each dimension of it that sizes the splat is, as
+        ``("shape", ref, its dimension, the splat's dimension, the splat's rank)``."""
+        node = self.nodes[j]
+        args = node.args
+        if node.op == "_Splat":
+            for k, jx in enumerate(node.attr("dims")):
+                e = ("shape", args[1], jx, k, node.ranks[0])
+                if jx >= 0 and e not in out:
+                    out.append(e)
+            args = args[:1]
+        for r in args:
             if r[0] == "n" and r[1] in self.inlined:
                 self.leaves(r[1], out)
             elif self.type_of(r)[1] > 0 and r not in out:
@@ -133,7 +149,7 @@ class _Block:
         """Statements computing node j's scalar value at the loop index; returns its name."""
         node = self.nodes[j]
         args = []
-        for r in node.args:
+        for r in (node.args[:1] if node.op == "_Splat" else node.args):
             if r[0] == "n" and r[1] in self.inlined:
                 if r[1] not in done:
                     done[r[1]] = self.subtree(r[1], idx_of, lines, indent, done)
@@ -159,6 +175,13 @@ class _Block:
         dims = [self.fresh("d") for _ in range(rank)]
         by_dim: dict = {k: [] for k in range(rank)}
         for r in leaves:
+            if r[0] == "shape":         # a dimension of a splat's shape source
+                _, x, jx, k, sr = r
+                st, xr = self.statics_of(x), self.type_of(x)[1]
+                d = st[jx] if len(st) == xr else -1
+                by_dim[rank - sr + k].append((f"{self.value(x)}.shape[{jx}]", 1 if d == 1 else (-1 if d < 0 else 0),
+                                              r, jx, d))
+                continue
             name, lr = self.value(r), self.type_of(r)[1]
             st = self.statics_of(r)
             for j in range(lr):
@@ -273,7 +296,7 @@ def _static_shape(b: _Block, j):
     known static shapes, sizes or symbols, each leaf's the node's or 1 in every dimension (it can
     then share a loop nest with others of that shape); else None."""
     node = b.nodes[j]
-    if node.op not in ELEMENTWISE or node.ranks[0] == 0:
+    if node.op not in ELEMENTWISE or node.ranks[0] == 0 or _splat_in(b, j):
         return None
     st = node.statics[0] if node.statics else ()
     if len(st) != node.ranks[0] or any(d == -1 for d in st):
@@ -285,6 +308,17 @@ def _static_shape(b: _Block, j):
         if any(d != 1 and d != st[len(st) - len(lst) + k] for k, d in enumerate(lst)):
             return None
     return st
+
+
+def _splat_in(b: _Block, j) -> bool:
+    """Whether node j or its inlined subtree has a splat (whose sizes are not its leaves')."""
+    todo = [j]
+    while todo:                         # (iterative: an inlined chain can be hundreds long)
+        node = b.nodes[todo.pop()]
+        if node.op == "_Splat":
+            return True
+        todo += [r[1] for r in node.args if r[0] == "n" and r[1] in b.inlined]
+    return False
 
 
 def _static_index(b: _Block, ivars):
