@@ -799,11 +799,11 @@ def test_errors_inside_a_cluster_name_the_op():
             s.run(z, {x: np.ones(3, np.float32), y: np.ones(4, np.float32)})
 
 
-def test_small_arguments_of_another_layout_are_copied_and_big_ones_get_their_own_compile(monkeypatch):
-    """A read-only or strided argument of at most SMALL_COPY bytes (a constant such as a loss's
-    gradient seed) runs the kernel compiled for C-contiguous writable arrays on a copy; a bigger one
-    gets a specialization of its own (compiled on the compile thread; the interpreted ops run
-    meanwhile). Both give the interpreted values."""
+def test_one_compile_serves_read_only_arguments_and_small_strided_ones_are_copied(monkeypatch):
+    """A cluster is compiled once for C-contiguous arrays, read-only (a constant such as a loss's
+    gradient seed) or not; a strided argument of at most SMALL_COPY bytes runs that code on a copy,
+    and a bigger one gets a specialization of its own (compiled on the compile thread; the
+    interpreted ops run meanwhile). All give the interpreted values."""
     from actorflow.scheduler.jit import compile as jc
     g = af.Graph()
     with g.as_default():
@@ -815,16 +815,18 @@ def test_small_arguments_of_another_layout_are_copied_and_big_ones_get_their_own
     assert len(k.fn.signatures) == 1
     monkeypatch.setattr(jc, "SMALL_COPY", 8 * 12)
     small = np.linspace(-1, 1, 12).reshape(3, 4)
-    small.flags.writeable = False
-    for v in (small, small.T):
+    frozen = small.copy()
+    frozen.flags.writeable = False
+    for v in (small, frozen, small.T, frozen.T):
         np.testing.assert_array_equal(k(v), (v * 1.25 + 0.75) * 0.5 - v)
-    assert len(k.fn.signatures) == 1                # no compile for either layout
-    big = np.linspace(-1, 1, 30).reshape(5, 6)
-    big.flags.writeable = False
+    assert len(k.fn.signatures) == 1                # no compile for any of them
+    big = np.linspace(-1, 1, 30).reshape(5, 6).T
     np.testing.assert_array_equal(k(big), (big * 1.25 + 0.75) * 0.5 - big)     # interpreted
     jc.wait_for_compiles()
     assert len(k.fn.signatures) == 2
     np.testing.assert_array_equal(k(big), (big * 1.25 + 0.75) * 0.5 - big)     # its own compile
+    np.testing.assert_array_equal(k(frozen), (frozen * 1.25 + 0.75) * 0.5 - frozen)
+    assert len(k.fn.signatures) == 2
 
 
 def test_async_mode_runs_the_interpreted_ops_until_compiled():

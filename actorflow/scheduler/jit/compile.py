@@ -10,9 +10,10 @@ Compiling never runs on the event loop: a `JitKernel` is built by the session's 
 prepares a plan. In ``wait`` mode (the default) it compiles there, for C-contiguous arguments of
 the spec's dtypes and ranks, before the first step; in ``async`` mode (``AF_JIT_COMPILE=async``,
 or `JitKernel(..., mode="async")`) a compile thread does it and the kernel runs the interpreted
-ops meanwhile. Arguments of another layout (a transposed view, a read-only buffer) get a
-specialization of their own on first use, which numba also caches, unless they are small
-(`SMALL_COPY` bytes): those are copied into the compiled layout. A loop's variant for inputs
+ops meanwhile. A cluster is compiled for read-only arrays, and serves writable ones too (see
+`_compile_for`). Arguments of another layout (a transposed view) get a specialization of their
+own on first use, which numba also caches, unless they are small (`SMALL_COPY` bytes): those are
+copied into the compiled layout. A loop's variant for inputs
 of size 1 where its symbols assumed equal sizes (`JitKernel`'s `variant`) is compiled on the
 compile thread when a call first needs it, in either mode (that call may run on an event loop);
 such calls run the interpreted ops until it is ready.
@@ -51,9 +52,10 @@ _COMPILER = None                    # the compile thread of async mode (one: num
 # (and calls whose sizes turned out too big for the explicit loops of a symbolic MatMul: "big")
 # (and variants: kernels made for calls with sizes of 1 where a loop's symbols assumed equal sizes)
 compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0, "big": 0, "variants": 0}
-# array arguments of another layout than C-contiguous and writable, up to this many bytes, are
-# copied into that layout instead of getting a specialization of their own (see `__call__`)
+# array arguments that are not C-contiguous, up to this many bytes, are copied into that layout
+# instead of getting a specialization of their own (see `__call__`)
 SMALL_COPY = 4096
+_SIG_LOCK = threading.Lock()       # (see _compile_for)
 _NONE = object()
 _PENDING = object()           # a variant being compiled
 
@@ -105,10 +107,26 @@ def _size(shape) -> int:
     return n
 
 
-def _numba_type(dtype: str, rank: int):
+def _numba_type(dtype: str, rank: int, readonly: bool = False):
     numba = import_numba()
     t = numba.from_dtype(np.dtype(dtype))
-    return t if rank == 0 else numba.types.Array(t, rank, "C")
+    return t if rank == 0 else numba.types.Array(t, rank, "C", readonly=readonly)
+
+
+def _compile_for(disp, sig) -> None:
+    """Compiles cluster dispatcher `disp` for `sig`, whose arrays are read-only: with compiling
+    otherwise disabled, numba runs that code for writable arrays of the same layout too (a safe
+    conversion) where it would compile them a signature of their own, so a kernel serves constants
+    (read-only buffers: a loss's gradient seed) and computed values with one compile. The kernel
+    never writes its arguments."""
+    with _SIG_LOCK:
+        if tuple(sig) in disp.overloads:
+            return
+        disp.disable_compile(False)
+        try:
+            disp.compile(sig)
+        finally:
+            disp.disable_compile(True)
 
 
 def _compiler():
@@ -190,7 +208,7 @@ class JitKernel:
         # Array arguments of another layout than the eager signature's (C-contiguous, writable):
         # their specialization compiles on the compile thread while the interpreted ops run.
         self.array_in = () if loop else tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0)
-        self._ready_keys = {tuple((True, True) for _ in self.array_in)}
+        self._ready_keys = {tuple(True for _ in self.array_in)}   # C-contiguous (of any writability)
         self._pending: set = set()
         self.fn = None
         self.compile_seconds = None
@@ -208,8 +226,10 @@ class JitKernel:
         c0 = time.thread_time()
         try:
             disp = load_source(self.source)
-            sig = tuple(_numba_type(d, r) for d, r in (self.flat.sig if self.flat else self.inputs))
-            disp.compile(sig)
+            if self.array_in:               # a cluster (loops write their variables: writable arrays)
+                _compile_for(disp, tuple(_numba_type(d, r, readonly=True) for d, r in self.inputs))
+            else:
+                disp.compile(tuple(_numba_type(d, r) for d, r in (self.flat.sig if self.flat else self.inputs)))
         except Exception as e:  # noqa: BLE001 - a cluster numba cannot compile runs interpreted
             log.warning("JIT: cannot compile %s (%s: %s); it runs interpreted", self.what, type(e).__name__, e)
             self.error = e
@@ -247,15 +267,14 @@ class JitKernel:
                 compile_stats["big"] += 1
                 return self.fallback(*args)
         if self.array_in:
-            key = tuple((args[i].flags.c_contiguous, args[i].flags.writeable) for i in self.array_in)
+            key = tuple(args[i].flags.c_contiguous for i in self.array_in)
             if key not in self._ready_keys:
-                odd = [i for i, k in zip(self.array_in, key) if k != (True, True)]
+                odd = [i for i, k in zip(self.array_in, key) if not k]
                 if any(args[i].nbytes > SMALL_COPY for i in odd):
                     self._specialize(key, args)
                     return self.fallback(*args)
-                # a small read-only or strided argument (a constant: the gradient seed of a
-                # loss) is copied rather than compiled for: a layout costs a whole compile
-                # (0.5 s for the loss kernel), a copy of a few elements well under a microsecond
+                # a small strided argument is copied rather than compiled for: a layout costs a
+                # whole compile (0.5 s for a loss kernel), a copy of a few elements a microsecond
                 args = list(args)
                 for i in odd:
                     args[i] = np.array(args[i], order="C")
@@ -368,10 +387,11 @@ class JitKernel:
             self._pending.add(key)
         numba = import_numba()
         types = tuple(numba.typeof(a[()] if i in self.scalar_in else a) for i, a in enumerate(args))
+        types = tuple(t.copy(readonly=True) if isinstance(t, numba.types.Array) else t for t in types)
 
         def work():
             try:
-                self.fn.compile(types)
+                _compile_for(self.fn, types)
             except Exception as e:  # noqa: BLE001 - that layout keeps running interpreted
                 log.warning("JIT: cannot compile %s for %s: %s", self.what, types, e)
                 return

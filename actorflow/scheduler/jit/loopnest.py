@@ -117,6 +117,8 @@ class _Block:
                 if c.op in ELEMENTWISE or (c.op in REDUCE and c.args[0] == ("n", j, 0) and _reduces(c, n.ranks[0])):
                     self.inlined.add(j)
         self.tmp = 0
+        self.pre: list = []             # statements hoisted above the loop nest being written
+        self.outer = ""                 # its indent
 
     def fresh(self, prefix):
         self.tmp += 1
@@ -148,6 +150,8 @@ class _Block:
     def subtree(self, j, idx_of, lines, indent, done):
         """Statements computing node j's scalar value at the loop index; returns its name."""
         node = self.nodes[j]
+        if node.op == "_Splat" and self._invariant(node.args[0]):
+            return self._hoisted(node, idx_of)
         args = []
         for r in (node.args[:1] if node.op == "_Splat" else node.args):
             if r[0] == "n" and r[1] in self.inlined:
@@ -162,6 +166,38 @@ class _Block:
         lines.append(f"{indent}{name} = {scalar_expr(node, args, [self.type_of(r) for r in node.args])}")
         return name
 
+    def _invariant(self, v) -> bool:
+        """Whether value `v` (inlined subtree or not) reads only elements [0, ..., 0]: every
+        array leaf has static sizes of 1."""
+        leaves = self.leaves(v[1], []) if v[0] == "n" and v[1] in self.inlined else [v]
+        for r in leaves:
+            if r[0] == "shape":
+                return False
+            st = self.statics_of(r)
+            if len(st) != self.type_of(r)[1] or any(d != 1 for d in st):
+                return False
+        return True
+
+    def _hoisted(self, node, idx_of) -> str:
+        """A splat's element, computed once above the loop nest (into `pre`, which the caller puts
+        there): inside the loop LLVM would compute it per element (it cannot tell that the arrays
+        the loop writes do not alias what it reads)."""
+        v = node.args[0]
+        if v[0] == "n" and v[1] in self.inlined:
+            val = self.subtree(v[1], idx_of, self.pre, self.outer, {})
+        else:
+            val = idx_of(v) if self.type_of(v)[1] > 0 else self.value(v)
+        name = self.fresh("s")
+        self.pre.append(f"{self.outer}{name} = {scalar_expr(node, [val], [self.type_of(r) for r in node.args])}")
+        return name
+
+    def take_pre(self, lines, pos) -> int:
+        """Inserts the hoisted statements at `pos` of `lines`; returns how many."""
+        n = len(self.pre)
+        lines[pos:pos] = self.pre
+        self.pre = []
+        return n
+
     def loop(self, rank, leaves, lines, indent, what):
         """Opens a loop nest over the broadcast shape of `leaves` (rank `rank`); returns
         (dims, idx_of, body indent).
@@ -172,6 +208,7 @@ class _Block:
         broadcasting, worked out and checked at run time). Known sizes need no check: the kernel's
         arguments are checked against their static shapes before the call, and the ops' shape
         functions carry them through."""
+        self.outer = indent
         dims = [self.fresh("d") for _ in range(rank)]
         by_dim: dict = {k: [] for k in range(rank)}
         for r in leaves:
@@ -354,6 +391,7 @@ def _emit_node(b: _Block, j, node, indent, emit_other) -> list:
         b.last_dims, b.last_ivars, b.last_ind = dims, ivars, ind
         body: list = []
         v = b.subtree(j, idx_of, body, ind, {})
+        b.pos += b.take_pre(lines, b.pos)
         lines.insert(b.pos, f"{indent}{name} = {empty(dims, node.dtypes[0])}")
         b.pos += 1
         lines += body
@@ -405,6 +443,7 @@ def _reduce(b: _Block, j, node, name, indent) -> list:
     body: list = []
     if src[0] == "n" and src[1] in b.inlined:
         v = b.subtree(src[1], idx_of, body, ind, {})
+        b.take_pre(lines, first_for)
     else:
         v = idx_of(src)
     lines += body
