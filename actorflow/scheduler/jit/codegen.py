@@ -212,7 +212,10 @@ def _xent(c: Ctx):
 
 def _sparse_xent(c: Ctx):
     """The kernel's fused row loop; a label out of range raises, and the interpreted op reports it."""
-    return [f"{c.outs[0]}, {c.outs[1]} = _rt.sparse_xent({c.a[0]}, {c.a[1]})"]
+    x = c.a[0]
+    rows, cols = f"{x}.shape[0]", f"{x}.shape[1]"
+    return [f"{c.outs[0]}, {c.outs[1]} = _rt.sparse_xent({x}, {c.a[1]}, {empty([rows], c.dtype)}, "
+            f"{empty([rows, cols], c.dtype)})"]
 
 
 # -- shape ops ---------------------------------------------------------------------------------

@@ -147,19 +147,18 @@ def xent(x, labels):
 
 
 @njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def sparse_xent(x, labels):
-    """SparseSoftmaxCrossEntropyWithLogits: the kernel's row loop; a label outside [0, classes)
-    raises (the interpreted op then reports it, naming the label)."""
+def sparse_xent(x, labels, loss, back):
+    """SparseSoftmaxCrossEntropyWithLogits into `loss` [rows] and `back` [rows, classes] (the
+    kernel allocates them with `empty`, whose signatures its other arrays share: no allocation
+    here to compile): the kernel's row loop; a label outside [0, classes) raises (the interpreted
+    op then reports it, naming the label)."""
     rows, cols = x.shape
     if labels.shape[0] != rows:
         raise ValueError("SparseSoftmaxCrossEntropyWithLogits: labels and features differ in rows")
     for r in range(rows):
         if labels[r] < 0 or labels[r] >= cols:
             raise ValueError("SparseSoftmaxCrossEntropyWithLogits: a label is out of range")
-    xc = np.ascontiguousarray(x)
-    loss = np.empty(rows, x.dtype)
-    back = np.empty_like(xc)
-    _xent_sparse(xc, labels, loss, back)
+    _xent_sparse(x, labels, loss, back)
     return loss, back
 
 
