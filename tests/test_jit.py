@@ -718,6 +718,35 @@ def test_a_broadcast_of_one_element_to_a_shape_is_computed_in_its_consumers_loop
                 sess.run(out, feed)
 
 
+def test_reductions_of_a_returned_value_accumulate_inside_its_loop():
+    """Sums, maxima and minima of an element-wise value the cluster returns accumulate in the loop
+    that computes it (a bias gradient beside the gradient it sums): one loop nest, not one more
+    per reduction; a Mean keeps its own (it divides after the loop). Values match the interpreted
+    ops (NaN included), the reductions to float tolerance (numpy sums pairwise)."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 4], name="x")
+        y = af.placeholder(af.float32, [4], name="y")
+        t = x * 2.0 + y
+        fetches = [t, af.reduce_sum(t), af.reduce_sum(t, axis=0), af.reduce_max(t, axis=1, keepdims=True),
+                   af.reduce_min(t, axis=0), af.reduce_mean(t, axis=0)]
+    plan = jit_pass(make_plan(g, [x, y], fetches, []))
+    (op,) = [o for o in plan.ops if o.type == "_JitCluster"]
+    src = make_kernel(dict(op.attrs)).source
+    assert src.count("for _i") == 4         # t's nest (and the reductions in it), the Mean's
+    rng = np.random.default_rng(5)
+    for rows in (3, 1, 0):
+        xv = rng.standard_normal((rows, 4)).astype(np.float32)
+        if rows == 3:
+            xv[1, 2] = np.nan
+        feed = {x: xv, y: rng.standard_normal(4).astype(np.float32)}
+        on, off = _both(g, fetches, feed)
+        np.testing.assert_array_equal(on[0], off[0])
+        for a, b in zip(on[1:], off[1:]):
+            assert np.shape(a) == np.shape(b)
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
 def test_errors_of_the_loss_cluster_are_the_interpreted_ops_errors():
     """A label out of range, and a batch the bias does not fit, raise what the interpreted ops raise."""
     g, h, y, b, fetches = _sparse_loss_graph()

@@ -117,6 +117,9 @@ class _Block:
                 if c.op in ELEMENTWISE or (c.op in REDUCE and c.args[0] == ("n", j, 0) and _reduces(c, n.ranks[0])):
                     self.inlined.add(j)
         self.tmp = 0
+        self.fused: set = set()         # reductions accumulated in their input's nest (`_fusable`)
+        self.allowed: set = set()       # the nodes of the block being emitted
+        self.last_fused: list = []
         self.pre: list = []             # statements hoisted above the loop nest being written
         self.outer = ""                 # its indent
 
@@ -297,11 +300,13 @@ def emit_block(nodes, name_of, type_of, needed, emit_other, indent="    ", span=
     the same index; a node that needs none of the nest's values goes above it. Fewer nests, less
     code for numba to compile."""
     b = _Block(nodes, name_of, type_of, needed, statics_of)
+    order = span if span is not None else range(len(nodes))
+    b.allowed = set(order)
     lines: list = []
     group = None                        # the open nest: its shape, index names, indent, where lines go above it
-    for j in (span if span is not None else range(len(nodes))):
+    for j in order:
         node = nodes[j]
-        if j in b.inlined:
+        if j in b.inlined or j in b.fused:
             continue
         key = _static_shape(b, j)
         if group is not None and key == group["key"]:
@@ -323,7 +328,7 @@ def emit_block(nodes, name_of, type_of, needed, emit_other, indent="    ", span=
         own = _emit_node(b, j, node, indent, emit_other)
         if key is not None:
             group = {"key": key, "dims": b.last_dims, "ivars": b.last_ivars, "ind": b.last_ind,
-                     "pos": len(lines) + b.pos, "members": {j}, "idx": _static_index(b, b.last_ivars)}
+                     "pos": len(lines) + b.pos, "members": {j, *b.last_fused}, "idx": _static_index(b, b.last_ivars)}
         lines += own
     return lines
 
@@ -396,6 +401,15 @@ def _emit_node(b: _Block, j, node, indent, emit_other) -> list:
         b.pos += 1
         lines += body
         lines.append(f"{ind}{name}[{', '.join(ivars)}] = {v}")
+        b.last_fused = _fusable(b, j, b.allowed)
+        for k in b.last_fused:          # reductions of j, accumulated at j's index
+            red = b.nodes[k]
+            rname = b.name_of(("n", k, 0))
+            pre, acc, _ = _accumulator(red, rname, node.ranks[0], dims, ivars, indent, direct=True)
+            lines[b.pos:b.pos] = pre
+            b.pos += len(pre)
+            lines.append(f"{ind}{acc} = {dt(red.dtypes[0])}({_ACC[red.op].format(a=acc, v=v)})")
+            b.fused.add(k)
         return lines
     if node.op in REDUCE:
         return _reduce(b, j, node, name, indent)
@@ -408,37 +422,60 @@ _ACC = {"Sum": "({a} + {v})", "Mean": "({a} + {v})", "BiasAddGrad": "({a} + {v})
         "All": "({a} and {v})", "Any": "({a} or {v})"}
 
 
-def _reduce(b: _Block, j, node, name, indent) -> list:
-    src = node.args[0]
-    in_rank = b.type_of(src)[1]
-    out_dt = node.dtypes[0]
+def _axes(node, in_rank):
+    """(the axes reduction `node` sums over, keep_dims) for an input of rank `in_rank`."""
     if node.op == "BiasAddGrad":
-        axes, keep = tuple(range(in_rank - 1)), False
-    else:
-        axes = tuple(sorted({a % in_rank for a in node.attr("axes")})) if in_rank else ()
-        keep = bool(node.attr("keep_dims"))
-    if in_rank == 0 or not axes:
-        return [f"{indent}{name} = {b.value(src)}"]
+        return tuple(range(in_rank - 1)), False
+    axes = tuple(sorted({a % in_rank for a in node.attr("axes")})) if in_rank else ()
+    return axes, bool(node.attr("keep_dims"))
+
+
+def _accumulator(node, name, in_rank, dims, ivars, indent, direct=False):
+    """A reduction's statements around a loop nest over its input (sizes `dims`, indices
+    `ivars`): (those above the nest, the accumulator inside it at the nest's index, the output's
+    rank). A scalar result accumulates in `{name}_acc` (`direct`: in `name`)."""
+    out_dt = node.dtypes[0]
+    axes, keep = _axes(node, in_rank)
     if node.op in ("Max", "Min"):
         big = np.inf if out_dt in FLOATS else (np.iinfo(out_dt).max if out_dt != "bool" else 1)
         init = _lit(-big if node.op == "Max" else big, out_dt)
     else:
         init = _lit(_INIT[node.op], out_dt)
+    kept = [k for k in range(in_rank) if k not in axes]
+    out_rank = len(kept) + (len(axes) if keep else 0)
+    if out_rank == 0:
+        acc = name if direct else f"{name}_acc"
+        return [f"{indent}{acc} = {init}"], acc, 0
+    shape = [dims[k] if k in kept else "np.int64(1)" for k in range(in_rank)] if keep else [dims[k] for k in kept]
+    oidx = [ivars[k] if k in kept else "0" for k in range(in_rank)] if keep else [ivars[k] for k in kept]
+    return [f"{indent}{name} = _rt.fill({empty(shape, out_dt)}, {init})"], f"{name}[{', '.join(oidx)}]", out_rank
+
+
+def _fusable(b: _Block, j, allowed) -> list:
+    """The reductions (in `allowed`) of all of materialized element-wise node j, but Means (they
+    divide after the loop), that can accumulate inside j's own loop nest: its value at each index,
+    in the order their own nest would read it (the same sums, bit for bit), with no second nest
+    and no second pass over j's array."""
+    rank = b.nodes[j].ranks[0]
+    return [k for k, m in enumerate(b.nodes) if k in allowed and m.op in REDUCE and m.op != "Mean"
+            and m.args and m.args[0] == ("n", j, 0) and _reduces(m, rank)]
+
+
+def _reduce(b: _Block, j, node, name, indent) -> list:
+    src = node.args[0]
+    in_rank = b.type_of(src)[1]
+    out_dt = node.dtypes[0]
+    axes, _keep = _axes(node, in_rank)
+    if in_rank == 0 or not axes:
+        return [f"{indent}{name} = {b.value(src)}"]
     lines: list = []
     if src[0] == "n" and src[1] in b.inlined:
         leaves = b.leaves(src[1], [])
     else:
         leaves = [src] if in_rank > 0 else []
     dims, ivars, idx_of, ind = b.loop(in_rank, leaves, lines, indent, node.op)
-    kept = [k for k in range(in_rank) if k not in axes]
-    out_rank = len(kept) + (len(axes) if keep else 0)
     first_for = b.pos
-    pre: list = []
-    if out_rank == 0:
-        pre.append(f"{indent}{name}_acc = {init}")
-    else:
-        shape = [dims[k] if k in kept else "np.int64(1)" for k in range(in_rank)] if keep else [dims[k] for k in kept]
-        pre.append(f"{indent}{name} = _rt.fill({empty(shape, out_dt)}, {init})")
+    pre, acc, out_rank = _accumulator(node, name, in_rank, dims, ivars, indent)
     lines[first_for:first_for] = pre
     body: list = []
     if src[0] == "n" and src[1] in b.inlined:
@@ -447,11 +484,6 @@ def _reduce(b: _Block, j, node, name, indent) -> list:
     else:
         v = idx_of(src)
     lines += body
-    if out_rank == 0:
-        acc = f"{name}_acc"
-    else:
-        oidx = [ivars[k] if k in kept else "0" for k in range(in_rank)] if keep else [ivars[k] for k in kept]
-        acc = f"{name}[{', '.join(oidx)}]"
     lines.append(f"{ind}{acc} = {dt(out_dt)}({_ACC[node.op].format(a=acc, v=v)})")
     if node.op == "Mean":
         count = " * ".join(dims[k] for k in axes)
