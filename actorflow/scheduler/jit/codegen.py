@@ -528,9 +528,32 @@ def _splats(spec: ClusterSpec) -> ClusterSpec:
     return ClusterSpec(spec.inputs, tuple(nodes), spec.outputs, spec.input_statics)
 
 
+_XENT = frozenset({"SparseSoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyWithLogits"})
+
+
+def _xent_rows(spec: ClusterSpec) -> ClusterSpec:
+    """`spec` with the rows of each cross-entropy's two outputs (the loss [rows] and the gradient
+    [rows, classes]), where the logits' static shape leaves them unknown, as one symbol (spec.py):
+    the op makes them equal, so a loop over both (the loss's gradient times the gradient, through
+    a splat) indexes them directly, with no broadcasting code. Nothing needs checking on entry;
+    no other value gets the symbol."""
+    nodes = list(spec.nodes)
+    used = {d for nd in nodes for st in nd.statics for d in st} | {d for st in spec.input_statics for d in st}
+    sym = min([d for d in used if d < -1], default=-2) - 1
+    changed = False
+    for j, nd in enumerate(nodes):
+        if nd.op in _XENT and len(nd.statics) == 2 and len(nd.statics[0]) == 1 and len(nd.statics[1]) == 2 \
+                and nd.statics[0][0] == -1 and nd.statics[1][0] == -1:
+            statics = ((sym,), (sym, nd.statics[1][1]))
+            nodes[j] = Node(nd.op, nd.attrs, nd.args, nd.dtypes, nd.ranks, statics)
+            sym -= 1
+            changed = True
+    return ClusterSpec(spec.inputs, tuple(nodes), spec.outputs, spec.input_statics) if changed else spec
+
+
 def cluster_source(spec: ClusterSpec) -> str:
     """The source of `kernel(*inputs)` computing the cluster's outputs (a tuple when several)."""
-    spec = _splats(spec)
+    spec = _splats(_xent_rows(spec))
     params = ", ".join(f"a{i}" for i in range(len(spec.inputs)))
     name_of, type_of = _resolver(spec, lambda k: f"a{k}")
     lines = [_HEADER.format(what=f"cluster of {len(spec.nodes)} ops", params=params)]
