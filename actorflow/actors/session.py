@@ -54,8 +54,11 @@ class RewriterConfig:
 
 class OptimizerOptions:
     """tf.compat.v1.OptimizerOptions: `global_jit_level` (ON_1/ON_2 compile clusters of
-    element-wise ops and whole while loops with numba, as XLA's auto-clustering; OFF compiles
-    only what `af.xla.experimental.jit_scope()` marks). DEFAULT is OFF, as in TF."""
+    element-wise ops and whole while loops with numba, as XLA's auto-clustering, before the first
+    step; OFF compiles only what `af.xla.experimental.jit_scope()` marks). DEFAULT (TF: off) is
+    tiered: the same clusters and loops run interpreted, and each compiles in the background once
+    it has run long enough for compiling to pay (scheduler/jit/compile.py, TIER_SECONDS): the JIT
+    is on where it measures faster, and a short program never loads numba for it."""
 
     DEFAULT, OFF, ON_1, ON_2 = 0, -1, 1, 2
     L0, L1 = -1, 0

@@ -136,6 +136,8 @@ def import_numba():
     modules), so jitted code that does use np.dot gets numba's check, and scipy.linalg, when it is
     compiled. ``_HAVE_BLAS`` comes out as numba computes it. With another numba, or numba's
     arraymath already imported, or anything unexpected, nothing is changed.
+
+    Loading a function from numba's disk cache is made cheaper too: see `_light_cache_loads`.
     """
     global _numba_ready
     if _numba_ready:
@@ -153,11 +155,61 @@ def import_numba():
                     _import_arraymath(numba)
                 except Exception as e:  # noqa: BLE001 - numba then imports arraymath itself, as it would have
                     log.debug("numba's BLAS check left to numba: %s: %s", type(e).__name__, e)
+                try:
+                    _light_cache_loads(numba)
+                except Exception as e:  # noqa: BLE001 - numba's own cache loads stay
+                    log.debug("numba's cache loads left as they are: %s: %s", type(e).__name__, e)
             finally:
                 if enabled:
                     gc.enable()
             _numba_ready = True
     return sys.modules["numba"]
+
+
+# numba versions whose Cache.load_overload (numba/core/caching.py) refreshes the whole target context
+# before loading and nothing else (read in 0.68; the same code since 0.49).
+_CACHE_LOAD_VERSIONS = ((0, 59), (0, 69))
+_CACHE_LOAD_NAMES = frozenset({"refresh", "_guard_against_spurious_io_errors", "_load_overload"})
+
+
+def _light_cache_loads(numba) -> None:
+    """Loads from numba's disk cache without first loading every registry of numba's CPU target.
+
+    numba's ``Cache.load_overload`` begins with ``target_context.refresh()``, "to ensure it is
+    initialized": that imports and installs every implementation numba has (numba.np.linalg,
+    arraymath, arrayobj, npyimpl, the random generators, typed containers, jitclass, ...) and
+    refreshes the typing context, some 0.1 s of the first cached function a process loads, which
+    a process reusing the cache (a second worker, a restarted server) pays in its first step.
+    Rebuilding a cached function needs none of it: its machine code is linked against symbols that
+    numba registers when it creates the context (its C helpers, the exception classes) or imports
+    (the hash secret), against the NRT's functions, which `rtsys.initialize` registers (the one
+    part of refresh that is kept), and against whatever its own reload hooks set up (parallel
+    gufuncs' thread pool). Typing and lowering, which need the registries, happen only when
+    something is compiled, and compiling refreshes the context itself (numba.core.compiler's
+    pipeline, and the target context on its first missing implementation).
+
+    So, for the CPU target of the numba versions read (`_CACHE_LOAD_VERSIONS`, and a load_overload
+    whose code names what 0.68's does), a cache load initializes the NRT only. Other targets
+    (CUDA) and other versions keep numba's load_overload."""
+    version = tuple(int(p) for p in numba.__version__.split(".")[:2])
+    if not (_CACHE_LOAD_VERSIONS[0] <= version <= _CACHE_LOAD_VERSIONS[1]):
+        return
+    from numba.core import caching
+    from numba.core.cpu import CPUContext
+    from numba.core.runtime import rtsys
+    numbas = caching.Cache.load_overload
+    if set(getattr(numbas, "__code__", None).co_names) != _CACHE_LOAD_NAMES:
+        return
+
+    def load_overload(self, sig, target_context):
+        if type(target_context) is not CPUContext:
+            return numbas(self, sig, target_context)
+        rtsys.initialize(target_context)           # a no-op after the first time
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+    load_overload.__doc__ = numbas.__doc__
+    load_overload.numbas = numbas
+    caching.Cache.load_overload = load_overload
 
 
 def _import_arraymath(numba) -> None:

@@ -392,18 +392,25 @@ def _model_pruning(plan, options):
 
 
 def _jit(plan, options):
-    """Clusters and whole loops compiled with numba (scheduler/jit): with OptimizerOptions'
-    global_jit_level ON_1/ON_2 (or AF_JIT=1; AF_JIT=0 turns it off), every compilable op; otherwise
-    only the ops `af.xla.experimental.jit_scope()` marked."""
+    """Clusters and whole loops compiled with numba (scheduler/jit). OptimizerOptions'
+    global_jit_level ON_1/ON_2 (or AF_JIT=1): every compilable op, compiled before the first step.
+    DEFAULT: every compilable op too, in tiered mode: each cluster or loop runs its ops interpreted
+    and compiles (on the compile thread) once they have taken `TIER_SECONDS` (compile.py), so the
+    JIT is on where it pays: a loop or training step that keeps running gets compiled code, a graph
+    run a few times never loads numba. OFF (or AF_JIT=0): only the ops
+    `af.xla.experimental.jit_scope()` marked (which compile before the first step at any level)."""
     env = os.environ.get("AF_JIT")
-    on = options.jit_level in (1, 2) if not env else env != "0"
+    level = options.jit_level
+    if env:
+        level = 0 if env == "tiered" else -1 if env == "0" else 1
+    on = level in (0, 1, 2)
     if not on and not any(op.attrs.get("_XlaCompile") is True for op in plan.ops):
         return plan
     from actorflow.scheduler.jit import jit_pass
     fuse = next((p for p in _PASSES if p.name == "fuse"), None)
     # MatMul/Conv2D + BiasAdd [+ Relu] run best as the fusion pass's GEMM epilogues: no cluster takes them.
     keep = _optimizer._fused_later(plan) if fuse is not None and options.enabled(fuse) else frozenset()
-    return jit_pass(plan, level_on=on, mode=None, keep=keep)
+    return jit_pass(plan, level_on=on, mode="tiered" if level == 0 else None, keep=keep)
 
 
 register_pass("constant_folding", graph_pass(_constant_folding), switch="constant_folding")

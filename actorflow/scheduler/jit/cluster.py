@@ -1,7 +1,9 @@
 """The JIT pass: clusters of compilable ops, and whole while loops, become one op each.
 
 `jit_pass(plan, level)` (TF's ``global_jit_level``: ON_1 clusters every compilable op; OFF only
-the ops marked by `af.xla.experimental.jit_scope()`, attribute ``_XlaCompile``):
+the ops marked by `af.xla.experimental.jit_scope()`, attribute ``_XlaCompile``; DEFAULT every
+compilable op, in tiered mode: each compiles once its interpreted ops have run long enough, see
+compile.py):
 
 1. **Loops.** A while loop (a frame with no loop nested in it) whose condition and body are
    entirely compilable ops, with loop variables of known rank, becomes one ``_JitLoop`` op: its
@@ -331,8 +333,9 @@ def _jit_pass(plan, level_on, mode, keep):
             consumers.setdefault(t, []).append(op)
         for c in op.control_inputs:
             ctrl_users.add(c)
+    barriers = _recv_ancestry(plan)
     if plan.has_control_flow:
-        _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode)
+        _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode, barriers)
 
     def eligible(op):
         return (op.type not in LOOP_ONLY and frames.get(op) is None and op not in edit.removed and op.name not in keep and _op_compilable(op)
@@ -371,6 +374,8 @@ def _jit_pass(plan, level_on, mode, keep):
             pc = find(pc)
             if pc == cid:
                 continue
+            if barriers is not None and barriers.get(p, 0) != barriers.get(op, 0):
+                continue                # see _recv_ancestry
             a, b = members[pc], members[cid]
             out = {c for c in exits[pc] if c not in b} | {c for c in exits[cid] if c not in a}
             end = max(last[pc], last[cid])
@@ -396,6 +401,34 @@ def _jit_pass(plan, level_on, mode, keep):
     for ms in _acyclic(chosen, plan.ops, consumers):
         _replace_cluster(plan, edit, sorted(ms, key=order.get), consumers, fetched, in_plan, mode)
     return edit.finish()
+
+
+def _recv_ancestry(plan):
+    """{op: bit mask of the _Recv ops it depends on} for a plan with _Recv ops (a partition of a
+    graph cut between devices or tasks), else None.
+
+    A path that leaves this partition through a _Send and comes back through a _Recv is not in
+    the plan: the cycle checks cannot see it. A cluster whose ops depend on different sets of
+    _Recvs would make each of its outputs wait for every _Recv any member needs, including one
+    whose value another task computes from this cluster's own output (x -> _Send, on to the PS
+    and back -> _Recv -> y: one _JitCluster {x, y} waits for itself across tasks, and the step
+    hangs). Ops merge into one cluster only when they depend on the same _Recvs: then no output
+    waits for a _Recv it did not already wait for, and no new dependency crosses the cut."""
+    if not any(op.type == "_Recv" for op in plan.ops):
+        return None
+    masks: dict = {}
+    bit = 1
+    for op in plan.ops:                 # topological order
+        m = 0
+        for t in op.inputs:
+            m |= masks.get(t.op, 0)
+        for c in op.control_inputs:
+            m |= masks.get(c, 0)
+        if op.type == "_Recv":
+            m |= bit
+            bit <<= 1
+        masks[op] = m
+    return masks
 
 
 def _acyclic(clusters, ops, consumers) -> list:
@@ -481,6 +514,15 @@ def _creates_cycle(a, b, out, consumers, order, last) -> bool:
     return False
 
 
+def _mode_of(ops, mode):
+    """A cluster's or loop's compile mode: the pass's, except that what jit_scope() marked compiles
+    before the first step (wait mode, unless AF_JIT_COMPILE says otherwise) under tiered mode too:
+    the user asked for it compiled."""
+    if mode == "tiered" and any(op.attrs.get("_XlaCompile") is True for op in ops):
+        return None
+    return mode
+
+
 def _replace_cluster(plan, edit, ms, consumers, fetched, in_plan, mode):
     from actorflow.scheduler.jit.kernel import JIT_CLUSTER
     mset = set(ms)
@@ -499,7 +541,7 @@ def _replace_cluster(plan, edit, ms, consumers, fetched, in_plan, mode):
     spec = ClusterSpec(tuple((_dt(t), t.shape.ndims) for t in inputs), tuple(b.nodes),
                        tuple(b.ref[t] for t in outs), tuple(statics_of(t.shape) for t in inputs))
     root = ms[-1]
-    attrs = {"spec": spec, "interpreted": _interpreter(ms, inputs, outs), "mode": mode,
+    attrs = {"spec": spec, "interpreted": _interpreter(ms, inputs, outs), "mode": _mode_of(ms, mode),
              "what": f"cluster of {len(ms)} ops ending at '{root.name}'", "parts": tuple((m.name, m.type) for m in ms)}
     new = new_op(plan.graph, f"{root.name}/_jit", JIT_CLUSTER, inputs, (), attrs,
                  [(t.dtype, t.shape) for t in outs], root.device)
@@ -533,7 +575,7 @@ class _Loop:
         self.__dict__.update(kw)
 
 
-def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode):
+def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode, barriers=None):
     by_frame: dict = {}
     for op in plan.ops:
         f = frames.get(op)
@@ -545,6 +587,12 @@ def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode):
             found[name] = _analyze_loop(name, ops, level_on, fed, fetched, consumers)
         except _NotCompilable:
             continue
+    if barriers is not None:
+        # one _JitLoop op waits for all it takes in: values that depend on different _Recvs would
+        # hold each other back across the cut (see _recv_ancestry); its partners go with it
+        for name in [n for n, lp in found.items()
+                     if len({barriers.get(e.inputs[0].op, 0) for e in lp.var_enters + lp.inv_enters}) > 1]:
+            del found[name]
     # the ops of each frame that wait for its pushes (the trip count a gradient loop starts from)
     syncs: dict = {}
     for op in plan.ops:
@@ -967,7 +1015,7 @@ def _build_loop(plan, edit, lp: _Loop, histories: dict, nested: set, frames, syn
                 ctrl.append(c)
     out_specs = [(m.outputs[0].dtype, m.outputs[0].shape) for m in lp.merges]
     out_specs += [(p.inputs[1].dtype, TensorShape([None] + p.inputs[1].shape.as_list())) for p in lp.pushes]
-    attrs = {"spec": lp.spec, "interpreted": interp, "mode": mode, "what": f"while loop '{lp.name}'",
+    attrs = {"spec": lp.spec, "interpreted": interp, "mode": _mode_of(lp.ops, mode), "what": f"while loop '{lp.name}'",
              "vary": getattr(lp, "vary", None),
              "parts": tuple((op.name, op.type) for op in lp.ops)}
     new = new_op(plan.graph, f"{lp.name}/_jit_loop", JIT_LOOP, inputs, ctrl, attrs, out_specs,

@@ -7,13 +7,17 @@ modification time: the file is never rewritten). The cache dir is ``$AF_JIT_CACH
 ``~/.cache/actorflow/jit``.
 
 Compiling never runs on the event loop: a `JitKernel` is built by the session's thread when it
-prepares a plan. In ``wait`` mode (the default) it compiles there, for C-contiguous arguments of
-the spec's dtypes and ranks, before the first step; in ``async`` mode (``AF_JIT_COMPILE=async``,
-or `JitKernel(..., mode="async")`) a compile thread does it and the kernel runs the interpreted
-ops meanwhile. A cluster is compiled for read-only arrays, and serves writable ones too (see
-`_compile_for`). Arguments of another layout (a transposed view) get a specialization of their
-own on first use, which numba also caches, unless they are small (`SMALL_COPY` bytes): those are
-copied into the compiled layout. A loop's variant for inputs
+prepares a plan. In ``wait`` mode (global_jit_level ON_1/ON_2 and jit_scope() marks) it compiles
+there, for C-contiguous arguments of the spec's dtypes and ranks, before the first step; in
+``async`` mode (``AF_JIT_COMPILE=async``, or `JitKernel(..., mode="async")`) a compile thread does
+it and the kernel runs the interpreted ops meanwhile. ``tiered`` mode (global_jit_level DEFAULT)
+is async mode that starts compiling only once the kernel has spent `TIER_SECONDS` running its
+interpreted ops (summed over its calls): code that runs long enough for the compile to pay is
+compiled, a graph run a few times never pays for numba (see `TIER_SECONDS`). A cluster is
+compiled for read-only arrays, and serves writable ones too (see `_compile_for`). Arguments of
+another layout (a transposed view) get a specialization of their own on first use, which numba
+also caches, unless they are small (`SMALL_COPY` bytes): those are copied into the compiled
+layout. A loop's variant for inputs
 of size 1 where its symbols assumed equal sizes (`JitKernel`'s `variant`) is compiled on the
 compile thread when a call first needs it, in either mode (that call may run on an event loop);
 such calls run the interpreted ops until it is ready.
@@ -25,11 +29,13 @@ numba (0.2-0.7 s on these machines) in its first step.
 """
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import hashlib
 import importlib.util
 import logging
 import os
+import queue
 import sys
 import tempfile
 import threading
@@ -51,7 +57,17 @@ _COMPILER = None                    # the compile thread of async mode (one: num
 # calls whose values the compiled code rejected (they ran the interpreted ops instead)
 # (and calls whose sizes turned out too big for the explicit loops of a symbolic MatMul: "big")
 # (and variants: kernels made for calls with sizes of 1 where a loop's symbols assumed equal sizes)
-compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0, "big": 0, "variants": 0}
+# (and "tiered": kernels that reached TIER_SECONDS of interpreted time and were sent to compile)
+compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 0, "big": 0, "variants": 0,
+                 "tiered": 0}
+# Tiered mode's budget: the seconds of interpreted running after which a kernel compiles. Compiling
+# costs 0.05-0.3 s of CPU with numba's cache warm, 0.3-2 s cold (benchmarks/compiler.py); the
+# interpreted ops are 3-50x slower than the compiled ones on the loops and clusters that compile
+# (a while loop's iteration 5-13 us against 0.001-1.4), so after 0.2 s of them a kernel that keeps
+# running wins its compile back within a few more seconds, and a graph that runs only briefly
+# (a test, a one-off evaluation) never imports numba for it. AF_JIT_TIER_SECONDS overrides it.
+TIER_SECONDS = float(os.environ.get("AF_JIT_TIER_SECONDS", "0.2"))
+_MODES = ("wait", "async", "tiered")
 # array arguments that are not C-contiguous, up to this many bytes, are copied into that layout
 # instead of getting a specialization of their own (see `__call__`)
 SMALL_COPY = 4096
@@ -129,11 +145,55 @@ def _compile_for(disp, sig) -> None:
             disp.disable_compile(True)
 
 
+class _CompileThread:
+    """One daemon thread running submitted callables in order (`submit` -> a Future).
+
+    Not a ThreadPoolExecutor: Python joins an executor's threads at exit after they have run every
+    item still queued, so a program ending while a tiered kernel's compile is queued would wait for
+    every compile to finish first. At exit (atexit), the queue is dropped (their futures
+    cancelled) and only the compile already running is waited for (numba cannot be interrupted,
+    and LLVM must not be mid-compile while the interpreter tears down)."""
+
+    def __init__(self):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._closing = False
+        self._thread = threading.Thread(target=self._work, name="af-jit", daemon=True)
+        self._thread.start()
+        atexit.register(self.close)
+
+    def submit(self, fn, *args) -> concurrent.futures.Future:
+        f: concurrent.futures.Future = concurrent.futures.Future()
+        if self._closing:
+            f.cancel()
+        else:
+            self._queue.put((f, fn, args))
+        return f
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            f, fn, args = item
+            if self._closing or not f.set_running_or_notify_cancel():
+                f.cancel()
+                continue
+            try:
+                f.set_result(fn(*args))
+            except BaseException as e:  # noqa: BLE001 - the caller's future reports it
+                f.set_exception(e)
+
+    def close(self, timeout: float = 60.0) -> None:
+        self._closing = True
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+
 def _compiler():
     global _COMPILER
     with _LOCK:
         if _COMPILER is None:
-            _COMPILER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="af-jit")
+            _COMPILER = _CompileThread()
         return _COMPILER
 
 
@@ -205,7 +265,7 @@ class JitKernel:
         self.shape_only = tuple(sorted(shape_only))
         self._variants: dict = {}       # places of size 1 -> their kernel, or None
         self._variant_lock = threading.Lock()
-        # Array arguments of another layout than the eager signature's (C-contiguous, writable):
+        # Array arguments of another layout than the eager signature's (C-contiguous):
         # their specialization compiles on the compile thread while the interpreted ops run.
         self.array_in = () if loop else tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0)
         self._ready_keys = {tuple(True for _ in self.array_in)}   # C-contiguous (of any writability)
@@ -213,13 +273,15 @@ class JitKernel:
         self.fn = None
         self.compile_seconds = None
         self.error = None
-        mode = mode or os.environ.get("AF_JIT_COMPILE", "wait")
-        if mode not in ("wait", "async"):
-            raise ValueError(f"JIT compile mode must be 'wait' or 'async', got {mode!r}")
+        mode = mode or os.environ.get("AF_JIT_COMPILE") or "wait"
+        if mode not in _MODES:
+            raise ValueError(f"JIT compile mode must be one of {_MODES}, got {mode!r}")
+        self.mode = mode
+        self._tier_left = TIER_SECONDS if mode == "tiered" else None   # interpreted seconds left
         if mode == "wait":
             self._compile()
-        else:
-            self._future = _compiler().submit(self._compile)
+        elif mode == "async":
+            _compiler().submit(self._compile)
 
     def _compile(self):
         t0 = time.perf_counter()
@@ -244,6 +306,8 @@ class JitKernel:
     def __call__(self, *args):
         fn = self.fn
         if fn is None:
+            if self._tier_left is not None:
+                return self._tiered(args)
             return self.fallback(*args)
         for i, dims in self.shapes:
             shape = args[i].shape
@@ -283,6 +347,27 @@ class JitKernel:
         except Exception:  # noqa: BLE001 - bad values: the interpreted ops raise the error naming the op
             compile_stats["rejected"] += 1
             return self.fallback(*args)
+
+    def _tiered(self, args):
+        """Tiered mode before compiling: the interpreted ops, timed; the compile is sent to the
+        compile thread once they have taken TIER_SECONDS in all (calls go on interpreted until it
+        is ready)."""
+        t0 = time.perf_counter()
+        try:
+            return self.fallback(*args)
+        finally:
+            left = self._tier_left
+            if left is not None:
+                left -= time.perf_counter() - t0
+                self._tier_left = left
+                if left <= 0:
+                    with _LOCK:
+                        go = self._tier_left is not None
+                        self._tier_left = None
+                        if go:
+                            compile_stats["tiered"] += 1
+                    if go:
+                        _compiler().submit(self._compile)
 
     def _other_sizes(self, args):
         """A call whose sizes differ where a symbol says they are equal: the variant for the
