@@ -750,6 +750,23 @@ def test_reductions_of_a_returned_value_accumulate_inside_its_loop():
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
 
 
+def test_values_that_read_a_reduction_accumulating_in_a_loop_wait_for_its_end():
+    """The gradient of a Max splits ties: the count of the maxima (a Sum of the Equal mask, which
+    accumulates in the mask's loop) divides the mask in a loop of the same shape, which must come
+    after the count's loop, not join it."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float64, [2, 3], name="x")
+        (gx,) = af.gradients(af.reduce_max(x, 1), x, grad_ys=af.constant(np.array([1.0, 6.0])))
+        mask = af.cast(af.equal(x, af.reduce_max(x, 1, keepdims=True)), af.float64)
+        share = mask / af.reduce_sum(mask, 1, keepdims=True) + x
+    feed = {x: np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])}
+    on, off = _both(g, [gx, share], feed)
+    np.testing.assert_array_equal(on[0], [[0, 0.5, 0.5], [2, 2, 2]])
+    for a, b in zip(on, off):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_errors_of_the_loss_cluster_are_the_interpreted_ops_errors():
     """A label out of range, and a batch the bias does not fit, raise what the interpreted ops raise."""
     g, h, y, b, fetches = _sparse_loss_graph()

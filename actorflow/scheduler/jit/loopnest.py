@@ -309,7 +309,8 @@ def emit_block(nodes, name_of, type_of, needed, emit_other, indent="    ", span=
         if j in b.inlined or j in b.fused:
             continue
         key = _static_shape(b, j)
-        if group is not None and key == group["key"]:
+        # (a node reading a reduction that accumulates in the open nest waits for the nest's end)
+        if group is not None and key == group["key"] and not (_reads(b, j) & group["fused"]):
             name = name_of(("n", j, 0))
             body: list = []
             v = b.subtree(j, group["idx"], body, group["ind"], {})
@@ -328,7 +329,8 @@ def emit_block(nodes, name_of, type_of, needed, emit_other, indent="    ", span=
         own = _emit_node(b, j, node, indent, emit_other)
         if key is not None:
             group = {"key": key, "dims": b.last_dims, "ivars": b.last_ivars, "ind": b.last_ind,
-                     "pos": len(lines) + b.pos, "members": {j, *b.last_fused}, "idx": _static_index(b, b.last_ivars)}
+                     "pos": len(lines) + b.pos, "members": {j, *b.last_fused}, "fused": set(b.last_fused),
+                     "idx": _static_index(b, b.last_ivars)}
         lines += own
     return lines
 
@@ -385,6 +387,7 @@ def _reads(b: _Block, j) -> set:
 
 def _emit_node(b: _Block, j, node, indent, emit_other) -> list:
     """The lines of node j on their own (a nest of its own for an element-wise array)."""
+    b.last_fused = []
     name = b.name_of(("n", j, 0))
     if node.op in ELEMENTWISE and node.ranks[0] == 0:
         args = [b.value(r) for r in node.args]
