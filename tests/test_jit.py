@@ -666,6 +666,9 @@ def test_sparse_cross_entropy_mean_and_its_gradient_are_one_cluster(label_dtype,
     assert not {"Shape", "Size", "BroadcastTo", "SparseSoftmaxCrossEntropyWithLogits"} & set(_types(plan))
     kernel = make_kernel(clusters[0].attrs)
     assert kernel.fn is not None and kernel.error is None
+    # the Mean's gradient is read in the gradient's loop, which indexes the cross-entropy's two
+    # outputs directly (one symbol for their rows)
+    assert "BroadcastTo" not in kernel.source and "broadcast" not in kernel.source
     from actorflow.scheduler.jit.compile import compile_stats
     rng = np.random.default_rng(4)
     for n in (1, 7, 64):
@@ -677,6 +680,91 @@ def test_sparse_cross_entropy_mean_and_its_gradient_are_one_cluster(label_dtype,
         np.testing.assert_allclose(on[0], off[0], rtol=1e-6)
         np.testing.assert_array_equal(on[1], off[1])
         np.testing.assert_allclose(on[2], off[2], rtol=1e-6, atol=1e-7)
+
+
+def test_a_broadcast_of_one_element_to_a_shape_is_computed_in_its_consumers_loop():
+    """``BroadcastTo(v, Shape(x))`` of a one-element v, and an ExpandDims of it (a Mean's gradient),
+    write no array of their own: the consumer's loop reads v's element (codegen's `_splats`). Values
+    match the interpreted ops bit for bit, broadcasting against a size of 1 included, and a batch
+    that does not broadcast raises the interpreted op's error. A BroadcastTo of more than one
+    element, and a splat the cluster returns, keep their arrays."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+        z = af.placeholder(af.float32, [None, 3], name="z")
+        s = af.placeholder(af.float32, [1], name="s")
+        w = af.placeholder(af.float32, [3], name="w")
+        splat = af.broadcast_to(s / 4.0, af.shape(x))
+        out = af.expand_dims(splat, -1) * z - 1.5
+        kept = af.broadcast_to(w * 2.0, af.shape(z)) + z          # three elements: a BroadcastTo
+        returned = af.broadcast_to(s * 3.0, af.shape(x))          # a splat the cluster returns
+    def sources(fetches):
+        plan = jit_pass(make_plan(g, [x, z, s, w], fetches, []))
+        return "".join(make_kernel(dict(op.attrs)).source for op in plan.ops if op.type == "_JitCluster")
+    src = sources([out, returned])
+    assert "BroadcastTo" not in src and src.count("_rt.empty(") == 2     # `out`'s array, `returned`'s
+    assert "BroadcastTo" in sources([kept])
+    rng = np.random.default_rng(3)
+    sv = np.array([0.3], np.float32)
+    wv = rng.standard_normal(3).astype(np.float32)
+    for n, m in ((4, 4), (1, 5), (5, 1), (0, 0)):
+        feed = {x: rng.standard_normal(n).astype(np.float32), z: rng.standard_normal((m, 3)).astype(np.float32),
+                s: sv, w: wv}
+        on, off = _both(g, [out, kept, returned], feed)
+        for a, b in zip(on, off):
+            assert a.shape == b.shape
+            np.testing.assert_array_equal(a, b)
+    feed = {x: np.zeros(4, np.float32), z: np.zeros((3, 3), np.float32), s: sv, w: wv}
+    for jit in (True, False):
+        with af.Session(graph=g, config=_config(jit)) as sess:
+            with pytest.raises(af.errors.InvalidArgumentError):
+                sess.run(out, feed)
+
+
+def test_reductions_of_a_returned_value_accumulate_inside_its_loop():
+    """Sums, maxima and minima of an element-wise value the cluster returns accumulate in the loop
+    that computes it (a bias gradient beside the gradient it sums): one loop nest, not one more
+    per reduction; a Mean keeps its own (it divides after the loop). Values match the interpreted
+    ops (NaN included), the reductions to float tolerance (numpy sums pairwise)."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 4], name="x")
+        y = af.placeholder(af.float32, [4], name="y")
+        t = x * 2.0 + y
+        fetches = [t, af.reduce_sum(t), af.reduce_sum(t, axis=0), af.reduce_max(t, axis=1, keepdims=True),
+                   af.reduce_min(t, axis=0), af.reduce_mean(t, axis=0)]
+    plan = jit_pass(make_plan(g, [x, y], fetches, []))
+    (op,) = [o for o in plan.ops if o.type == "_JitCluster"]
+    src = make_kernel(dict(op.attrs)).source
+    assert src.count("for _i") == 4         # t's nest (and the reductions in it), the Mean's
+    rng = np.random.default_rng(5)
+    for rows in (3, 1, 0):
+        xv = rng.standard_normal((rows, 4)).astype(np.float32)
+        if rows == 3:
+            xv[1, 2] = np.nan
+        feed = {x: xv, y: rng.standard_normal(4).astype(np.float32)}
+        on, off = _both(g, fetches, feed)
+        np.testing.assert_array_equal(on[0], off[0])
+        for a, b in zip(on[1:], off[1:]):
+            assert np.shape(a) == np.shape(b)
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_values_that_read_a_reduction_accumulating_in_a_loop_wait_for_its_end():
+    """The gradient of a Max splits ties: the count of the maxima (a Sum of the Equal mask, which
+    accumulates in the mask's loop) divides the mask in a loop of the same shape, which must come
+    after the count's loop, not join it."""
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float64, [2, 3], name="x")
+        (gx,) = af.gradients(af.reduce_max(x, 1), x, grad_ys=af.constant(np.array([1.0, 6.0])))
+        mask = af.cast(af.equal(x, af.reduce_max(x, 1, keepdims=True)), af.float64)
+        share = mask / af.reduce_sum(mask, 1, keepdims=True) + x
+    feed = {x: np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])}
+    on, off = _both(g, [gx, share], feed)
+    np.testing.assert_array_equal(on[0], [[0, 0.5, 0.5], [2, 2, 2]])
+    for a, b in zip(on, off):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_errors_of_the_loss_cluster_are_the_interpreted_ops_errors():
@@ -758,6 +846,36 @@ def test_errors_inside_a_cluster_name_the_op():
     with af.Session(graph=g, config=_config(True)) as s:
         with pytest.raises(af.errors.InvalidArgumentError, match="add"):
             s.run(z, {x: np.ones(3, np.float32), y: np.ones(4, np.float32)})
+
+
+def test_one_compile_serves_read_only_arguments_and_small_strided_ones_are_copied(monkeypatch):
+    """A cluster is compiled once for C-contiguous arrays, read-only (a constant such as a loss's
+    gradient seed) or not; a strided argument of at most SMALL_COPY bytes runs that code on a copy,
+    and a bigger one gets a specialization of its own (compiled on the compile thread; the
+    interpreted ops run meanwhile). All give the interpreted values."""
+    from actorflow.scheduler.jit import compile as jc
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float64, [None, None], name="x")
+        y = (x * 1.25 + 0.75) * 0.5 - x
+    plan = jit_pass(make_plan(g, [x], [y], []))
+    (op,) = [o for o in plan.ops if o.type == "_JitCluster"]
+    k = make_kernel(dict(op.attrs))
+    assert len(k.fn.signatures) == 1
+    monkeypatch.setattr(jc, "SMALL_COPY", 8 * 12)
+    small = np.linspace(-1, 1, 12).reshape(3, 4)
+    frozen = small.copy()
+    frozen.flags.writeable = False
+    for v in (small, frozen, small.T, frozen.T):
+        np.testing.assert_array_equal(k(v), (v * 1.25 + 0.75) * 0.5 - v)
+    assert len(k.fn.signatures) == 1                # no compile for any of them
+    big = np.linspace(-1, 1, 30).reshape(5, 6).T
+    np.testing.assert_array_equal(k(big), (big * 1.25 + 0.75) * 0.5 - big)     # interpreted
+    jc.wait_for_compiles()
+    assert len(k.fn.signatures) == 2
+    np.testing.assert_array_equal(k(big), (big * 1.25 + 0.75) * 0.5 - big)     # its own compile
+    np.testing.assert_array_equal(k(frozen), (frozen * 1.25 + 0.75) * 0.5 - frozen)
+    assert len(k.fn.signatures) == 2
 
 
 def test_async_mode_runs_the_interpreted_ops_until_compiled():

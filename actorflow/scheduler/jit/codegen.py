@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from actorflow.scheduler.jit.loopnest import emit_block
+from actorflow.scheduler.jit.loopnest import emit_block, empty
 from actorflow.scheduler.jit.spec import ClusterSpec, LoopSpec, Node
 
 __all__ = ["cluster_source", "loop_source", "compilable", "EMITTERS", "NEEDS_CONST"]
@@ -170,21 +170,21 @@ def _reduce_lines(x: str, rank: int, axes: tuple, keep: bool, op: str, dtype: st
     outer = " * ".join(f"{x}.shape[{d}]" for d in kept) or "1"
     inner = " * ".join(f"{x}.shape[{d}]" for d in axes)
     lines.append(f"{tmp}_n = {inner}")
-    lines.append(f"{tmp}_r = _rt.{helper}({src}.reshape(({outer}, {tmp}_n)), "
-                 f"np.full({outer}, {_init(init, dtype)}, {dt(dtype)}))")
+    lines.append(f"{tmp}_r = _rt.{helper}(_rt.reshape({src}, ({outer}, {tmp}_n)), "
+                 f"_rt.fill({empty([outer], dtype)}, {_init(init, dtype)}))")
     if op == "Mean":
         if dtype in FLOATS:
             lines.append(f"{tmp}_r = {tmp}_r / {dt(dtype)}({tmp}_n)")
         else:
             raise NotImplementedError("integer Mean")
     if keep:
-        shape = tuple(f"{x}.shape[{d}]" if d not in axes else "1" for d in range(rank))
+        shape = tuple(f"{x}.shape[{d}]" if d not in axes else "np.int64(1)" for d in range(rank))
     else:
         shape = tuple(f"{x}.shape[{d}]" for d in kept)
     if not shape:
         lines.append(f"{out} = {tmp}_r[0]")
     else:
-        lines.append(f"{out} = {tmp}_r.reshape(({', '.join(shape)},))")
+        lines.append(f"{out} = _rt.reshape({tmp}_r, ({', '.join(shape)},))")
     return lines
 
 
@@ -212,7 +212,10 @@ def _xent(c: Ctx):
 
 def _sparse_xent(c: Ctx):
     """The kernel's fused row loop; a label out of range raises, and the interpreted op reports it."""
-    return [f"{c.outs[0]}, {c.outs[1]} = _rt.sparse_xent({c.a[0]}, {c.a[1]})"]
+    x = c.a[0]
+    rows, cols = f"{x}.shape[0]", f"{x}.shape[1]"
+    return [f"{c.outs[0]}, {c.outs[1]} = _rt.sparse_xent({x}, {c.a[1]}, {empty([rows], c.dtype)}, "
+            f"{empty([rows, cols], c.dtype)})"]
 
 
 # -- shape ops ---------------------------------------------------------------------------------
@@ -224,16 +227,16 @@ def _reshape(c: Ctx):
     shape = c.node.attr("shape")
     x = c.a[0]
     if c.types[0][1] == 0:      # a scalar (a sum over every axis) to a shape of ones
-        dims = [str(max(d, 1)) for d in shape]
-        return [f"{c.outs[0]} = np.full({_shape_tuple(dims)}, {x}, {dt(c.dtype)})"]
+        dims = [f"np.int64({max(d, 1)})" for d in shape]
+        return [f"{c.outs[0]} = _rt.fill({empty(dims, c.dtype)}, {x})"]
     dims = []
     known = 1
     for d in shape:
         if d >= 0:
             known *= d
     for d in shape:
-        dims.append(str(d) if d >= 0 else f"{x}.size // {known}")
-    return [f"{c.outs[0]} = np.ascontiguousarray({x}).reshape({_shape_tuple(dims)})"]
+        dims.append(f"np.int64({d})" if d >= 0 else f"{x}.size // {known}")
+    return [f"{c.outs[0]} = _rt.reshape({x}, {_shape_tuple(dims)})"]
 
 
 def _expand_dims(c: Ctx):
@@ -241,15 +244,15 @@ def _expand_dims(c: Ctx):
     d = c.node.attr("dim")
     d = d + rank + 1 if d < 0 else d
     dims = [f"{x}.shape[{i}]" for i in range(rank)]
-    dims.insert(d, "1")
-    return [f"{c.outs[0]} = np.ascontiguousarray({x}).reshape({_shape_tuple(dims)})"]
+    dims.insert(d, "np.int64(1)")
+    return [f"{c.outs[0]} = _rt.reshape({x}, {_shape_tuple(dims)})"]
 
 
 def _squeeze(c: Ctx):
     x, rank = c.a[0], c.types[0][1]
     drop = {d % rank for d in c.node.attr("squeeze_dims")}
     dims = [f"{x}.shape[{i}]" for i in range(rank) if i not in drop]
-    return [f"{c.outs[0]} = np.ascontiguousarray({x}).reshape({_shape_tuple(dims)})"]
+    return [f"{c.outs[0]} = _rt.reshape({x}, {_shape_tuple(dims)})"]
 
 
 def _shape(c: Ctx):
@@ -257,7 +260,7 @@ def _shape(c: Ctx):
     at run time: inside the cluster, the Mean gradient's Shape/Size chain costs nothing)."""
     x, rank = c.a[0], c.types[0][1]
     o = c.outs[0]
-    lines = [f"{o} = np.empty({rank}, {dt(c.dtype)})"]
+    lines = [f"{o} = {empty([f'np.int64({rank})'], c.dtype)}"]
     lines += [f"{o}[{i}] = {x}.shape[{i}]" for i in range(rank)]
     return lines
 
@@ -285,12 +288,11 @@ def _broadcast_to(c: Ctx):
     o = c.outs[0]
     if rank == 0:
         return [f"if {s}.shape[0] != 0:", "    raise ValueError('BroadcastTo: shape')", f"{o} = {x}"]
-    dims = [f"{s}[{i}]" for i in range(rank)]
+    dims = [f"np.int64({s}[{i}])" for i in range(rank)]
     lines = [f"if {s}.shape[0] != {rank}:", "    raise ValueError('BroadcastTo: shape')",
-             f"{o} = np.empty({_shape_tuple(dims)}, {dt(c.dtype)})"]
+             f"{o} = {empty(dims, c.dtype)}"]
     if xr == 0:
-        lines += [f"{o}_f = {o}.reshape(-1)", f"for _q in range({o}_f.size):", f"    {o}_f[_q] = {x}"]
-        return lines
+        return lines + [f"_rt.fill({o}, {x})"]
     # numpy's rule: each dimension of x is 1 (read at index 0) or the target's
     idx = []
     for i in range(xr):
@@ -322,7 +324,7 @@ def _matmul(c: Ctx):
     a, b = c.a
     m = f"{a}.shape[1]" if ta else f"{a}.shape[0]"
     n = f"{b}.shape[0]" if tb else f"{b}.shape[1]"
-    return [f"{c.outs[0]} = _rt.gemm({a}, {b}, {ta}, {tb}, np.empty(({m}, {n}), {dt(c.dtype)}), False)"]
+    return [f"{c.outs[0]} = _rt.gemm({a}, {b}, {ta}, {tb}, {empty([m, n], c.dtype)}, False)"]
 
 
 def _concat(c: Ctx):
@@ -333,7 +335,7 @@ def _concat(c: Ctx):
     x0 = c.a[0]
     total = " + ".join(f"{x}.shape[{axis}]" for x in c.a)
     dims = [total if d == axis else f"{x0}.shape[{d}]" for d in range(rank)]
-    lines = [f"{o} = np.empty({_shape_tuple(dims)}, {dt(c.dtype)})"]
+    lines = [f"{o} = {empty(dims, c.dtype)}"]
     off = "0"
     for x in c.a:
         lines.append(f"_rt.concat_into({o}, {x}, {axis}, {off})")
@@ -476,8 +478,82 @@ def _resolver(spec, input_name):
     return name_of, type_of
 
 
+def _splats(spec: ClusterSpec) -> ClusterSpec:
+    """`spec` with each ``BroadcastTo(v, Shape(x))`` of a `v` of one element (every static size
+    1, and no more dimensions than x), and each ExpandDims of one, as a `_Splat` node (loopnest):
+    an element-wise node that its consumer's loop computes, where the ops write an array of the
+    element (BroadcastTo), reshape it (ExpandDims) and read it back; the Shape and the replaced
+    nodes that nothing else reads become `_Nop`s. A loss's gradient is such a chain (the Mean's
+    gradient: the seed divided by the batch size, broadcast to the batch and expanded to multiply
+    the cross-entropy's gradient): three arrays fewer for numba to compile (0.1-0.2 s). Values
+    and errors are the ops': a BroadcastTo of one element to a Shape never fails."""
+    nodes = list(spec.nodes)
+
+    def statics(ref):
+        if ref[0] == "i":
+            st = spec.input_statics
+            return st[ref[1]] if ref[1] < len(st) else ()
+        st = nodes[ref[1]].statics
+        return st[ref[2]] if ref[2] < len(st) else ()
+
+    def rank(ref):
+        return spec.inputs[ref[1]][1] if ref[0] == "i" else nodes[ref[1]].ranks[ref[2]]
+    replaced = set()
+    for j, nd in enumerate(nodes):
+        if nd.op == "BroadcastTo" and nd.args[1][0] == "n" and nodes[nd.args[1][1]].op == "Shape":
+            v, x = nd.args[0], nodes[nd.args[1][1]].args[0]
+            vst, r = statics(v), nd.ranks[0]
+            if rank(x) == r and len(vst) == rank(v) <= r and all(d == 1 for d in vst):
+                nodes[j] = Node("_Splat", (("dims", tuple(range(r))),), (v, x), nd.dtypes, nd.ranks, nd.statics)
+                replaced.add(j)
+        elif nd.op == "ExpandDims" and nd.args[0][0] == "n" and nodes[nd.args[0][1]].op == "_Splat":
+            sp = nodes[nd.args[0][1]]
+            d = nd.attr("dim")
+            dims = list(sp.attr("dims"))
+            dims.insert(d + sp.ranks[0] + 1 if d < 0 else d, -1)
+            nodes[j] = Node("_Splat", (("dims", tuple(dims)),), sp.args, nd.dtypes, nd.ranks, nd.statics)
+            replaced.add(j)
+    if not replaced:
+        return spec
+    live: set = set()
+    todo = [r for r in spec.outputs if r[0] == "n"]
+    while todo:
+        j = todo.pop()[1]
+        if j not in live:
+            live.add(j)
+            todo += [r for r in nodes[j].args if r[0] == "n"]
+    for j, nd in enumerate(nodes):
+        if j not in live and (j in replaced or nd.op == "Shape"):
+            nodes[j] = Node("_Nop", (), (), nd.dtypes, nd.ranks, nd.statics)
+    return ClusterSpec(spec.inputs, tuple(nodes), spec.outputs, spec.input_statics)
+
+
+_XENT = frozenset({"SparseSoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyWithLogits"})
+
+
+def _xent_rows(spec: ClusterSpec) -> ClusterSpec:
+    """`spec` with the rows of each cross-entropy's two outputs (the loss [rows] and the gradient
+    [rows, classes]), where the logits' static shape leaves them unknown, as one symbol (spec.py):
+    the op makes them equal, so a loop over both (the loss's gradient times the gradient, through
+    a splat) indexes them directly, with no broadcasting code. Nothing needs checking on entry;
+    no other value gets the symbol."""
+    nodes = list(spec.nodes)
+    used = {d for nd in nodes for st in nd.statics for d in st} | {d for st in spec.input_statics for d in st}
+    sym = min([d for d in used if d < -1], default=-2) - 1
+    changed = False
+    for j, nd in enumerate(nodes):
+        if nd.op in _XENT and len(nd.statics) == 2 and len(nd.statics[0]) == 1 and len(nd.statics[1]) == 2 \
+                and nd.statics[0][0] == -1 and nd.statics[1][0] == -1:
+            statics = ((sym,), (sym, nd.statics[1][1]))
+            nodes[j] = Node(nd.op, nd.attrs, nd.args, nd.dtypes, nd.ranks, statics)
+            sym -= 1
+            changed = True
+    return ClusterSpec(spec.inputs, tuple(nodes), spec.outputs, spec.input_statics) if changed else spec
+
+
 def cluster_source(spec: ClusterSpec) -> str:
     """The source of `kernel(*inputs)` computing the cluster's outputs (a tuple when several)."""
+    spec = _splats(_xent_rows(spec))
     params = ", ".join(f"a{i}" for i in range(len(spec.inputs)))
     name_of, type_of = _resolver(spec, lambda k: f"a{k}")
     lines = [_HEADER.format(what=f"cluster of {len(spec.nodes)} ops", params=params)]
@@ -585,8 +661,9 @@ def loop_source(spec: LoopSpec) -> str:
         lines.append(f"    v{k} = a{k}")
     for j, r in enumerate(spec.saves):
         d, rank = type_of(r)
-        # (a reshaped 1-D array: numba compiles np.empty once per rank in every process)
-        lines.append(f"    h{j} = np.empty((0, ), {dt(d)}).reshape(({'0, ' * (rank + 1)}))")
+        # (a reshaped 1-D array: rt.empty compiles once per rank and dtype, and is cached)
+        zeros = "np.int64(0), " * (rank + 1)
+        lines.append(f"    h{j} = _rt.reshape({empty(['np.int64(0)'], d)}, ({zeros}))")
     lines.append("    it = 0")
     lines.append("    while True:")
     needed = (spec.cond,) + tuple(spec.nexts) + tuple(spec.saves)

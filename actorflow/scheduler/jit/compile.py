@@ -18,8 +18,10 @@ the session compiles the kernel before its next step, on the thread that asked f
 compiled, a graph run a few times never loads numba, and the step at which a kernel switches to
 compiled code depends on what ran, not on timing, so a program gives the same results run after
 run (the deterministic simulator replays it). Plans that run on cluster tasks keep their tiered
-kernels interpreted. Arguments of another layout (a transposed view, a read-only buffer) get a
-specialization of their own on first use, which numba also caches. A loop's variant for inputs
+kernels interpreted. A cluster is compiled for read-only arrays, and serves writable ones too
+(see `_compile_for`). Arguments of another layout (a transposed view) get a specialization of
+their own on first use, which numba also caches, unless they are small (`SMALL_COPY` bytes):
+those are copied into the compiled layout. A loop's variant for inputs
 of size 1 where its symbols assumed equal sizes (`JitKernel`'s `variant`) is compiled on the
 compile thread when a call first needs it, in either mode (that call may run on an event loop);
 such calls run the interpreted ops until it is ready.
@@ -73,6 +75,10 @@ TIER_SECONDS = float(os.environ.get("AF_JIT_TIER_SECONDS", "0.2"))
 OP_SECONDS = 2e-6           # an interpreted op's run: the kernel call and the interpreter's bookkeeping
 ELEMENT_SECONDS = 1e-9      # per element a cluster's op produces (numpy's loop)
 _MODES = ("wait", "async", "tiered")
+# array arguments that are not C-contiguous, up to this many bytes, are copied into that layout
+# instead of getting a specialization of their own (see `__call__`)
+SMALL_COPY = 4096
+_SIG_LOCK = threading.Lock()       # (see _compile_for)
 _NONE = object()
 _PENDING = object()           # a variant being compiled
 
@@ -124,10 +130,26 @@ def _size(shape) -> int:
     return n
 
 
-def _numba_type(dtype: str, rank: int):
+def _numba_type(dtype: str, rank: int, readonly: bool = False):
     numba = import_numba()
     t = numba.from_dtype(np.dtype(dtype))
-    return t if rank == 0 else numba.types.Array(t, rank, "C")
+    return t if rank == 0 else numba.types.Array(t, rank, "C", readonly=readonly)
+
+
+def _compile_for(disp, sig) -> None:
+    """Compiles cluster dispatcher `disp` for `sig`, whose arrays are read-only: with compiling
+    otherwise disabled, numba runs that code for writable arrays of the same layout too (a safe
+    conversion) where it would compile them a signature of their own, so a kernel serves constants
+    (read-only buffers: a loss's gradient seed) and computed values with one compile. The kernel
+    never writes its arguments."""
+    with _SIG_LOCK:
+        if tuple(sig) in disp.overloads:
+            return
+        disp.disable_compile(False)
+        try:
+            disp.compile(sig)
+        finally:
+            disp.disable_compile(True)
 
 
 class _CompileThread:
@@ -250,10 +272,10 @@ class JitKernel:
         self.shape_only = tuple(sorted(shape_only))
         self._variants: dict = {}       # places of size 1 -> their kernel, or None
         self._variant_lock = threading.Lock()
-        # Array arguments of another layout than the eager signature's (C-contiguous, writable):
+        # Array arguments of another layout than the eager signature's (C-contiguous):
         # their specialization compiles on the compile thread while the interpreted ops run.
         self.array_in = () if loop else tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0)
-        self._ready_keys = {tuple((True, True) for _ in self.array_in)}
+        self._ready_keys = {tuple(True for _ in self.array_in)}   # C-contiguous (of any writability)
         self._pending: set = set()
         self.fn = None
         self.compile_seconds = None
@@ -275,8 +297,10 @@ class JitKernel:
         c0 = time.thread_time()
         try:
             disp = load_source(self.source)
-            sig = tuple(_numba_type(d, r) for d, r in (self.flat.sig if self.flat else self.inputs))
-            disp.compile(sig)
+            if self.array_in:               # a cluster (loops write their variables: writable arrays)
+                _compile_for(disp, tuple(_numba_type(d, r, readonly=True) for d, r in self.inputs))
+            else:
+                disp.compile(tuple(_numba_type(d, r) for d, r in (self.flat.sig if self.flat else self.inputs)))
         except Exception as e:  # noqa: BLE001 - a cluster numba cannot compile runs interpreted
             log.warning("JIT: cannot compile %s (%s: %s); it runs interpreted", self.what, type(e).__name__, e)
             self.error = e
@@ -316,10 +340,17 @@ class JitKernel:
                 compile_stats["big"] += 1
                 return self.fallback(*args)
         if self.array_in:
-            key = tuple((args[i].flags.c_contiguous, args[i].flags.writeable) for i in self.array_in)
+            key = tuple(args[i].flags.c_contiguous for i in self.array_in)
             if key not in self._ready_keys:
-                self._specialize(key, args)
-                return self.fallback(*args)
+                odd = [i for i, k in zip(self.array_in, key) if not k]
+                if any(args[i].nbytes > SMALL_COPY for i in odd):
+                    self._specialize(key, args)
+                    return self.fallback(*args)
+                # a small strided argument is copied rather than compiled for: a layout costs a
+                # whole compile (0.5 s for a loss kernel), a copy of a few elements a microsecond
+                args = list(args)
+                for i in odd:
+                    args[i] = np.array(args[i], order="C")
         try:
             return self._run(fn, args)
         except Exception:  # noqa: BLE001 - bad values: the interpreted ops raise the error naming the op
@@ -457,10 +488,11 @@ class JitKernel:
             self._pending.add(key)
         numba = import_numba()
         types = tuple(numba.typeof(a[()] if i in self.scalar_in else a) for i, a in enumerate(args))
+        types = tuple(t.copy(readonly=True) if isinstance(t, numba.types.Array) else t for t in types)
 
         def work():
             try:
-                self.fn.compile(types)
+                _compile_for(self.fn, types)
             except Exception as e:  # noqa: BLE001 - that layout keeps running interpreted
                 log.warning("JIT: cannot compile %s for %s: %s", self.what, types, e)
                 return

@@ -49,10 +49,20 @@ SCALAR = {
     "BiasAdd": "({0} + {1})",
     "Select": "({1} if {0} else {2})", "SelectV2": "({1} if {0} else {2})",
     "Identity": "{0}", "Snapshot": "{0}", "StopGradient": "{0}",
+    # _Splat(v, x): v (one element: every static size 1) in an array of sizes taken from x's shape
+    # (attr "dims": per output dimension, x's dimension, or -1 for a size of 1): a BroadcastTo of
+    # a Shape, or an ExpandDims of that (codegen's `_splats`), computed in its consumer's loop
+    "_Splat": "{0}",
 }
 ALIASES = frozenset({"Identity", "Snapshot", "StopGradient"})
 ELEMENTWISE = (frozenset(SCALAR) | {"Cast", "AddN", "Const"}) - ALIASES
 REDUCE = frozenset({"Sum", "Mean", "Prod", "Max", "Min", "All", "Any", "BiasAddGrad"})
+
+
+def empty(dims, dtype: str) -> str:
+    """The expression allocating an array of sizes `dims` (names or expressions of int64) and
+    `dtype`, through `rt.empty` (see there why not ``np.empty``)."""
+    return f"_rt.empty(({''.join(d + ', ' for d in dims)}), {dt(dtype)})"
 
 
 def _lit(value, dtype):
@@ -102,9 +112,16 @@ class _Block:
             if n.op in ELEMENTWISE and n.ranks[0] > 0 and (j, 0) not in self.needed and self.uses.get((j, 0)) == 1:
                 consumer = next(k for k, m in enumerate(nodes) if any(r[0] == "n" and r[1] == j for r in m.args))
                 c = nodes[consumer]
+                if c.op == "_Splat" and c.args[0] != ("n", j, 0):
+                    continue            # a splat reads nothing of its shape source but its shape
                 if c.op in ELEMENTWISE or (c.op in REDUCE and c.args[0] == ("n", j, 0) and _reduces(c, n.ranks[0])):
                     self.inlined.add(j)
         self.tmp = 0
+        self.fused: set = set()         # reductions accumulated in their input's nest (`_fusable`)
+        self.allowed: set = set()       # the nodes of the block being emitted
+        self.last_fused: list = []
+        self.pre: list = []             # statements hoisted above the loop nest being written
+        self.outer = ""                 # its indent
 
     def fresh(self, prefix):
         self.tmp += 1
@@ -115,8 +132,18 @@ class _Block:
         return self.name_of(ref)
 
     def leaves(self, j, out: list):
-        """Array leaves (refs of rank > 0, not inlined) of node j's inlined subtree."""
-        for r in self.nodes[j].args:
+        """Array leaves (refs of rank > 0, not inlined) of node j's inlined subtree. A splat's
+        shape source is not a leaf: each dimension of it that sizes the splat is, as
+        ``("shape", ref, its dimension, the splat's dimension, the splat's rank)``."""
+        node = self.nodes[j]
+        args = node.args
+        if node.op == "_Splat":
+            for k, jx in enumerate(node.attr("dims")):
+                e = ("shape", args[1], jx, k, node.ranks[0])
+                if jx >= 0 and e not in out:
+                    out.append(e)
+            args = args[:1]
+        for r in args:
             if r[0] == "n" and r[1] in self.inlined:
                 self.leaves(r[1], out)
             elif self.type_of(r)[1] > 0 and r not in out:
@@ -126,8 +153,10 @@ class _Block:
     def subtree(self, j, idx_of, lines, indent, done):
         """Statements computing node j's scalar value at the loop index; returns its name."""
         node = self.nodes[j]
+        if node.op == "_Splat" and self._invariant(node.args[0]):
+            return self._hoisted(node, idx_of)
         args = []
-        for r in node.args:
+        for r in (node.args[:1] if node.op == "_Splat" else node.args):
             if r[0] == "n" and r[1] in self.inlined:
                 if r[1] not in done:
                     done[r[1]] = self.subtree(r[1], idx_of, lines, indent, done)
@@ -140,6 +169,38 @@ class _Block:
         lines.append(f"{indent}{name} = {scalar_expr(node, args, [self.type_of(r) for r in node.args])}")
         return name
 
+    def _invariant(self, v) -> bool:
+        """Whether value `v` (inlined subtree or not) reads only elements [0, ..., 0]: every
+        array leaf has static sizes of 1."""
+        leaves = self.leaves(v[1], []) if v[0] == "n" and v[1] in self.inlined else [v]
+        for r in leaves:
+            if r[0] == "shape":
+                return False
+            st = self.statics_of(r)
+            if len(st) != self.type_of(r)[1] or any(d != 1 for d in st):
+                return False
+        return True
+
+    def _hoisted(self, node, idx_of) -> str:
+        """A splat's element, computed once above the loop nest (into `pre`, which the caller puts
+        there): inside the loop LLVM would compute it per element (it cannot tell that the arrays
+        the loop writes do not alias what it reads)."""
+        v = node.args[0]
+        if v[0] == "n" and v[1] in self.inlined:
+            val = self.subtree(v[1], idx_of, self.pre, self.outer, {})
+        else:
+            val = idx_of(v) if self.type_of(v)[1] > 0 else self.value(v)
+        name = self.fresh("s")
+        self.pre.append(f"{self.outer}{name} = {scalar_expr(node, [val], [self.type_of(r) for r in node.args])}")
+        return name
+
+    def take_pre(self, lines, pos) -> int:
+        """Inserts the hoisted statements at `pos` of `lines`; returns how many."""
+        n = len(self.pre)
+        lines[pos:pos] = self.pre
+        self.pre = []
+        return n
+
     def loop(self, rank, leaves, lines, indent, what):
         """Opens a loop nest over the broadcast shape of `leaves` (rank `rank`); returns
         (dims, idx_of, body indent).
@@ -150,9 +211,17 @@ class _Block:
         broadcasting, worked out and checked at run time). Known sizes need no check: the kernel's
         arguments are checked against their static shapes before the call, and the ops' shape
         functions carry them through."""
+        self.outer = indent
         dims = [self.fresh("d") for _ in range(rank)]
         by_dim: dict = {k: [] for k in range(rank)}
         for r in leaves:
+            if r[0] == "shape":         # a dimension of a splat's shape source
+                _, x, jx, k, sr = r
+                st, xr = self.statics_of(x), self.type_of(x)[1]
+                d = st[jx] if len(st) == xr else -1
+                by_dim[rank - sr + k].append((f"{self.value(x)}.shape[{jx}]", 1 if d == 1 else (-1 if d < 0 else 0),
+                                              r, jx, d))
+                continue
             name, lr = self.value(r), self.type_of(r)[1]
             st = self.statics_of(r)
             for j in range(lr):
@@ -180,14 +249,14 @@ class _Block:
                         how[(r, j)] = self._mult(lines, indent, x)
                 continue
             if not free:
-                lines.append(f"{indent}{dims[k]} = 1")
+                lines.append(f"{indent}{dims[k]} = np.int64(1)")
                 unit[k] = True
                 continue
             sizes = [e[0] for e in free]
-            expr = sizes[0]
-            for x in sizes[1:]:
-                expr = f"max({expr}, {x})"
-            lines.append(f"{indent}{dims[k]} = {expr}")
+            lines.append(f"{indent}{dims[k]} = {sizes[0]}")
+            for x in sizes[1:]:         # (not max(): numba compiles its overload in every process)
+                lines.append(f"{indent}if {x} > {dims[k]}:")
+                lines.append(f"{indent}    {dims[k]} = {x}")
             lines.append(f"{indent}if {' or '.join(x + ' == 0' for x in sizes)}:")
             lines.append(f"{indent}    {dims[k]} = 0")
             for x, _, r, j, _d in free:
@@ -231,19 +300,21 @@ def emit_block(nodes, name_of, type_of, needed, emit_other, indent="    ", span=
     the same index; a node that needs none of the nest's values goes above it. Fewer nests, less
     code for numba to compile."""
     b = _Block(nodes, name_of, type_of, needed, statics_of)
+    order = span if span is not None else range(len(nodes))
+    b.allowed = set(order)
     lines: list = []
     group = None                        # the open nest: its shape, index names, indent, where lines go above it
-    for j in (span if span is not None else range(len(nodes))):
+    for j in order:
         node = nodes[j]
-        if j in b.inlined:
+        if j in b.inlined or j in b.fused:
             continue
         key = _static_shape(b, j)
-        if group is not None and key == group["key"]:
+        # (a node reading a reduction that accumulates in the open nest waits for the nest's end)
+        if group is not None and key == group["key"] and not (_reads(b, j) & group["fused"]):
             name = name_of(("n", j, 0))
             body: list = []
             v = b.subtree(j, group["idx"], body, group["ind"], {})
-            lines.insert(group["pos"], f"{indent}{name} = np.empty(({''.join(d + ', ' for d in group['dims'])}), "
-                                       f"{dt(node.dtypes[0])})")
+            lines.insert(group["pos"], f"{indent}{name} = {empty(group['dims'], node.dtypes[0])}")
             group["pos"] += 1
             lines += body
             lines.append(f"{group['ind']}{name}[{', '.join(group['ivars'])}] = {v}")
@@ -258,7 +329,8 @@ def emit_block(nodes, name_of, type_of, needed, emit_other, indent="    ", span=
         own = _emit_node(b, j, node, indent, emit_other)
         if key is not None:
             group = {"key": key, "dims": b.last_dims, "ivars": b.last_ivars, "ind": b.last_ind,
-                     "pos": len(lines) + b.pos, "members": {j}, "idx": _static_index(b, b.last_ivars)}
+                     "pos": len(lines) + b.pos, "members": {j, *b.last_fused}, "fused": set(b.last_fused),
+                     "idx": _static_index(b, b.last_ivars)}
         lines += own
     return lines
 
@@ -268,7 +340,7 @@ def _static_shape(b: _Block, j):
     known static shapes, sizes or symbols, each leaf's the node's or 1 in every dimension (it can
     then share a loop nest with others of that shape); else None."""
     node = b.nodes[j]
-    if node.op not in ELEMENTWISE or node.ranks[0] == 0:
+    if node.op not in ELEMENTWISE or node.ranks[0] == 0 or _splat_in(b, j):
         return None
     st = node.statics[0] if node.statics else ()
     if len(st) != node.ranks[0] or any(d == -1 for d in st):
@@ -280,6 +352,17 @@ def _static_shape(b: _Block, j):
         if any(d != 1 and d != st[len(st) - len(lst) + k] for k, d in enumerate(lst)):
             return None
     return st
+
+
+def _splat_in(b: _Block, j) -> bool:
+    """Whether node j or its inlined subtree has a splat (whose sizes are not its leaves')."""
+    todo = [j]
+    while todo:                         # (iterative: an inlined chain can be hundreds long)
+        node = b.nodes[todo.pop()]
+        if node.op == "_Splat":
+            return True
+        todo += [r[1] for r in node.args if r[0] == "n" and r[1] in b.inlined]
+    return False
 
 
 def _static_index(b: _Block, ivars):
@@ -304,6 +387,7 @@ def _reads(b: _Block, j) -> set:
 
 def _emit_node(b: _Block, j, node, indent, emit_other) -> list:
     """The lines of node j on their own (a nest of its own for an element-wise array)."""
+    b.last_fused = []
     name = b.name_of(("n", j, 0))
     if node.op in ELEMENTWISE and node.ranks[0] == 0:
         args = [b.value(r) for r in node.args]
@@ -315,10 +399,20 @@ def _emit_node(b: _Block, j, node, indent, emit_other) -> list:
         b.last_dims, b.last_ivars, b.last_ind = dims, ivars, ind
         body: list = []
         v = b.subtree(j, idx_of, body, ind, {})
-        lines.insert(b.pos, f"{indent}{name} = np.empty(({''.join(d + ', ' for d in dims)}), {dt(node.dtypes[0])})")
+        b.pos += b.take_pre(lines, b.pos)
+        lines.insert(b.pos, f"{indent}{name} = {empty(dims, node.dtypes[0])}")
         b.pos += 1
         lines += body
         lines.append(f"{ind}{name}[{', '.join(ivars)}] = {v}")
+        b.last_fused = _fusable(b, j, b.allowed)
+        for k in b.last_fused:          # reductions of j, accumulated at j's index
+            red = b.nodes[k]
+            rname = b.name_of(("n", k, 0))
+            pre, acc, _ = _accumulator(red, rname, node.ranks[0], dims, ivars, indent, direct=True)
+            lines[b.pos:b.pos] = pre
+            b.pos += len(pre)
+            lines.append(f"{ind}{acc} = {dt(red.dtypes[0])}({_ACC[red.op].format(a=acc, v=v)})")
+            b.fused.add(k)
         return lines
     if node.op in REDUCE:
         return _reduce(b, j, node, name, indent)
@@ -331,60 +425,75 @@ _ACC = {"Sum": "({a} + {v})", "Mean": "({a} + {v})", "BiasAddGrad": "({a} + {v})
         "All": "({a} and {v})", "Any": "({a} or {v})"}
 
 
-def _reduce(b: _Block, j, node, name, indent) -> list:
-    src = node.args[0]
-    in_rank = b.type_of(src)[1]
-    out_dt = node.dtypes[0]
+def _axes(node, in_rank):
+    """(the axes reduction `node` sums over, keep_dims) for an input of rank `in_rank`."""
     if node.op == "BiasAddGrad":
-        axes, keep = tuple(range(in_rank - 1)), False
-    else:
-        axes = tuple(sorted({a % in_rank for a in node.attr("axes")})) if in_rank else ()
-        keep = bool(node.attr("keep_dims"))
-    if in_rank == 0 or not axes:
-        return [f"{indent}{name} = {b.value(src)}"]
+        return tuple(range(in_rank - 1)), False
+    axes = tuple(sorted({a % in_rank for a in node.attr("axes")})) if in_rank else ()
+    return axes, bool(node.attr("keep_dims"))
+
+
+def _accumulator(node, name, in_rank, dims, ivars, indent, direct=False):
+    """A reduction's statements around a loop nest over its input (sizes `dims`, indices
+    `ivars`): (those above the nest, the accumulator inside it at the nest's index, the output's
+    rank). A scalar result accumulates in `{name}_acc` (`direct`: in `name`)."""
+    out_dt = node.dtypes[0]
+    axes, keep = _axes(node, in_rank)
     if node.op in ("Max", "Min"):
         big = np.inf if out_dt in FLOATS else (np.iinfo(out_dt).max if out_dt != "bool" else 1)
         init = _lit(-big if node.op == "Max" else big, out_dt)
     else:
         init = _lit(_INIT[node.op], out_dt)
+    kept = [k for k in range(in_rank) if k not in axes]
+    out_rank = len(kept) + (len(axes) if keep else 0)
+    if out_rank == 0:
+        acc = name if direct else f"{name}_acc"
+        return [f"{indent}{acc} = {init}"], acc, 0
+    shape = [dims[k] if k in kept else "np.int64(1)" for k in range(in_rank)] if keep else [dims[k] for k in kept]
+    oidx = [ivars[k] if k in kept else "0" for k in range(in_rank)] if keep else [ivars[k] for k in kept]
+    return [f"{indent}{name} = _rt.fill({empty(shape, out_dt)}, {init})"], f"{name}[{', '.join(oidx)}]", out_rank
+
+
+def _fusable(b: _Block, j, allowed) -> list:
+    """The reductions (in `allowed`) of all of materialized element-wise node j, but Means (they
+    divide after the loop), that can accumulate inside j's own loop nest: its value at each index,
+    in the order their own nest would read it (the same sums, bit for bit), with no second nest
+    and no second pass over j's array."""
+    rank = b.nodes[j].ranks[0]
+    return [k for k, m in enumerate(b.nodes) if k in allowed and m.op in REDUCE and m.op != "Mean"
+            and m.args and m.args[0] == ("n", j, 0) and _reduces(m, rank)]
+
+
+def _reduce(b: _Block, j, node, name, indent) -> list:
+    src = node.args[0]
+    in_rank = b.type_of(src)[1]
+    out_dt = node.dtypes[0]
+    axes, _keep = _axes(node, in_rank)
+    if in_rank == 0 or not axes:
+        return [f"{indent}{name} = {b.value(src)}"]
     lines: list = []
     if src[0] == "n" and src[1] in b.inlined:
         leaves = b.leaves(src[1], [])
     else:
         leaves = [src] if in_rank > 0 else []
     dims, ivars, idx_of, ind = b.loop(in_rank, leaves, lines, indent, node.op)
-    kept = [k for k in range(in_rank) if k not in axes]
-    out_rank = len(kept) + (len(axes) if keep else 0)
     first_for = b.pos
-    pre: list = []
-    if out_rank == 0:
-        pre.append(f"{indent}{name}_acc = {init}")
-    else:
-        shape = [dims[k] if k in kept else "1" for k in range(in_rank)] if keep else [dims[k] for k in kept]
-        pre.append(f"{indent}{name} = np.empty(({''.join(s + ', ' for s in shape)}), {dt(out_dt)})")
-        pre.append(f"{indent}{name}_flat = {name}.reshape(-1)")
-        pre.append(f"{indent}for _q in range({name}_flat.size):")
-        pre.append(f"{indent}    {name}_flat[_q] = {init}")
+    pre, acc, out_rank = _accumulator(node, name, in_rank, dims, ivars, indent)
     lines[first_for:first_for] = pre
     body: list = []
     if src[0] == "n" and src[1] in b.inlined:
         v = b.subtree(src[1], idx_of, body, ind, {})
+        b.take_pre(lines, first_for)
     else:
         v = idx_of(src)
     lines += body
-    if out_rank == 0:
-        acc = f"{name}_acc"
-    else:
-        oidx = [ivars[k] if k in kept else "0" for k in range(in_rank)] if keep else [ivars[k] for k in kept]
-        acc = f"{name}[{', '.join(oidx)}]"
     lines.append(f"{ind}{acc} = {dt(out_dt)}({_ACC[node.op].format(a=acc, v=v)})")
     if node.op == "Mean":
         count = " * ".join(dims[k] for k in axes)
         if out_rank == 0:
             lines.append(f"{indent}{name}_acc = {dt(out_dt)}({name}_acc / {dt(out_dt)}({count}))")
         else:
-            lines.append(f"{indent}for _q in range({name}_flat.size):")
-            lines.append(f"{indent}    {name}_flat[_q] = {dt(out_dt)}({name}_flat[_q] / {dt(out_dt)}({count}))")
+            lines.append(f"{indent}_rt.div_all({name}, {dt(out_dt)}({count}))")
     if out_rank == 0:
         lines.append(f"{indent}{name} = {name}_acc")
     return lines

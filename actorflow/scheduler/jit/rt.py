@@ -4,7 +4,9 @@ loop's saved values; all numba functions compiled once per signature and cached 
 
 Generated kernels call these rather than spelling out their loops: numba compiles a helper once
 per argument types for every kernel of every graph (and caches it), where code inlined in a
-kernel is compiled again in each kernel that has it, about 0.1 s a loop nest.
+kernel is compiled again in each kernel that has it, about 0.1 s a loop nest. Only jitted code
+calls them: they have no Python wrapper (`no_cpython_wrapper`), which would be compiled with each
+signature for nothing (0.15-0.2 s of a loss kernel's compile with numba's cache empty).
 """
 from __future__ import annotations
 
@@ -13,11 +15,49 @@ from numba import njit
 
 from actorflow.kernels.cpu.softmax import _softmax_rows, _xent_dense, _xent_sparse
 
-__all__ = ["row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any", "softmax", "xent", "sparse_xent", "gemm",
-           "concat_into", "save_row", "save_scalar", "row"]
+__all__ = ["empty", "reshape", "fill", "div_all", "row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any",
+           "softmax", "xent", "sparse_xent", "gemm", "concat_into", "save_row", "save_scalar", "row"]
 
 
-@njit(nogil=True, cache=True)
+# -- arrays ------------------------------------------------------------------------------------
+# A kernel allocates and reshapes through these rather than with `np.empty` or `.reshape` in its
+# own code: numba implements those as jitted overloads that every process compiles again, for
+# each shape-tuple type and dtype, the first time a kernel uses them (0.05-0.1 s each; about
+# 0.4 s of the MLP's loss kernel with an empty JIT cache), where these are compiled once per
+# signature and then loaded from numba's cache. Sizes are passed as int64 (never literals or
+# int32: each type would be one more signature to compile).
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def empty(shape, dtype):
+    """``np.empty(shape, dtype)``: `shape` a tuple of int64."""
+    return np.empty(shape, dtype)
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def reshape(x, shape):
+    """``np.ascontiguousarray(x).reshape(shape)`` (a view when `x` is C-contiguous)."""
+    return np.ascontiguousarray(x).reshape(shape)
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def fill(x, value):
+    """Every element of C-contiguous `x` set to `value` (cast to x's dtype); returns `x`."""
+    xf = x.reshape(-1)
+    for q in range(xf.size):
+        xf[q] = value
+    return x
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def div_all(x, d):
+    """Every element of C-contiguous `x` divided by `d` (of x's dtype) in place (a Mean's sums
+    by their count); returns `x`."""
+    xf = x.reshape(-1)
+    for q in range(xf.size):
+        xf[q] = xf[q] / d
+    return x
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def row_sum(x, out):
     rows, cols = x.shape
     for r in range(rows):
@@ -28,7 +68,7 @@ def row_sum(x, out):
     return out
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def row_prod(x, out):
     rows, cols = x.shape
     for r in range(rows):
@@ -39,7 +79,7 @@ def row_prod(x, out):
     return out
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def row_max(x, out):
     rows, cols = x.shape
     for r in range(rows):
@@ -52,7 +92,7 @@ def row_max(x, out):
     return out
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def row_min(x, out):
     rows, cols = x.shape
     for r in range(rows):
@@ -65,7 +105,7 @@ def row_min(x, out):
     return out
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def row_all(x, out):
     rows, cols = x.shape
     for r in range(rows):
@@ -76,7 +116,7 @@ def row_all(x, out):
     return out
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def row_any(x, out):
     rows, cols = x.shape
     for r in range(rows):
@@ -87,7 +127,7 @@ def row_any(x, out):
     return out
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def softmax(x, log):
     rows = np.ascontiguousarray(x).reshape((-1, x.shape[-1]))
     out = np.empty_like(rows)
@@ -96,7 +136,7 @@ def softmax(x, log):
     return out.reshape(x.shape)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def xent(x, labels):
     xc = np.ascontiguousarray(x)
     lab = np.ascontiguousarray(labels)
@@ -106,24 +146,23 @@ def xent(x, labels):
     return loss, back
 
 
-@njit(nogil=True, cache=True)
-def sparse_xent(x, labels):
-    """SparseSoftmaxCrossEntropyWithLogits: the kernel's row loop; a label outside [0, classes)
-    raises (the interpreted op then reports it, naming the label)."""
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def sparse_xent(x, labels, loss, back):
+    """SparseSoftmaxCrossEntropyWithLogits into `loss` [rows] and `back` [rows, classes] (the
+    kernel allocates them with `empty`, whose signatures its other arrays share: no allocation
+    here to compile): the kernel's row loop; a label outside [0, classes) raises (the interpreted
+    op then reports it, naming the label)."""
     rows, cols = x.shape
     if labels.shape[0] != rows:
         raise ValueError("SparseSoftmaxCrossEntropyWithLogits: labels and features differ in rows")
     for r in range(rows):
         if labels[r] < 0 or labels[r] >= cols:
             raise ValueError("SparseSoftmaxCrossEntropyWithLogits: a label is out of range")
-    xc = np.ascontiguousarray(x)
-    loss = np.empty(rows, x.dtype)
-    back = np.empty_like(xc)
-    _xent_sparse(xc, labels, loss, back)
+    _xent_sparse(x, labels, loss, back)
     return loss, back
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def gemm(a, b, ta, tb, out, acc):
     """MatMul of 2-D `a` and `b` (transposed as `ta`, `tb` say) into `out`: out[i, j] (+)= the sum
     over k of op(a)[i, k] * op(b)[k, j], each sum in k's order, as the interpreted kernels do;
@@ -156,7 +195,7 @@ def gemm(a, b, ta, tb, out, acc):
     return out
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def concat_into(o, x, axis, off):
     """Copies `x` into C-contiguous `o` at offset `off` along `axis` (one piece of a ConcatV2)."""
     xc = np.ascontiguousarray(x)
@@ -181,7 +220,7 @@ def concat_into(o, x, axis, off):
     return o
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _grown(h, it):
     """`h` with room for row `it` (twice the rows, or 16, when full)."""
     if it < h.shape[0]:
@@ -194,7 +233,7 @@ def _grown(h, it):
     return g
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def save_row(h, it, x):
     """History `h` (C-contiguous, one row per iteration) with row `it` set to array `x`; a new
     history of twice the rows when `h` is full. Rows keep the first row's shape."""
@@ -212,7 +251,7 @@ def save_row(h, it, x):
     return h
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def save_scalar(h, it, x):
     """History `h` (1-D) with element `it` set to `x` (twice the length when full)."""
     h = _grown(h, it)
@@ -221,7 +260,7 @@ def save_scalar(h, it, x):
 
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def row(h, i):
     """Row `i` of history `h` (a gradient loop's read of a value its forward loop saved)."""
     if i < 0 or i >= h.shape[0]:
