@@ -439,9 +439,11 @@ def report(results, only, results_extra=None) -> None:
             print(line)
     if "default" in results_extra:
         d = results_extra["default"]
-        per_unit = {w: (1e6 / per[w][0] if per[w][1].startswith("us") else 1e3) for w in only}
-        print("af-default (global_jit_level DEFAULT: tiered), steady " + ", ".join(
-            f"{w} {d[w]['steady'] * per_unit[w]:.3f} {per[w][1]}" for w in only))
+        units = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
+                 "lstm_grad": (LSTM_STEPS, "us/step"), "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
+        scale = {w: (1e6 / units[w][0] if units[w][1].startswith("us") else 1e3) for w in only}
+        print("af-default (global_jit_level DEFAULT: tiered clusters), steady " + ", ".join(
+            f"{w} {d[w]['steady'] * scale[w]:.3f} {units[w][1]}" for w in only))
         print("  first step - steady step, s: " + ", ".join(
             f"{w} {d[w]['first'] - d[w]['steady']:.3f}" for w in only)
             + "; kernels tiered up: " + ", ".join(f"{w} {d[w].get('tiered', 0)}" for w in only))
