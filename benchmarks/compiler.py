@@ -14,9 +14,9 @@ arithmetic optimizer off ("jit only": no constant-chain collapse, so the chain i
 - convnet: LeNet-like (conv 5x5x32, pool, conv 5x5x64, pool, dense 1024, dense 10), batch 64;
 - compile time per signature: the first step minus the steady step, with an empty JIT cache
   ("cold", the first round's process) and in a later process reusing it ("warm");
-- "af-default": the same with no global_jit_level set (DEFAULT: tiered, scheduler/jit/compile.py):
-  each workload's clusters and loops run interpreted until their estimated cost passes
-  TIER_SECONDS, then compile before the next step (the steady figure is the best step after). The helpers
+- "af-tiered": the same with AF_JIT=tiered (scheduler/jit/compile.py): each workload's clusters
+  and loops run interpreted until their estimated cost passes TIER_SECONDS, then compile before
+  the next step (the steady figure is the best step). The helpers
   generated kernels call (scheduler/jit/rt.py) stay in numba's own cache, beside the package: they
   compile once per installation; run with ``NUMBA_CACHE_DIR=$(mktemp -d)`` to count them in
   "cold" too (the LSTM's loops call none: every shape is static, scheduler/jit/flat.py).
@@ -74,8 +74,8 @@ def _session(lib, contender):
         oo = OO(global_jit_level=OO.OFF)
     elif contender == "af-on":
         rw, oo = RC(), OO(global_jit_level=OO.ON_1)
-    elif contender == "af-default":
-        rw, oo = RC(), OO()         # global_jit_level DEFAULT: tiered (compiles what keeps running)
+    elif contender == "af-tiered":
+        rw, oo = RC(), OO()         # with AF_JIT=tiered: compiles what keeps running
     else:
         rw, oo = RC(arithmetic_optimization=RC.OFF), OO(global_jit_level=OO.ON_1)
     cfg = lib.ConfigProto(graph_options=lib.GraphOptions(rewrite_options=rw, optimizer_options=oo))
@@ -374,8 +374,8 @@ def main() -> None:
             extra = {"async": _run_worker("af-on", only, args.tf_python, fresh, {"AF_JIT_COMPILE": "async"})}
         finally:
             shutil.rmtree(fresh, ignore_errors=True)
-        # the default level (tiered): the same workloads with no global_jit_level set, JIT cache warm
-        extra["default"] = _run_worker("af-default", only, args.tf_python, cache)
+        # AF_JIT=tiered: the same workloads, each cluster and loop compiled once it has run enough
+        extra["tiered"] = _run_worker("af-tiered", only, args.tf_python, cache, {"AF_JIT": "tiered"})
         models = [w for w in only if w in ("mlp", "convnet")]
         if models and args.paired_rounds > 0:
             print(f"  side by side: {args.paired_rounds} turns of {args.paired_window} steps", file=sys.stderr, flush=True)
@@ -437,12 +437,12 @@ def report(results, only, results_extra=None) -> None:
                         line += f" | {c}/tf {q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]"
                 line += f"  (target <= {targets[w]})"
             print(line)
-    if "default" in results_extra:
-        d = results_extra["default"]
+    if "tiered" in results_extra:
+        d = results_extra["tiered"]
         units = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
                  "lstm_grad": (LSTM_STEPS, "us/step"), "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
         scale = {w: (1e6 / units[w][0] if units[w][1].startswith("us") else 1e3) for w in only}
-        print("af-default (global_jit_level DEFAULT: tiered clusters), steady " + ", ".join(
+        print("af-tiered (AF_JIT=tiered, JIT cache warm), steady " + ", ".join(
             f"{w} {d[w]['steady'] * scale[w]:.3f} {units[w][1]}" for w in only))
         print("  first step - steady step, s: " + ", ".join(
             f"{w} {d[w]['first'] - d[w]['steady']:.3f}" for w in only)

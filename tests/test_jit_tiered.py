@@ -1,7 +1,7 @@
-"""global_jit_level DEFAULT: tiered compilation (scheduler/jit/compile.py). Clusters and loops run
-their ops interpreted and compile on the compile thread once they have run TIER_SECONDS; jit_scope()
-marks still compile before the first step; OFF compiles nothing; the compile thread drops queued
-compiles at exit."""
+"""AF_JIT=tiered: tiered compilation (scheduler/jit/compile.py). Clusters and loops run their ops
+interpreted and count what they cost; the session compiles each before a step once the estimate
+passes TIER_SECONDS, at the same step every run. jit_scope() marks still compile before the first
+step; DEFAULT and OFF compile nothing else; the async compile thread drops queued compiles at exit."""
 import os
 import subprocess
 import sys
@@ -34,7 +34,7 @@ def _loop_graph():
     return g, x, v
 
 
-def test_default_level_plans_tiered_kernels_and_off_plans_none():
+def test_the_pass_plans_tiered_kernels_and_off_plans_none():
     g, x, v = _loop_graph()
     plan = make_plan(g, [x], [v], [])
     tiered = jit_pass(plan, level_on=True, mode="tiered")
@@ -78,7 +78,7 @@ def _cluster_graph():
     return g, x, y
 
 
-def test_default_sessions_compile_a_cluster_that_keeps_running_between_steps(monkeypatch):
+def test_tiered_sessions_compile_a_cluster_that_keeps_running_between_steps(monkeypatch):
     monkeypatch.delenv("AF_JIT", raising=False)
     g, x, y = _cluster_graph()
     xv = np.linspace(-2, 2, 64)
@@ -90,7 +90,8 @@ def test_default_sessions_compile_a_cluster_that_keeps_running_between_steps(mon
     probe(xv)
     monkeypatch.setattr(jc, "TIER_SECONDS", 1.5 * probe._spent)
     before = jc.compile_stats["tiered"]
-    with af.Session(graph=g) as s:                              # no config: DEFAULT
+    monkeypatch.setenv("AF_JIT", "tiered")
+    with af.Session(graph=g) as s:
         results = []
         for _ in range(4):
             results.append(s.run(y, {x: xv}))
@@ -101,21 +102,21 @@ def test_default_sessions_compile_a_cluster_that_keeps_running_between_steps(mon
         np.testing.assert_allclose(r, off, rtol=1e-13)          # compiled: exp/sin's last ulp may differ
 
 
-def test_default_leaves_while_loops_on_the_actor_runtime_unless_asked(monkeypatch):
+def test_default_compiles_nothing_on_1_waits_and_af_jit_tiered_tiers(monkeypatch):
     g, x, v = _loop_graph()
     plan = make_plan(g, [x], [v], [])
-    assert "_JitLoop" not in {o.type for o in jit_pass(plan, mode="tiered", loops=False).ops}
     from actorflow.scheduler.lower import LowerOptions, _jit
     monkeypatch.delenv("AF_JIT", raising=False)
-    assert "_JitLoop" not in {o.type for o in _jit(plan, LowerOptions()).ops}            # DEFAULT
-    assert "_JitLoop" in {o.type for o in _jit(plan, LowerOptions(jit_level=1)).ops}     # ON_1
+    assert "_JitLoop" not in {o.type for o in _jit(plan, LowerOptions()).ops}            # DEFAULT: off, as TF
+    (op,) = [o for o in _jit(plan, LowerOptions(jit_level=1)).ops if o.type == "_JitLoop"]
+    assert op.attrs["mode"] is None                                                      # ON_1: wait
     monkeypatch.setenv("AF_JIT", "tiered")
     (op,) = [o for o in _jit(plan, LowerOptions()).ops if o.type == "_JitLoop"]
     assert op.attrs["mode"] == "tiered"
 
 
 async def test_arun_compiles_a_due_kernel_off_the_event_loop(monkeypatch):
-    monkeypatch.delenv("AF_JIT", raising=False)
+    monkeypatch.setenv("AF_JIT", "tiered")
     monkeypatch.setattr(jc, "TIER_SECONDS", 0.0)
     g, x, y = _cluster_graph()
     xv = np.linspace(-2, 2, 64)
@@ -134,8 +135,8 @@ async def test_arun_compiles_a_due_kernel_off_the_event_loop(monkeypatch):
     np.testing.assert_allclose(first, second, rtol=1e-13)
 
 
-def test_jit_scope_marks_compile_before_the_first_step_at_the_default_level(monkeypatch):
-    monkeypatch.delenv("AF_JIT", raising=False)
+def test_jit_scope_marks_compile_before_the_first_step_when_tiered(monkeypatch):
+    monkeypatch.setenv("AF_JIT", "tiered")
     monkeypatch.setattr(jc, "TIER_SECONDS", 1e9)
     g = af.Graph()
     with g.as_default():
@@ -153,7 +154,7 @@ def test_jit_scope_marks_compile_before_the_first_step_at_the_default_level(monk
     np.testing.assert_allclose(out[0], np.tanh(np.linspace(-1, 1, 4) * 1.5 + 0.25) * 2.0, rtol=1e-14)
 
 
-def test_a_short_program_at_the_default_level_never_imports_numba():
+def test_a_short_program_tiered_never_imports_numba():
     script = textwrap.dedent("""
         import sys
         import numpy as np, actorflow as af
@@ -168,8 +169,7 @@ def test_a_short_program_at_the_default_level_never_imports_numba():
         from actorflow.scheduler.jit.compile import compile_stats
         print("numba" in sys.modules, compile_stats["tiered"])
     """)
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    env.pop("AF_JIT", None)
+    env = dict(os.environ, PYTHONPATH=ROOT, AF_JIT="tiered")
     env.pop("AF_JIT_TIER_SECONDS", None)
     r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -55,11 +55,9 @@ class RewriterConfig:
 class OptimizerOptions:
     """tf.compat.v1.OptimizerOptions: `global_jit_level` (ON_1/ON_2 compile clusters of
     element-wise ops and whole while loops with numba, as XLA's auto-clustering, before the first
-    step; OFF compiles only what `af.xla.experimental.jit_scope()` marks). DEFAULT (TF: off) is
-    tiered for clusters: they run interpreted, and the session compiles each before a step once
-    its interpreted ops have run long enough for compiling to pay (scheduler/jit/compile.py,
-    TIER_SECONDS): the JIT is on where it measures faster, and a short program never loads numba
-    for it. While loops compile at ON_1 (or AF_JIT=tiered), not at DEFAULT (see lower.py's _jit)."""
+    step; OFF compiles only what `af.xla.experimental.jit_scope()` marks). DEFAULT is OFF, as in
+    TF. AF_JIT=tiered compiles each cluster and loop once it has run long enough for compiling to
+    pay (scheduler/lower.py's _jit says why that is not the default)."""
 
     DEFAULT, OFF, ON_1, ON_2 = 0, -1, 1, 2
     L0, L1 = -1, 0

@@ -394,27 +394,27 @@ def _model_pruning(plan, options):
 def _jit(plan, options):
     """Clusters and whole loops compiled with numba (scheduler/jit). OptimizerOptions'
     global_jit_level ON_1/ON_2 (or AF_JIT=1): every compilable op and loop, compiled before the
-    first step. DEFAULT: clusters, in tiered mode: each runs its ops interpreted and the session
-    compiles it before a step once their estimated cost passes `TIER_SECONDS` (compile.py), so the
-    JIT is on where it pays (a training step that keeps running gets compiled code, a graph run a
-    few times never loads numba). While loops stay on the actor runtime at DEFAULT: a compiled or
-    interpreted loop is one kernel call, which a step's timeout or cancellation cannot stop
-    mid-loop (the actors check between iterations). OFF (or AF_JIT=0): only the ops
-    `af.xla.experimental.jit_scope()` marked (which compile before the first step at any level).
-    AF_JIT=tiered: DEFAULT's tiered mode for loops too."""
+    first step. DEFAULT and OFF (or AF_JIT=0): only the ops `af.xla.experimental.jit_scope()`
+    marked (compiled before the first step), as TF. AF_JIT=tiered: every compilable op and loop in
+    tiered mode: each runs its ops interpreted and the session compiles it before a step once their
+    estimated cost passes `TIER_SECONDS` (compile.py). Tiered is not the default: measured on the
+    training steps of benchmarks/compiler.py, interpreted clusters ran slower than the plan without
+    them until they tiered up (the convnet's step 24 -> 41 ms: a cluster's ops run one by one on one
+    thread, where the fusion pass's kernels and the pool's row blocks would have run them), and a
+    loop run as one kernel call cannot be stopped mid-loop by its step's timeout."""
     env = os.environ.get("AF_JIT")
     level = options.jit_level
     if env:
         level = 0 if env == "tiered" else -1 if env == "0" else 1
-    on = level in (0, 1, 2)
-    loops = level != 0 or env == "tiered"
+    tiered = env == "tiered"
+    on = level in (1, 2) or tiered
     if not on and not any(op.attrs.get("_XlaCompile") is True for op in plan.ops):
         return plan
     from actorflow.scheduler.jit import jit_pass
     fuse = next((p for p in _PASSES if p.name == "fuse"), None)
     # MatMul/Conv2D + BiasAdd [+ Relu] run best as the fusion pass's GEMM epilogues: no cluster takes them.
     keep = _optimizer._fused_later(plan) if fuse is not None and options.enabled(fuse) else frozenset()
-    return jit_pass(plan, level_on=on, mode="tiered" if level == 0 else None, keep=keep, loops=loops)
+    return jit_pass(plan, level_on=on, mode="tiered" if tiered else None, keep=keep)
 
 
 register_pass("constant_folding", graph_pass(_constant_folding), switch="constant_folding")

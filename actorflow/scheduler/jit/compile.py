@@ -10,7 +10,7 @@ Compiling never runs on the event loop: a `JitKernel` is built by the session's 
 prepares a plan. In ``wait`` mode (global_jit_level ON_1/ON_2 and jit_scope() marks) it compiles
 there, for C-contiguous arguments of the spec's dtypes and ranks, before the first step; in
 ``async`` mode (``AF_JIT_COMPILE=async``, or `JitKernel(..., mode="async")`) a compile thread does
-it and the kernel runs the interpreted ops meanwhile. ``tiered`` mode (global_jit_level DEFAULT's clusters)
+it and the kernel runs the interpreted ops meanwhile. ``tiered`` mode (AF_JIT=tiered)
 runs the interpreted ops and counts them (an estimate of their cost: `OP_SECONDS` per op run,
 `ELEMENT_SECONDS` per element a cluster's ops produce); once the estimate passes `TIER_SECONDS`,
 the session compiles the kernel before its next step, on the thread that asked for the step
