@@ -97,14 +97,14 @@ def _model(prefix: str):
     return x, y, [w1, b1, w2], out, scaled, loss, train
 
 
-def _train_and_read(target: str, prefix: str):
+def _train_and_read(target: str, prefix: str, config=None):
     g = af.Graph()
     with g.as_default():
         x, y, params, out, scaled, loss, train = _model(prefix)
         rng = np.random.default_rng(1)
         xs = rng.normal(size=(16, 5)).astype(np.float32)
         ys = rng.normal(size=(16, 1)).astype(np.float32)
-        with af.Session(target, graph=g) as sess:
+        with af.Session(target, graph=g, config=config) as sess:
             sess.run(af.global_variables_initializer())
             first = sess.run([out, scaled, loss], {x: xs, y: ys})
             losses = [sess.run([loss, train], {x: xs, y: ys})[0] for _ in range(5)]
@@ -121,6 +121,23 @@ def test_split_graph_matches_one_process(cluster):
     for a, b in zip(local_params, dist_params):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
     assert dist_losses[-1] < dist_losses[0]
+
+
+def test_split_graph_with_the_jit_on_matches_and_never_waits_on_itself(cluster):
+    # With global_jit_level ON_1 each task's partition gets JIT clusters. A cluster must not join ops
+    # that depend on different _Recvs: {relu's gradient, ...} fed by the PS's read of the weights
+    # and feeding the gradient Send made one _JitCluster wait for its own output across tasks, and
+    # the first training step hung until its deadline.
+    name = unique("split_jit")
+    oo = af.OptimizerOptions(global_jit_level=af.OptimizerOptions.ON_1)
+    cfg = af.ConfigProto(graph_options=af.GraphOptions(optimizer_options=oo), operation_timeout_in_ms=30000)
+    local_first, local_losses, local_params = _train_and_read("", name)
+    dist_first, dist_losses, dist_params = _train_and_read(cluster.target, name, cfg)
+    for a, b in zip(local_first, dist_first):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dist_losses, local_losses, rtol=1e-5)
+    for a, b in zip(local_params, dist_params):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
 
 
 def test_while_loop_fed_from_other_tasks(cluster, graph):
