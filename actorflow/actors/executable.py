@@ -75,8 +75,8 @@ class Executable:
         self.sync = None
         if transport is None:
             self.sync = SyncProgram.of(self) or SyncTrainProgram.of(self)
-        # JIT kernels in tiered mode (global_jit_level DEFAULT): the session compiles each, before
-        # a step, once its interpreted ops have run long enough (scheduler/jit/compile.py).
+        # JIT kernels in tiered mode (AF_JIT=tiered): the session compiles each, before a step,
+        # once its interpreted ops have run long enough (scheduler/jit/compile.py).
         self.tiered = tuple(a.fn for a in actors if callable(getattr(getattr(a, "fn", None), "tier_due", None)))
 
     def tier_due(self) -> bool:

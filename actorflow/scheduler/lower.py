@@ -406,11 +406,8 @@ def _jit(plan, options):
     It pays for programs dominated by while loops: an interpreted loop already runs 2.6x faster than
     the actors (100,000 iterations: 0.49 s against 1.3 s), and compiled after its first run."""
     env = os.environ.get("AF_JIT")
-    level = options.jit_level
-    if env:
-        level = 0 if env == "tiered" else -1 if env == "0" else 1
     tiered = env == "tiered"
-    on = level in (1, 2) or tiered
+    on = (env != "0") if env else options.jit_level in (1, 2)
     if not on and not any(op.attrs.get("_XlaCompile") is True for op in plan.ops):
         return plan
     from actorflow.scheduler.jit import jit_pass

@@ -94,7 +94,7 @@ def optimize(plan: Plan, options: PassOptions) -> Plan:
                                 ("arithmetic_optimization", options.arithmetic_optimization),
                                 ("dependency_optimization", options.dependency_optimization),
                                 ("model_pruning", options.model_pruning), ("remapping", options.remapping)),
-                      jit_level=1 if options.jit else -1)       # -1: OFF (0 is DEFAULT's tiered clusters)
+                      jit_level=1 if options.jit else 0)
     for p in pipeline():
         on_plan = getattr(p.fn, "on_plan", None)
         if on_plan is not None and lo.enabled(p):

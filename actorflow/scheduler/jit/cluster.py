@@ -1,9 +1,9 @@
 """The JIT pass: clusters of compilable ops, and whole while loops, become one op each.
 
 `jit_pass(plan, level)` (TF's ``global_jit_level``: ON_1 clusters every compilable op; OFF only
-the ops marked by `af.xla.experimental.jit_scope()`, attribute ``_XlaCompile``; DEFAULT every
-compilable op, in tiered mode: each compiles once its interpreted ops have run long enough, see
-compile.py):
+the ops marked by `af.xla.experimental.jit_scope()`, attribute ``_XlaCompile``; with
+``mode="tiered"`` (AF_JIT=tiered) every compilable op, each compiled once its interpreted ops have
+run long enough, see compile.py):
 
 1. **Loops.** A while loop (a frame with no loop nested in it) whose condition and body are
    entirely compilable ops, with loop variables of known rank, becomes one ``_JitLoop`` op: its
@@ -315,21 +315,20 @@ def _interpreter(members, input_tensors, output_tensors):
     return run
 
 
-def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None, keep=frozenset(), loops: bool = True) -> Plan:
+def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None, keep=frozenset()) -> Plan:
     """Loops, then clusters (see the module's docstring); returns the rewritten plan. `keep`:
-    names of ops no cluster may take (the fusion pass's chains). `loops=False`: clusters only
-    (while loops stay on the actor runtime, unless jit_scope() marked them)."""
+    names of ops no cluster may take (the fusion pass's chains)."""
     from actorflow.scheduler.jit import kernel  # noqa: F401 - registers the _JitCluster/_JitLoop op and kernel
     _FED.tensors = frozenset(plan.feeds)
     _FED.shapes = None
     try:
-        return _jit_pass(plan, level_on, mode, keep, loops)
+        return _jit_pass(plan, level_on, mode, keep)
     finally:
         _FED.tensors = ()
         _FED.shapes = None
 
 
-def _jit_pass(plan, level_on, mode, keep, loops=True):
+def _jit_pass(plan, level_on, mode, keep):
     edit = PlanEdit(plan)
     frames = loop_frames(plan) if plan.has_control_flow else {op: None for op in plan.ops}
     fed = set(plan.feeds)
@@ -344,7 +343,7 @@ def _jit_pass(plan, level_on, mode, keep, loops=True):
             ctrl_users.add(c)
     barriers = _recv_ancestry(plan)
     if plan.has_control_flow:
-        _loops(plan, edit, frames, level_on and loops, fed, fetched, consumers, mode, barriers)
+        _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode, barriers)
 
     def eligible(op):
         return (op.type not in LOOP_ONLY and frames.get(op) is None and op not in edit.removed and op.name not in keep and _op_compilable(op)

@@ -377,7 +377,7 @@ class JitKernel:
         """Compiles a tiered kernel now, in this thread (the session's, never an event loop's);
         calls from then on run the compiled code (or, when numba cannot compile it, the
         interpreted ops, as in the other modes)."""
-        with self._variant_lock:
+        with self._variant_lock:        # (a per-kernel lock; _compile takes _LOCK itself)
             if self._tiered_up:
                 return
             with _LOCK:
