@@ -14,6 +14,8 @@ arithmetic optimizer off ("jit only": no constant-chain collapse, so the chain i
 - convnet: LeNet-like (conv 5x5x32, pool, conv 5x5x64, pool, dense 1024, dense 10), batch 64;
 - compile time per signature: the first step minus the steady step, with an empty JIT cache
   ("cold", the first round's process) and in a later process reusing it ("warm");
+- "af-default": a Session with no config, the JIT at its DEFAULT level (small while loops run as
+  one kernel call, interpreted, then compiled once they have run long enough; nothing else);
 - "af-tiered": the same with AF_JIT=tiered (scheduler/jit/compile.py): each workload's clusters
   and loops run interpreted until their estimated cost passes TIER_SECONDS, then compile before
   the next step (the steady figure is the best step). The helpers
@@ -76,6 +78,8 @@ def _session(lib, contender):
         rw, oo = RC(), OO(global_jit_level=OO.ON_1)
     elif contender == "af-tiered":
         rw, oo = RC(), OO()         # with AF_JIT=tiered: compiles what keeps running
+    elif contender == "af-default":
+        return lambda g: lib.Session(graph=g)     # no config: the JIT's DEFAULT level (small loops, tiered)
     else:
         rw, oo = RC(arithmetic_optimization=RC.OFF), OO(global_jit_level=OO.ON_1)
     cfg = lib.ConfigProto(graph_options=lib.GraphOptions(rewrite_options=rw, optimizer_options=oo))
@@ -376,6 +380,12 @@ def main() -> None:
             shutil.rmtree(fresh, ignore_errors=True)
         # AF_JIT=tiered: the same workloads, each cluster and loop compiled once it has run enough
         extra["tiered"] = _run_worker("af-tiered", only, args.tf_python, cache, {"AF_JIT": "tiered"})
+        # no config at all: DEFAULT's small loops, tiered (a fresh JIT cache: its first compiles count)
+        fresh = tempfile.mkdtemp(prefix="afjit_bench_default_")
+        try:
+            extra["default"] = _run_worker("af-default", only, args.tf_python, fresh)
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
         models = [w for w in only if w in ("mlp", "convnet")]
         if models and args.paired_rounds > 0:
             print(f"  side by side: {args.paired_rounds} turns of {args.paired_window} steps", file=sys.stderr, flush=True)
@@ -437,13 +447,18 @@ def report(results, only, results_extra=None) -> None:
                         line += f" | {c}/tf {q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]"
                 line += f"  (target <= {targets[w]})"
             print(line)
-    if "tiered" in results_extra:
-        d = results_extra["tiered"]
-        units = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
-                 "lstm_grad": (LSTM_STEPS, "us/step"), "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
-        scale = {w: (1e6 / units[w][0] if units[w][1].startswith("us") else 1e3) for w in only}
-        print("af-tiered (AF_JIT=tiered, JIT cache warm), steady " + ", ".join(
-            f"{w} {d[w]['steady'] * scale[w]:.3f} {units[w][1]}" for w in only))
+    units = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
+             "lstm_grad": (LSTM_STEPS, "us/step"), "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
+    scale = {w: (1e6 / units[w][0] if units[w][1].startswith("us") else 1e3) for w in only}
+    for key, title in (("tiered", "af-tiered (AF_JIT=tiered, JIT cache warm)"),
+                       ("default", "af-default (no config: DEFAULT's small loops tiered, JIT cache empty)")):
+        if key not in results_extra:
+            continue
+        d = results_extra[key]
+        line = f"{title}, steady " + ", ".join(f"{w} {d[w]['steady'] * scale[w]:.3f} {units[w][1]}" for w in only)
+        if results.get("tf"):
+            line += "; /tf: " + ", ".join(f"{w} {d[w]['steady'] / _best(results['tf'], w, 'steady'):.2f}" for w in only)
+        print(line)
         print("  first step - steady step, s: " + ", ".join(
             f"{w} {d[w]['first'] - d[w]['steady']:.3f}" for w in only)
             + "; kernels tiered up: " + ", ".join(f"{w} {d[w].get('tiered', 0)}" for w in only))

@@ -1,7 +1,8 @@
 """AF_JIT=tiered: tiered compilation (scheduler/jit/compile.py). Clusters and loops run their ops
 interpreted and count what they cost; the session compiles each before a step once the estimate
 passes TIER_SECONDS, at the same step every run. jit_scope() marks still compile before the first
-step; DEFAULT and OFF compile nothing else; the async compile thread drops queued compiles at exit."""
+step; OFF compiles nothing else, DEFAULT only small loops (tests/test_jit_interrupt.py); the async
+compile thread drops queued compiles at exit."""
 import os
 import subprocess
 import sys
@@ -102,12 +103,17 @@ def test_tiered_sessions_compile_a_cluster_that_keeps_running_between_steps(monk
         np.testing.assert_allclose(r, off, rtol=1e-13)          # compiled: exp/sin's last ulp may differ
 
 
-def test_default_compiles_nothing_on_1_waits_and_af_jit_tiered_tiers(monkeypatch):
+def test_default_tiers_small_loops_off_compiles_nothing_on_1_waits_and_af_jit_tiered_tiers(monkeypatch):
     g, x, v = _loop_graph()
     plan = make_plan(g, [x], [v], [])
     from actorflow.scheduler.lower import LowerOptions, _jit
     monkeypatch.delenv("AF_JIT", raising=False)
-    assert "_JitLoop" not in {o.type for o in _jit(plan, LowerOptions()).ops}            # DEFAULT: off, as TF
+    (op,) = [o for o in _jit(plan, LowerOptions()).ops if o.type == "_JitLoop"]
+    assert op.attrs["mode"] == "tiered"                                                 # DEFAULT: a small loop, tiered
+    assert "_JitLoop" not in {o.type for o in _jit(plan, LowerOptions(jit_level=-1)).ops}  # OFF: nothing, as TF
+    monkeypatch.setenv("AF_JIT", "0")
+    assert "_JitLoop" not in {o.type for o in _jit(plan, LowerOptions()).ops}
+    monkeypatch.delenv("AF_JIT")
     (op,) = [o for o in _jit(plan, LowerOptions(jit_level=1)).ops if o.type == "_JitLoop"]
     assert op.attrs["mode"] is None                                                      # ON_1: wait
     monkeypatch.setenv("AF_JIT", "tiered")

@@ -40,7 +40,10 @@ def _model():
 
 def _traced_run(level):
     x, total, loop_out = _model()
-    with af.Session() as sess:
+    # the JIT off: at its DEFAULT level the small loop would run as one kernel call, one record
+    off = af.ConfigProto(graph_options=af.GraphOptions(
+        optimizer_options=af.OptimizerOptions(global_jit_level=af.OptimizerOptions.OFF)))
+    with af.Session(config=off) as sess:
         sess.run(af.global_variables_initializer())
         md = af.RunMetadata()
         vals = sess.run([total, loop_out], {x: np.ones((N, N), np.float32)},

@@ -46,6 +46,7 @@ from actorflow import errors
 from actorflow.actors.node import NodeActor
 from actorflow.actors.pool import KernelPool, SyncPool
 from actorflow.actors.tracing import now_us, thread_id
+from actorflow.kernels import interrupt
 
 __all__ = ["Runtime", "SyncPool", "default_runtime", "new_loop"]
 
@@ -323,7 +324,16 @@ class _Job:
         if rec is not None:
             rec.thread, rec.op_start = thread_id(), now_us()
         try:
-            self.out = self.actor.fn(*self.args)
+            fn = self.actor.fn
+            if getattr(fn, "interruptible", False):
+                # a whole loop in one call: it reads its step's stop cell (kernels/interrupt.py)
+                prev = interrupt.enter(self.tag.step.stop_cell())
+                try:
+                    self.out = fn(*self.args)
+                finally:
+                    interrupt.leave(prev)
+            else:
+                self.out = fn(*self.args)
         except BaseException as e:  # noqa: BLE001 - reported as the kernel's error
             self.exc = e
         if rec is not None:

@@ -55,9 +55,11 @@ class RewriterConfig:
 class OptimizerOptions:
     """tf.compat.v1.OptimizerOptions: `global_jit_level` (ON_1/ON_2 compile clusters of
     element-wise ops and whole while loops with numba, as XLA's auto-clustering, before the first
-    step; OFF compiles only what `af.xla.experimental.jit_scope()` marks). DEFAULT is OFF, as in
-    TF. AF_JIT=tiered compiles each cluster and loop once it has run long enough for compiling to
-    pay (scheduler/lower.py's _jit says why that is not the default)."""
+    step; OFF compiles only what `af.xla.experimental.jit_scope()` marks). DEFAULT runs each while
+    loop whose values are all small as one kernel call, interpreted, and compiles it once it has
+    run long enough for compiling to pay; it leaves every other op to the actors (TF's DEFAULT
+    compiles nothing; scheduler/lower.py's _jit says why this one does). AF_JIT=tiered does the same
+    for every cluster and loop; AF_JIT=0 is OFF, AF_JIT=1 is ON_1."""
 
     DEFAULT, OFF, ON_1, ON_2 = 0, -1, 1, 2
     L0, L1 = -1, 0

@@ -1,8 +1,13 @@
 """Per-step state: one run of an executable, and the tag of the step's root frame."""
 from __future__ import annotations
 
+import threading
+
 from actorflow import errors
 from actorflow.actors.node import DEAD
+from actorflow.kernels import interrupt
+
+_CELL_LOCK = threading.Lock()
 
 __all__ = ["StepState"]
 
@@ -11,7 +16,7 @@ class StepState:
     """One run of an executable. It is also the tag of the step's root frame (`tag.step is self`)."""
 
     __slots__ = ("step", "step_id", "executable", "results", "remaining", "error", "done_cb",
-                 "dead_possible", "finished", "frames", "outstanding", "frame", "trace")
+                 "dead_possible", "finished", "frames", "outstanding", "frame", "trace", "stop")
 
     def __init__(self, executable, step_id, n_results, done_cb):
         self.step = self
@@ -27,6 +32,7 @@ class StepState:
         self.outstanding = 0          # queued activations of the root frame
         self.frame = None             # the root frame has no FrameState
         self.trace = None             # a StepTracer when the step is traced (actors/tracing.py)
+        self.stop = None              # the stop cell of its interruptible kernels (stop_cell)
 
     # A step is its own root tag (`self.step = self`), so every StepState ends as cyclic garbage. What
     # it hands on (the results, the done callback and the closures and futures behind it) is dropped
@@ -49,10 +55,26 @@ class StepState:
                 return
         done_cb(results, None)
 
+    def stop_cell(self):
+        """The cell this step's interruptible kernels (a whole while loop as one kernel call) read
+        to see whether to stop mid-run (kernels/interrupt.py); `fail` sets it. Made on first use,
+        on whichever thread runs such a kernel first."""
+        cell = self.stop
+        if cell is None:
+            with _CELL_LOCK:
+                cell = self.stop
+                if cell is None:
+                    cell = self.stop = interrupt.new_cell()
+        if self.error is not None:      # failed before the cell existed: `fail` found none to set
+            interrupt.stop(cell, _why(self.error))
+        return cell
+
     def fail(self, error: errors.OpError) -> None:
         if self.error is not None or self.finished:
             return
         self.error = error
+        if self.stop is not None:
+            interrupt.stop(self.stop, _why(error))
         self.finished = True
         self.frames = None
         done_cb = self.done_cb
@@ -62,3 +84,12 @@ class StepState:
 
     def __repr__(self):
         return f"<step {self.step_id}>"
+
+
+def _why(error) -> int:
+    """What a stop cell says for a step failed with `error`."""
+    if isinstance(error, errors.DeadlineExceededError):
+        return interrupt.DEADLINE
+    if isinstance(error, errors.CancelledError):
+        return interrupt.CANCELLED
+    return interrupt.FAILED

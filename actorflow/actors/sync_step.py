@@ -188,7 +188,9 @@ class SyncTrainProgram:
                 for _, res in actor.refs:
                     resources[id(res)] = res
                 kinds.append(3)
-            elif item.actor in _PURE_RULES and not item.stateful and t in _PLAIN:
+            elif (item.actor in _PURE_RULES and not item.stateful and t in _PLAIN
+                  and not getattr(actor.fn, "interruptible", False)):
+                # (a whole loop as one kernel goes to the actors: there its step's deadline stops it)
                 kinds.append(0)
             else:
                 return None

@@ -392,29 +392,36 @@ def _model_pruning(plan, options):
 
 
 def _jit(plan, options):
-    """Clusters and whole loops compiled with numba (scheduler/jit). OptimizerOptions'
-    global_jit_level ON_1/ON_2 (or AF_JIT=1): every compilable op and loop, compiled before the
-    first step. DEFAULT and OFF (or AF_JIT=0): only the ops `af.xla.experimental.jit_scope()`
-    marked (compiled before the first step), as TF. AF_JIT=tiered: every compilable op and loop in
-    tiered mode: each runs its ops interpreted and the session compiles it before a step once their
-    estimated cost passes `TIER_SECONDS` (compile.py). Tiered is not the default: on the training
-    steps of benchmarks/compiler.py the interpreted clusters ran 1-4% slower than the plan without
-    them (a cluster's ops run one by one on one thread, where the pool could split them) until they
-    tier up, some 3,000-5,000 steps in, to win about 1% back; and a loop run as one kernel call
-    cannot be stopped mid-loop by its step's timeout (the actors check it between iterations), so a
-    step that should time out would run on (serving's slow-step test hung on a 10^9-iteration loop).
-    It pays for programs dominated by while loops: an interpreted loop already runs 2.6x faster than
-    the actors (100,000 iterations: 0.49 s against 1.3 s), and compiled after its first run."""
+    """Clusters and whole loops compiled with numba (scheduler/jit).
+
+    - OptimizerOptions' global_jit_level ON_1/ON_2 (or AF_JIT=1): every compilable op and loop,
+      compiled before the first step.
+    - DEFAULT (TF's default; AF_JIT unset): the while loops whose every value is small
+      (`cluster.small_loop`), in tiered mode: a loop runs as one interpreted kernel call, and the
+      session compiles it before a step once its estimated cost passes `TIER_SECONDS`
+      (compile.py); no cluster. Those loops are bound by the actors' per-op cost: interpreted, the
+      100,000-iteration scalar loop takes 0.49 s against the actors' 1.3 s, compiled 0.1 ms
+      (benchmarks/compiler.py). A loop in one call still stops at its step's deadline or
+      cancellation (kernels/interrupt.py). Clusters are left out at DEFAULT because they did not
+      measure faster there: interpreted, the training steps' clusters ran 1-4% slower than the plan
+      without them (a cluster's ops run one by one on one thread, where the pool could split them),
+      and they tier up only some 3,000-5,000 steps in, to win about 1% back.
+    - OFF (or AF_JIT=0): only the ops `af.xla.experimental.jit_scope()` marked, as TF.
+    - AF_JIT=tiered: every compilable op and loop in tiered mode.
+    What jit_scope() marks compiles before the first step at every level."""
     env = os.environ.get("AF_JIT")
     tiered = env == "tiered"
-    on = (env != "0") if env else options.jit_level in (1, 2)
-    if not on and not any(op.attrs.get("_XlaCompile") is True for op in plan.ops):
+    on = (env not in ("0", "default")) if env else options.jit_level in (1, 2)
+    small = not on and (env == "default" or (not env and options.jit_level == 0))
+    if not on and not small and not any(op.attrs.get("_XlaCompile") is True for op in plan.ops):
+        return plan
+    if small and not plan.has_control_flow and not any(op.attrs.get("_XlaCompile") is True for op in plan.ops):
         return plan
     from actorflow.scheduler.jit import jit_pass
     fuse = next((p for p in _PASSES if p.name == "fuse"), None)
     # MatMul/Conv2D + BiasAdd [+ Relu] run best as the fusion pass's GEMM epilogues: no cluster takes them.
     keep = _optimizer._fused_later(plan) if fuse is not None and options.enabled(fuse) else frozenset()
-    return jit_pass(plan, level_on=on, mode="tiered" if tiered else None, keep=keep)
+    return jit_pass(plan, level_on=on, mode="tiered" if tiered or small else None, keep=keep, small_loops=small)
 
 
 register_pass("constant_folding", graph_pass(_constant_folding), switch="constant_folding")

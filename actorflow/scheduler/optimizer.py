@@ -66,7 +66,8 @@ class PassOptions:
     def from_config(cls, config) -> "PassOptions":
         """The passes a session's ConfigProto asks for: RewriterConfig fields (DEFAULT 0 and ON 1
         run a pass, OFF 2 does not), `OptimizerOptions.global_jit_level` (ON_1 1 / ON_2 2: JIT on;
-        OFF -1 / DEFAULT 0: off), and the environment's AF_JIT=1/0 over the latter."""
+        OFF -1 / DEFAULT 0: off here, where DEFAULT's small loops (lower.py `_jit`) are not a pass
+        of their own), and the environment's AF_JIT=1/0 over the latter."""
         import os
         go = getattr(config, "graph_options", None)
         rw = getattr(go, "rewrite_options", None)
@@ -94,7 +95,7 @@ def optimize(plan: Plan, options: PassOptions) -> Plan:
                                 ("arithmetic_optimization", options.arithmetic_optimization),
                                 ("dependency_optimization", options.dependency_optimization),
                                 ("model_pruning", options.model_pruning), ("remapping", options.remapping)),
-                      jit_level=1 if options.jit else 0)
+                      jit_level=1 if options.jit else -1)
     for p in pipeline():
         on_plan = getattr(p.fn, "on_plan", None)
         if on_plan is not None and lo.enabled(p):

@@ -33,6 +33,7 @@ import threading
 import numpy as np
 
 from actorflow.graph.tensor_shape import TensorShape
+from actorflow.kernels import interrupt
 from actorflow.kernels.registry import get_kernel
 from actorflow.scheduler.ir import kernel_attrs as _kernel_attrs
 from actorflow.scheduler.jit import symbolic
@@ -315,20 +316,23 @@ def _interpreter(members, input_tensors, output_tensors):
     return run
 
 
-def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None, keep=frozenset()) -> Plan:
+def jit_pass(plan: Plan, level_on: bool = True, mode: str | None = None, keep=frozenset(),
+             small_loops: bool = False) -> Plan:
     """Loops, then clusters (see the module's docstring); returns the rewritten plan. `keep`:
-    names of ops no cluster may take (the fusion pass's chains)."""
+    names of ops no cluster may take (the fusion pass's chains). `small_loops` (the JIT's DEFAULT
+    level): of what `level_on` would not take (unmarked ops), the loops whose every value is small
+    (`small_loop`), and no cluster."""
     from actorflow.scheduler.jit import kernel  # noqa: F401 - registers the _JitCluster/_JitLoop op and kernel
     _FED.tensors = frozenset(plan.feeds)
     _FED.shapes = None
     try:
-        return _jit_pass(plan, level_on, mode, keep)
+        return _jit_pass(plan, level_on, mode, keep, small_loops)
     finally:
         _FED.tensors = ()
         _FED.shapes = None
 
 
-def _jit_pass(plan, level_on, mode, keep):
+def _jit_pass(plan, level_on, mode, keep, small_loops=False):
     edit = PlanEdit(plan)
     frames = loop_frames(plan) if plan.has_control_flow else {op: None for op in plan.ops}
     fed = set(plan.feeds)
@@ -343,7 +347,8 @@ def _jit_pass(plan, level_on, mode, keep):
             ctrl_users.add(c)
     barriers = _recv_ancestry(plan)
     if plan.has_control_flow:
-        _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode, barriers)
+        _loops(plan, edit, frames, level_on or small_loops, fed, fetched, consumers, mode, barriers,
+               small=small_loops and not level_on)
 
     def eligible(op):
         return (op.type not in LOOP_ONLY and frames.get(op) is None and op not in edit.removed and op.name not in keep and _op_compilable(op)
@@ -583,7 +588,7 @@ class _Loop:
         self.__dict__.update(kw)
 
 
-def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode, barriers=None):
+def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode, barriers=None, small=False):
     by_frame: dict = {}
     for op in plan.ops:
         f = frames.get(op)
@@ -592,9 +597,12 @@ def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode, barriers
     found: dict = {}
     for name, ops in by_frame.items():
         try:
-            found[name] = _analyze_loop(name, ops, level_on, fed, fetched, consumers)
+            lp = _analyze_loop(name, ops, level_on, fed, fetched, consumers)
         except _NotCompilable:
             continue
+        if small and not small_loop(lp.spec) and not any(op.attrs.get("_XlaCompile") is True for op in ops):
+            continue
+        found[name] = lp
     if barriers is not None:
         # one _JitLoop op waits for all it takes in: values that depend on different _Recvs would
         # hold each other back across the cut (see _recv_ancestry); its partners go with it
@@ -623,6 +631,36 @@ def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode, barriers
     for acc in histories:
         if acc not in nested:
             edit.remove(acc.op)
+
+
+# The JIT's DEFAULT level takes a loop only when none of its values has more elements than this:
+# its iterations are then bound by the actors' per-op cost (several microseconds an op), which one
+# kernel call removes, and not by kernels the actors would split over the pool's threads (a big
+# MatMul), which one kernel call runs on one thread.
+SMALL_LOOP_ELEMENTS = 1 << 14
+
+
+def small_loop(spec: LoopSpec, limit: int = SMALL_LOOP_ELEMENTS) -> bool:
+    """Whether every input and value of loop `spec` has a fully known static shape of at most
+    `limit` elements."""
+    shapes = list(zip(spec.input_statics, (r for _, r in spec.inputs)))
+    if len(shapes) < len(spec.inputs):
+        return False
+    for node in spec.nodes:
+        if len(node.statics) < len(node.ranks):
+            return False
+        shapes += zip(node.statics, node.ranks)
+    for st, rank in shapes:
+        if len(st) != rank:             # (an unknown rank)
+            return False
+        n = 1
+        for d in st:
+            if d < 0:
+                return False
+            n *= d
+        if n > limit:
+            return False
+    return True
 
 
 def _acc_root(t):
@@ -1085,7 +1123,10 @@ def _loop_interpreter(lp: _Loop, extra):
         cur = list(args[:n_vars])
         rows: list = [[] for _ in saved]
         iterations = 0
+        stop = interrupt.current()      # the step's stop cell (kernels/interrupt.py)
         while True:
+            if stop[0]:
+                interrupt.raise_if_stopped(stop, f"while loop '{lp.name}'")
             for m, s, v in zip(merges, switches, cur):
                 vals[m.outputs[0]] = v
                 vals[s.outputs[1]] = v

@@ -654,9 +654,10 @@ def loop_source(spec: LoopSpec) -> str:
     row must have the shape of the first."""
     spec = _trusted_statics(_accumulate_in_place(spec))
     n = len(spec.inputs)
-    params = ", ".join(f"a{i}" for i in range(n))
+    params = ", ".join([f"a{i}" for i in range(n)] + ["stop"])
     name_of, type_of = _resolver(spec, lambda k: f"v{k}" if k < spec.n_vars else f"a{k}")
-    lines = [_HEADER.format(what=f"while loop of {len(spec.nodes)} ops", params=params)]
+    header = _HEADER.format(what=f"while loop of {len(spec.nodes)} ops", params=params)
+    lines = [header.replace("import numba\n", f"import numba\n{_STOP_IMPORT}\n", 1)]
     for k in range(spec.n_vars):
         lines.append(f"    v{k} = a{k}")
     for j, r in enumerate(spec.saves):
@@ -666,6 +667,7 @@ def loop_source(spec: LoopSpec) -> str:
         lines.append(f"    h{j} = _rt.reshape({empty(['np.int64(0)'], d)}, ({zeros}))")
     lines.append("    it = 0")
     lines.append("    while True:")
+    lines += stop_lines("        ")
     needed = (spec.cond,) + tuple(spec.nexts) + tuple(spec.saves)
     lines += _emit(spec.nodes, name_of, type_of, needed, "        ", range(spec.n_cond))
     lines.append(f"        if not {name_of(spec.cond)}:")
@@ -689,6 +691,17 @@ def loop_source(spec: LoopSpec) -> str:
     outs = [f"v{k}" for k in range(spec.n_vars)] + [f"h{j}[:it]" for j in range(len(spec.saves))]
     lines.append(f"    return ({''.join(o + ', ' for o in outs)}), it")
     return _without_unused_rt("\n".join(lines) + "\n")
+
+
+# A loop's last argument is its step's stop cell (kernels/interrupt.py), checked before every
+# CHECK_EVERY-th iteration: a stopped loop returns what it has, and its JitKernel raises.
+_STOP_IMPORT = "from actorflow.scheduler.jit.stopcheck import stopped as _stopped"
+
+
+def stop_lines(ind: str) -> list:
+    """The check of the stop cell `stop` at the top of a loop's iteration (counter `it`)."""
+    from actorflow.kernels.interrupt import CHECK_EVERY
+    return [f"{ind}if (it & {CHECK_EVERY - 1}) == 0 and _stopped(stop):", f"{ind}    break"]
 
 
 def _save_lines(j: int, x: str, typ) -> list:

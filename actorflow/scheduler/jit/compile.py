@@ -47,6 +47,8 @@ import time
 
 import numpy as np
 
+from actorflow import errors
+from actorflow.kernels import interrupt
 from actorflow.kernels.lazy_numba import import_numba
 
 __all__ = ["load_source", "cache_dir", "JitKernel", "compile_stats"]
@@ -243,6 +245,7 @@ class JitKernel:
         self.fallback = fallback
         self.what = what
         self.loop = loop
+        self.interruptible = loop        # checks its step's stop cell (kernels/interrupt.py)
         self.scalar_in = tuple(i for i, (_, r) in enumerate(self.inputs) if r == 0)
         # A loop's variables are copied in (its result is never a caller's buffer); its invariants
         # (the histories of saved values among them) only when not C-contiguous and writable.
@@ -299,8 +302,10 @@ class JitKernel:
             disp = load_source(self.source)
             if self.array_in:               # a cluster (loops write their variables: writable arrays)
                 _compile_for(disp, tuple(_numba_type(d, r, readonly=True) for d, r in self.inputs))
-            else:
-                disp.compile(tuple(_numba_type(d, r) for d, r in (self.flat.sig if self.flat else self.inputs)))
+            elif self.flat:                 # (its signature ends with the stop cell)
+                disp.compile(tuple(_numba_type(d, r) for d, r in self.flat.sig))
+            else:                           # a loop: its arguments, then the stop cell
+                disp.compile(tuple(_numba_type(d, r) for d, r in self.inputs + (("int64", 1),)))
         except Exception as e:  # noqa: BLE001 - a cluster numba cannot compile runs interpreted
             log.warning("JIT: cannot compile %s (%s: %s); it runs interpreted", self.what, type(e).__name__, e)
             self.error = e
@@ -353,6 +358,8 @@ class JitKernel:
                     args[i] = np.array(args[i], order="C")
         try:
             return self._run(fn, args)
+        except errors.OpError:
+            raise                       # a loop its step stopped (kernels/interrupt.py)
         except Exception:  # noqa: BLE001 - bad values: the interpreted ops raise the error naming the op
             compile_stats["rejected"] += 1
             return self.fallback(*args)
@@ -447,9 +454,11 @@ class JitKernel:
         hist = [_aligned_empty(cap * _size(row), d) for d, row in p.rows]
         work = [_aligned_empty(n, d) for d, n in p.work]
         scalars = [k for k in range(nv) if k in self.scalar_in]
+        stop = interrupt.current()
         it = 0
         while True:
-            res = fn(*call, *hist, cap, it, *work)
+            res = fn(*call, *hist, cap, it, *work, stop)
+            interrupt.raise_if_stopped(stop, self.what)
             it = res[0]
             for k, v in zip(scalars, res[2:]):
                 call[k] = self.scalar_out[k](v)     # its own dtype: a Python int would compile anew
@@ -515,7 +524,12 @@ class JitKernel:
                 a = args[i]
                 if not (a.flags.c_contiguous and a.flags.writeable):
                     args[i] = np.array(a, order="C")
-        out = fn(*args)
+        if self.loop:
+            stop = interrupt.current()
+            out = fn(*args, stop)
+            interrupt.raise_if_stopped(stop, self.what)
+        else:
+            out = fn(*args)
         so = self.scalar_out
         if self.loop:
             out, it = out               # (the loop variables and histories, the iteration count)

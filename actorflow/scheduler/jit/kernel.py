@@ -100,5 +100,11 @@ def _ref_type(spec, ref):
     return node.dtypes[ref[2]], node.ranks[ref[2]]
 
 
+def _loop_cost(*inputs):
+    """A loop's cost is unknown until it runs: it always goes to the kernel pool, never the
+    runtime's loop, whose thread must stay free to fire the step's deadline (kernels/interrupt.py)."""
+    return float("inf")
+
+
 register_kernel(JIT_CLUSTER, "CPU", cost=_cost)(make_kernel)
-register_kernel(JIT_LOOP, "CPU")(make_kernel)
+register_kernel(JIT_LOOP, "CPU", cost=_loop_cost)(make_kernel)
