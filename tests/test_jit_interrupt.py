@@ -234,3 +234,21 @@ def test_default_loop_matches_off_and_compiles_once_due(monkeypatch):
         second = s.run([i, v], {n: 50, v0: start})             # compiled before this step
         assert jc.compile_stats["tiered"] - before == 1
         np.testing.assert_allclose(second[1], want[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("level", [OO.DEFAULT, OO.ON_1], ids=["default", "on_1"])
+def test_an_op_failing_in_a_loop_kernel_is_named_with_its_iteration(monkeypatch, level):
+    """As the actors name it (OFF): the op and the iteration, not the loop's kernel alone."""
+    monkeypatch.delenv("AF_JIT", raising=False)
+    g = af.Graph()
+    with g.as_default():
+        d = af.placeholder(af.int32, [], name="d")
+        _, v = af.while_loop(lambda i, v: i < 5, lambda i, v: (i + 1, v + af.math.floordiv(i, d - i)),
+                             [af.constant(0), af.constant(0)], name="w")
+    assert "_JitLoop" in {o.type for o in _jit(make_plan(g, [d], [v], []), LowerOptions(jit_level=level)).ops}
+    with _session(g, level) as s:
+        assert s.run(v, {d: 10}) == sum(i // (10 - i) for i in range(5))
+        with pytest.raises(af.errors.InvalidArgumentError, match="division by zero") as err:
+            s.run(v, {d: 2})
+    assert "[[node w/FloorDiv (FloorDiv) in iteration 2 of loop 'w']]" in str(err.value)
+    assert err.value.node_def == "w/FloorDiv"

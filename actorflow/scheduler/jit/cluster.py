@@ -32,6 +32,7 @@ import threading
 
 import numpy as np
 
+from actorflow import errors
 from actorflow.graph.tensor_shape import TensorShape
 from actorflow.kernels import interrupt
 from actorflow.kernels.registry import get_kernel
@@ -1103,10 +1104,13 @@ def _loop_interpreter(lp: _Loop, extra):
     saved = [(p.inputs[1], np.dtype(_dt(p.inputs[1])), tuple(d or 0 for d in p.inputs[1].shape.as_list()))
              for p in lp.pushes]
 
-    def run_ops(steps, vals):
+    def run_ops(steps, vals, it):
         for op, fn in steps:
             xs = [vals[t] if t in vals else t.op.attrs["value"] for t in op.inputs]
-            r = fn(*xs)
+            try:
+                r = fn(*xs)
+            except Exception as e:  # noqa: BLE001 - named as the actors name it: the op, the iteration
+                raise _loop_op_error(e, op, it, lp.name) from e
             if len(op.outputs) == 1:
                 vals[op.outputs[0]] = r
             else:
@@ -1130,10 +1134,10 @@ def _loop_interpreter(lp: _Loop, extra):
             for m, s, v in zip(merges, switches, cur):
                 vals[m.outputs[0]] = v
                 vals[s.outputs[1]] = v
-            run_ops(cond_run, vals)
+            run_ops(cond_run, vals, iterations)
             if not bool(vals[loop_cond.inputs[0]]):
                 break
-            run_ops(body_run, vals)
+            run_ops(body_run, vals, iterations)
             iterations += 1
             for (t, _, _), r in zip(saved, rows):
                 r.append(vals[t])
@@ -1144,6 +1148,21 @@ def _loop_interpreter(lp: _Loop, extra):
         return cur[0] if len(cur) == 1 else tuple(cur)
     run.ops_run = ops_run
     return run
+
+
+def _loop_op_error(e: Exception, op, it: int, frame: str) -> errors.OpError:
+    """The error of op `op` of a loop run as one kernel call, failed in iteration `it`: it names the
+    op and the iteration, as the actors' error would (actors/node.py `NodeActor.error`)."""
+    where = f"[[node {op.name} ({op.type}) in iteration {it} of loop '{frame}']]"
+    if isinstance(e, errors.OpError):
+        if e.node_def is None:
+            e.node_def = op.name
+        if "[[node " not in e.message:
+            e.message = f"{e.message}\n\t {where}"
+            e.args = (e.message,)
+        return e
+    cls = errors.ResourceExhaustedError if isinstance(e, MemoryError) else errors.InvalidArgumentError
+    return cls(op.name, None, f"{type(e).__name__}: {e}\n\t {where}")
 
 
 def _read_saved(op):
