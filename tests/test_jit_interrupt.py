@@ -252,3 +252,25 @@ def test_an_op_failing_in_a_loop_kernel_is_named_with_its_iteration(monkeypatch,
             s.run(v, {d: 2})
     assert "[[node w/FloorDiv (FloorDiv) in iteration 2 of loop 'w']]" in str(err.value)
     assert err.value.node_def == "w/FloorDiv"
+
+
+def test_default_takes_a_small_loop_and_its_gradient_loop(monkeypatch):
+    """A gradient loop reads the forward loop's histories, whose first dimension (the trip count)
+    is unknown: `small_loop` counts them by their rows."""
+    monkeypatch.delenv("AF_JIT", raising=False)
+    g = af.Graph()
+    with g.as_default():
+        n = af.placeholder(af.int32, [], name="n")
+        v0 = af.placeholder(af.float32, [4], name="v0")
+        _, v = af.while_loop(lambda i, v: i < n, lambda i, v: (i + 1, af.tanh(v) * 0.9 + 0.1),
+                             [af.constant(0), v0])
+        loss = af.reduce_sum(v * v)
+        (dv0,) = af.gradients(loss, [v0])
+    plan = _jit(make_plan(g, [n, v0], [loss, dv0], []), LowerOptions())
+    assert [o.type for o in plan.ops].count("_JitLoop") == 2
+    feed = {n: 6, v0: np.array([0.5, -1.0, 2.0, 0.0], np.float32)}
+    with _session(g, OO.OFF) as off, _session(g) as on:
+        want = off.run([loss, dv0], feed)
+        got = on.run([loss, dv0], feed)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5)

@@ -38,6 +38,8 @@ import threading
 
 import numpy as np
 
+from actorflow.kernels.cpu import aligned as _aligned
+
 __all__ = ["matmul", "backend", "cblas_gemm"]
 
 log = logging.getLogger(__name__)
@@ -240,7 +242,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, alpha: f
     if oa is None or ob is None:
         return _numpy_matmul(a, b, out, alpha, beta)
     if out is None:
-        out = np.empty((m, n), dt)          # fresh: rows contiguous, shares nothing
+        out = _aligned.empty((m, n), dt)    # fresh: rows contiguous, shares nothing, on a cache line
         ldc = n
     else:
         oc = _operand(out) if out.dtype == dt and out.shape == (m, n) and out.flags.writeable else None

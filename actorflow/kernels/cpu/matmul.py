@@ -10,6 +10,7 @@ import functools
 
 import numpy as np
 
+from actorflow.kernels.cpu import aligned as _aligned
 from actorflow.kernels.cpu.bias import _fused_epilogue, fused_epilogue_block
 from actorflow.kernels.cpu.blas import matmul as gemm
 from actorflow.kernels.cpu.math import relu_grad, relu_grad_in_place, relu_grad_in_place_ok
@@ -75,7 +76,7 @@ def _matmul_split(attrs):
         blocks = gemm_blocks(m, n, a2.shape[1], parts)
         if blocks is None:
             return None           # small products are not worth it
-        out = np.empty((m, n), dtype=np.result_type(a2.dtype, b2.dtype))
+        out = _aligned.empty((m, n), np.result_type(a2.dtype, b2.dtype))
         axis, bounds = blocks
         return out, [functools.partial(gemm, *gemm_block_operands(axis, lo, hi, a2, b2, out)) for lo, hi in bounds]
     return split
@@ -190,7 +191,7 @@ def _fused_matmul_split(attrs):
         blocks = gemm_blocks(m, n, a2.shape[1], parts)
         if blocks is None:
             return None
-        out = np.empty((m, n), dtype=dt)
+        out = _aligned.empty((m, n), dt)
         axis, bounds = blocks
         if relu_grad_mask and not relu_grad_in_place_ok(out, third):
             return None

@@ -643,10 +643,15 @@ SMALL_LOOP_ELEMENTS = 1 << 14
 
 def small_loop(spec: LoopSpec, limit: int = SMALL_LOOP_ELEMENTS) -> bool:
     """Whether every input and value of loop `spec` has a fully known static shape of at most
-    `limit` elements."""
+    `limit` elements. A history a gradient loop reads row by row (`_HistoryRead`) counts by its
+    rows: its first dimension is the forward loop's trip count."""
     shapes = list(zip(spec.input_statics, (r for _, r in spec.inputs)))
     if len(shapes) < len(spec.inputs):
         return False
+    for k in range(spec.n_vars, len(shapes)):
+        uses = [(n.op, pos) for n in spec.nodes for pos, a in enumerate(n.args) if a == ("i", k)]
+        if uses and all(u == ("_HistoryRead", 0) for u in uses) and shapes[k][1] > 0:
+            shapes[k] = (shapes[k][0][1:], shapes[k][1] - 1)
     for node in spec.nodes:
         if len(node.statics) < len(node.ranks):
             return False

@@ -1,0 +1,106 @@
+"""Where a GEMM's buffers start (kernels/cpu/aligned.py): on a 64-byte boundary, or 16 bytes past
+one, as numpy's large arrays do (malloc's mmap path).
+
+1. The MLP's big product, 256x1024 @ 1024x1024 float32, through the kernels' GEMM (blas.matmul:
+   MKL or OpenBLAS, one thread), every operand at each offset; best of 30 calls, three rounds.
+2. The MLP training step (benchmarks/train_step.py's graph, global_jit_level ON_1) with the
+   kernels' buffers aligned and not (`aligned._SMALL` set past any size: `empty` is then
+   np.empty), the fed batch aligned or 16 bytes off to match, alternating every 5 steps in one
+   process (the same heap and the same machine state for both: what differs is the alignment
+   alone); the median over turns of each turn's best step, and of the per-turn ratios [25%, 75%].
+
+Run: python benchmarks/gemm_align.py [--turns 40]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _at(shape, off, dtype=np.float32):
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.empty(n + 128, np.uint8)
+    start = -raw.ctypes.data % 64 + off
+    return raw[start:start + n].view(dtype).reshape(shape)
+
+
+def gemm_offsets() -> None:
+    from actorflow.kernels.cpu.blas import matmul
+    rng = np.random.default_rng(0)
+    res: dict = {}
+    for _ in range(3):
+        for off in (0, 16, 32):
+            a = _at((256, 1024), off)
+            b = _at((1024, 1024), off)
+            c = _at((256, 1024), off)
+            a[:] = rng.standard_normal(a.shape)
+            b[:] = rng.standard_normal(b.shape)
+            best = float("inf")
+            for _ in range(30):
+                t = time.perf_counter()
+                matmul(a, b, out=c)
+                best = min(best, time.perf_counter() - t)
+            res.setdefault(off, []).append(best * 1e3)
+    print("256x1024 @ 1024x1024 float32, one thread, best of 30 (ms), three rounds:")
+    for off, v in res.items():
+        print(f"  operands {off:2d} bytes past a 64-byte boundary: " + ", ".join(f"{x:.3f}" for x in v))
+
+
+def step_ab(turns: int) -> None:
+    sys.path.insert(0, HERE)
+    import train_step as ts
+
+    import actorflow as af
+    from actorflow.kernels.cpu import aligned as al
+    prob = ts.make_problem("mlp")
+    g, init, fetches, feed = ts.actorflow_graph("mlp", prob)
+    oo = af.OptimizerOptions(global_jit_level=af.OptimizerOptions.ON_1)
+    s = af.Session(graph=g, config=af.ConfigProto(graph_options=af.GraphOptions(optimizer_options=oo)))
+    s.run(init)
+    feeds = {"aligned": {}, "numpy": {}}
+    for k, v in feed.items():
+        big = isinstance(v, np.ndarray) and v.nbytes >= 4096
+        for name, off in (("aligned", 0), ("numpy", 16)):
+            if big:
+                x = _at(v.shape, off, v.dtype)
+                x[...] = v
+                feeds[name][k] = x
+            else:
+                feeds[name][k] = v
+    small = al._SMALL
+    for _ in range(5):
+        s.run(fetches, feed)
+    res: dict = {"aligned": [], "numpy": []}
+    try:
+        for _ in range(turns):
+            for name in res:
+                al._SMALL = small if name == "aligned" else 1 << 62
+                best = float("inf")
+                for _ in range(5):
+                    t = time.perf_counter()
+                    s.run(fetches, feeds[name])
+                    best = min(best, time.perf_counter() - t)
+                res[name].append(best)
+    finally:
+        al._SMALL = small
+    q = np.quantile([a / b for a, b in zip(res["aligned"], res["numpy"])], [0.25, 0.5, 0.75])
+    print(f"MLP training step, {turns} turns of 5 steps: aligned {np.median(res['aligned']) * 1e3:.2f} ms, "
+          f"numpy's {np.median(res['numpy']) * 1e3:.2f} ms; aligned/numpy {q[1]:.3f} [{q[0]:.3f}, {q[2]:.3f}]")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--turns", type=int, default=40)
+    args = ap.parse_args()
+    gemm_offsets()
+    step_ab(args.turns)
+
+
+if __name__ == "__main__":
+    main()
