@@ -27,6 +27,10 @@ Contenders, each server in its own process (started with the same nice level as 
   On a machine loaded by other programs the pool's threads win the MLP more CPU from the OS
   scheduler than one thread gets (more req/s at more CPU per request): compare there with
   --variant="--tensorflow_inter_op_parallelism 0" and read the CPU column.
+- "aiohttp null handler (ceiling)": the same aiohttp app on uvloop answering a constant prediction
+  without parsing the request: what aiohttp alone costs per request, the most requests/s any
+  aiohttp server reaches here. The last table divides 5x batching off's requests/s by it: above 1,
+  the 5x target is out of reach of an aiohttp server on this machine.
 Both actorflow servers run `actorflow serve` as it starts by default, with --tune_gc (a frozen heap
 and a young-generation threshold of 10,000: see ModelServer's docstring). --variant FLAGS adds a
 fourth contender, the batching server with FLAGS appended (e.g. --variant=--no-tune_gc), for a
@@ -79,6 +83,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANT = "actorflow, batching on, variant"
+NULL = "aiohttp null handler (ceiling)"
 
 
 # -- models -------------------------------------------------------------------------------------------------
@@ -165,6 +170,26 @@ def baseline_server(model: str, weights_path: str, port: int) -> None:
     app.router.add_get("/v1/models/m", status)
     uvloop.install()
     # The accept backlog of `actorflow serve` (aiohttp's 128 drops SYNs when 256 clients connect at once).
+    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None, backlog=1024)
+
+
+def null_server(port: int) -> None:
+    """The HTTP ceiling: the same aiohttp app on uvloop whose handler reads the body and answers a
+    constant prediction: no JSON parsing, no model, nothing but aiohttp's own per-request work."""
+    import uvloop
+    from aiohttp import web
+    answer = b'{"predictions": [[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]]}'
+
+    async def predict(request):
+        await request.read()
+        return web.Response(body=answer, content_type="application/json")
+
+    async def status(request):
+        return web.json_response({"model_version_status": [{"version": "1", "state": "AVAILABLE"}]})
+    app = web.Application()
+    app.router.add_post("/v1/models/m:predict", predict)
+    app.router.add_get("/v1/models/m", status)
+    uvloop.install()
     web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None, backlog=1024)
 
 
@@ -303,7 +328,7 @@ def _median(runs: list) -> dict:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--role", choices=["main", "baseline", "load"], default="main", help=argparse.SUPPRESS)
+    p.add_argument("--role", choices=["main", "baseline", "load", "null"], default="main", help=argparse.SUPPRESS)
     p.add_argument("--model", default="mlp,convnet")
     p.add_argument("--batch-threads", dest="batch_threads", type=int, default=1,
                    help="num_batch_threads of the batching server (steps in flight)")
@@ -325,6 +350,8 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     if args.role == "baseline":
         return baseline_server(args.model, args.weights, args.port)
+    if args.role == "null":
+        return null_server(args.port)
     if args.role == "load":
         return load_generator(args.url, args.bodies, int(args.clients), args.duration, args.warmup)
 
@@ -378,6 +405,7 @@ def main(argv=None) -> None:
             ]
             if args.variant:
                 contenders.append((VARIANT, batching_cmd + args.variant.split()))
+            contenders.append((NULL, [sys.executable, __file__, "--role", "null", "--port", "{port}"]))
             w = dict(np.load(weights))
             want = numpy_forward(model, w, rows[:1])
             procs = {}
@@ -391,6 +419,8 @@ def main(argv=None) -> None:
                     _wait_ready(f"http://127.0.0.1:{port}/v1/models/m", proc)
                     url = f"http://127.0.0.1:{port}/v1/models/m:predict"
                     got = np.array(_post(url, json.dumps({"instances": [rows[0].tolist()]}).encode())["predictions"])
+                    if name == NULL:
+                        continue                    # (answers a constant)
                     err = float(np.max(np.abs(got - want)))
                     if err > 1e-3:
                         raise RuntimeError(f"{name}: answers differ from the numpy forward pass by {err}")
@@ -434,7 +464,7 @@ def main(argv=None) -> None:
                     except subprocess.TimeoutExpired:
                         proc.kill()
                         proc.wait()
-    names = ("numpy baseline", "actorflow, batching off", "actorflow, batching on", VARIANT)
+    names = ("numpy baseline", "actorflow, batching off", "actorflow, batching on", VARIANT, NULL)
     print(f"\n# load average at end {os.getloadavg()[0]:.1f}; median round of {args.rounds} per row; "
           f"CPU: the server process's user+system time per request (median over rounds)\n")
     print("| model | clients | server | req/s | p50 ms | p99 ms | CPU us/req | errors |")
@@ -451,11 +481,12 @@ def main(argv=None) -> None:
                 print(f"| {model} | {c} | {name} | {r['rps']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
                       f"{cpu} | {r['errors']} |")
     print()
-    print("| model | clients | on/off req/s (paired) | on/baseline req/s (paired) | off/on CPU per request |")
-    print("|---|---|---|---|---|")
+    print("| model | clients | on/off req/s (paired) | on/baseline req/s (paired) | off/on CPU per request "
+          "| on/ceiling req/s | 5x off / ceiling |")
+    print("|---|---|---|---|---|---|---|")
     for model in args.model.split(","):
         for c in clients:
-            b, off, on, var = (results.get((model, n, c)) for n in names)
+            b, off, on, var, null = (results.get((model, n, c)) for n in names)
             if not (b and off and on):
                 continue
             # Paired ratios: per round (contenders measured seconds apart), then the median over rounds.
@@ -463,7 +494,12 @@ def main(argv=None) -> None:
             r_base = statistics.median(x["rps"] / max(y["rps"], 1e-9) for x, y in zip(on, b))
             cpu = [y["cpu_us"] / x["cpu_us"] for x, y in zip(on, off) if x.get("cpu_us") and y.get("cpu_us")]
             cpu_s = f"{statistics.median(cpu):.2f}x" if cpu else "-"
-            print(f"| {model} | {c} | {r_off:.2f}x | {r_base:.2f}x | {cpu_s} |")
+            # the HTTP ceiling: a server doing nothing but aiohttp's work; 5x batching off above it
+            # means no aiohttp server on this machine can reach the 5x target
+            r_null = statistics.median(x["rps"] / max(y["rps"], 1e-9) for x, y in zip(on, null)) if null else None
+            r_5x = statistics.median(5 * x["rps"] / max(y["rps"], 1e-9) for x, y in zip(off, null)) if null else None
+            print(f"| {model} | {c} | {r_off:.2f}x | {r_base:.2f}x | {cpu_s} | "
+                  + (f"{r_null:.2f}x | {r_5x:.2f}x |" if null else "- | - |"))
             if var:
                 r_var = statistics.median(x["rps"] / max(y["rps"], 1e-9) for x, y in zip(var, on))
                 print(f"| {model} | {c} | variant {args.variant}: {r_var:.2f}x the batching server's req/s | "
