@@ -274,3 +274,19 @@ def test_default_takes_a_small_loop_and_its_gradient_loop(monkeypatch):
         got = on.run([loss, dv0], feed)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-5)
+
+
+def test_an_inline_session_still_runs_a_loop_kernel_off_its_loop(monkeypatch):
+    """inter_op_parallelism_threads < 0 runs every kernel inline, but a loop kernel, whose length is
+    unknown, still goes to the pool, where its step's deadline can stop it."""
+    monkeypatch.delenv("AF_JIT", raising=False)
+    g, n, i, x = _scalar_loop()
+    cfg = af.ConfigProto(inter_op_parallelism_threads=-1, graph_options=af.GraphOptions(
+        optimizer_options=OO(global_jit_level=OO.ON_1)))
+    with af.Session(graph=g, config=cfg) as s:
+        assert s.run([i, x], {n: 100}) == [100, 100.0]
+        t0 = time.monotonic()
+        with pytest.raises(af.errors.DeadlineExceededError):
+            s.run(i, {n: HUGE}, options=af.RunOptions(timeout_in_ms=200))
+        assert time.monotonic() - t0 < 5.0
+        assert _idle_cpu() < 0.2

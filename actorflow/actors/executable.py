@@ -46,7 +46,9 @@ class Executable:
                  inline: bool = False):
         self.rt = runtime
         # inline: every kernel runs where the step runs (the loop, or the caller's thread on the
-        # synchronous path), never on the kernel pool (TF: inter_op_parallelism_threads < 0).
+        # synchronous path), never on the kernel pool (TF: inter_op_parallelism_threads < 0);
+        # except a whole loop run as one kernel call, whose length is unknown: on the loop it would
+        # keep the step's deadline from firing (kernels/interrupt.py).
         self.inline = inline
         self.transport = transport         # Send/Recv across tasks (a worker service), or None
         self.exec_plan = plan
@@ -117,7 +119,7 @@ class Executable:
         except Exception as e:  # noqa: BLE001
             raise errors.InvalidArgumentError(item.name, item.op, f"Cannot build the {item.op_type} kernel of op "
                                                                   f"'{item.name}': {e}") from e
-        offload, cost, limit = ((False, None, None) if self.inline
+        offload, cost, limit = ((False, None, None) if self.inline and not getattr(fn, "interruptible", False)
                                 else offload_policy(item.in_shapes, item.in_values, item.kernel))
         if item.actor == "update":
             bound = tuple((slot, self._resource(spec)) for slot, spec in item.bindings)
