@@ -441,9 +441,10 @@ def test_a_static_gradient_loop_never_reads_past_its_histories():
     args = [np.array(5, d) if not r else np.ones(tuple(3 if s < 0 else s for s in st), d)    # 3 rows, 5 iterations
             for (d, r), st in zip(spec.inputs, spec.input_statics)]
     rejected = compile_stats["rejected"]
-    with pytest.raises(ValueError, match="no value was saved"):
+    with pytest.raises(af.errors.InvalidArgumentError, match="no value was saved for iteration 4") as err:
         k(*args)
     assert compile_stats["rejected"] == rejected + 1
+    assert err.value.node_def.endswith("_grad/saved") and "in iteration 0 of loop" in str(err.value)   # (reversed)
 
 
 def test_a_static_loop_in_async_mode_runs_interpreted_until_compiled():
