@@ -14,6 +14,14 @@ from actorflow.scheduler.fusion import find_fusions
 from actorflow.scheduler.plan import make_plan
 from tests.readers import run_beside_readers
 
+
+@pytest.fixture(autouse=True)
+def _split_small_products(monkeypatch):
+    """These tests split products of a few rows: every product is worth splitting here."""
+    from actorflow.kernels.cpu import matmul
+    monkeypatch.setattr(matmul, "MIN_SPLIT_MACS", 0)
+
+
 OFF = af.ConfigProto(graph_options=af.GraphOptions(rewrite_options=af.RewriterConfig(remapping=af.RewriterConfig.OFF)))
 
 

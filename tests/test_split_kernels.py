@@ -8,6 +8,14 @@ import actorflow as af
 from actorflow.kernels.registry import get_kernel
 from tests.readers import run_beside_readers
 
+
+@pytest.fixture(autouse=True)
+def _split_small_products(monkeypatch):
+    """These tests split products of a few rows: every product is worth splitting here."""
+    from actorflow.kernels.cpu import matmul
+    monkeypatch.setattr(matmul, "MIN_SPLIT_MACS", 0)
+
+
 CONV = {"strides": (1, 1, 1, 1), "padding": "SAME", "data_format": "NHWC", "dilations": (1, 1, 1, 1)}
 
 
@@ -141,14 +149,19 @@ def test_pooling_relu_grad_and_bias_grad_split(dtype):
     assert get_kernel("BiasAddGrad").split({"data_format": "NCHW"})(2, big) is None
 
 
-def test_gemm_blocks_split_the_bigger_operand():
+def test_gemm_blocks_split_the_bigger_operand(monkeypatch):
     from actorflow.kernels.cpu.matmul import gemm_blocks
+    monkeypatch.undo()                  # the real MIN_SPLIT_MACS
     assert gemm_blocks(256, 1024, 784, 2) == ("cols", [(0, 512), (512, 1024)])     # x @ W: W is bigger
     assert gemm_blocks(1024, 1024, 256, 2)[0] == "rows"                              # h.T @ d: a tie
     assert gemm_blocks(3136, 1024, 64, 2)[0] == "rows"                               # flat.T @ d
     assert gemm_blocks(64, 1024, 3136, 2)[0] == "cols"                               # rows too few
     assert gemm_blocks(1024, 100, 5000, 2)[0] == "rows"                              # columns too few
     assert gemm_blocks(100, 100, 100, 2) is None
+    assert gemm_blocks(256, 10, 1024, 2) is None                                     # under MIN_SPLIT_MACS a thread
+    assert gemm_blocks(256, 1024, 10, 2) is None
+    assert gemm_blocks(1024, 10, 256, 2) is None
+    assert gemm_blocks(256, 64, 1024, 2)[0] == "rows"                                # 8.4M each: worth it
 
 
 @pytest.mark.parametrize("op, slots, scalars", [

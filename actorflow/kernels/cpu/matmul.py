@@ -21,6 +21,12 @@ from actorflow.kernels.registry import MAC_NS, register_kernel
 # 256x10x1024 100-138 us and the transposed 1024x256x10 91-165 us, 0.038-0.063 ns per multiply-add
 # against 0.021 for the MLP's big products; padded to 16 they cost 105 us at MAC_NS.
 _GEMM_BLOCK = 16
+# A product of fewer multiply-adds per thread than this (counted as _matmul_cost counts them) runs
+# whole: its blocks would each take under ~150 us, about what handing one to a pool thread and
+# waiting for it costs. On the MLP step (256 rows), the 256x1024x10 forward product took 0.29 ms
+# split in two and 0.23 whole, its 256x10x1024 input gradient 0.34 and 0.30 (benchmarks: an A/B of
+# this constant in one process, alternating every 5 steps).
+MIN_SPLIT_MACS = 6_000_000
 
 
 def _matmul_cost(a, b):
@@ -42,6 +48,8 @@ def gemm_blocks(m: int, n: int, k: int, parts: int):
     split, so the split goes through the bigger operand: column blocks when the right operand is
     the bigger (a batch against a wide layer), row blocks otherwise. (On the MLP of the train_step
     benchmark this made the step 6-10% faster than row blocks everywhere.)"""
+    if max(m, _GEMM_BLOCK) * max(n, _GEMM_BLOCK) * max(k, _GEMM_BLOCK) < MIN_SPLIT_MACS * parts:
+        return None
     rows_ok, cols_ok = m >= 64 * parts, n >= 64 * parts
     if cols_ok and (not rows_ok or k * n > m * k):
         axis, size = "cols", n
