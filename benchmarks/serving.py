@@ -144,7 +144,6 @@ def numpy_forward(model: str, w: dict, x: np.ndarray) -> np.ndarray:
 def baseline_server(model: str, weights_path: str, port: int) -> None:
     """A plain aiohttp app on uvloop answering the same URL with numpy on each request."""
     import orjson
-    import uvloop
     from aiohttp import web
     from threadpoolctl import threadpool_limits
     # One BLAS thread, as actorflow's runtime sets it: for one row per request more threads only spin.
@@ -162,6 +161,25 @@ def baseline_server(model: str, weights_path: str, port: int) -> None:
             return web.Response(body=orjson.dumps({"error": str(e)}), status=400, content_type="application/json")
         return web.Response(body=orjson.dumps({"predictions": y}, option=orjson.OPT_SERIALIZE_NUMPY),
                             content_type="application/json")
+    _run_app(predict, port)
+
+
+def null_server(port: int) -> None:
+    """The HTTP ceiling: the same aiohttp app on uvloop whose handler reads the body and answers a
+    constant prediction: no JSON parsing, no model, nothing but aiohttp's own per-request work."""
+    from aiohttp import web
+    answer = b'{"predictions": [[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]]}'
+
+    async def predict(request):
+        await request.read()
+        return web.Response(body=answer, content_type="application/json")
+    _run_app(predict, port)
+
+
+def _run_app(predict, port: int) -> None:
+    """Serves `predict` at the model's predict URL (and a status URL) with aiohttp on uvloop."""
+    import uvloop
+    from aiohttp import web
 
     async def status(request):
         return web.json_response({"model_version_status": [{"version": "1", "state": "AVAILABLE"}]})
@@ -170,26 +188,6 @@ def baseline_server(model: str, weights_path: str, port: int) -> None:
     app.router.add_get("/v1/models/m", status)
     uvloop.install()
     # The accept backlog of `actorflow serve` (aiohttp's 128 drops SYNs when 256 clients connect at once).
-    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None, backlog=1024)
-
-
-def null_server(port: int) -> None:
-    """The HTTP ceiling: the same aiohttp app on uvloop whose handler reads the body and answers a
-    constant prediction: no JSON parsing, no model, nothing but aiohttp's own per-request work."""
-    import uvloop
-    from aiohttp import web
-    answer = b'{"predictions": [[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]]}'
-
-    async def predict(request):
-        await request.read()
-        return web.Response(body=answer, content_type="application/json")
-
-    async def status(request):
-        return web.json_response({"model_version_status": [{"version": "1", "state": "AVAILABLE"}]})
-    app = web.Application()
-    app.router.add_post("/v1/models/m:predict", predict)
-    app.router.add_get("/v1/models/m", status)
-    uvloop.install()
     web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None, backlog=1024)
 
 

@@ -28,12 +28,18 @@ def _session(g, level=None):
         graph_options=af.GraphOptions(optimizer_options=OO(global_jit_level=level))))
 
 
+def _counting_loop():
+    """n, and (i, x) of a loop counting both to n: the ops, in the default graph."""
+    n = af.placeholder(af.int64, [], name="n")
+    i, x = af.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x + 1.0),
+                         [af.constant(0, af.int64), af.constant(0.0)])
+    return n, i, x
+
+
 def _scalar_loop():
     g = af.Graph()
     with g.as_default():
-        n = af.placeholder(af.int64, [], name="n")
-        i, x = af.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x + 1.0),
-                             [af.constant(0, af.int64), af.constant(0.0)])
+        n, i, x = _counting_loop()
     return g, n, i, x
 
 
@@ -132,12 +138,9 @@ def test_another_ops_failure_stops_the_loop(monkeypatch):
     monkeypatch.delenv("AF_JIT", raising=False)
     g = af.Graph()
     with g.as_default():
-        n = af.placeholder(af.int64, [], name="n")
+        n, i, x = _counting_loop()
         bad = af.placeholder(af.float32, [None], name="bad")
-        i, x = af.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x + 1.0),
-                             [af.constant(0, af.int64), af.constant(0.0)])
-        checked = af.debugging.check_numerics(bad, "the fed vector") if hasattr(af, "debugging") \
-            else af.check_numerics(bad, "the fed vector")
+        checked = af.debugging.check_numerics(bad, "the fed vector")
     with _session(g, OO.ON_1) as s:
         s.run(i, {n: 5})
         with pytest.raises(af.errors.InvalidArgumentError, match="the fed vector"):
