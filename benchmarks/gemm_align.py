@@ -3,7 +3,10 @@ one, as numpy's large arrays do (malloc's mmap path).
 
 1. The MLP's big product, 256x1024 @ 1024x1024 float32, through the kernels' GEMM (blas.matmul:
    MKL or OpenBLAS, one thread), every operand at each offset; best of 30 calls, three rounds.
-2. The MLP training step (benchmarks/train_step.py's graph, global_jit_level ON_1) with the
+2. Two cores on one product: one column half of that product alone, and both halves at once on
+   two threads (raw threads meeting at a barrier, nothing of actorflow's pool): how far from 2x
+   this machine's two cores get on a GEMM, which bounds what any split of the MLP's GEMMs can do.
+3. The MLP training step (benchmarks/train_step.py's graph, global_jit_level ON_1) with the
    kernels' buffers aligned and not (`aligned._SMALL` set past any size: `empty` is then
    np.empty), the fed batch aligned or 16 bytes off to match, alternating every 5 steps in one
    process (the same heap and the same machine state for both: what differs is the alignment
@@ -50,6 +53,43 @@ def gemm_offsets() -> None:
     print("256x1024 @ 1024x1024 float32, one thread, best of 30 (ms), three rounds:")
     for off, v in res.items():
         print(f"  operands {off:2d} bytes past a 64-byte boundary: " + ", ".join(f"{x:.3f}" for x in v))
+
+
+def two_cores(reps: int = 50) -> None:
+    import threading
+
+    from actorflow.kernels.cpu.blas import matmul
+    rng = np.random.default_rng(0)
+    x, w, out = _at((256, 1024), 0), _at((1024, 1024), 0), _at((256, 1024), 0)
+    x[:] = rng.standard_normal(x.shape)
+    w[:] = rng.standard_normal(w.shape)
+    halves = [(w[:, :512], out[:, :512]), (w[:, 512:], out[:, 512:])]
+    bar = threading.Barrier(2)
+
+    def other():
+        b, o = halves[1]
+        for _ in range(reps):
+            bar.wait()
+            matmul(x, b, out=o)
+            bar.wait()
+    t = threading.Thread(target=other)
+    t.start()
+    both = []
+    b, o = halves[0]
+    for _ in range(reps):
+        bar.wait()
+        t0 = time.perf_counter()
+        matmul(x, b, out=o)
+        bar.wait()
+        both.append(time.perf_counter() - t0)
+    t.join()
+    alone = float("inf")
+    for _ in range(30):
+        t0 = time.perf_counter()
+        matmul(x, b, out=o)
+        alone = min(alone, time.perf_counter() - t0)
+    print(f"one column half (256x1024 @ 1024x512) alone {alone * 1e3:.3f} ms; both halves at once on two threads "
+          f"{min(both) * 1e3:.3f} ms best, {np.median(both) * 1e3:.3f} median (2x would be {alone * 1e3:.3f})")
 
 
 def step_ab(turns: int) -> None:
@@ -99,6 +139,7 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=40)
     args = ap.parse_args()
     gemm_offsets()
+    two_cores()
     step_ab(args.turns)
 
 
