@@ -1,5 +1,6 @@
-"""Where a GEMM's buffers start (kernels/cpu/aligned.py): on a 64-byte boundary, or 16 bytes past
-one, as numpy's large arrays do (malloc's mmap path).
+"""The GEMM kernels on this machine: where their buffers start (kernels/cpu/aligned.py: on a 64-byte
+boundary, or 16 bytes past one, as numpy's large arrays do), what two cores give on one product,
+and when a product is worth splitting (kernels/cpu/matmul.py MIN_SPLIT_MACS).
 
 1. The MLP's big product, 256x1024 @ 1024x1024 float32, through the kernels' GEMM (blas.matmul:
    MKL or OpenBLAS, one thread), every operand at each offset; best of 30 calls, three rounds.
@@ -11,6 +12,8 @@ one, as numpy's large arrays do (malloc's mmap path).
    np.empty), the fed batch aligned or 16 bytes off to match, alternating every 5 steps in one
    process (the same heap and the same machine state for both: what differs is the alignment
    alone); the median over turns of each turn's best step, and of the per-turn ratios [25%, 75%].
+4. The same A/B of `matmul.MIN_SPLIT_MACS`: products under it per thread run whole, against every
+   product worth the pool split over its threads.
 
 Run: python benchmarks/gemm_align.py [--turns 40]
 """
@@ -92,17 +95,46 @@ def two_cores(reps: int = 50) -> None:
           f"{min(both) * 1e3:.3f} ms best, {np.median(both) * 1e3:.3f} median (2x would be {alone * 1e3:.3f})")
 
 
-def step_ab(turns: int) -> None:
+def _mlp_session():
     sys.path.insert(0, HERE)
     import train_step as ts
 
     import actorflow as af
-    from actorflow.kernels.cpu import aligned as al
     prob = ts.make_problem("mlp")
     g, init, fetches, feed = ts.actorflow_graph("mlp", prob)
     oo = af.OptimizerOptions(global_jit_level=af.OptimizerOptions.ON_1)
     s = af.Session(graph=g, config=af.ConfigProto(graph_options=af.GraphOptions(optimizer_options=oo)))
     s.run(init)
+    for _ in range(5):
+        s.run(fetches, feed)
+    return s, fetches, feed
+
+
+def _alternate(s, fetches, modes: dict, turns: int) -> dict:
+    """{mode: per-turn best step}: `modes` maps a name to (switch on, feed); turns of 5 steps each."""
+    res: dict = {name: [] for name in modes}
+    for _ in range(turns):
+        for name, (switch, feed) in modes.items():
+            switch()
+            best = float("inf")
+            for _ in range(5):
+                t = time.perf_counter()
+                s.run(fetches, feed)
+                best = min(best, time.perf_counter() - t)
+            res[name].append(best)
+    return res
+
+
+def _report(what: str, turns: int, res: dict, a: str, b: str) -> None:
+    q = np.quantile([x / y for x, y in zip(res[a], res[b])], [0.25, 0.5, 0.75])
+    print(f"MLP training step, {what}, {turns} turns of 5 steps: {a} {np.median(res[a]) * 1e3:.2f} ms, "
+          f"{b} {np.median(res[b]) * 1e3:.2f} ms; {a}/{b} {q[1]:.3f} [{q[0]:.3f}, {q[2]:.3f}]")
+
+
+def step_ab(turns: int) -> None:
+    """The kernels' buffers aligned or not (`aligned._SMALL` past any size: `empty` is np.empty)."""
+    from actorflow.kernels.cpu import aligned as al
+    s, fetches, feed = _mlp_session()
     feeds = {"aligned": {}, "numpy": {}}
     for k, v in feed.items():
         big = isinstance(v, np.ndarray) and v.nbytes >= 4096
@@ -114,24 +146,30 @@ def step_ab(turns: int) -> None:
             else:
                 feeds[name][k] = v
     small = al._SMALL
-    for _ in range(5):
-        s.run(fetches, feed)
-    res: dict = {"aligned": [], "numpy": []}
+
+    def switch(v):
+        return lambda: setattr(al, "_SMALL", v)
     try:
-        for _ in range(turns):
-            for name in res:
-                al._SMALL = small if name == "aligned" else 1 << 62
-                best = float("inf")
-                for _ in range(5):
-                    t = time.perf_counter()
-                    s.run(fetches, feeds[name])
-                    best = min(best, time.perf_counter() - t)
-                res[name].append(best)
+        res = _alternate(s, fetches, {"aligned": (switch(small), feeds["aligned"]),
+                                      "numpy": (switch(1 << 62), feeds["numpy"])}, turns)
     finally:
         al._SMALL = small
-    q = np.quantile([a / b for a, b in zip(res["aligned"], res["numpy"])], [0.25, 0.5, 0.75])
-    print(f"MLP training step, {turns} turns of 5 steps: aligned {np.median(res['aligned']) * 1e3:.2f} ms, "
-          f"numpy's {np.median(res['numpy']) * 1e3:.2f} ms; aligned/numpy {q[1]:.3f} [{q[0]:.3f}, {q[2]:.3f}]")
+    _report("buffers", turns, res, "aligned", "numpy")
+
+
+def split_ab(turns: int) -> None:
+    """Products under MIN_SPLIT_MACS a thread run whole, or every product worth the pool is split."""
+    from actorflow.kernels.cpu import matmul
+    s, fetches, feed = _mlp_session()
+    limit = matmul.MIN_SPLIT_MACS
+
+    def switch(v):
+        return lambda: setattr(matmul, "MIN_SPLIT_MACS", v)
+    try:
+        res = _alternate(s, fetches, {"whole": (switch(limit), feed), "split": (switch(0), feed)}, turns)
+    finally:
+        matmul.MIN_SPLIT_MACS = limit
+    _report(f"products under {limit:,} multiply-adds a thread", turns, res, "whole", "split")
 
 
 def main() -> None:
@@ -141,6 +179,7 @@ def main() -> None:
     gemm_offsets()
     two_cores()
     step_ab(args.turns)
+    split_ab(args.turns)
 
 
 if __name__ == "__main__":
