@@ -24,8 +24,9 @@ _GEMM_BLOCK = 16
 # A product of fewer multiply-adds per thread than this (counted as _matmul_cost counts them) runs
 # whole: its blocks would each take under ~150 us, about what handing one to a pool thread and
 # waiting for it costs. On the MLP step (256 rows), the 256x1024x10 forward product took 0.29 ms
-# split in two and 0.23 whole, its 256x10x1024 input gradient 0.34 and 0.30 (benchmarks/gemm_align.py: an A/B of
-# this constant in one process, alternating every 5 steps).
+# split in two and 0.23 whole, its 256x10x1024 input gradient 0.34 and 0.30 (medians of the
+# synchronous path's kernel times, the constant switched every 5 steps in one process); the whole
+# step moves by less than the machine's noise (benchmarks/gemm_align.py: 0.994 and 1.002).
 MIN_SPLIT_MACS = 6_000_000
 
 
