@@ -1109,26 +1109,64 @@ def _loop_interpreter(lp: _Loop, extra):
     saved = [(p.inputs[1], np.dtype(_dt(p.inputs[1])), tuple(d or 0 for d in p.inputs[1].shape.as_list()))
              for p in lp.pushes]
 
-    def run_ops(steps, vals, it):
+    # Every value lives in a register (a list slot) numbered once here: the loop's invariants, the
+    # Merge and Switch outputs that carry the loop variables, each op's outputs, and the constants
+    # the ops read (filled in once); each op reads and writes registers by number.
+    index: dict = {}
+
+    def slot(t):
+        k = index.get(t)
+        if k is None:
+            k = index[t] = len(index)
+        return k
+    inv_slots = [slot(t) for t in invariants]
+    var_slots = [(slot(m.outputs[0]), slot(s.outputs[1])) for m, s in zip(merges, switches)]
+    for op, _ in cond_run + body_run:
+        for t in op.outputs:
+            slot(t)
+    consts: list = []
+
+    def ref(t):
+        """The register of a value read: a constant outside the loop's ops gets one, filled once."""
+        k = index.get(t)
+        if k is None:
+            k = slot(t)
+            consts.append((k, t.op.attrs.get("value")))
+        return k
+
+    def program(steps):
+        out = []
         for op, fn in steps:
-            xs = [vals[t] if t in vals else t.op.attrs["value"] for t in op.inputs]
+            outs = slot(op.outputs[0]) if len(op.outputs) == 1 else tuple(slot(t) for t in op.outputs)
+            out.append((op, fn, tuple(ref(t) for t in op.inputs), outs))
+        return tuple(out)
+    cond_prog, body_prog = program(cond_run), program(body_run)
+    cond_slot = ref(loop_cond.inputs[0])
+    next_slots = [ref(n.inputs[0]) for n in nexts]
+    saved_slots = [ref(t) for t, _, _ in saved]
+    template = [None] * len(index)
+    for k, v in consts:
+        template[k] = v
+
+    def run_ops(prog, regs, it):
+        for op, fn, ins, outs in prog:
             try:
-                r = fn(*xs)
+                r = fn(*[regs[k] for k in ins])
             except Exception as e:  # noqa: BLE001 - named as the actors name it: the op, the iteration
                 raise _loop_op_error(e, op, it, lp.name) from e
-            if len(op.outputs) == 1:
-                vals[op.outputs[0]] = r
+            if type(outs) is int:
+                regs[outs] = r
             else:
-                for t, v in zip(op.outputs, r):
-                    vals[t] = v
+                for k, v in zip(outs, r):
+                    regs[k] = v
 
     per_iteration = len(cond_run) + len(body_run)
     ops_run = [0, 0]                    # (op runs, elements): tiered mode's estimate of the cost
 
     def run(*args):
-        vals: dict = {}
-        for t, a in zip(invariants, args[n_vars:]):
-            vals[t] = a
+        regs = template.copy()
+        for k, a in zip(inv_slots, args[n_vars:]):
+            regs[k] = a
         cur = list(args[:n_vars])
         rows: list = [[] for _ in saved]
         iterations = 0
@@ -1136,17 +1174,17 @@ def _loop_interpreter(lp: _Loop, extra):
         while True:
             if stop[0]:
                 interrupt.raise_if_stopped(stop, f"while loop '{lp.name}'")
-            for m, s, v in zip(merges, switches, cur):
-                vals[m.outputs[0]] = v
-                vals[s.outputs[1]] = v
-            run_ops(cond_run, vals, iterations)
-            if not bool(vals[loop_cond.inputs[0]]):
+            for (mk, sk), v in zip(var_slots, cur):
+                regs[mk] = v
+                regs[sk] = v
+            run_ops(cond_prog, regs, iterations)
+            if not bool(regs[cond_slot]):
                 break
-            run_ops(body_run, vals, iterations)
+            run_ops(body_prog, regs, iterations)
             iterations += 1
-            for (t, _, _), r in zip(saved, rows):
-                r.append(vals[t])
-            cur = [vals[n.inputs[0]] for n in nexts]
+            for k, r in zip(saved_slots, rows):
+                r.append(regs[k])
+            cur = [regs[k] for k in next_slots]
         ops_run[0] += iterations * per_iteration + len(cond_run)
         for (_, d, shape), r in zip(saved, rows):
             cur.append(np.stack([np.asarray(v, d) for v in r]) if r else np.empty((0,) + shape, d))
