@@ -1025,3 +1025,24 @@ def test_a_plan_with_a_cycle_is_an_error_not_a_hang():
     b.op._add_control_input(c.op)                    # b -> c -> b: a cycle no graph builder makes
     with pytest.raises(af.errors.InternalError, match="cycle through op"):
         _toposort((a.op, b.op, c.op))
+
+
+def test_a_cluster_of_scalar_inputs_compiles_and_runs_compiled():
+    """A cluster with no array input is compiled eagerly with its inputs' types alone (a loop's
+    signature has the stop cell after them; a cluster's does not)."""
+    from actorflow.scheduler.jit.compile import compile_stats
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [], name="x")
+        y = x
+        for _ in range(12):
+            y = y * 1.5 + 1.0
+    (op,) = [o for o in jit_pass(make_plan(g, [x], [y], [])).ops if o.type == "_JitCluster"]
+    k = make_kernel(dict(op.attrs))
+    assert k.error is None and k.fn is not None
+    rejected = compile_stats["rejected"]
+    want = np.float32(0.25)
+    for _ in range(12):
+        want = want * np.float32(1.5) + np.float32(1.0)
+    assert k(np.array(0.25, np.float32)) == want
+    assert compile_stats["rejected"] == rejected

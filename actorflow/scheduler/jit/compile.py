@@ -304,8 +304,9 @@ class JitKernel:
                 _compile_for(disp, tuple(_numba_type(d, r, readonly=True) for d, r in self.inputs))
             elif self.flat:                 # (its signature ends with the stop cell)
                 disp.compile(tuple(_numba_type(d, r) for d, r in self.flat.sig))
-            else:                           # a loop: its arguments, then the stop cell
-                disp.compile(tuple(_numba_type(d, r) for d, r in self.inputs + (("int64", 1),)))
+            else:                           # a loop's arguments end with its stop cell
+                stop = (("int64", 1),) if self.loop else ()
+                disp.compile(tuple(_numba_type(d, r) for d, r in self.inputs + stop))
         except Exception as e:  # noqa: BLE001 - a cluster numba cannot compile runs interpreted
             log.warning("JIT: cannot compile %s (%s: %s); it runs interpreted", self.what, type(e).__name__, e)
             self.error = e
