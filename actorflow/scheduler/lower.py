@@ -411,8 +411,8 @@ def _jit(plan, options):
     What jit_scope() marks compiles before the first step at every level."""
     env = os.environ.get("AF_JIT")
     tiered = env == "tiered"
-    on = (env not in ("0", "default")) if env else options.jit_level in (1, 2)
-    small = not on and (env == "default" or (not env and options.jit_level == 0))
+    on = (env != "0") if env else options.jit_level in (1, 2)
+    small = not env and options.jit_level == 0
     if not on and not small and not any(op.attrs.get("_XlaCompile") is True for op in plan.ops):
         return plan
     if small and not plan.has_control_flow and not any(op.attrs.get("_XlaCompile") is True for op in plan.ops):
