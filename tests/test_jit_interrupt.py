@@ -55,7 +55,9 @@ def _vector_loop():
 
 
 def _idle_cpu(seconds=0.4) -> float:
-    """CPU seconds this process spends over `seconds` of sleep: about 0 when no loop runs on."""
+    """CPU seconds this process spends over `seconds` of sleep: about 0 when no loop runs on (after
+    any compile an earlier test left on the compile thread has ended)."""
+    jc.wait_for_compiles()
     c0 = time.process_time()
     time.sleep(seconds)
     return time.process_time() - c0
