@@ -413,9 +413,8 @@ def _jit(plan, options):
     tiered = env == "tiered"
     on = (env != "0") if env else options.jit_level in (1, 2)
     small = not env and options.jit_level == 0
-    if not on and not small and not any(op.attrs.get("_XlaCompile") is True for op in plan.ops):
-        return plan
-    if small and not plan.has_control_flow and not any(op.attrs.get("_XlaCompile") is True for op in plan.ops):
+    marked = any(op.attrs.get("_XlaCompile") is True for op in plan.ops)
+    if not (on or marked or (small and plan.has_control_flow)):
         return plan
     from actorflow.scheduler.jit import jit_pass
     fuse = next((p for p in _PASSES if p.name == "fuse"), None)

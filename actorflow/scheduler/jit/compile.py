@@ -49,6 +49,7 @@ import numpy as np
 
 from actorflow import errors
 from actorflow.kernels import interrupt
+from actorflow.kernels.cpu import aligned
 from actorflow.kernels.lazy_numba import import_numba
 
 __all__ = ["load_source", "cache_dir", "JitKernel", "compile_stats"]
@@ -116,13 +117,8 @@ def load_source(source: str):
 
 
 def _aligned_empty(n: int, dtype):
-    """An empty 1-D array of `n` elements starting on a cache line. A static loop's vector loads
-    and stores are a quarter slower from a buffer 16 bytes off a 32-byte boundary (malloc aligns to
-    16): an LSTM cell's loop took 14 or 18 ms for 10,000 iterations, by where its buffers fell."""
-    dt = np.dtype(dtype)
-    raw = np.empty(n * dt.itemsize + 64, np.uint8)
-    off = -raw.__array_interface__["data"][0] % 64
-    return raw[off:off + n * dt.itemsize].view(dt)
+    """An empty 1-D array of `n` elements starting on a cache line, however small (see aligned.py)."""
+    return aligned.empty(n, dtype, small=0)
 
 
 def _size(shape) -> int:
@@ -525,15 +521,13 @@ class JitKernel:
                 a = args[i]
                 if not (a.flags.c_contiguous and a.flags.writeable):
                     args[i] = np.array(a, order="C")
-        if self.loop:
-            stop = interrupt.current()
-            out = fn(*args, stop)
-            interrupt.raise_if_stopped(stop, self.what)
-        else:
-            out = fn(*args)
         so = self.scalar_out
-        if self.loop:
-            out, it = out               # (the loop variables and histories, the iteration count)
+        if not self.loop:
+            out = fn(*args)
+        else:
+            stop = interrupt.current()
+            out, it = fn(*args, stop)   # (the loop variables and histories, the iteration count)
+            interrupt.raise_if_stopped(stop, self.what)
             if self.shape_only:
                 out = tuple(self._unsaved(list(out), it, args))
             if self.rows and not out[self.n_vars].shape[0]:
