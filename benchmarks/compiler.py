@@ -60,6 +60,7 @@ ROOT = os.path.dirname(HERE)
 WORKLOADS = ("chain", "while", "lstm", "lstm_grad", "mlp", "convnet")
 CHAIN, ITERS, LSTM_STEPS, WIDTH = 1000, 100_000, 10_000, 32
 CONTENDERS = ("af-off", "af-on", "af-jit-only", "tf")
+TARGETS = {"chain": 0.5, "while": 0.5, "lstm": 1.0, "lstm_grad": 1.0, "mlp": 0.95, "convnet": 1.1}     # x TF
 # seconds between turns side by side (see paired): TF's idle threads spin a few ms after a step (0.05 and
 # 0.5 gave the same figures)
 SETTLE = float(os.environ.get("AF_BENCH_SETTLE", "0.05"))
@@ -300,10 +301,13 @@ def paired(contenders, models, tf_python, cache_dir, rounds, window):
     procs = {}
     try:
         for c in contenders:
-            py = tf_python if c == "tf" else sys.executable
+            # "af-on@AF_SPIN_US=0;VAR=value": contender af-on with those variables set (an A/B of a setting)
+            base, _, spec = c.partition("@")
+            py = tf_python if base == "tf" else sys.executable
             env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                       AF_JIT_CACHE_DIR=cache_dir, TF_CPP_MIN_LOG_LEVEL="3")
-            procs[c] = subprocess.Popen([py, os.path.abspath(__file__), "--serve", c, "--only", ",".join(models)],
+                       AF_JIT_CACHE_DIR=cache_dir, TF_CPP_MIN_LOG_LEVEL="3",
+                       **dict(kv.split("=", 1) for kv in spec.split(";") if kv))
+            procs[c] = subprocess.Popen([py, os.path.abspath(__file__), "--serve", base, "--only", ",".join(models)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                         text=True, env=env)
         for c, p in procs.items():
@@ -345,6 +349,11 @@ def main() -> None:
     ap.add_argument("--paired-rounds", type=int, default=15,
                     help="turns of the training steps timed side by side (0: none)")
     ap.add_argument("--paired-window", type=int, default=5, help="steps per turn")
+    ap.add_argument("--paired-extra", default="",
+                    help="more side-by-side contenders, comma-separated, each a contender with environment "
+                         "variables set: 'af-on@AF_SPIN_US=0' (an A/B of a setting, in the same turns)")
+    ap.add_argument("--paired-only", action="store_true",
+                    help="only the side-by-side training steps (no rounds of every workload)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--serve", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -362,6 +371,18 @@ def main() -> None:
     compileall.compile_dir(os.path.join(ROOT, "actorflow"), quiet=1)
     cache = tempfile.mkdtemp(prefix="afjit_bench_")
     results: dict = {c: [] for c in contenders}
+    paired_contenders = contenders + [c for c in args.paired_extra.split(",") if c]
+    if args.paired_only:        # af-on and TF (and the extras): the contenders the targets compare
+        paired_contenders = [c for c in paired_contenders if c not in ("af-off", "af-jit-only")]
+        models = [w for w in only if w in ("mlp", "convnet")]
+        try:
+            _run_worker("af-on", models, args.tf_python, cache)        # the JIT cache filled first
+            out = paired(paired_contenders, models, args.tf_python, cache, max(1, args.paired_rounds),
+                         args.paired_window)
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+        report_paired(out)
+        return
     try:
         for r in range(max(1, args.rounds)):
             order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
@@ -389,10 +410,28 @@ def main() -> None:
         models = [w for w in only if w in ("mlp", "convnet")]
         if models and args.paired_rounds > 0:
             print(f"  side by side: {args.paired_rounds} turns of {args.paired_window} steps", file=sys.stderr, flush=True)
-            extra["paired"] = paired(contenders, models, args.tf_python, cache, args.paired_rounds, args.paired_window)
+            extra["paired"] = paired(paired_contenders, models, args.tf_python, cache, args.paired_rounds,
+                                     args.paired_window)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     report(results, only, extra)
+
+
+def report_paired(paired_out) -> None:
+    print("\ntraining steps side by side (every contender's process alive, taking turns; ms: the median over"
+          " turns of each turn's best step; ratios: the median of the same turn's ratios, [25%, 75%]):")
+    for w, per in paired_out.items():
+        line = f"{w:10s} " + " ".join(f"{c} {statistics.median(v) * 1e3:.2f}" for c, v in per.items())
+        for base in ("tf", "af-on"):
+            if base not in per:
+                continue
+            for c, v in per.items():
+                if c != base and (base == "tf" or c.startswith(base + "@")):
+                    q = np.quantile([a / b for a, b in zip(v, per[base])], [0.25, 0.5, 0.75])
+                    line += f" | {c}/{base} {q[1]:.3f} [{q[0]:.3f}, {q[2]:.3f}]"
+        if "tf" in per:
+            line += f"  (target <= {TARGETS[w]} of tf)"
+        print(line)
 
 
 def _best(runs, w, key, skip_first=False):
@@ -405,7 +444,7 @@ def report(results, only, results_extra=None) -> None:
     per = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
            "lstm_grad": (LSTM_STEPS, "us/step"),
            "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
-    targets = {"chain": 0.5, "while": 0.5, "lstm": 1.0, "lstm_grad": 1.0, "mlp": 0.95, "convnet": 1.1}
+    targets = TARGETS
     has_tf = "tf" in results
     print(f"{'workload':10s} {'unit':8s} " + " ".join(f"{c:>12s}" for c in results)
           + ("   " + " ".join(f"{c + '/tf':>15s}" for c in results if c != "tf") + "  target" if has_tf else ""))
@@ -436,17 +475,7 @@ def report(results, only, results_extra=None) -> None:
                                        f"kernels), warm {min(r[w].get('compile_cpu', 0) for r in on[1:]) if len(on) > 1 else float('nan'):.2f}"
                                        for w in only))
     if "paired" in results_extra:
-        print("\ntraining steps side by side (every contender's process alive, taking turns; ms: the median over"
-              " turns of each turn's best step; ratios: the median of the same turn's ratios, [25%, 75%]):")
-        for w, per in results_extra["paired"].items():
-            line = f"{w:10s} " + " ".join(f"{c} {statistics.median(v) * 1e3:.2f}" for c, v in per.items())
-            if "tf" in per:
-                for c, v in per.items():
-                    if c != "tf":
-                        q = np.quantile([a / b for a, b in zip(v, per["tf"])], [0.25, 0.5, 0.75])
-                        line += f" | {c}/tf {q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]"
-                line += f"  (target <= {targets[w]})"
-            print(line)
+        report_paired(results_extra["paired"])
     units = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
              "lstm_grad": (LSTM_STEPS, "us/step"), "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
     scale = {w: (1e6 / units[w][0] if units[w][1].startswith("us") else 1e3) for w in only}

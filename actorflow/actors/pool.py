@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import atexit
 import collections
+import itertools
 import logging
+import os
 import queue
 import threading
 import time
 import weakref
 
-__all__ = ["KernelPool", "SyncPool", "offload_policy"]
+__all__ = ["KernelPool", "SpinTeam", "SyncPool", "offload_policy", "spin_us"]
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +41,8 @@ def _stop_pools_at_exit(timeout: float = 5.0) -> None:
     for pool in pools:
         pool.shutdown()
     for pool in pools:
-        for t in pool._threads:
+        team = pool._team
+        for t in pool._threads + (team.threads if team is not None else []):
             if t is not threading.current_thread():
                 t.join(max(0.0, deadline - time.monotonic()))
 
@@ -57,7 +60,20 @@ class KernelPool:
                          for i in range(threads)]
         for t in self._threads:
             t.start()
+        self._team: SpinTeam | None = None
+        self._team_lock = threading.Lock()
         _LIVE.add(self)
+
+    def team(self) -> "SpinTeam | None":
+        """The pool's `SpinTeam` of ``threads - 1`` helpers, made on first use; None when spinning is
+        off (``AF_SPIN_US=0``), the pool has one thread, or it is shut down."""
+        team = self._team
+        if team is None and self.threads > 1 and not self._stopping and spin_us() > 0:
+            with self._team_lock:
+                if self._team is None and not self._stopping:
+                    self._team = SpinTeam(self.threads - 1, spin_us())
+                team = self._team
+        return team
 
     def submit(self, fn, deferred: bool = False) -> None:
         """Runs `fn()` on a pool thread. `fn` reports its own result and errors."""
@@ -94,9 +110,142 @@ class KernelPool:
         self._deferred.clear()
         for _ in self._threads:
             self._tokens.put(None)
+        with self._team_lock:
+            team = self._team
+        if team is not None:
+            team.close()
         if wait:
-            for t in self._threads:
+            for t in self._threads + (team.threads if team is not None else []):
                 t.join()
+
+
+_SPIN_US_DEFAULT = 1000
+
+
+def spin_us() -> int:
+    """How long (us) a `SpinTeam`'s helper spins for its next blocks before it sleeps: ``AF_SPIN_US``,
+    default 1000; 0 turns the teams off (split kernels' blocks then wake pool threads)."""
+    raw = os.environ.get("AF_SPIN_US", "")
+    if not raw:
+        return _SPIN_US_DEFAULT
+    try:
+        v = int(raw)
+    except ValueError:
+        raise ValueError(f"AF_SPIN_US must be a whole number of microseconds, got {raw!r}") from None
+    if v < 0:
+        raise ValueError(f"AF_SPIN_US must be >= 0, got {v}")
+    return v
+
+
+class SpinTeam:
+    """Helper threads that run the blocks of one kernel beside the thread that splits it, woken by a
+    store to memory instead of a system call.
+
+    The synchronous training path (actors/sync_step.py) runs a big GEMM as blocks that the calling
+    thread and the pool's threads take until none is left. Handing blocks to a pool thread wakes it
+    from a futex: on these VMs that costs the caller 20-40 us and the woken thread 50-150 us before
+    its first block starts, and the caller waits as long at the end, four to five times in an MLP
+    step. A team's helpers instead spin (in nogil numba code, `kernels/spin.py`: the GIL stays free)
+    for up to `spin_us` after their last block, watching a generation counter; `run` bumps it, so a
+    helper that is spinning starts within a microsecond, and the caller spins for the last block's
+    end the same way. A helper that spun out sleeps on an event that `run` also sets, so the team
+    costs no CPU between steps that are further apart than `spin_us`. (OpenMP's runtimes keep their
+    threads spinning after a parallel region the same way: KMP_BLOCKTIME, OMP_WAIT_POLICY.)
+
+    One caller at a time: `run` returns False at once when the team is busy (another thread's step,
+    or a block that itself splits a kernel), and the caller uses the pool instead."""
+
+    def __init__(self, helpers: int, spin_us: int):
+        from actorflow.kernels import spin
+        self._spin = spin.spin_until
+        self._iters = max(1, int(spin_us * spin.iterations_per_us()))
+        self._flags = spin.new_flags(2)          # [0]: blocks posted (a generation), [STRIDE]: done
+        self._done_at = spin.STRIDE
+        self._gen = 0
+        self._work = None
+        self._busy = threading.Lock()
+        self._wake = threading.Event()
+        self._done = threading.Event()
+        self._stopping = False
+        self.threads = [threading.Thread(target=self._helper, name=f"actorflow-team_{i}", daemon=True)
+                        for i in range(helpers)]
+        for t in self.threads:
+            t.start()
+
+    def _helper(self) -> None:
+        flags, spin, iters = self._flags, self._spin, self._iters
+        seen = 0
+        while not self._stopping:
+            v = spin(flags, 0, seen, iters)
+            if v == seen:                       # nothing posted for spin_us: sleep until `run` posts
+                self._wake.clear()
+                if int(flags[0]) == seen and not self._stopping:
+                    self._wake.wait()
+                continue
+            seen = v
+            work = self._work
+            if work is not None:
+                work()
+            work = None
+
+    def run(self, thunks: list) -> bool:
+        """Runs every thunk, on this thread and the helpers; returns when all have ended (True), raising
+        the first error; False (nothing run) when the team is busy or closed."""
+        if self._stopping or not self._busy.acquire(blocking=False):
+            return False
+        try:
+            self._run(thunks)
+        finally:
+            self._work = None
+            self._busy.release()
+        return True
+
+    def _run(self, thunks: list) -> None:
+        n = len(thunks)
+        claim = itertools.count().__next__       # atomic under the GIL
+        state = [n, None]                          # blocks left, first error
+        lock = threading.Lock()
+        flags, done_at, done = self._flags, self._done_at, self._done
+        self._gen = gen = self._gen + 1
+
+        def work():
+            while True:
+                i = claim()
+                if i >= n:
+                    return
+                thunk, thunks[i] = thunks[i], None
+                try:
+                    thunk()
+                except BaseException as e:  # noqa: BLE001 - raised by the caller
+                    state[1] = state[1] or e
+                thunk = None
+                with lock:
+                    state[0] -= 1
+                    last = not state[0]
+                if last:
+                    flags[done_at] = gen
+                    done.set()
+
+        self._work = work
+        flags[0] = gen                             # the helpers that spin start now
+        self._wake.set()                           # and those asleep wake up
+        work()
+        if self._spin(flags, done_at, gen - 1, self._iters) != gen:
+            # The event may still hold a set from the run before (its last block's helper sets it
+            # after the flag that let that run return): cleared, then the flag read again.
+            while int(flags[done_at]) != gen:
+                done.clear()
+                if int(flags[done_at]) == gen:
+                    break
+                done.wait()
+        if state[1] is not None:
+            raise state[1]
+
+    def close(self) -> None:
+        """Stops the helpers (each after its current block)."""
+        self._stopping = True
+        self._flags[0] = -1
+        self._wake.set()
 
 
 class SyncPool:

@@ -428,7 +428,13 @@ def _unpark_all(rt, waiting) -> None:
 
 def _run_blocks(pool, thunks, threads) -> None:
     """Runs every thunk, on this thread and up to `threads - 1` pool threads that take the next
-    block as they free up; returns when all have ended, raising the first error."""
+    block as they free up; returns when all have ended, raising the first error. The pool's
+    `SpinTeam` runs them when it is free (its helpers start without a wake-up: see pool.py)."""
+    team = getattr(pool, "team", None)
+    if team is not None and len(thunks) > 1:
+        team = team()
+        if team is not None and team.run(thunks):
+            return
     n = len(thunks)
     claim = itertools.count().__next__       # atomic under the GIL
     state = [n, None]                          # blocks left, first error
