@@ -357,3 +357,41 @@ def test_a_kernel_error_in_the_update_tail_names_its_op_as_the_actors_do(monkeyp
     assert type(fast.value) is type(slow.value)
     assert str(fast.value) == str(slow.value)
     assert "add_v" in str(fast.value)
+
+
+def test_small_groups_of_the_tail_share_one_thunk_and_match(monkeypatch):
+    """Groups of the tail that took under SERIAL_GROUP_S run together in one thunk (no hand-off to
+    another thread; with a single thunk, none at all), and the variables come out the same bit for
+    bit as with every group on a thread of its own."""
+    rng = np.random.default_rng(11)
+    x, logits = _mlp(rng, sizes=(6, 16, 8, 3))
+    y = af.placeholder(af.int64, [None], name="y")
+    loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    train = af.train.MomentumOptimizer(0.05, 0.9).minimize(loss)
+    variables = af.global_variables()
+    init = af.global_variables_initializer()
+    feeds = [{x: rng.standard_normal((8, 6)).astype(np.float32), y: rng.integers(0, 3, 8)} for _ in range(4)]
+    handed = []
+    run_blocks = sync_step._run_blocks
+    monkeypatch.setattr(sync_step, "_run_blocks", lambda pool, thunks, threads: handed.append(len(thunks))
+                        or run_blocks(pool, thunks, threads))
+    results = []
+    with _session(True, monkeypatch, jit_off=True) as sess:
+        for serial_s in (0.0, 10.0):              # every group on its own; every group small
+            monkeypatch.setattr(sync_step, "SERIAL_GROUP_S", serial_s)
+            sess.run(init)
+            sess.run([train, loss], feeds[0])
+            prog = _exe_of(sess, train).sync
+            assert prog.tail is not None and len(prog.tail[1]) >= 3
+            assert all(t is not None for t in prog.group_s)
+            handed.clear()
+            losses = [sess.run([train, loss], f)[1] for f in feeds[1:]]
+            if serial_s:
+                assert handed == []
+            else:
+                assert handed == [len(prog.tail[1])] * 3
+            results.append((losses, sess.run(variables)))
+    (l1, v1), (l2, v2) = results
+    assert l1 == l2
+    for a, b in zip(v1, v2):
+        np.testing.assert_array_equal(a, b)

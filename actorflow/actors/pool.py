@@ -67,8 +67,10 @@ class KernelPool:
     def team(self) -> "SpinTeam | None":
         """The pool's `SpinTeam` of ``threads - 1`` helpers, made on first use; None when spinning is
         off (``AF_SPIN_US=0``), the pool has one thread, or it is shut down."""
+        if spin_us() <= 0:
+            return None
         team = self._team
-        if team is None and self.threads > 1 and not self._stopping and spin_us() > 0:
+        if team is None and self.threads > 1 and not self._stopping:
             with self._team_lock:
                 if self._team is None and not self._stopping:
                     self._team = SpinTeam(self.threads - 1, spin_us())

@@ -27,6 +27,7 @@ import functools
 import itertools
 import os
 import threading
+import time
 
 import numpy as np
 
@@ -50,6 +51,12 @@ TRAINING_STEPS = os.environ.get("AF_SYNC_TRAIN", "1") != "0"
 _PURE_RULES = frozenset({"node", "const", "identity", "noop"})
 _PLAIN = (NodeActor, SingleInputActor, SourceActor)
 _MAX_REMEMBERED = 64
+# A group of a training step's closing updates (SyncTrainProgram._tail) that took less than this
+# runs in one thunk with the other small ones, not on a thread of its own: handing a block to
+# another thread and meeting it again costs 20-150 us on these VMs. A small model's SGD step (batch 8,
+# 4-16-3) took 206-236 us (median) with a thread per group and 138 us with them merged (A/B in one
+# process, alternating).
+SERIAL_GROUP_S = 100e-6
 
 
 class SyncProgram:
@@ -155,7 +162,7 @@ class SyncTrainProgram:
     errors naming the op); `StepGate` keeps them atomic against actor steps of other threads.
     `run` returns None when the step must go to the actors (an actor step is in flight)."""
 
-    __slots__ = ("code", "fetch_srcs", "n", "resources", "gate", "rt", "tail")
+    __slots__ = ("code", "fetch_srcs", "n", "resources", "gate", "rt", "tail", "group_s")
     stateful = True                       # never on the runtime's loop: it blocks for the whole step
     blocks_per_thread = 1                 # a split kernel's blocks per thread (more: finer stealing)
 
@@ -167,6 +174,8 @@ class SyncTrainProgram:
         self.gate = gate
         self.rt = rt
         self.tail = tail                  # (start, groups, after) of the variable updates (see _tail)
+        # seconds each group of the tail took when it last ran as a chain (None: not yet run)
+        self.group_s = [None] * len(tail[1]) if tail is not None else []
 
     @classmethod
     def of(cls, exe) -> "SyncTrainProgram | None":
@@ -315,9 +324,10 @@ class SyncTrainProgram:
         (the train op's NoOp) runs in order afterwards."""
         start, groups, after = self.tail
         code = self.code
-        blocks, chains, finals, updated = [], [], [], []
+        group_s = self.group_s
+        blocks, chains, finals, updated, small = [], [], [], [], []
         try:
-            for group in groups:
+            for gi, group in enumerate(groups):
                 k = group[0]
                 kind, actor = code[k][:2]
                 if len(group) == 1 and kind == 3:
@@ -349,8 +359,18 @@ class SyncTrainProgram:
                             self._entry(kk, outs, feed_values, True)
                         continue
                     args = None
-                chains.append(functools.partial(self._chain, group, outs, feed_values))
-            _run_blocks(self.rt.pool, blocks + chains, self.rt.threads)
+                t = group_s[gi]
+                if t is not None and t < SERIAL_GROUP_S:
+                    small.append(gi)          # not worth a thread of its own: with the other small ones
+                else:
+                    chains.append(functools.partial(self._chains, (gi,), outs, feed_values))
+            if small:
+                chains.append(functools.partial(self._chains, tuple(small), outs, feed_values))
+            thunks = blocks + chains
+            if len(thunks) == 1:
+                thunks[0]()                   # nothing to run beside it: no hand-off
+            elif thunks:
+                _run_blocks(self.rt.pool, thunks, self.rt.threads)
             for k, actor, args, out, finish in finals:
                 outs[k] = out if finish is None else _tagged(actor, args, finish, True)()
         except _KernelError as e:
@@ -367,14 +387,20 @@ class SyncTrainProgram:
             for f in code[k][4]:
                 outs[f] = None
 
-    def _chain(self, group, outs, feed_values):
-        """The kernels of one group of the tail, in order, on this thread; a big one splits as it
-        would in order (same blocks, same sums: the same bits), its blocks shared with idle threads."""
-        for k in group:
-            try:
-                self._entry(k, outs, feed_values, True)
-            except Exception as e:  # noqa: BLE001 - already the actor's error; the caller raises it
-                raise _KernelError(self.code[k][1], e, None) from e
+    def _chains(self, group_ids, outs, feed_values):
+        """The kernels of the tail's groups `group_ids`, each group in order, on this thread; a big one
+        splits as it would in order (same blocks, same sums: the same bits), its blocks shared with
+        idle threads. Each group's time is kept (group_s): next step, groups that took under
+        SERIAL_GROUP_S share one thunk instead of a thread each."""
+        groups, group_s = self.tail[1], self.group_s
+        for gi in group_ids:
+            t0 = time.perf_counter()
+            for k in groups[gi]:
+                try:
+                    self._entry(k, outs, feed_values, True)
+                except Exception as e:  # noqa: BLE001 - already the actor's error; the caller raises it
+                    raise _KernelError(self.code[k][1], e, None) from e
+            group_s[gi] = time.perf_counter() - t0
 
     def _update(self, actor, args, big, split_ok):
         """ResourceUpdateActor.fire and its offloaded form, in this thread."""

@@ -33,14 +33,22 @@ MIN_SPLIT_MACS = 6_000_000
 def _matmul_cost(a, b):
     """The multiply-adds of op(a) @ op(b) as a GEMM computes them: m*k*n whatever the transposes,
     each dimension under _GEMM_BLOCK counted as _GEMM_BLOCK."""
-    a_shape, b_shape = np.shape(a), np.shape(b)
+    # (called for every product whose shapes are not static, every step: plain int arithmetic)
+    try:
+        a_shape, b_shape = a.shape, b.shape
+    except AttributeError:
+        a_shape, b_shape = np.shape(a), np.shape(b)
     if len(a_shape) != 2 or len(b_shape) != 2:
         return int(np.size(a)) + int(np.size(b))
+    (a0, a1), (b0, b1) = a_shape, b_shape
     # k is shared; a.size = m*k, b.size = k*n. Either dim of b can be k depending on transpose_b:
     # pick the one a also has (exact unless both match, then an estimate).
-    k = max(b_shape[0] if b_shape[0] in a_shape else b_shape[1], 1)
-    m, n = int(np.size(a)) // k, int(np.size(b)) // k
-    return max(m, _GEMM_BLOCK) * max(k, _GEMM_BLOCK) * max(n, _GEMM_BLOCK)
+    k = b0 if b0 == a0 or b0 == a1 else b1
+    if k < 1:
+        k = 1
+    m, n = a0 * a1 // k, b0 * b1 // k
+    g = _GEMM_BLOCK
+    return (m if m > g else g) * (k if k > g else g) * (n if n > g else g)
 
 
 def gemm_blocks(m: int, n: int, k: int, parts: int):
