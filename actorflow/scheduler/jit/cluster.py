@@ -55,7 +55,7 @@ MIN_CLUSTER_SIZE = 4
 # A region the user marked (jit_scope, af.xla.experimental.compile) compiles from two ops up.
 MIN_MARKED_CLUSTER_SIZE = 2
 # Compiled inside loops, but left to numpy's BLAS (and the runtime's splitting) elsewhere.
-LOOP_ONLY = frozenset({"MatMul"})
+LOOP_ONLY = frozenset({"MatMul", "GatherV2", "GatherNd", "TensorScatterUpdate"})
 MAX_LOOP_GEMM = 1 << 18         # multiply-adds: a bigger MatMul keeps its BLAS kernel (the loop stays)
 _CF = frozenset({"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"})
 _TYPES_OK = ("float32", "float64", "int32", "int64", "bool")
@@ -187,9 +187,26 @@ def _op_compilable(op) -> bool:
             return False
     if op.type == "MatMul" and not _small_gemm(op, ins):
         return False
+    if op.type in ("GatherV2", "GatherNd", "TensorScatterUpdate") and not _row_access_ok(op, ins):
+        return False
     if op.type == "Mean" and _dt(op.outputs[0]) not in ("float32", "float64"):
         return False
     return _node_attrs(op) is not None
+
+
+def _row_access_ok(op, ins) -> bool:
+    """The forms of GatherV2, GatherNd and TensorScatterUpdate the JIT compiles: one row along axis 0
+    (a scalar GatherV2 index; GatherNd and TensorScatterUpdate indices of static shape [1, 1]), what
+    dynamic_rnn's loop and its gradient read and write each time step."""
+    if _ndims(ins[0]) < 1:
+        return False
+    if op.type == "GatherV2":
+        attrs = _node_attrs(op)
+        return (_ndims(ins[1]) == 0 and attrs is not None and dict(attrs).get("axis") == 0
+                and not op.attrs.get("batch_dims", 0) and _ndims(op.outputs[0]) == _ndims(ins[0]) - 1)
+    if _statics(ins[1]) != (1, 1) or _ndims(op.outputs[0]) != _ndims(ins[0]):
+        return False
+    return op.type == "GatherNd" or _ndims(ins[2]) == _ndims(ins[0])
 
 
 def _scalar_to_ones(op) -> bool:

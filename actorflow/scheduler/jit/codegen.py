@@ -391,6 +391,42 @@ def _history_read(c: Ctx):
     return [f"{c.outs[0]} = _rt.row({h}, {i})"]
 
 
+def _index_check(i: str, n: str, op: str) -> list:
+    return [f"if {i} < 0 or {i} >= {n}:", f"    raise IndexError('{op}: index out of range')"]
+
+
+def _gather(c: Ctx):
+    """GatherV2 of one row (a scalar index along axis 0: dynamic_rnn's read of a time step), copied."""
+    p, i = c.a
+    if c.types[0][1] == 1:
+        return _index_check(i, f"{p}.shape[0]", "GatherV2") + [f"{c.outs[0]} = {p}[{i}]"]
+    return _index_check(i, f"{p}.shape[0]", "GatherV2") + [f"{c.outs[0]} = {p}[{i}].copy()"]
+
+
+def _gather_nd(c: Ctx):
+    """GatherNd with indices of shape [1, 1] (one slice along axis 0, kept as a leading 1: the gradient
+    of dynamic_rnn's write of a time step), copied."""
+    p, idx = c.a
+    i = f"_{c.outs[0]}_i"
+    return ([f"{i} = {idx}[0, 0]"] + _index_check(i, f"{p}.shape[0]", "GatherNd")
+            + [f"{c.outs[0]} = {p}[{i}:{i} + 1].copy()"])
+
+
+def _scatter_update(c: Ctx):
+    """TensorScatterUpdate with indices of shape [1, 1]: row idx[0, 0] of the tensor replaced by
+    updates[0] (dynamic_rnn's write of a time step). Into the tensor's own buffer when the node says
+    so (see `_scatter_in_place`), else into a copy."""
+    t, idx, u = c.a
+    rank = c.types[0][1]
+    i = f"_{c.outs[0]}_i"
+    bad = " or ".join([f"{u}.shape[0] != 1"] + [f"{u}.shape[{d}] != {t}.shape[{d}]" for d in range(1, rank)])
+    lines = [f"{i} = {idx}[0, 0]"] + _index_check(i, f"{t}.shape[0]", "TensorScatterUpdate")
+    lines += [f"if {bad}:", "    raise ValueError('TensorScatterUpdate: updates do not match the slice')"]
+    src = t if c.node.attr("in_place") else f"{t}.copy()"
+    lines.append(f"{c.outs[0]} = _rt.set_row({src}, {i}, {u})")
+    return lines
+
+
 EMITTERS = {op: _elementwise(t) for op, t in {**_UNARY, **_BINARY}.items()}
 EMITTERS.update({
     "Cast": _cast, "Identity": _alias, "Snapshot": _alias, "StopGradient": _alias,
@@ -404,13 +440,14 @@ EMITTERS.update({
     "Reshape": _reshape, "ExpandDims": _expand_dims, "Squeeze": _squeeze, "Transpose": _transpose,
     "MatMul": _matmul, "ConcatV2": _concat, "Split": _split, "SplitV": _split_v,
     "_HistoryRead": _history_read, "_AccMatMul": _acc_matmul, "_Nop": lambda c: [],
+    "GatherV2": _gather, "GatherNd": _gather_nd, "TensorScatterUpdate": _scatter_update,
 })
 
 # Ops whose listed input slots must be constants: their values become attributes of the node.
 NEEDS_CONST = {"Sum": {1: "axes"}, "Mean": {1: "axes"}, "Prod": {1: "axes"}, "Max": {1: "axes"},
                "Min": {1: "axes"}, "All": {1: "axes"}, "Any": {1: "axes"}, "Reshape": {1: "shape"},
                "ExpandDims": {1: "dim"}, "Transpose": {1: "perm"}, "ConcatV2": {-1: "axis"},
-               "Split": {0: "axis"}, "SplitV": {1: "sizes", 2: "axis"}}
+               "Split": {0: "axis"}, "SplitV": {1: "sizes", 2: "axis"}, "GatherV2": {2: "axis"}}
 
 # The dtypes each op compiles for (default: float32 and float64).
 _TYPES = {**_UNARY_TYPES, **_BINARY_TYPES}
@@ -425,7 +462,10 @@ for _op in ("Shape", "Size"):
 _TYPES["FloorDiv"] = ("int32", "int64")
 _TYPES["BroadcastTo"] = NUMERIC + ("bool",)
 # Ops whose inputs differ in kind: the dtypes each input slot compiles for.
-_SLOT_TYPES = {"SparseSoftmaxCrossEntropyWithLogits": (FLOATS, ("int32", "int64"))}
+_INTS = ("int32", "int64")
+_ANY = NUMERIC + ("bool",)
+_SLOT_TYPES = {"SparseSoftmaxCrossEntropyWithLogits": (FLOATS, _INTS), "GatherV2": (_ANY, _INTS),
+               "GatherNd": (_ANY, _INTS), "TensorScatterUpdate": (_ANY, _INTS, _ANY)}
 
 
 def compilable(op_type: str, dtypes) -> bool:
@@ -565,10 +605,19 @@ def cluster_source(spec: ClusterSpec) -> str:
 
 def _without_unused_rt(source: str) -> str:
     """`source` without its import of `rt` when nothing calls a helper (importing rt costs the first
-    compile of a process about 0.1 s)."""
+    compile of a process about 0.1 s), and with fastmath32's when something calls its functions."""
+    source = with_fastmath(source)
     if "_rt." in source:
         return source
     return source.replace("from actorflow.scheduler.jit import rt as _rt\n", "", 1)
+
+
+def with_fastmath(source: str) -> str:
+    """`source` importing fastmath32's float32 exp and tanh when it calls them (see loopnest.scalar_expr)."""
+    if "_exp32(" not in source and "_tanh32(" not in source:
+        return source
+    return source.replace("import numpy as np\n", "import numpy as np\nfrom actorflow.scheduler.jit.fastmath32 "
+                          "import exp32 as _exp32, tanh32 as _tanh32\n", 1)
 
 
 def _accumulate_in_place(spec: LoopSpec) -> LoopSpec:
@@ -612,6 +661,100 @@ def _accumulate_in_place(spec: LoopSpec) -> LoopSpec:
                     spec.input_statics)
 
 
+_COPY_READERS = frozenset({"GatherV2", "GatherNd"})     # their compiled form copies what it reads
+
+
+def _scatter_in_place(spec: LoopSpec) -> LoopSpec:
+    """A loop variable whose next value is ``TensorScatterUpdate(v, ...)`` (dynamic_rnn's buffer of
+    outputs, and its gradient's) is written in its own buffer, one row an iteration, instead of
+    copied whole every iteration (which made the loop's cost grow with the square of its length),
+    when nothing else sees the old value: its only other readers are GatherV2/GatherNd nodes, whose
+    compiled forms copy what they read and run before the write (node order is emission order), and
+    it is not saved, tested or passed on. A reader that comes after the write in the nodes' order
+    moves to just before it when its inputs allow (a gradient loop reads the slice it then zeroes).
+    The loop's variables are its own copies (`JitKernel` copies them in)."""
+    spec = _readers_first(spec)
+    nodes = list(spec.nodes)
+    uses: dict = {}
+    users: dict = {}
+    for j, nd in enumerate(nodes):
+        for r in nd.args:
+            uses[r] = uses.get(r, 0) + 1
+            users.setdefault(r, []).append(j)
+    for r in [spec.cond] + list(spec.nexts) + list(spec.saves):
+        uses[r] = uses.get(r, 0) + 1
+        users.setdefault(r, []).append(None)
+    changed = False
+    for k, nx in enumerate(spec.nexts):
+        if nx[0] != "n" or nx[1] < spec.n_cond or uses.get(nx) != 1:
+            continue
+        j = nx[1]
+        upd = nodes[j]
+        if upd.op != "TensorScatterUpdate":
+            continue
+        refs = {("i", k)}              # the variable and its aliases (Identity chains)
+        grew = True
+        while grew:
+            grew = False
+            for r in list(refs):
+                for u in users.get(r, ()):
+                    if u is not None and nodes[u].op in ("Identity", "Snapshot") and ("n", u, 0) not in refs:
+                        refs.add(("n", u, 0))
+                        grew = True
+        if upd.args[0] not in refs:
+            continue
+        ok = True
+        for r in refs:
+            for u in users.get(r, ()):
+                if u is None:
+                    ok = False                  # saved, the condition, or another variable's next
+                elif u == j:
+                    ok = ok and nodes[u].args[0] == r and r not in nodes[u].args[1:]
+                elif nodes[u].op in ("Identity", "Snapshot") and ("n", u, 0) in refs:
+                    pass
+                elif nodes[u].op in _COPY_READERS and u < j and nodes[u].args[0] == r and r not in nodes[u].args[1:]:
+                    pass
+                else:
+                    ok = False
+        if not ok:
+            continue
+        nodes[j] = Node(upd.op, tuple(sorted(upd.attrs + (("in_place", True),))), upd.args, upd.dtypes, upd.ranks,
+                        upd.statics)
+        changed = True
+    if not changed:
+        return spec
+    return LoopSpec(spec.inputs, spec.n_vars, tuple(nodes), spec.n_cond, spec.cond, spec.nexts, spec.saves,
+                    spec.input_statics, spec.shape_only)
+
+
+def _readers_first(spec: LoopSpec) -> LoopSpec:
+    """`spec` with each GatherV2/GatherNd that reads a TensorScatterUpdate's tensor after it (in the
+    nodes' order) moved to just before it, where all of the reader's inputs come before the write."""
+    nodes = spec.nodes
+    for j, upd in enumerate(nodes):
+        if upd.op != "TensorScatterUpdate" or j < spec.n_cond:
+            continue
+        for u in range(j + 1, len(nodes)):
+            nd = nodes[u]
+            if (nd.op in _COPY_READERS and nd.args[0] == upd.args[0]
+                    and all(r[0] == "i" or r[1] < j for r in nd.args)):
+                order = list(range(j)) + [u] + [x for x in range(j, len(nodes)) if x != u]
+                return _readers_first(_reordered(spec, order))
+    return spec
+
+
+def _reordered(spec: LoopSpec, order: list) -> LoopSpec:
+    """`spec` with its nodes in `order` (old indices; still topological), references renumbered."""
+    new_of = {old: new for new, old in enumerate(order)}
+
+    def ref(r):
+        return r if r[0] != "n" else ("n", new_of[r[1]]) + tuple(r[2:])
+    nodes = tuple(Node(nd.op, nd.attrs, tuple(ref(a) for a in nd.args), nd.dtypes, nd.ranks, nd.statics)
+                  for nd in (spec.nodes[o] for o in order))
+    return LoopSpec(spec.inputs, spec.n_vars, nodes, spec.n_cond, ref(spec.cond), tuple(ref(r) for r in spec.nexts),
+                    tuple(ref(r) for r in spec.saves), spec.input_statics, spec.shape_only)
+
+
 def _conforms(inner: tuple, outer: tuple) -> bool:
     """Whether a value of static shape `inner` always has static shape `outer` (-1: any size)."""
     return len(inner) == len(outer) and all(o == -1 or i == o for i, o in zip(inner, outer))
@@ -652,7 +795,7 @@ def loop_source(spec: LoopSpec) -> str:
     final values followed by the histories of the saved values (a tuple), and the number of
     iterations run. A history grows by doubling; row `it` holds iteration `it`'s value, and every
     row must have the shape of the first."""
-    spec = _trusted_statics(_accumulate_in_place(spec))
+    spec = _trusted_statics(_scatter_in_place(_accumulate_in_place(spec)))
     n = len(spec.inputs)
     params = ", ".join([f"a{i}" for i in range(n)] + ["stop"])
     name_of, type_of = _resolver(spec, lambda k: f"v{k}" if k < spec.n_vars else f"a{k}")

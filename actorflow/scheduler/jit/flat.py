@@ -29,7 +29,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from actorflow.scheduler.jit import loopnest
-from actorflow.scheduler.jit.codegen import _STOP_IMPORT, _accumulate_in_place, _trusted_statics, dt, lit, stop_lines
+from actorflow.scheduler.jit.codegen import (
+    _STOP_IMPORT,
+    _accumulate_in_place,
+    _scatter_in_place,
+    _trusted_statics,
+    dt,
+    lit,
+    stop_lines,
+    with_fastmath,
+)
 from actorflow.scheduler.jit.spec import LoopSpec
 
 __all__ = ["FlatLoop", "flat_loop"]
@@ -295,7 +304,7 @@ class _Gen:
         sig = tuple((d, 1 if r else 0) for d, r in sp.inputs) + tuple((d, 1) for d, _ in rows)
         sig += (("int64", 0), ("int64", 0)) + tuple((d, 1) for d, _ in work) + (("int64", 1),)
         shapes = tuple(self.lay[("i", k)].shape if sp.inputs[k][1] else () for k in range(sp.n_vars))
-        return FlatLoop("\n".join(lines) + "\n", sig, sp.n_vars, shapes, tuple(rows), work)
+        return FlatLoop(with_fastmath("\n".join(lines) + "\n"), sig, sp.n_vars, shapes, tuple(rows), work)
 
     def _check_broadcast(self, ref, shape, op):
         st = self._statics(ref)
@@ -400,6 +409,9 @@ class _Gen:
     def _view(self, j, nd, ind):
         """Reshape, ExpandDims, Squeeze: the source's buffer with the node's static shape (a copy
         first when the source is not contiguous)."""
+        if not self.type_of(nd.args[0])[1]:     # a scalar to a shape of ones (a row index's [1, 1])
+            out = self.lay[("n", j, 0)] = self.alloc(nd.dtypes[0], nd.statics[0])
+            return [f"{ind}{out.at(['0'] * len(out.shape))} = {self.name(nd.args[0])}"]
         src = self.lay[nd.args[0]]
         lines: list = []
         if not src.contiguous():
@@ -486,6 +498,78 @@ class _Gen:
         self.lay[("n", j, 0)] = _Lay(f"a{k}", base, row)
         return lines
 
+    def _row_of(self, j, nd, src_ref, ix, ind) -> list:
+        """Row `ix` (along axis 0) of array `src_ref` as node j's value, copied into its own region:
+        the source may be a loop variable that a TensorScatterUpdate writes later in the iteration.
+        An index out of range raises (the interpreted loop then runs, and its error names the op)."""
+        src = self.lay[src_ref]
+        if not src.contiguous():
+            raise _Unsupported(f"{nd.op} of a value that is not contiguous")
+        row = src.shape[1:]
+        size = _size(row)
+        lines = [f"{ind}if {ix} < 0 or {ix} >= {src.shape[0]}:",
+                 f"{ind}    raise IndexError('{nd.op}: index out of range')"]
+        base = ix if size == 1 else f"{ix} * {size}"
+        off = f"({base})" if src.off == "0" else f"({src.off} + {base})"
+        if not nd.ranks[0]:
+            return lines + [f"{ind}{self.name(('n', j, 0))} = {src.arr}[{off}]"]
+        out = self.region(j)
+        self.copies([(_Lay(src.arr, off, row), _Lay(out.arr, out.off, row))], lines, ind)
+        return lines
+
+    def _fill(self, value):
+        def op(j, nd, ind):
+            if not nd.ranks[0]:
+                return [f"{ind}{self.name(('n', j, 0))} = {lit(value, nd.dtypes[0])}"]
+            out = self.region(j)
+            lines: list = []
+            idx, inner = self.loops(out.shape, lines, ind)
+            lines.append(f"{inner}{out.at(idx)} = {lit(value, nd.dtypes[0])}")
+            return lines
+        return op
+
+    def op_ZerosLike(self, j, nd, ind):
+        return self._fill(0)(j, nd, ind)
+
+    def op_OnesLike(self, j, nd, ind):
+        return self._fill(1)(j, nd, ind)
+
+    def op_GatherV2(self, j, nd, ind):
+        return self._row_of(j, nd, nd.args[0], self.name(nd.args[1]), ind)
+
+    def _index(self, ref, ind, lines) -> str:
+        """A [1, 1] index array's element, as a scalar name."""
+        ix = self.fresh("ix")
+        lines.append(f"{ind}{ix} = {self.lay[ref].at(['0', '0'])}")
+        return ix
+
+    def op_GatherNd(self, j, nd, ind):
+        lines: list = []
+        ix = self._index(nd.args[1], ind, lines)
+        return lines + self._row_of(j, nd, nd.args[0], ix, ind)
+
+    def op_TensorScatterUpdate(self, j, nd, ind):
+        """Row idx[0, 0] of a loop variable's own buffer written in place (codegen._scatter_in_place
+        says when that is safe); any other form is left to the general code."""
+        t_ref, idx_ref, u_ref = nd.args
+        t, u = self.lay[t_ref], self.lay[u_ref]
+        if not nd.attr("in_place") or not t.contiguous() or tuple(u.shape) != (1,) + tuple(t.shape[1:]):
+            raise _Unsupported("TensorScatterUpdate not in place")
+        lines: list = []
+        ix = self._index(idx_ref, ind, lines)
+        row = t.shape[1:]
+        size = _size(row)
+        lines += [f"{ind}if {ix} < 0 or {ix} >= {t.shape[0]}:",
+                  f"{ind}    raise IndexError('TensorScatterUpdate: index out of range')"]
+        base = ix if size == 1 else f"{ix} * {size}"
+        off = f"({base})" if t.off == "0" else f"({t.off} + {base})"
+        if not row:
+            lines.append(f"{ind}{t.arr}[{off}] = {u.at(['0'])}")
+        else:
+            self.copies([(_Lay(u.arr, u.off, row, u.strides[1:]), _Lay(t.arr, off, row))], lines, ind)
+        self.lay[("n", j, 0)] = t
+        return lines
+
     def _gemm(self, out, a, b, ta, tb, acc, dtype, ind) -> list:
         """out (+)= op(a) @ op(b), each sum in k's order from zero as `rt.gemm` does (a dot
         product along b's rows when b is transposed, else a row accumulated over k)."""
@@ -497,10 +581,19 @@ class _Gen:
         def av(i, q):
             return a.at([q, i] if ta else [i, q])
 
-        def bv(q, jj):
-            return b.at([jj, q] if tb else [q, jj])
         zero = lit(0, dtype)
         lines: list = []
+        if tb and k > 1:
+            # b's transpose copied first, then rows accumulated over k (the same sums in the same
+            # order, so the same bits): LLVM vectorizes those across the row, not the dot products
+            # along b's rows (a float sum's order is fixed), which ran 5-7x slower
+            bt = self.alloc(dtype, (k, n))
+            (q, jj), inner = self.loops((k, n), lines, ind)
+            lines.append(f"{inner}{bt.at([q, jj])} = {b.at([jj, q])}")
+            b, tb = bt, False
+
+        def bv(q, jj):
+            return b.at([jj, q] if tb else [q, jj])
         (i,), ind1 = self.loops((m,), lines, ind)
         if tb or k == 1:                # (k == 1: the same sums, with no row to accumulate)
             (jj,), ind2 = self.loops((n,), lines, ind1)
@@ -594,7 +687,7 @@ class _Gen:
 def flat_loop(spec: LoopSpec):
     """The static form of while loop `spec` (a `FlatLoop`), or None when some shape is not fully
     static or some op has no flat form (the general code of codegen.py compiles it then)."""
-    spec = _trusted_statics(_accumulate_in_place(spec))
+    spec = _trusted_statics(_scatter_in_place(_accumulate_in_place(spec)))
     try:
         return _Gen(spec).run()
     except _Unsupported:

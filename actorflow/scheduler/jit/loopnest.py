@@ -83,8 +83,15 @@ def scalar_expr(node, args, arg_types) -> str:
     if node.op == "AddN":
         return f"{dt(out)}(" + " + ".join(args) + ")"
     first = arg_types[0][0] if node.op not in ("Select", "SelectV2") else arg_types[1][0]
-    expr = SCALAR[node.op].format(*args, one=_lit(1, first), zero=_lit(0, first))
+    template = SCALAR[node.op]
+    if first == "float32" and node.op in _FAST32:
+        # (fastmath32: a form LLVM vectorizes, where np.exp and np.tanh of a float32 call libm per element)
+        template = template.replace("np.exp(", "_exp32(").replace("np.tanh(", "_tanh32(")
+    expr = template.format(*args, one=_lit(1, first), zero=_lit(0, first))
     return f"{dt(out)}({expr})"
+
+
+_FAST32 = frozenset({"Exp", "Tanh", "Sigmoid"})
 
 
 def _reduces(node, in_rank) -> bool:
