@@ -665,14 +665,17 @@ def small_loop(spec: LoopSpec, limit: int = SMALL_LOOP_ELEMENTS) -> bool:
     shapes = list(zip(spec.input_statics, (r for _, r in spec.inputs)))
     if len(shapes) < len(spec.inputs):
         return False
-    for k in range(spec.n_vars, len(shapes)):
+    rows = _row_accessed(spec)
+    for k in range(len(shapes)):
         uses = [(n.op, pos) for n in spec.nodes for pos, a in enumerate(n.args) if a == ("i", k)]
-        if uses and all(u == ("_HistoryRead", 0) for u in uses) and shapes[k][1] > 0:
+        by_rows = (k >= spec.n_vars and uses and all(u == ("_HistoryRead", 0) for u in uses)) or ("i", k) in rows
+        if by_rows and shapes[k][1] > 0:
             shapes[k] = (shapes[k][0][1:], shapes[k][1] - 1)
-    for node in spec.nodes:
+    for j, node in enumerate(spec.nodes):
         if len(node.statics) < len(node.ranks):
             return False
-        shapes += zip(node.statics, node.ranks)
+        for o, (st, rank) in enumerate(zip(node.statics, node.ranks)):
+            shapes.append((st[1:], rank - 1) if ("n", j, o) in rows and rank > 0 else (st, rank))
     for st, rank in shapes:
         if len(st) != rank:             # (an unknown rank)
             return False
@@ -684,6 +687,31 @@ def small_loop(spec: LoopSpec, limit: int = SMALL_LOOP_ELEMENTS) -> bool:
         if n > limit:
             return False
     return True
+
+
+_ROW_OPS = frozenset({"GatherV2", "GatherNd", "TensorScatterUpdate"})
+
+
+def _row_accessed(spec: LoopSpec) -> set:
+    """The values of loop `spec` that an iteration only reads or writes a row of: the tensors of
+    GatherV2, GatherNd and TensorScatterUpdate (dynamic_rnn's inputs and outputs over time, and their
+    gradients), through identities, and TensorScatterUpdate's results. `small_loop` counts them by
+    their rows, as it counts histories: their first dimension is the loop's trip count."""
+    users: dict = {}
+    for j, nd in enumerate(spec.nodes):
+        for pos, a in enumerate(nd.args):
+            users.setdefault(a, []).append((j, pos))
+    rows = {("n", j, 0) for j, nd in enumerate(spec.nodes) if nd.op == "TensorScatterUpdate"}
+    changed = True
+    while changed:
+        changed = False
+        for r, us in users.items():
+            if r not in rows and all((spec.nodes[j].op in _ROW_OPS and pos == 0)
+                                     or (spec.nodes[j].op in ("Identity", "Snapshot") and ("n", j, 0) in rows)
+                                     for j, pos in us):
+                rows.add(r)
+                changed = True
+    return rows
 
 
 def _acc_root(t):

@@ -92,10 +92,27 @@ def cache_dir() -> str:
     return d
 
 
+_HELPERS_HASH: list = []
+
+
+def _helpers_hash() -> str:
+    """A hash of the modules generated code calls into (rt, fastmath32, stopcheck): numba caches a
+    kernel with the code of the functions it calls or inlines, and does not look at their files
+    again, so a kernel's cache entry is keyed by them too (a changed helper compiles anew)."""
+    if not _HELPERS_HASH:
+        h = hashlib.sha256()
+        here = os.path.dirname(os.path.abspath(__file__))
+        for name in ("rt.py", "fastmath32.py", "stopcheck.py"):
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(f.read())
+        _HELPERS_HASH.append(h.hexdigest()[:16])
+    return _HELPERS_HASH[0]
+
+
 def load_source(source: str):
     """The numba dispatcher `kernel` defined by `source`, imported from its file in the cache dir."""
     numba = import_numba()
-    h = hashlib.sha256(f"{numba.__version__}|{np.__version__}|{source}".encode()).hexdigest()[:24]
+    h = hashlib.sha256(f"{numba.__version__}|{np.__version__}|{_helpers_hash()}|{source}".encode()).hexdigest()[:24]
     with _LOCK:
         fn = _MODULES.get(h)
         if fn is not None:

@@ -76,6 +76,7 @@ def tanh32(x):
     a = -x if x < 0 else x
     z = x * x
     small = ((((_T0 * z + _T1) * z + _T2) * z + _T3) * z + _T4) * z * x + x
+    small = x if z == 0 else small      # (-0.0 stays -0.0)
     big = _ONE - _TWO / (exp32(_TWO * a) + _ONE)
     big = -big if x < 0 else big
     return small if a < _SMALL else big

@@ -1,0 +1,175 @@
+"""dynamic_rnn's loops under the JIT: GatherV2 of a time step, TensorScatterUpdate of an output row
+and GatherNd of its gradient compile (scheduler/jit/codegen.py, flat.py), the scattered buffer is
+written in place, and float32 exp/tanh take fastmath32's vectorizable form."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import actorflow as af
+from actorflow.scheduler.jit import compile as jc
+from actorflow.scheduler.jit.compile import compile_stats
+
+OO = af.OptimizerOptions
+
+
+@pytest.fixture(autouse=True)
+def _compile_before_the_first_step(monkeypatch):
+    monkeypatch.setenv("AF_JIT_COMPILE", "wait")
+
+
+@pytest.fixture
+def sources(monkeypatch):
+    """The generated source of every JIT kernel compiled during the test."""
+    out = []
+    compile_one = jc.JitKernel._compile
+
+    def record(self):
+        out.append((self.what, self.source))
+        return compile_one(self)
+    monkeypatch.setattr(jc.JitKernel, "_compile", record)
+    return out
+
+
+def _rnn(cell_fn, batch=4, steps=7, depth=3, seq_len=False, time_major=False, embed=False):
+    g = af.Graph()
+    with g.as_default():
+        af.set_random_seed(5)
+        shape = [steps, batch, depth] if time_major else [batch, steps, depth]
+        if embed:
+            ids = af.placeholder(af.int32, shape[:2], name="ids")
+            table = af.Variable(np.random.default_rng(1).standard_normal((11, depth)).astype(np.float32), name="table")
+            x = af.nn.embedding_lookup(table, ids)
+            feed_x = ids, np.random.default_rng(2).integers(0, 11, shape[:2]).astype(np.int32)
+        else:
+            x = af.placeholder(af.float32, shape, name="x")
+            feed_x = x, np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+        lengths = af.placeholder(af.int32, [batch], name="lengths") if seq_len else None
+        out, state = af.nn.dynamic_rnn(cell_fn(), x, sequence_length=lengths, dtype=af.float32, time_major=time_major)
+        loss = af.reduce_mean(out * out) + af.reduce_mean(af.nest.flatten(state)[0])
+        train = af.train.GradientDescentOptimizer(0.3).minimize(loss)
+        init = af.global_variables_initializer()
+        variables = af.global_variables()
+    feed = dict([feed_x])
+    if seq_len:
+        feed[lengths] = np.array([steps, 1, steps - 2, 3][:batch], np.int32)
+    return g, out, loss, train, init, variables, feed
+
+
+def _run(g, out, loss, train, init, variables, feed, level, steps=3):
+    cfg = af.ConfigProto(graph_options=af.GraphOptions(optimizer_options=OO(global_jit_level=level)))
+    with af.Session(graph=g, config=cfg) as sess:
+        sess.run(init)
+        first = sess.run(out, feed)
+        losses = [sess.run([loss, train], feed)[0] for _ in range(steps)]
+        return first, losses, sess.run(variables)
+
+
+CELLS = {
+    "lstm": lambda: af.nn.rnn_cell.LSTMCell(5),
+    "basic_lstm": lambda: af.nn.rnn_cell.BasicLSTMCell(6),
+    "gru": lambda: af.nn.rnn_cell.GRUCell(5),
+    "basic_rnn": lambda: af.nn.rnn_cell.BasicRNNCell(4),
+}
+
+
+@pytest.mark.parametrize("cell", sorted(CELLS))
+def test_dynamic_rnn_loops_compile_and_train_as_interpreted(cell, sources):
+    case = _rnn(CELLS[cell])
+    before = compile_stats["rejected"]
+    on = _run(*case, OO.ON_1)
+    loops = {w for w, _ in sources if w.startswith("while loop")}
+    # the forward loop (fetched alone, then saving what its gradient reads) and its gradient loop
+    assert loops == {"while loop 'rnn/while'", "while loop 'gradients/rnn/while_grad/grad_loop'"}, loops
+    assert compile_stats["rejected"] == before                 # the compiled code ran every call
+    off = _run(*case, OO.OFF)
+    np.testing.assert_allclose(on[0], off[0], rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(on[1], off[1], rtol=2e-5, atol=1e-6)
+    for a, b in zip(on[2], off[2]):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", ["time_major", "seq_len"])
+def test_dynamic_rnn_variants_match_the_interpreted_run(variant, sources):
+    case = _rnn(CELLS["lstm"], **{variant: True})
+    on = _run(*case, OO.ON_1)
+    off = _run(*case, OO.OFF)
+    np.testing.assert_allclose(on[0], off[0], rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(on[1], off[1], rtol=2e-5, atol=1e-6)
+    for a, b in zip(on[2], off[2]):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+
+
+def test_the_output_buffer_is_written_in_place_and_exp_tanh_vectorize(sources):
+    _run(*_rnn(CELLS["lstm"], steps=12), OO.ON_1, steps=1)
+    src = dict(sources)
+    fwd = next(s for w, s in src.items() if w.startswith("while loop") and "grad" not in w)
+    grad = next(s for w, s in src.items() if w.startswith("while loop") and "grad" in w)
+    for s in (fwd, grad):
+        assert "static while loop" in s                          # flat.py's form: no arrays made per iteration
+        assert "TensorScatterUpdate: index out of range" in s
+        assert ".copy()" not in s                                # the [time, batch, width] buffer is not copied
+    assert "_exp32(" in fwd and "_tanh32(" in fwd and "np.exp(" not in fwd and "np.tanh(" not in fwd
+
+
+def test_an_index_out_of_range_in_a_compiled_loop_names_the_op():
+    g = af.Graph()
+    with g.as_default():
+        table = af.placeholder(af.float32, [5, 3], name="table")
+        n = af.placeholder(af.int32, [], name="n")
+        buf0 = af.zeros([5, 3])
+
+        def body(i, acc, buf):
+            row = af.gather(table, i, name="row")
+            buf = af.tensor_scatter_nd_update(buf, af.reshape(i, [1, 1]), af.expand_dims(row * 2.0, 0))
+            return i + 1, acc + row, buf
+        _, acc, buf = af.while_loop(lambda i, acc, buf: i < n, body, [af.constant(0), af.zeros([3]), buf0])
+    cfg = af.ConfigProto(graph_options=af.GraphOptions(optimizer_options=OO(global_jit_level=OO.ON_1)))
+    t = np.arange(15, dtype=np.float32).reshape(5, 3)
+    with af.Session(graph=g, config=cfg) as sess:
+        a, b = sess.run([acc, buf], {table: t, n: 5})
+        np.testing.assert_array_equal(a, t.sum(0))
+        np.testing.assert_array_equal(b, t * 2)
+        with pytest.raises(af.errors.InvalidArgumentError, match="row"):
+            sess.run(acc, {table: t, n: 7})                      # gather(table, 5): out of range
+        np.testing.assert_array_equal(sess.run(acc, {table: t, n: 2}), t[:2].sum(0))     # and it runs on
+
+
+def _ulps(a, b):
+    ia = a.astype(np.float32).view(np.int32).astype(np.int64)
+    ib = b.astype(np.float32).view(np.int32).astype(np.int64)
+    ia = np.where(ia < 0, -(ia & 0x7FFFFFFF), ia)
+    ib = np.where(ib < 0, -(ib & 0x7FFFFFFF), ib)
+    return np.abs(ia - ib)
+
+
+def test_fastmath32_exp_and_tanh_are_within_an_ulp_of_exact():
+    from numba import njit
+
+    from actorflow.scheduler.jit.fastmath32 import exp32, tanh32
+
+    @njit(error_model="numpy")
+    def both(x, e, t):
+        for i in range(x.size):
+            e[i] = exp32(x[i])
+            t[i] = tanh32(x[i])
+    x = np.concatenate([np.linspace(-110, 95, 400_001, dtype=np.float32), np.linspace(-2, 2, 400_001, dtype=np.float32),
+                        np.float32([0.0, -0.0, 1e-30, -1e-30, 88.72, 88.73, -87.3, -103.9, 9.0, -9.0])])
+    e, t = np.empty_like(x), np.empty_like(x)
+    both(x, e, t)
+    with np.errstate(over="ignore"):
+        ref_e = np.exp(x.astype(np.float64)).astype(np.float32)
+    ref_t = np.tanh(x.astype(np.float64)).astype(np.float32)
+    normal = np.isfinite(ref_e) & (ref_e >= np.finfo(np.float32).tiny)
+    assert _ulps(e[normal], ref_e[normal]).max() <= 1
+    rest, ref_rest = e[~normal], ref_e[~normal]                  # inf, 0 and subnormals
+    assert np.all((rest == ref_rest) | (np.abs(rest - np.where(np.isinf(ref_rest), 0, ref_rest)) <= np.finfo(np.float32).tiny))
+    nz = np.abs(ref_t) >= np.finfo(np.float32).tiny
+    assert _ulps(t[nz], ref_t[nz]).max() <= 1
+    special = np.float32([np.inf, -np.inf, np.nan, -0.0])
+    e, t = np.empty_like(special), np.empty_like(special)
+    both(special, e, t)
+    np.testing.assert_array_equal(e[:2], [np.inf, 0.0])
+    np.testing.assert_array_equal(t[:2], [1.0, -1.0])
+    assert np.isnan(e[2]) and np.isnan(t[2])
+    assert e[3] == 1.0 and t[3] == 0.0 and np.signbit(t[3])
