@@ -57,10 +57,15 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-WORKLOADS = ("chain", "while", "lstm", "lstm_grad", "mlp", "convnet")
+WORKLOADS = ("chain", "while", "lstm", "lstm_grad", "rnn", "mlp", "convnet")
 CHAIN, ITERS, LSTM_STEPS, WIDTH = 1000, 100_000, 10_000, 32
+# rnn: a real program's RNN, not one of the issue's workloads: tf.nn.dynamic_rnn of an LSTMCell of width
+# 32 over 100 time steps of a [32, 100, 16] batch, trained with SGD (the forward loop, its gradient loop
+# and the update), per time step; 40 steps, so that DEFAULT's tiered loops are compiled by the best one
+RNN_BATCH, RNN_STEPS, RNN_DEPTH, RNN_WIDTH, RNN_REPS = 32, 100, 16, 32, 40
 CONTENDERS = ("af-off", "af-on", "af-jit-only", "tf")
-TARGETS = {"chain": 0.5, "while": 0.5, "lstm": 1.0, "lstm_grad": 1.0, "mlp": 0.95, "convnet": 1.1}     # x TF
+TARGETS = {"chain": 0.5, "while": 0.5, "lstm": 1.0, "lstm_grad": 1.0, "mlp": 0.95, "convnet": 1.1,     # x TF
+           "rnn": "none"}
 # seconds between turns side by side (see paired): TF's idle threads spin a few ms after a step (0.05 and
 # 0.5 gave the same figures)
 SETTLE = float(os.environ.get("AF_BENCH_SETTLE", "0.05"))
@@ -198,6 +203,28 @@ def _lstm(lib, sess_of, grad=False):
     return _first_and_steady(build, 3)
 
 
+def _rnn(lib, sess_of):
+    x_val = np.random.default_rng(0).standard_normal((RNN_BATCH, RNN_STEPS, RNN_DEPTH)).astype(np.float32)
+
+    def build():
+        g = lib.Graph()
+        with g.as_default():
+            lib.set_random_seed(0)
+            x = lib.placeholder(lib.float32, [RNN_BATCH, RNN_STEPS, RNN_DEPTH], name="x")
+            out, _ = lib.nn.dynamic_rnn(lib.nn.rnn_cell.LSTMCell(RNN_WIDTH), x, dtype=lib.float32)
+            loss = lib.reduce_mean(out * out)
+            train = lib.train.GradientDescentOptimizer(0.1).minimize(loss)
+            init = lib.global_variables_initializer()
+        s = sess_of(g)
+        s.run(init)
+
+        def run():
+            s.run(train, {x: x_val})
+        run()
+        return run
+    return _first_and_steady(build, RNN_REPS)
+
+
 def _train_builder(lib, sess_of, model, contender):
     """A function that builds `model`'s training step (train_step.py's graph), runs it once and
     returns it as a callable."""
@@ -269,6 +296,8 @@ def worker(contender: str, only) -> None:
             out[w] = _while(lib, sess_of)
         elif w in ("lstm", "lstm_grad"):
             out[w] = _lstm(lib, sess_of, grad=w == "lstm_grad")
+        elif w == "rnn":
+            out[w] = _rnn(lib, sess_of)
         else:
             out[w] = _train(lib, sess_of, w, contender)
         if stats is not None:
@@ -283,6 +312,7 @@ def _run_worker(contender, only, tf_python, cache_dir, env_extra=None):
     py = tf_python if contender == "tf" else sys.executable
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
                AF_JIT_CACHE_DIR=cache_dir, TF_CPP_MIN_LOG_LEVEL="3", **(env_extra or {}))
+    env.setdefault("TF_USE_LEGACY_KERAS", "1")      # TF's tf.compat.v1 RNN cells need Keras 2 (tf_keras)
     r = subprocess.run([py, os.path.abspath(__file__), "--worker", contender, "--only", ",".join(only)],
                        env=env, capture_output=True, text=True, timeout=3600)
     for line in r.stdout.splitlines():
@@ -442,7 +472,7 @@ def _best(runs, w, key, skip_first=False):
 def report(results, only, results_extra=None) -> None:
     results_extra = results_extra or {}
     per = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
-           "lstm_grad": (LSTM_STEPS, "us/step"),
+           "lstm_grad": (LSTM_STEPS, "us/step"), "rnn": (RNN_STEPS, "us/step"),
            "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
     targets = TARGETS
     has_tf = "tf" in results
@@ -477,7 +507,8 @@ def report(results, only, results_extra=None) -> None:
     if "paired" in results_extra:
         report_paired(results_extra["paired"])
     units = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
-             "lstm_grad": (LSTM_STEPS, "us/step"), "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
+             "lstm_grad": (LSTM_STEPS, "us/step"), "rnn": (RNN_STEPS, "us/step"), "mlp": (1, "ms/step"),
+             "convnet": (1, "ms/step")}
     scale = {w: (1e6 / units[w][0] if units[w][1].startswith("us") else 1e3) for w in only}
     for key, title in (("tiered", "af-tiered (AF_JIT=tiered, JIT cache warm)"),
                        ("default", "af-default (no config: DEFAULT's small loops tiered, JIT cache empty)")):

@@ -173,3 +173,20 @@ def test_fastmath32_exp_and_tanh_are_within_an_ulp_of_exact():
     np.testing.assert_array_equal(t[:2], [1.0, -1.0])
     assert np.isnan(e[2]) and np.isnan(t[2])
     assert e[3] == 1.0 and t[3] == 0.0 and np.signbit(t[3])
+
+
+@pytest.mark.parametrize("perm", [(1, 0, 2), (2, 0, 1), (0, 2, 1), (3, 1, 0, 2)])
+def test_transposes_in_a_cluster_copy_in_explicit_loops(perm, sources):
+    shape = (2, 3, 4, 5)[: len(perm)]
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, shape, name="x")
+        y = af.reduce_sum(af.transpose(x * 2.0 + 1.0, perm) * 3.0, axis=0)
+    v = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    cfg = af.ConfigProto(graph_options=af.GraphOptions(optimizer_options=OO(global_jit_level=OO.ON_1)))
+    with af.Session(graph=g, config=cfg) as sess:
+        got = sess.run(y, {x: v})
+    np.testing.assert_allclose(got, (np.transpose(v * 2 + 1, perm) * 3).sum(0), rtol=1e-6)
+    src = "".join(s for _, s in sources)
+    assert "_JitCluster" not in src and "np.transpose(" not in src and ".transpose(" not in src
+    assert any(w.startswith("cluster") for w, _ in sources)

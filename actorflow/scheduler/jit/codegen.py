@@ -162,7 +162,8 @@ def _reduce_lines(x: str, rank: int, axes: tuple, keep: bool, op: str, dtype: st
     lines = []
     src = x
     if perm != tuple(range(rank)):
-        lines.append(f"{tmp}_t = np.ascontiguousarray(np.transpose({x}, {perm!r}))")
+        lines += transpose_lines(f"{tmp}_p", x, perm, dtype)
+        lines.append(f"{tmp}_t = np.ascontiguousarray({tmp}_p)")
         src = f"{tmp}_t"
     else:
         lines.append(f"{tmp}_t = np.ascontiguousarray({x})")
@@ -309,8 +310,28 @@ def _broadcast_to(c: Ctx):
     return lines
 
 
+def transpose_lines(out: str, x: str, perm: tuple, dtype: str, ind: str = "") -> list:
+    """`out` = `x` with its axes permuted by `perm`: a view for a matrix's transpose, else a C-order
+    copy in explicit loops. (numba's transpose with axes, np.transpose(x, perm) or x.transpose(perm),
+    compiled for 2.5-3.5 s the first time a process used it, outside numba's disk cache.)"""
+    rank = len(perm)
+    if perm == tuple(range(rank)):
+        return [f"{ind}{out} = {x}"]
+    if rank == 2:
+        return [f"{ind}{out} = {x}.T"]
+    lines = [f"{ind}{out} = {empty([f'{x}.shape[{p}]' for p in perm], dtype)}"]
+    idx = [f"_{out}_{d}" for d in range(rank)]
+    for d in range(rank):
+        lines.append(f"{ind}{'    ' * d}for {idx[d]} in range({out}.shape[{d}]):")
+    src = [""] * rank
+    for d, p in enumerate(perm):
+        src[p] = idx[d]
+    lines.append(f"{ind}{'    ' * rank}{out}[{', '.join(idx)}] = {x}[{', '.join(src)}]")
+    return lines
+
+
 def _transpose(c: Ctx):
-    return [f"{c.outs[0]} = np.transpose({c.a[0]}, {tuple(c.node.attr('perm'))!r})"]
+    return transpose_lines(c.outs[0], c.a[0], tuple(c.node.attr("perm")), c.dtype)
 
 
 def _transposes(c: Ctx):
