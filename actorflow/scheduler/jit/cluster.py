@@ -57,6 +57,11 @@ MIN_MARKED_CLUSTER_SIZE = 2
 # Compiled inside loops, but left to numpy's BLAS (and the runtime's splitting) elsewhere.
 LOOP_ONLY = frozenset({"MatMul", "GatherV2", "GatherNd", "TensorScatterUpdate"})
 MAX_LOOP_GEMM = 1 << 18         # multiply-adds: a bigger MatMul keeps its BLAS kernel (the loop stays)
+# A static MatMul in a loop of at least BLAS_LOOP_GEMM multiply-adds calls cblas from the compiled
+# loop (blascall.py) instead of explicit loops: 4.9 against 11.5 us for an LSTM cell's 32x48x128;
+# loops with products up to MAX_BLAS_LOOP_GEMM then compile (a cell of width 512 over a batch of 64).
+BLAS_LOOP_GEMM = 1 << 15
+MAX_BLAS_LOOP_GEMM = 1 << 26
 _CF = frozenset({"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"})
 _TYPES_OK = ("float32", "float64", "int32", "int64", "bool")
 
@@ -132,6 +137,8 @@ def _node_attrs(op):
     elif op.type == "MatMul":
         a["transpose_a"] = bool(op.attrs.get("transpose_a", False))
         a["transpose_b"] = bool(op.attrs.get("transpose_b", False))
+        if _loop_blas(op):
+            a["blas"] = True
     elif op.type == "Squeeze":
         sq = tuple(op.attrs.get("squeeze_dims", ()) or ())
         if not sq:
@@ -234,9 +241,29 @@ def _small_gemm(op, ins) -> bool:
         return size <= MAX_LOOP_GEMM
     if any(not t.shape.is_fully_defined() for t in ins):
         return False
+    macs = _static_macs(op, ins)
+    return macs <= MAX_LOOP_GEMM or (macs <= MAX_BLAS_LOOP_GEMM and _blas_ok(op))
+
+
+def _static_macs(op, ins) -> int:
     m, n = op.outputs[0].shape.as_list()
     k = ins[0].shape.as_list()[0 if op.attrs.get("transpose_a") else 1]
-    return m * n * k <= MAX_LOOP_GEMM
+    return m * n * k
+
+
+def _blas_ok(op) -> bool:
+    """Whether a loop's MatMul can call cblas (blascall.py): float32/float64, and a BLAS loaded."""
+    if _dt(op.outputs[0]) not in ("float32", "float64"):
+        return False
+    from actorflow.scheduler.jit import blascall
+    return blascall.available()
+
+
+def _loop_blas(op) -> bool:
+    """A loop's static MatMul that calls cblas rather than the explicit loops (see BLAS_LOOP_GEMM)."""
+    ins = op.inputs
+    return (all(_ndims(t) == 2 and t.shape.is_fully_defined() for t in ins) and op.outputs[0].shape.is_fully_defined()
+            and _static_macs(op, ins) >= BLAS_LOOP_GEMM and _blas_ok(op))
 
 
 class _Builder:

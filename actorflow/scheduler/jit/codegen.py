@@ -345,6 +345,8 @@ def _matmul(c: Ctx):
     a, b = c.a
     m = f"{a}.shape[1]" if ta else f"{a}.shape[0]"
     n = f"{b}.shape[0]" if tb else f"{b}.shape[1]"
+    if c.node.attr("blas"):     # (a loop's product big enough for cblas: blascall.py)
+        return [f"{c.outs[0]} = _rt.blas_gemm(blas, {a}, {b}, {ta}, {tb}, {empty([m, n], c.dtype)}, False)"]
     return [f"{c.outs[0]} = _rt.gemm({a}, {b}, {ta}, {tb}, {empty([m, n], c.dtype)}, False)"]
 
 
@@ -403,7 +405,8 @@ def _acc_matmul(c: Ctx):
     interpreted loop runs instead."""
     v = c.a[0]
     ta, tb = _transposes(c)
-    return [f"{c.outs[0]} = _rt.gemm({c.a[1]}, {c.a[2]}, {ta}, {tb}, {v}, True)"]
+    fn = "blas_gemm(blas, " if c.node.attr("blas") else "gemm("
+    return [f"{c.outs[0]} = _rt.{fn}{c.a[1]}, {c.a[2]}, {ta}, {tb}, {v}, True)"]
 
 
 def _history_read(c: Ctx):
@@ -818,7 +821,7 @@ def loop_source(spec: LoopSpec) -> str:
     row must have the shape of the first."""
     spec = _trusted_statics(_scatter_in_place(_accumulate_in_place(spec)))
     n = len(spec.inputs)
-    params = ", ".join([f"a{i}" for i in range(n)] + ["stop"])
+    params = ", ".join([f"a{i}" for i in range(n)] + ["stop", "blas"])
     name_of, type_of = _resolver(spec, lambda k: f"v{k}" if k < spec.n_vars else f"a{k}")
     header = _HEADER.format(what=f"while loop of {len(spec.nodes)} ops", params=params)
     lines = [header.replace("import numba\n", f"import numba\n{_STOP_IMPORT}\n", 1)]

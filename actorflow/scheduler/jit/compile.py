@@ -93,16 +93,25 @@ def cache_dir() -> str:
 
 
 _HELPERS_HASH: list = []
+_BLAS_TABLE: list = []
+
+
+def _blas_table():
+    """blascall.table(): this process's GEMM functions, a loop kernel's last argument."""
+    if not _BLAS_TABLE:
+        from actorflow.scheduler.jit import blascall
+        _BLAS_TABLE.append(blascall.table())
+    return _BLAS_TABLE[0]
 
 
 def _helpers_hash() -> str:
-    """A hash of the modules generated code calls into (rt, fastmath32, stopcheck): numba caches a
+    """A hash of the modules generated code calls into (rt, fastmath32, stopcheck, blascall): numba caches a
     kernel with the code of the functions it calls or inlines, and does not look at their files
     again, so a kernel's cache entry is keyed by them too (a changed helper compiles anew)."""
     if not _HELPERS_HASH:
         h = hashlib.sha256()
         here = os.path.dirname(os.path.abspath(__file__))
-        for name in ("rt.py", "fastmath32.py", "stopcheck.py"):
+        for name in ("rt.py", "fastmath32.py", "stopcheck.py", "blascall.py"):
             with open(os.path.join(here, name), "rb") as f:
                 h.update(f.read())
         _HELPERS_HASH.append(h.hexdigest()[:16])
@@ -317,8 +326,8 @@ class JitKernel:
                 _compile_for(disp, tuple(_numba_type(d, r, readonly=True) for d, r in self.inputs))
             elif self.flat:                 # (its signature ends with the stop cell)
                 disp.compile(tuple(_numba_type(d, r) for d, r in self.flat.sig))
-            else:                           # a loop's arguments end with its stop cell
-                stop = (("int64", 1),) if self.loop else ()
+            else:                           # a loop's arguments end with its stop cell and BLAS table
+                stop = (("int64", 1), ("int64", 1)) if self.loop else ()
                 disp.compile(tuple(_numba_type(d, r) for d, r in self.inputs + stop))
         except Exception as e:  # noqa: BLE001 - a cluster numba cannot compile runs interpreted
             log.warning("JIT: cannot compile %s (%s: %s); it runs interpreted", self.what, type(e).__name__, e)
@@ -471,7 +480,7 @@ class JitKernel:
         stop = interrupt.current()
         it = 0
         while True:
-            res = fn(*call, *hist, cap, it, *work, stop)
+            res = fn(*call, *hist, cap, it, *work, stop, _blas_table())
             interrupt.raise_if_stopped(stop, self.what)
             it = res[0]
             for k, v in zip(scalars, res[2:]):
@@ -543,7 +552,7 @@ class JitKernel:
             out = fn(*args)
         else:
             stop = interrupt.current()
-            out, it = fn(*args, stop)   # (the loop variables and histories, the iteration count)
+            out, it = fn(*args, stop, _blas_table())     # (the loop variables and histories, the iterations)
             interrupt.raise_if_stopped(stop, self.what)
             if self.shape_only:
                 out = tuple(self._unsaved(list(out), it, args))

@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from actorflow.kernels.cpu.softmax import _softmax_rows, _xent_dense, _xent_sparse
+from actorflow.scheduler.jit import blascall as _blas
 
 __all__ = ["empty", "reshape", "fill", "div_all", "row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any",
            "softmax", "xent", "sparse_xent", "gemm", "concat_into", "save_row", "save_scalar", "row"]
@@ -189,6 +190,42 @@ def gemm(a, b, ta, tb, out, acc):
                 row[j] += aik * bk[q, j]
         for j in range(n):
             out[i, j] = out[i, j] + row[j] if acc else row[j]
+    return out
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _blas_operand(x):
+    """(x or a C-order copy, cblas transpose code, leading dimension) for reading 2-D `x` in place."""
+    isz = x.itemsize
+    r, c = x.shape
+    s0, s1 = x.strides
+    if (c == 1 or s1 == isz) and (r == 1 or (s0 > 0 and s0 % isz == 0 and s0 // isz >= c)):
+        return x, 111, max(s0 // isz if r > 1 else c, 1)
+    if (r == 1 or s0 == isz) and (c == 1 or (s1 > 0 and s1 % isz == 0 and s1 // isz >= r)):
+        return x, 112, max(s1 // isz if c > 1 else r, 1)
+    y = np.ascontiguousarray(x)
+    return y, 111, max(c, 1)
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def blas_gemm(tab, a, b, ta, tb, out, acc):
+    """`gemm` through cblas (blascall.py): out (+)= op(a) @ op(b) for C-contiguous `out`; a GEMM
+    of a loop too big for the explicit loops."""
+    m, k = (a.shape[1], a.shape[0]) if ta else (a.shape[0], a.shape[1])
+    k2, n = (b.shape[1], b.shape[0]) if tb else (b.shape[0], b.shape[1])
+    if k != k2 or out.shape[0] != m or out.shape[1] != n:
+        raise ValueError("MatMul: shapes differ")
+    a2, ca, lda = _blas_operand(a)
+    b2, cb, ldb = _blas_operand(b)
+    if ta:
+        ca = 223 - ca                   # 111 <-> 112
+    if tb:
+        cb = 223 - cb
+    one = out.dtype.type(1)
+    beta = one if acc else out.dtype.type(0)
+    if m and n:
+        _blas.gemm(tab, ca, cb, m, n, k, one, a2.ctypes.data, lda, b2.ctypes.data, ldb, beta, out.ctypes.data,
+                   max(n, 1))            # (k == 0: BLAS sets out to beta * out)
     return out
 
 
