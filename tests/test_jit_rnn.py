@@ -190,3 +190,22 @@ def test_transposes_in_a_cluster_copy_in_explicit_loops(perm, sources):
     src = "".join(s for _, s in sources)
     assert "_JitCluster" not in src and "np.transpose(" not in src and ".transpose(" not in src
     assert any(w.startswith("cluster") for w, _ in sources)
+
+
+def test_each_loop_kernel_is_compiled_once(monkeypatch):
+    """The signature compiled before the first step is the one every call uses (a loop's last
+    argument, the BLAS table, once differed in being read-only: every loop compiled twice)."""
+    kernels = []
+    compile_one = jc.JitKernel._compile
+
+    def record(self):
+        kernels.append(self)
+        return compile_one(self)
+    monkeypatch.setattr(jc.JitKernel, "_compile", record)
+    # (products of a cell of width 32 over a batch of 32 call cblas: the table is a real one)
+    _run(*_rnn(lambda: af.nn.rnn_cell.LSTMCell(32), batch=32, steps=5, depth=8), OO.ON_1, steps=2)
+    loops = [k for k in kernels if k.what.startswith("while loop")]
+    assert loops
+    for k in loops:
+        disp = jc.load_source(k.flat.source if k.flat is not None else k.source)
+        assert len(disp.signatures) == 1, (k.what, disp.signatures)

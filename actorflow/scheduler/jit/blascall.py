@@ -43,7 +43,6 @@ def table() -> np.ndarray:
                 if f is not None:
                     t[base + off] = ctypes.cast(f, ctypes.c_void_p).value
                     t[base + off + 1] = int(f.argtypes[3] is ctypes.c_int64)
-        t.flags.writeable = False
         _TABLE.append(t)
     return _TABLE[0]
 

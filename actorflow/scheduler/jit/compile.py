@@ -94,6 +94,7 @@ def cache_dir() -> str:
 
 _HELPERS_HASH: list = []
 _BLAS_TABLE: list = []
+_NO_BLAS = np.zeros(8, np.int64)        # a loop kernel's BLAS table when it calls no GEMM
 
 
 def _blas_table():
@@ -261,6 +262,10 @@ class JitKernel:
                  max_gemm=1 << 18, flat=None, variant=None, shape_only=()):
         self.source = source
         self.flat = flat
+        # the GEMM table (blascall.py) when the code calls cblas; else an empty one (loading the BLAS
+        # library costs a first step 0.3 s or more)
+        code = flat.source if flat is not None else source
+        self.blas = None if "blas_gemm(" in code else _NO_BLAS
         self._cap = 16                  # a static loop's history rows to start with: the last run's count
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -480,7 +485,7 @@ class JitKernel:
         stop = interrupt.current()
         it = 0
         while True:
-            res = fn(*call, *hist, cap, it, *work, stop, _blas_table())
+            res = fn(*call, *hist, cap, it, *work, stop, self.blas if self.blas is not None else _blas_table())
             interrupt.raise_if_stopped(stop, self.what)
             it = res[0]
             for k, v in zip(scalars, res[2:]):
@@ -552,7 +557,7 @@ class JitKernel:
             out = fn(*args)
         else:
             stop = interrupt.current()
-            out, it = fn(*args, stop, _blas_table())     # (the loop variables and histories, the iterations)
+            out, it = fn(*args, stop, self.blas if self.blas is not None else _blas_table())
             interrupt.raise_if_stopped(stop, self.what)
             if self.shape_only:
                 out = tuple(self._unsaved(list(out), it, args))
