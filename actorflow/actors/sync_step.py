@@ -325,6 +325,9 @@ class SyncTrainProgram:
         start, groups, after = self.tail
         code = self.code
         group_s = self.group_s
+        # (by measured time only on a real pool: a simulation's pool runs in virtual time, where a
+        # choice made on wall-clock time would differ from one replay to the next)
+        timed = hasattr(self.rt.pool, "team")
         blocks, chains, finals, updated, small = [], [], [], [], []
         try:
             for gi, group in enumerate(groups):
@@ -360,7 +363,7 @@ class SyncTrainProgram:
                         continue
                     args = None
                 t = group_s[gi]
-                if t is not None and t < SERIAL_GROUP_S:
+                if t is not None and t < SERIAL_GROUP_S and timed:
                     small.append(gi)          # not worth a thread of its own: with the other small ones
                 else:
                     chains.append(functools.partial(self._chains, (gi,), outs, feed_values))
