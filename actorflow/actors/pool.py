@@ -23,7 +23,7 @@ import threading
 import time
 import weakref
 
-__all__ = ["KernelPool", "SpinTeam", "SyncPool", "offload_policy", "spin_us"]
+__all__ = ["KernelPool", "SpinTeam", "SyncPool", "block_worker", "offload_policy", "spin_us"]
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,33 @@ class KernelPool:
                 t.join()
 
 
+def block_worker(thunks: list, state: list, on_last):
+    """A function that runs the thunks not yet claimed, claiming them in order (each thread that calls
+    it takes the next one as it frees up), until none is left. `state` is [thunks left, first
+    error]: each thunk's error is kept there, and whoever ends the last thunk calls `on_last()`."""
+    n = len(thunks)
+    claim = itertools.count().__next__       # atomic under the GIL
+    lock = threading.Lock()
+
+    def work():
+        while True:
+            i = claim()
+            if i >= n:
+                return
+            thunk, thunks[i] = thunks[i], None
+            try:
+                thunk()
+            except BaseException as e:  # noqa: BLE001 - raised by the caller
+                state[1] = state[1] or e
+            thunk = None
+            with lock:
+                state[0] -= 1
+                last = not state[0]
+            if last:
+                on_last()
+    return work
+
+
 _SPIN_US_DEFAULT = 1000
 
 
@@ -203,32 +230,14 @@ class SpinTeam:
         return True
 
     def _run(self, thunks: list) -> None:
-        n = len(thunks)
-        claim = itertools.count().__next__       # atomic under the GIL
-        state = [n, None]                          # blocks left, first error
-        lock = threading.Lock()
+        state = [len(thunks), None]                # blocks left, first error
         flags, done_at, done = self._flags, self._done_at, self._done
         self._gen = gen = self._gen + 1
 
-        def work():
-            while True:
-                i = claim()
-                if i >= n:
-                    return
-                thunk, thunks[i] = thunks[i], None
-                try:
-                    thunk()
-                except BaseException as e:  # noqa: BLE001 - raised by the caller
-                    state[1] = state[1] or e
-                thunk = None
-                with lock:
-                    state[0] -= 1
-                    last = not state[0]
-                if last:
-                    flags[done_at] = gen
-                    done.set()
-
-        self._work = work
+        def last():
+            flags[done_at] = gen
+            done.set()
+        self._work = work = block_worker(thunks, state, last)
         flags[0] = gen                             # the helpers that spin start now
         self._wake.set()                           # and those asleep wake up
         work()

@@ -24,7 +24,6 @@ traced MLP steps have 1-3 ms without any kernel running: the most this path can 
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import threading
 import time
@@ -40,6 +39,7 @@ from actorflow.actors.node import (
     SourceActor,
     VariableActor,
 )
+from actorflow.actors.pool import block_worker
 from actorflow.actors.resource import VariableResource
 
 __all__ = ["SyncProgram", "SyncTrainProgram", "StepGate"]
@@ -465,28 +465,9 @@ def _run_blocks(pool, thunks, threads) -> None:
         if team is not None and team.run(thunks):
             return
     n = len(thunks)
-    claim = itertools.count().__next__       # atomic under the GIL
     state = [n, None]                          # blocks left, first error
-    lock = threading.Lock()
     done = threading.Event()
-
-    def work():
-        while True:
-            i = claim()
-            if i >= n:
-                return
-            thunk, thunks[i] = thunks[i], None
-            try:
-                thunk()
-            except BaseException as e:  # noqa: BLE001 - raised by the caller
-                state[1] = state[1] or e
-            thunk = None
-            with lock:
-                state[0] -= 1
-                last = not state[0]
-            if last:
-                done.set()
-
+    work = block_worker(thunks, state, done.set)
     try:
         for _ in range(min(threads, n) - 1):
             pool.submit(work)
