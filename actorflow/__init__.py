@@ -45,8 +45,8 @@ from actorflow.graph.ops.check_ops import (Assert, assert_equal, assert_greater,
 from actorflow.graph.ops.numerics import add_check_numerics_ops, check_numerics, verify_tensor_all_finite  # noqa: E402
 from actorflow.graph import nest  # noqa: F401
 # -- N-d gather/scatter (graph/ops/scatter_nd_ops.py; dynamic_rnn writes its outputs with them) --
-from actorflow.graph.ops.scatter_nd_ops import (gather_nd, scatter_nd, tensor_scatter_nd_update,  # noqa: E402,F401
-                                                tensor_scatter_update)
+from actorflow.graph.ops.scatter_nd_ops import (gather_nd, scatter_nd, tensor_scatter_add,  # noqa: E402,F401
+                                                tensor_scatter_nd_add, tensor_scatter_nd_update, tensor_scatter_update)
 from actorflow import random  # noqa: E402,F401  (af.random: tf.random's names, candidate samplers)
 from actorflow.graph.dtypes import variant  # noqa: E402,F401
 # af.data (input pipelines) and af.compat.v1 (this module, under TF 2's compat name).

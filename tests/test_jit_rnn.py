@@ -209,3 +209,52 @@ def test_each_loop_kernel_is_compiled_once(monkeypatch):
     for k in loops:
         disp = jc.load_source(k.flat.source if k.flat is not None else k.source)
         assert len(disp.signatures) == 1, (k.what, disp.signatures)
+
+
+def test_an_embedding_input_trains_with_both_loops_compiled(sources):
+    """dynamic_rnn over an embedding lookup: the loop's gradient for its input is one row an
+    iteration, summed into the accumulator at that row (TensorScatterAdd), so the gradient loop
+    compiles too, and the variables match the interpreted run's."""
+    case = _rnn(CELLS["gru"], embed=True)
+    on = _run(*case, OO.ON_1)
+    loops = {w for w, _ in sources if w.startswith("while loop")}
+    assert loops == {"while loop 'rnn/while'", "while loop 'gradients/rnn/while_grad/grad_loop'"}, loops
+    grad_src = next(s for w, s in sources if "grad_loop" in w)
+    assert "TensorScatterAdd: index out of range" in grad_src and ".copy()" not in grad_src
+    off = _run(*case, OO.OFF)
+    np.testing.assert_allclose(on[1], off[1], rtol=2e-5, atol=1e-6)
+    for a, b in zip(on[2], off[2]):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+
+
+def test_a_loop_invariants_one_row_gradient_sums_as_the_dense_one_bit_for_bit(monkeypatch):
+    import actorflow.graph.control_flow_grad as cfg_grad
+    results = []
+    for sparse in (True, False):
+        if not sparse:
+            monkeypatch.setattr(cfg_grad, "_one_row", lambda grad, x: False)
+        g, out, loss, train, init, variables, feed = _rnn(CELLS["lstm"], embed=True, steps=9)
+        types = {op.type for op in g.get_operations()}
+        assert ("TensorScatterAdd" in types) == sparse
+        results.append(_run(g, out, loss, train, init, variables, feed, OO.OFF))
+    (l1, v1), (l2, v2) = (r[1:] for r in results)
+    assert l1 == l2
+    for a, b in zip(v1, v2):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_tensor_scatter_nd_add_sums_duplicates_and_differentiates():
+    g = af.Graph()
+    with g.as_default():
+        t = af.constant(np.ones((4, 2), np.float32))
+        u = af.constant(np.arange(6, dtype=np.float32).reshape(3, 2))
+        y = af.tensor_scatter_nd_add(t, [[1], [3], [1]], u)
+        w = af.constant(np.arange(8, dtype=np.float32).reshape(4, 2))
+        gt, gu = af.gradients(af.reduce_sum(y * w), [t, u])
+        bad = af.tensor_scatter_add(t, [[4]], u[:1])
+    with af.Session(graph=g) as sess:
+        np.testing.assert_array_equal(sess.run(y), [[1, 1], [5, 7], [1, 1], [3, 4]])
+        np.testing.assert_array_equal(sess.run(gt), np.arange(8).reshape(4, 2))
+        np.testing.assert_array_equal(sess.run(gu), [[2, 3], [6, 7], [2, 3]])
+        with pytest.raises(af.errors.InvalidArgumentError, match="TensorScatterAdd"):
+            sess.run(bad)

@@ -688,7 +688,8 @@ class GradientState:
         with _in_context(g, self.grad_ctxs[w]):
             for x in xs:
                 gx = aggregate_gradients(grads.get(x, []))
-                result[x] = None if gx is None else _dense(gx)
+                # (one row of an invariant stays sparse: _enter_grad adds it in at its row)
+                result[x] = None if gx is None else gx if _one_row(gx, x) else _dense(gx)
         return result
 
 
@@ -827,11 +828,32 @@ def _enter_grad(op, grad):
         _mark_gradient_loop_exit(x.op)
         return [x]
     from actorflow.graph.ops import array_ops, math_ops
-    grad = _dense(grad)
+    if _one_row(grad, op.inputs[0]):
+        # One row an iteration (dynamic_rnn's read of a time step, an embedding row): added into the
+        # accumulator at that row, not as a dense tensor of the invariant's whole shape made and
+        # summed every iteration (which made the gradient loop's cost grow with the square of its
+        # length). Adding zeros elsewhere changes nothing, so the sum is the same, bit for bit.
+        from actorflow.graph.ops import scatter_nd_ops
+        # (the index's reshape is built in the update, inside the gradient loop, as the values are)
+        update = lambda acc: scatter_nd_ops.TensorScatterAdd(  # noqa: E731
+            acc, array_ops.reshape(grad.indices, [1, 1]), grad.values)
+    else:
+        grad = _dense(grad)
+        update = lambda acc: math_ops.add(acc, grad)  # noqa: E731
     with _in_context(g, gw.outer), g.control_dependencies(None):
         zeros = array_ops.zeros_like(op.inputs[0])
-    _, _, total = _add_loop_var(gw, zeros, lambda acc: math_ops.add(acc, grad), with_exit=True)
+    _, _, total = _add_loop_var(gw, zeros, update, with_exit=True)
     return [total]
+
+
+def _one_row(grad, invariant) -> bool:
+    """Whether `grad` is an IndexedSlices of one row of `invariant` (static shapes, a float dtype)."""
+    if not isinstance(grad, IndexedSlices):
+        return False
+    ind, vals = grad.indices, grad.values
+    return (ind.shape.is_fully_defined() and ind.shape.num_elements() == 1 and vals.shape.is_fully_defined()
+            and invariant.shape.is_fully_defined() and invariant.dtype.is_floating
+            and tuple(vals.shape.as_list()) == (1,) + tuple(invariant.shape.as_list()[1:]))
 
 
 @cfo.LoopCond.gradient

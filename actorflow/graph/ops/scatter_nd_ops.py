@@ -1,6 +1,6 @@
 """N-dimensional gather and scatter (tf.gather_nd, tf.scatter_nd, tf.tensor_scatter_nd_update).
 
-Op types defined here: GatherNd, ScatterNd, TensorScatterUpdate. `indices` has shape
+Op types defined here: GatherNd, ScatterNd, TensorScatterUpdate, TensorScatterAdd. `indices` has shape
 ``[..., K]``: each innermost vector of K integers addresses a slice ``params[i0, ..., iK-1]`` of
 shape ``params.shape[K:]``. TensorScatterUpdate is functional: it returns a copy of its tensor with
 the addressed slices replaced, which is how `af.nn.dynamic_rnn` writes one time step of its output
@@ -73,6 +73,7 @@ def _infer_tensor_scatter_update(inputs, attrs):
 GatherNd = define_op("GatherNd", _infer_gather_nd)
 ScatterNd = define_op("ScatterNd", _infer_scatter_nd)
 TensorScatterUpdate = define_op("TensorScatterUpdate", _infer_tensor_scatter_update)
+TensorScatterAdd = define_op("TensorScatterAdd", _infer_tensor_scatter_update)
 
 
 def _dense(grad):
@@ -101,6 +102,13 @@ def _tensor_scatter_update_grad(op, grad):
     grad = _dense(grad)
     # The replaced slices do not depend on the input tensor; the updates get exactly those slices.
     return [TensorScatterUpdate(grad, indices, array_ops.zeros_like(updates)), None, GatherNd(grad, indices)]
+
+
+@TensorScatterAdd.gradient
+def _tensor_scatter_add_grad(op, grad):
+    _, indices, _ = op.inputs
+    grad = _dense(grad)
+    return [grad, None, GatherNd(grad, indices)]
 
 
 def gather_nd(params, indices, name=None, batch_dims=0):
@@ -135,3 +143,15 @@ def tensor_scatter_nd_update(tensor, indices, updates, name=None):
 
 
 tensor_scatter_update = tensor_scatter_nd_update
+
+
+def tensor_scatter_nd_add(tensor, indices, updates, name=None):
+    """A copy of `tensor` with `updates` added to the slices at `indices`, duplicates summed
+    (tf.tensor_scatter_nd_add)."""
+    with name_scope(name, "TensorScatterAdd", [tensor, indices, updates]) as scope:
+        tensor = convert_to_tensor(tensor)
+        return TensorScatterAdd(tensor, convert_to_tensor(indices), convert_to_tensor(updates, dtype=tensor.dtype),
+                                name=scope)
+
+
+tensor_scatter_add = tensor_scatter_nd_add

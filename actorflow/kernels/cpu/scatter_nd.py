@@ -71,3 +71,15 @@ def tensor_scatter_update(attrs):
         out[_index_tuple("TensorScatterUpdate", indices, tensor.shape)] = updates
         return out
     return fn
+
+
+@register_kernel("TensorScatterAdd", "CPU")
+def tensor_scatter_add(attrs):
+    """tf.raw_ops.TensorScatterAdd: a copy of `tensor` with `updates` added at `indices` (duplicates summed)."""
+    def fn(tensor, indices, updates):
+        tensor = np.asarray(tensor)
+        _check_updates("TensorScatterAdd", updates, indices, tensor.shape)
+        out = tensor.copy()
+        np.add.at(out, _index_tuple("TensorScatterAdd", indices, tensor.shape), np.asarray(updates, out.dtype))
+        return out
+    return fn

@@ -55,7 +55,7 @@ MIN_CLUSTER_SIZE = 4
 # A region the user marked (jit_scope, af.xla.experimental.compile) compiles from two ops up.
 MIN_MARKED_CLUSTER_SIZE = 2
 # Compiled inside loops, but left to numpy's BLAS (and the runtime's splitting) elsewhere.
-LOOP_ONLY = frozenset({"MatMul", "GatherV2", "GatherNd", "TensorScatterUpdate"})
+LOOP_ONLY = frozenset({"MatMul", "GatherV2", "GatherNd", "TensorScatterUpdate", "TensorScatterAdd"})
 MAX_LOOP_GEMM = 1 << 18         # multiply-adds: a bigger MatMul keeps its BLAS kernel (the loop stays)
 # A static MatMul in a loop of at least BLAS_LOOP_GEMM multiply-adds calls cblas from the compiled
 # loop (blascall.py) instead of explicit loops: 4.9 against 11.5 us for an LSTM cell's 32x48x128;
@@ -194,7 +194,7 @@ def _op_compilable(op) -> bool:
             return False
     if op.type == "MatMul" and not _small_gemm(op, ins):
         return False
-    if op.type in ("GatherV2", "GatherNd", "TensorScatterUpdate") and not _row_access_ok(op, ins):
+    if op.type in _ROW_OPS and not _row_access_ok(op, ins):
         return False
     if op.type == "Mean" and _dt(op.outputs[0]) not in ("float32", "float64"):
         return False
@@ -716,7 +716,7 @@ def small_loop(spec: LoopSpec, limit: int = SMALL_LOOP_ELEMENTS) -> bool:
     return True
 
 
-_ROW_OPS = frozenset({"GatherV2", "GatherNd", "TensorScatterUpdate"})
+_ROW_OPS = frozenset({"GatherV2", "GatherNd", "TensorScatterUpdate", "TensorScatterAdd"})
 
 
 def _row_accessed(spec: LoopSpec) -> set:
@@ -728,7 +728,7 @@ def _row_accessed(spec: LoopSpec) -> set:
     for j, nd in enumerate(spec.nodes):
         for pos, a in enumerate(nd.args):
             users.setdefault(a, []).append((j, pos))
-    rows = {("n", j, 0) for j, nd in enumerate(spec.nodes) if nd.op == "TensorScatterUpdate"}
+    rows = {("n", j, 0) for j, nd in enumerate(spec.nodes) if nd.op in ("TensorScatterUpdate", "TensorScatterAdd")}
     changed = True
     while changed:
         changed = False

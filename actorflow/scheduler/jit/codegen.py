@@ -437,17 +437,20 @@ def _gather_nd(c: Ctx):
 
 
 def _scatter_update(c: Ctx):
-    """TensorScatterUpdate with indices of shape [1, 1]: row idx[0, 0] of the tensor replaced by
-    updates[0] (dynamic_rnn's write of a time step). Into the tensor's own buffer when the node says
-    so (see `_scatter_in_place`), else into a copy."""
+    """TensorScatterUpdate (TensorScatterAdd) with indices of shape [1, 1]: row idx[0, 0] of the
+    tensor replaced by (added to by) updates[0]: dynamic_rnn's write of a time step (its gradient's
+    sum over time steps). Into the tensor's own buffer when the node says so (see
+    `_scatter_in_place`), else into a copy."""
     t, idx, u = c.a
+    op = c.node.op
     rank = c.types[0][1]
     i = f"_{c.outs[0]}_i"
     bad = " or ".join([f"{u}.shape[0] != 1"] + [f"{u}.shape[{d}] != {t}.shape[{d}]" for d in range(1, rank)])
-    lines = [f"{i} = {idx}[0, 0]"] + _index_check(i, f"{t}.shape[0]", "TensorScatterUpdate")
-    lines += [f"if {bad}:", "    raise ValueError('TensorScatterUpdate: updates do not match the slice')"]
+    lines = [f"{i} = {idx}[0, 0]"] + _index_check(i, f"{t}.shape[0]", op)
+    lines += [f"if {bad}:", f"    raise ValueError('{op}: updates do not match the slice')"]
     src = t if c.node.attr("in_place") else f"{t}.copy()"
-    lines.append(f"{c.outs[0]} = _rt.set_row({src}, {i}, {u})")
+    fn = "add_row" if op == "TensorScatterAdd" else "set_row"
+    lines.append(f"{c.outs[0]} = _rt.{fn}({src}, {i}, {u})")
     return lines
 
 
@@ -465,6 +468,7 @@ EMITTERS.update({
     "MatMul": _matmul, "ConcatV2": _concat, "Split": _split, "SplitV": _split_v,
     "_HistoryRead": _history_read, "_AccMatMul": _acc_matmul, "_Nop": lambda c: [],
     "GatherV2": _gather, "GatherNd": _gather_nd, "TensorScatterUpdate": _scatter_update,
+    "TensorScatterAdd": _scatter_update,
 })
 
 # Ops whose listed input slots must be constants: their values become attributes of the node.
@@ -489,7 +493,8 @@ _TYPES["BroadcastTo"] = NUMERIC + ("bool",)
 _INTS = ("int32", "int64")
 _ANY = NUMERIC + ("bool",)
 _SLOT_TYPES = {"SparseSoftmaxCrossEntropyWithLogits": (FLOATS, _INTS), "GatherV2": (_ANY, _INTS),
-               "GatherNd": (_ANY, _INTS), "TensorScatterUpdate": (_ANY, _INTS, _ANY)}
+               "GatherNd": (_ANY, _INTS), "TensorScatterUpdate": (_ANY, _INTS, _ANY),
+               "TensorScatterAdd": (NUMERIC, _INTS, NUMERIC)}
 
 
 def compilable(op_type: str, dtypes) -> bool:
@@ -686,6 +691,7 @@ def _accumulate_in_place(spec: LoopSpec) -> LoopSpec:
 
 
 _COPY_READERS = frozenset({"GatherV2", "GatherNd"})     # their compiled form copies what it reads
+_SCATTERS = frozenset({"TensorScatterUpdate", "TensorScatterAdd"})
 
 
 def _scatter_in_place(spec: LoopSpec) -> LoopSpec:
@@ -714,7 +720,7 @@ def _scatter_in_place(spec: LoopSpec) -> LoopSpec:
             continue
         j = nx[1]
         upd = nodes[j]
-        if upd.op != "TensorScatterUpdate":
+        if upd.op not in _SCATTERS:
             continue
         refs = {("i", k)}              # the variable and its aliases (Identity chains)
         grew = True
@@ -756,7 +762,7 @@ def _readers_first(spec: LoopSpec) -> LoopSpec:
     nodes' order) moved to just before it, where all of the reader's inputs come before the write."""
     nodes = spec.nodes
     for j, upd in enumerate(nodes):
-        if upd.op != "TensorScatterUpdate" or j < spec.n_cond:
+        if upd.op not in _SCATTERS or j < spec.n_cond:
             continue
         for u in range(j + 1, len(nodes)):
             nd = nodes[u]

@@ -557,25 +557,33 @@ class _Gen:
         ix = self._index(nd.args[1], ind, lines)
         return lines + self._row_of(j, nd, nd.args[0], ix, ind)
 
-    def op_TensorScatterUpdate(self, j, nd, ind):
-        """Row idx[0, 0] of a loop variable's own buffer written in place (codegen._scatter_in_place
-        says when that is safe); any other form is left to the general code."""
+    def op_TensorScatterAdd(self, j, nd, ind):
+        return self.op_TensorScatterUpdate(j, nd, ind, add=True)
+
+    def op_TensorScatterUpdate(self, j, nd, ind, add=False):
+        """Row idx[0, 0] of a loop variable's own buffer written (added to, `add`) in place
+        (codegen._scatter_in_place says when that is safe); any other form is left to the general
+        code."""
         t_ref, idx_ref, u_ref = nd.args
         t, u = self.lay[t_ref], self.lay[u_ref]
         if not nd.attr("in_place") or not t.contiguous() or tuple(u.shape) != (1,) + tuple(t.shape[1:]):
-            raise _Unsupported("TensorScatterUpdate not in place")
+            raise _Unsupported(f"{nd.op} not in place")
         lines: list = []
         ix = self._index(idx_ref, ind, lines)
         row = t.shape[1:]
         size = _size(row)
         lines += [f"{ind}if {ix} < 0 or {ix} >= {t.shape[0]}:",
-                  f"{ind}    raise IndexError('TensorScatterUpdate: index out of range')"]
+                  f"{ind}    raise IndexError('{nd.op}: index out of range')"]
         base = ix if size == 1 else f"{ix} * {size}"
         off = f"({base})" if t.off == "0" else f"({t.off} + {base})"
-        if not row:
+        src, dst = _Lay(u.arr, u.off, row, u.strides[1:]), _Lay(t.arr, off, row)
+        if add:
+            idx, inner = self.loops(row, lines, ind)
+            lines.append(f"{inner}{dst.at(idx)} = {dst.at(idx)} + {src.at(idx)}")
+        elif not row:
             lines.append(f"{ind}{t.arr}[{off}] = {u.at(['0'])}")
         else:
-            self.copies([(_Lay(u.arr, u.off, row, u.strides[1:]), _Lay(t.arr, off, row))], lines, ind)
+            self.copies([(src, dst)], lines, ind)
         self.lay[("n", j, 0)] = t
         return lines
 

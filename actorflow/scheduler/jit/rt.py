@@ -244,6 +244,18 @@ def set_row(t, i, u):
 
 
 @njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def add_row(t, i, u):
+    """`set_row`, adding: row `i` of `t` plus the elements of `u` (TensorScatterAdd of one row)."""
+    tf = t.reshape(-1)
+    uf = np.ascontiguousarray(u).reshape(-1)
+    n = uf.size
+    off = i * n
+    for q in range(n):
+        tf[off + q] = tf[off + q] + uf[q]
+    return t
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def concat_into(o, x, axis, off):
     """Copies `x` into C-contiguous `o` at offset `off` along `axis` (one piece of a ConcatV2)."""
     xc = np.ascontiguousarray(x)

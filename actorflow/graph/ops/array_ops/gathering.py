@@ -153,7 +153,9 @@ def _gather_grad(op, grad):
         a %= max(prank, 1)
     if a == 0:
         # Only the gathered rows get a gradient: keep it sparse, as TF does.
-        n_idx = shapes.size(indices)
+        # (a static count when indices' shape is known: the values' shape is then a constant, which
+        # the JIT compiles, where a Size op packed with the tail sizes kept a loop's gradient off it)
+        n_idx = indices.shape.num_elements() if indices.shape.is_fully_defined() else shapes.size(indices)
         tail = params.shape.dims[1:] if params.shape.dims is not None else None
         if tail is not None and all(d is not None for d in tail):
             values_shape = _to_index_tensor([n_idx] + list(tail), None, dtypes.int32)
