@@ -57,15 +57,17 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-WORKLOADS = ("chain", "while", "lstm", "lstm_grad", "rnn", "mlp", "convnet")
+WORKLOADS = ("chain", "while", "lstm", "lstm_grad", "rnn", "rnn_embed", "mlp", "convnet")
 CHAIN, ITERS, LSTM_STEPS, WIDTH = 1000, 100_000, 10_000, 32
 # rnn: a real program's RNN, not one of the workloads: tf.nn.dynamic_rnn of an LSTMCell of width
 # 32 over 100 time steps of a [32, 100, 16] batch, trained with SGD (the forward loop, its gradient loop
-# and the update), per time step; 40 steps, so that DEFAULT's tiered loops are compiled by the best one
-RNN_BATCH, RNN_STEPS, RNN_DEPTH, RNN_WIDTH, RNN_REPS = 32, 100, 16, 32, 40
+# and the update), per time step; 40 steps, so that DEFAULT's tiered loops are compiled by the best one.
+# rnn_embed: the same over an embedding lookup (a vocabulary of 1,000) of fed int ids, as a language
+# model has it (the loop then also gives its input a gradient, one row a time step)
+RNN_BATCH, RNN_STEPS, RNN_DEPTH, RNN_WIDTH, RNN_REPS, RNN_VOCAB = 32, 100, 16, 32, 40, 1000
 CONTENDERS = ("af-off", "af-on", "af-jit-only", "tf")
 TARGETS = {"chain": 0.5, "while": 0.5, "lstm": 1.0, "lstm_grad": 1.0, "mlp": 0.95, "convnet": 1.1,     # x TF
-           "rnn": "none"}
+           "rnn": "none", "rnn_embed": "none"}
 # seconds between turns side by side (see paired): TF's idle threads spin a few ms after a step (0.05 and
 # 0.5 gave the same figures)
 SETTLE = float(os.environ.get("AF_BENCH_SETTLE", "0.05"))
@@ -203,15 +205,23 @@ def _lstm(lib, sess_of, grad=False):
     return _first_and_steady(build, 3)
 
 
-def _rnn(lib, sess_of):
-    x_val = np.random.default_rng(0).standard_normal((RNN_BATCH, RNN_STEPS, RNN_DEPTH)).astype(np.float32)
+def _rnn(lib, sess_of, embed=False):
+    rng = np.random.default_rng(0)
+    if embed:
+        x_val = rng.integers(0, RNN_VOCAB, (RNN_BATCH, RNN_STEPS)).astype(np.int32)
+    else:
+        x_val = rng.standard_normal((RNN_BATCH, RNN_STEPS, RNN_DEPTH)).astype(np.float32)
 
     def build():
         g = lib.Graph()
         with g.as_default():
             lib.set_random_seed(0)
-            x = lib.placeholder(lib.float32, [RNN_BATCH, RNN_STEPS, RNN_DEPTH], name="x")
-            out, _ = lib.nn.dynamic_rnn(lib.nn.rnn_cell.LSTMCell(RNN_WIDTH), x, dtype=lib.float32)
+            if embed:
+                x = lib.placeholder(lib.int32, [RNN_BATCH, RNN_STEPS], name="x")
+                inputs = lib.nn.embedding_lookup(lib.get_variable("embedding", [RNN_VOCAB, RNN_DEPTH]), x)
+            else:
+                x = inputs = lib.placeholder(lib.float32, [RNN_BATCH, RNN_STEPS, RNN_DEPTH], name="x")
+            out, _ = lib.nn.dynamic_rnn(lib.nn.rnn_cell.LSTMCell(RNN_WIDTH), inputs, dtype=lib.float32)
             loss = lib.reduce_mean(out * out)
             train = lib.train.GradientDescentOptimizer(0.1).minimize(loss)
             init = lib.global_variables_initializer()
@@ -296,8 +306,8 @@ def worker(contender: str, only) -> None:
             out[w] = _while(lib, sess_of)
         elif w in ("lstm", "lstm_grad"):
             out[w] = _lstm(lib, sess_of, grad=w == "lstm_grad")
-        elif w == "rnn":
-            out[w] = _rnn(lib, sess_of)
+        elif w in ("rnn", "rnn_embed"):
+            out[w] = _rnn(lib, sess_of, embed=w == "rnn_embed")
         else:
             out[w] = _train(lib, sess_of, w, contender)
         if stats is not None:
@@ -472,7 +482,7 @@ def _best(runs, w, key, skip_first=False):
 def report(results, only, results_extra=None) -> None:
     results_extra = results_extra or {}
     per = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
-           "lstm_grad": (LSTM_STEPS, "us/step"), "rnn": (RNN_STEPS, "us/step"),
+           "lstm_grad": (LSTM_STEPS, "us/step"), "rnn": (RNN_STEPS, "us/step"), "rnn_embed": (RNN_STEPS, "us/step"),
            "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
     targets = TARGETS
     has_tf = "tf" in results
@@ -507,7 +517,7 @@ def report(results, only, results_extra=None) -> None:
     if "paired" in results_extra:
         report_paired(results_extra["paired"])
     units = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
-             "lstm_grad": (LSTM_STEPS, "us/step"), "rnn": (RNN_STEPS, "us/step"), "mlp": (1, "ms/step"),
+             "lstm_grad": (LSTM_STEPS, "us/step"), "rnn": (RNN_STEPS, "us/step"), "rnn_embed": (RNN_STEPS, "us/step"), "mlp": (1, "ms/step"),
              "convnet": (1, "ms/step")}
     scale = {w: (1e6 / units[w][0] if units[w][1].startswith("us") else 1e3) for w in only}
     for key, title in (("tiered", "af-tiered (AF_JIT=tiered, JIT cache warm)"),
