@@ -61,25 +61,29 @@ def scatter_nd(attrs):
     return fn
 
 
+def _tensor_scatter(op_type: str, combine):
+    """The kernel of `op_type`: a copy of `tensor` with `combine(copy, index, updates)` applied at
+    `indices`."""
+    def fn(tensor, indices, updates):
+        tensor = np.asarray(tensor)
+        _check_updates(op_type, updates, indices, tensor.shape)
+        out = tensor.copy()
+        combine(out, _index_tuple(op_type, indices, tensor.shape), np.asarray(updates, out.dtype))
+        return out
+    return fn
+
+
+def _replace(out, index, updates):
+    out[index] = updates
+
+
 @register_kernel("TensorScatterUpdate", "CPU")
 def tensor_scatter_update(attrs):
     """tf.raw_ops.TensorScatterUpdate: a copy of `tensor` with the slices at `indices` replaced."""
-    def fn(tensor, indices, updates):
-        tensor = np.asarray(tensor)
-        _check_updates("TensorScatterUpdate", updates, indices, tensor.shape)
-        out = tensor.copy()
-        out[_index_tuple("TensorScatterUpdate", indices, tensor.shape)] = updates
-        return out
-    return fn
+    return _tensor_scatter("TensorScatterUpdate", _replace)
 
 
 @register_kernel("TensorScatterAdd", "CPU")
 def tensor_scatter_add(attrs):
     """tf.raw_ops.TensorScatterAdd: a copy of `tensor` with `updates` added at `indices` (duplicates summed)."""
-    def fn(tensor, indices, updates):
-        tensor = np.asarray(tensor)
-        _check_updates("TensorScatterAdd", updates, indices, tensor.shape)
-        out = tensor.copy()
-        np.add.at(out, _index_tuple("TensorScatterAdd", indices, tensor.shape), np.asarray(updates, out.dtype))
-        return out
-    return fn
+    return _tensor_scatter("TensorScatterAdd", np.add.at)
