@@ -105,6 +105,8 @@ def test_a_busy_team_declines(team):
 
 def test_helpers_sleep_after_spin_us(team):
     """After its last block a helper spins spin_us (2 ms here), then sleeps: no CPU while idle."""
+    from actorflow.scheduler.jit.compile import wait_for_compiles
+    wait_for_compiles()                 # (an earlier test's compile on the JIT's thread would count)
     team.run([lambda: time.sleep(0.005), lambda: time.sleep(0.005)])
     time.sleep(0.05)
     c0, t0 = time.process_time(), time.perf_counter()
