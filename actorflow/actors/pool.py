@@ -41,8 +41,7 @@ def _stop_pools_at_exit(timeout: float = 5.0) -> None:
     for pool in pools:
         pool.shutdown()
     for pool in pools:
-        team = pool._team
-        for t in pool._threads + (team.threads if team is not None else []):
+        for t in pool.all_threads():
             if t is not threading.current_thread():
                 t.join(max(0.0, deadline - time.monotonic()))
 
@@ -117,8 +116,13 @@ class KernelPool:
         if team is not None:
             team.close()
         if wait:
-            for t in self._threads + (team.threads if team is not None else []):
+            for t in self.all_threads():
                 t.join()
+
+    def all_threads(self) -> list:
+        """The pool's threads and its team's helpers."""
+        team = self._team
+        return self._threads + (team.threads if team is not None else [])
 
 
 def block_worker(thunks: list, state: list, on_last):

@@ -415,16 +415,17 @@ def _history_read(c: Ctx):
     return [f"{c.outs[0]} = _rt.row({h}, {i})"]
 
 
-def _index_check(i: str, n: str, op: str) -> list:
-    return [f"if {i} < 0 or {i} >= {n}:", f"    raise IndexError('{op}: index out of range')"]
+def index_check(i: str, n, op: str, ind: str = "") -> list:
+    """Lines raising IndexError (naming `op`) when row index `i` is outside [0, `n`): the interpreted
+    loop then runs, and its error names the node."""
+    return [f"{ind}if {i} < 0 or {i} >= {n}:", f"{ind}    raise IndexError('{op}: index out of range')"]
 
 
 def _gather(c: Ctx):
     """GatherV2 of one row (a scalar index along axis 0: dynamic_rnn's read of a time step), copied."""
     p, i = c.a
-    if c.types[0][1] == 1:
-        return _index_check(i, f"{p}.shape[0]", "GatherV2") + [f"{c.outs[0]} = {p}[{i}]"]
-    return _index_check(i, f"{p}.shape[0]", "GatherV2") + [f"{c.outs[0]} = {p}[{i}].copy()"]
+    copy = "" if c.types[0][1] == 1 else ".copy()"
+    return index_check(i, f"{p}.shape[0]", "GatherV2") + [f"{c.outs[0]} = {p}[{i}]{copy}"]
 
 
 def _gather_nd(c: Ctx):
@@ -432,7 +433,7 @@ def _gather_nd(c: Ctx):
     of dynamic_rnn's write of a time step), copied."""
     p, idx = c.a
     i = f"_{c.outs[0]}_i"
-    return ([f"{i} = {idx}[0, 0]"] + _index_check(i, f"{p}.shape[0]", "GatherNd")
+    return ([f"{i} = {idx}[0, 0]"] + index_check(i, f"{p}.shape[0]", "GatherNd")
             + [f"{c.outs[0]} = {p}[{i}:{i} + 1].copy()"])
 
 
@@ -446,7 +447,7 @@ def _scatter_update(c: Ctx):
     rank = c.types[0][1]
     i = f"_{c.outs[0]}_i"
     bad = " or ".join([f"{u}.shape[0] != 1"] + [f"{u}.shape[{d}] != {t}.shape[{d}]" for d in range(1, rank)])
-    lines = [f"{i} = {idx}[0, 0]"] + _index_check(i, f"{t}.shape[0]", op)
+    lines = [f"{i} = {idx}[0, 0]"] + index_check(i, f"{t}.shape[0]", op)
     lines += [f"if {bad}:", f"    raise ValueError('{op}: updates do not match the slice')"]
     src = t if c.node.attr("in_place") else f"{t}.copy()"
     fn = "add_row" if op == "TensorScatterAdd" else "set_row"
@@ -705,18 +706,15 @@ def _scatter_in_place(spec: LoopSpec) -> LoopSpec:
     The loop's variables are its own copies (`JitKernel` copies them in)."""
     spec = _readers_first(spec)
     nodes = list(spec.nodes)
-    uses: dict = {}
-    users: dict = {}
+    users: dict = {}                    # ref -> the nodes using it (None: the condition, a next, a save)
     for j, nd in enumerate(nodes):
         for r in nd.args:
-            uses[r] = uses.get(r, 0) + 1
             users.setdefault(r, []).append(j)
     for r in [spec.cond] + list(spec.nexts) + list(spec.saves):
-        uses[r] = uses.get(r, 0) + 1
         users.setdefault(r, []).append(None)
     changed = False
     for k, nx in enumerate(spec.nexts):
-        if nx[0] != "n" or nx[1] < spec.n_cond or uses.get(nx) != 1:
+        if nx[0] != "n" or nx[1] < spec.n_cond or len(users.get(nx, ())) != 1:
             continue
         j = nx[1]
         upd = nodes[j]

@@ -265,7 +265,7 @@ class JitKernel:
         # the GEMM table (blascall.py) when the code calls cblas; else an empty one (loading the BLAS
         # library costs a first step 0.3 s or more)
         code = flat.source if flat is not None else source
-        self.blas = None if "blas_gemm(" in code else _NO_BLAS
+        self._blas = None if "blas_gemm(" in code else _NO_BLAS
         self._cap = 16                  # a static loop's history rows to start with: the last run's count
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
@@ -392,6 +392,13 @@ class JitKernel:
             compile_stats["rejected"] += 1
             return self.fallback(*args)
 
+    def _blas_arg(self):
+        """A loop kernel's last argument: the GEMM table (blascall.py), loaded on its first use."""
+        t = self._blas
+        if t is None:
+            t = self._blas = _blas_table()
+        return t
+
     def _tiered(self, args):
         """Tiered mode before compiling: the interpreted ops, their cost estimated from what ran
         (the interpreter's count of op runs and, for a cluster, of the elements they produced)."""
@@ -485,7 +492,7 @@ class JitKernel:
         stop = interrupt.current()
         it = 0
         while True:
-            res = fn(*call, *hist, cap, it, *work, stop, self.blas if self.blas is not None else _blas_table())
+            res = fn(*call, *hist, cap, it, *work, stop, self._blas_arg())
             interrupt.raise_if_stopped(stop, self.what)
             it = res[0]
             for k, v in zip(scalars, res[2:]):
@@ -557,7 +564,7 @@ class JitKernel:
             out = fn(*args)
         else:
             stop = interrupt.current()
-            out, it = fn(*args, stop, self.blas if self.blas is not None else _blas_table())
+            out, it = fn(*args, stop, self._blas_arg())
             interrupt.raise_if_stopped(stop, self.what)
             if self.shape_only:
                 out = tuple(self._unsaved(list(out), it, args))

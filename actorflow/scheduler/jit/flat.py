@@ -35,6 +35,7 @@ from actorflow.scheduler.jit.codegen import (
     _scatter_in_place,
     _trusted_statics,
     dt,
+    index_check,
     lit,
     stop_lines,
     with_fastmath,
@@ -103,6 +104,13 @@ class _Lay:
                 continue
             terms.append(i if s == 1 else f"{i} * {s}")
         return f"{self.arr}[{' + '.join(terms) or '0'}]"
+
+
+def _row_offset(lay: "_Lay", ix: str) -> str:
+    """The offset of row `ix` (along axis 0) of contiguous layout `lay`."""
+    size = _size(lay.shape[1:])
+    base = ix if size == 1 else f"{ix} * {size}"
+    return f"({base})" if lay.off == "0" else f"({lay.off} + {base})"
 
 
 def _plus(off: str, n: int) -> str:
@@ -515,11 +523,8 @@ class _Gen:
         if not src.contiguous():
             raise _Unsupported(f"{nd.op} of a value that is not contiguous")
         row = src.shape[1:]
-        size = _size(row)
-        lines = [f"{ind}if {ix} < 0 or {ix} >= {src.shape[0]}:",
-                 f"{ind}    raise IndexError('{nd.op}: index out of range')"]
-        base = ix if size == 1 else f"{ix} * {size}"
-        off = f"({base})" if src.off == "0" else f"({src.off} + {base})"
+        lines = index_check(ix, src.shape[0], nd.op, ind)
+        off = _row_offset(src, ix)
         if not nd.ranks[0]:
             return lines + [f"{ind}{self.name(('n', j, 0))} = {src.arr}[{off}]"]
         out = self.region(j)
@@ -571,17 +576,11 @@ class _Gen:
         lines: list = []
         ix = self._index(idx_ref, ind, lines)
         row = t.shape[1:]
-        size = _size(row)
-        lines += [f"{ind}if {ix} < 0 or {ix} >= {t.shape[0]}:",
-                  f"{ind}    raise IndexError('{nd.op}: index out of range')"]
-        base = ix if size == 1 else f"{ix} * {size}"
-        off = f"({base})" if t.off == "0" else f"({t.off} + {base})"
-        src, dst = _Lay(u.arr, u.off, row, u.strides[1:]), _Lay(t.arr, off, row)
+        lines += index_check(ix, t.shape[0], nd.op, ind)
+        src, dst = _Lay(u.arr, u.off, row, u.strides[1:]), _Lay(t.arr, _row_offset(t, ix), row)
         if add:
             idx, inner = self.loops(row, lines, ind)
             lines.append(f"{inner}{dst.at(idx)} = {dst.at(idx)} + {src.at(idx)}")
-        elif not row:
-            lines.append(f"{ind}{t.arr}[{off}] = {u.at(['0'])}")
         else:
             self.copies([(src, dst)], lines, ind)
         self.lay[("n", j, 0)] = t
