@@ -660,3 +660,36 @@ def test_second_order_gradients_through_a_loop_are_refused_clearly():
     gx, = af.gradients(v, [x])
     with pytest.raises(NotImplementedError, match="Gradients of gradients"):
         af.gradients(gx, [x])
+
+
+def test_an_edge_into_a_loop_without_enter_is_rejected_when_the_plan_is_built():
+    # A graph rewired by hand (or imported) so that a loop body reads a value of the root frame
+    # directly used to wait forever for it; it is rejected, naming the op and both frames.
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [], name="x")
+        outside = af.multiply(x, 2.0, name="outside")
+        _, v = af.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v + 1.0), [af.constant(0), x])
+        add = next(o for o in g.get_operations()
+                   if o.type == "AddV2" and o.name.startswith("while/") and o.inputs[0].dtype == af.float32)
+        with af.Session() as s:
+            assert s.run(v, {x: 1.0}) == 4.0
+        add._update_input(1, outside)
+        with af.Session() as s:
+            with pytest.raises(af.errors.InvalidArgumentError, match="inputs from different frames") as e:
+                s.run(v, {x: 1.0})
+    msg = str(e.value)
+    assert f"'{add.name}'" in msg and "'outside' is in frame ''" in msg and "in frame 'while'" in msg
+
+
+def test_a_value_leaving_a_loop_without_exit_is_rejected():
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [], name="x")
+        _, v = af.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2.0), [af.constant(0), x])
+        inner = next(o for o in g.get_operations() if o.type == "Mul" and o.name.startswith("while/"))
+        y = af.add(v, af.identity(x), name="after")
+        y.op._update_input(1, inner.outputs[0])
+        with af.Session() as s:
+            with pytest.raises(af.errors.InvalidArgumentError, match="'after' .* inputs from different frames"):
+                s.run(y, {x: 1.0})
