@@ -53,6 +53,8 @@ from actorflow.graph.dtypes import variant  # noqa: E402,F401
 from actorflow import data  # noqa: E402
 from actorflow import compat  # noqa: E402
 from actorflow.graph import graph_util  # noqa: E402,F401
+from actorflow.graph.graph_util import import_graph_def  # noqa: E402
+from actorflow.graph.behavior import *  # noqa: E402,F401,F403  (disable_v2_behavior and the other switches)
 from actorflow import saved_model  # noqa: E402,F401
 from actorflow import serving  # noqa: E402,F401
 
@@ -71,6 +73,7 @@ def list_devices():
     from actorflow.scheduler.devices import local_devices
     return local_devices()
 __version__ = "0.1.0"
+VERSION = __version__
 
 # -- summaries, app, flags, logging, gfile (issue 16, items 1 and 2) ----------------------------------
 from actorflow import app, flags, gfile, summary  # noqa: E402
@@ -79,9 +82,19 @@ from actorflow import tf_logging as logging  # noqa: E402
 from actorflow import tfio as io  # noqa: E402
 
 
+_GRAPH_PROTOS = {"GraphDef": ("graph_pb2", "GraphDef"), "NodeDef": ("node_def_pb2", "NodeDef"),
+                 "AttrValue": ("attr_value_pb2", "AttrValue")}
+
+
 def __getattr__(name):
     # af.Summary, af.Event, af.SessionLog are TensorBoard's protobuf classes, loaded on first use so
     # that `import actorflow` works without the `summary` extra.
     if name in ("Summary", "Event", "SessionLog", "SummaryMetadata", "HistogramProto"):
         return getattr(summary, name)
+    # GraphDef and its parts are TF's own messages (TensorBoard's generated classes), as as_graph_def,
+    # sess.graph_def and graph_util give them and import_graph_def takes them.
+    if name in _GRAPH_PROTOS:
+        from actorflow import protos
+        mod, attr = _GRAPH_PROTOS[name]
+        return getattr(getattr(protos, mod), attr)
     raise AttributeError(f"module 'actorflow' has no attribute {name!r}")

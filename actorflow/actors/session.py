@@ -447,6 +447,11 @@ class Session:
         return self._graph
 
     @property
+    def graph_def(self):
+        """The session's graph as a GraphDef (tf.Session.graph_def: `graph.as_graph_def()`)."""
+        return self._graph.as_graph_def()
+
+    @property
     def sess_str(self) -> str:
         return self._target
 

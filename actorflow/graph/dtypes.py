@@ -61,6 +61,12 @@ class DType:
     def max(self):
         return np.finfo(self._np).max if self.is_floating else (True if self.is_bool else np.iinfo(self._np).max)
 
+    @property
+    def as_datatype_enum(self) -> int:
+        """TF's DataType enum value of this type (types.proto: DT_FLOAT is 1), as GraphDefs and
+        checkpoints spell it."""
+        return _ENUM[self.name]
+
     def __repr__(self) -> str:
         return f"af.{self.name}"
 
@@ -89,6 +95,10 @@ _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update({"half": float16, "double": float64, "float": float32, "int": int32, "resource": resource,
                  "variant": variant, "string": string})
 _BY_NP = {d.np: d for d in _ALL}
+# TF's DataType enum (tensorflow/core/framework/types.proto) for the types actorflow has.
+_ENUM = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "string": 7, "int64": 9,
+         "bool": 10, "float16": 19, "resource": 20, "variant": 21}
+_BY_ENUM = {v: _BY_NAME[k] for k, v in _ENUM.items()}
 
 
 def as_dtype(value) -> DType:
@@ -97,6 +107,8 @@ def as_dtype(value) -> DType:
         return value
     if isinstance(value, str) and value in _BY_NAME:
         return _BY_NAME[value]
+    if type(value) is int and value in _BY_ENUM:          # a DataType enum value, as tf.as_dtype takes
+        return _BY_ENUM[value]
     if value is float:
         return float32
     if value is int:

@@ -6,32 +6,39 @@ Each Operation becomes a NodeDef with its name, op type, inputs in TF's spelling
 are Python objects of actorflow's own (callables, nested structures) are left out. As TF's
 `Graph.as_graph_def(add_shapes=True)` does, every node carries its output shapes in
 `_output_shapes`, so TensorBoard labels the edges with tensor shapes.
+
+`Graph.as_graph_def()` (and so `sess.graph_def`) asks for the exact form: constants whole, and each
+node's actorflow attributes and output signature also in an `_af` attribute (msgpack, the cluster's
+graph format; TF ignores attributes whose names start with "_"). `graph_util` reads it back bit for
+bit, so a GraphDef serialized with `SerializeToString()` and imported with `af.import_graph_def`
+is the same graph, float attributes and Python-object attributes included; a GraphDef TensorFlow
+wrote has no `_af` and is read from its AttrValues (graph/graph_util.py).
 """
 from __future__ import annotations
 
 import logging
 
+import msgpack
 import numpy as np
 
 from actorflow.graph import dtypes
-from actorflow.graph.graph import Graph
+from actorflow.graph.graph import Graph, _encode_ext
 from actorflow.graph.tensor_shape import TensorShape
 from actorflow.protos import require
 
-__all__ = ["as_graph_def"]
+__all__ = ["as_graph_def", "AF_ATTR"]
 
 log = logging.getLogger(__name__)
 
-_TYPE_ENUM = {"float16": "DT_HALF", "float32": "DT_FLOAT", "float64": "DT_DOUBLE", "int8": "DT_INT8",
-              "int16": "DT_INT16", "int32": "DT_INT32", "int64": "DT_INT64", "uint8": "DT_UINT8",
-              "bool": "DT_BOOL", "string": "DT_STRING", "resource": "DT_RESOURCE"}
 # Constants larger than this are written without their values (TensorBoard shows only the shape);
 # TF writes them whole, which makes event files of big embeddings unreadably large.
 _MAX_CONST_BYTES = 1 << 20
+# The attribute that carries a node's exact actorflow attributes and outputs (exact=True).
+AF_ATTR = "_af"
 
 
-def _dtype_enum(dt, types_pb2) -> int:
-    return types_pb2.DataType.Value(_TYPE_ENUM.get(dtypes.as_dtype(dt).name, "DT_INVALID"))
+def _dtype_enum(dt) -> int:
+    return dtypes.as_dtype(dt).as_datatype_enum
 
 
 def _shape_proto(shape: TensorShape, out):
@@ -43,9 +50,9 @@ def _shape_proto(shape: TensorShape, out):
     return out
 
 
-def _scalar_attr(v, av, pb) -> bool:
-    """Fills AttrValue `av` from a single value; False when protobuf cannot hold it."""
-    types_pb2, tensor_util = pb
+def _scalar_attr(v, av, tensor_util, whole=False) -> bool:
+    """Fills AttrValue `av` from a single value; False when protobuf cannot hold it (`whole`: a
+    constant of any size keeps its values)."""
     if isinstance(v, bool):
         av.b = v
     elif isinstance(v, int):
@@ -59,12 +66,12 @@ def _scalar_attr(v, av, pb) -> bool:
     elif isinstance(v, bytes):
         av.s = v
     elif isinstance(v, dtypes.DType):
-        av.type = _dtype_enum(v, types_pb2)
+        av.type = _dtype_enum(v)
     elif isinstance(v, TensorShape):
         _shape_proto(v, av.shape)
     elif isinstance(v, np.ndarray):
-        if v.nbytes > _MAX_CONST_BYTES:
-            av.tensor.dtype = _dtype_enum(v.dtype if v.dtype != object else dtypes.string, types_pb2)
+        if v.nbytes > _MAX_CONST_BYTES and not whole:
+            av.tensor.dtype = _dtype_enum(v.dtype if v.dtype != object else dtypes.string)
             _shape_proto(TensorShape(list(v.shape)), av.tensor.tensor_shape)
         else:
             try:
@@ -76,8 +83,7 @@ def _scalar_attr(v, av, pb) -> bool:
     return True
 
 
-def _list_attr(values, av, pb) -> bool:
-    types_pb2, _ = pb
+def _list_attr(values, av) -> bool:
     lst = av.list
     if all(isinstance(x, bool) for x in values):
         lst.b.extend(values)
@@ -90,7 +96,7 @@ def _list_attr(values, av, pb) -> bool:
     elif all(isinstance(x, bytes) for x in values):
         lst.s.extend(values)
     elif all(isinstance(x, dtypes.DType) for x in values):
-        lst.type.extend(_dtype_enum(x, types_pb2) for x in values)
+        lst.type.extend(_dtype_enum(x) for x in values)
     elif all(isinstance(x, TensorShape) for x in values):
         for x in values:
             _shape_proto(x, lst.shape.add())
@@ -104,16 +110,18 @@ def _input_name(t) -> str:
     return t.op.name if t.value_index == 0 else f"{t.op.name}:{t.value_index}"
 
 
-def as_graph_def(graph: Graph, add_shapes: bool = True, from_version=None):
+def as_graph_def(graph: Graph, add_shapes: bool = True, from_version=None, exact: bool = False):
     """The GraphDef protobuf (tensorboard.compat.proto.graph_pb2.GraphDef) of `graph`.
 
-    TF-1.x counterpart: `tf.Graph.as_graph_def(add_shapes=True)`. Differs in that attributes that
-    have no protobuf form are omitted, and constants over 1 MiB keep their dtype and shape only.
-    `from_version` must be None (see the error it raises otherwise).
+    TF-1.x counterpart: `tf.Graph.as_graph_def(add_shapes=True)`. For TensorBoard (`exact=False`),
+    attributes that have no protobuf form are omitted and constants over 1 MiB keep their dtype and
+    shape only. `exact=True` keeps every constant whole and adds each node's `_af` attribute (see the
+    module's doc), so that the GraphDef imports back as the same graph. `from_version` must be None
+    (see the error it raises otherwise).
     """
     graph_pb2 = require("tensorboard.compat.proto.graph_pb2")
     attr_value_pb2 = require("tensorboard.compat.proto.attr_value_pb2")
-    pb = (require("tensorboard.compat.proto.types_pb2"), require("tensorboard.util.tensor_util"))
+    tensor_util = require("tensorboard.util.tensor_util")
     gd = graph_pb2.GraphDef()
     gd.versions.producer = 27      # a producer version TensorBoard's graph importer accepts
     if from_version is not None:
@@ -126,11 +134,18 @@ def as_graph_def(graph: Graph, add_shapes: bool = True, from_version=None):
         node.input.extend("^" + c.name for c in op.control_inputs)
         for key, v in op.attrs.items():
             av = attr_value_pb2.AttrValue()
-            ok = _list_attr(v, av, pb) if isinstance(v, tuple) else _scalar_attr(v, av, pb)
+            ok = _list_attr(v, av) if isinstance(v, tuple) else _scalar_attr(v, av, tensor_util, exact)
             if ok:
                 node.attr[key].CopyFrom(av)
             else:
                 log.debug("attr %r of op %s (%s) has no GraphDef form; left out", key, op.name, type(v).__name__)
+        if exact:
+            # (a Const's value is already whole in its TensorProto: not written twice)
+            own = {k: v for k, v in op.attrs.items()
+                   if not (k == "value" and op.type == "Const" and "value" in node.attr)}
+            outs = [(t.dtype.name, None if t.shape.dims is None else list(t.shape.dims)) for t in op.outputs]
+            node.attr[AF_ATTR].s = msgpack.packb({"attrs": own, "outputs": outs}, default=_encode_ext,
+                                                 use_bin_type=True)
         if op.outputs and add_shapes:
             shapes = node.attr["_output_shapes"].list
             for t in op.outputs:
@@ -140,7 +155,7 @@ def as_graph_def(graph: Graph, add_shapes: bool = True, from_version=None):
 
 def _install() -> None:
     from actorflow.graph import graph as graph_mod
-    graph_mod._graph_def_hook = lambda g, from_version, add_shapes: as_graph_def(g, add_shapes, from_version)
+    graph_mod._graph_def_hook = lambda g, from_version, add_shapes: as_graph_def(g, add_shapes, from_version, True)
 
 
 _install()
