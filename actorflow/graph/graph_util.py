@@ -86,7 +86,7 @@ def _attr_value(av, node):
         return _shape_of(av.shape)
     if kind == "tensor":
         arr = protos.require("tensorboard.util.tensor_util").make_ndarray(av.tensor)
-        return np.ascontiguousarray(arr)
+        return np.array(arr, order="C")           # (ascontiguousarray would make a scalar 1-d)
     if kind == "list":
         lst = av.list
         for field in ("s", "i", "f", "b", "type", "shape", "tensor"):
@@ -390,7 +390,7 @@ def convert_variables_to_constants(sess, input_graph_def, output_node_names, var
         if r["name"] not in keep:
             continue
         if r["name"] in values:
-            v = np.ascontiguousarray(np.asarray(values[r["name"]]))
+            v = np.array(values[r["name"]], order="C")     # (a scalar stays 0-d)
             dt = r["outputs"][0][0]
             out.append({"name": r["name"], "type": "Const", "device": r["device"], "inputs": [], "control": [],
                         "attrs": {"value": v, "dtype": r["attrs"]["dtype"]},
