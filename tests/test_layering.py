@@ -47,12 +47,13 @@ MAY_IMPORT: dict[str, set[str]] = {
     "tf_logging": set(),
     "gfile": {"errors"},
     "clock": set(),
+    "script_registry": set(),
     "checkpoint_format": {"errors", "clock"},
     "app": {"flags"},
     "tfio": {"gfile"},
     # the peers above errors
-    "graph": {"errors", "protos"},
-    "kernels": {"errors", "protos", "checkpoint_format"},
+    "graph": {"errors", "protos", "script_registry"},
+    "kernels": {"errors", "protos", "checkpoint_format", "script_registry"},
     "transport": {"errors"},
     # the main stack
     "scheduler": {"graph", "kernels"},     # emit binds each node to its kernel factory

@@ -231,7 +231,7 @@ def import_graph_doc(doc: dict, graph: Graph, import_scope: str | None = None, i
             inputs = [t if t is not None else stand_in for t in inputs]
             control = [input_map["^" + n] if "^" + n in input_map else graph.get_operation_by_name(prefix + n)
                        for n in rec["control"]]
-            attrs = dict(rec["attrs"])
+            attrs = {k: _normalize_attr(v) for k, v in rec["attrs"].items()}     # (msgpack gives lists)
             if prefix and "_class" in attrs:
                 attrs["_class"] = tuple("loc:@" + prefix + c[5:] if isinstance(c, str) and c.startswith("loc:@")
                                         else c for c in attrs["_class"])
