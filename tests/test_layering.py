@@ -62,6 +62,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     # graph libraries
     "initializers": {"graph"},
     "math": {"graph"},
+    "linalg": {"graph"},
     "random": {"graph"},
     "strings": {"graph"},
     "debugging": {"graph"},
@@ -82,7 +83,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "client": set(),
     "compat": set(),
     "<root>": {"serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
-               "metrics", "math", "random", "strings", "initializers", "debugging", "data"},
+               "metrics", "math", "linalg", "random", "strings", "initializers", "debugging", "data"},
     "sim": {"<root>", "console"},
     "graphviz": {"<root>", "console"},
     "dashboard": {"<root>"},

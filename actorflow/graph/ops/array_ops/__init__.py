@@ -5,13 +5,16 @@ formulas), and its public wrapper beside it, one module per family:
 - `reshaping`: Reshape, Transpose, ExpandDims, Squeeze;
 - `joining`: ConcatV2, Split, SplitV (concat, split);
 - `slicing`: Slice, StridedSlice, StridedSliceGrad, and Python's indexing syntax on tensors;
-- `tiling`: Tile, Pad, PadV2;
+- `tiling`: Tile, Pad, PadV2, MirrorPad (pad's REFLECT and SYMMETRIC modes), Roll;
 - `packing`: Pack, Unpack (stack, unstack);
 - `gathering`: GatherV2, UnsortedSegmentSum, DynamicPartition, DynamicStitch, and the densifying of
   sparse (IndexedSlices) gradients;
 - `filling`: OneHot, Fill, ZerosLike, OnesLike, Range (one_hot, fill, zeros, ones, *_like, range);
 - `shapes`: Shape, Size, Rank, BroadcastTo, BroadcastGradientArgs, InvertPermutation;
 - `masking`: Where (the coordinates of true elements) and boolean_mask;
+- `contraction`: tensordot, Einsum (einsum);
+- `generators`: LinSpace (linspace), sequence_mask, meshgrid;
+- `matrix`: MatrixBandPart, MatrixDiag, MatrixDiagPart, MatrixSetDiag, Diag, DiagPart, and eye;
 - `_infer` and `_args`: the inference helpers and the wrappers' argument conversion they share.
 A module refers to another family's wrappers through its module (`shapes.shape(x)`), so the
 families may use each other in gradients without import cycles.
@@ -25,6 +28,7 @@ constants it converts its arguments into live under "r/" (e.g. "r/shape").
 """
 from __future__ import annotations
 
+from actorflow.graph.ops.array_ops.contraction import Einsum, einsum, tensordot  # noqa: F401
 from actorflow.graph.ops.array_ops.filling import (  # noqa: F401
     Fill,
     OneHot,
@@ -50,8 +54,25 @@ from actorflow.graph.ops.array_ops.gathering import (  # noqa: F401
     indexed_slices_to_dense,
     unsorted_segment_sum,
 )
+from actorflow.graph.ops.array_ops.generators import LinSpace, lin_space, linspace, meshgrid, sequence_mask  # noqa: F401
 from actorflow.graph.ops.array_ops.joining import ConcatV2, Split, SplitV, concat, split  # noqa: F401
 from actorflow.graph.ops.array_ops.masking import Where, boolean_mask, where_indices  # noqa: F401
+from actorflow.graph.ops.array_ops.matrix import (  # noqa: F401
+    Diag,
+    DiagPart,
+    MatrixBandPart,
+    MatrixDiag,
+    MatrixDiagPart,
+    MatrixSetDiag,
+    diag,
+    diag_part,
+    eye,
+    matrix_band_part,
+    matrix_diag,
+    matrix_diag_part,
+    matrix_set_diag,
+    trace,
+)
 from actorflow.graph.ops.array_ops.packing import Pack, Unpack, stack, unstack  # noqa: F401
 from actorflow.graph.ops.array_ops.reshaping import (  # noqa: F401
     ExpandDims,
@@ -86,8 +107,10 @@ from actorflow.graph.ops.array_ops.slicing import (  # noqa: F401
     slice,
     strided_slice,
 )
-from actorflow.graph.ops.array_ops.tiling import Pad, PadV2, Tile, pad, tile  # noqa: F401
+from actorflow.graph.ops.array_ops.tiling import MirrorPad, Pad, PadV2, Roll, Tile, pad, roll, tile  # noqa: F401
 
 __all__ = [
     "reshape", "transpose", "expand_dims", "squeeze", "concat", "split", "slice", "strided_slice", "tile", "pad", "stack", "unstack", "gather", "one_hot", "fill", "zeros", "ones", "zeros_like", "ones_like", "range", "shape", "size", "rank", "broadcast_to", "unsorted_segment_sum", "dynamic_partition", "dynamic_stitch", "invert_permutation", "newaxis", "boolean_mask",
+    "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag", "diag", "diag_part", "eye",
+    "linspace", "lin_space", "sequence_mask", "meshgrid", "tensordot", "einsum", "roll", "trace",
 ]

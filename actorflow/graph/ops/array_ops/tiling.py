@@ -20,7 +20,7 @@ from actorflow.graph.ops.array_ops._infer import (
 from actorflow.graph.ops.infer import constant_value
 from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["tile", "pad"]
+__all__ = ["tile", "pad", "roll"]
 
 
 def _infer_tile(inputs, attrs):
@@ -79,6 +79,74 @@ Pad = define_op("Pad", _infer_pad)
 PadV2 = define_op("PadV2", _infer_pad)
 
 
+def _infer_mirror_pad(inputs, attrs):
+    mode = attrs.get("mode")
+    if mode not in ("REFLECT", "SYMMETRIC"):
+        raise InferenceError(f"MirrorPad: mode must be REFLECT or SYMMETRIC, got {mode!r}")
+    out = _infer_pad(inputs, attrs)
+    p = constant_value(inputs[1])
+    dims = inputs[0].shape.dims
+    if p is not None and dims is not None:
+        limit = 1 if mode == "REFLECT" else 0
+        for d, (a, b) in zip(dims, np.asarray(p).reshape(-1, 2)):
+            if d is not None and (a > d - limit or b > d - limit):
+                raise InferenceError(f"MirrorPad: paddings must be no greater than the dimension size"
+                                     f"{' minus 1' if limit else ''} in {mode} mode: {int(a)}, {int(b)} "
+                                     f"for a dimension of {d}")
+    return out
+
+
+def _infer_mirror_pad_grad(inputs, attrs):
+    grad, paddings = inputs
+    p = constant_value(paddings)
+    dims = grad.shape.dims
+    if p is None or dims is None:
+        return [_with_rank(grad.dtype, grad.shape.ndims)]
+    return [(grad.dtype, TensorShape([None if d is None else d - int(a) - int(b)
+                                      for d, (a, b) in zip(dims, np.asarray(p).reshape(-1, 2))]))]
+
+
+MirrorPad = define_op("MirrorPad", _infer_mirror_pad)
+MirrorPadGrad = define_op("MirrorPadGrad", _infer_mirror_pad_grad)
+
+
+@MirrorPad.gradient
+def _mirror_pad_grad(op, grad):
+    return [MirrorPadGrad(_dense(grad), op.inputs[1], mode=op.attrs["mode"]), None]
+
+
+@MirrorPadGrad.gradient
+def _mirror_pad_grad_grad(op, grad):
+    return [MirrorPad(_dense(grad), op.inputs[1], mode=op.attrs["mode"]), None]
+
+
+def _infer_roll(inputs, attrs):
+    x, shift, axis = inputs
+    _check_index_dtype(shift, "shift")
+    _check_index_dtype(axis, "axis")
+    for t, what in ((shift, "shift"), (axis, "axis")):
+        if t.shape.ndims is not None and t.shape.ndims > 1:
+            raise InferenceError(f"{what} must be a scalar or a 1-D vector, but '{t.name}' has shape {t.shape}")
+    ns, na = shift.shape.num_elements(), axis.shape.num_elements()
+    if ns is not None and na is not None and ns != na:
+        raise InferenceError(f"shift and axis must have the same size, got {ns} and {na}")
+    a = _static_ints(axis)
+    rank = x.shape.ndims
+    if a is not None and rank is not None:
+        for v in a:
+            if not -rank <= v < rank:
+                raise InferenceError(f"axis {v} is out of range for a tensor of rank {rank}")
+    return [(x.dtype, x.shape)]
+
+
+Roll = define_op("Roll", _infer_roll)
+
+
+@Roll.gradient
+def _roll_grad(op, grad):
+    return [Roll(_dense(grad), math_ops.Neg(op.inputs[1]), op.inputs[2]), None, None]
+
+
 @Tile.gradient
 def _tile_grad(op, grad):
     x, multiples = op.inputs
@@ -124,13 +192,14 @@ def tile(input, multiples, name=None):  # noqa: A002
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     """Pads `tensor` with `paddings[i] = [before, after]` values in dimension i (tf.pad).
 
-    Only mode "CONSTANT" is supported: REFLECT and SYMMETRIC need a MirrorPad op actorflow does
-    not have.
+    `mode`: "CONSTANT" (`constant_values`), "REFLECT" (mirrored without the edge) or "SYMMETRIC"
+    (mirrored with it), case-insensitive.
     """
     m = str(mode).upper()
     if m in ("REFLECT", "SYMMETRIC"):
-        raise NotImplementedError(f"pad mode {m!r} is not supported by actorflow (it has no MirrorPad op); "
-                                  "use mode='CONSTANT'")
+        with _op_scope(name, "MirrorPad") as sc:
+            return sc.op(MirrorPad, convert_to_tensor(tensor, name="input"), _to_index_tensor(paddings, "paddings"),
+                         mode=m)
     if m != "CONSTANT":
         raise ValueError(f"Unknown padding mode: {mode!r}; expected 'CONSTANT', 'REFLECT' or 'SYMMETRIC'")
     with _op_scope(name, "Pad") as sc:
@@ -141,3 +210,11 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
         cv = convert_to_tensor(constant_values, dtype=None if _is_tensor_like(constant_values) else x.dtype,
                                name="constant_values")
         return sc.op(PadV2, x, p, cv)
+
+
+def roll(input, shift, axis, name=None):  # noqa: A002
+    """Shifts the elements of `input` by `shift` along `axis` (scalars or equal-length vectors),
+    wrapping around (tf.roll, tf.manip.roll)."""
+    with _op_scope(name, "Roll") as sc:
+        return sc.op(Roll, convert_to_tensor(input, name="input"), _to_index_tensor(shift, "shift"),
+                     _to_index_tensor(axis, "axis"))

@@ -1,0 +1,17 @@
+"""The `af.linalg` namespace: TF 1.x's `tf.compat.v1.linalg` names for what actorflow has.
+
+Everything here is defined in graph/ops (math_ops, array_ops/matrix.py, array_ops/contraction.py);
+this module only gathers the names.
+"""
+from actorflow.graph.ops.array_ops import einsum, eye, tensordot, trace
+from actorflow.graph.ops.array_ops import matrix_band_part as band_part
+from actorflow.graph.ops.array_ops import matrix_diag as diag
+from actorflow.graph.ops.array_ops import matrix_diag_part as diag_part
+from actorflow.graph.ops.array_ops import matrix_set_diag as set_diag
+from actorflow.graph.ops.deprecated import matrix_transpose
+from actorflow.graph.ops.math_ops import matmul
+
+transpose = matrix_transpose
+
+__all__ = ["band_part", "diag", "diag_part", "set_diag", "eye", "einsum", "tensordot", "trace", "matmul", "transpose",
+           "matrix_transpose"]
