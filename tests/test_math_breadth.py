@@ -169,3 +169,46 @@ def test_gpu_kernels_agree_with_cpu(name, dtype):
         gp = gp.get() if hasattr(gp, "get") else np.asarray(gp)
         assert gp.dtype == c.dtype
         np.testing.assert_allclose(gp, c, rtol=1e-4 if dtype == np.float32 else 1e-10, equal_nan=True)
+
+
+# -- the numba JIT -----------------------------------------------------------------------------
+JIT_OPS = ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "lgamma"]
+
+
+def _jit_config(on: bool):
+    oo, rc = af.OptimizerOptions, af.RewriterConfig
+    return af.ConfigProto(graph_options=af.GraphOptions(
+        optimizer_options=oo(global_jit_level=oo.ON_1 if on else oo.OFF),
+        rewrite_options=rc(constant_folding=rc.OFF, arithmetic_optimization=rc.OFF)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_jit_clusters_compute_what_the_kernels_compute(dtype, monkeypatch):
+    """Each function inside a compiled cluster (two ops and more: x * 1 feeds it), on the fixture's
+    inputs, edge values included; and atan2 of a broadcast pair. Digamma is not compiled."""
+    from actorflow.scheduler.jit import jit_pass
+    from actorflow.scheduler.plan import make_plan
+    monkeypatch.setenv("AF_JIT_MIN_CLUSTER_SIZE", "2")
+    g = af.Graph()
+    feed, fetches = {}, []
+    with g.as_default():
+        for name in JIT_OPS:
+            xs = np.asarray(next(c for c in CASES if c["op"] == name)["inputs"][0], dtype)
+            x = af.placeholder(dtype, xs.shape, name=f"x_{name}")
+            feed[x] = xs
+            fetches.append(getattr(af, name)(x * 1.0) + 0.0)
+        y = af.placeholder(dtype, [2, 3], name="y")
+        x = af.placeholder(dtype, [3], name="x")
+        feed[y] = np.array([[1.0, -2.0, 0.0], [-0.0, 0.25, -1.5]], dtype)
+        feed[x] = np.array([2.0, -1.0, -0.0], dtype)
+        fetches.append(af.atan2(y * 1.0, x) - 0.0)
+    types = [op.type for op in jit_pass(make_plan(g, list(feed), fetches, [])).ops]
+    assert "_JitCluster" in types
+    assert not {"Tan", "Erf", "Lgamma", "Atan2"} & set(types), "an op stayed out of the clusters"
+    outs = {}
+    for on in (True, False):
+        with af.Session(graph=g, config=_jit_config(on)) as s:
+            outs[on] = s.run(fetches, feed)
+    for name, a, b in zip(JIT_OPS + ["atan2"], outs[True], outs[False]):
+        assert a.dtype == b.dtype == dtype, name
+        assert_like_tf(a, b, np.dtype(dtype).name, f"{name} compiled")
