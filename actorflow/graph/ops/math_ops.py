@@ -29,6 +29,8 @@ __all__ = [
     # element-wise functions
     "exp", "log", "log1p", "expm1", "sin", "cos", "sqrt", "rsqrt", "square", "abs", "sign",
     "reciprocal", "floor", "ceil", "round", "sigmoid", "tanh", "is_nan", "is_inf", "is_finite",
+    "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh",
+    "erf", "erfc", "lgamma", "digamma", "polygamma",
     # comparison and logic
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_not", "logical_xor", "where", "where_v2",
@@ -226,6 +228,19 @@ LogicalNot = define_op("LogicalNot", _unary("bool"))
 IsNan = define_op("IsNan", _unary("float", dtypes.bool_))
 IsFinite = define_op("IsFinite", _unary("float", dtypes.bool_))
 IsInf = define_op("IsInf", _unary("float", dtypes.bool_))
+Tan = define_op("Tan", _unary("float"))
+Asin = define_op("Asin", _unary("float"))
+Acos = define_op("Acos", _unary("float"))
+Atan = define_op("Atan", _unary("float"))
+Sinh = define_op("Sinh", _unary("float"))
+Cosh = define_op("Cosh", _unary("float"))
+Asinh = define_op("Asinh", _unary("float"))
+Acosh = define_op("Acosh", _unary("float"))
+Atanh = define_op("Atanh", _unary("float"))
+Erf = define_op("Erf", _unary("float"))
+Erfc = define_op("Erfc", _unary("float"))
+Lgamma = define_op("Lgamma", _unary("float"))
+Digamma = define_op("Digamma", _unary("float"))
 
 # Gradient helpers of the unary ops: (y, dy) -> dy * f'(x) expressed through y = f(x).
 SigmoidGrad = define_op("SigmoidGrad", _same_shape_pair("float", ("y", "dy")))
@@ -275,6 +290,88 @@ def _sin_grad(op, grad):
 @_grad(Cos)
 def _cos_grad(op, grad):
     return [Neg(Mul(grad, Sin(op.inputs[0])))]
+
+
+# The inverse trigonometric and hyperbolic functions, erf and the gamma family: TF's formulas in
+# TF's order of operations, so that values at the domain boundaries (inf, NaN) come out as in TF.
+
+@_grad(Tan)
+def _tan_grad(op, grad):
+    return [Mul(Square(Reciprocal(Cos(op.inputs[0]))), grad)]
+
+
+def _one_minus_square_inv_sqrt(x):
+    return Reciprocal(Sqrt(Sub(_scalar(1, x.dtype), Square(x))))
+
+
+@_grad(Asin)
+def _asin_grad(op, grad):
+    return [Mul(grad, _one_minus_square_inv_sqrt(op.inputs[0]))]
+
+
+@_grad(Acos)
+def _acos_grad(op, grad):
+    return [Mul(Neg(grad), _one_minus_square_inv_sqrt(op.inputs[0]))]
+
+
+@_grad(Atan)
+def _atan_grad(op, grad):
+    x = op.inputs[0]
+    return [Mul(grad, Reciprocal(AddV2(_scalar(1, x.dtype), Square(x))))]
+
+
+@_grad(Sinh)
+def _sinh_grad(op, grad):
+    return [Mul(grad, Cosh(op.inputs[0]))]
+
+
+@_grad(Cosh)
+def _cosh_grad(op, grad):
+    return [Mul(grad, Sinh(op.inputs[0]))]
+
+
+@_grad(Asinh)
+def _asinh_grad(op, grad):
+    # 1 / sqrt(x**2 + 1) = 1 / cosh(asinh(x)), through the output as TF does
+    return [RealDiv(grad, Cosh(op.outputs[0]))]
+
+
+@_grad(Acosh)
+def _acosh_grad(op, grad):
+    # 1 / sqrt(x**2 - 1) = 1 / sinh(acosh(x))
+    return [RealDiv(grad, Sinh(op.outputs[0]))]
+
+
+@_grad(Atanh)
+def _atanh_grad(op, grad):
+    x = op.inputs[0]
+    return [Mul(grad, Reciprocal(Sub(_scalar(1, x.dtype), Square(x))))]
+
+
+_TWO_OVER_SQRT_PI = 2 / np.sqrt(np.pi)
+
+
+@_grad(Erf)
+def _erf_grad(op, grad):
+    x = op.inputs[0]
+    return [Mul(Mul(grad, _scalar(_TWO_OVER_SQRT_PI, grad.dtype)), Exp(Neg(Square(x))))]
+
+
+@_grad(Erfc)
+def _erfc_grad(op, grad):
+    x = op.inputs[0]
+    return [Mul(Mul(grad, _scalar(-_TWO_OVER_SQRT_PI, grad.dtype)), Exp(Neg(Square(x))))]
+
+
+@_grad(Lgamma)
+def _lgamma_grad(op, grad):
+    return [Mul(grad, Digamma(op.inputs[0]))]
+
+
+@_grad(Digamma)
+def _digamma_grad(op, grad):
+    x = op.inputs[0]
+    return [Mul(grad, Polygamma(_scalar(1, x.dtype), x))]
 
 
 @_grad(Sqrt)
@@ -396,6 +493,9 @@ Maximum = define_op("Maximum", _binary("numeric"))
 Minimum = define_op("Minimum", _binary("numeric"))
 SquaredDifference = define_op("SquaredDifference", _binary("numeric"))
 DivNoNan = define_op("DivNoNan", _binary("float"))
+Atan2 = define_op("Atan2", _binary("float"))           # Atan2(y, x)
+# Polygamma(a, x): the a-th derivative of digamma; NaN where a is not a non-negative integer.
+Polygamma = define_op("Polygamma", _binary("float"))
 Equal = define_op("Equal", _binary("any", dtypes.bool_))
 NotEqual = define_op("NotEqual", _binary("any", dtypes.bool_))
 Less = define_op("Less", _binary("numeric", dtypes.bool_))
@@ -439,6 +539,20 @@ _grad(Div)(_div_grads)
 def _div_no_nan_grad(op, grad):
     x, y = op.inputs
     return _binary_grads(op, DivNoNan(grad, y), Mul(grad, DivNoNan(DivNoNan(Neg(x), y), y)))
+
+
+@_grad(Atan2)
+def _atan2_grad(op, grad):
+    y, x = op.inputs
+    grad_inv = RealDiv(grad, AddV2(Square(x), Square(y)))
+    return _binary_grads(op, Mul(x, grad_inv), Mul(Neg(y), grad_inv))
+
+
+@_grad(Polygamma)
+def _polygamma_grad(op, grad):
+    # d/dx polygamma(a, x) = polygamma(a + 1, x); TF defines no gradient for the order a.
+    a, x = op.inputs
+    return [None, reduce_to_shape(Mul(Polygamma(AddV2(a, _scalar(1, a.dtype)), x), grad), x)]
 
 
 @_grad(FloorMod)
@@ -948,6 +1062,19 @@ def pow(x, y, name=None):  # noqa: A001  (TF's name)
     return Pow(*_pair(x, y), name=name)
 
 
+def atan2(y, x, name=None):
+    """The angle of the point (x, y), in [-pi, pi], element-wise with broadcasting
+    (tf.math.atan2); note the order of the arguments, y first."""
+    return Atan2(*_pair(y, x), name=name)
+
+
+def polygamma(a, x, name=None):
+    """The a-th derivative of digamma at x, element-wise with broadcasting (tf.math.polygamma);
+    `a` is a float tensor of non-negative integer values (NaN elsewhere). Its gradient flows
+    into x only, as in TF."""
+    return Polygamma(*_pair(a, x), name=name)
+
+
 def squared_difference(x, y, name=None):
     """(x - y)**2 element-wise (tf.math.squared_difference)."""
     return SquaredDifference(*_pair(x, y), name=name)
@@ -1034,6 +1161,72 @@ def sin(x, name=None):
 def cos(x, name=None):
     """Cosine element-wise (tf.math.cos)."""
     return Cos(_t(x, True), name=name)
+
+
+def tan(x, name=None):
+    """Tangent element-wise (tf.math.tan)."""
+    return Tan(_t(x, True), name=name)
+
+
+def asin(x, name=None):
+    """Inverse sine element-wise (tf.math.asin); NaN outside [-1, 1]."""
+    return Asin(_t(x, True), name=name)
+
+
+def acos(x, name=None):
+    """Inverse cosine element-wise (tf.math.acos); NaN outside [-1, 1]."""
+    return Acos(_t(x, True), name=name)
+
+
+def atan(x, name=None):
+    """Inverse tangent element-wise (tf.math.atan)."""
+    return Atan(_t(x, True), name=name)
+
+
+def sinh(x, name=None):
+    """Hyperbolic sine element-wise (tf.math.sinh)."""
+    return Sinh(_t(x, True), name=name)
+
+
+def cosh(x, name=None):
+    """Hyperbolic cosine element-wise (tf.math.cosh)."""
+    return Cosh(_t(x, True), name=name)
+
+
+def asinh(x, name=None):
+    """Inverse hyperbolic sine element-wise (tf.math.asinh)."""
+    return Asinh(_t(x, True), name=name)
+
+
+def acosh(x, name=None):
+    """Inverse hyperbolic cosine element-wise (tf.math.acosh); NaN below 1."""
+    return Acosh(_t(x, True), name=name)
+
+
+def atanh(x, name=None):
+    """Inverse hyperbolic tangent element-wise (tf.math.atanh); +-inf at +-1, NaN beyond."""
+    return Atanh(_t(x, True), name=name)
+
+
+def erf(x, name=None):
+    """The Gauss error function element-wise (tf.math.erf)."""
+    return Erf(_t(x, True), name=name)
+
+
+def erfc(x, name=None):
+    """The complementary error function 1 - erf(x) element-wise, accurate where erf(x) is near 1
+    (tf.math.erfc)."""
+    return Erfc(_t(x, True), name=name)
+
+
+def lgamma(x, name=None):
+    """log(|Gamma(x)|) element-wise (tf.math.lgamma); inf at the non-positive integers."""
+    return Lgamma(_t(x, True), name=name)
+
+
+def digamma(x, name=None):
+    """The derivative of lgamma, psi(x), element-wise (tf.math.digamma)."""
+    return Digamma(_t(x, True), name=name)
 
 
 def sqrt(x, name=None):

@@ -60,6 +60,8 @@ _UNARY_UFUNCS = {
     "Sin": np.sin, "Cos": np.cos, "Sqrt": np.sqrt, "Square": np.square, "Abs": np.absolute,
     "Sign": np.sign, "Reciprocal": np.reciprocal, "Floor": np.floor, "Ceil": np.ceil,
     "Tanh": np.tanh, "LogicalNot": np.logical_not, "IsNan": np.isnan, "IsInf": np.isinf, "IsFinite": np.isfinite,
+    "Tan": np.tan, "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan, "Sinh": np.sinh, "Cosh": np.cosh,
+    "Asinh": np.arcsinh, "Acosh": np.arccosh, "Atanh": np.arctanh,
 }
 for _op, _uf in _UNARY_UFUNCS.items():
     _register_fn(_op, _uf)
@@ -117,6 +119,37 @@ def sigmoid(x):
         return np.reciprocal(np.exp(t) + 1)
 
 
+# The error and gamma functions come from scipy.special, imported when a kernel is first built (it
+# is slow to import and most graphs never need it). Its float32 loops compute in float64 and
+# round, so float32 results are as good as TF's; float16 is computed in float32 and rounded back.
+
+def _scipy_unary(name: str, fix=None):
+    def factory(attrs):
+        import scipy.special
+        uf = getattr(scipy.special, name)
+
+        def fn(x):
+            y = uf(x.astype(_F32) if x.dtype == _F16 else x)
+            if fix is not None:
+                y = fix(x, y)
+            return y.astype(x.dtype, copy=False) if y.dtype != x.dtype else y
+        return fn
+    return factory
+
+
+def _digamma_poles(x, y):
+    """TF's digamma is NaN at the poles 0, -1, -2... (scipy's psi gives -inf or inf at 0)."""
+    pole = (x <= 0) & (np.floor(x) == x)
+    if pole.any():
+        y = np.where(pole, np.nan, y).astype(y.dtype, copy=False)
+    return y
+
+
+for _op, _name, _fix in (("Erf", "erf", None), ("Erfc", "erfc", None), ("Lgamma", "gammaln", None),
+                         ("Digamma", "psi", _digamma_poles)):
+    register_kernel(_op, "CPU")(_scipy_unary(_name, _fix))
+
+
 for _op, _fn in {"Rsqrt": rsqrt, "Round": round_half_to_even, "Relu": relu, "Relu6": relu6,
                  "Elu": elu, "Softplus": softplus, "Sigmoid": sigmoid}.items():
     _register_fn(_op, _fn)
@@ -138,6 +171,26 @@ _BINARY_UFUNCS = {
 }
 for _op, _uf in _BINARY_UFUNCS.items():
     _register_fn(_op, _uf, cost=_broadcast_size)
+# Atan2(y, x): np.arctan2's signed zeros and quadrants are TF's (C's atan2).
+_register_fn("Atan2", np.arctan2, cost=_broadcast_size)
+
+
+@register_kernel("Polygamma", "CPU", cost=_broadcast_size)
+def _polygamma(attrs):
+    import scipy.special
+
+    def polygamma(a, x):
+        """The a-th derivative of digamma; tf.math.polygamma. NaN where `a` is not a non-negative
+        integer (scipy's polygamma answers for some of those), and at the poles of digamma."""
+        dtype = np.result_type(a, x)
+        a, x = np.broadcast_arrays(a, x)
+        valid = (a >= 0) & (np.floor(a) == a)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            y = scipy.special.polygamma(np.where(valid, a, 0).astype(np.int64), x.astype(np.float64))
+        y = np.where(valid, y, np.nan)
+        y = np.where(valid & (a == 0), _digamma_poles(x, y), y)
+        return y.astype(dtype, copy=False)
+    return polygamma
 
 
 def _check_int_divisor(op: str, y, x=None) -> None:

@@ -20,8 +20,33 @@ _F32 = np.dtype(np.float32)
 for _op, _uf in {"Neg": cp.negative, "Exp": cp.exp, "Log": cp.log, "Log1p": cp.log1p, "Expm1": cp.expm1,
                  "Sin": cp.sin, "Cos": cp.cos, "Sqrt": cp.sqrt, "Square": cp.square, "Abs": cp.absolute,
                  "Sign": cp.sign, "Tanh": cp.tanh, "LogicalNot": cp.logical_not, "IsNan": cp.isnan, "IsInf": cp.isinf,
-                 "IsFinite": cp.isfinite}.items():
+                 "IsFinite": cp.isfinite, "Tan": cp.tan, "Asin": cp.arcsin, "Acos": cp.arccos, "Atan": cp.arctan,
+                 "Sinh": cp.sinh, "Cosh": cp.cosh, "Asinh": cp.arcsinh, "Acosh": cp.arccosh,
+                 "Atanh": cp.arctanh}.items():
     register_fn(_op, _uf)
+
+
+# The error and gamma functions: cupyx.scipy.special, imported when a kernel is first built (as on
+# the CPU), with the CPU kernels' fixes (float16 through float32, NaN at digamma's poles).
+def _digamma_poles(x, y):
+    return cp.where((x <= 0) & (cp.floor(x) == x), cp.asarray(np.nan, y.dtype), y)
+
+
+def _special_unary(name: str, fix=None):
+    def factory(attrs):
+        from cupyx.scipy import special
+        uf = getattr(special, name)
+
+        def fn(x):
+            y = uf(x)
+            return y if fix is None else fix(x, y)
+        return floats_only(fn)
+    return factory
+
+
+for _op, _name, _fix in (("Erf", "erf", None), ("Erfc", "erfc", None), ("Lgamma", "gammaln", None),
+                         ("Digamma", "digamma", _digamma_poles)):
+    register_kernel(_op, "GPU", releases_gil=False)(_special_unary(_name, _fix))
 
 
 def _keep_ints(uf):
@@ -81,6 +106,21 @@ _div_no_nan = cp.ElementwiseKernel("T x, T y", "T z", "z = y == (T)0 ? (T)0 : x 
 register_fn("FloorDiv", floor_div)
 register_fn("Div", div)
 register_fn("SquaredDifference", _sqdiff)
+register_fn("Atan2", cp.arctan2)
+
+
+@register_kernel("Polygamma", "GPU", releases_gil=False)
+def _polygamma(attrs):
+    from cupyx.scipy import special
+
+    def polygamma(a, x):
+        a, x = cp.broadcast_arrays(a, x)
+        valid = (a >= 0) & (cp.floor(a) == a)
+        n = cp.where(valid, a, 0).astype(x.dtype)
+        y = special.polygamma(n, x).astype(x.dtype, copy=False)
+        y = cp.where(valid & (a == 0), _digamma_poles(x, y), y)
+        return cp.where(valid, y, cp.asarray(np.nan, y.dtype))
+    return floats_only(polygamma)
 register_fn("DivNoNan", _div_no_nan)
 
 

@@ -68,6 +68,12 @@ _UNARY = {
     "IsInf": "np.isinf({0})", "LogicalNot": "np.logical_not({0})",
     "Reciprocal": "({one} / {0})", "Rsqrt": "({one} / np.sqrt({0}))", "Relu": "np.maximum({0}, {zero})",
     "Sigmoid": "({one} / (np.exp(-{0}) + {one}))",
+    "Tan": "np.tan({0})", "Asin": "np.arcsin({0})", "Acos": "np.arccos({0})", "Atan": "np.arctan({0})",
+    "Sinh": "np.sinh({0})", "Cosh": "np.cosh({0})", "Asinh": "np.arcsinh({0})", "Acosh": "np.arccosh({0})",
+    "Atanh": "np.arctanh({0})",
+    # Element-wise nodes are emitted from loopnest.SCALAR, element by element (where math.erf is
+    # defined); these entries only make them compilable.
+    "Erf": "_math.erf({0})", "Erfc": "_math.erfc({0})", "Lgamma": "_math.lgamma({0})",
 }
 _UNARY_TYPES = {"Neg": NUMERIC, "Abs": NUMERIC, "Square": NUMERIC, "Sign": NUMERIC, "Relu": NUMERIC,
                 "LogicalNot": ("bool",)}
@@ -79,6 +85,7 @@ _BINARY = {
     "Less": "({0} < {1})", "LessEqual": "({0} <= {1})", "Greater": "({0} > {1})",
     "GreaterEqual": "({0} >= {1})", "Equal": "({0} == {1})", "NotEqual": "({0} != {1})",
     "LogicalAnd": "np.logical_and({0}, {1})", "LogicalOr": "np.logical_or({0}, {1})",
+    "Atan2": "np.arctan2({0}, {1})",
     # gradients, in the interpreted kernels' order of operations
     "ReluGrad": "np.where({1} > {zero}, {0}, {zero})",
     "SigmoidGrad": "(({1} * {0}) * ({one} - {0}))",
@@ -643,7 +650,10 @@ def _without_unused_rt(source: str) -> str:
 
 
 def with_fastmath(source: str) -> str:
-    """`source` importing fastmath32's float32 exp and tanh when it calls them (see loopnest.scalar_expr)."""
+    """`source` importing fastmath32's float32 exp and tanh when it calls them (see loopnest.scalar_expr),
+    and the math module when it calls erf, erfc or lgamma."""
+    if "_math." in source:
+        source = source.replace("import numpy as np\n", "import math as _math\nimport numpy as np\n", 1)
     if "_exp32(" not in source and "_tanh32(" not in source:
         return source
     return source.replace("import numpy as np\n", "import numpy as np\nfrom actorflow.scheduler.jit.fastmath32 "

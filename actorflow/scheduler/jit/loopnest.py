@@ -37,6 +37,12 @@ SCALAR = {
     "LogicalNot": "(not {0})", "Reciprocal": "({one} / {0})", "Rsqrt": "({one} / np.sqrt({0}))",
     "Relu": "({0} if ({0} >= {zero} or {0} != {0}) else {zero})",
     "Sigmoid": "({one} / (np.exp(-{0}) + {one}))",
+    "Tan": "np.tan({0})", "Asin": "np.arcsin({0})", "Acos": "np.arccos({0})", "Atan": "np.arctan({0})",
+    "Sinh": "np.sinh({0})", "Cosh": "np.cosh({0})", "Asinh": "np.arcsinh({0})", "Acosh": "np.arccosh({0})",
+    "Atanh": "np.arctanh({0})", "Atan2": "np.arctan2({0}, {1})",
+    # (C's erf, erfc and lgamma, float32 ones for float32: numba has no scipy.special; digamma and
+    # polygamma have no C counterpart and stay interpreted)
+    "Erf": "_math.erf({0})", "Erfc": "_math.erfc({0})", "Lgamma": "_math.lgamma({0})",
     "Add": "({0} + {1})", "AddV2": "({0} + {1})", "Sub": "({0} - {1})", "Mul": "({0} * {1})",
     "RealDiv": "({0} / {1})", "Div": "({0} / {1})", "Maximum": _MAX, "Minimum": _MIN, "Pow": "({0} ** {1})",
     "SquaredDifference": "(({0} - {1}) * ({0} - {1}))",
