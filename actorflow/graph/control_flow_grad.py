@@ -574,7 +574,7 @@ class GradientState:
                 seeds.setdefault(outs[k], []).append(_next_iteration_grad(w.next_iterations[k].op, to_n)[0])
                 to_enter[k] = to_e
 
-            invariants = [op for op in const_enters if op.outputs[0].dtype.is_floating and op in reached
+            invariants = [op for op in const_enters if op.outputs[0].dtype.is_differentiable and op in reached
                           and self.needs(op.inputs[0])]
             xs = [ids[k] for k in needed] + [op.outputs[0] for op in invariants]
             grads = self._backprop(w, seeds, xs)
@@ -612,7 +612,7 @@ class GradientState:
                     stack.extend(t.op for t in op.inputs)
             return found
 
-        floating = [k for k in range(len(ids)) if w.merges[k].dtype.is_floating]
+        floating = [k for k in range(len(ids)) if w.merges[k].dtype.is_differentiable]
         needed = {k for k in floating if exit_g[k] is not None}
         while True:
             found = reach([outs[k] for k in needed])
@@ -664,7 +664,7 @@ class GradientState:
                         lst[:] = [aggregate_gradients(lst)]
                     out_grads.append(lst[0] if lst else None)
                 in_grads = None
-                if any(gr is not None for gr in out_grads) and any(t.dtype.is_floating for t in u.inputs):
+                if any(gr is not None for gr in out_grads) and any(t.dtype.is_differentiable for t in u.inputs):
                     fn = u.op_def.grad_fn
                     if fn is None:
                         raise LookupError(f"No gradient defined for operation '{u.name}' (op type: {u.type})")
@@ -676,7 +676,7 @@ class GradientState:
                                          f"gradients, expected {len(u.inputs)}")
             if in_grads is not None:
                 for t, gr in zip(u.inputs, in_grads):
-                    if gr is not None and t.dtype.is_floating:
+                    if gr is not None and t.dtype.is_differentiable:
                         grads.setdefault(t, []).append(gr)
             for t in u.inputs:
                 p = self._unit_at(t.op, w)

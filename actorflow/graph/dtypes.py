@@ -47,7 +47,9 @@ class DType:
 
     @property
     def is_differentiable(self) -> bool:
-        return self.is_floating
+        """Gradients flow through tensors of this type: floats, and variants (tensor lists, whose
+        gradients are lists of gradients), as TF's backprop-able types."""
+        return self.is_floating or self.name == "variant"
 
     @property
     def size(self) -> int:

@@ -130,7 +130,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                 else:
                     out_grads.append(lst[0] if lst else None)
             has_grad = any(gr is not None for gr in out_grads) and op not in stop_ops
-            if has_grad and any(t.dtype.is_floating for t in op.inputs):
+            if has_grad and any(t.dtype.is_differentiable for t in op.inputs):
                 fn = op.op_def.grad_fn
                 if fn is None:
                     raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type})")
@@ -143,7 +143,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                     raise ValueError(f"Gradient function for op '{op.name}' ({op.type}) returned {len(in_grads)} "
                                      f"gradients, expected {len(op.inputs)}")
                 for t, gr in zip(op.inputs, in_grads):
-                    if gr is None or not t.dtype.is_floating or t in stop:
+                    if gr is None or not t.dtype.is_differentiable or t in stop:
                         continue
                     grads.setdefault(t, []).append(gr)
             for t in op.inputs:
