@@ -57,6 +57,7 @@ from actorflow.graph.graph_util import import_graph_def  # noqa: E402
 from actorflow.graph.behavior import *  # noqa: E402,F401,F403  (disable_v2_behavior and the other switches)
 from actorflow.graph.ops.script_ops import numpy_function, py_func  # noqa: E402
 from actorflow.graph.ops.functional_ops import foldl, foldr, map_fn, scan  # noqa: E402
+from actorflow.graph.ops.tensor_array_ops import TensorArray  # noqa: E402
 from actorflow import saved_model  # noqa: E402,F401
 from actorflow import serving  # noqa: E402,F401
 

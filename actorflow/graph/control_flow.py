@@ -12,7 +12,7 @@ import contextlib
 from actorflow.graph import nest
 from actorflow.graph.graph import GraphKeys, Operation, Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.ops import control_flow_ops as cfo
-from actorflow.graph.tensor_shape import as_shape
+from actorflow.graph.tensor_shape import TensorShape, as_shape
 
 __all__ = ["cond", "case", "while_loop", "CondContext", "WhileContext", "context_of"]
 
@@ -273,7 +273,13 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     with g.name_scope(name or "while") as scope:
         frame_name = scope.rstrip("/")
         structure = loop_vars
-        flat = [convert_to_tensor(v) if not isinstance(v, Tensor) else v for v in nest.flatten(loop_vars)]
+        # TensorArrays travel as their flow tensors; the body and the result get them back wrapped.
+        templates = nest.flatten(loop_vars)
+        unwrap = [v._as_loop_var() if hasattr(v, "_as_loop_var") else v for v in templates]
+        if shape_invariants is not None:
+            shape_invariants = [TensorShape([]) if hasattr(t, "_as_loop_var") else s
+                                for t, s in zip(templates, nest.flatten(shape_invariants))]
+        flat = [convert_to_tensor(v) if not isinstance(v, Tensor) else v for v in unwrap]
         if not flat:
             raise ValueError("while_loop: no loop variables")
         counter = None
@@ -310,8 +316,11 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         ctx.loop_enters, ctx.merges = enters, merges
         user_merges = merges[1:] if counter is not None else merges
         ctx.pivot = merges[0]
+
+        def wrap(tensors):
+            return [t._from_loop_var(x) if hasattr(t, "_as_loop_var") else x for t, x in zip(templates, tensors)]
         with ctx.entered():
-            packed = nest.pack_sequence_as(structure, user_merges)
+            packed = nest.pack_sequence_as(structure, wrap(user_merges))
             c = cond(*packed) if isinstance(structure, (list, tuple)) and not hasattr(structure, "_fields") \
                 else cond(packed)
             c = ctx.capture(convert_to_tensor(c))
@@ -331,14 +340,14 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             ids = [Identity(s[1], name="Identity") for s in switches]
             ctx.pivot = ids[0]
             body_in = ids[1:] if counter is not None else ids
-            packed = nest.pack_sequence_as(structure, body_in)
+            packed = nest.pack_sequence_as(structure, wrap(body_in))
             out = body(*packed) if isinstance(structure, (list, tuple)) and not hasattr(structure, "_fields") \
                 else body(packed)
             if isinstance(structure, (list, tuple)) and not hasattr(structure, "_fields") \
                     and len(nest.flatten(structure)) == 1 and not isinstance(out, (list, tuple)):
                 out = [out]
             try:
-                flat_out = nest.flatten(out)
+                flat_out = [x._as_loop_var() if hasattr(x, "_as_loop_var") else x for x in nest.flatten(out)]
                 if len(flat_out) != len(body_in):
                     raise ValueError(f"body returned {len(flat_out)} values for {len(body_in)} loop variables")
             except ValueError as e:
@@ -370,7 +379,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                 outer._register(x.op)
         ctx.next_iterations, ctx.loop_exits = nexts, exits
         g.add_to_collection(GraphKeys.WHILE_CONTEXT, ctx)
-        result = exits[1:] if counter is not None else exits
+        result = wrap(exits[1:] if counter is not None else exits)
         packed = nest.pack_sequence_as(structure, result)
         if not return_same_structure and isinstance(packed, (list, tuple)) and len(result) == 1 \
                 and not hasattr(packed, "_fields"):

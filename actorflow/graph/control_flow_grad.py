@@ -837,6 +837,8 @@ def _enter_grad(op, grad):
         # (the index's reshape is built in the update, inside the gradient loop, as the values are)
         update = lambda acc: scatter_nd_ops.TensorScatterAdd(  # noqa: E731
             acc, array_ops.reshape(grad.indices, [1, 1]), grad.values)
+    elif op.inputs[0].dtype is dtypes.variant:
+        update = lambda acc: math_ops.add_n([acc, grad])  # noqa: E731  (tensor lists add as lists)
     else:
         grad = _dense(grad)
         update = lambda acc: math_ops.add(acc, grad)  # noqa: E731

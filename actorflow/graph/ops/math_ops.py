@@ -650,7 +650,8 @@ def _infer_add_n(inputs, attrs):
             raise InferenceError(f"all inputs must have the same shape, got {inputs[0].shape} "
                                  f"(inputs[0]) and {t.shape} (inputs[{i}])")
         shape = shape.merge_with(t.shape)
-    _check_kind(inputs[0], "numeric", "inputs")
+    if inputs[0].dtype is not dtypes.variant:         # (tensor lists add element by element, as in TF)
+        _check_kind(inputs[0], "numeric", "inputs")
     return [(inputs[0].dtype, shape)]
 
 

@@ -516,7 +516,11 @@ _register_fn("Fill", fill, cost=lambda dims, value: _shape_arg_size(dims))
 
 
 def zeros_like(x):
-    """tf.zeros_like: zeros of x's shape and dtype."""
+    """tf.zeros_like: zeros of x's shape and dtype (for a tensor list, a list of unset elements)."""
+    if x.dtype.kind == "O" and x.ndim == 0:
+        from actorflow.kernels.cpu.tensor_list import TensorList, zeros_list
+        if isinstance(x[()], TensorList):
+            return zeros_list(x)
     return np.zeros_like(x)
 
 

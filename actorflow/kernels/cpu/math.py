@@ -287,6 +287,11 @@ def add_n(*inputs):
     """Sums N tensors of the same shape and dtype; tf.math.add_n (raw op AddN)."""
     if len(inputs) == 1:
         return inputs[0]
+    x = inputs[0]
+    if x.dtype.kind == "O" and x.ndim == 0:
+        from actorflow.kernels.cpu.tensor_list import TensorList, add_lists
+        if isinstance(x[()], TensorList):
+            return add_lists(*inputs)
     acc = np.add(inputs[0], inputs[1])
     for x in inputs[2:]:
         acc += x  # in place for arrays; for numpy scalars this rebinds, which is fine

@@ -11,7 +11,7 @@ import numpy as np
 from actorflow.errors import InvalidArgumentError
 from actorflow.kernels.registry import register_kernel
 
-__all__ = ["TensorList"]
+__all__ = ["TensorList", "add_lists", "zeros_list"]
 
 
 class TensorList:
@@ -69,9 +69,15 @@ def _reserve(attrs):
 
 @register_kernel("TensorListSetItem", "CPU", releases_gil=False)
 def _set_item(attrs):
+    resize = bool(attrs.get("resize_if_index_out_of_bounds", False))
+
     def fn(handle, index, item):
         lst = _unwrap(handle, "TensorListSetItem")
-        i = _index(index, len(lst.items), "TensorListSetItem")
+        n = len(lst.items)
+        i = int(np.asarray(index).reshape(-1)[0])
+        if resize and i >= n:
+            lst = TensorList(lst.items + (None,) * (i + 1 - n), lst.dtype, lst.shape)
+        i = _index(i, len(lst.items), "TensorListSetItem")
         item = np.asarray(item)
         if item.dtype != lst.dtype:
             raise InvalidArgumentError(f"TensorListSetItem: item of dtype {item.dtype} in a list of {lst.dtype}")
@@ -141,3 +147,117 @@ def _length(attrs):
     def fn(handle):
         return np.int32(len(_unwrap(handle, "TensorListLength").items))
     return fn
+
+
+def _indices(indices, op):
+    idx = np.asarray(indices).reshape(-1)
+    if idx.size and idx.min() < 0:
+        raise InvalidArgumentError(f"{op}: negative index {int(idx.min())}")
+    return [int(i) for i in idx]
+
+
+@register_kernel("TensorListGather", "CPU", releases_gil=False)
+def _gather(attrs):
+    shape = _shape(attrs)
+
+    def fn(handle, indices):
+        lst = _unwrap(handle, "TensorListGather")
+        idx = _indices(indices, "TensorListGather")
+        items = []
+        for i in idx:
+            _index(i, len(lst.items), "TensorListGather")
+            v = lst.items[i]
+            items.append(v if v is not None else _unset(lst, shape, "TensorListGather", i))
+        if not items:
+            el = shape if _full(shape) else lst.shape
+            if not _full(el):
+                raise InvalidArgumentError("TensorListGather: no indices and the element shape is not fully known")
+            return np.zeros((0,) + tuple(el), lst.dtype)
+        return np.stack(items)
+    return fn
+
+
+@register_kernel("TensorListScatterIntoExistingList", "CPU", releases_gil=False)
+def _scatter(attrs):
+    resize = bool(attrs.get("resize_if_index_out_of_bounds", False))
+
+    def fn(handle, tensor, indices):
+        lst = _unwrap(handle, "TensorListScatterIntoExistingList")
+        t = np.asarray(tensor)
+        idx = _indices(indices, "TensorListScatterIntoExistingList")
+        if t.ndim == 0 or t.shape[0] != len(idx):
+            raise InvalidArgumentError(f"TensorListScatterIntoExistingList: {len(idx)} indices for a tensor of shape "
+                                       f"{list(t.shape)}")
+        items = list(lst.items)
+        for k, i in enumerate(idx):
+            if i >= len(items):
+                if not resize:
+                    _index(i, len(items), "TensorListScatterIntoExistingList")
+                items.extend([None] * (i + 1 - len(items)))
+            items[i] = t[k]
+        return _wrap(TensorList(tuple(items), lst.dtype, lst.shape))
+    return fn
+
+
+@register_kernel("TensorListConcatV2", "CPU", releases_gil=False)
+def _concat(attrs):
+    shape = _shape(attrs)
+
+    def fn(handle):
+        lst = _unwrap(handle, "TensorListConcatV2")
+        items = [v if v is not None else _unset(lst, shape, "TensorListConcatV2", i) for i, v in enumerate(lst.items)]
+        for v in items:
+            if v.ndim == 0:
+                raise InvalidArgumentError("TensorListConcatV2: the elements must have rank >= 1 to be concatenated")
+        lengths = np.array([v.shape[0] for v in items], np.int64)
+        if not items:
+            el = shape if shape is not None else lst.shape
+            if el is None or not _full(el[1:]):
+                raise InvalidArgumentError("TensorListConcatV2: the list is empty and its element shape is not known")
+            return np.zeros((0,) + tuple(el[1:]), lst.dtype), lengths
+        try:
+            return np.concatenate(items), lengths
+        except ValueError:
+            raise InvalidArgumentError("TensorListConcatV2: the elements differ beyond their first dimension: "
+                                       f"{sorted({tuple(v.shape) for v in items})}") from None
+    return fn
+
+
+@register_kernel("TensorListSplit", "CPU", releases_gil=False)
+def _split(attrs):
+    def fn(tensor, lengths):
+        t = np.asarray(tensor)
+        ls = [int(v) for v in np.asarray(lengths).reshape(-1)]
+        if t.ndim == 0 or any(v < 0 for v in ls) or sum(ls) != t.shape[0]:
+            raise InvalidArgumentError(f"TensorListSplit: lengths {ls} do not split a tensor of shape {list(t.shape)}")
+        bounds = np.cumsum([0] + ls)
+        return _wrap(TensorList(tuple(t[a:b] for a, b in zip(bounds[:-1], bounds[1:])), t.dtype, (-1,) + t.shape[1:]))
+    return fn
+
+
+def add_lists(*handles):
+    """AddN of tensor lists: element by element, an unset element counting as zeros (TF's
+    aggregation of list gradients)."""
+    lists = [_unwrap(h, "AddN") for h in handles]
+    n = max(len(lst.items) for lst in lists)
+    items = []
+    for i in range(n):
+        vals = [lst.items[i] for lst in lists if i < len(lst.items) and lst.items[i] is not None]
+        if not vals:
+            items.append(None)
+            continue
+        acc = np.array(vals[0], copy=True)
+        for v in vals[1:]:
+            if v.shape != acc.shape:
+                raise InvalidArgumentError(f"AddN: tensor lists with element {i} of shapes {list(acc.shape)} and "
+                                           f"{list(v.shape)}")
+            acc += v
+        items.append(acc)
+    first = lists[0]
+    return _wrap(TensorList(tuple(items), first.dtype, first.shape))
+
+
+def zeros_list(handle):
+    """ZerosLike of a tensor list: as long, every element unset (reads as zeros)."""
+    lst = _unwrap(handle, "ZerosLike")
+    return _wrap(TensorList((None,) * len(lst.items), lst.dtype, lst.shape))

@@ -195,6 +195,8 @@ def _like(tensor, dtype, name, optimize, value, op_def, default):
         x = convert_to_tensor(tensor, name="tensor")
         dt = dtypes.as_dtype(dtype) if dtype is not None else x.dtype
         n = x.shape.num_elements()
+        if x.dtype is dtypes.variant:
+            return sc.op(op_def, x)          # a tensor list: a list of the same length, elements unset
         if optimize and n is not None and n < _SMALL_CONST:
             return sc.const(np.full(x.shape.as_list(), value, dtype=dt.np), dt)
         if dt is not x.dtype:
