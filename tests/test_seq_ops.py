@@ -1,0 +1,165 @@
+"""top_k, sort, argsort, cumsum, cumprod, reverse, unique and the segment reductions against
+TensorFlow 2.21 (tests/fixtures/seq_ops.json, made by fixtures/make_seq_ops.py from the cases in
+fixtures/seq_cases.py): values, static shapes and gradients of a weighted sum of the outputs;
+then the errors for bad input."""
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import actorflow as af
+
+_HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+sys.path.insert(0, _HERE)
+from seq_cases import CASES  # noqa: E402
+
+with open(os.path.join(_HERE, "seq_ops.json")) as _f:
+    FIXTURE = json.load(_f)["cases"]
+
+
+def _same(got, want, dtype, what):
+    got = np.asarray(got)
+    assert got.dtype == np.dtype(dtype), f"{what}: dtype {got.dtype}, TF {dtype}"
+    want = np.asarray(want, dtype=dtype).reshape(got.shape) if np.size(want) == 0 else np.asarray(want, dtype)
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, TF {want.shape}"
+    if got.dtype.kind in "iub":
+        np.testing.assert_array_equal(got, want, err_msg=what)
+    else:
+        rtol = 1e-6 if got.dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6, err_msg=what)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_against_tensorflow(case):
+    want = FIXTURE[case["name"]]
+    g = af.Graph()
+    with g.as_default(), af.Session(graph=g) as s:
+        env = {"tf": af, "k": af.placeholder_with_default(np.int32(2), [])}
+        for n, (v, dt) in case["inputs"].items():
+            env[n] = af.constant(np.asarray(v, dtype=dt), name=n)
+        out = eval(case["expr"], env)  # noqa: S307 (the fixture's own expressions)
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        assert len(outs) == len(want["outputs"])
+        for i, (o, w) in enumerate(zip(outs, want["outputs"])):
+            static = o.shape.as_list() if o.shape.ndims is not None else None
+            assert static == w["shape"], f"output {i}: static shape {static}, TF {w['shape']}"
+        vals = s.run(outs)
+        for i, (v, w) in enumerate(zip(vals, want["outputs"])):
+            _same(v, w["value"], w["dtype"], f"output {i}")
+        if "grads" in want:
+            floats = [o for o in outs if o.dtype.is_floating]
+            ws = [np.asarray(w, dtype=o.dtype.np) for o, w in zip(floats, want["weights"])]
+            loss = af.add_n([af.reduce_sum(o * w) for o, w in zip(floats, ws)])
+            grads = af.gradients(loss, [env[n] for n in case["wrt"]])
+            for n, gv in zip(case["wrt"], s.run(grads)):
+                _same(gv, want["grads"][n], env[n].dtype.np, f"gradient w.r.t. {n}")
+
+
+def test_tf1_names():
+    """The names tf.compat.v1 has, in the same namespaces."""
+    top = ["sort", "argsort", "cumsum", "cumprod", "reverse", "reverse_v2", "unique", "unique_with_counts",
+           "segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod", "unsorted_segment_sum",
+           "unsorted_segment_max", "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_mean",
+           "unsorted_segment_sqrt_n"]
+    math = ["top_k", "cumsum", "cumprod"] + [n for n in top if "segment" in n]
+    for n in top:
+        assert callable(getattr(af, n)), n
+    for n in math:
+        assert callable(getattr(af.math, n)), n
+    assert af.nn.top_k is af.math.top_k
+
+
+def _run(fetch, feeds=None):
+    with af.Session() as s:
+        return s.run(fetch, feeds)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_graph():
+    with af.Graph().as_default():
+        yield
+
+
+def test_top_k_k_too_large():
+    x = af.constant([[1.0, 2.0, 3.0]])
+    with pytest.raises(ValueError, match="(?s)last dimension >= k = 4 but is 3.*op 'tk' of type TopKV2"):
+        af.nn.top_k(x, 4, name="tk")
+    k = af.placeholder(af.int32, [])
+    v, _ = af.nn.top_k(x, k, name="tk2")
+    assert v.shape.as_list() == [1, None]
+    with pytest.raises(af.errors.InvalidArgumentError, match=r"(?s)Had 3, needed 4.*tk2"):
+        _run(v, {k: 4})
+    with pytest.raises(af.errors.InvalidArgumentError, match="Need k >= 0"):
+        _run(v, {k: -1})
+
+
+def test_segment_sum_unsorted_ids_fail_at_run_time():
+    ids = af.placeholder(af.int32, [4])
+    out = af.segment_sum(af.constant([1.0, 2.0, 3.0, 4.0]), ids, name="segsum")
+    assert out.shape.as_list() == [None]
+    assert _run(out, {ids: [0, 0, 1, 3]}).tolist() == [3.0, 3.0, 0.0, 4.0]
+    with pytest.raises(af.errors.InvalidArgumentError, match=r"(?s)SegmentSum: segment ids are not increasing.*node segsum") as e:
+        _run(out, {ids: [0, 1, 0, 2]})
+    assert "segment_ids[2] = 0" in str(e.value)
+    with pytest.raises(af.errors.InvalidArgumentError, match=r"(?s)segment ids must be >= 0.*segsum"):
+        _run(out, {ids: [-1, 0, 0, 1]})
+
+
+def test_segment_ids_length_and_unsorted_range():
+    with pytest.raises(ValueError, match="same size as dimension 0"):
+        af.segment_max(af.constant([1.0, 2.0]), [0, 0, 1])
+    ids = af.placeholder(af.int32, [3])
+    out = af.unsorted_segment_max(af.constant([1.0, 2.0, 3.0]), ids, 2, name="usm")
+    with pytest.raises(af.errors.InvalidArgumentError, match=r"(?s)UnsortedSegmentMax: segment_ids\[2\] = 5.*usm"):
+        _run(out, {ids: [0, 1, 5]})
+
+
+def test_axis_out_of_range():
+    x = af.constant([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(ValueError, match="(?s)out of range.*op 'cs' of type Cumsum"):
+        af.cumsum(x, axis=2, name="cs")
+    with pytest.raises(ValueError, match="(?s)out of range.*op 'rv' of type ReverseV2"):
+        af.reverse(x, [-3], name="rv")
+    with pytest.raises(ValueError, match="(?s)more than once.*op 'rv2'"):
+        af.reverse(x, [1, -1], name="rv2")
+    with pytest.raises(ValueError, match="out of range"):
+        af.sort(x, axis=2)
+    a = af.placeholder(af.int32, [])
+    with pytest.raises(af.errors.InvalidArgumentError, match=r"(?s)Cumprod: .*\[-2, 2\).*-3.*node cp"):
+        _run(af.cumprod(x, a, name="cp"), {a: -3})
+    axes = af.placeholder(af.int32, [None])
+    with pytest.raises(af.errors.InvalidArgumentError, match=r"(?s)ReverseV2: .*out of valid range.*node rv3"):
+        _run(af.reverse(x, axes, name="rv3"), {axes: [0, 2]})
+
+
+def test_unique_shapes_and_no_gradient():
+    x = af.placeholder(af.float32, [5])
+    y, idx, count = af.unique_with_counts(x, out_idx=af.int64)
+    assert y.shape.as_list() == [None] and idx.shape.as_list() == [5] and count.shape.as_list() == [None]
+    assert idx.dtype == af.int64
+    with pytest.raises(ValueError, match="rank 1"):
+        af.unique(af.constant([[1, 2]]))
+    with pytest.raises(LookupError, match="Unique"):
+        af.gradients(af.reduce_sum(y), x)
+    got = _run([y, idx, count], {x: [3.0, 3.0, -1.0, 0.0, -1.0]})
+    assert [v.tolist() for v in got] == [[3.0, -1.0, 0.0], [0, 0, 1, 2, 1], [2, 2, 1]]
+
+
+def test_sort_needs_constant_axis_and_known_direction():
+    x = af.constant([3.0, 1.0])
+    with pytest.raises(ValueError, match="constant scalar"):
+        af.sort(x, axis=af.placeholder(af.int32, []))
+    with pytest.raises(ValueError, match="direction"):
+        af.argsort(x, direction="UP")
+
+
+def test_top_k_gradient_unknown_shape():
+    """The gradient's index arithmetic when only the run time knows the shapes."""
+    x = af.placeholder(af.float64, None)
+    v, _ = af.nn.top_k(x, 2)
+    (g,) = af.gradients(af.reduce_sum(v * af.constant([1.0, 10.0], af.float64)), x)
+    data = np.array([[[1.0, 4.0, 4.0], [7.0, 2.0, 9.0]]])
+    got = _run(g, {x: data})
+    assert got.tolist() == [[[0.0, 1.0, 10.0], [10.0, 0.0, 1.0]]]
