@@ -163,3 +163,33 @@ def test_top_k_gradient_unknown_shape():
     data = np.array([[[1.0, 4.0, 4.0], [7.0, 2.0, 9.0]]])
     got = _run(g, {x: data})
     assert got.tolist() == [[[0.0, 1.0, 10.0], [10.0, 0.0, 1.0]]]
+
+
+def test_larger_random_inputs_against_numpy():
+    """Many ties, many segments, negative ids: the kernels' grouping against plain numpy loops."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(-4, 5, size=(6, 50)).astype(np.float32)
+    ids = rng.integers(-1, 9, size=50)
+    sorted_ids = np.sort(rng.integers(0, 12, size=50))
+    v, i = af.nn.top_k(x, 7)
+    y, idx, cnt = af.unique_with_counts(af.constant(ids))
+    outs = _run([v, i, af.argsort(x, axis=-1, direction="DESCENDING"),
+                 af.unsorted_segment_max(af.transpose(x), ids, 10), af.unsorted_segment_prod(af.transpose(x), ids, 10),
+                 af.segment_min(af.transpose(x), sorted_ids), y, idx, cnt])
+    order = np.argsort(-x, axis=-1, kind="stable")    # descending, equal values by index
+    np.testing.assert_array_equal(outs[1], order[:, :7])
+    np.testing.assert_array_equal(outs[0], np.take_along_axis(x, order[:, :7], -1))
+    np.testing.assert_array_equal(outs[2], order)
+    xt = x.T
+    for s in range(10):
+        rows = xt[ids == s]
+        want_max = rows.max(0) if len(rows) else np.full(6, np.finfo(np.float32).min)
+        np.testing.assert_array_equal(outs[3][s], want_max)
+        np.testing.assert_allclose(outs[4][s], np.prod(rows, 0) if len(rows) else np.ones(6), rtol=1e-6)
+    for s in range(sorted_ids[-1] + 1):
+        rows = xt[sorted_ids == s]
+        np.testing.assert_array_equal(outs[5][s], rows.min(0) if len(rows) else np.zeros(6))
+    first = list(dict.fromkeys(ids.tolist()))
+    assert outs[6].tolist() == first
+    assert [first[j] for j in outs[7]] == ids.tolist()
+    assert outs[8].tolist() == [int((ids == u).sum()) for u in first]

@@ -84,7 +84,9 @@ def _segment_mean_grad(op, grad):
     """The gradient of each segment divided by its row count, gathered back to the rows."""
     data, ids = op.inputs
     counts = SegmentSum(filling.ones_like(data), ids)
-    return gather(math_ops.RealDiv(grad, counts), ids)
+    # TF divides; an empty segment's 0/0 is never gathered, so DivNoNan gives the same gradient
+    # without computing infinities.
+    return gather(math_ops.DivNoNan(grad, counts), ids)
 
 
 def _segment_min_or_max_grad(op, grad):
@@ -93,7 +95,7 @@ def _segment_min_or_max_grad(op, grad):
     data, ids = op.inputs
     is_selected = math_ops.Equal(data, gather(op.outputs[0], ids))
     num_selected = SegmentSum(math_ops.Cast(is_selected, DstT=grad.dtype), ids)
-    weighted = math_ops.RealDiv(grad, num_selected)
+    weighted = math_ops.DivNoNan(grad, num_selected)     # 0 only in empty segments, never gathered
     return math_ops.SelectV2(is_selected, gather(weighted, ids), filling.zeros_like(data))
 
 
@@ -137,7 +139,7 @@ def _unsorted_min_or_max_grad(op, grad):
                                    convert_to_tensor(0, dtype=data.dtype))
     is_selected = math_ops.LogicalAnd(math_ops.Equal(data, gathered), is_positive)
     num_selected = UnsortedSegmentSum(math_ops.Cast(is_selected, DstT=grad.dtype), ids, num)
-    weighted = _gather_drop_negatives(math_ops.RealDiv(grad, num_selected), ids)
+    weighted = _gather_drop_negatives(math_ops.DivNoNan(grad, num_selected), ids)
     return math_ops.SelectV2(is_selected, weighted, filling.zeros_like(weighted))
 
 

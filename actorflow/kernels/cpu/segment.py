@@ -1,14 +1,12 @@
 """CPU kernels of the segment reductions: SegmentSum/Mean/Max/Min/Prod (sorted ids) and
 UnsortedSegmentMax/Min/Prod (UnsortedSegmentSum is in array.py).
 
-Sorted ids reduce each run of equal ids with one `ufunc.reduceat`; unsorted ones with `ufunc.at`
-over the rows whose id is not negative. Empty segments get TF's values: 0 for the sorted sum, mean,
+Both reduce each run of equal ids with one `ufunc.reduceat`; unsorted ids are first grouped by a
+stable sort of the rows whose id is not negative. Empty segments get TF's values: 0 for the sorted sum, mean,
 max and min, 1 for products, and the dtype's lowest (max) or highest (min) value for the unsorted
 max and min (C++'s numeric_limits<T>::lowest(), a finite number for floats, as in TF).
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -96,12 +94,20 @@ def _unsorted_kernel(op: str, ufunc, empty):
         if ids.size and ids.max() >= num:
             raise _out_of_range(op, "segment_ids", np.where(ids < 0, 0, ids), 0, num)
         inner = data.shape[ids.ndim:]
-        out = np.full((num, math.prod(inner)), empty(data.dtype), dtype=data.dtype)
+        out = np.full((num,) + inner, empty(data.dtype), dtype=data.dtype)
         flat = ids.reshape(-1)
+        rows = data.reshape((flat.size,) + inner)
         keep = flat >= 0
-        rows = data.reshape(flat.size, -1) if flat.size else np.zeros((0, out.shape[1]), data.dtype)
-        ufunc.at(out, flat[keep].astype(np.intp), rows[keep])
-        return out.reshape((num,) + inner)
+        if not keep.all():
+            flat, rows = flat[keep], rows[keep]
+        if flat.size:
+            # Group the rows by id (a stable sort keeps each segment's rows in their order, as
+            # TF's loop visits them) and reduce each run at once: far faster than ufunc.at.
+            order = np.argsort(flat, kind="stable")
+            sid = flat[order]
+            starts = np.concatenate([[0], np.flatnonzero(np.diff(sid)) + 1])
+            out[sid[starts]] = ufunc.reduceat(rows[order], starts, axis=0)
+        return out
     register_kernel(op, "CPU")(lambda attrs, _fn=fn: _fn)
 
 
