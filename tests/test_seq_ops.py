@@ -193,3 +193,20 @@ def test_larger_random_inputs_against_numpy():
     assert outs[6].tolist() == first
     assert [first[j] for j in outs[7]] == ids.tolist()
     assert outs[8].tolist() == [int((ids == u).sum()) for u in first]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float64])
+def test_top_k_of_long_rows_with_ties(dtype):
+    """k much smaller than the row (the kernel's partial selection): ties at the k-th value still
+    go to the lowest indices, as a stable sort would."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-3, 4, size=(2, 5, 300)).astype(dtype)
+    x[0, 0] = 1                                            # a row of one value
+    k = af.placeholder(af.int32, [])
+    xv = af.placeholder(dtype, [None, None, None])
+    v, i = af.nn.top_k(xv, k)
+    for kk in (1, 20, 75):
+        got_v, got_i = _run([v, i], {xv: x, k: kk})
+        order = np.argsort(-x.astype(np.float64), axis=-1, kind="stable")[..., :kk]
+        np.testing.assert_array_equal(got_i, order)
+        np.testing.assert_array_equal(got_v, np.take_along_axis(x, order, -1))
