@@ -84,7 +84,7 @@ def _cumulative(op: str, ufunc):
             a = _axis(axis, x.ndim, op)
             v = np.flip(x, a) if reverse else x
             out = ufunc.accumulate(v, axis=a, dtype=x.dtype)
-            if exclusive:
+            if exclusive and out.shape[a]:
                 ident = np.full_like(np.take(out, [0], axis=a), ufunc.identity)
                 out = np.concatenate([ident, np.take(out, np.arange(out.shape[a] - 1), axis=a)], axis=a)
             if reverse:
