@@ -210,3 +210,16 @@ def test_top_k_of_long_rows_with_ties(dtype):
         order = np.argsort(-x.astype(np.float64), axis=-1, kind="stable")[..., :kk]
         np.testing.assert_array_equal(got_i, order)
         np.testing.assert_array_equal(got_v, np.take_along_axis(x, order, -1))
+
+
+def test_tensorflow_graph_def_imports_and_runs():
+    """A GraphDef written by TF 2.21 (with its T, Tk, Tidx, Tindices, out_idx attributes) runs here."""
+    want = json.load(open(os.path.join(_HERE, "seq_ops.json")))["graph_def"]
+    with open(os.path.join(_HERE, "seq_ops_graph.pb"), "rb") as f:
+        af.import_graph_def(f.read(), name="")
+    g = af.get_default_graph()
+    fetch = [g.get_tensor_by_name(n) for n in want["fetch"]]
+    x = g.get_tensor_by_name("x:0")
+    got = _run(fetch, {x: np.array(want["feed"], np.float32)})
+    for n, v, w in zip(want["fetch"], got, want["outputs"]):
+        _same(v, w["value"], w["dtype"], n)
