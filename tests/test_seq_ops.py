@@ -8,6 +8,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import actorflow as af
 
@@ -223,3 +225,23 @@ def test_tensorflow_graph_def_imports_and_runs():
     got = _run(fetch, {x: np.array(want["feed"], np.float32)})
     for n, v, w in zip(want["fetch"], got, want["outputs"]):
         _same(v, w["value"], w["dtype"], n)
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=st.lists(st.integers(0, 4), min_size=1, max_size=3), data=st.data())
+def test_static_shapes_match_run_shapes(shape, data):
+    """Build-time inference agrees with what the kernels return, on shapes with empty dimensions."""
+    k = data.draw(st.integers(0, shape[-1]))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    n_seg = data.draw(st.integers(0, 3))
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) % 3
+    ids = (np.arange(shape[0]) % max(n_seg, 1)).astype(np.int32) if n_seg else np.full(shape[0], -1, np.int32)
+    with af.Graph().as_default():
+        t = af.constant(x)
+        outs = [*af.nn.top_k(t, k), af.cumsum(t, axis, exclusive=True), af.cumprod(t, axis, reverse=True),
+                af.reverse(t, [axis]), af.unsorted_segment_min(t, ids, n_seg), af.sort(t, axis)]
+        if shape[0] and (ids >= 0).all():
+            outs.append(af.segment_mean(t, np.sort(ids)))
+        for o, v in zip(outs, _run(outs)):
+            assert o.shape.is_compatible_with(v.shape), (o.name, o.shape, v.shape)
+            assert o.shape.ndims == v.ndim
