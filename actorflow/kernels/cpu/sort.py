@@ -26,20 +26,26 @@ def _sort_cost(x, *rest) -> int:
     return max(int(np.size(x)), 1) * max(int(row).bit_length(), 1)
 
 
+def check_top_k(shape, k) -> int:
+    """TopKV2's argument checks (shared with the GPU kernel); returns k as an int."""
+    k = _scalar_int(k, "TopKV2", "k")
+    if k < 0:
+        raise InvalidArgumentError(f"TopKV2: Need k >= 0, got {k}")
+    if len(shape) < 1:
+        raise InvalidArgumentError(f"TopKV2: input must be >= 1-D, got shape {list(shape)}")
+    if shape[-1] < k:
+        raise InvalidArgumentError(f"TopKV2: input must have at least k columns. Had {shape[-1]}, needed {k}")
+    return k
+
+
 @register_kernel("TopKV2", "CPU", cost=_sort_cost)
 def top_k_kernel(attrs):
     index_type = np.dtype(attrs.get("index_type", np.int32))
 
     def top_k(x, k):
         x = np.asarray(x)
-        k = _scalar_int(k, "TopKV2", "k")
-        if k < 0:
-            raise InvalidArgumentError(f"TopKV2: Need k >= 0, got {k}")
-        if x.ndim < 1:
-            raise InvalidArgumentError(f"TopKV2: input must be >= 1-D, got shape {list(x.shape)}")
+        k = check_top_k(x.shape, k)
         n = x.shape[-1]
-        if n < k:
-            raise InvalidArgumentError(f"TopKV2: input must have at least k columns. Had {n}, needed {k}")
         if 0 < 4 * k <= n and n >= 64 and not (x.dtype.kind == "f" and np.isnan(x).any()):
             idx = _top_k_partial(x, k)
         else:
@@ -78,20 +84,28 @@ def _cumulative(op: str, ufunc):
         exclusive, reverse = bool(attrs.get("exclusive", False)), bool(attrs.get("reverse", False))
 
         def fn(x, axis):
-            x = np.asarray(x)
-            if x.ndim < 1:
-                raise InvalidArgumentError(f"{op}: x must be at least 1-D, got a scalar")
-            a = _axis(axis, x.ndim, op)
-            v = np.flip(x, a) if reverse else x
-            out = ufunc.accumulate(v, axis=a, dtype=x.dtype)
-            if exclusive and out.shape[a]:
-                ident = np.full_like(np.take(out, [0], axis=a), ufunc.identity)
-                out = np.concatenate([ident, np.take(out, np.arange(out.shape[a] - 1), axis=a)], axis=a)
-            if reverse:
-                out = np.flip(out, a)
-            return np.ascontiguousarray(out)
+            return cumulative(np, op, ufunc.accumulate, ufunc.identity, np.asarray(x), axis, exclusive, reverse)
         return fn
     register_kernel(op, "CPU")(factory)
+
+
+def cumulative(xp, op: str, accumulate, identity, x, axis, exclusive: bool, reverse: bool):
+    """Cumsum/Cumprod on numpy or CuPy (`xp`): `accumulate(v, axis=, dtype=)` along the axis, from
+    the end when `reverse`, shifted by one (`identity` first) when `exclusive`."""
+    if x.ndim < 1:
+        raise InvalidArgumentError(f"{op}: x must be at least 1-D, got a scalar")
+    a = _axis(axis, x.ndim, op)
+    v = xp.flip(x, a) if reverse else x
+    out = accumulate(v, axis=a, dtype=x.dtype)
+    if exclusive and out.shape[a]:
+        head = [slice(None)] * x.ndim
+        head[a] = slice(0, 1)
+        body = list(head)
+        body[a] = slice(0, out.shape[a] - 1)
+        out = xp.concatenate([xp.full_like(out[tuple(head)], identity), out[tuple(body)]], axis=a)
+    if reverse:
+        out = xp.flip(out, a)
+    return xp.ascontiguousarray(out)
 
 
 _cumulative("Cumsum", np.add)
@@ -102,19 +116,21 @@ _cumulative("Cumprod", np.multiply)
 def reverse_kernel(attrs):
     def reverse(x, axis):
         x = np.asarray(x)
-        axes = _int_list(axis, "ReverseV2", "axis")
-        r = x.ndim
-        seen = set()
-        for i, a in enumerate(axes):
-            if not -r <= a < r:
-                raise InvalidArgumentError(f"ReverseV2: 'axis'[{i}] = {a} is out of valid range [{-r}, {r})")
-            if a % r in seen:
-                raise InvalidArgumentError(f"ReverseV2: axis {a % r} specified more than once")
-            seen.add(a % r)
-        if not seen:
-            return x
-        return np.ascontiguousarray(np.flip(x, tuple(sorted(seen))))
+        axes = reverse_axes(axis, x.ndim)
+        return np.ascontiguousarray(np.flip(x, axes)) if axes else x
     return reverse
+
+
+def reverse_axes(axis, rank: int) -> tuple:
+    """ReverseV2's axes, checked (in range, none twice) and made non-negative (shared with the GPU)."""
+    seen = []
+    for i, a in enumerate(_int_list(axis, "ReverseV2", "axis")):
+        if not -rank <= a < rank:
+            raise InvalidArgumentError(f"ReverseV2: 'axis'[{i}] = {a} is out of valid range [{-rank}, {rank})")
+        if a % rank in seen:
+            raise InvalidArgumentError(f"ReverseV2: axis {a % rank} specified more than once")
+        seen.append(a % rank)
+    return tuple(sorted(seen))
 
 
 def _unique(op: str, x, out_idx):
