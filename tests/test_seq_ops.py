@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import actorflow as af
+from actorflow.scheduler.devices import gpu_count
 
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 sys.path.insert(0, _HERE)
@@ -35,9 +36,14 @@ def _same(got, want, dtype, what):
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_against_tensorflow(case):
+    _check_case(case)
+
+
+def _check_case(case, device=None):
     want = FIXTURE[case["name"]]
     g = af.Graph()
-    with g.as_default(), af.Session(graph=g) as s:
+    config = af.ConfigProto(allow_soft_placement=True)
+    with g.as_default(), g.device(device), af.Session(graph=g, config=config) as s:
         env = {"tf": af, "k": af.placeholder_with_default(np.int32(2), [])}
         for n, (v, dt) in case["inputs"].items():
             env[n] = af.constant(np.asarray(v, dtype=dt), name=n)
@@ -245,3 +251,14 @@ def test_static_shapes_match_run_shapes(shape, data):
         for o, v in zip(outs, _run(outs)):
             assert o.shape.is_compatible_with(v.shape), (o.name, o.shape, v.shape)
             assert o.shape.ndims == v.ndim
+
+
+_GPU_CASES = [c for c in CASES if c["name"].split("_")[0] in ("top", "sort", "argsort", "cumsum", "cumprod", "reverse")]
+
+
+@pytest.mark.skipif(gpu_count() == 0, reason="needs CuPy and a CUDA GPU")
+@pytest.mark.parametrize("case", _GPU_CASES, ids=[c["name"] for c in _GPU_CASES])
+def test_gpu_kernels_against_tensorflow(case):
+    """TopKV2, Cumsum, Cumprod and ReverseV2 on the GPU (the graph built under /gpu:0, with soft
+    placement for the ops that have no GPU kernel), against the same TF values and gradients."""
+    _check_case(case, "/gpu:0")
