@@ -14,7 +14,7 @@ from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.ops import math_ops
 from actorflow.graph.ops.array_ops import filling, reshaping, shapes
-from actorflow.graph.ops.array_ops._args import _cast, _int_const, _op_scope, _to_index_tensor
+from actorflow.graph.ops.array_ops._args import _cast, _dense, _int_const, _op_scope, _to_index_tensor
 from actorflow.graph.ops.array_ops._infer import (
     _check_index_dtype,
     _check_rank,
@@ -80,15 +80,19 @@ def _top_k_grad(op, grad_values, grad_indices=None):
     x, idx = op.inputs[0], op.outputs[1]
     if grad_values is None or not x.dtype.is_floating:
         return [None, None]
+    grad_values = _dense(grad_values)
+    # Row r's indices are offset by r * n into the flattened input (n >= 1 keeps an empty row's
+    # arithmetic defined), then the values' gradient is summed into those positions.
     n, k = _last_dim(x), _last_dim(idx)
+    step = max(n, 1) if isinstance(n, int) else math_ops.Maximum(n, _int_const(1))
     if x.shape.is_fully_defined():
         total = x.shape.num_elements()
-        outer = total // max(n, 1)
+        outer = total // step
     else:
         total = shapes.size(x)
-        outer = math_ops.FloorDiv(total, math_ops.Maximum(_i32(n), _int_const(1)))
+        outer = math_ops.FloorDiv(total, _i32(step))
     ind = reshaping.reshape(_cast(idx, dtypes.int32), [outer, k])
-    offsets = filling.Range(_int_const(0), _i32(total), math_ops.Maximum(_i32(n), _int_const(1)))
+    offsets = filling.Range(_int_const(0), _i32(total), _i32(step))
     flat = reshaping.reshape(math_ops.AddV2(ind, reshaping.expand_dims(offsets, -1)), _int_const([-1]))
     out = UnsortedSegmentSum(reshaping.reshape(grad_values, _int_const([-1])), flat, _i32(total))
     return [reshaping.reshape(out, shapes.shape(x) if not x.shape.is_fully_defined() else x.shape.as_list()),
