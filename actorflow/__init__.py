@@ -47,6 +47,10 @@ from actorflow.graph import nest  # noqa: F401
 # -- N-d gather/scatter (graph/ops/scatter_nd_ops.py; dynamic_rnn writes its outputs with them) --
 from actorflow.graph.ops.scatter_nd_ops import (gather_nd, scatter_nd, tensor_scatter_add,  # noqa: E402,F401
                                                 tensor_scatter_nd_add, tensor_scatter_nd_update, tensor_scatter_update)
+# -- ordering and segment ops (graph/ops/sort_ops.py, segment_ops.py; top_k is af.nn's and af.math's) --
+from actorflow.graph.ops.sort_ops import (argsort, cumprod, cumsum, reverse, reverse_v2, sort, unique,  # noqa: E402
+                                          unique_with_counts)
+from actorflow.graph.ops.segment_ops import *  # noqa: E402,F401,F403
 from actorflow import random  # noqa: E402,F401  (af.random: tf.random's names, candidate samplers)
 from actorflow.graph.dtypes import variant  # noqa: E402,F401
 # af.data (input pipelines) and af.compat.v1 (this module, under TF 2's compat name).

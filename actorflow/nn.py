@@ -48,6 +48,10 @@ from actorflow.rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_bidirec
 
 __all__ += ["rnn_cell", "dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn"]
 
+from actorflow.graph.ops.sort_ops import top_k  # noqa: E402  (graph/ops/sort_ops.py)
+
+__all__ += ["top_k"]
+
 # -- sampled losses and candidate samplers (graph/ops/sampled_loss_ops.py, candidate_sampling_ops.py) --
 from actorflow.graph.ops.candidate_sampling_ops import (  # noqa: E402
     all_candidate_sampler,

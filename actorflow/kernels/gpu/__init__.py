@@ -8,3 +8,4 @@ GPU, except where an output's shape depends on input values (DynamicPartition, u
 sparse updates), as in TensorFlow's own GPU kernels.
 """
 MODULES = ("copy", "math", "array", "nn", "random", "state", "training")
+MODULES += ("sort",)     # TopKV2, Cumsum, Cumprod, ReverseV2 (graph/ops/sort_ops.py)
