@@ -298,8 +298,9 @@ def test_tile_and_pad_inference():
         af.pad(x, [[1, 1]])
     with pytest.raises(ValueError, match="non-negative"):
         af.pad(x, [[-1, 1], [0, 0]])
-    with pytest.raises(NotImplementedError, match="REFLECT"):
-        af.pad(x, [[1, 1], [1, 1]], mode="reflect")
+    assert dims(af.pad(x, [[1, 1], [1, 1]], mode="reflect")) == (4, None)      # MirrorPad
+    with pytest.raises(ValueError, match="minus 1 in REFLECT mode"):
+        af.pad(x, [[2, 0], [1, 1]], mode="REFLECT")
     with pytest.raises(ValueError, match="Unknown padding mode"):
         af.pad(x, [[1, 1], [1, 1]], mode="WRAP")
 
