@@ -11,7 +11,7 @@ from actorflow.graph.graph import (Graph, GraphKeys, Operation, Tensor, add_to_c
                                    control_dependencies, convert_to_tensor, device, get_collection,
                                    get_collection_ref, get_default_graph, name_scope, reset_default_graph)
 from actorflow.graph.indexed_slices import IndexedSlices
-from actorflow.graph.tensor_shape import TensorShape
+from actorflow.graph.tensor_shape import Dimension, TensorShape, dimension_at_index, dimension_value
 from actorflow.graph.ops.constant import (constant, group, identity, no_op, placeholder, placeholder_with_default,
                                           stop_gradient)
 from actorflow.graph.ops.math_ops import *  # noqa: F401,F403
@@ -62,6 +62,8 @@ from actorflow.graph.behavior import *  # noqa: E402,F401,F403  (disable_v2_beha
 from actorflow.graph.ops.script_ops import numpy_function, py_func  # noqa: E402
 from actorflow.graph.ops.functional_ops import foldl, foldr, map_fn, scan  # noqa: E402
 from actorflow.graph.ops.tensor_array_ops import TensorArray  # noqa: E402
+from actorflow.graph.gradients import NoGradient, NotDifferentiable, RegisterGradient, no_gradient  # noqa: E402
+from actorflow.graph.custom_gradient import custom_gradient, identity_n  # noqa: E402
 from actorflow import saved_model  # noqa: E402,F401
 from actorflow import serving  # noqa: E402,F401
 

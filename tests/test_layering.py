@@ -81,7 +81,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "serving": {"saved_model", "console"},
     "distribute": {"cluster"},
     "client": set(),
-    "compat": set(),
+    "compat": {"graph"},
     "<root>": {"serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
                "metrics", "math", "linalg", "random", "strings", "initializers", "debugging", "data"},
     "sim": {"<root>", "console"},

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from actorflow.graph.tensor_shape import dimension_at_index, dimension_value
+
 v1 = sys.modules["actorflow"]
 
-__all__ = ["v1"]
+__all__ = ["v1", "dimension_value", "dimension_at_index"]

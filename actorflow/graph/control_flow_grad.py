@@ -665,7 +665,8 @@ class GradientState:
                     out_grads.append(lst[0] if lst else None)
                 in_grads = None
                 if any(gr is not None for gr in out_grads) and any(t.dtype.is_differentiable for t in u.inputs):
-                    fn = u.op_def.grad_fn
+                    from actorflow.graph.gradients import gradient_function
+                    fn = gradient_function(u)
                     if fn is None:
                         raise LookupError(f"No gradient defined for operation '{u.name}' (op type: {u.type})")
                     with g.name_scope(u.name + "_grad"):

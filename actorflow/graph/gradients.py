@@ -12,7 +12,69 @@ import heapq
 from actorflow.graph.graph import Operation, Tensor, convert_to_tensor
 from actorflow.graph.indexed_slices import IndexedSlices
 
-__all__ = ["gradients", "aggregate_gradients"]
+__all__ = ["gradients", "aggregate_gradients", "RegisterGradient", "NotDifferentiable", "no_gradient",
+           "NoGradient", "gradient_function"]
+
+# Gradients registered by name (af.RegisterGradient) for names that are not op types: the targets
+# of Graph.gradient_override_map and custom_gradient.
+_REGISTRY: dict = {}
+
+
+def _no_grad(op, *grads):
+    return [None] * len(op.inputs)
+
+
+class RegisterGradient:
+    """Decorator registering the gradient function of an op type, or of a name that
+    `Graph.gradient_override_map` maps op types to (tf.RegisterGradient). Registering a name twice
+    is a KeyError, as in TF."""
+
+    def __init__(self, op_type):
+        if not isinstance(op_type, str):
+            raise TypeError("op_type must be a string")
+        self._op_type = op_type
+
+    def __call__(self, fn):
+        from actorflow.graph.op_def import find_op_def
+        d = find_op_def(self._op_type)
+        if self._op_type in _REGISTRY or (d is not None and d.grad_fn is not None):
+            raise KeyError(f"Registering two gradient with name '{self._op_type}'! (Previous registration was "
+                           "in actorflow)")
+        if d is not None:
+            d.grad_fn = fn
+        else:
+            _REGISTRY[self._op_type] = fn
+        return fn
+
+
+def NotDifferentiable(op_type):  # noqa: N802 - TF's name
+    """Declares that ops of `op_type` have no gradient: every input gets None (tf.NotDifferentiable)."""
+    if not isinstance(op_type, str):
+        raise TypeError("op_type must be a string")
+    from actorflow.graph.op_def import find_op_def
+    d = find_op_def(op_type)
+    if d is not None:
+        d.grad_fn = _no_grad
+    else:
+        _REGISTRY[op_type] = _no_grad
+
+
+no_gradient = NoGradient = NotDifferentiable
+
+
+def gradient_function(op):
+    """The gradient function of `op`: its gradient override's (the `_gradient_op_type` attribute
+    set under Graph.gradient_override_map), else its op type's; None when it has none."""
+    override = op.attrs.get("_gradient_op_type")
+    if override is not None:
+        from actorflow.graph.op_def import find_op_def
+        d = find_op_def(override)
+        fn = _REGISTRY.get(override) or (d.grad_fn if d is not None else None)
+        if fn is None:
+            raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type}): its gradient "
+                              f"override '{override}' is not registered (af.RegisterGradient)")
+        return fn
+    return op.op_def.grad_fn
 
 
 def _as_list(x):
@@ -131,7 +193,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                     out_grads.append(lst[0] if lst else None)
             has_grad = any(gr is not None for gr in out_grads) and op not in stop_ops
             if has_grad and any(t.dtype.is_differentiable for t in op.inputs):
-                fn = op.op_def.grad_fn
+                fn = gradient_function(op)
                 if fn is None:
                     raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type})")
                 with g.name_scope(op.name + "_grad"):

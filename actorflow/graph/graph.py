@@ -232,6 +232,7 @@ class Graph:
         self._finalized = False
         self.seed = None
         self._local = threading.local()
+        self._gradient_override_map: dict = {}
 
     # -- per-thread construction state -------------------------------------------------------
     def _state(self):
@@ -316,6 +317,21 @@ class Graph:
         finally:
             st.name_stack = old
 
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map):
+        """Ops of the types in `op_type_map` created inside use the gradient registered under the
+        mapped name (af.RegisterGradient) instead of their type's (tf.Graph.gradient_override_map)."""
+        if not isinstance(op_type_map, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                        for k, v in op_type_map.items()):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+        saved = dict(self._gradient_override_map)
+        self._gradient_override_map.update(op_type_map)
+        try:
+            yield
+        finally:
+            self._gradient_override_map.clear()
+            self._gradient_override_map.update(saved)
+
     # -- control dependencies, devices, colocation ----------------------------------------------
     @contextlib.contextmanager
     def control_dependencies(self, control_inputs):
@@ -395,6 +411,9 @@ class Graph:
                 raise ValueError(f"Tensor {x.name} must be from the same graph as the {op_type} op being created.")
             tensors.append(x)
         attrs = {k: _normalize_attr(v) for k, v in (attrs or {}).items()}
+        override = self.__dict__.get("_gradient_override_map")
+        if override and op_type in override:
+            attrs["_gradient_op_type"] = override[op_type]
         st = self._state()
         with self._lock:
             if name is not None and not _VALID_NAME.match(name.split("/")[-1] or "x"):

@@ -1,5 +1,54 @@
-"""Static shapes with unknown dimensions (tf.TensorShape)."""
+"""Static shapes with unknown dimensions (tf.TensorShape), and their known dimensions (tf.Dimension)."""
 from __future__ import annotations
+
+
+class Dimension(int):
+    """A known dimension of a TensorShape, as indexing or iterating one gives it (tf.Dimension).
+
+    An int (so arithmetic, comparisons, hashing, printing and `range()` work as on ints) that also
+    has TF 1.x's `.value`, as in `x.get_shape()[1].value`. An unknown dimension is None, as under
+    TF 2's shapes; `af.dimension_value(d)` reads either. `Dimension(None)` is None.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, value):
+        if value is None or isinstance(value, Dimension):
+            return value
+        v = getattr(value, "value", value)
+        return None if v is None else super().__new__(cls, v)
+
+    @property
+    def value(self) -> int:
+        return int(self)
+
+    def __repr__(self):
+        return int.__repr__(self)
+
+    __str__ = __repr__
+
+    def is_compatible_with(self, other) -> bool:
+        o = dimension_value(other)
+        return o is None or o == int(self)
+
+    def merge_with(self, other) -> "Dimension":
+        o = dimension_value(other)
+        if o is not None and o != int(self):
+            raise ValueError(f"Dimensions {int(self)} and {o} are not compatible")
+        return self
+
+
+def dimension_value(dimension):
+    """The int (or None) of a dimension, a Dimension or an int (tf.compat.dimension_value)."""
+    return getattr(dimension, "value", dimension)
+
+
+def dimension_at_index(shape, index):
+    """Dimension `index` of `shape` (tf.compat.dimension_at_index): a Dimension, or None."""
+    shape = as_shape(shape)
+    if shape.dims is None:
+        return None
+    return Dimension(shape.dims[index])
 
 
 class TensorShape:
@@ -86,14 +135,15 @@ class TensorShape:
     def __iter__(self):
         if self.dims is None:
             raise ValueError("Cannot iterate over a shape with unknown rank.")
-        return iter(self.dims)
+        return iter([None if d is None else Dimension(d) for d in self.dims])
 
     def __getitem__(self, key):
         if self.dims is None:
             return TensorShape(None) if isinstance(key, slice) else None
         if isinstance(key, slice):
             return TensorShape(self.dims[key])
-        return self.dims[key]
+        d = self.dims[key]
+        return None if d is None else Dimension(d)
 
     def __eq__(self, other):
         try:

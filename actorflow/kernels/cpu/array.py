@@ -928,3 +928,11 @@ def where_coordinates(x):
 
 
 _register_fn("Where", where_coordinates)
+
+
+def _identity_n(*xs):
+    """tf.identity_n: its inputs, unchanged (Tensors are immutable)."""
+    return tuple(xs)
+
+
+_register_fn("IdentityN", _identity_n)
