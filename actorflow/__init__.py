@@ -64,6 +64,7 @@ from actorflow.graph.ops.functional_ops import foldl, foldr, map_fn, scan  # noq
 from actorflow.graph.ops.tensor_array_ops import TensorArray  # noqa: E402
 from actorflow.graph.gradients import NoGradient, NotDifferentiable, RegisterGradient, no_gradient  # noqa: E402
 from actorflow.graph.custom_gradient import custom_gradient, identity_n  # noqa: E402
+from actorflow.graph.ops.parsing_ops import FixedLenFeature, decode_raw, parse_example, parse_single_example  # noqa: E402
 from actorflow import saved_model  # noqa: E402,F401
 from actorflow import serving  # noqa: E402,F401
 
@@ -89,6 +90,7 @@ from actorflow import app, flags, gfile, summary  # noqa: E402
 from actorflow import client  # noqa: E402
 from actorflow import tf_logging as logging  # noqa: E402
 from actorflow import tfio as io  # noqa: E402
+from actorflow import python_io  # noqa: E402
 
 
 _GRAPH_PROTOS = {"GraphDef": ("graph_pb2", "GraphDef"), "NodeDef": ("node_def_pb2", "NodeDef"),

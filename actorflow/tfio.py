@@ -1,6 +1,10 @@
-"""af.io: TF 2.x's `tf.io` namespace as far as actorflow has it: `af.io.gfile` (see actorflow/gfile.py)."""
+"""af.io: TF's `tf.io` namespace as far as actorflow has it: `af.io.gfile` (see actorflow/gfile.py),
+TFRecord files (actorflow/python_io.py) and Example parsing (graph/ops/parsing_ops.py)."""
 from __future__ import annotations
 
 from actorflow import gfile
+from actorflow.graph.ops.parsing_ops import FixedLenFeature, decode_raw, parse_example, parse_single_example
+from actorflow.python_io import TFRecordCompressionType, TFRecordOptions, TFRecordWriter, tf_record_iterator
 
-__all__ = ["gfile"]
+__all__ = ["gfile", "TFRecordWriter", "tf_record_iterator", "TFRecordOptions", "TFRecordCompressionType",
+           "FixedLenFeature", "parse_single_example", "parse_example", "decode_raw"]

@@ -28,7 +28,7 @@ import threading
 
 import numpy as np
 
-from actorflow import errors
+from actorflow import errors, tfrecord
 from actorflow.actors.function import FunctionRunner
 from actorflow.actors.resource import register_resource
 
@@ -266,6 +266,74 @@ class _TextLines(Stage):
         if self.f is not None:
             self.f.close()
             self.f = None
+
+
+class _Files(Stage):
+    """Records of a list of files, one file after another: `open_file(path)` gives an object whose
+    next() returns a record (bytes) or None at the file's end, and close()."""
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.files = list(spec.attrs["filenames"])
+        self.r = None
+
+    def pull(self):
+        while True:
+            if self.r is None:
+                if not self.files:
+                    return END
+                self.r = self.open_file(self.files.pop(0))
+            rec = self.r.next()
+            if rec is not None:
+                return (rec,)
+            self.r.close()
+            self.r = None
+
+    def close(self):
+        if self.r is not None:
+            self.r.close()
+            self.r = None
+
+
+class _TFRecords(_Files):
+    """The records of TFRecord files (TFRecordDataset), CRCs checked (actorflow/tfrecord.py)."""
+
+    def open_file(self, path):
+        return tfrecord.RecordReader(path, self.spec.attrs.get("compression_type") or None, self.spec.name)
+
+
+class _FixedRecords(_Files):
+    """Fixed-length records of files after a header and before a footer (FixedLengthRecordDataset)."""
+
+    def open_file(self, path):
+        a = self.spec.attrs
+        return _FixedLengthReader(path, int(a["record_bytes"]), int(a.get("header_bytes", 0)),
+                                  int(a.get("footer_bytes", 0)), self.spec.name)
+
+
+class _FixedLengthReader:
+    def __init__(self, path, record_bytes, header_bytes, footer_bytes, op):
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise errors.NotFoundError(op, None, f"{path}: {e.strerror} (dataset op '{op}')") from None
+        body = len(data) - header_bytes - footer_bytes
+        if body < 0 or body % record_bytes:
+            raise errors.DataLossError(op, None, f"{path}: {len(data)} bytes is not a header of {header_bytes}, "
+                                                 f"whole records of {record_bytes} and a footer of {footer_bytes} "
+                                                 f"(dataset op '{op}')")
+        self.data, self.pos, self.end, self.n = data, header_bytes, header_bytes + body, record_bytes
+
+    def next(self):
+        if self.pos >= self.end:
+            return None
+        rec = self.data[self.pos:self.pos + self.n]
+        self.pos += self.n
+        return rec
+
+    def close(self):
+        self.data = b""
 
 
 class _Repeat(Stage):
@@ -997,6 +1065,7 @@ _STAGES = {
     "InterleaveDataset": _Interleave, "BatchDataset": _Batch, "PaddedBatchDataset": _PaddedBatch,
     "ShuffleDataset": _Shuffle, "RepeatDataset": _Repeat, "TakeDataset": _Take, "SkipDataset": _Skip,
     "PrefetchDataset": _Prefetch, "CacheDataset": _Cache, "ZipDataset": _Zip, "ConcatenateDataset": _Concatenate,
+    "TFRecordDataset": _TFRecords, "FixedLengthRecordDataset": _FixedRecords,
 }
 
 

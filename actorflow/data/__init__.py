@@ -6,10 +6,10 @@
 from __future__ import annotations
 
 from actorflow.data import experimental
-from actorflow.data.dataset import AUTOTUNE, Dataset, TextLineDataset
+from actorflow.data.dataset import AUTOTUNE, Dataset, FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 from actorflow.data.iterator import Iterator
 
-__all__ = ["Dataset", "TextLineDataset", "Iterator", "AUTOTUNE", "experimental", "make_one_shot_iterator",
+__all__ = ["Dataset", "TextLineDataset", "TFRecordDataset", "FixedLengthRecordDataset", "Iterator", "AUTOTUNE", "experimental", "make_one_shot_iterator",
            "make_initializable_iterator", "get_output_types", "get_output_shapes", "get_output_classes"]
 
 

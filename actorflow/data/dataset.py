@@ -434,6 +434,46 @@ def _shape_structure(types, shapes, what):
     return walk(types, shapes)
 
 
+def _file_names(filenames, what):
+    if isinstance(filenames, (str, bytes)):
+        filenames = [filenames]
+    names = tuple(f.decode() if isinstance(f, bytes) else str(f) for f in filenames)
+    if not names:
+        raise ValueError(f"{what} needs at least one file name")
+    return names
+
+
+class TFRecordDataset(Dataset):
+    """The records of TFRecord files, one string element each (tf.data.TFRecordDataset); each
+    record's CRCs are checked. `compression_type` "", "ZLIB" or "GZIP". Differs from TF:
+    `filenames` is a Python string or list of strings (not a tensor)."""
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):
+        from actorflow.tfrecord import TFRecordOptions
+        kind = TFRecordOptions.get_compression_type_string(compression_type or "")
+        d = Dataset._make("TFRecordDataset", [], [], dtypes.string, TensorShape([]),
+                          filenames=_file_names(filenames, "TFRecordDataset"), compression_type=kind)
+        super().__init__(d._variant, d._types, d._shapes)
+
+
+class FixedLengthRecordDataset(Dataset):
+    """Records of `record_bytes` bytes from files, after `header_bytes` and before `footer_bytes`
+    (tf.data.FixedLengthRecordDataset), one string element each."""
+
+    def __init__(self, filenames, record_bytes, header_bytes=None, footer_bytes=None, buffer_size=None,
+                 compression_type=None, num_parallel_reads=None):
+        if compression_type:
+            raise NotImplementedError(f"FixedLengthRecordDataset: compression_type {compression_type!r} is not "
+                                      "supported")
+        if int(record_bytes) <= 0:
+            raise ValueError(f"record_bytes must be positive, got {record_bytes}")
+        d = Dataset._make("FixedLengthRecordDataset", [], [], dtypes.string, TensorShape([]),
+                          filenames=_file_names(filenames, "FixedLengthRecordDataset"),
+                          record_bytes=int(record_bytes), header_bytes=int(header_bytes or 0),
+                          footer_bytes=int(footer_bytes or 0))
+        super().__init__(d._variant, d._types, d._shapes)
+
+
 class TextLineDataset(Dataset):
     """The lines of text files, one string element each without its line ending
     (tf.data.TextLineDataset). Differs from TF: `filenames` is a Python string or list of

@@ -22,7 +22,8 @@ __all__ = ["DATASET_OPS"]
 DATASET_OPS = ("TensorDataset", "TensorSliceDataset", "RangeDataset", "GeneratorDataset", "TextLineDataset",
                "MapDataset", "ParallelMapDataset", "FilterDataset", "FlatMapDataset", "InterleaveDataset",
                "BatchDataset", "PaddedBatchDataset", "ShuffleDataset", "RepeatDataset", "TakeDataset",
-               "SkipDataset", "PrefetchDataset", "CacheDataset", "ZipDataset", "ConcatenateDataset")
+               "SkipDataset", "PrefetchDataset", "CacheDataset", "ZipDataset", "ConcatenateDataset",
+               "TFRecordDataset", "FixedLengthRecordDataset")
 
 
 def _infer_dataset(inputs, attrs):

@@ -12,7 +12,8 @@ __all__ = ["DatasetSpec", "DATASET_KINDS"]
 DATASET_KINDS = ("TensorDataset", "TensorSliceDataset", "RangeDataset", "GeneratorDataset", "TextLineDataset",
                  "MapDataset", "ParallelMapDataset", "FilterDataset", "FlatMapDataset", "InterleaveDataset",
                  "BatchDataset", "PaddedBatchDataset", "ShuffleDataset", "RepeatDataset", "TakeDataset",
-                 "SkipDataset", "PrefetchDataset", "CacheDataset", "ZipDataset", "ConcatenateDataset")
+                 "SkipDataset", "PrefetchDataset", "CacheDataset", "ZipDataset", "ConcatenateDataset",
+                 "TFRecordDataset", "FixedLengthRecordDataset")
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -1,0 +1,98 @@
+"""ParseSingleExample, ParseExample and DecodeRaw (graph/ops/parsing_ops.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from actorflow import example_proto
+from actorflow.errors import InvalidArgumentError
+from actorflow.kernels.registry import register_kernel
+
+_KIND = {np.dtype(np.float32): ("float_list", "float"), np.dtype(np.int64): ("int64_list", "int64"),
+         np.dtype(object): ("bytes_list", "string")}
+
+
+def _parser(attrs, batched):
+    keys = tuple(attrs["dense_keys"])
+    types = tuple(np.dtype(t) for t in attrs["Tdense"])
+    shapes = tuple(tuple(int(d) for d in s) for s in attrs["dense_shapes"])
+    op = "ParseExample" if batched else "ParseSingleExample"
+    Example = example_proto.Example
+
+    def one(record, defaults, index):
+        try:
+            ex = Example.FromString(bytes(record))
+        except Exception:  # noqa: BLE001 - DecodeError and friends
+            raise InvalidArgumentError(f"{op}: Could not parse example input, value: '{bytes(record)[:40]!r}'") \
+                from None
+        feats = ex.features.feature
+        out = []
+        for key, dt, shape, default in zip(keys, types, shapes, defaults):
+            field, tname = _KIND[dt]
+            n = int(np.prod(shape, dtype=np.int64))
+            if key not in feats or feats[key].WhichOneof("kind") is None:
+                if default.size == 0 and n:
+                    raise InvalidArgumentError(f"{op}: Name: <unknown>, Feature: {key} (data type: {tname}) is "
+                                               f"required but could not be found.")
+                out.append(np.asarray(default, dtype=dt).reshape(shape))
+                continue
+            f = feats[key]
+            kind = f.WhichOneof("kind")
+            if kind != field:
+                raise InvalidArgumentError(f"{op}: Name: <unknown>, Key: {key}, Index: {index}.  Data types don't "
+                                           f"match. Data type: {kind.split('_')[0]} but expected type: {tname}")
+            vals = getattr(f, field).value
+            if len(vals) != n:
+                raise InvalidArgumentError(f"{op}: Name: <unknown>, Key: {key}, Index: {index}.  Number of "
+                                           f"{tname} values != expected.  Values size: {len(vals)} but output "
+                                           f"shape: {list(shape)}")
+            if dt == np.dtype(object):
+                arr = np.empty(n, dtype=object)
+                arr[:] = list(vals)
+            else:
+                arr = np.asarray(vals, dtype=dt)
+            out.append(arr.reshape(shape))
+        return out
+
+    def fn(serialized, *defaults):
+        defaults = [np.asarray(d) for d in defaults]
+        if not batched:
+            res = one(np.asarray(serialized).reshape(()).item(), defaults, 0)
+        else:
+            recs = np.asarray(serialized, dtype=object).reshape(-1)
+            rows = [one(r, defaults, i) for i, r in enumerate(recs)]
+            res = [np.stack([row[k] for row in rows]) if rows else np.zeros((0,) + s, dtype=t)
+                   for k, (t, s) in enumerate(zip(types, shapes))]
+        return res[0] if len(res) == 1 else tuple(res)
+    return fn
+
+
+register_kernel("ParseSingleExample", "CPU", releases_gil=False)(lambda attrs: _parser(attrs, False))
+register_kernel("ParseExample", "CPU", releases_gil=False)(lambda attrs: _parser(attrs, True))
+
+
+@register_kernel("DecodeRaw", "CPU")
+def _decode_raw(attrs):
+    out = np.dtype(attrs["out_type"])
+    dt = out.newbyteorder("<" if attrs.get("little_endian", True) else ">") if out.itemsize > 1 else out
+    tf_name = {"float32": "float", "float64": "double"}.get(out.name, out.name)
+
+    def fn(x):
+        x = np.asarray(x, dtype=object)
+        flat = x.reshape(-1)
+        if not flat.size:
+            return np.zeros(x.shape + (0,), out)
+        size = None
+        rows = []
+        for i, b in enumerate(flat):
+            b = bytes(b)
+            if len(b) % out.itemsize:
+                raise InvalidArgumentError(f"DecodeRaw: Input to DecodeRaw has length {len(b)} that is not a "
+                                           f"multiple of {out.itemsize}, the size of {tf_name}")
+            if size is None:
+                size = len(b)
+            elif len(b) != size:
+                raise InvalidArgumentError(f"DecodeRaw: DecodeRaw requires input strings to all be the same size, "
+                                           f"but element {i} has size {len(b)} != {size}")
+            rows.append(np.frombuffer(b, dtype=dt).astype(out))
+        return np.stack(rows).reshape(x.shape + (size // out.itemsize,))
+    return fn
