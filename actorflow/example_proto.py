@@ -5,7 +5,7 @@ library parse in the other (package "tensorflow", in a private descriptor pool: 
 TensorFlow's own classes in the same process). Exported as af.train.Example and friends."""
 from __future__ import annotations
 
-__all__ = ["Example", "SequenceExample", "Features", "Feature", "FeatureList", "FeatureLists", "BytesList",
+__all__ = ["Example", "SequenceExample", "Features", "Feature", "FeatureList", "FeatureLists", "BytesList",  # noqa: F822
            "FloatList", "Int64List"]
 
 _classes: dict | None = None
