@@ -17,7 +17,7 @@ from actorflow.graph import dtypes
 from actorflow.graph.graph import Tensor, convert_to_tensor, name_scope
 from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.ops import array_ops, math_ops, nn_ops
-from actorflow.graph.ops.constant import constant, stop_gradient
+from actorflow.graph.ops.constant import constant, identity, stop_gradient
 
 __all__ = [
     "selu", "softsign", "swish", "silu", "crelu", "relu_layer", "weighted_cross_entropy_with_logits",
@@ -97,11 +97,16 @@ def softsign(features, name=None):
 
 def swish(features, beta=1.0, name=None):
     """features * sigmoid(beta * features) (tf.nn.swish / tf.nn.silu), composed of Mul and Sigmoid;
-    TF's custom gradient is the same derivative."""
+    TF's custom gradient is the same derivative. TF's swish has no `name` argument; here it is
+    optional."""
     with name_scope(name, "swish", [features]) as scope:
         x = convert_to_tensor(features)
-        z = x if (isinstance(beta, numbers.Real) and beta == 1.0) else \
-            math_ops.multiply(convert_to_tensor(beta, dtype=x.dtype), x)
+        if isinstance(beta, numbers.Real) and beta == 1.0:
+            z = x
+        else:
+            # TF converts a Python beta to a float32 tensor first, then casts it to x's dtype.
+            b = beta if isinstance(beta, Tensor) else convert_to_tensor(beta, dtype=dtypes.float32)
+            z = math_ops.multiply(math_ops.cast(b, x.dtype), x)
         return math_ops.multiply(x, math_ops.sigmoid(z), name=scope)
 
 
@@ -173,7 +178,7 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
             raise ValueError(f"log_input and targets must have the same shape ({log_input.shape} vs {targets.shape})")
         result = math_ops.subtract(math_ops.exp(log_input), math_ops.multiply(log_input, targets))
         if not compute_full_loss:
-            return array_ops.identity(result, name=scope)
+            return identity(result, name=scope)
         dt = targets.dtype
         point_five = constant(0.5, dtype=dt)
         two_pi = constant(2 * 3.1415926535897932384626433832795, dtype=dt)
@@ -203,7 +208,7 @@ def zero_fraction(value, name=None):
         num_zero = math_ops.reduce_sum(math_ops.cast(math_ops.equal(value, zero), dtypes.int64))
         with name_scope("counts_to_fraction"):
             frac = math_ops.divide(math_ops.cast(num_zero, dtypes.float32), math_ops.cast(size, dtypes.float32))
-        return array_ops.identity(frac, name="fraction")
+        return identity(frac, name="fraction")
 
 
 def _keep(keep_dims, keepdims, fn):
@@ -314,7 +319,8 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, 
     unbiased one (n / (n - 1)), as TF's FusedBatchNorm returns it, and with an
     `exponential_avg_factor` f != 1 both statistics are mixed with `mean`/`variance`:
     (1 - f) * old + f * batch. Inference: y uses `mean` and `variance`, which are returned as
-    given. epsilon is raised to at least 1.001e-5 (cuDNN's floor, as TF does). float16 inputs are
+    given. epsilon is used as given, as TF 2's compat.v1 does (TF 1.x raised it to at least
+    1.001e-5, cuDNN's floor). float16 inputs are
     computed in float32 (scale, offset and the statistics are float32). Composed of element-wise
     ops and reductions; only y carries gradients (to x, scale and offset; in inference also not to
     mean and variance), as TF's FusedBatchNormGrad.
@@ -329,7 +335,7 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, 
         if x.shape.ndims is not None and x.shape.ndims != rank:
             raise ValueError(f"fused_batch_norm: input must be {rank}-dimensional for data_format {data_format}, got "
                              f"shape {x.shape} ('{x.name}')")
-        pdt = dtypes.float32 if x.dtype in (dtypes.float16, dtypes.bfloat16) else x.dtype
+        pdt = dtypes.float32 if x.dtype is dtypes.float16 else x.dtype
 
         def param(v, what):
             t = convert_to_tensor(v, dtype=pdt, name=what) if not isinstance(v, Tensor) else v
@@ -346,7 +352,7 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, 
         def bcast(v):
             return v if c_axis == rank - 1 else array_ops.reshape(v, bshape)
         xc = math_ops.cast(x, pdt) if pdt is not x.dtype else x
-        eps = max(float(epsilon), 1.001e-5)
+        eps = float(epsilon)
         if is_training:
             axes = [i for i in range(rank) if i != c_axis]
             bmean, bvar = nn_ops.moments(xc, axes)
@@ -367,8 +373,8 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, 
                 old_m, old_v = param(mean, "mean"), param(variance, "variance")
                 ff = constant(f, dtype=pdt)
                 keep = constant(1.0 - f, dtype=pdt)
-                out_mean = math_ops.add(math_ops.multiply(keep, old_m), math_ops.multiply(ff, out_mean))
-                out_var = math_ops.add(math_ops.multiply(keep, old_v), math_ops.multiply(ff, out_var))
+                out_mean = stop_gradient(math_ops.add(math_ops.multiply(keep, old_m), math_ops.multiply(ff, out_mean)))
+                out_var = stop_gradient(math_ops.add(math_ops.multiply(keep, old_v), math_ops.multiply(ff, out_var)))
         else:
             if mean is None or variance is None:
                 raise ValueError("fused_batch_norm: inference (is_training=False) needs mean and variance")
@@ -377,7 +383,7 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, 
             y = nn_ops.batch_normalization(xc, bcast(out_mean), bcast(out_var), bcast(offset), bcast(scale), eps)
         if pdt is not x.dtype:
             y = math_ops.cast(y, x.dtype)
-        y = array_ops.identity(y, name=scope)
+        y = identity(y, name=scope)
         return y, out_mean, out_var
 
 
