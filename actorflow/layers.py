@@ -113,15 +113,16 @@ def _snake_case(name: str) -> str:
 
 
 def _unique_layer_name(base: str) -> str:
-    """"dense", "dense_1", ... per graph, as Keras's unique_object_name (the layer's `name`; its
-    variable scope is made unique separately, by variable_scope)."""
+    """"dense_1", "dense_2", ... per graph: TF 1.x layers' names (Keras's unique_object_name, one-based).
+    Only the layer's `name`; its variable scope ("dense", "dense_1", ...) is made unique separately,
+    by variable_scope."""
     coll = get_default_graph().get_collection_ref(_LAYER_NAMES_KEY)
     if not coll:
         coll.append({})
     uids = coll[0]
     n = uids.get(base, 0)
     uids[base] = n + 1
-    return base if n == 0 else f"{base}_{n}"
+    return f"{base}_{n + 1}"
 
 
 class Layer:
@@ -166,7 +167,7 @@ class Layer:
 
     # -- facts ------------------------------------------------------------------------------
 
-    name = property(lambda self: self._name, doc="The layer's name (unique per graph unless given).")
+    name = property(lambda self: self._name, doc="The layer's name: as given, else unique per graph (\"dense_1\").")
     dtype = property(lambda self: self._dtype, doc="The dtype of its variables (the first input's if not given).")
     scope_name = property(lambda self: self._scope.name if self._scope is not None else None,
                           doc="The name of its variable scope, known after the first call.")
@@ -739,8 +740,10 @@ class BatchNormalization(Layer):
     last two not trainable). When training, the ops updating the moving averages
     (moving = moving - (moving - batch) * (1 - momentum)) are added to the UPDATE_OPS collection
     and to `updates`: run them with the train op, as in TF 1.x. The moving variance tracks the
-    biased batch variance, as TF's layer does. `fused` is accepted and ignored; renorm and virtual
-    batches are not supported.
+    batch variance as TF 1.x's layer does: the unbiased one (n / (n - 1)) where TF would take its
+    fused kernel (`fused` not False, a 4-D input normalized over axis 1 or 3, or 5-D over 1 or 4,
+    float16/float32), the biased one elsewhere. The computation itself is the same either way;
+    renorm and virtual batches are not supported.
     """
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer=_ZEROS,
@@ -780,6 +783,14 @@ class BatchNormalization(Layer):
             param_shape.append(input_shape[a])
         self._ndims = ndims
         self._param_shape = param_shape
+        # TF 1.x's layer takes its fused kernel where that kernel applies (one channel axis 1 or 3 of
+        # a 4-D input, 1 or 4 of a 5-D one, float16/float32), unless fused=False, and silently falls
+        # back elsewhere; that kernel's batch variance, which the moving variance then tracks, is the
+        # unbiased one.
+        channel_ok = len(self._axes) == 1 and (
+            (ndims == 4 and self._axes[0] in (1, 3)) or (ndims == 5 and self._axes[0] in (1, 4)))
+        self._fused_stats = (self.fused is not False and channel_ok
+                             and self._dtype in (dtypes.float16, dtypes.float32))
         # float16 statistics lose too much: the variables are float32, as in TF.
         pdtype = dtypes.float32 if self._dtype is dtypes.float16 else self._dtype
         self._pdtype = pdtype
@@ -833,8 +844,16 @@ class BatchNormalization(Layer):
                                        convert_to_tensor(0.0, dtype=pdtype))
             g = get_default_graph()
             updates = []
+            track_var = batch_var
+            if self._fused_stats:
+                n = math_ops.divide(math_ops.cast(array_ops.size(xc), pdtype),
+                                    math_ops.cast(array_ops.size(batch_var), pdtype))
+                one = convert_to_tensor(1.0, dtype=pdtype)
+                track_var = math_ops.multiply(batch_var, math_ops.where(
+                    math_ops.greater(n, one), math_ops.divide(n, math_ops.maximum(math_ops.subtract(n, one), one)),
+                    one))
             for var, value, scope in ((moving_mean, batch_mean, "AssignMovingAvg"),
-                                      (moving_variance, batch_var, "AssignMovingAvg_1")):
+                                      (moving_variance, track_var, "AssignMovingAvg_1")):
                 with g.name_scope(scope):
                     delta = math_ops.multiply(math_ops.subtract(var.value(), value), decay)
                     updates.append(assign_sub(var, delta))

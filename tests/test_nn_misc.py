@@ -54,3 +54,101 @@ def test_nn_values_and_gradients_match_tensorflow(expr):
                 assert g is not None, f"{expr}: no gradient for {k}"
                 np.testing.assert_allclose(s.run(af.convert_to_tensor(g)), np.array(want), err_msg=f"{expr} d/d{k}",
                                            **_tol(FIX["input_dtypes"][k]))
+
+
+# ---------------------------------------------------------------------------------------------
+# tf.layers classes
+# ---------------------------------------------------------------------------------------------
+
+LAYERS = FIX["layers"]
+
+
+def test_layer_model_matches_tensorflow():
+    with af.Graph().as_default():
+        outputs, loss, step, layers = build_model(af)
+        gvars = af.global_variables()
+        assert [[v.op.name, v.shape.as_list()] for v in gvars] == LAYERS["variables"]
+        assert [v.op.name for v in af.trainable_variables()] == LAYERS["trainable"]
+        for key, want in LAYERS["layers"].items():
+            lay = layers[key]
+            assert lay.name == want["name"], key
+            assert [w.op.name for w in lay.weights] == want["weights"], key
+            assert [w.op.name for w in lay.trainable_weights] == want["trainable_weights"], key
+            assert [w.op.name for w in lay.variables] == want["weights"], key
+        assert layers["dense"].kernel.op.name == "dense/kernel" and layers["dense"].bias.op.name == "dense/bias"
+        assert layers["bn"].moving_variance.op.name == "batch_normalization/moving_variance"
+        assert len(layers["bn"].updates) == 2
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            got = s.run(outputs)
+            for k, v in got.items():
+                np.testing.assert_allclose(v, np.array(LAYERS["outputs"][k]), rtol=1e-5, atol=1e-5, err_msg=k)
+            np.testing.assert_allclose(s.run(loss), LAYERS["loss"], rtol=1e-5)
+            s.run(step)
+            after = s.run({v.op.name: v for v in gvars})
+            for k, v in after.items():
+                np.testing.assert_allclose(v, np.array(LAYERS["after_step"][k]), rtol=1e-5, atol=1e-5, err_msg=k)
+
+
+def test_layer_called_twice_shares_variables_and_names_like_tf():
+    with af.Graph().as_default():
+        x1 = af.constant(np.ones((2, 3), np.float32))
+        x2 = af.constant(np.full((4, 3), 2.0, np.float32))
+        layer = af.layers.Dense(4, kernel_initializer=af.constant_initializer(0.5))
+        assert not layer.built and layer.weights == []
+        y1 = layer(x1)
+        y2 = layer(x2)
+        assert layer.built
+        assert [v.op.name for v in af.global_variables()] == ["dense/kernel", "dense/bias"]
+        assert layer.trainable_weights == [layer.kernel, layer.bias]
+        assert y1.op.name.startswith("dense/") and y2.op.name.startswith("dense/") and y1.op.name != y2.op.name
+        other = af.layers.Dense(2)
+        other(y2)
+        assert [v.op.name for v in other.variables] == ["dense_1/kernel", "dense_1/bias"]
+        # The functional form shares with reuse=True and the scope's name.
+        y3 = af.layers.dense(x1, 4, name="dense", reuse=True)
+        assert len(af.global_variables()) == 4
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            a, b, c = s.run([y1, y2, y3])
+        np.testing.assert_allclose(a, np.full((2, 4), 1.5))
+        np.testing.assert_allclose(b, np.full((4, 4), 3.0))
+        np.testing.assert_allclose(c, a)
+
+
+def test_layer_subclass_build_and_call():
+    class Scale(af.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight("w", [int(input_shape[-1])], initializer=af.ones_initializer())
+            self.c = self.add_weight("count", [], initializer=af.zeros_initializer(), trainable=False)
+            super().build(input_shape)
+
+        def call(self, inputs):
+            return inputs * self.w
+
+    with af.Graph().as_default():
+        with af.variable_scope("outer"):
+            lay = Scale(name="scaler")
+            y = lay(af.constant([[1.0, 2.0]]))
+            lay(af.constant([[3.0, 4.0]]))
+        assert lay.name == "scaler" and lay.scope_name == "outer/scaler"
+        assert [v.op.name for v in lay.weights] == ["outer/scaler/w", "outer/scaler/count"]
+        assert lay.non_trainable_weights == [lay.c]
+        assert y.op.name.startswith("outer/scaler/")
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            np.testing.assert_allclose(s.run(y), [[1.0, 2.0]])
+
+
+def test_layer_errors_name_the_layer():
+    with af.Graph().as_default():
+        d = af.layers.Dense(3)
+        d(af.zeros([2, 4]))
+        with pytest.raises(ValueError, match="expected axis -1 of input shape to have value 4"):
+            d(af.zeros([2, 5]))
+        with pytest.raises(ValueError, match="expected ndim=3"):
+            af.layers.Conv1D(2, 3)(af.zeros([2, 4]))
+        with pytest.raises(ValueError, match="rate must be in"):
+            af.layers.Dropout(1.5)
+        with pytest.raises(TypeError, match="unexpected keyword"):
+            af.layers.MaxPooling1D(2, 2, bogus=1)
