@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import actorflow as af
-from tests.gradcheck import check_gradients  # noqa: F401  (finite differences, used below)
+from tests.gradcheck import check_gradients
 
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 sys.path.insert(0, _HERE)
@@ -54,6 +54,38 @@ def test_nn_values_and_gradients_match_tensorflow(expr):
                 assert g is not None, f"{expr}: no gradient for {k}"
                 np.testing.assert_allclose(s.run(af.convert_to_tensor(g)), np.array(want), err_msg=f"{expr} d/d{k}",
                                            **_tol(FIX["input_dtypes"][k]))
+
+
+def test_selu_softsign_second_derivatives_and_float16():
+    x = np.array([[-2.0, -0.5, 0.3], [1.5, -1e-3, 4.0]])
+    # d/dx of d(selu)/dx (SeluGrad's gradient) and of softsign's, against finite differences.
+    check_gradients(lambda a: af.gradients(af.reduce_sum(af.nn.selu(a) * a), a)[0], [x])
+    check_gradients(lambda a: af.nn.softsign(a) * a, [x])
+    with af.Graph().as_default():
+        h = af.constant(x.astype(np.float16))
+        with af.Session() as s:
+            got = s.run([af.nn.selu(h), af.nn.softsign(h)])
+        assert got[0].dtype == np.float16 and got[1].dtype == np.float16
+        alpha, scale = 1.6732632423543772, 1.0507009873554805
+        np.testing.assert_allclose(got[0], scale * np.where(x < 0, alpha * np.expm1(x), x), rtol=2e-3)
+        np.testing.assert_allclose(got[1], x / (1 + np.abs(x)), rtol=2e-3)
+
+
+def test_fused_batch_norm_inference_outputs_and_errors():
+    # TF's grappler folds the inference statistics away, so the fixture has y only: here the
+    # returned mean and variance are the inputs, as TF documents.
+    with af.Graph().as_default():
+        x = af.constant(np.ones((2, 2, 2, 3), np.float32))
+        mean, var = af.constant([0.1, 0.2, 0.3]), af.constant([1.0, 2.0, 3.0])
+        _, m, v = af.nn.fused_batch_norm(x, af.ones([3]), af.zeros([3]), mean, var, is_training=False)
+        with af.Session() as s:
+            np.testing.assert_allclose(s.run([m, v]), [[0.1, 0.2, 0.3], [1.0, 2.0, 3.0]], rtol=1e-6)
+        with pytest.raises(ValueError, match="needs mean and variance"):
+            af.nn.fused_batch_norm(x, af.ones([3]), af.zeros([3]), is_training=False)
+        with pytest.raises(ValueError, match="4-dimensional"):
+            af.nn.fused_batch_norm(af.ones([2, 3]), af.ones([3]), af.zeros([3]))
+        with pytest.raises(ValueError, match="data_format"):
+            af.nn.fused_batch_norm(x, af.ones([3]), af.zeros([3]), data_format="NWC")
 
 
 # ---------------------------------------------------------------------------------------------
