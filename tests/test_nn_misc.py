@@ -184,3 +184,35 @@ def test_layer_errors_name_the_layer():
             af.layers.Dropout(1.5)
         with pytest.raises(TypeError, match="unexpected keyword"):
             af.layers.MaxPooling1D(2, 2, bogus=1)
+
+
+def test_conv1d_channels_first_causal_and_pooling1d_agree():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 7, 3))
+    k = rng.standard_normal((3, 3, 4))
+    with af.Graph().as_default():
+        xl = af.constant(x)
+        xf = af.transpose(xl, [0, 2, 1])
+        init = af.constant_initializer(k)
+        last = af.layers.Conv1D(4, 3, strides=2, padding="same", kernel_initializer=init)(xl)
+        first = af.layers.Conv1D(4, 3, strides=2, padding="same", data_format="channels_first",
+                                 kernel_initializer=init)(xf)
+        causal = af.layers.conv1d(xl, 4, 3, padding="causal", dilation_rate=2, kernel_initializer=init)
+        manual = af.layers.conv1d(af.pad(xl, [[0, 0], [4, 0], [0, 0]]), 4, 3, dilation_rate=2,
+                                  kernel_initializer=init)
+        mp_l = af.layers.max_pooling1d(xl, 3, 2, padding="same")
+        mp_f = af.layers.MaxPooling1D(3, 2, padding="same", data_format="channels_first")(xf)
+        ap_l = af.layers.average_pooling1d(xl, 2, 1)
+        ap_f = af.layers.AveragePooling1D(2, 1, data_format="channels_first")(xf)
+        assert last.shape.as_list() == [2, 4, 4] and first.shape.as_list() == [2, 4, 4]
+        assert causal.shape.as_list() == [2, 7, 4]
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            a, b, c, d, e, f, g, h = s.run([last, first, causal, manual, mp_l, mp_f, ap_l, ap_f])
+    np.testing.assert_allclose(b, a.transpose(0, 2, 1), rtol=1e-12)
+    np.testing.assert_allclose(c, d, rtol=1e-12)
+    np.testing.assert_allclose(f, e.transpose(0, 2, 1))
+    np.testing.assert_allclose(h, g.transpose(0, 2, 1), rtol=1e-12)
+    # A direct evaluation of the first output step: windows start at -1 with SAME, stride 2.
+    want0 = sum(x[:, t] @ k[i] for i, t in enumerate([-1, 0, 1]) if t >= 0)
+    np.testing.assert_allclose(a[:, 0], want0, rtol=1e-12)
