@@ -143,6 +143,9 @@ class Layer:
         scope = kwargs.pop("_scope", None)
         self._reuse = kwargs.pop("_reuse", None)
         activity_regularizer = kwargs.pop("activity_regularizer", None)
+        # Keras arguments of model building that a graph-mode layer has no use for.
+        for k in ("input_shape", "batch_input_shape", "batch_size", "input_dim", "autocast", "dynamic"):
+            kwargs.pop(k, None)
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected keyword arguments {sorted(kwargs)}")
         self.trainable = bool(trainable)
