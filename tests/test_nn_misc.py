@@ -71,6 +71,19 @@ def test_selu_softsign_second_derivatives_and_float16():
         np.testing.assert_allclose(got[1], x / (1 + np.abs(x)), rtol=2e-3)
 
 
+def test_sufficient_statistics_count_of_unknown_shapes():
+    with af.Graph().as_default():
+        x = af.placeholder(af.float64, None)
+        y = af.placeholder(af.float64, [None, 3])
+        cx, mx, vx, _ = af.nn.sufficient_statistics(x, [0, -1])
+        cy = af.nn.sufficient_statistics(y, [0, 1])[0]
+        xv = np.arange(6.0).reshape(2, 3)
+        with af.Session() as s:
+            got = s.run([cx, mx, vx, cy], {x: xv, y: np.ones((4, 3))})
+    assert got[0] == 6.0 and got[3] == 12.0
+    np.testing.assert_allclose(got[1:3], [xv.sum(), (xv ** 2).sum()])
+
+
 def test_fused_batch_norm_inference_outputs_and_errors():
     # TF's grappler folds the inference statistics away, so the fixture has y only: here the
     # returned mean and variance are the inputs, as TF documents.
