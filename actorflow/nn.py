@@ -66,3 +66,25 @@ from actorflow.graph.ops.sampled_loss_ops import nce_loss, sampled_softmax_loss 
 __all__ += ["nce_loss", "sampled_softmax_loss", "log_uniform_candidate_sampler", "uniform_candidate_sampler",
             "fixed_unigram_candidate_sampler", "learned_unigram_candidate_sampler",
             "all_candidate_sampler", "compute_accidental_hits"]
+
+# -- the rest of tf.nn: selu, softsign, swish, losses, moment helpers, fused_batch_norm (graph/ops/nn_misc_ops.py) --
+from actorflow.graph.ops.nn_misc_ops import (  # noqa: E402
+    batch_norm_with_global_normalization,
+    crelu,
+    fused_batch_norm,
+    log_poisson_loss,
+    normalize_moments,
+    relu_layer,
+    selu,
+    silu,
+    softsign,
+    sufficient_statistics,
+    swish,
+    weighted_cross_entropy_with_logits,
+    weighted_moments,
+    zero_fraction,
+)
+
+__all__ += ["selu", "softsign", "swish", "silu", "crelu", "relu_layer", "weighted_cross_entropy_with_logits",
+            "log_poisson_loss", "zero_fraction", "sufficient_statistics", "normalize_moments", "weighted_moments",
+            "fused_batch_norm", "batch_norm_with_global_normalization"]

@@ -6,3 +6,4 @@ looked up, so `import actorflow` never pays for numba.
 MODULES = ("array", "math", "matmul", "softmax", "bias", "conv", "pooling", "random", "state", "training", "io",
            "accumulator", "debugging", "summary", "string", "scatter_nd", "candidate_sampling", "dataset", "script", "matrix", "tensor_list", "parsing")
 MODULES += ("sort", "segment")     # ordering and segment ops (graph/ops/sort_ops.py, segment_ops.py)
+MODULES += ("nn_misc",)          # selu, softsign (graph/ops/nn_misc_ops.py)
