@@ -64,7 +64,12 @@ from actorflow.graph.ops.functional_ops import foldl, foldr, map_fn, scan  # noq
 from actorflow.graph.ops.tensor_array_ops import TensorArray  # noqa: E402
 from actorflow.graph.gradients import NoGradient, NotDifferentiable, RegisterGradient, no_gradient  # noqa: E402
 from actorflow.graph.custom_gradient import custom_gradient, identity_n  # noqa: E402
-from actorflow.graph.ops.parsing_ops import FixedLenFeature, decode_raw, parse_example, parse_single_example  # noqa: E402
+from actorflow.graph.ops.parsing_ops import (FixedLenFeature, VarLenFeature, decode_raw, parse_example,  # noqa: E402
+                                             parse_single_example)
+from actorflow.graph.sparse_tensor import SparseTensor, SparseTensorValue  # noqa: E402
+from actorflow.graph.ops.sparse_ops import (sparse_placeholder, sparse_reduce_sum,  # noqa: E402
+                                            sparse_tensor_dense_matmul, sparse_tensor_to_dense, sparse_to_dense)
+from actorflow import sparse  # noqa: E402
 from actorflow import saved_model  # noqa: E402,F401
 from actorflow import serving  # noqa: E402,F401
 

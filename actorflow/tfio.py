@@ -3,8 +3,14 @@ TFRecord files (actorflow/python_io.py) and Example parsing (graph/ops/parsing_o
 from __future__ import annotations
 
 from actorflow import gfile
-from actorflow.graph.ops.parsing_ops import FixedLenFeature, decode_raw, parse_example, parse_single_example
+from actorflow.graph.ops.parsing_ops import (
+                                             FixedLenFeature,
+                                             VarLenFeature,
+                                             decode_raw,
+                                             parse_example,
+                                             parse_single_example,
+)
 from actorflow.python_io import TFRecordCompressionType, TFRecordOptions, TFRecordWriter, tf_record_iterator
 
 __all__ = ["gfile", "TFRecordWriter", "tf_record_iterator", "TFRecordOptions", "TFRecordCompressionType",
-           "FixedLenFeature", "parse_single_example", "parse_example", "decode_raw"]
+           "FixedLenFeature", "VarLenFeature", "parse_single_example", "parse_example", "decode_raw"]

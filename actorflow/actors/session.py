@@ -176,7 +176,7 @@ def _flatten_fetches(fetches, graph, out: list):
         raise FetchError(None, None, "Fetch argument None has invalid type <class 'NoneType'>")
     if isinstance(fetches, tuple) and hasattr(fetches, "_fields"):
         subs = [_flatten_fetches(f, graph, out) for f in fetches]
-        cls = type(fetches)
+        cls = getattr(fetches, "_value_type", type(fetches))      # a SparseTensor's is SparseTensorValue
         return lambda vals: cls(*[s(vals) for s in subs])
     if isinstance(fetches, (list, tuple)):
         subs = [_flatten_fetches(f, graph, out) for f in fetches]

@@ -3,8 +3,8 @@ parse_example (ops ParseSingleExample, ParseExample: dense features) and decode_
 
 The kernels (kernels/cpu/parsing.py) read the records with TF's Example message
 (actorflow/example_proto.py) and report what TF reports: a missing required feature, a feature of
-the wrong kind, a wrong number of values, each naming the key. Sparse features (VarLenFeature)
-need SparseTensor, which actorflow does not have yet.
+the wrong kind, a wrong number of values, each naming the key. A VarLenFeature comes back as a
+SparseTensor (indices [n, 1] for one record, [n, 2] with the record's position for a batch).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.tensor_shape import TensorShape, as_shape
 
-__all__ = ["FixedLenFeature", "parse_single_example", "parse_example", "decode_raw"]
+__all__ = ["FixedLenFeature", "VarLenFeature", "parse_single_example", "parse_example", "decode_raw"]
 
 _FEATURE_DTYPES = (dtypes.float32, dtypes.int64, dtypes.string)
 
@@ -27,6 +27,10 @@ class FixedLenFeature(collections.namedtuple("FixedLenFeature", ["shape", "dtype
 
     def __new__(cls, shape, dtype, default_value=None):
         return super().__new__(cls, shape, dtype, default_value)
+
+
+class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
+    """A feature of any number of values, parsed into a SparseTensor (tf.io.VarLenFeature)."""
 
 
 def _infer_parse(batched):
@@ -41,8 +45,13 @@ def _infer_parse(batched):
             lead = [serialized.shape.dims[0] if serialized.shape.dims is not None else None]
         elif serialized.shape.ndims not in (None, 0):
             raise InferenceError(f"serialized must be a scalar record, got shape {serialized.shape}")
-        return [(dtypes.as_dtype(t), TensorShape(lead + list(as_shape(s).dims)))
-                for t, s in zip(attrs["Tdense"], attrs["dense_shapes"])]
+        rank = 2 if batched else 1
+        sparse_types = [dtypes.as_dtype(t) for t in attrs.get("sparse_types", ())]
+        return ([(dtypes.int64, TensorShape([None, rank]))] * len(sparse_types)
+                + [(t, TensorShape([None])) for t in sparse_types]
+                + [(dtypes.int64, TensorShape([rank]))] * len(sparse_types)
+                + [(dtypes.as_dtype(t), TensorShape(lead + list(as_shape(s).dims)))
+                   for t, s in zip(attrs["Tdense"], attrs["dense_shapes"])])
     return infer
 
 
@@ -65,13 +74,15 @@ for _d in (ParseSingleExample, ParseExample, DecodeRaw):
 
 def _dense_specs(features: dict):
     if not isinstance(features, dict) or not features:
-        raise ValueError("features must be a non-empty dict of feature names to FixedLenFeature")
+        raise ValueError("features must be a non-empty dict of feature names to FixedLenFeature or VarLenFeature")
     keys, types, shapes, defaults = [], [], [], []
     for key in sorted(features):
         f = features[key]
+        if isinstance(f, VarLenFeature):
+            continue
         if not isinstance(f, FixedLenFeature):
             raise TypeError(f"feature '{key}': {type(f).__name__} is not supported by actorflow (FixedLenFeature "
-                            "only; VarLenFeature and SparseFeature need SparseTensor)")
+                            "and VarLenFeature only)")
         dt = dtypes.as_dtype(f.dtype)
         if dt not in _FEATURE_DTYPES:
             raise ValueError(f"feature '{key}': dtype {dt.name} is not float32, int64 or string")
@@ -91,13 +102,23 @@ def _dense_specs(features: dict):
 
 
 def _parse(op_def, serialized, features, name, default_name):
+    from actorflow.graph.sparse_tensor import SparseTensor
     keys, types, shapes, defaults = _dense_specs(features)
+    skeys = [k for k in sorted(features) if isinstance(features[k], VarLenFeature)]
+    stypes = [dtypes.as_dtype(features[k].dtype) for k in skeys]
+    for k, t in zip(skeys, stypes):
+        if t not in _FEATURE_DTYPES:
+            raise ValueError(f"feature '{k}': dtype {t.name} is not float32, int64 or string")
     with name_scope(name or default_name):
         s = convert_to_tensor(serialized, dtype=dtypes.string, name="serialized")
         ds = [convert_to_tensor(d, dtype=t, name=f"default_{i}") for i, (d, t) in enumerate(zip(defaults, types))]
-        outs = op_def(s, *ds, dense_keys=tuple(keys), Tdense=tuple(types), dense_shapes=tuple(shapes), Ndense=len(keys))
-    outs = outs if isinstance(outs, tuple) else (outs,)
-    return dict(zip(keys, outs))
+        outs = op_def(s, *ds, dense_keys=tuple(keys), Tdense=tuple(types), dense_shapes=tuple(shapes), Ndense=len(keys),
+                      sparse_keys=tuple(skeys), sparse_types=tuple(stypes), Nsparse=len(skeys))
+    outs = list(outs) if isinstance(outs, tuple) else [outs]
+    n = len(skeys)
+    result = {k: SparseTensor(outs[i], outs[n + i], outs[2 * n + i]) for i, k in enumerate(skeys)}
+    result.update(zip(keys, outs[3 * n:]))
+    return result
 
 
 def parse_single_example(serialized, features, name=None, example_names=None):

@@ -13,6 +13,8 @@ _KIND = {np.dtype(np.float32): ("float_list", "float"), np.dtype(np.int64): ("in
 
 def _parser(attrs, batched):
     keys = tuple(attrs["dense_keys"])
+    skeys = tuple(attrs.get("sparse_keys", ()))
+    stypes = tuple(np.dtype(t) for t in attrs.get("sparse_types", ()))
     types = tuple(np.dtype(t) for t in attrs["Tdense"])
     shapes = tuple(tuple(int(d) for d in s) for s in attrs["dense_shapes"])
     op = "ParseExample" if batched else "ParseSingleExample"
@@ -25,6 +27,23 @@ def _parser(attrs, batched):
             raise InvalidArgumentError(f"{op}: Could not parse example input, value: '{bytes(record)[:40]!r}'") \
                 from None
         feats = ex.features.feature
+        sparse = []
+        for key, dt in zip(skeys, stypes):
+            field, tname = _KIND[dt]
+            if key not in feats or feats[key].WhichOneof("kind") is None:
+                sparse.append(np.zeros(0, dtype=dt))
+                continue
+            kind = feats[key].WhichOneof("kind")
+            if kind != field:
+                raise InvalidArgumentError(f"{op}: Name: <unknown>, Key: {key}, Index: {index}.  Data types don't "
+                                           f"match. Data type: {kind.split('_')[0]} but expected type: {tname}")
+            vals = getattr(feats[key], field).value
+            if dt == np.dtype(object):
+                arr = np.empty(len(vals), dtype=object)
+                arr[:] = list(vals)
+            else:
+                arr = np.asarray(vals, dtype=dt)
+            sparse.append(arr)
         out = []
         for key, dt, shape, default in zip(keys, types, shapes, defaults):
             field, tname = _KIND[dt]
@@ -51,17 +70,28 @@ def _parser(attrs, batched):
             else:
                 arr = np.asarray(vals, dtype=dt)
             out.append(arr.reshape(shape))
-        return out
+        return sparse, out
 
     def fn(serialized, *defaults):
         defaults = [np.asarray(d) for d in defaults]
         if not batched:
-            res = one(np.asarray(serialized).reshape(()).item(), defaults, 0)
+            sparse, dense = one(np.asarray(serialized).reshape(()).item(), defaults, 0)
+            sp_idx = [np.arange(len(v), dtype=np.int64).reshape(-1, 1) for v in sparse]
+            sp_shape = [np.array([len(v)], np.int64) for v in sparse]
         else:
             recs = np.asarray(serialized, dtype=object).reshape(-1)
             rows = [one(r, defaults, i) for i, r in enumerate(recs)]
-            res = [np.stack([row[k] for row in rows]) if rows else np.zeros((0,) + s, dtype=t)
-                   for k, (t, s) in enumerate(zip(types, shapes))]
+            dense = [np.stack([row[1][k] for row in rows]) if rows else np.zeros((0,) + s, dtype=t)
+                     for k, (t, s) in enumerate(zip(types, shapes))]
+            sparse, sp_idx, sp_shape = [], [], []
+            for k, t in enumerate(stypes):
+                parts = [row[0][k] for row in rows]
+                idx = [np.stack([np.full(len(p), b, np.int64), np.arange(len(p), dtype=np.int64)], axis=1)
+                       for b, p in enumerate(parts)]
+                sparse.append(np.concatenate(parts) if parts else np.zeros(0, dtype=t))
+                sp_idx.append(np.concatenate(idx) if idx else np.zeros((0, 2), np.int64))
+                sp_shape.append(np.array([len(parts), max((len(p) for p in parts), default=0)], np.int64))
+        res = sp_idx + sparse + sp_shape + list(dense)
         return res[0] if len(res) == 1 else tuple(res)
     return fn
 
