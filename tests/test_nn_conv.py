@@ -155,3 +155,29 @@ def test_bad_shapes_are_errors_naming_the_op():
                 s.run(s2d, {x: np.zeros((1, 3, 4, 1))})
             with pytest.raises(af.errors.InvalidArgumentError, match="DepthwiseConv2dNative.*input depth 5"):
                 s.run(dw, {x: np.zeros((1, 4, 4, 5))})
+
+
+@pytest.mark.parametrize("strides,padding,dilations", [((1, 1, 1, 1), "SAME", (1, 1, 1, 1)),
+                                                       ((1, 2, 2, 1), "VALID", (1, 1, 1, 1)),
+                                                       ((1, 1, 1, 1), "SAME", (1, 2, 1, 1))])
+def test_depthwise_kernels_split_by_batch_like_the_whole_call(strides, padding, dilations):
+    from actorflow.kernels.registry import get_kernel
+    attrs = {"strides": strides, "padding": padding, "data_format": "NHWC", "dilations": dilations}
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((5, 7, 6, 3))
+    f = rng.standard_normal((3, 2, 3, 2))
+    y = get_kernel("DepthwiseConv2dNative").factory(attrs)(x, f)
+    dy = rng.standard_normal(y.shape)
+    calls = {"DepthwiseConv2dNative": (x, f),
+             "DepthwiseConv2dNativeBackpropInput": (np.array(x.shape, np.int32), f, dy),
+             "DepthwiseConv2dNativeBackpropFilter": (x, np.array(f.shape, np.int32), dy)}
+    for op, args in calls.items():
+        k = get_kernel(op)
+        whole = k.factory(attrs)(*args)
+        plan = k.split(attrs)(2, *args)
+        assert plan is not None, op
+        out, thunks, *finish = plan
+        for t in thunks:
+            t()
+        got = finish[0]() if finish else out
+        np.testing.assert_allclose(got, whole, rtol=1e-12, atol=1e-12, err_msg=op)

@@ -9,9 +9,13 @@ is transposed to NHWC and back; float16 runs in float32 (numba has no half arith
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from actorflow.kernels.cpu.window import (
+    _FAST_FLOATS,
+    _batch_blocks,
     _ConvGeometry,
     _from_nhwc,
     _half_via_float32,
@@ -21,18 +25,23 @@ from actorflow.kernels.cpu.window import (
 from actorflow.kernels.lazy_numba import njit
 from actorflow.kernels.registry import MAC_NS, register_kernel
 
+# Each loop works on rows: the C input channels of one pixel (x[n, h, w]), the C*M output channels
+# of one output pixel, and the C*M weights of one filter tap (the filter viewed as [kh, kw, C*M]).
+# All are contiguous 1-D views, so the innermost loop vectorises; a multiplier of 1 (the common
+# case, MobileNet's) has its own loop without the multiplier's inner loop of one iteration.
 
 @njit(cache=True, nogil=True)
-def _dw_forward(x, f, g, out):
+def _dw_forward(x, f2, mult, g, out):
     """out[n, i, j, c*M + m] = sum over taps (a, b) of x[n, h, w, c] * f[a, b, c, m]."""
     n_img, h_in, w_in, c_in = x.shape
-    kh, kw, _, mult = f.shape
+    kh, kw = f2.shape[0], f2.shape[1]
     sh, sw, dh, dw, ph, pw, oh, ow = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
     for n in range(n_img):
         for i in range(oh):
             for j in range(ow):
-                for k in range(c_in * mult):
-                    out[n, i, j, k] = 0
+                o = out[n, i, j]
+                for k in range(o.shape[0]):
+                    o[k] = 0
                 for a in range(kh):
                     h = i * sh - ph + a * dh
                     if h < 0 or h >= h_in:
@@ -41,21 +50,28 @@ def _dw_forward(x, f, g, out):
                         w = j * sw - pw + b * dw
                         if w < 0 or w >= w_in:
                             continue
-                        for c in range(c_in):
-                            v = x[n, h, w, c]
-                            for m in range(mult):
-                                out[n, i, j, c * mult + m] += v * f[a, b, c, m]
+                        xr = x[n, h, w]
+                        fr = f2[a, b]
+                        if mult == 1:
+                            for c in range(c_in):
+                                o[c] += xr[c] * fr[c]
+                        else:
+                            for c in range(c_in):
+                                v = xr[c]
+                                for m in range(mult):
+                                    o[c * mult + m] += v * fr[c * mult + m]
 
 
 @njit(cache=True, nogil=True)
-def _dw_backprop_input(dy, f, g, dx):
+def _dw_backprop_input(dy, f2, mult, g, dx):
     """dx[n, h, w, c] += dy[n, i, j, c*M + m] * f[a, b, c, m] over every window covering (h, w)."""
     n_img, h_in, w_in, c_in = dx.shape
-    kh, kw, _, mult = f.shape
+    kh, kw = f2.shape[0], f2.shape[1]
     sh, sw, dh, dw, ph, pw, oh, ow = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
     for n in range(n_img):
         for i in range(oh):
             for j in range(ow):
+                dyr = dy[n, i, j]
                 for a in range(kh):
                     h = i * sh - ph + a * dh
                     if h < 0 or h >= h_in:
@@ -64,22 +80,29 @@ def _dw_backprop_input(dy, f, g, dx):
                         w = j * sw - pw + b * dw
                         if w < 0 or w >= w_in:
                             continue
-                        for c in range(c_in):
-                            acc = dx[n, h, w, c] * 0
-                            for m in range(mult):
-                                acc += dy[n, i, j, c * mult + m] * f[a, b, c, m]
-                            dx[n, h, w, c] += acc
+                        dxr = dx[n, h, w]
+                        fr = f2[a, b]
+                        if mult == 1:
+                            for c in range(c_in):
+                                dxr[c] += dyr[c] * fr[c]
+                        else:
+                            for c in range(c_in):
+                                acc = dxr[c] * 0
+                                for m in range(mult):
+                                    acc += dyr[c * mult + m] * fr[c * mult + m]
+                                dxr[c] += acc
 
 
 @njit(cache=True, nogil=True)
-def _dw_backprop_filter(x, dy, g, df):
+def _dw_backprop_filter(x, dy, mult, g, df2):
     """df[a, b, c, m] += x[n, h, w, c] * dy[n, i, j, c*M + m] over every image and output pixel."""
     n_img, h_in, w_in, c_in = x.shape
-    kh, kw, _, mult = df.shape
+    kh, kw = df2.shape[0], df2.shape[1]
     sh, sw, dh, dw, ph, pw, oh, ow = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
     for n in range(n_img):
         for i in range(oh):
             for j in range(ow):
+                dyr = dy[n, i, j]
                 for a in range(kh):
                     h = i * sh - ph + a * dh
                     if h < 0 or h >= h_in:
@@ -88,10 +111,21 @@ def _dw_backprop_filter(x, dy, g, df):
                         w = j * sw - pw + b * dw
                         if w < 0 or w >= w_in:
                             continue
-                        for c in range(c_in):
-                            v = x[n, h, w, c]
-                            for m in range(mult):
-                                df[a, b, c, m] += v * dy[n, i, j, c * mult + m]
+                        xr = x[n, h, w]
+                        dfr = df2[a, b]
+                        if mult == 1:
+                            for c in range(c_in):
+                                dfr[c] += xr[c] * dyr[c]
+                        else:
+                            for c in range(c_in):
+                                v = xr[c]
+                                for m in range(mult):
+                                    dfr[c * mult + m] += v * dyr[c * mult + m]
+
+
+def _flat_filter(f, dtype):
+    """The [kh, kw, C, M] filter as a contiguous [kh, kw, C*M] array of `dtype`."""
+    return np.ascontiguousarray(f, dtype=dtype).reshape(f.shape[0], f.shape[1], -1)
 
 
 def _geometry(geo, x_shape, f_shape):
@@ -134,7 +168,86 @@ def _bp_filter_cost(x, sizes, dy):
     return int(np.size(dy)) * (int(fs[0] * fs[1]) if fs.size == 4 else 1)
 
 
-@register_kernel("DepthwiseConv2dNative", "CPU", cost=_cost, unit_ns=MAC_NS)
+# Splits for the kernel pool: images are independent in the forward pass and the input gradient
+# (each block writes its own images), and the filter gradient sums per-block partial gradients.
+# NHWC float32/float64 with one dtype only; anything else (and every error) runs whole.
+
+def _split_plan(geo, parts, x_shape, f_shape, dtypes, dy_shape=None):
+    """(batch blocks, geometry vector, output shape), or None to run the call whole."""
+    if geo.fmt != "NHWC" or len(x_shape) != 4 or len(f_shape) != 4 or len(set(dtypes)) != 1 \
+            or dtypes[0] not in _FAST_FLOATS:
+        return None
+    blocks = _batch_blocks(x_shape[0], parts)
+    if blocks is None:
+        return None
+    try:
+        oh, ow, g = _geometry(geo, tuple(x_shape), tuple(f_shape))
+    except ValueError:
+        return None
+    want = (x_shape[0], oh, ow, x_shape[3] * f_shape[3])
+    if dy_shape is not None and tuple(dy_shape) != want:
+        return None
+    return blocks, g, want
+
+
+def _forward_split(attrs):
+    geo = _ConvGeometry(attrs, "DepthwiseConv2dNative")
+
+    def split(parts, input, filter):
+        x, f = np.asarray(input), np.asarray(filter)
+        plan = _split_plan(geo, parts, x.shape, f.shape, (x.dtype, f.dtype))
+        if plan is None:
+            return None
+        blocks, g, shape = plan
+        x = np.ascontiguousarray(x)
+        out = np.empty(shape, x.dtype)
+        f2 = _flat_filter(f, x.dtype)
+        return out, [functools.partial(_dw_forward, x[lo:hi], f2, f.shape[3], g, out[lo:hi]) for lo, hi in blocks]
+    return split
+
+
+def _bp_input_split(attrs):
+    geo = _ConvGeometry(attrs, "DepthwiseConv2dNativeBackpropInput")
+
+    def split(parts, input_sizes, filter, out_backprop):
+        f, dy = np.asarray(filter), np.asarray(out_backprop)
+        sizes = tuple(int(d) for d in np.asarray(input_sizes).reshape(-1))
+        plan = _split_plan(geo, parts, sizes, f.shape, (f.dtype, dy.dtype), dy.shape)
+        if plan is None:
+            return None
+        blocks, g, _ = plan
+        dy = np.ascontiguousarray(dy)
+        dx = np.zeros(sizes, dy.dtype)
+        f2 = _flat_filter(f, dy.dtype)
+        return dx, [functools.partial(_dw_backprop_input, dy[lo:hi], f2, f.shape[3], g, dx[lo:hi])
+                    for lo, hi in blocks]
+    return split
+
+
+def _bp_filter_split(attrs):
+    geo = _ConvGeometry(attrs, "DepthwiseConv2dNativeBackpropFilter")
+
+    def split(parts, input, filter_sizes, out_backprop):
+        x, dy = np.asarray(input), np.asarray(out_backprop)
+        fshape = tuple(int(d) for d in np.asarray(filter_sizes).reshape(-1))
+        plan = _split_plan(geo, parts, x.shape, fshape, (x.dtype, dy.dtype), dy.shape)
+        if plan is None:
+            return None
+        blocks, g, _ = plan
+        x, dy = np.ascontiguousarray(x), np.ascontiguousarray(dy)
+        sums = [np.zeros((fshape[0], fshape[1], fshape[2] * fshape[3]), x.dtype) for _ in blocks]
+
+        def finish():
+            total = sums[0]
+            for p in sums[1:]:
+                total += p
+            return total.reshape(fshape)
+        return None, [functools.partial(_dw_backprop_filter, x[lo:hi], dy[lo:hi], fshape[3], g, sums[k])
+                      for k, (lo, hi) in enumerate(blocks)], finish
+    return split
+
+
+@register_kernel("DepthwiseConv2dNative", "CPU", cost=_cost, unit_ns=MAC_NS, split=_forward_split)
 def depthwise_conv2d_native(attrs):
     """tf.raw_ops.DepthwiseConv2dNative: input [N, H, W, C] (or NCHW), filter [kh, kw, C, M],
     output channel c * M + m the convolution of input channel c with filter [:, :, c, m]."""
@@ -146,12 +259,13 @@ def depthwise_conv2d_native(attrs):
         oh, ow, g = _geometry(geo, x.shape, f.shape)
         out = np.empty((x.shape[0], oh, ow, x.shape[3] * f.shape[3]), np.result_type(x.dtype, f.dtype))
         if out.size:
-            _dw_forward(x, f.astype(out.dtype, copy=False), g, out)
+            _dw_forward(x.astype(out.dtype, copy=False), _flat_filter(f, out.dtype), f.shape[3], g, out)
         return _from_nhwc(out, geo.fmt)
     return _half_via_float32(fn)
 
 
-@register_kernel("DepthwiseConv2dNativeBackpropInput", "CPU", cost=_bp_input_cost, unit_ns=MAC_NS)
+@register_kernel("DepthwiseConv2dNativeBackpropInput", "CPU", cost=_bp_input_cost, unit_ns=MAC_NS,
+                 split=_bp_input_split)
 def depthwise_conv2d_native_backprop_input(attrs):
     """tf.raw_ops.DepthwiseConv2dNativeBackpropInput: the gradient of DepthwiseConv2dNative with
     respect to its input, of shape `input_sizes`."""
@@ -165,12 +279,13 @@ def depthwise_conv2d_native_backprop_input(attrs):
         _check_dy(geo.op, dy, (shape[0], oh, ow, shape[3] * f.shape[3]))
         dx = np.zeros(shape, np.result_type(f.dtype, dy.dtype))
         if dy.size:
-            _dw_backprop_input(dy, f.astype(dx.dtype, copy=False), g, dx)
+            _dw_backprop_input(dy.astype(dx.dtype, copy=False), _flat_filter(f, dx.dtype), f.shape[3], g, dx)
         return _from_nhwc(dx, geo.fmt)
     return _half_via_float32(fn)
 
 
-@register_kernel("DepthwiseConv2dNativeBackpropFilter", "CPU", cost=_bp_filter_cost, unit_ns=MAC_NS)
+@register_kernel("DepthwiseConv2dNativeBackpropFilter", "CPU", cost=_bp_filter_cost, unit_ns=MAC_NS,
+                 split=_bp_filter_split)
 def depthwise_conv2d_native_backprop_filter(attrs):
     """tf.raw_ops.DepthwiseConv2dNativeBackpropFilter: the gradient of DepthwiseConv2dNative with
     respect to its filter, of shape `filter_sizes`."""
@@ -184,6 +299,7 @@ def depthwise_conv2d_native_backprop_filter(attrs):
         _check_dy(geo.op, dy, (x.shape[0], oh, ow, x.shape[3] * fshape[3]))
         df = np.zeros(fshape, np.result_type(x.dtype, dy.dtype))
         if dy.size:
-            _dw_backprop_filter(x.astype(df.dtype, copy=False), dy.astype(df.dtype, copy=False), g, df)
+            _dw_backprop_filter(x.astype(df.dtype, copy=False), dy.astype(df.dtype, copy=False), fshape[3], g,
+                                df.reshape(fshape[0], fshape[1], -1))
         return df
     return _half_via_float32(fn)
