@@ -181,3 +181,16 @@ def test_depthwise_kernels_split_by_batch_like_the_whole_call(strides, padding, 
             t()
         got = finish[0]() if finish else out
         np.testing.assert_allclose(got, whole, rtol=1e-12, atol=1e-12, err_msg=op)
+
+
+def test_max_pool_with_argmax_returns_tf_namedtuple_and_argmax_gradient_is_none():
+    with af.Graph().as_default():
+        x = af.constant(np.arange(16.0).reshape(1, 4, 4, 1))
+        r = af.nn.max_pool_with_argmax(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        assert r.output is r[0] and r.argmax is r[1]
+        (g,) = af.gradients(af.reduce_sum(r.output), [x])
+        with af.Session() as s:
+            out, arg, gv = s.run([r.output, r.argmax, g])
+    np.testing.assert_array_equal(out[0, :, :, 0], [[5, 7], [13, 15]])
+    np.testing.assert_array_equal(arg[0, :, :, 0], [[5, 7], [13, 15]])
+    assert gv.sum() == 4 and gv[0, 1, 1, 0] == 1

@@ -14,6 +14,7 @@ DepthwiseConv2dNative's kernels take dilations): the same sums, without the two 
 """
 from __future__ import annotations
 
+import collections
 import numbers
 
 import numpy as np
@@ -580,12 +581,16 @@ def _max_pool_with_argmax_grad(op, grad, unused_argmax_grad=None):
     return [MaxPoolGradWithArgmax(op.inputs[0], grad, op.outputs[1], **attrs)]
 
 
+# TF's generated wrapper returns a namedtuple: programs read `.output` and `.argmax`.
+_MaxPoolWithArgmaxOutput = collections.namedtuple("MaxPoolWithArgmax", ["output", "argmax"])
+
+
 def max_pool_with_argmax(input, ksize, strides, padding, data_format="NHWC", Targmax=None, name=None,  # noqa: A002,N803
                          output_dtype=None, include_batch_in_index=False):
     """Max-pooling of an NHWC image that also returns where each maximum came from
     (tf.compat.v1.nn.max_pool_with_argmax; op MaxPoolWithArgmax).
 
-    Returns (output, argmax). argmax is the flat index ``(y * width + x) * channels + c`` of the
+    Returns the namedtuple (output, argmax), as TF. argmax is the flat index ``(y * width + x) * channels + c`` of the
     chosen input pixel, ``((b * height + y) * width + x) * channels + c`` with
     `include_batch_in_index`; ties go to the first pixel in row-major window order, as in TF's CPU
     kernel. `Targmax` (alias `output_dtype`) is int64 by default. Only NHWC is supported, as in TF.
@@ -598,7 +603,9 @@ def max_pool_with_argmax(input, ksize, strides, padding, data_format="NHWC", Tar
     t = dtypes.as_dtype(output_dtype if output_dtype is not None else (Targmax or dtypes.int64))
     with name_scope(name, "MaxPoolWithArgmax", [input]) as scope:
         x = _as_tensor(input)
-        return MaxPoolWithArgmax(x, ksize=_window_arg(ksize, "ksize", "NHWC", "max_pool_with_argmax"),
-                                 strides=_window_arg(strides, "strides", "NHWC", "max_pool_with_argmax"),
-                                 padding=_padding_arg(padding, "max_pool_with_argmax"), Targmax=t,
-                                 include_batch_in_index=bool(include_batch_in_index), name=scope)
+        fn = "max_pool_with_argmax"
+        output, argmax = MaxPoolWithArgmax(x, ksize=_window_arg(ksize, "ksize", "NHWC", fn),
+                                           strides=_window_arg(strides, "strides", "NHWC", fn),
+                                           padding=_padding_arg(padding, fn), Targmax=t,
+                                           include_batch_in_index=bool(include_batch_in_index), name=scope)
+        return _MaxPoolWithArgmaxOutput(output, argmax)
