@@ -194,3 +194,15 @@ def test_max_pool_with_argmax_returns_tf_namedtuple_and_argmax_gradient_is_none(
     np.testing.assert_array_equal(out[0, :, :, 0], [[5, 7], [13, 15]])
     np.testing.assert_array_equal(arg[0, :, :, 0], [[5, 7], [13, 15]])
     assert gv.sum() == 4 and gv[0, 1, 1, 0] == 1
+
+
+@pytest.mark.parametrize("with_batch", [False, True])
+def test_max_pool_grad_with_argmax_differentiates_like_finite_differences(with_batch):
+    # MaxPoolGradWithArgmax is linear in its grad input: its gradient reads the argmax positions.
+    x = np.random.default_rng(3).standard_normal((2, 5, 4, 3))
+    attrs = {"ksize": (1, 2, 2, 1), "strides": (1, 2, 2, 1), "padding": "SAME", "include_batch_in_index": with_batch}
+
+    def build(g):
+        argmax = nn_conv_ops.max_pool_with_argmax(af.constant(x), **attrs).argmax
+        return nn_conv_ops.MaxPoolGradWithArgmax(af.constant(x), g, argmax, **attrs)
+    _fd_check(build, [(2, 3, 2, 3)])

@@ -22,7 +22,7 @@ import numpy as np
 from actorflow.graph import dtypes
 from actorflow.graph.graph import Tensor, convert_to_tensor, name_scope
 from actorflow.graph.op_def import InferenceError, define_op
-from actorflow.graph.ops import array_ops
+from actorflow.graph.ops import array_ops, math_ops
 from actorflow.graph.ops.nn_ops import (
     AvgPool,
     Conv2D,
@@ -579,6 +579,20 @@ def _max_pool_with_argmax_grad(op, grad, unused_argmax_grad=None):
         return [None]
     attrs = {k: op.attrs[k] for k in ("ksize", "strides", "padding", "include_batch_in_index") if k in op.attrs}
     return [MaxPoolGradWithArgmax(op.inputs[0], grad, op.outputs[1], **attrs)]
+
+
+@MaxPoolGradWithArgmax.gradient
+def _max_pool_grad_with_argmax_grad(op, grad):
+    # As TF's MaxPoolGradGradWithArgmax: the gradient reaching the input gradient, read back at
+    # each output's argmax; zero for the input, none for the indices.
+    x, _, argmax = op.inputs
+    idx = math_ops.cast(argmax, dtypes.int64)
+    if not op.attrs.get("include_batch_in_index", False):
+        shape = math_ops.cast(array_ops.shape(x), dtypes.int64)
+        per_image = math_ops.reduce_prod(array_ops.slice(shape, [1], [3]))
+        first = math_ops.multiply(array_ops.range(array_ops.gather(shape, 0)), per_image)
+        idx = math_ops.add(idx, array_ops.reshape(first, [-1, 1, 1, 1]))
+    return [array_ops.zeros_like(x), array_ops.gather(array_ops.reshape(grad, [-1]), idx), None]
 
 
 # TF's generated wrapper returns a namedtuple: programs read `.output` and `.argmax`.
