@@ -17,6 +17,8 @@ from actorflow.kernels.registry import register_kernel
 
 @njit(cache=True, nogil=True)
 def _max_pool_argmax(x, kh, kw, sh, sw, ph, pw, with_batch, out, arg):
+    """Row by row: the C channels of each window pixel against the output pixel's running maxima
+    (selects, not branches, so the channel loop vectorises)."""
     n_img, h_in, w_in, c_in = x.shape
     _, oh, ow, _ = out.shape
     for n in range(n_img):
@@ -27,17 +29,23 @@ def _max_pool_argmax(x, kh, kw, sh, sw, ph, pw, with_batch, out, arg):
             for j in range(ow):
                 w0 = j * sw - pw
                 ws, we = max(w0, 0), min(w0 + kw, w_in)
+                orow = out[n, i, j]
+                arow = arg[n, i, j]
+                xr = x[n, hs, ws]
+                first = base + (hs * w_in + ws) * c_in
                 for c in range(c_in):
-                    best = x[n, hs, ws, c]
-                    where = (hs * w_in + ws) * c_in + c
-                    for h in range(hs, he):
-                        for w in range(ws, we):
-                            v = x[n, h, w, c]
-                            if v > best:
-                                best = v
-                                where = (h * w_in + w) * c_in + c
-                    out[n, i, j, c] = best
-                    arg[n, i, j, c] = base + where
+                    orow[c] = xr[c]
+                    arow[c] = first + c
+                for h in range(hs, he):
+                    for w in range(ws, we):
+                        xr = x[n, h, w]
+                        at = base + (h * w_in + w) * c_in
+                        for c in range(c_in):
+                            v = xr[c]
+                            m = orow[c]
+                            better = v > m
+                            orow[c] = v if better else m
+                            arow[c] = at + c if better else arow[c]
 
 
 def _check_input(op, x):
