@@ -334,7 +334,9 @@ def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None, data
     """Depthwise 2-D convolution with an optional dilation rate (tf.compat.v1.nn.depthwise_conv2d).
 
     `rate` (or its alias `dilations`) is [rate_height, rate_width]; it runs as the dilations of
-    DepthwiseConv2dNative rather than TF's space-to-batch reshuffle (the same values).
+    DepthwiseConv2dNative rather than TF's space-to-batch reshuffle (the same values). A rate above
+    1 with strides above 1 is an error here; TF only warns, and its result is not a strided
+    dilated convolution.
     """
     if rate is not None and dilations is not None:
         raise ValueError("Cannot specify both 'rate' and 'dilations'")
@@ -419,7 +421,8 @@ def _lrn_grad(op, grad):
 def lrn(input, depth_radius=5, bias=1, alpha=1, beta=0.5, name=None):  # noqa: A002
     """Local response normalization over the last axis (tf.nn.lrn / local_response_normalization;
     op LRN): ``input / (bias + alpha * sqr_sum) ** beta`` with ``sqr_sum[..., d]`` the sum of
-    ``input[..., d - depth_radius : d + depth_radius + 1] ** 2``. `input` is 4-D."""
+    ``input[..., d - depth_radius : d + depth_radius + 1] ** 2``. `input` is 4-D; float64 is
+    accepted too (TF's kernel takes half and float32 only)."""
     with name_scope(name, "LRN", [input]) as scope:
         x = _as_tensor(input)
         if isinstance(depth_radius, bool) or not isinstance(depth_radius, (numbers.Integral, np.integer)):
