@@ -206,3 +206,27 @@ def test_max_pool_grad_with_argmax_differentiates_like_finite_differences(with_b
         argmax = nn_conv_ops.max_pool_with_argmax(af.constant(x), **attrs).argmax
         return nn_conv_ops.MaxPoolGradWithArgmax(af.constant(x), g, argmax, **attrs)
     _fd_check(build, [(2, 3, 2, 3)])
+
+
+def test_a_network_of_the_new_ops_trains_through_the_session():
+    # Placeholders and variables: the kernels run on the actors (nothing constant-folds).
+    rng = np.random.default_rng(0)
+    with af.Graph().as_default():
+        x = af.placeholder(af.float32, [None, 12, 12, 3])
+        lab = af.placeholder(af.int64, [None])
+        dw = af.Variable(rng.standard_normal((3, 3, 3, 4)).astype(np.float32) * 0.3)
+        pw = af.Variable(rng.standard_normal((1, 1, 12, 8)).astype(np.float32) * 0.3)
+        c1 = af.Variable(rng.standard_normal((3, 32, 10)).astype(np.float32) * 0.1)
+        h = af.nn.separable_conv2d(x, dw, pw, [1, 1, 1, 1], "SAME", rate=[2, 2])
+        h = af.nn.lrn(af.nn.relu(h), 2, 1.0, 1e-3, 0.75)
+        h, _ = af.nn.max_pool_with_argmax(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+        h = af.space_to_depth(h, 2)                                                    # [N, 3, 3, 32]
+        h = af.nn.conv1d(af.reshape(h, [-1, 9, 32]), c1, 1, "VALID", dilations=2)      # [N, 5, 10]
+        logits = af.reduce_mean(af.nn.max_pool1d(h, 2, 1, "VALID"), 1)
+        loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=lab, logits=logits))
+        step = af.train.GradientDescentOptimizer(0.5).minimize(loss)
+        feed = {x: rng.standard_normal((16, 12, 12, 3)).astype(np.float32), lab: rng.integers(0, 10, 16)}
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            losses = [s.run([loss, step], feed)[0] for _ in range(20)]
+    assert losses[-1] < 0.5 * losses[0], losses
