@@ -90,3 +90,27 @@ __all__ += ["selu", "softsign", "swish", "silu", "crelu", "relu_layer", "weighte
             "log_poisson_loss", "zero_fraction", "sufficient_statistics", "normalize_moments", "weighted_moments",
             "fused_batch_norm", "batch_norm_with_global_normalization"]
 __all__ += ["embedding_lookup_sparse"]
+
+# -- the rest of the convolution family (graph/ops/nn_conv_ops.py) ------------------------------
+from actorflow.graph.ops.nn_conv_ops import (  # noqa: E402
+    atrous_conv2d,
+    avg_pool1d,
+    conv1d,
+    convolution,
+    depth_to_space,
+    depthwise_conv2d,
+    depthwise_conv2d_native,
+    depthwise_conv2d_native_backprop_filter,
+    depthwise_conv2d_native_backprop_input,
+    local_response_normalization,
+    lrn,
+    max_pool1d,
+    max_pool_with_argmax,
+    separable_conv2d,
+    space_to_depth,
+)
+
+__all__ += ["conv1d", "convolution", "atrous_conv2d", "depthwise_conv2d", "depthwise_conv2d_native",
+            "depthwise_conv2d_native_backprop_input", "depthwise_conv2d_native_backprop_filter", "separable_conv2d",
+            "lrn", "local_response_normalization", "space_to_depth", "depth_to_space", "max_pool1d", "avg_pool1d",
+            "max_pool_with_argmax"]

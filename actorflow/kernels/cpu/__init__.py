@@ -7,3 +7,4 @@ MODULES = ("array", "math", "matmul", "softmax", "bias", "conv", "pooling", "ran
            "accumulator", "debugging", "summary", "string", "scatter_nd", "candidate_sampling", "dataset", "script", "matrix", "tensor_list", "parsing", "sparse")
 MODULES += ("sort", "segment")     # ordering and segment ops (graph/ops/sort_ops.py, segment_ops.py)
 MODULES += ("nn_misc",)          # selu, softsign (graph/ops/nn_misc_ops.py)
+MODULES += ("depthwise", "lrn", "space_depth", "pool_argmax")   # graph/ops/nn_conv_ops.py
