@@ -95,7 +95,7 @@ def test_damaged_files_and_bad_features_are_named(tmp_path):
                 s.run(raw, {"raw:0": [b"abcde"]})
             with pytest.raises(af.errors.InvalidArgumentError, match="same size"):
                 s.run(raw, {"raw:0": [b"abcd", b"abcdefgh"]})
-    with pytest.raises(TypeError, match="FixedLenFeature only"):
+    with pytest.raises(TypeError, match="FixedLenFeature and VarLenFeature only"):
         af.parse_single_example("x", {"v": object()})
 
 
@@ -109,3 +109,19 @@ def test_tensorflow_reads_what_actorflow_wrote(tmp_path):
     got = [tf.io.parse_single_example(r, {"x": tf.io.FixedLenFeature([], tf.float32)})["x"].numpy()
            for r in tf.data.TFRecordDataset(path, compression_type="GZIP")]
     assert got == [0.0, 0.5, 1.0]
+
+
+def test_var_len_features_parse_into_sparse_tensors():
+    records = [af.train.Example(features=af.train.Features(feature={
+        "ids": af.train.Feature(int64_list=af.train.Int64List(value=list(range(10, 10 + i)))),
+        "y": af.train.Feature(float_list=af.train.FloatList(value=[i]))})).SerializeToString() for i in range(3)]
+    spec = {"ids": af.VarLenFeature(af.int64), "y": af.FixedLenFeature([], af.float32)}
+    with af.Graph().as_default():
+        batch = af.parse_example(records, spec)
+        one = af.parse_single_example(records[2], spec)
+        assert isinstance(batch["ids"], af.SparseTensor)
+        with af.Session() as s:
+            b, o = s.run([batch, one])
+    assert b["ids"].indices.tolist() == [[1, 0], [2, 0], [2, 1]] and b["ids"].values.tolist() == [10, 10, 11]
+    assert b["ids"].dense_shape.tolist() == [3, 2] and b["y"].tolist() == [0.0, 1.0, 2.0]
+    assert o["ids"].indices.tolist() == [[0], [1]] and o["ids"].dense_shape.tolist() == [2]

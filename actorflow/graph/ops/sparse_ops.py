@@ -178,7 +178,8 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
             if combiner == "mean":
                 return segment_ops.segment_mean(emb, segment_ids)
             counts = segment_ops.segment_sum(array_ops.ones_like(segment_ids, dtype=emb.dtype), segment_ids)
-            return segment_ops.segment_sum(emb, segment_ids) / array_ops.expand_dims(math_ops.sqrt(counts), 1)
+            return math_ops.div_no_nan(segment_ops.segment_sum(emb, segment_ids),
+                                       array_ops.expand_dims(math_ops.sqrt(counts), 1))
         w = math_ops.cast(weights.values, emb.dtype)
         emb = emb * array_ops.reshape(w, array_ops.concat([array_ops.shape(w), [1] * (emb.shape.ndims - 1)], 0)) \
             if emb.shape.ndims is not None and emb.shape.ndims > 1 else emb * w
@@ -188,4 +189,4 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
         wsum = segment_ops.segment_sum(w, segment_ids)
         if combiner == "sqrtn":
             wsum = math_ops.sqrt(segment_ops.segment_sum(w * w, segment_ids))
-        return total / array_ops.expand_dims(wsum, 1)
+        return math_ops.div_no_nan(total, array_ops.expand_dims(wsum, 1))      # (an empty row is 0, as in TF)

@@ -1,0 +1,73 @@
+"""SparseTensor and the sparse ops against TensorFlow 2.21's values and gradients
+(tests/fixtures/make_sparse.py); feeding and fetching sparse values; errors."""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import actorflow as af
+
+FIX = json.loads((pathlib.Path(__file__).parent / "fixtures" / "sparse.json").read_text())
+
+
+def _weights(shape):
+    n = int(np.prod(shape))
+    return (np.arange(n, dtype=np.float64).reshape(shape) % 5 - 2.0) * 0.75
+
+
+@pytest.mark.parametrize("expr", list(FIX["cases"]))
+def test_values_and_gradients_match_tensorflow(expr):
+    case = FIX["cases"][expr]
+    with af.Graph().as_default():
+        env = {"tf": af}
+        env.update({k: af.constant(np.array(v, np.float64)) for k, v in FIX["inputs"].items()})
+        exec(FIX["setup"], env)  # noqa: S102 (the fixture's own code)
+        y = eval(expr, env)  # noqa: S307 (the fixture's own expressions)
+        with af.Session() as s:
+            v = s.run(y)
+            want = np.array(case["value"], dtype=case["dtype"])
+            assert np.asarray(v).dtype == want.dtype and np.shape(v) == want.shape, expr
+            np.testing.assert_allclose(v, want, rtol=1e-12, atol=1e-12, err_msg=expr)
+            grads = af.gradients(af.reduce_sum(y * _weights(np.shape(v))), [env[k] for k in FIX["inputs"]])
+            for (k, gw), g in zip(case["grads"].items(), grads):
+                if gw is None:
+                    assert g is None, f"{expr}: TF has no gradient for {k}"
+                else:
+                    np.testing.assert_allclose(s.run(af.convert_to_tensor(g)), np.array(gw), rtol=1e-10,
+                                               atol=1e-12, err_msg=f"{expr} d/d{k}")
+
+
+def test_feeding_and_fetching_sparse_values():
+    with af.Graph().as_default():
+        sp = af.sparse_placeholder(af.float32, name="sp")
+        assert [t.op.name for t in sp] == ["sp/indices", "sp/values", "sp/shape"]
+        fixed = af.sparse_placeholder(af.float32, shape=[2, 3])
+        dense = af.sparse.to_dense(sp)
+        value = af.SparseTensorValue([[0, 2], [1, 0]], np.array([1.5, -2.0], np.float32), [2, 3])
+        with af.Session() as s:
+            np.testing.assert_array_equal(s.run(dense, {sp: value}), [[0, 0, 1.5], [-2.0, 0, 0]])
+            got = s.run(sp, {sp: ([[1, 1]], [3.0], [2, 2])})
+            assert isinstance(got, af.SparseTensorValue)
+            np.testing.assert_array_equal(got.indices, [[1, 1]])
+            assert got.dense_shape.tolist() == [2, 2] and fixed.shape.as_list() == [2, 3]
+            back = s.run(af.sparse.from_dense(af.constant([[0, 7], [8, 0]])))
+            assert back.indices.tolist() == [[0, 1], [1, 0]] and back.values.tolist() == [7, 8]
+
+
+def test_bad_sparse_input_is_named():
+    with af.Graph().as_default():
+        sp = af.sparse_placeholder(af.float32, name="sp")
+        dense = af.sparse_tensor_to_dense(sp)
+        prod = af.sparse_tensor_dense_matmul(sp, af.ones([5, 2]))
+        with af.Session() as s:
+            with pytest.raises(af.errors.InvalidArgumentError, match=r"indices\[1\] = \[0, 1\] is out of order"):
+                s.run(dense, {sp: ([[1, 0], [0, 1]], [1.0, 2.0], [2, 2])})
+            with pytest.raises(af.errors.InvalidArgumentError, match="out of bounds"):
+                s.run(dense, {sp: ([[3, 0]], [1.0], [2, 2])})
+            with pytest.raises(af.errors.InvalidArgumentError, match="inner dimension does not match: 4 vs. 5"):
+                s.run(prod, {sp: ([[0, 0]], [1.0], [2, 4])})
+        with pytest.raises(TypeError, match="must be a SparseTensor"):
+            af.sparse_tensor_to_dense(af.constant([1.0]))
