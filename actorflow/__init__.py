@@ -71,6 +71,12 @@ from actorflow.graph.sparse_tensor import SparseTensor, SparseTensorValue  # noq
 from actorflow.graph.ops.sparse_ops import (sparse_placeholder, sparse_reduce_sum,  # noqa: E402
                                             sparse_tensor_dense_matmul, sparse_tensor_to_dense, sparse_to_dense)
 from actorflow import sparse  # noqa: E402
+from actorflow.graph.ops.math_more_ops import bincount, confusion_matrix, norm, saturate_cast  # noqa: E402
+from actorflow.graph.ops.random_more_ops import multinomial, random_shuffle  # noqa: E402
+from actorflow.graph.ops.misc_ops import (assert_variables_initialized, ensure_shape, get_static_value,  # noqa: E402
+                                          is_tensor, make_template, moving_average_variables, no_regularizer,
+                                          report_uninitialized_variables, reverse_sequence, setdiff1d, tuple,
+                                          unravel_index)
 from actorflow import saved_model  # noqa: E402,F401
 from actorflow import serving  # noqa: E402,F401
 

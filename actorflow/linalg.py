@@ -10,8 +10,9 @@ from actorflow.graph.ops.array_ops import matrix_diag_part as diag_part
 from actorflow.graph.ops.array_ops import matrix_set_diag as set_diag
 from actorflow.graph.ops.deprecated import matrix_transpose
 from actorflow.graph.ops.math_ops import matmul
+from actorflow.graph.ops.misc_ops import qr
 
 transpose = matrix_transpose
 
 __all__ = ["band_part", "diag", "diag_part", "set_diag", "eye", "einsum", "tensordot", "trace", "matmul", "transpose",
-           "matrix_transpose"]
+           "matrix_transpose", "qr"]

@@ -17,3 +17,16 @@ from actorflow.graph.ops.segment_ops import __all__ as _segment_all  # noqa: E40
 from actorflow.graph.ops.sort_ops import cumprod, cumsum, top_k  # noqa: E402
 
 __all__ += ["unsorted_segment_sum", "cumsum", "cumprod", "top_k"] + list(_segment_all)
+
+# The rest of tf.math's names for what actorflow defines elsewhere (nn, array_ops, deprecated aliases),
+# and the reductions and counts of graph/ops/math_more_ops.py.
+from actorflow.graph.ops.array_ops.shapes import invert_permutation  # noqa: E402
+from actorflow.graph.ops.deprecated import log_sigmoid, rint  # noqa: E402
+from actorflow.graph.ops.math_more_ops import *  # noqa: E402,F401,F403
+from actorflow.graph.ops.math_more_ops import __all__ as _more_all  # noqa: E402
+from actorflow.graph.ops.math_ops import div_no_nan as divide_no_nan  # noqa: E402
+from actorflow.graph.ops.nn_misc_ops import softsign, zero_fraction  # noqa: E402
+from actorflow.graph.ops.nn_ops import in_top_k, l2_normalize, log_softmax, softmax, softplus  # noqa: E402
+
+__all__ += list(_more_all) + ["invert_permutation", "log_sigmoid", "rint", "divide_no_nan", "softsign",
+                              "zero_fraction", "in_top_k", "l2_normalize", "log_softmax", "softmax", "softplus"]

@@ -10,10 +10,13 @@ from actorflow.graph.ops.candidate_sampling_ops import (
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
 )
+from actorflow.graph.ops.random_more_ops import categorical, multinomial
+from actorflow.graph.ops.random_more_ops import random_shuffle as shuffle
 from actorflow.graph.ops.random_ops import get_seed, set_random_seed, truncated_normal
 from actorflow.graph.ops.random_ops import random_normal as normal
 from actorflow.graph.ops.random_ops import random_uniform as uniform
 
-__all__ = ["normal", "uniform", "truncated_normal", "set_random_seed", "get_seed", "log_uniform_candidate_sampler",
+__all__ = ["normal", "uniform", "truncated_normal", "set_random_seed", "get_seed", "categorical", "multinomial",
+           "shuffle", "log_uniform_candidate_sampler",
            "uniform_candidate_sampler", "fixed_unigram_candidate_sampler", "learned_unigram_candidate_sampler",
            "all_candidate_sampler"]

@@ -21,7 +21,8 @@ from actorflow.graph.tensor_shape import as_shape
 # `initializers` namespace: Initializer, PartitionInfo, he_normal, he_uniform, lecun_normal, lecun_uniform.
 __all__ = ["zeros_initializer", "ones_initializer", "constant_initializer", "random_normal_initializer",
            "truncated_normal_initializer", "random_uniform_initializer", "variance_scaling_initializer",
-           "glorot_uniform_initializer", "glorot_normal_initializer"]
+           "glorot_uniform_initializer", "glorot_normal_initializer", "orthogonal_initializer",
+           "uniform_unit_scaling_initializer"]
 
 
 class PartitionInfo:
@@ -266,6 +267,62 @@ class glorot_normal_initializer(variance_scaling_initializer):  # noqa: N801
 
     def get_config(self):
         return {"seed": self.seed, "dtype": self.dtype.name}
+
+
+class orthogonal_initializer(Initializer):  # noqa: N801
+    """A (semi-)orthogonal matrix times `gain`, from the QR factorization of a normal sample, the
+    leading dimensions flattened into rows (tf.compat.v1.orthogonal_initializer)."""
+
+    def __init__(self, gain=1.0, seed=None, dtype=dtypes.float32):
+        self.gain, self.seed = gain, seed
+        self.dtype = _float_dtype(dtype, "orthogonal_initializer")
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        from actorflow.graph.ops import array_ops, math_ops, random_ops
+        from actorflow.graph.ops.array_ops.matrix import matrix_diag_part
+        from actorflow.graph.ops.misc_ops import qr
+        dtype = _float_dtype(dtype or self.dtype, "orthogonal_initializer")
+        shape = _shape_list(shape)
+        if len(shape) < 2:
+            raise ValueError("The tensor to initialize must be at least two-dimensional")
+        rows = 1
+        for d in shape[:-1]:
+            rows *= d
+        cols = shape[-1]
+        flat = (cols, rows) if rows < cols else (rows, cols)
+        a = random_ops.random_normal(list(flat), dtype=dtype, seed=self.seed)
+        q, r = qr(a, full_matrices=False)
+        q = q * math_ops.sign(matrix_diag_part(r))
+        if rows < cols:
+            q = array_ops.transpose(q)
+        return math_ops.multiply(array_ops.reshape(q, shape), math_ops.cast(self.gain, dtype))
+
+    def get_config(self):
+        return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}
+
+
+class uniform_unit_scaling_initializer(Initializer):  # noqa: N801
+    """U[-m, m] with m = factor * sqrt(3 / input_size), input_size the product of all dimensions
+    but the last (tf.compat.v1.uniform_unit_scaling_initializer)."""
+
+    def __init__(self, factor=1.0, seed=None, dtype=dtypes.float32):
+        self.factor, self.seed = factor, seed
+        self.dtype = _float_dtype(dtype, "uniform_unit_scaling_initializer")
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        import math as _math
+
+        from actorflow.graph.ops import random_ops
+        dtype = _float_dtype(dtype or self.dtype, "uniform_unit_scaling_initializer")
+        shape = _shape_list(shape)
+        size = 1.0
+        for d in shape[:-1]:
+            size *= d
+        m = _math.sqrt(3 / max(size, 1.0)) * self.factor
+        return random_ops.random_uniform(shape, -m, m, dtype=dtype, seed=self.seed)
+
+    def get_config(self):
+        return {"factor": self.factor, "seed": self.seed, "dtype": self.dtype.name}
 
 
 def he_normal(seed=None):

@@ -4,7 +4,7 @@ Importing this package loads nothing; the registry imports MODULES the first tim
 looked up, so `import actorflow` never pays for numba.
 """
 MODULES = ("array", "math", "matmul", "softmax", "bias", "conv", "pooling", "random", "state", "training", "io",
-           "accumulator", "debugging", "summary", "string", "scatter_nd", "candidate_sampling", "dataset", "script", "matrix", "tensor_list", "parsing", "sparse")
+           "accumulator", "debugging", "summary", "string", "scatter_nd", "candidate_sampling", "dataset", "script", "matrix", "tensor_list", "parsing", "sparse", "misc")
 MODULES += ("sort", "segment")     # ordering and segment ops (graph/ops/sort_ops.py, segment_ops.py)
 MODULES += ("nn_misc",)          # selu, softsign (graph/ops/nn_misc_ops.py)
 MODULES += ("depthwise", "lrn", "space_depth", "pool_argmax")   # graph/ops/nn_conv_ops.py

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from actorflow.errors import InvalidArgumentError
 from actorflow.kernels.registry import register_kernel
 
 _MASK64 = (1 << 64) - 1
@@ -130,3 +131,44 @@ def uniform_int_args(tout, shape, minval, maxval):
     if 0 not in dims and not lo < hi:
         raise ValueError(f"RandomUniformInt: need minval < maxval, got minval={lo} and maxval={hi}")
     return dims, dtype, lo, hi
+
+
+@register_kernel("Multinomial", "CPU")
+def multinomial(attrs):
+    rng = _generator(attrs)
+    out = np.dtype(attrs.get("output_dtype", np.int64))
+
+    def fn(logits, num_samples):
+        logits = np.asarray(logits, dtype=np.float64)
+        n = int(np.asarray(num_samples))
+        if logits.ndim != 2:
+            raise InvalidArgumentError(f"Multinomial: logits should be a matrix, got shape {list(logits.shape)}")
+        if n < 0:
+            raise InvalidArgumentError(f"Multinomial: num_samples should be nonnegative, got {n}")
+        b, k = logits.shape
+        if k == 0 and b and n:
+            raise InvalidArgumentError("Multinomial: num_classes should be positive, got 0")
+        # Inverse CDF of softmax(logits) per row: O(k + n log k) a row, -inf logits never drawn.
+        if not b or not n:
+            return np.zeros((b, n), out)
+        top = np.max(logits, axis=1, keepdims=True)
+        top[~np.isfinite(top)] = 0.0
+        cdf = np.cumsum(np.exp(logits - top), axis=1)
+        u = rng.random((b, n)) * cdf[:, -1:]
+        res = np.empty((b, n), out)
+        for i in range(b):
+            res[i] = np.minimum(np.searchsorted(cdf[i], u[i], side="right"), k - 1)
+        return res
+    return fn
+
+
+@register_kernel("RandomShuffle", "CPU")
+def random_shuffle(attrs):
+    rng = _generator(attrs)
+
+    def fn(value):
+        v = np.asarray(value)
+        if v.ndim == 0:
+            return v
+        return v[rng.permutation(v.shape[0])]
+    return fn
