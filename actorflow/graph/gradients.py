@@ -65,7 +65,8 @@ no_gradient = NoGradient = NotDifferentiable
 def gradient_function(op):
     """The gradient function of `op`: its gradient override's (the `_gradient_op_type` attribute
     set under Graph.gradient_override_map), else its op type's; None when it has none."""
-    override = op.attrs.get("_gradient_op_type")
+    attrs = getattr(op, "attrs", None)              # (a while loop's LoopUnit has none)
+    override = attrs.get("_gradient_op_type") if attrs else None
     if override is not None:
         from actorflow.graph.op_def import find_op_def
         d = find_op_def(override)
