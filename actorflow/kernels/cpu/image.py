@@ -1,0 +1,305 @@
+"""CPU kernels of the image ops (graph/ops/image_ops.py): ResizeBilinear, ResizeNearestNeighbor,
+ResizeBicubic, ResizeArea, their gradients, and AdjustContrastv2.
+
+Every resize is separable: each output row and column reads a few input rows and columns (taps)
+with float32 weights, computed per axis exactly as TF's kernels compute them (float32 coordinates,
+the same floor/ceil/round, bicubic's 1024-entry coefficient table). The forward passes are vectorized
+numpy in float32 in TF's order of operations; the gradients scatter-add in a numba loop, the products
+in float32 as TF forms them, the sums in the input's dtype.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from actorflow.errors import InvalidArgumentError
+from actorflow.kernels.lazy_numba import njit
+from actorflow.kernels.registry import register_kernel
+
+_F32 = np.float32
+
+
+def _check(op: str, images, size, attrs, what="input"):
+    """TF's ImageResizerState checks; returns (batch, in_h, in_w, channels, out_h, out_w)."""
+    images = np.asarray(images)
+    if images.ndim != 4:
+        raise InvalidArgumentError(f"{op}: {what} must be 4-dimensional, got shape {list(images.shape)}")
+    size = np.asarray(size)
+    if size.ndim != 1:
+        raise InvalidArgumentError(f"{op}: size must be 1-dimensional, got shape {list(size.shape)}")
+    if size.shape[0] != 2:
+        raise InvalidArgumentError(f"{op}: size must have two elements, got {size.tolist()}")
+    if attrs.get("half_pixel_centers", False) and attrs.get("align_corners", False):
+        raise InvalidArgumentError(f"{op}: If half_pixel_centers is True, align_corners must be False.")
+    out_h, out_w = int(size[0]), int(size[1])
+    if out_h <= 0 or out_w <= 0:
+        raise InvalidArgumentError(f"{op}: output dimensions must be positive, got [{out_h}, {out_w}]")
+    b, h, w, c = images.shape
+    if h <= 0 or w <= 0:
+        raise InvalidArgumentError(f"{op}: {what} image must be of non-zero size, got shape {list(images.shape)}")
+    return b, h, w, c, out_h, out_w
+
+
+def _scale(in_size: int, out_size: int, align_corners: bool):
+    """TF's CalculateResizeScale, in float32."""
+    if align_corners and out_size > 1:
+        return _F32(in_size - 1) / _F32(out_size - 1)
+    return _F32(in_size) / _F32(out_size)
+
+
+def _coords(in_size, out_size, align_corners, half_pixel, nn=False):
+    """The float32 input coordinate each output index samples (TF's HalfPixelScaler, its NN variant,
+    or LegacyScaler)."""
+    s = _scale(in_size, out_size, align_corners)
+    i = np.arange(out_size, dtype=_F32)
+    if half_pixel:
+        return (i + _F32(0.5)) * s if nn else (i + _F32(0.5)) * s - _F32(0.5)
+    return i * s
+
+
+def bilinear_taps(in_size, out_size, align_corners, half_pixel):
+    """(lower, upper, lerp) per output index: TF's compute_interpolation_weights."""
+    x = _coords(in_size, out_size, align_corners, half_pixel)
+    f = np.floor(x)
+    lower = np.maximum(f, 0).astype(np.int64)
+    upper = np.minimum(np.ceil(x).astype(np.int64), in_size - 1)
+    return lower, upper, (x - f).astype(_F32)
+
+
+def nearest_index(in_size, out_size, align_corners, half_pixel):
+    """The input index each output index copies (TF's ResizeNearestNeighbor: roundf with
+    align_corners, floorf otherwise; clamped)."""
+    x = _coords(in_size, out_size, align_corners, half_pixel, nn=True)
+    if align_corners:
+        fl = np.floor(x)
+        idx = np.where(x - fl >= _F32(0.5), fl + 1, fl)      # roundf: halves away from zero (x >= 0)
+    else:
+        idx = np.floor(x)
+    idx = np.minimum(idx.astype(np.int64), in_size - 1)
+    return np.maximum(idx, 0) if half_pixel else idx
+
+
+_TABLE_SIZE = 1024
+
+
+def _cubic_table(a: float):
+    """TF's bicubic coefficient table (InitCoeffsTable): float32 entries computed in double."""
+    t = np.empty((_TABLE_SIZE + 1) * 2, _F32)
+    for i in range(_TABLE_SIZE + 1):
+        x = float(_F32(i * 1.0 / _TABLE_SIZE))
+        t[2 * i] = ((a + 2) * x - (a + 3)) * x * x + 1
+        x = float(_F32(x + 1.0))
+        t[2 * i + 1] = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return t
+
+
+_TABLES: dict = {}
+
+
+def bicubic_taps(in_size, out_size, align_corners, half_pixel):
+    """(indices [out, 4], weights [out, 4] float32): TF's GetWeightsAndIndices (Keys' a = -0.5 and
+    out-of-image taps dropped and renormalized with half_pixel_centers; a = -0.75 and edge taps
+    repeated otherwise)."""
+    a = -0.5 if half_pixel else -0.75
+    if a not in _TABLES:
+        _TABLES[a] = _cubic_table(a)
+    table = _TABLES[a]
+    x = _coords(in_size, out_size, align_corners, half_pixel)
+    loc = np.floor(x).astype(np.int64)
+    delta = (x - loc.astype(_F32)).astype(_F32)
+    off = np.rint(delta * _F32(_TABLE_SIZE)).astype(np.int64)
+    w = np.stack([table[off * 2 + 1], table[off * 2], table[(_TABLE_SIZE - off) * 2],
+                  table[(_TABLE_SIZE - off) * 2 + 1]], axis=1).astype(_F32)
+    raw = loc[:, None] + np.arange(-1, 3)[None, :]
+    idx = np.clip(raw, 0, in_size - 1)
+    if half_pixel:
+        w = np.where(idx == raw, w, _F32(0))
+        total = w[:, 0] + w[:, 1] + w[:, 2] + w[:, 3]
+        ok = np.abs(total) >= _F32(1000.0) * np.finfo(_F32).tiny
+        inv = np.where(ok, _F32(1) / np.where(ok, total, _F32(1)), _F32(1)).astype(_F32)
+        w = (w * inv[:, None]).astype(_F32)
+    return idx, w
+
+
+def area_weights(in_size, out_size, align_corners):
+    """The [out, in] float32 matrix of ResizeArea's cell overlaps (TF's legacy area resize)."""
+    s = _scale(in_size, out_size, align_corners)
+    m = np.zeros((out_size, in_size), _F32)
+    for y in range(out_size):
+        lo, hi = _F32(y) * s, _F32(y + 1) * s
+        for i in range(int(np.floor(lo)), int(np.ceil(hi))):
+            if i < lo:
+                v = s if i + 1 > hi else _F32(i + 1) - lo
+            else:
+                v = hi - _F32(i) if i + 1 > hi else _F32(1.0)
+            m[y, min(max(i, 0), in_size - 1)] += v
+    return m, s
+
+
+def _resize_cost(images, size):
+    n = np.asarray(size).reshape(-1)
+    shape = np.shape(images)
+    if len(shape) != 4 or n.size != 2:
+        return 1
+    return int(shape[0]) * int(n[0]) * int(n[1]) * int(shape[3]) * 4
+
+
+@register_kernel("ResizeBilinear", "CPU", cost=_resize_cost)
+def resize_bilinear_kernel(attrs):
+    align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
+
+    def resize_bilinear(images, size):
+        _, h, w, _, oh, ow = _check("ResizeBilinear", images, size, attrs)
+        x = np.asarray(images).astype(_F32, copy=False)
+        ylo, yhi, yl = bilinear_taps(h, oh, align, half)
+        xlo, xhi, xl = bilinear_taps(w, ow, align, half)
+        top, bottom = x[:, ylo], x[:, yhi]
+        xl = xl[None, None, :, None]
+        tl, tr, bl, br = top[:, :, xlo], top[:, :, xhi], bottom[:, :, xlo], bottom[:, :, xhi]
+        t = tl + (tr - tl) * xl
+        b = bl + (br - bl) * xl
+        return np.ascontiguousarray(t + (b - t) * yl[None, :, None, None])
+    return resize_bilinear
+
+
+@register_kernel("ResizeNearestNeighbor", "CPU", cost=_resize_cost)
+def resize_nearest_neighbor_kernel(attrs):
+    align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
+
+    def resize_nearest_neighbor(images, size):
+        _, h, w, _, oh, ow = _check("ResizeNearestNeighbor", images, size, attrs)
+        x = np.asarray(images)
+        return np.ascontiguousarray(x[:, nearest_index(h, oh, align, half)][:, :, nearest_index(w, ow, align, half)])
+    return resize_nearest_neighbor
+
+
+@register_kernel("ResizeBicubic", "CPU", cost=lambda images, size: 4 * _resize_cost(images, size))
+def resize_bicubic_kernel(attrs):
+    align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
+
+    def resize_bicubic(images, size):
+        _, h, w, _, oh, ow = _check("ResizeBicubic", images, size, attrs)
+        x = np.asarray(images).astype(_F32, copy=False)
+        yi, yw = bicubic_taps(h, oh, align, half)
+        xi, xw = bicubic_taps(w, ow, align, half)
+        rows = yw[None, :, 0, None, None] * x[:, yi[:, 0]]
+        for k in range(1, 4):
+            rows = rows + yw[None, :, k, None, None] * x[:, yi[:, k]]
+        out = xw[None, None, :, 0, None] * rows[:, :, xi[:, 0]]
+        for k in range(1, 4):
+            out = out + xw[None, None, :, k, None] * rows[:, :, xi[:, k]]
+        return np.ascontiguousarray(out)
+    return resize_bicubic
+
+
+@register_kernel("ResizeArea", "CPU", cost=_resize_cost)
+def resize_area_kernel(attrs):
+    align = bool(attrs.get("align_corners", False))
+
+    def resize_area(images, size):
+        _, h, w, _, oh, ow = _check("ResizeArea", images, size, attrs)
+        x = np.asarray(images).astype(_F32, copy=False)
+        wy, sy = area_weights(h, oh, align)
+        wx, sx = area_weights(w, ow, align)
+        scale = _F32(1.0) / (sy * sx)
+        rows = np.einsum("yi,bixc->byxc", wy, x)
+        return np.ascontiguousarray(np.einsum("xj,byjc->byxc", wx, rows) * scale, dtype=_F32)
+    return resize_area
+
+
+# -- gradients --------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _taps_grad(g, yi, yw, xi, xw, out):
+    """out[b, yi[y, i], xi[x, j], c] += (g[b, y, x, c] * yw[y, i]) * xw[x, j]: the product in g's
+    dtype (float32, as TF forms it), the sum in out's."""
+    nb, rh, rw, nc = g.shape
+    ky, kx = yi.shape[1], xi.shape[1]
+    for b in range(nb):
+        for y in range(rh):
+            for i in range(ky):
+                wy = yw[y, i]
+                oy = yi[y, i]
+                for x in range(rw):
+                    for j in range(kx):
+                        wx = xw[x, j]
+                        ox = xi[x, j]
+                        for c in range(nc):
+                            out[b, oy, ox, c] += (g[b, y, x, c] * wy) * wx
+
+
+def _grad_into(op, grads, original, taps):
+    grads = np.asarray(grads)
+    original = np.asarray(original)
+    if original.ndim != 4:
+        raise InvalidArgumentError(f"{op}: original_image must be 4-dimensional, got shape {list(original.shape)}")
+    if grads.ndim != 4 or grads.shape[0] != original.shape[0] or grads.shape[3] != original.shape[3]:
+        raise InvalidArgumentError(f"{op}: grads (shape {list(grads.shape)}) and original_image (shape "
+                                   f"{list(original.shape)}) must agree in batch and channels")
+    b, h, w, c = original.shape
+    yi, yw = taps(h, grads.shape[1])
+    xi, xw = taps(w, grads.shape[2])
+    acc = np.float64 if original.dtype == np.float64 else _F32
+    out = np.zeros((b, h, w, c), acc)
+    if out.size and grads.size:
+        _taps_grad(np.ascontiguousarray(grads, _F32), yi, yw, xi, xw, out)
+    return out.astype(original.dtype, copy=False)
+
+
+@register_kernel("ResizeBilinearGrad", "CPU", cost=lambda g, o: 4 * int(np.size(g)))
+def resize_bilinear_grad_kernel(attrs):
+    align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
+    if half and align:
+        raise InvalidArgumentError("ResizeBilinearGrad: If half_pixel_centers is True, align_corners must be False.")
+
+    def taps(in_size, out_size):
+        lo, hi, lerp = bilinear_taps(in_size, out_size, align, half)
+        return np.stack([lo, hi], 1), np.stack([_F32(1.0) - lerp, lerp], 1).astype(_F32)
+
+    def resize_bilinear_grad(grads, original_image):
+        return _grad_into("ResizeBilinearGrad", grads, original_image, taps)
+    return resize_bilinear_grad
+
+
+@register_kernel("ResizeBicubicGrad", "CPU", cost=lambda g, o: 16 * int(np.size(g)))
+def resize_bicubic_grad_kernel(attrs):
+    align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
+    if half and align:
+        raise InvalidArgumentError("ResizeBicubicGrad: If half_pixel_centers is True, align_corners must be False.")
+
+    def resize_bicubic_grad(grads, original_image):
+        return _grad_into("ResizeBicubicGrad", grads, original_image,
+                          lambda i, o: bicubic_taps(i, o, align, half))
+    return resize_bicubic_grad
+
+
+@register_kernel("ResizeNearestNeighborGrad", "CPU")
+def resize_nearest_neighbor_grad_kernel(attrs):
+    align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
+
+    def resize_nearest_neighbor_grad(grads, size):
+        b, rh, rw, c, h, w = _check("ResizeNearestNeighborGrad", grads, size, attrs, what="grads")
+        grads = np.asarray(grads)
+        yi = nearest_index(h, rh, align, half)
+        xi = nearest_index(w, rw, align, half)
+        rows = np.zeros((b, h, rw, c), grads.dtype)
+        np.add.at(rows, (slice(None), yi), grads)
+        out = np.zeros((b, h, w, c), grads.dtype)
+        np.add.at(out, (slice(None), slice(None), xi), rows)
+        return out
+    return resize_nearest_neighbor_grad
+
+
+@register_kernel("AdjustContrastv2", "CPU")
+def adjust_contrast_kernel(attrs):
+    def adjust_contrast(images, contrast_factor):
+        x = np.asarray(images)
+        f = np.asarray(contrast_factor)
+        if x.ndim < 3:
+            raise InvalidArgumentError(f"AdjustContrastv2: input must be at least 3-D, got shape {list(x.shape)}")
+        if f.ndim != 0:
+            raise InvalidArgumentError(f"AdjustContrastv2: contrast_factor must be scalar: {list(f.shape)}")
+        xf = x.astype(_F32, copy=False)
+        mean = xf.mean(axis=(-3, -2), keepdims=True, dtype=np.float64).astype(_F32)
+        out = (xf - mean) * _F32(f) + mean
+        return np.ascontiguousarray(out.astype(x.dtype, copy=False))
+    return adjust_contrast
