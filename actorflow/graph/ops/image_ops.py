@@ -653,7 +653,7 @@ def grayscale_to_rgb(images, name=None):
         multiples = array_ops.concat([array_ops.ones(rank_1, dtype=dtypes.int32), np.array([3], np.int32)], 0)
         rgb = array_ops.tile(images, multiples, name=scope)
         if shape.ndims is not None:
-            rgb.set_shape(shape.dims[:-1] + [3])
+            rgb.set_shape(list(shape.dims[:-1]) + [3])
         return rgb
 
 

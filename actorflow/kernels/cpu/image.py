@@ -5,7 +5,7 @@ Every resize is separable: each output row and column reads a few input rows and
 with float32 weights, computed per axis exactly as TF's kernels compute them (float32 coordinates,
 the same floor/ceil/round, bicubic's 1024-entry coefficient table). The forward passes are vectorized
 numpy in float32 in TF's order of operations; the gradients scatter-add in a numba loop, the products
-in float32 as TF forms them, the sums in the input's dtype.
+in the precision TF forms them in, the sums in the input's dtype.
 """
 from __future__ import annotations
 
@@ -211,7 +211,7 @@ def resize_area_kernel(attrs):
 @njit(cache=True, nogil=True)
 def _taps_grad(g, yi, yw, xi, xw, out):
     """out[b, yi[y, i], xi[x, j], c] += (g[b, y, x, c] * yw[y, i]) * xw[x, j]: the product in g's
-    dtype (float32, as TF forms it), the sum in out's."""
+    dtype, the sum in out's."""
     nb, rh, rw, nc = g.shape
     ky, kx = yi.shape[1], xi.shape[1]
     for b in range(nb):
@@ -227,7 +227,7 @@ def _taps_grad(g, yi, yw, xi, xw, out):
                             out[b, oy, ox, c] += (g[b, y, x, c] * wy) * wx
 
 
-def _grad_into(op, grads, original, taps):
+def _grad_into(op, grads, original, taps, product_in_output_dtype):
     grads = np.asarray(grads)
     original = np.asarray(original)
     if original.ndim != 4:
@@ -241,7 +241,8 @@ def _grad_into(op, grads, original, taps):
     acc = np.float64 if original.dtype == np.float64 else _F32
     out = np.zeros((b, h, w, c), acc)
     if out.size and grads.size:
-        _taps_grad(np.ascontiguousarray(grads, _F32), yi, yw, xi, xw, out)
+        # TF's ResizeBilinearGrad multiplies in float32, ResizeBicubicGrad in the output's dtype.
+        _taps_grad(np.ascontiguousarray(grads, acc if product_in_output_dtype else _F32), yi, yw, xi, xw, out)
     return out.astype(original.dtype, copy=False)
 
 
@@ -256,7 +257,7 @@ def resize_bilinear_grad_kernel(attrs):
         return np.stack([lo, hi], 1), np.stack([_F32(1.0) - lerp, lerp], 1).astype(_F32)
 
     def resize_bilinear_grad(grads, original_image):
-        return _grad_into("ResizeBilinearGrad", grads, original_image, taps)
+        return _grad_into("ResizeBilinearGrad", grads, original_image, taps, False)
     return resize_bilinear_grad
 
 
@@ -268,7 +269,7 @@ def resize_bicubic_grad_kernel(attrs):
 
     def resize_bicubic_grad(grads, original_image):
         return _grad_into("ResizeBicubicGrad", grads, original_image,
-                          lambda i, o: bicubic_taps(i, o, align, half))
+                          lambda i, o: bicubic_taps(i, o, align, half), True)
     return resize_bicubic_grad
 
 
