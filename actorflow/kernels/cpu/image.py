@@ -3,9 +3,10 @@ ResizeBicubic, ResizeArea, their gradients, and AdjustContrastv2.
 
 Every resize is separable: each output row and column reads a few input rows and columns (taps)
 with float32 weights, computed per axis exactly as TF's kernels compute them (float32 coordinates,
-the same floor/ceil/round, bicubic's 1024-entry coefficient table). The forward passes are vectorized
-numpy in float32 in TF's order of operations; the gradients scatter-add in a numba loop, the products
-in the precision TF forms them in, the sums in the input's dtype.
+the same floor/ceil/round, bicubic's 1024-entry coefficient table), then applied by numba loops
+(channels innermost, contiguous): the forward passes in float32 in TF's order of operations, the
+gradients scatter-adding with the products in the precision TF forms them in, the sums in the
+input's dtype.
 """
 from __future__ import annotations
 
@@ -37,6 +38,13 @@ def _check(op: str, images, size, attrs, what="input"):
     if h <= 0 or w <= 0:
         raise InvalidArgumentError(f"{op}: {what} image must be of non-zero size, got shape {list(images.shape)}")
     return b, h, w, c, out_h, out_w
+
+
+def _numba_ready(images):
+    """`images` contiguous, half floats widened to float32 (numba has no CPU float16; every kernel
+    computes in float32 anyway)."""
+    x = np.asarray(images)
+    return np.ascontiguousarray(x, _F32 if x.dtype == np.float16 else None)
 
 
 def _scale(in_size: int, out_size: int, align_corners: bool):
@@ -143,21 +151,81 @@ def _resize_cost(images, size):
     return int(shape[0]) * int(n[0]) * int(n[1]) * int(shape[3]) * 4
 
 
+@njit(cache=True, nogil=True)
+def _bilinear(x, ylo, yhi, yl, xlo, xhi, xl, out):
+    """TF's resize_image: lerp along x in the two rows, then along y, in float32."""
+    nb, oh, ow, nc = out.shape
+    for b in range(nb):
+        for y in range(oh):
+            y0, y1, fy = ylo[y], yhi[y], yl[y]
+            for xx in range(ow):
+                x0, x1, fx = xlo[xx], xhi[xx], xl[xx]
+                for c in range(nc):
+                    tl = np.float32(x[b, y0, x0, c])
+                    tr = np.float32(x[b, y0, x1, c])
+                    bl = np.float32(x[b, y1, x0, c])
+                    br = np.float32(x[b, y1, x1, c])
+                    top = tl + (tr - tl) * fx
+                    bottom = bl + (br - bl) * fx
+                    out[b, y, xx, c] = top + (bottom - top) * fy
+
+
+@njit(cache=True, nogil=True)
+def _nearest(x, yi, xi, out):
+    nb, oh, ow, nc = out.shape
+    for b in range(nb):
+        for y in range(oh):
+            sy = yi[y]
+            for xx in range(ow):
+                sx = xi[xx]
+                for c in range(nc):
+                    out[b, y, xx, c] = x[b, sy, sx, c]
+
+
+@njit(cache=True, nogil=True)
+def _taps(x, yi, yw, xi, xw, out):
+    """out[b, y, x, c] = sum_j xw[x, j] * (sum_i yw[y, i] * x[b, yi[y, i], xi[x, j], c]) in float32:
+    TF's bicubic order (columns interpolated along y first, then along x), as two passes; `x` is
+    [b, h, w * c] (a row's pixels flat, so that the y pass runs over contiguous memory)."""
+    nb, oh, ow, nc = out.shape
+    n = x.shape[2]
+    ky, kx = yi.shape[1], xi.shape[1]
+    rows = np.empty(n, np.float32)
+    for b in range(nb):
+        for y in range(oh):
+            src = x[b, yi[y, 0]]
+            wy = yw[y, 0]
+            for k in range(n):
+                rows[k] = wy * np.float32(src[k])
+            for i in range(1, ky):
+                src = x[b, yi[y, i]]
+                wy = yw[y, i]
+                for k in range(n):
+                    rows[k] += wy * np.float32(src[k])
+            dst = out[b, y]
+            for xx in range(ow):
+                o = xi[xx, 0] * nc
+                wx = xw[xx, 0]
+                for c in range(nc):
+                    dst[xx, c] = wx * rows[o + c]
+                for j in range(1, kx):
+                    o = xi[xx, j] * nc
+                    wx = xw[xx, j]
+                    for c in range(nc):
+                        dst[xx, c] += wx * rows[o + c]
+
+
 @register_kernel("ResizeBilinear", "CPU", cost=_resize_cost)
 def resize_bilinear_kernel(attrs):
     align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
 
     def resize_bilinear(images, size):
-        _, h, w, _, oh, ow = _check("ResizeBilinear", images, size, attrs)
-        x = np.asarray(images).astype(_F32, copy=False)
-        ylo, yhi, yl = bilinear_taps(h, oh, align, half)
-        xlo, xhi, xl = bilinear_taps(w, ow, align, half)
-        top, bottom = x[:, ylo], x[:, yhi]
-        xl = xl[None, None, :, None]
-        tl, tr, bl, br = top[:, :, xlo], top[:, :, xhi], bottom[:, :, xlo], bottom[:, :, xhi]
-        t = tl + (tr - tl) * xl
-        b = bl + (br - bl) * xl
-        return np.ascontiguousarray(t + (b - t) * yl[None, :, None, None])
+        b, h, w, c, oh, ow = _check("ResizeBilinear", images, size, attrs)
+        out = np.empty((b, oh, ow, c), _F32)
+        if out.size:
+            _bilinear(_numba_ready(images), *bilinear_taps(h, oh, align, half),
+                      *bilinear_taps(w, ow, align, half), out)
+        return out
     return resize_bilinear
 
 
@@ -166,10 +234,24 @@ def resize_nearest_neighbor_kernel(attrs):
     align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
 
     def resize_nearest_neighbor(images, size):
-        _, h, w, _, oh, ow = _check("ResizeNearestNeighbor", images, size, attrs)
-        x = np.asarray(images)
-        return np.ascontiguousarray(x[:, nearest_index(h, oh, align, half)][:, :, nearest_index(w, ow, align, half)])
+        b, h, w, c, oh, ow = _check("ResizeNearestNeighbor", images, size, attrs)
+        x = np.ascontiguousarray(images)
+        out = np.empty((b, oh, ow, c), x.dtype)
+        if out.size:
+            bits = (lambda a: a.view(np.uint16)) if x.dtype == np.float16 else (lambda a: a)   # a copy: bitwise
+            _nearest(bits(x), nearest_index(h, oh, align, half), nearest_index(w, ow, align, half), bits(out))
+        return out
     return resize_nearest_neighbor
+
+
+def _run_taps(images, ytaps, xtaps, b, c):
+    yi, yw = ytaps
+    xi, xw = xtaps
+    out = np.empty((b, len(yi), len(xi), c), _F32)
+    if out.size:
+        x = _numba_ready(images)
+        _taps(x.reshape(x.shape[0], x.shape[1], -1), yi, yw, xi, xw, out)
+    return out
 
 
 @register_kernel("ResizeBicubic", "CPU", cost=lambda images, size: 4 * _resize_cost(images, size))
@@ -177,18 +259,23 @@ def resize_bicubic_kernel(attrs):
     align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
 
     def resize_bicubic(images, size):
-        _, h, w, _, oh, ow = _check("ResizeBicubic", images, size, attrs)
-        x = np.asarray(images).astype(_F32, copy=False)
-        yi, yw = bicubic_taps(h, oh, align, half)
-        xi, xw = bicubic_taps(w, ow, align, half)
-        rows = yw[None, :, 0, None, None] * x[:, yi[:, 0]]
-        for k in range(1, 4):
-            rows = rows + yw[None, :, k, None, None] * x[:, yi[:, k]]
-        out = xw[None, None, :, 0, None] * rows[:, :, xi[:, 0]]
-        for k in range(1, 4):
-            out = out + xw[None, None, :, k, None] * rows[:, :, xi[:, k]]
-        return np.ascontiguousarray(out)
+        b, h, w, c, oh, ow = _check("ResizeBicubic", images, size, attrs)
+        return _run_taps(images, bicubic_taps(h, oh, align, half), bicubic_taps(w, ow, align, half), b, c)
     return resize_bicubic
+
+
+def area_taps(in_size, out_size, align_corners):
+    """ResizeArea's overlaps as taps: (indices [out, k], weights [out, k] float32), rows padded with
+    zero weights; and the scale."""
+    m, s = area_weights(in_size, out_size, align_corners)
+    k = max(int((m != 0).sum(1).max()), 1)
+    idx = np.zeros((out_size, k), np.int64)
+    wts = np.zeros((out_size, k), _F32)
+    for y in range(out_size):
+        nz = np.flatnonzero(m[y])
+        idx[y, :len(nz)] = nz
+        wts[y, :len(nz)] = m[y, nz]
+    return (idx, wts), s
 
 
 @register_kernel("ResizeArea", "CPU", cost=_resize_cost)
@@ -196,13 +283,12 @@ def resize_area_kernel(attrs):
     align = bool(attrs.get("align_corners", False))
 
     def resize_area(images, size):
-        _, h, w, _, oh, ow = _check("ResizeArea", images, size, attrs)
-        x = np.asarray(images).astype(_F32, copy=False)
-        wy, sy = area_weights(h, oh, align)
-        wx, sx = area_weights(w, ow, align)
-        scale = _F32(1.0) / (sy * sx)
-        rows = np.einsum("yi,bixc->byxc", wy, x)
-        return np.ascontiguousarray(np.einsum("xj,byjc->byxc", wx, rows) * scale, dtype=_F32)
+        b, h, w, c, oh, ow = _check("ResizeArea", images, size, attrs)
+        ytaps, sy = area_taps(h, oh, align)
+        xtaps, sx = area_taps(w, ow, align)
+        out = _run_taps(images, ytaps, xtaps, b, c)
+        out *= _F32(1.0) / (sy * sx)
+        return out
     return resize_area
 
 
@@ -273,6 +359,18 @@ def resize_bicubic_grad_kernel(attrs):
     return resize_bicubic_grad
 
 
+@njit(cache=True, nogil=True)
+def _nearest_grad(g, yi, xi, out):
+    nb, rh, rw, nc = g.shape
+    for b in range(nb):
+        for y in range(rh):
+            oy = yi[y]
+            for xx in range(rw):
+                ox = xi[xx]
+                for c in range(nc):
+                    out[b, oy, ox, c] += g[b, y, xx, c]
+
+
 @register_kernel("ResizeNearestNeighborGrad", "CPU")
 def resize_nearest_neighbor_grad_kernel(attrs):
     align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
@@ -280,13 +378,12 @@ def resize_nearest_neighbor_grad_kernel(attrs):
     def resize_nearest_neighbor_grad(grads, size):
         b, rh, rw, c, h, w = _check("ResizeNearestNeighborGrad", grads, size, attrs, what="grads")
         grads = np.asarray(grads)
-        yi = nearest_index(h, rh, align, half)
-        xi = nearest_index(w, rw, align, half)
-        rows = np.zeros((b, h, rw, c), grads.dtype)
-        np.add.at(rows, (slice(None), yi), grads)
+        dtype = grads.dtype
+        grads = _numba_ready(grads)             # half gradients sum in float32
         out = np.zeros((b, h, w, c), grads.dtype)
-        np.add.at(out, (slice(None), slice(None), xi), rows)
-        return out
+        if grads.size:
+            _nearest_grad(grads, nearest_index(h, rh, align, half), nearest_index(w, rw, align, half), out)
+        return out.astype(dtype, copy=False)
     return resize_nearest_neighbor_grad
 
 
