@@ -156,13 +156,10 @@ def _resize_nearest_neighbor_grad(op, grad):
 
 
 @ResizeBilinearGrad.gradient
-@ResizeBicubicGrad.gradient
-def _resize_grad_grad(op, grad):
-    """The gradient ops are linear in `grads`: their gradient is the forward resize again."""
-    fwd = ResizeBilinear if op.type == "ResizeBilinearGrad" else ResizeBicubic
-    g = op.inputs[0]
-    size = array_ops.strided_slice(array_ops.shape(g), [1], [3])
-    return [fwd(math_ops.cast(_dense(grad), dtypes.float32), size, **_corners(op)), None]
+def _resize_bilinear_grad_grad(op, grad):
+    """TF marks ResizeBilinearGrad not differentiable (and has no gradient for the other two
+    gradient ops): no second derivatives through a resize."""
+    return [None, None]
 
 
 def _resize_op(op_def, images, size, name, **attrs):
