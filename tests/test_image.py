@@ -287,3 +287,23 @@ def test_bad_input_is_named():
                 s.run(crop, {v: np.zeros((2, 5), np.float32)})
             with pytest.raises(af.errors.InvalidArgumentError, match="width must be >= target \\+ offset"):
                 s.run(box, {"im:0": np.zeros((5, 3, 3), np.float32)})
+
+
+def test_augmentation_in_an_input_pipeline_and_rot90_of_a_fed_k():
+    """A TF-1.x CNN input pipeline: crop, flip and standardize each image in a dataset map."""
+    imgs = np.random.default_rng(3).uniform(0, 1, (6, 8, 8, 3)).astype(np.float32)
+    with af.Graph().as_default():
+        af.set_random_seed(1)
+        ds = af.data.Dataset.from_tensor_slices(imgs).map(
+            lambda x: af.image.per_image_standardization(af.image.random_flip_left_right(af.random_crop(x, [5, 5, 3]))))
+        batch = ds.batch(3).make_one_shot_iterator().get_next()
+        k = af.placeholder(af.int32, [])
+        r = af.image.rot90(af.constant(imgs), k)
+        with af.Session() as s:
+            first, second = s.run(batch), s.run(batch)
+            for kk in range(-1, 5):
+                np.testing.assert_array_equal(s.run(r, {k: kk}), np.rot90(imgs, kk, axes=(1, 2)))
+    for b in (first, second):
+        assert b.shape == (3, 5, 5, 3)
+        np.testing.assert_allclose(b.mean(axis=(1, 2, 3)), 0, atol=1e-5)
+        np.testing.assert_allclose(b.std(axis=(1, 2, 3)), 1, rtol=1e-4)
