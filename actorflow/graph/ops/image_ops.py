@@ -238,7 +238,15 @@ def _gt(a, b):
     return math_ops.greater(a, b) if _is_tensor(a) or _is_tensor(b) else a > b
 
 
-def _check_image_rank(image, what="image", at_least=True):
+def _detail(**values):
+    """The values, as " (name value, ...)", for a message, when all are known at build time; else an
+    empty string (the step's error then names the op)."""
+    if any(_is_tensor(v) for v in values.values()):
+        return ""
+    return " (" + ", ".join(f"{k} {v}" for k, v in values.items()) + ")"
+
+
+def _check_image_rank(image, what="image"):
     """TF's _CheckAtLeast3DImage(require_static=False): the rank (at least 3) and non-zero inner
     dimensions, statically where known, else by an assertion."""
     shape = image.shape
@@ -347,9 +355,9 @@ def crop_to_bounding_box(image, offset_height, offset_width, target_height, targ
         checks += _assert(_gt(target_width, 0), "crop_to_bounding_box: target_width must be > 0.")
         checks += _assert(_gt(target_height, 0), "crop_to_bounding_box: target_height must be > 0.")
         checks += _assert(_ge(width, target_width + offset_width), "crop_to_bounding_box: width must be >= "
-                          f"target + offset (width {width}, target {target_width}, offset {offset_width}).")
+                          "target + offset." + _detail(width=width, target=target_width, offset=offset_width))
         checks += _assert(_ge(height, target_height + offset_height), "crop_to_bounding_box: height must be >= "
-                          f"target + offset (height {height}, target {target_height}, offset {offset_height}).")
+                          "target + offset." + _detail(height=height, target=target_height, offset=offset_height))
         image = _with_dependencies(checks, image)
         cropped = array_ops.slice(image, _int32s([0, offset_height, offset_width, 0]),
                                   _int32s([-1, target_height, target_width, -1]))
@@ -369,8 +377,10 @@ def pad_to_bounding_box(image, offset_height, offset_width, target_height, targe
         checks = _check_image_rank(image)
         checks += _assert(_ge(offset_height, 0), "pad_to_bounding_box: offset_height must be >= 0")
         checks += _assert(_ge(offset_width, 0), "pad_to_bounding_box: offset_width must be >= 0")
-        checks += _assert(_ge(after_w, 0), "pad_to_bounding_box: width must be <= target - offset")
-        checks += _assert(_ge(after_h, 0), "pad_to_bounding_box: height must be <= target - offset")
+        checks += _assert(_ge(after_w, 0), "pad_to_bounding_box: width must be <= target - offset"
+                          + _detail(width=width, target=target_width, offset=offset_width))
+        checks += _assert(_ge(after_h, 0), "pad_to_bounding_box: height must be <= target - offset"
+                          + _detail(height=height, target=target_height, offset=offset_height))
         image = _with_dependencies(checks, image)
         paddings = array_ops.reshape(_int32s([0, 0, offset_height, after_h, offset_width, after_w, 0, 0]), [4, 2])
         padded = array_ops.pad(image, paddings)
