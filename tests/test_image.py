@@ -307,3 +307,36 @@ def test_augmentation_in_an_input_pipeline_and_rot90_of_a_fed_k():
         assert b.shape == (3, 5, 5, 3)
         np.testing.assert_allclose(b.mean(axis=(1, 2, 3)), 0, atol=1e-5)
         np.testing.assert_allclose(b.std(axis=(1, 2, 3)), 1, rtol=1e-4)
+
+
+@pytest.mark.parametrize("op, attrs, args", [
+    ("ResizeBilinear", {"half_pixel_centers": True}, (np.float64, (6, 5, 7, 3), [9, 4])),
+    ("ResizeNearestNeighbor", {"align_corners": True}, (np.uint8, (5, 5, 7, 2), [3, 11])),
+    ("ResizeNearestNeighbor", {}, (np.float16, (4, 5, 7, 2), [8, 8])),
+    ("ResizeBicubic", {}, (np.float32, (4, 5, 7, 3), [10, 3])),
+    ("ResizeArea", {"align_corners": True}, (np.int32, (4, 5, 7, 3), [2, 5])),
+    ("ResizeBilinearGrad", {}, (np.float64, (4, 5, 7, 3), (4, 8, 3, 3))),
+    ("ResizeBicubicGrad", {"half_pixel_centers": True}, (np.float32, (4, 5, 7, 3), (4, 2, 9, 3))),
+    ("ResizeNearestNeighborGrad", {}, (np.float16, (4, 9, 4, 3), [5, 7])),
+])
+def test_resize_kernels_split_by_batch(op, attrs, args):
+    """A big batch splits into blocks for the pool's threads; the blocks compute what the whole call does."""
+    from actorflow.kernels.registry import get_kernel
+    dtype, shape, last = args
+    rng = np.random.default_rng(2)
+    x = (rng.uniform(0, 200, shape)).astype(dtype)
+    if op in ("ResizeBilinearGrad", "ResizeBicubicGrad"):
+        inputs = (rng.standard_normal(last).astype(np.float32), x)
+    else:
+        inputs = (x, np.array(last, np.int32))
+    kd = get_kernel(op)
+    whole = kd.factory(attrs)(*inputs)
+    res = kd.split(attrs)(2, *inputs)
+    assert res is not None
+    for t in reversed(res[1]):
+        t()
+    got = res[2]() if len(res) == 3 else res[0]
+    assert got.dtype == whole.dtype
+    np.testing.assert_array_equal(got, whole)
+    one = tuple(a[:1] if a.ndim == 4 else a for a in inputs)
+    assert kd.split(attrs)(2, *one) is None           # one image: nothing to split

@@ -10,9 +10,12 @@ input's dtype.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from actorflow.errors import InvalidArgumentError
+from actorflow.kernels.cpu.window import _batch_blocks
 from actorflow.kernels.lazy_numba import njit
 from actorflow.kernels.registry import register_kernel
 
@@ -215,53 +218,102 @@ def _taps(x, yi, yw, xi, xw, out):
                         dst[xx, c] += wx * rows[o + c]
 
 
-@register_kernel("ResizeBilinear", "CPU", cost=_resize_cost)
-def resize_bilinear_kernel(attrs):
-    align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
+# Each resize kernel is a plan: checks and taps, the output allocated, and a `block(lo, hi)` that
+# fills images lo..hi of it (images resize independently), so that a big call splits by batch over
+# the pool's threads; `finish` (or None) turns the filled buffer into the op's output.
 
-    def resize_bilinear(images, size):
+def _kernel(plan_of):
+    """The whole call of a plan factory: every image in one block."""
+    def factory(attrs):
+        plan = plan_of(attrs)
+
+        def run(*inputs):
+            out, block, finish = plan(*inputs)
+            if out.size:
+                block(0, out.shape[0])
+            return out if finish is None else finish(out)
+        return run
+    return factory
+
+
+def _splitter(plan_of):
+    """The `split` of a plan factory: batch blocks, or None (the call runs whole) when the batch is
+    too small or the inputs are bad (the whole call raises their error)."""
+    def make(attrs):
+        try:
+            plan = plan_of(attrs)
+        except InvalidArgumentError:
+            return lambda parts, *inputs: None
+
+        def split(parts, *inputs):
+            try:
+                out, block, finish = plan(*inputs)
+            except InvalidArgumentError:
+                return None
+            blocks = _batch_blocks(out.shape[0], parts) if out.size else None
+            if blocks is None:
+                return None
+            thunks = [functools.partial(block, lo, hi) for lo, hi in blocks]
+            return (out, thunks) if finish is None else (None, thunks, lambda: finish(out))
+        return split
+    return make
+
+
+def _register(op_type, plan_of, cost):
+    register_kernel(op_type, "CPU", cost=cost, split=_splitter(plan_of))(_kernel(plan_of))
+
+
+def _corners(attrs):
+    return bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
+
+
+def _bilinear_plan(attrs):
+    align, half = _corners(attrs)
+
+    def plan(images, size):
         b, h, w, c, oh, ow = _check("ResizeBilinear", images, size, attrs)
+        x = _numba_ready(images)
+        ytaps, xtaps = bilinear_taps(h, oh, align, half), bilinear_taps(w, ow, align, half)
         out = np.empty((b, oh, ow, c), _F32)
-        if out.size:
-            _bilinear(_numba_ready(images), *bilinear_taps(h, oh, align, half),
-                      *bilinear_taps(w, ow, align, half), out)
-        return out
-    return resize_bilinear
+        return out, lambda lo, hi: _bilinear(x[lo:hi], *ytaps, *xtaps, out[lo:hi]), None
+    return plan
 
 
-@register_kernel("ResizeNearestNeighbor", "CPU", cost=_resize_cost)
-def resize_nearest_neighbor_kernel(attrs):
-    align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
+def _nearest_plan(attrs):
+    align, half = _corners(attrs)
 
-    def resize_nearest_neighbor(images, size):
+    def plan(images, size):
         b, h, w, c, oh, ow = _check("ResizeNearestNeighbor", images, size, attrs)
         x = np.ascontiguousarray(images)
         out = np.empty((b, oh, ow, c), x.dtype)
-        if out.size:
-            bits = (lambda a: a.view(np.uint16)) if x.dtype == np.float16 else (lambda a: a)   # a copy: bitwise
-            _nearest(bits(x), nearest_index(h, oh, align, half), nearest_index(w, ow, align, half), bits(out))
-        return out
-    return resize_nearest_neighbor
+        yi, xi = nearest_index(h, oh, align, half), nearest_index(w, ow, align, half)
+        # half floats move as their bits (numba has no CPU float16): a copy is bitwise
+        xs, outs = (x.view(np.uint16), out.view(np.uint16)) if x.dtype == np.float16 else (x, out)
+        return out, lambda lo, hi: _nearest(xs[lo:hi], yi, xi, outs[lo:hi]), None
+    return plan
 
 
-def _run_taps(images, ytaps, xtaps, b, c):
+def _taps_plan(images, ytaps, xtaps, b, c, scale=None):
     yi, yw = ytaps
     xi, xw = xtaps
+    x = _numba_ready(images)
+    x = x.reshape(x.shape[0], x.shape[1], -1)
     out = np.empty((b, len(yi), len(xi), c), _F32)
-    if out.size:
-        x = _numba_ready(images)
-        _taps(x.reshape(x.shape[0], x.shape[1], -1), yi, yw, xi, xw, out)
-    return out
+
+    def block(lo, hi):
+        _taps(x[lo:hi], yi, yw, xi, xw, out[lo:hi])
+        if scale is not None:
+            out[lo:hi] *= scale
+    return out, block, None
 
 
-@register_kernel("ResizeBicubic", "CPU", cost=lambda images, size: 4 * _resize_cost(images, size))
-def resize_bicubic_kernel(attrs):
-    align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
+def _bicubic_plan(attrs):
+    align, half = _corners(attrs)
 
-    def resize_bicubic(images, size):
+    def plan(images, size):
         b, h, w, c, oh, ow = _check("ResizeBicubic", images, size, attrs)
-        return _run_taps(images, bicubic_taps(h, oh, align, half), bicubic_taps(w, ow, align, half), b, c)
-    return resize_bicubic
+        return _taps_plan(images, bicubic_taps(h, oh, align, half), bicubic_taps(w, ow, align, half), b, c)
+    return plan
 
 
 def area_taps(in_size, out_size, align_corners):
@@ -278,18 +330,21 @@ def area_taps(in_size, out_size, align_corners):
     return (idx, wts), s
 
 
-@register_kernel("ResizeArea", "CPU", cost=_resize_cost)
-def resize_area_kernel(attrs):
+def _area_plan(attrs):
     align = bool(attrs.get("align_corners", False))
 
-    def resize_area(images, size):
+    def plan(images, size):
         b, h, w, c, oh, ow = _check("ResizeArea", images, size, attrs)
         ytaps, sy = area_taps(h, oh, align)
         xtaps, sx = area_taps(w, ow, align)
-        out = _run_taps(images, ytaps, xtaps, b, c)
-        out *= _F32(1.0) / (sy * sx)
-        return out
-    return resize_area
+        return _taps_plan(images, ytaps, xtaps, b, c, _F32(1.0) / (sy * sx))
+    return plan
+
+
+_register("ResizeBilinear", _bilinear_plan, _resize_cost)
+_register("ResizeNearestNeighbor", _nearest_plan, _resize_cost)
+_register("ResizeBicubic", _bicubic_plan, lambda images, size: 4 * _resize_cost(images, size))
+_register("ResizeArea", _area_plan, _resize_cost)
 
 
 # -- gradients --------------------------------------------------------------------------------
@@ -313,7 +368,7 @@ def _taps_grad(g, yi, yw, xi, xw, out):
                             out[b, oy, ox, c] += (g[b, y, x, c] * wy) * wx
 
 
-def _grad_into(op, grads, original, taps, product_in_output_dtype):
+def _grad_plan(op, grads, original, taps, product_in_output_dtype):
     grads = np.asarray(grads)
     original = np.asarray(original)
     if original.ndim != 4:
@@ -326,37 +381,37 @@ def _grad_into(op, grads, original, taps, product_in_output_dtype):
     xi, xw = taps(w, grads.shape[2])
     acc = np.float64 if original.dtype == np.float64 else _F32
     out = np.zeros((b, h, w, c), acc)
-    if out.size and grads.size:
-        # TF's ResizeBilinearGrad multiplies in float32, ResizeBicubicGrad in the output's dtype.
-        _taps_grad(np.ascontiguousarray(grads, acc if product_in_output_dtype else _F32), yi, yw, xi, xw, out)
-    return out.astype(original.dtype, copy=False)
+    # TF's ResizeBilinearGrad multiplies in float32, ResizeBicubicGrad in the output's dtype.
+    g = np.ascontiguousarray(grads, acc if product_in_output_dtype else _F32)
+
+    def block(lo, hi):
+        if grads.size:
+            _taps_grad(g[lo:hi], yi, yw, xi, xw, out[lo:hi])
+    dtype = original.dtype
+    return out, block, (None if dtype == acc else lambda o: o.astype(dtype))
 
 
-@register_kernel("ResizeBilinearGrad", "CPU", cost=lambda g, o: 4 * int(np.size(g)))
-def resize_bilinear_grad_kernel(attrs):
-    align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
+def _checked_corners(op, attrs):
+    align, half = _corners(attrs)
     if half and align:
-        raise InvalidArgumentError("ResizeBilinearGrad: If half_pixel_centers is True, align_corners must be False.")
+        raise InvalidArgumentError(f"{op}: If half_pixel_centers is True, align_corners must be False.")
+    return align, half
+
+
+def _bilinear_grad_plan(attrs):
+    align, half = _checked_corners("ResizeBilinearGrad", attrs)
 
     def taps(in_size, out_size):
         lo, hi, lerp = bilinear_taps(in_size, out_size, align, half)
         return np.stack([lo, hi], 1), np.stack([_F32(1.0) - lerp, lerp], 1).astype(_F32)
 
-    def resize_bilinear_grad(grads, original_image):
-        return _grad_into("ResizeBilinearGrad", grads, original_image, taps, False)
-    return resize_bilinear_grad
+    return lambda grads, original_image: _grad_plan("ResizeBilinearGrad", grads, original_image, taps, False)
 
 
-@register_kernel("ResizeBicubicGrad", "CPU", cost=lambda g, o: 16 * int(np.size(g)))
-def resize_bicubic_grad_kernel(attrs):
-    align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
-    if half and align:
-        raise InvalidArgumentError("ResizeBicubicGrad: If half_pixel_centers is True, align_corners must be False.")
-
-    def resize_bicubic_grad(grads, original_image):
-        return _grad_into("ResizeBicubicGrad", grads, original_image,
-                          lambda i, o: bicubic_taps(i, o, align, half), True)
-    return resize_bicubic_grad
+def _bicubic_grad_plan(attrs):
+    align, half = _checked_corners("ResizeBicubicGrad", attrs)
+    return lambda grads, original_image: _grad_plan("ResizeBicubicGrad", grads, original_image,
+                                                    lambda i, o: bicubic_taps(i, o, align, half), True)
 
 
 @njit(cache=True, nogil=True)
@@ -371,20 +426,26 @@ def _nearest_grad(g, yi, xi, out):
                     out[b, oy, ox, c] += g[b, y, xx, c]
 
 
-@register_kernel("ResizeNearestNeighborGrad", "CPU")
-def resize_nearest_neighbor_grad_kernel(attrs):
-    align, half = bool(attrs.get("align_corners", False)), bool(attrs.get("half_pixel_centers", False))
+def _nearest_grad_plan(attrs):
+    align, half = _corners(attrs)
 
-    def resize_nearest_neighbor_grad(grads, size):
+    def plan(grads, size):
         b, rh, rw, c, h, w = _check("ResizeNearestNeighborGrad", grads, size, attrs, what="grads")
-        grads = np.asarray(grads)
-        dtype = grads.dtype
-        grads = _numba_ready(grads)             # half gradients sum in float32
-        out = np.zeros((b, h, w, c), grads.dtype)
-        if grads.size:
-            _nearest_grad(grads, nearest_index(h, rh, align, half), nearest_index(w, rw, align, half), out)
-        return out.astype(dtype, copy=False)
-    return resize_nearest_neighbor_grad
+        dtype = np.asarray(grads).dtype
+        g = _numba_ready(grads)             # half gradients sum in float32
+        out = np.zeros((b, h, w, c), g.dtype)
+        yi, xi = nearest_index(h, rh, align, half), nearest_index(w, rw, align, half)
+
+        def block(lo, hi):
+            if g.size:
+                _nearest_grad(g[lo:hi], yi, xi, out[lo:hi])
+        return out, block, (None if dtype == g.dtype else lambda o: o.astype(dtype))
+    return plan
+
+
+_register("ResizeBilinearGrad", _bilinear_grad_plan, lambda g, o: 4 * int(np.size(g)))
+_register("ResizeBicubicGrad", _bicubic_grad_plan, lambda g, o: 16 * int(np.size(g)))
+_register("ResizeNearestNeighborGrad", _nearest_grad_plan, lambda g, size: int(np.size(g)))
 
 
 @register_kernel("AdjustContrastv2", "CPU")
