@@ -276,6 +276,7 @@ def test_bad_input_is_named():
         resized = af.image.resize_bilinear(x, size, name="up")
         v = af.placeholder(af.float32, [None, None], name="v")
         crop = af.random_crop(v, [3, 2], name="crop")
+        gray = af.image.grayscale_to_rgb(af.placeholder(af.float32, [None, None], name="gray"))
         box = af.image.crop_to_bounding_box(af.placeholder(af.float32, [None, None, 3], name="im"), 1, 1, 3, 3)
         with af.Session() as s:
             with pytest.raises(af.errors.InvalidArgumentError, match="ResizeBilinear: input must be 4-dimensional") as e:
@@ -287,6 +288,9 @@ def test_bad_input_is_named():
                 s.run(crop, {v: np.zeros((2, 5), np.float32)})
             with pytest.raises(af.errors.InvalidArgumentError, match="width must be >= target \\+ offset"):
                 s.run(box, {"im:0": np.zeros((5, 3, 3), np.float32)})
+            with pytest.raises(af.errors.InvalidArgumentError, match="grayscale_to_rgb: last dimension"):
+                s.run(gray, {"gray:0": np.zeros((5, 2), np.float32)})
+            assert s.run(gray, {"gray:0": np.ones((5, 1), np.float32)}).shape == (5, 3)
 
 
 def test_augmentation_in_an_input_pipeline_and_rot90_of_a_fed_k():

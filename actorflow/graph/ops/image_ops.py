@@ -656,6 +656,10 @@ def grayscale_to_rgb(images, name=None):
                 raise ValueError(f"grayscale_to_rgb: 'images' (shape {shape}) must be at least two-dimensional.")
             if shape.dims[-1] is not None and shape.dims[-1] != 1:
                 raise ValueError(f"grayscale_to_rgb: last dimension of 'images' (shape {shape}) must be size 1.")
+        if shape.ndims is None or shape.dims[-1] is None:      # TF's _AssertGrayscaleImage, at run time
+            images = _with_dependencies([Assert(math_ops.equal(array_ops.shape(images)[-1], 1),
+                                                ["grayscale_to_rgb: last dimension of 'images' must be size 1."])],
+                                        images)
         rank_1 = array_ops.expand_dims(array_ops.rank(images) - 1, 0)
         multiples = array_ops.concat([array_ops.ones(rank_1, dtype=dtypes.int32), np.array([3], np.int32)], 0)
         rgb = array_ops.tile(images, multiples, name=scope)
