@@ -19,7 +19,7 @@ from actorflow.graph.ops import array_ops, math_ops
 from actorflow.graph.ops.infer import constant_shape, constant_value
 from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["random_normal", "random_uniform", "truncated_normal", "set_random_seed", "get_seed"]
+__all__ = ["random_normal", "random_uniform", "truncated_normal", "set_random_seed", "get_seed", "random_crop"]
 
 # TF 1.x's constants: the graph seed used when only an op seed is given, and the seed modulus.
 DEFAULT_GRAPH_SEED = 87654321
@@ -204,3 +204,35 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
         rnd = RandomUniform(shape_t, dtype=dtype, name="RandomUniform", **_seed_attrs(seed))
         span = math_ops.subtract(hi, lo, name="sub")
         return math_ops.add(math_ops.multiply(rnd, span, name="mul"), lo, name=scope)
+
+
+def random_crop(value, size, seed=None, name=None):
+    """A slice of `size` from `value` at an offset drawn uniformly from the offsets that fit, every
+    dimension on its own (tf.compat.v1.random_crop, also tf.image.random_crop). A `size` larger than
+    `value` anywhere fails the step with "Need value.shape >= size"."""
+    from actorflow.graph.graph import control_dependencies
+    from actorflow.graph.ops.check_ops import Assert
+    from actorflow.graph.ops.constant import identity
+
+    with name_scope(name, "random_crop", [value, size]) as scope:
+        value = convert_to_tensor(value, name="value")
+        size = convert_to_tensor(size, dtype=dtypes.int32, name="size")
+        vdims, sv = value.shape.dims, constant_value(size)
+        if vdims is not None and sv is not None:
+            sv = np.reshape(sv, -1)
+            if len(sv) != len(vdims):
+                raise ValueError(f"random_crop: size {sv.tolist()} does not have the rank of value {value.shape}")
+            if any(d is not None and int(s) > d for d, s in zip(vdims, sv)):
+                raise ValueError(f"random_crop: Need value.shape >= size, got {value.shape} and {sv.tolist()}")
+        shape = array_ops.shape(value)
+        check = Assert(math_ops.reduce_all(math_ops.greater_equal(shape, size)),
+                       ["random_crop: Need value.shape >= size, got ", shape, size], summarize=1000)
+        with control_dependencies([check]):
+            shape = identity(shape)
+        limit = shape - size + 1
+        offset = math_ops.floormod(random_uniform(array_ops.shape(shape), dtype=dtypes.int32,
+                                                  maxval=dtypes.int32.max, seed=seed), limit)
+        out = array_ops.slice(value, offset, size, name=scope)
+        if sv is not None:
+            out.set_shape([int(s) for s in np.reshape(sv, -1)])
+        return out

@@ -1,0 +1,9 @@
+"""The `af.image` namespace: TF 1.x's `tf.compat.v1.image` names for resizing, cropping, padding,
+flipping, rotating, dtype conversion and colour adjustments of images.
+
+Everything here is defined in graph/ops/image_ops.py (the resize ops and AdjustContrastv2 with their
+kernels in kernels/cpu/image.py) and random_crop in graph/ops/random_ops.py; this module only gathers
+the public names.
+"""
+from actorflow.graph.ops.image_ops import *  # noqa: F401,F403
+from actorflow.graph.ops.image_ops import __all__  # noqa: F401
