@@ -5,69 +5,19 @@ TensorFlow 2.21's values and gradients (tests/fixtures/make_nn_conv.py): the sam
 against finite differences."""
 from __future__ import annotations
 
-import json
-import pathlib
-
 import numpy as np
 import pytest
 
 import actorflow as af
 from actorflow.graph.ops import nn_conv_ops
+from tests import tf_reference
 
-FIX = json.loads((pathlib.Path(__file__).parent / "fixtures" / "nn_conv.json").read_text())
-
-
-def _weights(shape):
-    n = int(np.prod(shape))
-    return (np.arange(n, dtype=np.float64).reshape(shape) % 7 - 3.0) * 0.5
-
-
-def _tolerance(want):
-    """float64: rtol 1e-10; float32 (and values computed from float32 inputs): rtol 1e-5, with an
-    absolute floor of 1e-5 of the largest magnitude (sums of products cancel)."""
-    if want.dtype == np.float64:
-        return {"rtol": 1e-10, "atol": 1e-12}
-    scale = float(np.max(np.abs(want))) if want.size else 0.0
-    return {"rtol": 1e-5, "atol": 1e-5 * max(scale, 1e-30)}
-
-
-def _inputs():
-    return {k: af.constant(np.array(v, dtype=FIX["input_dtypes"][k])) for k, v in FIX["inputs"].items()}
+FIX = tf_reference.load("nn_conv.json")
 
 
 @pytest.mark.parametrize("expr", list(FIX["cases"]))
 def test_values_and_gradients_match_tensorflow(expr):
-    case = FIX["cases"][expr]
-    with af.Graph().as_default():
-        env = {"tf": af}
-        env.update(_inputs())
-        y = eval(expr, env)  # noqa: S307 (the fixture's own expressions)
-        ys = list(y) if isinstance(y, (list, tuple)) else [y]
-        with af.Session() as s:
-            vals = s.run(ys)
-            for got, want, dt, t in zip(vals, case["values"], case["dtypes"], ys):
-                want = np.array(want, dtype=dt)
-                assert np.asarray(got).dtype == want.dtype, expr
-                assert np.shape(got) == want.shape, expr
-                if t.shape.is_fully_defined():
-                    assert tuple(t.shape.as_list()) == want.shape, f"{expr}: static shape {t.shape}"
-                if want.dtype.kind == "f":
-                    np.testing.assert_allclose(got, want, err_msg=expr, **_tolerance(want))
-                else:
-                    np.testing.assert_array_equal(got, want, err_msg=expr)
-            terms = [af.reduce_sum(af.cast(t, af.float64) * _weights(np.shape(v)))
-                     for t, v in zip(ys, vals) if t.dtype.is_floating]
-            srcs = [env[k] for k in FIX["inputs"]]
-            grads = af.gradients(af.add_n(terms), srcs)
-            for (k, want), g in zip(case["grads"].items(), grads):
-                if want is None:
-                    assert g is None, f"{expr}: TF has no gradient for {k}"
-                    continue
-                assert g is not None, f"{expr}: no gradient for {k}"
-                want = np.array(want, dtype=FIX["input_dtypes"][k])
-                got = s.run(af.convert_to_tensor(g))
-                assert got.dtype == want.dtype, f"{expr} d/d{k}"
-                np.testing.assert_allclose(got, want, err_msg=f"{expr} d/d{k}", **_tolerance(want))
+    tf_reference.check(FIX, expr)
 
 
 def _fd_check(build, shapes, seed=0, eps=1e-6):
@@ -77,7 +27,7 @@ def _fd_check(build, shapes, seed=0, eps=1e-6):
     with af.Graph().as_default():
         xs = [af.placeholder(af.float64, s) for s in shapes]
         y = build(*xs)
-        w = _weights(y.shape.as_list())
+        w = tf_reference.weights(y.shape.as_list())
         loss = af.reduce_sum(y * w)
         grads = af.gradients(loss, xs)
         with af.Session() as s:

@@ -2,42 +2,18 @@
 (tests/fixtures/make_sparse.py); feeding and fetching sparse values; errors."""
 from __future__ import annotations
 
-import json
-import pathlib
-
 import numpy as np
 import pytest
 
 import actorflow as af
+from tests import tf_reference
 
-FIX = json.loads((pathlib.Path(__file__).parent / "fixtures" / "sparse.json").read_text())
-
-
-def _weights(shape):
-    n = int(np.prod(shape))
-    return (np.arange(n, dtype=np.float64).reshape(shape) % 5 - 2.0) * 0.75
+FIX = tf_reference.load("sparse.json")
 
 
 @pytest.mark.parametrize("expr", list(FIX["cases"]))
 def test_values_and_gradients_match_tensorflow(expr):
-    case = FIX["cases"][expr]
-    with af.Graph().as_default():
-        env = {"tf": af}
-        env.update({k: af.constant(np.array(v, np.float64)) for k, v in FIX["inputs"].items()})
-        exec(FIX["setup"], env)  # noqa: S102 (the fixture's own code)
-        y = eval(expr, env)  # noqa: S307 (the fixture's own expressions)
-        with af.Session() as s:
-            v = s.run(y)
-            want = np.array(case["value"], dtype=case["dtype"])
-            assert np.asarray(v).dtype == want.dtype and np.shape(v) == want.shape, expr
-            np.testing.assert_allclose(v, want, rtol=1e-12, atol=1e-12, err_msg=expr)
-            grads = af.gradients(af.reduce_sum(y * _weights(np.shape(v))), [env[k] for k in FIX["inputs"]])
-            for (k, gw), g in zip(case["grads"].items(), grads):
-                if gw is None:
-                    assert g is None, f"{expr}: TF has no gradient for {k}"
-                else:
-                    np.testing.assert_allclose(s.run(af.convert_to_tensor(g)), np.array(gw), rtol=1e-10,
-                                               atol=1e-12, err_msg=f"{expr} d/d{k}")
+    tf_reference.check(FIX, expr)
 
 
 def test_feeding_and_fetching_sparse_values():

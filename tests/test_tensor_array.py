@@ -2,44 +2,18 @@
 (tests/fixtures/make_tensor_array.py), and its errors."""
 from __future__ import annotations
 
-import json
-import pathlib
-
 import numpy as np
 import pytest
 
 import actorflow as af
+from tests import tf_reference
 
-FIX = json.loads((pathlib.Path(__file__).parent / "fixtures" / "tensor_array.json").read_text())
-
-
-def _weights(shape):
-    n = int(np.prod(shape))
-    return (np.arange(n, dtype=np.float64).reshape(shape) % 5 - 2.0) * 0.75
+FIX = tf_reference.load("tensor_array.json")
 
 
 @pytest.mark.parametrize("name", list(FIX["programs"]))
 def test_programs_match_tensorflow(name):
-    case = FIX["cases"][name]
-    with af.Graph().as_default():
-        env = {"tf": af}
-        env.update({k: af.constant(np.array(v, np.float64)) for k, v in FIX["inputs"].items()})
-        exec(FIX["programs"][name], env)  # noqa: S102 (the fixture's own programs)
-        ys = env["result"] if isinstance(env["result"], list) else [env["result"]]
-        with af.Session() as s:
-            vals = s.run(ys)
-            for got, want, dt in zip(vals, case["values"], case["dtypes"]):
-                want = np.array(want, dtype=dt)
-                assert np.asarray(got).dtype == want.dtype and np.shape(got) == want.shape, name
-                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=name)
-            terms = [af.reduce_sum(t * _weights(np.shape(v))) for t, v in zip(ys, vals) if t.dtype.is_floating]
-            grads = af.gradients(af.add_n(terms), [env[k] for k in FIX["inputs"]])
-            for (k, want), g in zip(case["grads"].items(), grads):
-                if want is None:
-                    assert g is None, f"{name}: TF has no gradient for {k}"
-                else:
-                    np.testing.assert_allclose(s.run(af.convert_to_tensor(g)), np.array(want), rtol=1e-10,
-                                               atol=1e-12, err_msg=f"{name} d/d{k}")
+    tf_reference.check(FIX, name)
 
 
 def test_shapes_are_inferred_from_writes_and_checked():
