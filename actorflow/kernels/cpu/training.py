@@ -1054,8 +1054,10 @@ def _sparse_ftrl_kernel(op, shrinkage):
     return factory
 
 
-register_kernel("SparseApplyFtrl", "CPU", cost=_sparse_cost(3))(_sparse_ftrl_kernel("SparseApplyFtrl", False))
-register_kernel("SparseApplyFtrlV2", "CPU", cost=_sparse_cost(3))(_sparse_ftrl_kernel("SparseApplyFtrlV2", True))
+sparse_apply_ftrl = register_kernel("SparseApplyFtrl", "CPU", cost=_sparse_cost(3))(
+    _sparse_ftrl_kernel("SparseApplyFtrl", False))
+sparse_apply_ftrl_v2 = register_kernel("SparseApplyFtrlV2", "CPU", cost=_sparse_cost(3))(
+    _sparse_ftrl_kernel("SparseApplyFtrlV2", True))
 
 
 @register_kernel("SparseApplyProximalGradientDescent", "CPU", cost=_sparse_cost(4))
