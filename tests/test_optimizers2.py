@@ -1,6 +1,6 @@
 """Adadelta, FTRL, proximal gradient descent, proximal Adagrad and Adagrad-DA against TensorFlow
 2.21 (tests/fixtures/make_optimizers2.py): five training steps of a small model with dense and
-sparse (gather / embedding_lookup) gradients, every variable and slot after each step; slot names;
+sparse (gather / embedding_lookup, and a gather with duplicate ids) gradients, every variable and slot after each step; slot names;
 the raw SparseApply* kernels on duplicate, unsorted indices; and the bad inputs TF rejects."""
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ def _model(mode, dtype):
         pred = af.matmul(af.constant(a("X")), w) + b
         return [w, b], 0.5 * af.reduce_sum(af.square(pred - a("Y")))
     emb = af.Variable(a("E0"), name="emb")
+    if mode == "dup":
+        rows = af.gather(emb, FIX["IDS_DUP"])
+        return [emb], 0.5 * af.reduce_sum(af.square(rows * a("C_DUP") - 1.0))
     rows = af.gather(emb, FIX["IDS"]) if mode == "sparse" else af.nn.embedding_lookup(emb, FIX["IDS"])
     return [emb], 0.5 * af.reduce_sum(af.square(rows * a("C") - a("D")))
 

@@ -218,6 +218,20 @@ def _is_number(x) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
+def _sum_duplicate_indices(self, grad, var):
+    """TF's Optimizer._apply_sparse_duplicate_indices: the gradients of duplicate rows are summed
+    (Unique + UnsortedSegmentSum, rows in the order they first occur) before the update, so a row
+    gathered k times gets one update. The optimizers below (Adadelta, FTRL, proximal, AdagradDA) do
+    this, as TF does; the five above leave duplicates to the kernel (actorflow/train/optimizer.py)."""
+    from actorflow.graph.indexed_slices import IndexedSlices
+    from actorflow.graph.ops.array_ops.gathering import unsorted_segment_sum
+    from actorflow.graph.ops.array_ops.shapes import shape
+    from actorflow.graph.ops.sort_ops import unique
+    unique_indices, positions = unique(grad.indices)
+    summed = unsorted_segment_sum(grad.values, positions, shape(unique_indices)[0])
+    return self._apply_sparse(IndexedSlices(summed, unique_indices, grad.dense_shape), var)
+
+
 def _constant_slot(opt, var, value, slot_name, op_name):
     from actorflow.graph.initializers import constant_initializer
     return opt._get_or_make_slot_with_initializer(var, constant_initializer(value, dtype=var.dtype), var.shape,
@@ -231,6 +245,8 @@ class AdadeltaOptimizer(Optimizer):
 
     Slots "accum" and "accum_update" (`var/Adadelta`, `var/Adadelta_1`), starting at zeros.
     """
+
+    _apply_sparse_duplicate_indices = _sum_duplicate_indices
 
     def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-8, use_locking=False, name="Adadelta"):
         super().__init__(use_locking, name)
@@ -269,6 +285,8 @@ class FtrlOptimizer(Optimizer):
     Slots "accum" (starting at `initial_accumulator_value`; `var/Ftrl` or `var/<accum_name>`) and
     "linear" (zeros; `var/Ftrl_1` or `var/<linear_name>`).
     """
+
+    _apply_sparse_duplicate_indices = _sum_duplicate_indices
 
     def __init__(self, learning_rate, learning_rate_power=-0.5, initial_accumulator_value=0.1,
                  l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking=False, name="Ftrl",
@@ -357,6 +375,8 @@ class ProximalGradientDescentOptimizer(Optimizer):
     fails to build the update of a float64 variable).
     """
 
+    _apply_sparse_duplicate_indices = _sum_duplicate_indices
+
     def __init__(self, learning_rate, l1_regularization_strength=0.0, l2_regularization_strength=0.0,
                  use_locking=False, name="ProximalGradientDescent"):
         super().__init__(use_locking, name)
@@ -387,6 +407,8 @@ class ProximalAdagradOptimizer(Optimizer):
     Slot "accumulator" (`var/ProximalAdagrad`), starting at `initial_accumulator_value`.
     Differs from TF: float64 variables work (as ProximalGradientDescentOptimizer).
     """
+
+    _apply_sparse_duplicate_indices = _sum_duplicate_indices
 
     def __init__(self, learning_rate, initial_accumulator_value=0.1, l1_regularization_strength=0.0,
                  l2_regularization_strength=0.0, use_locking=False, name="ProximalAdagrad"):
@@ -427,6 +449,8 @@ class AdagradDAOptimizer(Optimizer):
     "gradient_accumulator" (zeros; `var/AdagradDA`) and "gradient_squared_accumulator" (starting at
     `initial_gradient_squared_accumulator_value`; `var/AdagradDA_1`).
     """
+
+    _apply_sparse_duplicate_indices = _sum_duplicate_indices
 
     def __init__(self, learning_rate, global_step, initial_gradient_squared_accumulator_value=0.1,
                  l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking=False,
