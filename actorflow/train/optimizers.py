@@ -445,7 +445,8 @@ class AdagradDAOptimizer(Optimizer):
     g_acc += grad; gg_acc += grad**2; var = -sign(g_acc)*lr*max(|g_acc| - l1*t, 0)/(l2*t*lr + sqrt(gg_acc))
     where t = global_step + 1, read before this step's increment.
 
-    `global_step` (an integer variable, usually the one passed to `minimize`) is required. Slots
+    `global_step` (an integer variable, usually the one passed to `minimize`) is required; None
+    fails in `minimize`/`apply_gradients` with ValueError, as in TF. It may be int32 (TF: int64 only). Slots
     "gradient_accumulator" (zeros; `var/AdagradDA`) and "gradient_squared_accumulator" (starting at
     `initial_gradient_squared_accumulator_value`; `var/AdagradDA_1`).
     """

@@ -628,9 +628,11 @@ def sparse_apply_adam(attrs):
 # (tensorflow/core/kernels/training_ops.cc: the CPU functors and SparseApply* kernels). Sparse
 # updates walk the indices in order, as TF's CPU kernels do, so a duplicate row is updated once per
 # occurrence. Scalars arrive in the arrays' dtype; `one` (1 in that dtype) stands in for literals.
+# The loops use numpy's error model (x/0 is inf, as in TF): with numba's default each division
+# tests for zero, and the loops that divide most would not vectorise.
 # --------------------------------------------------------------------------------------------
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _adadelta_update(var, accum, accum_update, lr, rho, one_minus_rho, epsilon, one, grad):
     for i in range(var.shape[0]):
         g = grad[i]
@@ -641,19 +643,45 @@ def _adadelta_update(var, accum, accum_update, lr, rho, one_minus_rho, epsilon, 
         accum_update[i] = accum_update[i] * rho + u * u * one_minus_rho
 
 
-@njit(cache=True, nogil=True)
-def _ftrl_update(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, one, multiply):
-    # TF's ComputeFtrl / ApplyFtrl(V2) functors. l2_shrinkage == 0 is FTRL V1 (grad unchanged);
-    # lr_power == -0.5 takes sqrt instead of pow, like TF's fast path.
-    two = one + one
-    neg_half = lr_power == -one / two
-    p = -lr_power
-    shrink = two * l2_shrinkage
+@njit(cache=True, nogil=True, error_model="numpy")
+def _ftrl_sqrt(var, accum, linear, grad, lr, l1, l2, shrink, two):
+    # lr_power == -0.5: TF's fast path, sqrt instead of pow.
     for i in range(var.shape[0]):
         g = grad[i]
         a = accum[i]
         v = var[i]
-        gs = g + shrink * v
+        na = a + g * g
+        sna = np.sqrt(na)
+        lin = linear[i] + ((g + shrink * v) - (sna - np.sqrt(a)) / lr * v)
+        linear[i] = lin
+        adj = min(max(lin, -l1), l1)
+        var[i] = (adj - lin) / (sna / lr + two * l2)
+        accum[i] = na
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _ftrl_pow(var, accum, linear, grad, lr, l1, l2, shrink, two, p):
+    for i in range(var.shape[0]):
+        g = grad[i]
+        a = accum[i]
+        v = var[i]
+        na = a + g * g
+        sna = na ** p
+        lin = linear[i] + ((g + shrink * v) - (sna - a ** p) / lr * v)
+        linear[i] = lin
+        adj = min(max(lin, -l1), l1)
+        var[i] = (adj - lin) / (sna / lr + two * l2)
+        accum[i] = na
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _ftrl_multiply(var, accum, linear, grad, lr, l1, l2, shrink, two, p, neg_half):
+    # multiply_linear_by_lr: linear holds lr * (TF's usual linear).
+    bound = l1 * lr
+    for i in range(var.shape[0]):
+        g = grad[i]
+        a = accum[i]
+        v = var[i]
         na = a + g * g
         if neg_half:
             sna = np.sqrt(na)
@@ -661,25 +689,29 @@ def _ftrl_update(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, o
         else:
             sna = na ** p
             sigma = sna - a ** p
-        if multiply:
-            lin = linear[i] + (gs * lr - sigma * v)
-            bound = l1 * lr
-            quad = sna + two * l2 * lr
-        else:
-            lin = linear[i] + (gs - sigma / lr * v)
-            bound = l1
-            quad = sna / lr + two * l2
+        lin = linear[i] + ((g + shrink * v) * lr - sigma * v)
         linear[i] = lin
-        adj = lin
-        if adj > bound:
-            adj = bound
-        if adj < -bound:
-            adj = -bound
-        var[i] = (adj - lin) / quad
+        adj = min(max(lin, -bound), bound)
+        var[i] = (adj - lin) / (sna + two * l2 * lr)
         accum[i] = na
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
+def _ftrl_update(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, one, multiply):
+    # TF's ComputeFtrl / ApplyFtrl(V2) functors. l2_shrinkage == 0 is FTRL V1 (grad unchanged);
+    # lr_power == -0.5 takes sqrt instead of pow, like TF's fast path. One branch-free loop per case.
+    two = one + one
+    neg_half = lr_power == -one / two
+    shrink = two * l2_shrinkage
+    if multiply:
+        _ftrl_multiply(var, accum, linear, grad, lr, l1, l2, shrink, two, -lr_power, neg_half)
+    elif neg_half:
+        _ftrl_sqrt(var, accum, linear, grad, lr, l1, l2, shrink, two)
+    else:
+        _ftrl_pow(var, accum, linear, grad, lr, l1, l2, shrink, two, -lr_power)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _proximal_gd_update(var, alpha, l1, l2, grad):
     # TF: prox = var - grad*lr; var = sign(prox)*max(|prox| - lr*l1, 0)/(1 + l2*lr).
     one = alpha / alpha
@@ -701,7 +733,7 @@ def _proximal_gd_update(var, alpha, l1, l2, grad):
             var[i] = p / den
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _proximal_adagrad_update(var, accum, lr, l1, l2, one, grad):
     for i in range(var.shape[0]):
         g = grad[i]
@@ -724,7 +756,7 @@ def _proximal_adagrad_update(var, accum, lr, l1, l2, one, grad):
             var[i] = p / den
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _adagrad_da_update(var, gacc, gsacc, grad, lr, l1, l2, step, step_lr):
     # TF's ApplyAdagradDA functor: var = -sign(g)*lr*max(|g| - t*l1, 0)/(l2*(t*lr) + sqrt(gg)).
     for i in range(var.shape[0]):
@@ -748,7 +780,7 @@ def _adagrad_da_update(var, gacc, gsacc, grad, lr, l1, l2, step, step_lr):
             var[i] = -(lr * ga) / den
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _adagrad_da_row(var, gacc, gsacc, grad, l1, l2, step, step_lr):
     # TF's SparseApplyAdagradDA rows: var = -sign(g)*max(|g|/t - l1, 0)/(l2 + sqrt(gg)/(t*lr)).
     for i in range(var.shape[0]):
@@ -772,34 +804,34 @@ def _adagrad_da_row(var, gacc, gsacc, grad, l1, l2, step, step_lr):
             var[i] = -(ga / step) / den
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _sparse_adadelta(var, accum, accum_update, lr, rho, one_minus_rho, epsilon, one, grad, idx):
     for i in range(idx.shape[0]):
         r = idx[i]
         _adadelta_update(var[r], accum[r], accum_update[r], lr, rho, one_minus_rho, epsilon, one, grad[i])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _sparse_ftrl(var, accum, linear, grad, idx, lr, l1, l2, l2_shrinkage, lr_power, one, multiply):
     for i in range(idx.shape[0]):
         r = idx[i]
         _ftrl_update(var[r], accum[r], linear[r], grad[i], lr, l1, l2, l2_shrinkage, lr_power, one, multiply)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _sparse_proximal_gd(var, alpha, l1, l2, grad, idx):
     for i in range(idx.shape[0]):
         _proximal_gd_update(var[idx[i]], alpha, l1, l2, grad[i])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _sparse_proximal_adagrad(var, accum, lr, l1, l2, one, grad, idx):
     for i in range(idx.shape[0]):
         r = idx[i]
         _proximal_adagrad_update(var[r], accum[r], lr, l1, l2, one, grad[i])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _sparse_adagrad_da(var, gacc, gsacc, grad, idx, l1, l2, step, step_lr):
     for i in range(idx.shape[0]):
         r = idx[i]
