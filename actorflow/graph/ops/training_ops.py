@@ -3,8 +3,9 @@
 The first inputs of each op (the variable and its slots) are references: the runtime binds them to
 the variables' resource actors, which hand the kernel exclusively owned buffers to update in place.
 Every op outputs the updated variable. Hyper-parameters (learning rate, decay rates, epsilon, ...)
-are scalars of the variable's dtype; dense gradients have the variable's shape, sparse ones are
-`values` rows at `indices` (values.shape == indices.shape + var.shape[1:]).
+are scalars of the variable's dtype (AdagradDA's global_step an integer scalar); dense gradients
+have the variable's shape, sparse ones are `values` rows at `indices`
+(values.shape == indices.shape + var.shape[1:]).
 
 Input orders and attribute names follow docs/ops.md, the contract with the kernels in
 actorflow/kernels/cpu/training.py. These ops have no gradients.
