@@ -11,11 +11,12 @@ like TF's (`var/Adam`, `var/Adam_1`), created colocated with their variable, so 
 live on the variable's parameter server.
 
 Differences from TF 1.x:
-- Duplicate indices in a sparse gradient are not summed first (TF sums them with Unique +
-  UnsortedSegmentSum, and actorflow has no Unique op): the SparseApply* kernels apply duplicate
-  rows one after another. For gradient descent that is the same update; for the stateful
-  optimizers a row that appears k times in one step gets k consecutive updates instead of one
-  update with the summed gradient.
+- Duplicate indices in a sparse gradient are not summed first by the base class (TF sums them
+  with Unique + UnsortedSegmentSum): the SparseApply* kernels apply duplicate rows one after
+  another. For gradient descent that is the same update; for the stateful optimizers a row that
+  appears k times in one step gets k consecutive updates instead of one update with the summed
+  gradient. Adadelta, FTRL, the proximal optimizers and AdagradDA do sum them, as TF does
+  (actorflow/train/optimizers.py).
 - Python-number hyper-parameters are made constants of each variable's dtype directly (TF makes
   float32 constants and casts them), so float64 variables see exact hyper-parameters.
 """

@@ -1,4 +1,5 @@
-"""The TF-1.x optimizers: gradient descent, momentum, Adagrad, RMSProp and Adam.
+"""The TF-1.x optimizers: gradient descent, momentum, Adagrad, RMSProp, Adam, Adadelta, FTRL,
+proximal gradient descent, proximal Adagrad and Adagrad dual averaging.
 
 Each builds one Apply* op per dense gradient and one SparseApply* op per IndexedSlices gradient
 (see actorflow/train/optimizer.py for the shared machinery and the differences from TF).
@@ -13,7 +14,8 @@ from actorflow.graph.ops import training_ops
 from actorflow.train.optimizer import Optimizer
 
 __all__ = ["GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer", "RMSPropOptimizer",
-           "AdamOptimizer"]
+           "AdamOptimizer", "AdadeltaOptimizer", "FtrlOptimizer", "ProximalGradientDescentOptimizer",
+           "ProximalAdagradOptimizer", "AdagradDAOptimizer"]
 
 
 class GradientDescentOptimizer(Optimizer):
@@ -210,3 +212,296 @@ class AdamOptimizer(Optimizer):
             update_b1 = assign(b1, multiply(b1, self._hyper("beta1", b1.dtype)), use_locking=self._use_locking)
             update_b2 = assign(b2, multiply(b2, self._hyper("beta2", b2.dtype)), use_locking=self._use_locking)
         return group(*update_ops, update_b1, update_b2, name=name_scope)
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def _sum_duplicate_indices(self, grad, var):
+    """TF's Optimizer._apply_sparse_duplicate_indices: the gradients of duplicate rows are summed
+    (Unique + UnsortedSegmentSum, rows in the order they first occur) before the update, so a row
+    gathered k times gets one update. The optimizers below (Adadelta, FTRL, proximal, AdagradDA) do
+    this, as TF does; the five above leave duplicates to the kernel (actorflow/train/optimizer.py)."""
+    from actorflow.graph.indexed_slices import IndexedSlices
+    from actorflow.graph.ops.array_ops.gathering import unsorted_segment_sum
+    from actorflow.graph.ops.array_ops.shapes import shape
+    from actorflow.graph.ops.sort_ops import unique
+    unique_indices, positions = unique(grad.indices)
+    summed = unsorted_segment_sum(grad.values, positions, shape(unique_indices)[0])
+    return self._apply_sparse(IndexedSlices(summed, unique_indices, grad.dense_shape), var)
+
+
+def _constant_slot(opt, var, value, slot_name, op_name):
+    from actorflow.graph.initializers import constant_initializer
+    return opt._get_or_make_slot_with_initializer(var, constant_initializer(value, dtype=var.dtype), var.shape,
+                                                  var.dtype, slot_name, op_name)
+
+
+class AdadeltaOptimizer(Optimizer):
+    """Adadelta (tf.compat.v1.train.AdadeltaOptimizer): accum = rho*accum + (1-rho)*grad**2;
+    update = sqrt(accum_update + epsilon)/sqrt(accum + epsilon)*grad; var -= learning_rate*update;
+    accum_update = rho*accum_update + (1-rho)*update**2.
+
+    Slots "accum" and "accum_update" (`var/Adadelta`, `var/Adadelta_1`), starting at zeros.
+    """
+
+    _apply_sparse_duplicate_indices = _sum_duplicate_indices
+
+    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-8, use_locking=False, name="Adadelta"):
+        super().__init__(use_locking, name)
+        self._lr = learning_rate
+        self._rho = rho
+        self._epsilon = epsilon
+        for k, v in (("learning_rate", learning_rate), ("rho", rho), ("epsilon", epsilon)):
+            self._set_hyper(k, v)
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._zeros_slot(v, "accum", self._name)
+            self._zeros_slot(v, "accum_update", self._name)
+
+    def _args(self, var):
+        return [self._hyper(k, var.dtype) for k in ("learning_rate", "rho", "epsilon")]
+
+    def _apply_dense(self, grad, var):
+        return training_ops.apply_adadelta(var, self.get_slot(var, "accum"), self.get_slot(var, "accum_update"),
+                                           *self._args(var), grad, use_locking=self._use_locking)
+
+    def _apply_sparse(self, grad, var):
+        return training_ops.sparse_apply_adadelta(var, self.get_slot(var, "accum"),
+                                                  self.get_slot(var, "accum_update"), *self._args(var), grad.values,
+                                                  grad.indices, use_locking=self._use_locking)
+
+
+class FtrlOptimizer(Optimizer):
+    """FTRL-proximal (tf.compat.v1.train.FtrlOptimizer), the update of McMahan et al. (2013):
+    new_accum = accum + g**2; linear += g - (new_accum**-p - accum**-p)/lr * var;
+    var = (clip(linear, -l1, l1) - linear)/(new_accum**-p/lr + 2*l2); accum = new_accum, with
+    p = learning_rate_power (sqrt when it is -0.5, TF's fast path).
+
+    With `l2_shrinkage_regularization_strength` > 0 the updates are ApplyFtrlV2 and linear sees
+    g + 2*l2_shrinkage*var. `beta` is folded into l2 as l2 + beta/(2*learning_rate), as TF does.
+    Slots "accum" (starting at `initial_accumulator_value`; `var/Ftrl` or `var/<accum_name>`) and
+    "linear" (zeros; `var/Ftrl_1` or `var/<linear_name>`).
+    """
+
+    _apply_sparse_duplicate_indices = _sum_duplicate_indices
+
+    def __init__(self, learning_rate, learning_rate_power=-0.5, initial_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking=False, name="Ftrl",
+                 accum_name=None, linear_name=None, l2_shrinkage_regularization_strength=0.0, beta=None):
+        super().__init__(use_locking, name)
+        for what, value, ok in (
+                ("initial_accumulator_value", initial_accumulator_value, "positive or zero"),
+                ("learning_rate_power", learning_rate_power, "negative or zero"),
+                ("l1_regularization_strength", l1_regularization_strength, "positive or zero"),
+                ("l2_regularization_strength", l2_regularization_strength, "positive or zero"),
+                ("l2_shrinkage_regularization_strength", l2_shrinkage_regularization_strength, "positive or zero")):
+            if _is_number(value) and (value > 0.0 if ok == "negative or zero" else value < 0.0):
+                raise ValueError(f"{what} {value:f} needs to be {ok}")
+        self._learning_rate = learning_rate
+        self._learning_rate_power = learning_rate_power
+        self._initial_accumulator_value = initial_accumulator_value
+        self._l1_regularization_strength = l1_regularization_strength
+        self._l2_regularization_strength = l2_regularization_strength
+        self._beta = 0.0 if beta is None else beta
+        self._l2_shrinkage_regularization_strength = l2_shrinkage_regularization_strength
+        self._accum_name = accum_name
+        self._linear_name = linear_name
+        for k, v in (("learning_rate", learning_rate), ("learning_rate_power", learning_rate_power),
+                     ("l1_regularization_strength", l1_regularization_strength),
+                     ("l2_regularization_strength", l2_regularization_strength),
+                     ("l2_shrinkage_regularization_strength", l2_shrinkage_regularization_strength),
+                     ("beta", self._beta)):
+            self._set_hyper(k, v)
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            _constant_slot(self, v, self._initial_accumulator_value, "accum", self._accum_name or self._name)
+            self._zeros_slot(v, "linear", self._linear_name or self._name)
+
+    def _prepare_hypers(self, var_dtypes):
+        super()._prepare_hypers(var_dtypes)
+        for dt in sorted(var_dtypes, key=lambda d: d.name):
+            self._adjusted_l2(dt)
+
+    def _adjusted_l2(self, dtype):
+        """l2 + beta / (2 * max(learning_rate, 1e-36)): beta folded into l2 as TF's _prepare does."""
+        key = ("adjusted_l2_regularization_strength", dtype)
+        t = self._hyper_tensors.get(key)
+        if t is None:
+            l2 = self._hyper("l2_regularization_strength", dtype)
+            beta = self._call_if_callable(self._beta)
+            if _is_number(beta) and beta == 0:
+                t = l2
+            else:
+                from actorflow.graph.ops.math_ops import add, divide, maximum, multiply
+                lr = self._hyper("learning_rate", dtype)
+                floor = np.asarray(1e-36, dtype=dtype.np)
+                t = add(l2, divide(self._hyper("beta", dtype), multiply(np.asarray(2, dtype=dtype.np),
+                                                                        maximum(lr, floor))),
+                        name="adjusted_l2_regularization_strength")
+            self._hyper_tensors[key] = t
+        return t
+
+    def _shrinkage(self):
+        v = self._l2_shrinkage_regularization_strength
+        return not (_is_number(v) and v <= 0.0)
+
+    def _args(self, var):
+        h = [self._hyper("learning_rate", var.dtype), self._hyper("l1_regularization_strength", var.dtype),
+             self._adjusted_l2(var.dtype)]
+        if self._shrinkage():
+            h.append(self._hyper("l2_shrinkage_regularization_strength", var.dtype))
+        return h + [self._hyper("learning_rate_power", var.dtype)]
+
+    def _apply_dense(self, grad, var):
+        accum, linear = self.get_slot(var, "accum"), self.get_slot(var, "linear")
+        fn = training_ops.apply_ftrl_v2 if self._shrinkage() else training_ops.apply_ftrl
+        return fn(var, accum, linear, grad, *self._args(var), use_locking=self._use_locking)
+
+    def _apply_sparse(self, grad, var):
+        accum, linear = self.get_slot(var, "accum"), self.get_slot(var, "linear")
+        fn = training_ops.sparse_apply_ftrl_v2 if self._shrinkage() else training_ops.sparse_apply_ftrl
+        return fn(var, accum, linear, grad.values, grad.indices, *self._args(var), use_locking=self._use_locking)
+
+
+class ProximalGradientDescentOptimizer(Optimizer):
+    """Proximal gradient descent, FOBOS (tf.compat.v1.train.ProximalGradientDescentOptimizer):
+    prox = var - lr*grad; var = sign(prox)*max(|prox| - lr*l1, 0)/(1 + lr*l2). No slots.
+
+    Differs from TF: float64 variables work (TF passes its float32 hyper-parameters uncast and
+    fails to build the update of a float64 variable).
+    """
+
+    _apply_sparse_duplicate_indices = _sum_duplicate_indices
+
+    def __init__(self, learning_rate, l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 use_locking=False, name="ProximalGradientDescent"):
+        super().__init__(use_locking, name)
+        self._learning_rate = learning_rate
+        self._l1_regularization_strength = l1_regularization_strength
+        self._l2_regularization_strength = l2_regularization_strength
+        for k, v in (("learning_rate", learning_rate), ("l1_regularization_strength", l1_regularization_strength),
+                     ("l2_regularization_strength", l2_regularization_strength)):
+            self._set_hyper(k, v)
+
+    def _args(self, var):
+        return [self._hyper(k, var.dtype) for k in ("learning_rate", "l1_regularization_strength",
+                                                    "l2_regularization_strength")]
+
+    def _apply_dense(self, grad, var):
+        return training_ops.apply_proximal_gradient_descent(var, *self._args(var), grad,
+                                                            use_locking=self._use_locking)
+
+    def _apply_sparse(self, grad, var):
+        return training_ops.sparse_apply_proximal_gradient_descent(var, *self._args(var), grad.values,
+                                                                   grad.indices, use_locking=self._use_locking)
+
+
+class ProximalAdagradOptimizer(Optimizer):
+    """Proximal Adagrad (tf.compat.v1.train.ProximalAdagradOptimizer): accum += grad**2;
+    rate = lr/sqrt(accum); prox = var - rate*grad; var = sign(prox)*max(|prox| - rate*l1, 0)/(1 + rate*l2).
+
+    Slot "accumulator" (`var/ProximalAdagrad`), starting at `initial_accumulator_value`.
+    Differs from TF: float64 variables work (as ProximalGradientDescentOptimizer).
+    """
+
+    _apply_sparse_duplicate_indices = _sum_duplicate_indices
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, l1_regularization_strength=0.0,
+                 l2_regularization_strength=0.0, use_locking=False, name="ProximalAdagrad"):
+        if _is_number(initial_accumulator_value) and initial_accumulator_value <= 0.0:
+            raise ValueError(f"initial_accumulator_value must be positive: {initial_accumulator_value}")
+        super().__init__(use_locking, name)
+        self._learning_rate = learning_rate
+        self._initial_accumulator_value = initial_accumulator_value
+        self._l1_regularization_strength = l1_regularization_strength
+        self._l2_regularization_strength = l2_regularization_strength
+        for k, v in (("learning_rate", learning_rate), ("l1_regularization_strength", l1_regularization_strength),
+                     ("l2_regularization_strength", l2_regularization_strength)):
+            self._set_hyper(k, v)
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            _constant_slot(self, v, self._initial_accumulator_value, "accumulator", self._name)
+
+    def _args(self, var):
+        return [self._hyper(k, var.dtype) for k in ("learning_rate", "l1_regularization_strength",
+                                                    "l2_regularization_strength")]
+
+    def _apply_dense(self, grad, var):
+        return training_ops.apply_proximal_adagrad(var, self.get_slot(var, "accumulator"), *self._args(var), grad,
+                                                   use_locking=self._use_locking)
+
+    def _apply_sparse(self, grad, var):
+        return training_ops.sparse_apply_proximal_adagrad(var, self.get_slot(var, "accumulator"), *self._args(var),
+                                                          grad.values, grad.indices, use_locking=self._use_locking)
+
+
+class AdagradDAOptimizer(Optimizer):
+    """Adagrad dual averaging (tf.compat.v1.train.AdagradDAOptimizer), for sparse linear models:
+    g_acc += grad; gg_acc += grad**2; var = -sign(g_acc)*lr*max(|g_acc| - l1*t, 0)/(l2*t*lr + sqrt(gg_acc))
+    where t = global_step + 1, read before this step's increment.
+
+    `global_step` (an integer variable, usually the one passed to `minimize`) is required; None
+    fails in `minimize`/`apply_gradients` with ValueError, as in TF. It may be int32 (TF: int64 only). Slots
+    "gradient_accumulator" (zeros; `var/AdagradDA`) and "gradient_squared_accumulator" (starting at
+    `initial_gradient_squared_accumulator_value`; `var/AdagradDA_1`).
+    """
+
+    _apply_sparse_duplicate_indices = _sum_duplicate_indices
+
+    def __init__(self, learning_rate, global_step, initial_gradient_squared_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking=False,
+                 name="AdagradDA"):
+        if _is_number(initial_gradient_squared_accumulator_value) and initial_gradient_squared_accumulator_value <= 0:
+            raise ValueError("initial_gradient_squared_accumulator_value must be positive: "
+                             f"{initial_gradient_squared_accumulator_value}")
+        super().__init__(use_locking, name)
+        self._learning_rate = learning_rate
+        self._initial_gradient_squared_accumulator_value = initial_gradient_squared_accumulator_value
+        self._l1_regularization_strength = l1_regularization_strength
+        self._l2_regularization_strength = l2_regularization_strength
+        self._global_step = global_step
+        self._global_step_on_worker = None
+        for k, v in (("learning_rate", learning_rate), ("l1_regularization_strength", l1_regularization_strength),
+                     ("l2_regularization_strength", l2_regularization_strength)):
+            self._set_hyper(k, v)
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._zeros_slot(v, "gradient_accumulator", self._name)
+            _constant_slot(self, v, self._initial_gradient_squared_accumulator_value, "gradient_squared_accumulator",
+                           self._name)
+
+    def _prepare(self):
+        from actorflow.graph.graph import convert_to_tensor
+        from actorflow.graph.ops.constant import identity
+        from actorflow.graph.ops.math_ops import add
+        if self._global_step is None:
+            raise ValueError(f"AdagradDAOptimizer '{self._name}' needs a global_step (an integer variable such as "
+                             "af.train.get_or_create_global_step()), got None")
+        step = convert_to_tensor(self._global_step)
+        if not step.dtype.is_integer:
+            raise TypeError(f"AdagradDAOptimizer '{self._name}': global_step must be an integer tensor, got "
+                            f"{step.dtype.name} ({step.name})")
+        # The step this update counts as (TF: identity(global_step) + 1, read on the worker).
+        self._global_step_on_worker = add(identity(step), convert_to_tensor(1, dtype=step.dtype))
+
+    def _args(self, var):
+        from actorflow.graph.ops.constant import identity
+        return ([self._hyper(k, var.dtype) for k in ("learning_rate", "l1_regularization_strength",
+                                                     "l2_regularization_strength")]
+                + [identity(self._global_step_on_worker)])
+
+    def _apply_dense(self, grad, var):
+        return training_ops.apply_adagrad_da(var, self.get_slot(var, "gradient_accumulator"),
+                                             self.get_slot(var, "gradient_squared_accumulator"), grad,
+                                             *self._args(var), use_locking=self._use_locking)
+
+    def _apply_sparse(self, grad, var):
+        return training_ops.sparse_apply_adagrad_da(var, self.get_slot(var, "gradient_accumulator"),
+                                                    self.get_slot(var, "gradient_squared_accumulator"), grad.values,
+                                                    grad.indices, *self._args(var), use_locking=self._use_locking)

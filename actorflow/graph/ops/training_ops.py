@@ -3,8 +3,9 @@
 The first inputs of each op (the variable and its slots) are references: the runtime binds them to
 the variables' resource actors, which hand the kernel exclusively owned buffers to update in place.
 Every op outputs the updated variable. Hyper-parameters (learning rate, decay rates, epsilon, ...)
-are scalars of the variable's dtype; dense gradients have the variable's shape, sparse ones are
-`values` rows at `indices` (values.shape == indices.shape + var.shape[1:]).
+are scalars of the variable's dtype (AdagradDA's global_step an integer scalar); dense gradients
+have the variable's shape, sparse ones are `values` rows at `indices`
+(values.shape == indices.shape + var.shape[1:]).
 
 Input orders and attribute names follow docs/ops.md, the contract with the kernels in
 actorflow/kernels/cpu/training.py. These ops have no gradients.
@@ -22,6 +23,12 @@ __all__ = [
     "apply_gradient_descent", "apply_momentum", "apply_adagrad", "apply_rms_prop",
     "apply_centered_rms_prop", "apply_adam", "sparse_apply_gradient_descent", "sparse_apply_momentum",
     "sparse_apply_adagrad", "sparse_apply_rms_prop", "sparse_apply_centered_rms_prop", "sparse_apply_adam",
+    "ApplyAdadelta", "ApplyFtrl", "ApplyFtrlV2", "ApplyProximalGradientDescent", "ApplyProximalAdagrad",
+    "ApplyAdagradDA", "SparseApplyAdadelta", "SparseApplyFtrl", "SparseApplyFtrlV2",
+    "SparseApplyProximalGradientDescent", "SparseApplyProximalAdagrad", "SparseApplyAdagradDA",
+    "apply_adadelta", "apply_ftrl", "apply_ftrl_v2", "apply_proximal_gradient_descent", "apply_proximal_adagrad",
+    "apply_adagrad_da", "sparse_apply_adadelta", "sparse_apply_ftrl", "sparse_apply_ftrl_v2",
+    "sparse_apply_proximal_gradient_descent", "sparse_apply_proximal_adagrad", "sparse_apply_adagrad_da",
 ]
 
 
@@ -29,11 +36,12 @@ __all__ = [
 # Inference
 # ---------------------------------------------------------------------------------------------
 
-def _make_infer(op_type: str, names: tuple, n_refs: int, scalars: tuple, sparse: bool):
+def _make_infer(op_type: str, names: tuple, n_refs: int, scalars: tuple, sparse: bool, int_scalars: tuple = ()):
     """An infer function for an update op with inputs `names`.
 
     The first `n_refs` inputs are the variable and its slots; `scalars` name the hyper-parameter
-    inputs; "grad" is the gradient and, when `sparse`, "indices" its row indices.
+    inputs; "grad" is the gradient and, when `sparse`, "indices" its row indices; `int_scalars`
+    name integer scalar inputs (AdagradDA's global_step).
     """
     index = {n: i for i, n in enumerate(names)}
 
@@ -66,6 +74,11 @@ def _make_infer(op_type: str, names: tuple, n_refs: int, scalars: tuple, sparse:
             if t.shape.ndims not in (None, 0):
                 raise InferenceError(f"'{n}' ({t.name}) must be a scalar, got shape {t.shape} "
                                      f"(updating variable '{vname}')")
+        for n in int_scalars:
+            t = inputs[index[n]]
+            if not t.dtype.is_integer or t.shape.ndims not in (None, 0):
+                raise InferenceError(f"'{n}' ({t.name}) must be an integer scalar, got {t.dtype.name} of shape "
+                                     f"{t.shape} (updating variable '{vname}')")
         grad = inputs[index["grad"]]
         if grad.dtype is not var.dtype:
             raise InferenceError(f"gradient '{grad.name}' has dtype {grad.dtype.name}, but variable '{vname}' "
@@ -95,8 +108,8 @@ def _make_infer(op_type: str, names: tuple, n_refs: int, scalars: tuple, sparse:
     return infer
 
 
-def _define(op_type: str, names: tuple, n_refs: int, scalars: tuple, sparse: bool = False):
-    return define_op(op_type, _make_infer(op_type, names, n_refs, scalars, sparse),
+def _define(op_type: str, names: tuple, n_refs: int, scalars: tuple, sparse: bool = False, int_scalars: tuple = ()):
+    return define_op(op_type, _make_infer(op_type, names, n_refs, scalars, sparse, int_scalars),
                      ref_inputs=tuple(range(n_refs)), stateful=True)
 
 
@@ -127,6 +140,39 @@ SparseApplyCenteredRMSProp = _define("SparseApplyCenteredRMSProp",
 SparseApplyAdam = _define("SparseApplyAdam", ("var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1",
                                               "beta2", "epsilon", "grad", "indices"), 3,
                           ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"), sparse=True)
+
+# The optimizers of tf.compat.v1.train beyond the common five (their inputs in TF's order; the
+# gradient input is called "grad" here, "delta" in TF's ApplyProximalGradientDescent).
+ApplyAdadelta = _define("ApplyAdadelta", ("var", "accum", "accum_update", "lr", "rho", "epsilon", "grad"), 3,
+                        ("lr", "rho", "epsilon"))
+ApplyFtrl = _define("ApplyFtrl", ("var", "accum", "linear", "grad", "lr", "l1", "l2", "lr_power"), 3,
+                    ("lr", "l1", "l2", "lr_power"))
+ApplyFtrlV2 = _define("ApplyFtrlV2", ("var", "accum", "linear", "grad", "lr", "l1", "l2", "l2_shrinkage",
+                                      "lr_power"), 3, ("lr", "l1", "l2", "l2_shrinkage", "lr_power"))
+ApplyProximalGradientDescent = _define("ApplyProximalGradientDescent", ("var", "alpha", "l1", "l2", "grad"), 1,
+                                       ("alpha", "l1", "l2"))
+ApplyProximalAdagrad = _define("ApplyProximalAdagrad", ("var", "accum", "lr", "l1", "l2", "grad"), 2,
+                               ("lr", "l1", "l2"))
+ApplyAdagradDA = _define("ApplyAdagradDA", ("var", "gradient_accumulator", "gradient_squared_accumulator", "grad",
+                                            "lr", "l1", "l2", "global_step"), 3, ("lr", "l1", "l2"),
+                         int_scalars=("global_step",))
+
+SparseApplyAdadelta = _define("SparseApplyAdadelta", ("var", "accum", "accum_update", "lr", "rho", "epsilon",
+                                                      "grad", "indices"), 3, ("lr", "rho", "epsilon"), sparse=True)
+SparseApplyFtrl = _define("SparseApplyFtrl", ("var", "accum", "linear", "grad", "indices", "lr", "l1", "l2",
+                                              "lr_power"), 3, ("lr", "l1", "l2", "lr_power"), sparse=True)
+SparseApplyFtrlV2 = _define("SparseApplyFtrlV2", ("var", "accum", "linear", "grad", "indices", "lr", "l1", "l2",
+                                                  "l2_shrinkage", "lr_power"), 3,
+                            ("lr", "l1", "l2", "l2_shrinkage", "lr_power"), sparse=True)
+SparseApplyProximalGradientDescent = _define("SparseApplyProximalGradientDescent",
+                                             ("var", "alpha", "l1", "l2", "grad", "indices"), 1,
+                                             ("alpha", "l1", "l2"), sparse=True)
+SparseApplyProximalAdagrad = _define("SparseApplyProximalAdagrad", ("var", "accum", "lr", "l1", "l2", "grad",
+                                                                    "indices"), 2, ("lr", "l1", "l2"), sparse=True)
+SparseApplyAdagradDA = _define("SparseApplyAdagradDA", ("var", "gradient_accumulator",
+                                                        "gradient_squared_accumulator", "grad", "indices", "lr",
+                                                        "l1", "l2", "global_step"), 3, ("lr", "l1", "l2"),
+                               sparse=True, int_scalars=("global_step",))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,3 +293,116 @@ def sparse_apply_adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, eps
     return SparseApplyAdam(r, _ref(m), _ref(v),
                            *[_val(x, r) for x in (beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad)],
                            _idx(indices), use_locking=bool(use_locking), name=name)
+
+
+def _step(global_step) -> Tensor:
+    """AdagradDA's global step: an integer scalar tensor (Python ints become int64, as in TF)."""
+    if isinstance(global_step, Tensor) or hasattr(global_step, "_as_graph_element"):
+        return convert_to_tensor(global_step)
+    from actorflow.graph import dtypes
+    return convert_to_tensor(global_step, dtype=dtypes.int64)
+
+
+def apply_adadelta(var, accum, accum_update, lr, rho, epsilon, grad, use_locking=False, name=None):
+    """accum = rho*accum + (1-rho)*grad**2; update = sqrt(accum_update+epsilon)/sqrt(accum+epsilon)*grad;
+    var -= lr*update; accum_update = rho*accum_update + (1-rho)*update**2 (tf.raw_ops.ApplyAdadelta)."""
+    v = _ref(var)
+    return ApplyAdadelta(v, _ref(accum), _ref(accum_update), *[_val(x, v) for x in (lr, rho, epsilon, grad)],
+                         use_locking=bool(use_locking), name=name)
+
+
+def apply_ftrl(var, accum, linear, grad, lr, l1, l2, lr_power, use_locking=False, multiply_linear_by_lr=False,
+               name=None):
+    """One FTRL-proximal step (tf.raw_ops.ApplyFtrl): new_accum = accum + grad**2;
+    linear += grad - (new_accum**-lr_power - accum**-lr_power)/lr * var;
+    var = (clip(linear, -l1, l1) - linear) / (new_accum**-lr_power/lr + 2*l2); accum = new_accum.
+    lr_power == -0.5 uses sqrt, as TF's fast path does."""
+    v = _ref(var)
+    return ApplyFtrl(v, _ref(accum), _ref(linear), *[_val(x, v) for x in (grad, lr, l1, l2, lr_power)],
+                     use_locking=bool(use_locking), multiply_linear_by_lr=bool(multiply_linear_by_lr), name=name)
+
+
+def apply_ftrl_v2(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, use_locking=False,
+                  multiply_linear_by_lr=False, name=None):
+    """ApplyFtrl with L2 shrinkage: linear sees grad + 2*l2_shrinkage*var (accum still sees grad)
+    (tf.raw_ops.ApplyFtrlV2)."""
+    v = _ref(var)
+    return ApplyFtrlV2(v, _ref(accum), _ref(linear),
+                       *[_val(x, v) for x in (grad, lr, l1, l2, l2_shrinkage, lr_power)],
+                       use_locking=bool(use_locking), multiply_linear_by_lr=bool(multiply_linear_by_lr), name=name)
+
+
+def apply_proximal_gradient_descent(var, alpha, l1, l2, delta, use_locking=False, name=None):
+    """prox = var - alpha*delta; var = sign(prox)*max(|prox| - alpha*l1, 0)/(1 + alpha*l2)
+    (tf.raw_ops.ApplyProximalGradientDescent)."""
+    v = _ref(var)
+    return ApplyProximalGradientDescent(v, *[_val(x, v) for x in (alpha, l1, l2, delta)],
+                                        use_locking=bool(use_locking), name=name)
+
+
+def apply_proximal_adagrad(var, accum, lr, l1, l2, grad, use_locking=False, name=None):
+    """accum += grad**2; ApplyProximalGradientDescent with the step lr/sqrt(accum)
+    (tf.raw_ops.ApplyProximalAdagrad)."""
+    v = _ref(var)
+    return ApplyProximalAdagrad(v, _ref(accum), *[_val(x, v) for x in (lr, l1, l2, grad)],
+                                use_locking=bool(use_locking), name=name)
+
+
+def apply_adagrad_da(var, gradient_accumulator, gradient_squared_accumulator, grad, lr, l1, l2, global_step,
+                     use_locking=False, name=None):
+    """Adagrad dual averaging (tf.raw_ops.ApplyAdagradDA): g_acc += grad; gg_acc += grad**2;
+    var = -sign(g_acc)*lr*max(|g_acc| - l1*t, 0)/(l2*t*lr + sqrt(gg_acc)) with t = global_step."""
+    v = _ref(var)
+    return ApplyAdagradDA(v, _ref(gradient_accumulator), _ref(gradient_squared_accumulator),
+                          *[_val(x, v) for x in (grad, lr, l1, l2)], _step(global_step),
+                          use_locking=bool(use_locking), name=name)
+
+
+def sparse_apply_adadelta(var, accum, accum_update, lr, rho, epsilon, grad, indices, use_locking=False, name=None):
+    """ApplyAdadelta on the rows `indices` only, in order (tf.raw_ops.SparseApplyAdadelta)."""
+    v = _ref(var)
+    return SparseApplyAdadelta(v, _ref(accum), _ref(accum_update), *[_val(x, v) for x in (lr, rho, epsilon, grad)],
+                               _idx(indices), use_locking=bool(use_locking), name=name)
+
+
+def sparse_apply_ftrl(var, accum, linear, grad, indices, lr, l1, l2, lr_power, use_locking=False,
+                      multiply_linear_by_lr=False, name=None):
+    """ApplyFtrl on the rows `indices` only, in order (tf.raw_ops.SparseApplyFtrl)."""
+    v = _ref(var)
+    return SparseApplyFtrl(v, _ref(accum), _ref(linear), _val(grad, v), _idx(indices),
+                           *[_val(x, v) for x in (lr, l1, l2, lr_power)], use_locking=bool(use_locking),
+                           multiply_linear_by_lr=bool(multiply_linear_by_lr), name=name)
+
+
+def sparse_apply_ftrl_v2(var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power, use_locking=False,
+                         multiply_linear_by_lr=False, name=None):
+    """ApplyFtrlV2 on the rows `indices` only, in order (tf.raw_ops.SparseApplyFtrlV2)."""
+    v = _ref(var)
+    return SparseApplyFtrlV2(v, _ref(accum), _ref(linear), _val(grad, v), _idx(indices),
+                             *[_val(x, v) for x in (lr, l1, l2, l2_shrinkage, lr_power)],
+                             use_locking=bool(use_locking), multiply_linear_by_lr=bool(multiply_linear_by_lr),
+                             name=name)
+
+
+def sparse_apply_proximal_gradient_descent(var, alpha, l1, l2, grad, indices, use_locking=False, name=None):
+    """ApplyProximalGradientDescent on the rows `indices` only, in order
+    (tf.raw_ops.SparseApplyProximalGradientDescent)."""
+    v = _ref(var)
+    return SparseApplyProximalGradientDescent(v, *[_val(x, v) for x in (alpha, l1, l2, grad)], _idx(indices),
+                                              use_locking=bool(use_locking), name=name)
+
+
+def sparse_apply_proximal_adagrad(var, accum, lr, l1, l2, grad, indices, use_locking=False, name=None):
+    """ApplyProximalAdagrad on the rows `indices` only, in order (tf.raw_ops.SparseApplyProximalAdagrad)."""
+    v = _ref(var)
+    return SparseApplyProximalAdagrad(v, _ref(accum), *[_val(x, v) for x in (lr, l1, l2, grad)], _idx(indices),
+                                      use_locking=bool(use_locking), name=name)
+
+
+def sparse_apply_adagrad_da(var, gradient_accumulator, gradient_squared_accumulator, grad, indices, lr, l1, l2,
+                            global_step, use_locking=False, name=None):
+    """ApplyAdagradDA on the rows `indices` only, in order (tf.raw_ops.SparseApplyAdagradDA)."""
+    v = _ref(var)
+    return SparseApplyAdagradDA(v, _ref(gradient_accumulator), _ref(gradient_squared_accumulator), _val(grad, v),
+                                _idx(indices), *[_val(x, v) for x in (lr, l1, l2)], _step(global_step),
+                                use_locking=bool(use_locking), name=name)

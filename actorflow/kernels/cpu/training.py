@@ -5,7 +5,9 @@ every scalar cast to the variable's dtype first, as TF does. The variable and it
 are updated in place and the variable is returned.
 
 For float32/float64 C-contiguous buffers each update is one fused numba loop: a single pass over
-memory, no temporaries, GIL released. A sparse update runs the same per-element loop on the touched
+memory, no temporaries, GIL released. The loops that divide use numpy's error model (x/0 gives
+inf or nan, as in TF): numba's default tests every division for zero, which keeps them from
+vectorising (Adam, RMSProp, Adagrad: 4-5x faster with it on 1M float32 elements). A sparse update runs the same per-element loop on the touched
 rows only, in index order (duplicates apply one after another), so it costs O(len(indices)). Other
 dtypes or strided buffers take a numpy path with the same formulas.
 """
@@ -55,7 +57,7 @@ def _momentum_update(var, accum, lr, grad, momentum, nesterov):
             var[i] -= a * lr
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _adagrad_update(var, accum, lr, grad, update_slots):
     for i in range(var.shape[0]):
         g = grad[i]
@@ -64,7 +66,7 @@ def _adagrad_update(var, accum, lr, grad, update_slots):
         var[i] -= g * lr / np.sqrt(accum[i])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _rmsprop_update(var, ms, mom, lr, one_minus_rho, momentum, epsilon, grad):
     for i in range(var.shape[0]):
         g = grad[i]
@@ -75,7 +77,7 @@ def _rmsprop_update(var, ms, mom, lr, one_minus_rho, momentum, epsilon, grad):
         var[i] -= m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _centered_rmsprop_update(var, mg, ms, mom, lr, one_minus_rho, momentum, epsilon, grad):
     for i in range(var.shape[0]):
         g = grad[i]
@@ -88,7 +90,7 @@ def _centered_rmsprop_update(var, mg, ms, mom, lr, one_minus_rho, momentum, epsi
         var[i] -= m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _adam_update(var, m, v, alpha, beta1, one_minus_beta1, one_minus_beta2, epsilon, grad, nesterov):
     if nesterov:
         for i in range(var.shape[0]):
@@ -619,5 +621,530 @@ def sparse_apply_adam(attrs):
             _sparse_adam(_rows(var), _rows(m), _rows(v), *s, _row_grad(grad, idx.size, var.dtype), idx, nesterov)
         else:
             _sparse_fallback(_np_adam, idx, (var, m, v), grad, *s, after=(nesterov,))
+        return var
+    return fn
+
+
+# --------------------------------------------------------------------------------------------
+# Adadelta, FTRL, proximal gradient descent, proximal Adagrad and Adagrad-DA
+# (tensorflow/core/kernels/training_ops.cc: the CPU functors and SparseApply* kernels). Sparse
+# updates walk the indices in order, as TF's CPU kernels do, so a duplicate row is updated once per
+# occurrence. Scalars arrive in the arrays' dtype; `one` (1 in that dtype) stands in for literals.
+# The loops use numpy's error model (x/0 is inf, as in TF): with numba's default each division
+# tests for zero, and the loops that divide most would not vectorise.
+# --------------------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _adadelta_update(var, accum, accum_update, lr, rho, one_minus_rho, epsilon, one, grad):
+    for i in range(var.shape[0]):
+        g = grad[i]
+        a = accum[i] * rho + g * g * one_minus_rho
+        accum[i] = a
+        u = np.sqrt(accum_update[i] + epsilon) * (one / np.sqrt(a + epsilon)) * g
+        var[i] -= u * lr
+        accum_update[i] = accum_update[i] * rho + u * u * one_minus_rho
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _ftrl_sqrt(var, accum, linear, grad, lr, l1, l2, shrink, two):
+    # lr_power == -0.5: TF's fast path, sqrt instead of pow.
+    for i in range(var.shape[0]):
+        g = grad[i]
+        a = accum[i]
+        v = var[i]
+        na = a + g * g
+        sna = np.sqrt(na)
+        lin = linear[i] + ((g + shrink * v) - (sna - np.sqrt(a)) / lr * v)
+        linear[i] = lin
+        adj = min(max(lin, -l1), l1)
+        var[i] = (adj - lin) / (sna / lr + two * l2)
+        accum[i] = na
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _ftrl_pow(var, accum, linear, grad, lr, l1, l2, shrink, two, p):
+    for i in range(var.shape[0]):
+        g = grad[i]
+        a = accum[i]
+        v = var[i]
+        na = a + g * g
+        sna = na ** p
+        lin = linear[i] + ((g + shrink * v) - (sna - a ** p) / lr * v)
+        linear[i] = lin
+        adj = min(max(lin, -l1), l1)
+        var[i] = (adj - lin) / (sna / lr + two * l2)
+        accum[i] = na
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _ftrl_multiply(var, accum, linear, grad, lr, l1, l2, shrink, two, p, neg_half):
+    # multiply_linear_by_lr: linear holds lr * (TF's usual linear).
+    bound = l1 * lr
+    for i in range(var.shape[0]):
+        g = grad[i]
+        a = accum[i]
+        v = var[i]
+        na = a + g * g
+        if neg_half:
+            sna = np.sqrt(na)
+            sigma = sna - np.sqrt(a)
+        else:
+            sna = na ** p
+            sigma = sna - a ** p
+        lin = linear[i] + ((g + shrink * v) * lr - sigma * v)
+        linear[i] = lin
+        adj = min(max(lin, -bound), bound)
+        var[i] = (adj - lin) / (sna + two * l2 * lr)
+        accum[i] = na
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _ftrl_update(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, one, multiply):
+    # TF's ComputeFtrl / ApplyFtrl(V2) functors. l2_shrinkage == 0 is FTRL V1 (grad unchanged);
+    # lr_power == -0.5 takes sqrt instead of pow, like TF's fast path. One branch-free loop per case.
+    two = one + one
+    neg_half = lr_power == -one / two
+    shrink = two * l2_shrinkage
+    if multiply:
+        _ftrl_multiply(var, accum, linear, grad, lr, l1, l2, shrink, two, -lr_power, neg_half)
+    elif neg_half:
+        _ftrl_sqrt(var, accum, linear, grad, lr, l1, l2, shrink, two)
+    else:
+        _ftrl_pow(var, accum, linear, grad, lr, l1, l2, shrink, two, -lr_power)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _proximal_gd_update(var, alpha, l1, l2, grad):
+    # TF: prox = var - grad*lr; var = sign(prox)*max(|prox| - lr*l1, 0)/(1 + l2*lr).
+    one = alpha / alpha
+    den = one + l2 * alpha
+    shrink = alpha * l1
+    for i in range(var.shape[0]):
+        p = var[i] - grad[i] * alpha
+        if l1 > 0:
+            m = np.abs(p) - shrink
+            if m < 0:
+                m = m - m
+            if p > 0:
+                var[i] = m / den
+            elif p < 0:
+                var[i] = -m / den
+            else:
+                var[i] = p - p
+        else:
+            var[i] = p / den
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _proximal_adagrad_update(var, accum, lr, l1, l2, one, grad):
+    for i in range(var.shape[0]):
+        g = grad[i]
+        a = accum[i] + g * g
+        accum[i] = a
+        rate = lr * (one / np.sqrt(a))
+        p = var[i] - g * rate
+        den = one + l2 * rate
+        if l1 > 0:
+            m = np.abs(p) - rate * l1
+            if m < 0:
+                m = m - m
+            if p > 0:
+                var[i] = m / den
+            elif p < 0:
+                var[i] = -m / den
+            else:
+                var[i] = p - p
+        else:
+            var[i] = p / den
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _adagrad_da_update(var, gacc, gsacc, grad, lr, l1, l2, step, step_lr):
+    # TF's ApplyAdagradDA functor: var = -sign(g)*lr*max(|g| - t*l1, 0)/(l2*(t*lr) + sqrt(gg)).
+    for i in range(var.shape[0]):
+        g = grad[i]
+        ga = gacc[i] + g
+        gacc[i] = ga
+        gg = gsacc[i] + g * g
+        gsacc[i] = gg
+        den = l2 * step_lr + np.sqrt(gg)
+        if l1 > 0:
+            m = np.abs(ga) - step * l1
+            if m < 0:
+                m = m - m
+            if ga > 0:
+                var[i] = -(lr * m) / den
+            elif ga < 0:
+                var[i] = lr * m / den
+            else:
+                var[i] = m - m
+        else:
+            var[i] = -(lr * ga) / den
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _adagrad_da_row(var, gacc, gsacc, grad, l1, l2, step, step_lr):
+    # TF's SparseApplyAdagradDA rows: var = -sign(g)*max(|g|/t - l1, 0)/(l2 + sqrt(gg)/(t*lr)).
+    for i in range(var.shape[0]):
+        g = grad[i]
+        ga = gacc[i] + g
+        gacc[i] = ga
+        gg = gsacc[i] + g * g
+        gsacc[i] = gg
+        den = l2 + np.sqrt(gg) / step_lr
+        if l1 > 0:
+            m = np.abs(ga) / step - l1
+            if m < 0:
+                m = m - m
+            if ga > 0:
+                var[i] = -m / den
+            elif ga < 0:
+                var[i] = m / den
+            else:
+                var[i] = m - m
+        else:
+            var[i] = -(ga / step) / den
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _sparse_adadelta(var, accum, accum_update, lr, rho, one_minus_rho, epsilon, one, grad, idx):
+    for i in range(idx.shape[0]):
+        r = idx[i]
+        _adadelta_update(var[r], accum[r], accum_update[r], lr, rho, one_minus_rho, epsilon, one, grad[i])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _sparse_ftrl(var, accum, linear, grad, idx, lr, l1, l2, l2_shrinkage, lr_power, one, multiply):
+    for i in range(idx.shape[0]):
+        r = idx[i]
+        _ftrl_update(var[r], accum[r], linear[r], grad[i], lr, l1, l2, l2_shrinkage, lr_power, one, multiply)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _sparse_proximal_gd(var, alpha, l1, l2, grad, idx):
+    for i in range(idx.shape[0]):
+        _proximal_gd_update(var[idx[i]], alpha, l1, l2, grad[i])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _sparse_proximal_adagrad(var, accum, lr, l1, l2, one, grad, idx):
+    for i in range(idx.shape[0]):
+        r = idx[i]
+        _proximal_adagrad_update(var[r], accum[r], lr, l1, l2, one, grad[i])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _sparse_adagrad_da(var, gacc, gsacc, grad, idx, l1, l2, step, step_lr):
+    for i in range(idx.shape[0]):
+        r = idx[i]
+        _adagrad_da_row(var[r], gacc[r], gsacc[r], grad[i], l1, l2, step, step_lr)
+
+
+# numpy versions (float16, strided buffers), in place on arrays of any shape.
+
+def _np_sign_max(p, shrink, den):
+    """sign(p) * max(|p| - shrink, 0) / den."""
+    return np.sign(p) * np.maximum(np.abs(p) - shrink, p.dtype.type(0)) / den
+
+
+def _np_adadelta(var, accum, accum_update, lr, rho, one_minus_rho, epsilon, one, grad):
+    accum[...] = accum * rho + grad * grad * one_minus_rho
+    u = np.sqrt(accum_update + epsilon) * (one / np.sqrt(accum + epsilon)) * grad
+    var -= u * lr
+    accum_update[...] = accum_update * rho + u * u * one_minus_rho
+
+
+def _np_ftrl(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, one, multiply):
+    two = one + one
+    gs = grad + two * l2_shrinkage * var
+    na = accum + grad * grad
+    if lr_power == -one / two:
+        sna = np.sqrt(na)
+        sigma = sna - np.sqrt(accum)
+    else:
+        sna = na ** -lr_power
+        sigma = sna - accum ** -lr_power
+    if multiply:
+        linear += gs * lr - sigma * var
+        bound, quad = l1 * lr, sna + two * l2 * lr
+    else:
+        linear += gs - sigma / lr * var
+        bound, quad = l1, sna / lr + two * l2
+    var[...] = (np.clip(linear, -bound, bound) - linear) / quad
+    accum[...] = na
+
+
+def _np_proximal_gd(var, alpha, l1, l2, grad):
+    p = var - grad * alpha
+    den = var.dtype.type(1) + l2 * alpha
+    var[...] = _np_sign_max(p, alpha * l1, den) if l1 > 0 else p / den
+
+
+def _np_proximal_adagrad(var, accum, lr, l1, l2, one, grad):
+    accum += grad * grad
+    rate = lr * (one / np.sqrt(accum))
+    p = var - grad * rate
+    den = one + l2 * rate
+    var[...] = _np_sign_max(p, rate * l1, den) if l1 > 0 else p / den
+
+
+def _np_adagrad_da(var, gacc, gsacc, grad, lr, l1, l2, step, step_lr):
+    gacc += grad
+    gsacc += grad * grad
+    den = l2 * step_lr + np.sqrt(gsacc)
+    if l1 > 0:
+        var[...] = -lr * np.sign(gacc) * np.maximum(np.abs(gacc) - step * l1, var.dtype.type(0)) / den
+    else:
+        var[...] = -(lr * gacc) / den
+
+
+def _np_adagrad_da_row(var, gacc, gsacc, grad, l1, l2, step, step_lr):
+    gacc += grad
+    gsacc += grad * grad
+    den = l2 + np.sqrt(gsacc) / step_lr
+    if l1 > 0:
+        var[...] = -np.sign(gacc) * np.maximum(np.abs(gacc) / step - l1, var.dtype.type(0)) / den
+    else:
+        var[...] = -(gacc / step) / den
+
+
+# Hyper-parameter checks TF's CPU kernels make (InvalidArgument in TF), beyond being scalars.
+
+def _require(op_name, ok, what, value):
+    if not ok:
+        raise ValueError(f"{op_name}: {what}, got {value}")
+
+
+def _ftrl_scalars(op_name, dtype, lr, l1, l2, l2_shrinkage, lr_power, multiply, check):
+    """FTRL's scalars; with `check` (the sparse kernels: TF 2.21's dense ApplyFtrl(V2) checks only
+    that they are scalars) also their signs."""
+    lr, l1, l2, l2_shrinkage, lr_power = _scalars(op_name, dtype, lr=lr, l1=l1, l2=l2, l2_shrinkage=l2_shrinkage,
+                                                  lr_power=lr_power)
+    if not check:
+        return lr, l1, l2, l2_shrinkage, lr_power
+    _require(op_name, lr > 0 or (multiply and lr >= 0),
+             "lr must be a positive scalar (or zero if multiply_linear_by_lr is set)", lr)
+    _require(op_name, l1 >= 0, "l1 regularization strength must be non-negative", l1)
+    _require(op_name, l2 >= 0, "l2 regularization strength must be non-negative", l2)
+    _require(op_name, l2_shrinkage >= 0, "l2 shrinkage regularization strength must be non-negative", l2_shrinkage)
+    _require(op_name, lr_power <= 0, "lr_power must be a non-positive scalar", lr_power)
+    return lr, l1, l2, l2_shrinkage, lr_power
+
+
+def _proximal_adagrad_scalars(op_name, dtype, lr, l1, l2):
+    lr, l1, l2 = _scalars(op_name, dtype, lr=lr, l1=l1, l2=l2)
+    _require(op_name, lr > 0, "lr must be a positive scalar", lr)
+    _require(op_name, l1 >= 0, "l1 regularization strength must be non-negative", l1)
+    _require(op_name, l2 >= 0, "l2 regularization strength must be non-negative", l2)
+    return lr, l1, l2
+
+
+def _global_step(op_name, global_step):
+    a = np.asarray(global_step)
+    if a.ndim != 0 or a.dtype.kind not in "iu":
+        raise ValueError(f"{op_name}: global_step must be an integer scalar, got {a.dtype} of shape {a.shape}")
+    return int(a)
+
+
+def _prepare_adadelta(attrs):
+    """tf.raw_ops.ApplyAdadelta: ``accum = accum*rho + grad**2*(1-rho);
+    update = sqrt(accum_update + epsilon)*rsqrt(accum + epsilon)*grad; var -= update*lr;
+    accum_update = accum_update*rho + update**2*(1-rho)``."""
+    op = "ApplyAdadelta"
+
+    def prep(var, accum, accum_update, lr, rho, epsilon, grad):
+        _check_slots(op, var, accum=accum, accum_update=accum_update)
+        grad = _dense_grad(op, var, grad)
+        lr, rho, epsilon = _scalars(op, var.dtype, lr=lr, rho=rho, epsilon=epsilon)
+        one = var.dtype.type(1)
+        s = (lr, rho, one - rho, epsilon, one)
+        if _fused(var, accum, accum_update):
+            return var, _adadelta_update, (_flat(var), _flat(accum), _flat(accum_update), *s,
+                                           _flat_grad(grad, var.dtype)), True
+        return var, _np_adadelta, (var, accum, accum_update, *s, grad), False
+    return prep
+
+
+def _prepare_ftrl(op, shrinkage):
+    def prepare(attrs):
+        """tf.raw_ops.ApplyFtrl / ApplyFtrlV2 (see `_ftrl_update`)."""
+        multiply = bool(attrs.get("multiply_linear_by_lr", False))
+
+        def prep(var, accum, linear, grad, lr, l1, l2, *rest):
+            l2_shrinkage, lr_power = rest if shrinkage else (0, rest[0])
+            _check_slots(op, var, accum=accum, linear=linear)
+            grad = _dense_grad(op, var, grad)
+            s = _ftrl_scalars(op, var.dtype, lr, l1, l2, l2_shrinkage, lr_power, multiply, False)
+            one = var.dtype.type(1)
+            if _fused(var, accum, linear):
+                return var, _ftrl_update, (_flat(var), _flat(accum), _flat(linear), _flat_grad(grad, var.dtype), *s,
+                                           one, multiply), True
+            return var, _np_ftrl, (var, accum, linear, grad, *s, one, multiply), False
+        return prep
+    return prepare
+
+
+def _prepare_proximal_gd(attrs):
+    """tf.raw_ops.ApplyProximalGradientDescent: ``prox = var - alpha*delta;
+    var = sign(prox)*max(|prox| - alpha*l1, 0)/(1 + l2*alpha)`` (just ``prox/(1 + l2*alpha)`` when l1 <= 0)."""
+    op = "ApplyProximalGradientDescent"
+
+    def prep(var, alpha, l1, l2, delta):
+        delta = _dense_grad(op, var, delta, "delta")
+        alpha, l1, l2 = _scalars(op, var.dtype, alpha=alpha, l1=l1, l2=l2)
+        if _fused(var):
+            return var, _proximal_gd_update, (_flat(var), alpha, l1, l2, _flat_grad(delta, var.dtype)), True
+        return var, _np_proximal_gd, (var, alpha, l1, l2, delta), False
+    return prep
+
+
+def _prepare_proximal_adagrad(attrs):
+    """tf.raw_ops.ApplyProximalAdagrad: ``accum += grad**2; rate = lr*rsqrt(accum)``, then the
+    proximal step of ApplyProximalGradientDescent with `rate`."""
+    op = "ApplyProximalAdagrad"
+
+    def prep(var, accum, lr, l1, l2, grad):
+        _check_slots(op, var, accum=accum)
+        grad = _dense_grad(op, var, grad)
+        s = _proximal_adagrad_scalars(op, var.dtype, lr, l1, l2)
+        one = var.dtype.type(1)
+        if _fused(var, accum):
+            return var, _proximal_adagrad_update, (_flat(var), _flat(accum), *s, one,
+                                                   _flat_grad(grad, var.dtype)), True
+        return var, _np_proximal_adagrad, (var, accum, *s, one, grad), False
+    return prep
+
+
+def _da_step(op, dtype, lr, global_step):
+    """(t, t*lr) as TF's functor forms them: the step goes through float32 first."""
+    t = dtype.type(np.float32(_global_step(op, global_step)))
+    return t, dtype.type(t * lr)
+
+
+def _prepare_adagrad_da(attrs):
+    """tf.raw_ops.ApplyAdagradDA: ``g_acc += grad; gg_acc += grad**2;
+    var = -sign(g_acc)*lr*max(|g_acc| - t*l1, 0)/(l2*t*lr + sqrt(gg_acc))``, t = global_step."""
+    op = "ApplyAdagradDA"
+
+    def prep(var, gacc, gsacc, grad, lr, l1, l2, global_step):
+        _check_slots(op, var, gradient_accumulator=gacc, gradient_squared_accumulator=gsacc)
+        grad = _dense_grad(op, var, grad)
+        lr, l1, l2 = _scalars(op, var.dtype, lr=lr, l1=l1, l2=l2)
+        step, step_lr = _da_step(op, var.dtype, lr, global_step)
+        if _fused(var, gacc, gsacc):
+            return var, _adagrad_da_update, (_flat(var), _flat(gacc), _flat(gsacc), _flat_grad(grad, var.dtype), lr,
+                                             l1, l2, step, step_lr), True
+        return var, _np_adagrad_da, (var, gacc, gsacc, grad, lr, l1, l2, step, step_lr), False
+    return prep
+
+
+apply_adadelta = _register_dense("ApplyAdadelta", _prepare_adadelta, 5)
+apply_ftrl = _register_dense("ApplyFtrl", _prepare_ftrl("ApplyFtrl", False), 5)
+apply_ftrl_v2 = _register_dense("ApplyFtrlV2", _prepare_ftrl("ApplyFtrlV2", True), 5)
+apply_proximal_gradient_descent = _register_dense("ApplyProximalGradientDescent", _prepare_proximal_gd, 3)
+apply_proximal_adagrad = _register_dense("ApplyProximalAdagrad", _prepare_proximal_adagrad, 4)
+apply_adagrad_da = _register_dense("ApplyAdagradDA", _prepare_adagrad_da, 5)
+
+
+@register_kernel("SparseApplyAdadelta", "CPU", cost=_sparse_cost(6))
+def sparse_apply_adadelta(attrs):
+    """tf.raw_ops.SparseApplyAdadelta: ApplyAdadelta on the rows named by indices, in order."""
+    op = "SparseApplyAdadelta"
+
+    def fn(var, accum, accum_update, lr, rho, epsilon, grad, indices):
+        _check_slots(op, var, accum=accum, accum_update=accum_update)
+        idx, grad = _sparse_args(op, var, grad, indices)
+        lr, rho, epsilon = _scalars(op, var.dtype, lr=lr, rho=rho, epsilon=epsilon)
+        one = var.dtype.type(1)
+        s = (lr, rho, one - rho, epsilon, one)
+        if _fused(var, accum, accum_update):
+            _sparse_adadelta(_rows(var), _rows(accum), _rows(accum_update), *s,
+                             _row_grad(grad, idx.size, var.dtype), idx)
+        else:
+            _sparse_fallback(_np_adadelta, idx, (var, accum, accum_update), grad, *s)
+        return var
+    return fn
+
+
+def _sparse_ftrl_kernel(op, shrinkage):
+    def factory(attrs):
+        """tf.raw_ops.SparseApplyFtrl / SparseApplyFtrlV2: ApplyFtrl(V2) on the rows named by indices, in order."""
+        multiply = bool(attrs.get("multiply_linear_by_lr", False))
+
+        def fn(var, accum, linear, grad, indices, lr, l1, l2, *rest):
+            l2_shrinkage, lr_power = rest if shrinkage else (0, rest[0])
+            _check_slots(op, var, accum=accum, linear=linear)
+            idx, grad = _sparse_args(op, var, grad, indices)
+            s = _ftrl_scalars(op, var.dtype, lr, l1, l2, l2_shrinkage, lr_power, multiply, True)
+            one = var.dtype.type(1)
+            if _fused(var, accum, linear):
+                _sparse_ftrl(_rows(var), _rows(accum), _rows(linear), _row_grad(grad, idx.size, var.dtype), idx, *s,
+                             one, multiply)
+            else:
+                for i, r in enumerate(idx.tolist()):
+                    _np_ftrl(var[r:r + 1], accum[r:r + 1], linear[r:r + 1], grad[i:i + 1], *s, one, multiply)
+            return var
+        return fn
+    return factory
+
+
+sparse_apply_ftrl = register_kernel("SparseApplyFtrl", "CPU", cost=_sparse_cost(3))(
+    _sparse_ftrl_kernel("SparseApplyFtrl", False))
+sparse_apply_ftrl_v2 = register_kernel("SparseApplyFtrlV2", "CPU", cost=_sparse_cost(3))(
+    _sparse_ftrl_kernel("SparseApplyFtrlV2", True))
+
+
+@register_kernel("SparseApplyProximalGradientDescent", "CPU", cost=_sparse_cost(4))
+def sparse_apply_proximal_gradient_descent(attrs):
+    """tf.raw_ops.SparseApplyProximalGradientDescent: the proximal step on the rows named by indices, in order."""
+    op = "SparseApplyProximalGradientDescent"
+
+    def fn(var, alpha, l1, l2, grad, indices):
+        idx, grad = _sparse_args(op, var, grad, indices)
+        alpha, l1, l2 = _scalars(op, var.dtype, alpha=alpha, l1=l1, l2=l2)
+        if _fused(var):
+            _sparse_proximal_gd(_rows(var), alpha, l1, l2, _row_grad(grad, idx.size, var.dtype), idx)
+        else:
+            _sparse_fallback(_np_proximal_gd, idx, (var,), grad, alpha, l1, l2)
+        return var
+    return fn
+
+
+@register_kernel("SparseApplyProximalAdagrad", "CPU", cost=_sparse_cost(5))
+def sparse_apply_proximal_adagrad(attrs):
+    """tf.raw_ops.SparseApplyProximalAdagrad: ApplyProximalAdagrad on the rows named by indices, in order."""
+    op = "SparseApplyProximalAdagrad"
+
+    def fn(var, accum, lr, l1, l2, grad, indices):
+        _check_slots(op, var, accum=accum)
+        idx, grad = _sparse_args(op, var, grad, indices)
+        s = _proximal_adagrad_scalars(op, var.dtype, lr, l1, l2)
+        one = var.dtype.type(1)
+        if _fused(var, accum):
+            _sparse_proximal_adagrad(_rows(var), _rows(accum), *s, one, _row_grad(grad, idx.size, var.dtype), idx)
+        else:
+            _sparse_fallback(_np_proximal_adagrad, idx, (var, accum), grad, *s, one)
+        return var
+    return fn
+
+
+@register_kernel("SparseApplyAdagradDA", "CPU", cost=_sparse_cost(3))
+def sparse_apply_adagrad_da(attrs):
+    """tf.raw_ops.SparseApplyAdagradDA: Adagrad-DA on the rows named by indices, in order, with TF's
+    row formula ``var = -sign(g_acc)*max(|g_acc|/t - l1, 0)/(l2 + sqrt(gg_acc)/(t*lr))``."""
+    op = "SparseApplyAdagradDA"
+
+    def fn(var, gacc, gsacc, grad, indices, lr, l1, l2, global_step):
+        _check_slots(op, var, gradient_accumulator=gacc, gradient_squared_accumulator=gsacc)
+        idx, grad = _sparse_args(op, var, grad, indices)
+        lr, l1, l2 = _scalars(op, var.dtype, lr=lr, l1=l1, l2=l2)
+        t = _global_step(op, global_step)
+        step, step_lr = var.dtype.type(t), var.dtype.type(float(t) * float(lr))
+        if _fused(var, gacc, gsacc):
+            _sparse_adagrad_da(_rows(var), _rows(gacc), _rows(gsacc), _row_grad(grad, idx.size, var.dtype), idx,
+                               l1, l2, step, step_lr)
+        else:
+            for i, r in enumerate(idx.tolist()):
+                _np_adagrad_da_row(var[r:r + 1], gacc[r:r + 1], gsacc[r:r + 1], grad[i:i + 1], l1, l2, step, step_lr)
         return var
     return fn
