@@ -20,6 +20,7 @@ from actorflow.graph.ops import array_ops, math_ops, random_ops
 from actorflow.graph.ops.check_ops import Assert
 from actorflow.graph.ops.constant import constant, identity
 from actorflow.graph.ops.infer import constant_value
+from actorflow.graph.ops.math_more_ops import saturate_cast
 from actorflow.graph.ops.sort_ops import reverse
 from actorflow.graph.tensor_shape import TensorShape
 
@@ -586,24 +587,6 @@ def rot90(image, k=1, name=None):
 # ---------------------------------------------------------------------------------------------
 # Dtypes and colour
 
-def _saturate_cast(value, dtype):
-    """TF's saturate_cast: clamp to the range of `dtype` (nudged inside it where its limits are not
-    representable in the input's dtype), then cast."""
-    in_dt = value.dtype
-    np_in = in_dt.as_numpy_dtype
-    out_min, out_max = dtype.min, dtype.max
-    lo = np_in(np.maximum(in_dt.min, out_min))
-    promoted = np.promote_types(np_in, dtype.as_numpy_dtype)
-    if np.array(lo, promoted) < np.array(out_min, promoted):
-        lo = np.nextafter(lo, np_in(0), dtype=np_in)
-    hi = np_in(np.minimum(float(in_dt.max), float(out_max)))
-    if np.array(hi, promoted) > np.array(out_max, promoted):
-        hi = np.nextafter(hi, np_in(0), dtype=np_in)
-    value = math_ops.minimum(math_ops.maximum(value, constant(lo, dtype=in_dt)),
-                             constant(hi, dtype=in_dt))
-    return math_ops.cast(value, dtype)
-
-
 def convert_image_dtype(image, dtype, saturate=False, name=None):
     """`image` converted to `dtype`, rescaling values: floats span [0, 1], integers [0, MAX]
     (tf.image.convert_image_dtype, with its rules: integer to narrower integer divides, to wider
@@ -622,8 +605,8 @@ def convert_image_dtype(image, dtype, saturate=False, name=None):
             if scale_in > scale_out:
                 scaled = math_ops.floordiv(image, constant((scale_in + 1) // (scale_out + 1),
                                                                      dtype=image.dtype))
-                return _saturate_cast(scaled, dtype) if saturate else math_ops.cast(scaled, dtype, name=scope)
-            cast = _saturate_cast(image, dtype) if saturate else math_ops.cast(image, dtype)
+                return saturate_cast(scaled, dtype) if saturate else math_ops.cast(scaled, dtype, name=scope)
+            cast = saturate_cast(image, dtype) if saturate else math_ops.cast(image, dtype)
             return math_ops.multiply(cast, constant((scale_out + 1) // (scale_in + 1), dtype=dtype),
                                      name=scope)
         if image.dtype.is_floating and dtype.is_floating:
@@ -632,7 +615,7 @@ def convert_image_dtype(image, dtype, saturate=False, name=None):
             cast = math_ops.cast(image, dtype)
             return math_ops.multiply(cast, constant(1.0 / image.dtype.max, dtype=dtype), name=scope)
         scaled = math_ops.multiply(image, constant(dtype.max + 0.5, dtype=image.dtype))
-        return _saturate_cast(scaled, dtype) if saturate else math_ops.cast(scaled, dtype, name=scope)
+        return saturate_cast(scaled, dtype) if saturate else math_ops.cast(scaled, dtype, name=scope)
 
 
 def rgb_to_grayscale(images, name=None):

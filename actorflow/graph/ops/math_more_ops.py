@@ -128,16 +128,22 @@ def reciprocal_no_nan(x, name=None):
 
 
 def saturate_cast(value, dtype, name=None):
-    """`value` cast to `dtype`, clamped to its range first so that nothing wraps (tf.dtypes.saturate_cast)."""
+    """`value` cast to `dtype`, clamped to its range first so that nothing wraps (tf.dtypes.saturate_cast);
+    a limit the input's dtype cannot hold exactly is nudged inside the range, as TF does (float32's
+    nearest value to int32's maximum is 2**31, which would overflow)."""
     dtype = dtypes.as_dtype(dtype)
     with name_scope(name or "saturate_cast"):
         x = convert_to_tensor(value, name="value")
-        if x.dtype.is_floating and dtype.is_floating and dtype.size >= x.dtype.size:
+        in_dt = x.dtype
+        if in_dt.is_bool or dtype.is_bool or (in_dt.is_floating and dtype.is_floating and dtype.size >= in_dt.size):
             return math_ops.cast(x, dtype)
-        lo, hi = dtype.min, dtype.max
-        if x.dtype.is_integer or x.dtype.is_floating:
-            if (x.dtype.min < lo) if not x.dtype.is_bool else False:
-                x = math_ops.maximum(x, math_ops.cast(convert_to_tensor(lo, dtype=dtype), x.dtype))
-            if (x.dtype.max > hi) if not x.dtype.is_bool else False:
-                x = math_ops.minimum(x, math_ops.cast(convert_to_tensor(hi, dtype=dtype), x.dtype))
+        np_in = in_dt.as_numpy_dtype
+        promoted = np.promote_types(np_in, dtype.as_numpy_dtype)
+        lo = np_in(np.maximum(in_dt.min, dtype.min))
+        if np.array(lo, promoted) < np.array(dtype.min, promoted):
+            lo = np.nextafter(lo, np_in(0), dtype=np_in)
+        hi = np_in(np.minimum(float(in_dt.max), float(dtype.max)))
+        if np.array(hi, promoted) > np.array(dtype.max, promoted):
+            hi = np.nextafter(hi, np_in(0), dtype=np_in)
+        x = math_ops.minimum(math_ops.maximum(x, convert_to_tensor(lo, dtype=in_dt)), convert_to_tensor(hi, dtype=in_dt))
         return math_ops.cast(x, dtype)
