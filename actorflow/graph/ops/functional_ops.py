@@ -43,6 +43,16 @@ def _check_structure(want, got, what):
         raise ValueError(f"{what}: the function's output does not have the structure expected ({e})") from None
 
 
+def _initial(elems, flat, n, initializer, reverse):
+    """(a0, its flat tensors, the first step) of a scan or fold: the initializer, else the first
+    element (the last, in reverse), which the loop then skips."""
+    if initializer is None:
+        a0, start = _element(elems, flat, n - 1 if reverse else 0), 1
+    else:
+        a0, start = nest.map_structure(convert_to_tensor, initializer), 0
+    return a0, [convert_to_tensor(v) for v in nest.flatten(a0)], start
+
+
 def _lists(n, dts):
     return [TensorListReserve(n if isinstance(n, int) else n, element_dtype=dt, element_shape=TensorShape(None))
             for dt in dts]
@@ -89,13 +99,7 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, sw
         raise TypeError("fn must be callable.")
     with name_scope(name or "scan"):
         flat, n, n_static = _elements(elems)
-        if initializer is None:
-            a0 = _element(elems, flat, n - 1 if reverse else 0)
-            start = 1
-        else:
-            a0 = nest.map_structure(convert_to_tensor, initializer)
-            start = 0
-        a_flat = [convert_to_tensor(v) for v in nest.flatten(a0)]
+        a0, a_flat, start = _initial(elems, flat, n, initializer, reverse)
         dts = [v.dtype for v in a_flat]
         out_shapes = [v.shape for v in a_flat]
         lists = _lists(n, dts)
@@ -126,13 +130,7 @@ def _fold(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, n
         raise TypeError("fn must be callable.")
     with name_scope(name or default):
         flat, n, _ = _elements(elems)
-        if initializer is None:
-            a0 = _element(elems, flat, n - 1 if reverse else 0)
-            start = 1
-        else:
-            a0 = nest.map_structure(convert_to_tensor, initializer)
-            start = 0
-        a_flat = [convert_to_tensor(v) for v in nest.flatten(a0)]
+        a0, a_flat, start = _initial(elems, flat, n, initializer, reverse)
 
         def body(i, *state):
             a = nest.pack_sequence_as(a0, list(state))

@@ -22,7 +22,7 @@ import numpy as np
 from actorflow.graph import dtypes
 from actorflow.graph.graph import Tensor, convert_to_tensor, name_scope
 from actorflow.graph.op_def import InferenceError, define_op
-from actorflow.graph.ops import array_ops, math_ops
+from actorflow.graph.ops import array_ops, math_ops, nn_ops
 from actorflow.graph.ops.nn_ops import (
     AvgPool,
     Conv2D,
@@ -36,7 +36,6 @@ from actorflow.graph.ops.nn_ops import (
     _padding,
     _padding_arg,
     _pool_output_shape,
-    _sizes_input,
     _window,
     _window_arg,
     _with_rank,
@@ -206,33 +205,8 @@ def _depthwise_output_shape(x: TensorShape, f: TensorShape, attrs) -> TensorShap
     return _image_shape(axes, x[0], oh, ow, out_c)
 
 
-def _infer_depthwise(inputs, attrs):
-    x, f = inputs
-    _check_float(x, "input")
-    _check_same_dtype(x, f, "input", "filter")
-    return [(x.dtype, _depthwise_output_shape(x.shape, f.shape, attrs))]
-
-
-def _infer_depthwise_backprop_input(inputs, attrs):
-    sizes, f, dy = inputs
-    _check_float(f, "filter")
-    _check_same_dtype(f, dy, "filter", "out_backprop")
-    in_shape = _sizes_input(sizes, "input_sizes")
-    want = _depthwise_output_shape(in_shape, f.shape, attrs)
-    _check_compatible(want, dy.shape, f"out_backprop shape {dy.shape} does not match the forward output shape "
-                                      f"{want} of an input of shape {in_shape}")
-    return [(f.dtype, in_shape)]
-
-
-def _infer_depthwise_backprop_filter(inputs, attrs):
-    x, sizes, dy = inputs
-    _check_float(x, "input")
-    _check_same_dtype(x, dy, "input", "out_backprop")
-    f_shape = _sizes_input(sizes, "filter_sizes")
-    want = _depthwise_output_shape(x.shape, f_shape, attrs)
-    _check_compatible(want, dy.shape, f"out_backprop shape {dy.shape} does not match the forward output shape "
-                                      f"{want} of input {x.shape} and filter {f_shape}")
-    return [(x.dtype, f_shape)]
+_infer_depthwise, _infer_depthwise_backprop_input, _infer_depthwise_backprop_filter = \
+    nn_ops.conv_inferences(_depthwise_output_shape)
 
 
 DepthwiseConv2dNative = define_op("DepthwiseConv2dNative", _infer_depthwise)

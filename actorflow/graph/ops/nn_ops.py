@@ -602,33 +602,38 @@ def xw_plus_b(x, weights, biases, name=None):
 # Convolution
 # ---------------------------------------------------------------------------------------------
 
-def _infer_conv2d(inputs, attrs):
-    x, f = inputs
-    _check_float(x, "input")
-    _check_same_dtype(x, f, "input", "filter")
-    return [(x.dtype, _conv_output_shape(x.shape, f.shape, attrs))]
+def conv_inferences(output_shape):
+    """The shape inference of a convolution, of its input gradient and of its filter gradient, from
+    `output_shape(input_shape, filter_shape, attrs)` (Conv2D's, DepthwiseConv2dNative's)."""
+    def forward(inputs, attrs):
+        x, f = inputs
+        _check_float(x, "input")
+        _check_same_dtype(x, f, "input", "filter")
+        return [(x.dtype, output_shape(x.shape, f.shape, attrs))]
+
+    def backprop_input(inputs, attrs):
+        sizes, f, dy = inputs
+        _check_float(f, "filter")
+        _check_same_dtype(f, dy, "filter", "out_backprop")
+        in_shape = _sizes_input(sizes, "input_sizes")
+        want = output_shape(in_shape, f.shape, attrs)
+        _check_compatible(want, dy.shape, f"out_backprop shape {dy.shape} does not match the forward output shape "
+                                          f"{want} of an input of shape {in_shape}")
+        return [(f.dtype, in_shape)]
+
+    def backprop_filter(inputs, attrs):
+        x, sizes, dy = inputs
+        _check_float(x, "input")
+        _check_same_dtype(x, dy, "input", "out_backprop")
+        f_shape = _sizes_input(sizes, "filter_sizes")
+        want = output_shape(x.shape, f_shape, attrs)
+        _check_compatible(want, dy.shape, f"out_backprop shape {dy.shape} does not match the forward output shape "
+                                          f"{want} of input {x.shape} and filter {f_shape}")
+        return [(x.dtype, f_shape)]
+    return forward, backprop_input, backprop_filter
 
 
-def _infer_conv2d_backprop_input(inputs, attrs):
-    sizes, f, dy = inputs
-    _check_float(f, "filter")
-    _check_same_dtype(f, dy, "filter", "out_backprop")
-    in_shape = _sizes_input(sizes, "input_sizes")
-    want = _conv_output_shape(in_shape, f.shape, attrs)
-    _check_compatible(want, dy.shape, f"out_backprop shape {dy.shape} does not match the forward output shape "
-                                      f"{want} of an input of shape {in_shape}")
-    return [(f.dtype, in_shape)]
-
-
-def _infer_conv2d_backprop_filter(inputs, attrs):
-    x, sizes, dy = inputs
-    _check_float(x, "input")
-    _check_same_dtype(x, dy, "input", "out_backprop")
-    f_shape = _sizes_input(sizes, "filter_sizes")
-    want = _conv_output_shape(x.shape, f_shape, attrs)
-    _check_compatible(want, dy.shape, f"out_backprop shape {dy.shape} does not match the forward output shape "
-                                      f"{want} of input {x.shape} and filter {f_shape}")
-    return [(x.dtype, f_shape)]
+_infer_conv2d, _infer_conv2d_backprop_input, _infer_conv2d_backprop_filter = conv_inferences(_conv_output_shape)
 
 
 Conv2D = define_op("Conv2D", _infer_conv2d)
