@@ -2,20 +2,11 @@
 from __future__ import annotations
 
 
-class IndexedSlices:
-    """A sparse representation of a dense tensor's rows (tf.IndexedSlices).
+class OfValues:
+    """The tensor-like properties of a composite of tensors, read from its `values` (IndexedSlices,
+    SparseTensor)."""
 
-    The gradient of `gather`/`embedding_lookup` with respect to `params` is one of these; optimizers
-    apply it as a sparse row update and never densify it. `af.convert_to_tensor` densifies
-    (with UnsortedSegmentSum) when a dense tensor is really needed.
-    """
-
-    __slots__ = ("values", "indices", "dense_shape")
-
-    def __init__(self, values, indices, dense_shape=None):
-        self.values = values
-        self.indices = indices
-        self.dense_shape = dense_shape
+    __slots__ = ()
 
     @property
     def dtype(self):
@@ -36,6 +27,22 @@ class IndexedSlices:
     @property
     def device(self):
         return self.values.device
+
+
+class IndexedSlices(OfValues):
+    """A sparse representation of a dense tensor's rows (tf.IndexedSlices).
+
+    The gradient of `gather`/`embedding_lookup` with respect to `params` is one of these; optimizers
+    apply it as a sparse row update and never densify it. `af.convert_to_tensor` densifies
+    (with UnsortedSegmentSum) when a dense tensor is really needed.
+    """
+
+    __slots__ = ("values", "indices", "dense_shape")
+
+    def __init__(self, values, indices, dense_shape=None):
+        self.values = values
+        self.indices = indices
+        self.dense_shape = dense_shape
 
     def _as_graph_element(self):
         return self._dense()

@@ -13,6 +13,7 @@ import numpy as np
 
 from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor
+from actorflow.graph.indexed_slices import OfValues
 from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["SparseTensor", "SparseTensorValue"]
@@ -22,7 +23,7 @@ class SparseTensorValue(collections.namedtuple("SparseTensorValue", ["indices", 
     """The value of a SparseTensor: three numpy arrays (tf.compat.v1.SparseTensorValue)."""
 
 
-class SparseTensor(collections.namedtuple("SparseTensor", ["indices", "values", "dense_shape"])):
+class SparseTensor(collections.namedtuple("SparseTensor", ["indices", "values", "dense_shape"]), OfValues):
     """A sparse tensor: the non-default `values` at `indices` of a tensor of shape `dense_shape`."""
 
     _value_type = SparseTensorValue      # what Session.run returns for it
@@ -44,18 +45,6 @@ class SparseTensor(collections.namedtuple("SparseTensor", ["indices", "values", 
         if isinstance(value, SparseTensor):
             return value
         return cls(np.asarray(value.indices, np.int64), value.values, np.asarray(value.dense_shape, np.int64))
-
-    @property
-    def dtype(self):
-        return self.values.dtype
-
-    @property
-    def op(self):
-        return self.values.op
-
-    @property
-    def graph(self):
-        return self.values.graph
 
     @property
     def shape(self) -> TensorShape:
