@@ -18,7 +18,7 @@ from actorflow.graph.tensor_shape import TensorShape, as_shape
 
 __all__ = ["ensure_shape", "reverse_sequence", "setdiff1d", "unravel_index", "qr", "tuple", "is_tensor",
            "get_static_value", "make_template", "report_uninitialized_variables", "assert_variables_initialized",
-           "moving_average_variables", "no_regularizer"]
+           "moving_average_variables", "no_regularizer", "count_up_to"]
 
 
 def _infer_ensure_shape(inputs, attrs):
@@ -283,3 +283,28 @@ def moving_average_variables(scope=None):
 def no_regularizer(_):
     """A regularizer that adds nothing (tf.compat.v1.no_regularizer)."""
     return None
+
+
+def _infer_count_up_to(inputs, attrs):
+    ref = inputs[0]
+    if ref.dtype not in (dtypes.int32, dtypes.int64):
+        raise InferenceError(f"count_up_to needs an int32 or int64 variable, got {ref.dtype.name}")
+    if ref.shape.ndims not in (None, 0):
+        raise InferenceError(f"count_up_to needs a scalar variable, got shape {ref.shape}")
+    return [(ref.dtype, TensorShape([]))]
+
+
+# Increments a scalar variable in place unless it has reached `limit` (then OutOfRangeError, "Reached
+# limit of N"); its output is the variable's new value (count_up_to returns the old one, as TF's
+# CountUpTo does, by subtracting one: an update's output is the variable's buffer in this runtime).
+CountUpToIncrement = define_op("CountUpToIncrement", _infer_count_up_to, ref_inputs=(0,), stateful=True)
+CountUpToIncrement.gradient(lambda op, grad: [None])
+
+
+def count_up_to(ref, limit, name=None):
+    """Increments the scalar integer variable `ref` until it reaches `limit`, returning its value
+    before the increment; at the limit it raises OutOfRangeError (tf.compat.v1.count_up_to)."""
+    with name_scope(name or "CountUpTo"):
+        from actorflow.graph.variables import _ref_of
+        new = CountUpToIncrement(_ref_of(ref), limit=int(limit))
+        return new - convert_to_tensor(1, dtype=new.dtype)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from actorflow.errors import OutOfRangeError
 from actorflow.kernels.lazy_numba import njit
 from actorflow.kernels.registry import register_kernel
 
@@ -188,3 +189,17 @@ def scatter_max(attrs):
 def scatter_min(attrs):
     """tf.raw_ops.ScatterMin: ``ref[indices] = min(ref[indices], updates)``."""
     return _scatter_kernel("ScatterMin", _MIN)
+
+
+@register_kernel("CountUpToIncrement", "CPU", releases_gil=False)
+def count_up_to_increment(attrs):
+    """train/input.py's counter: ``ref += 1`` in place unless ref has reached `limit`, then
+    OutOfRangeError (TF's CountUpTo)."""
+    limit = int(attrs["limit"])
+
+    def fn(ref):
+        if int(ref) >= limit:
+            raise OutOfRangeError(f"Reached limit of {limit}")
+        ref += 1
+        return ref
+    return fn
