@@ -123,3 +123,51 @@ def test_unsupported_gradients_are_errors():
         y = af.constant(np.ones((5, 2)))
         with pytest.raises(NotImplementedError, match="abs\\(m - n\\) > 1"):
             af.gradients(af.svd(y, full_matrices=True)[1], y)
+
+
+def test_shapes_known_only_at_run_time():
+    """Gradients built for placeholders of unknown batch, rank or matrix size: Cholesky's identity,
+    the adjoint of an unknown rank, and lstsq's cond between its over- and underdetermined forms."""
+    with af.Graph().as_default():
+        p = af.placeholder(af.float64, [None, 4, 4])
+        gc = af.gradients(af.reduce_sum(af.cholesky(p) * af.constant(M[0])), p)[0]
+        q = af.placeholder(af.float64, None)
+        ge = af.gradients(af.reduce_sum(af.linalg.eigh(q)[0] * [1.0, 2.0, 3.0, 4.0]), q)[0]
+        m = af.placeholder(af.float64, [None, None])
+        b = af.placeholder(af.float64, [None, 1])
+        x = af.linalg.lstsq(m, b)
+        gm = af.gradients(af.reduce_sum(x), m)[0]
+        with af.Session() as s:
+            gcv, gev = s.run([gc, ge], {p: SPD, q: SPD})
+            with af.Graph().as_default():
+                c = af.constant(SPD)
+                want_c = af.gradients(af.reduce_sum(af.cholesky(c) * af.constant(M[0])), c)[0]
+                want_e = af.gradients(af.reduce_sum(af.linalg.eigh(c)[0] * [1.0, 2.0, 3.0, 4.0]), c)[0]
+                with af.Session() as s2:
+                    np.testing.assert_allclose(gcv, s2.run(want_c), rtol=1e-12)
+                    np.testing.assert_allclose(gev, s2.run(want_e), rtol=1e-12)
+            for shape in [(5, 3), (3, 5)]:
+                a, rhs = rng.standard_normal(shape), rng.standard_normal((shape[0], 1))
+                xv, gmv = s.run([x, gm], {m: a, b: rhs})
+                np.testing.assert_allclose(xv, np.linalg.lstsq(a, rhs, rcond=None)[0], atol=1e-12)
+                assert gmv.shape == shape
+
+
+def test_tied_eigenvalues_and_singular_values_give_finite_gradients():
+    """TF's guard: 1/(e_i - e_j) is broadened to (e_i - e_j)/((e_i - e_j)^2 + 1e-20), so the gradient
+    through eigenvectors or singular vectors of the identity is finite rather than NaN."""
+    with af.Graph().as_default():
+        x = af.constant(np.eye(3))
+        ge = af.gradients(af.reduce_sum(af.linalg.eigh(x)[1]), x)[0]
+        gs = af.gradients(af.reduce_sum(af.svd(x)[1]), x)[0]
+        with af.Session() as s:
+            assert np.isfinite(s.run(ge)).all() and np.isfinite(s.run(gs)).all()
+
+
+def test_singular_constant_fails_at_run_time_naming_the_op():
+    with af.Graph().as_default():
+        y = af.matrix_inverse(af.constant([[1.0, 2.0], [2.0, 4.0]]), name="const_inverse")
+        with af.Session() as s:
+            with pytest.raises(af.errors.InvalidArgumentError, match="Input is not invertible") as e:
+                s.run(y)
+            assert "const_inverse" in str(e.value)

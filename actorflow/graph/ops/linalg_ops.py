@@ -514,9 +514,9 @@ def _regularized_gramian_cholesky(matrix, l2_regularizer, first_kind):
 def matrix_solve_ls(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
     """The least-squares solutions X of matrix X = rhs, per innermost matrix (tf.linalg.lstsq,
     tf.matrix_solve_ls). fast=True (TF's default): the regularized normal equations through a
-    Cholesky factorization, built from ops as TF's composite is, so it has TF's gradient; this needs
-    matrix dimensions known when the graph is built. fast=False: an orthogonal decomposition
-    (numpy.linalg.lstsq; l2_regularizer ignored, as in TF), without a gradient."""
+    Cholesky factorization, built from ops as TF's composite is, so it has TF's gradient (a cond
+    between the two forms when the matrix dimensions are known only at run time). fast=False: an
+    orthogonal decomposition (numpy.linalg.lstsq; l2_regularizer ignored, as in TF), no gradient."""
     with _op_scope(name, "matrix_solve_ls"):
         matrix = convert_to_tensor(matrix, name="matrix")
         rhs = convert_to_tensor(rhs, dtype=matrix.dtype, name="rhs")
@@ -525,11 +525,19 @@ def matrix_solve_ls(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
                                                                 name="l2_regularizer"), fast=False,
                                  name="MatrixSolveLs")
         d = matrix.shape.dims
-        if d is None or len(d) < 2 or d[-1] is None or d[-2] is None:
-            raise ValueError(f"matrix_solve_ls (fast=True) needs the matrix dimensions known when the graph is "
-                             f"built, got '{matrix.name}' of shape {matrix.shape}")
-        if d[-2] >= d[-1]:
-            chol = _regularized_gramian_cholesky(matrix, l2_regularizer, first_kind=True)
-            return cholesky_solve(chol, _matmul(matrix, rhs, adjoint_a=True))
-        chol = _regularized_gramian_cholesky(matrix, l2_regularizer, first_kind=False)
-        return _matmul(matrix, cholesky_solve(chol, rhs), adjoint_a=True)
+        if d is not None and len(d) >= 2 and d[-1] is not None and d[-2] is not None:
+            return _solve_ls_fast(matrix, rhs, l2_regularizer, d[-2] >= d[-1])
+        # Matrix dimensions known only at run time: both branches, as TF's cond.
+        from actorflow.graph.control_flow import cond
+        s = array_ops.shape(matrix)
+        return cond(s[-2] >= s[-1], lambda: _solve_ls_fast(matrix, rhs, l2_regularizer, True),
+                    lambda: _solve_ls_fast(matrix, rhs, l2_regularizer, False))
+
+
+def _solve_ls_fast(matrix, rhs, l2_regularizer, overdetermined):
+    """TF's composite: (A^T A + l2 I)^-1 A^T rhs (overdetermined), or A^T (A A^T + l2 I)^-1 rhs."""
+    if overdetermined:
+        chol = _regularized_gramian_cholesky(matrix, l2_regularizer, first_kind=True)
+        return cholesky_solve(chol, _matmul(matrix, rhs, adjoint_a=True))
+    chol = _regularized_gramian_cholesky(matrix, l2_regularizer, first_kind=False)
+    return _matmul(matrix, cholesky_solve(chol, rhs), adjoint_a=True)
