@@ -171,3 +171,20 @@ def test_singular_constant_fails_at_run_time_naming_the_op():
             with pytest.raises(af.errors.InvalidArgumentError, match="Input is not invertible") as e:
                 s.run(y)
             assert "const_inverse" in str(e.value)
+
+
+@pytest.mark.parametrize("batch", [(), (12,)])          # one matrix: BLAS trsm; many small ones: substitution
+@pytest.mark.parametrize("lower, adjoint", [(True, False), (True, True), (False, False), (False, True)])
+def test_triangular_solve_reads_one_triangle_and_divides_by_zero_as_tf(batch, lower, adjoint):
+    a = rng.standard_normal(batch + (5, 5)) + 5 * np.eye(5)
+    b = rng.standard_normal(batch + (5, 2))
+    tri = np.tril(a) if lower else np.triu(a)
+    want = np.linalg.solve(np.swapaxes(tri, -1, -2) if adjoint else tri, b)
+    with af.Graph().as_default():
+        p = af.placeholder(af.float64, None)
+        x = af.linalg.triangular_solve(p, af.constant(b), lower=lower, adjoint=adjoint)
+        with af.Session() as s:
+            np.testing.assert_allclose(s.run(x, {p: a}), want, rtol=1e-10, atol=1e-12)
+            zero = a.copy()
+            zero[..., 0, 0] = 0.0
+            assert not np.isfinite(s.run(x, {p: zero})).all()

@@ -108,8 +108,25 @@ def _matrix_solve(attrs):
     return fn
 
 
+def _substitute(a, b, lower, trans):
+    """Many small triangular solves at once: forward (or back) substitution over the rows, each step
+    one numpy call for the whole batch; as trsm, no pivoting and no check of the diagonal."""
+    t = _t(a) if trans else a
+    forward = lower != trans
+    x = np.empty(b.shape, dtype=a.dtype)
+    n = a.shape[-1]
+    for i in (range(n) if forward else range(n - 1, -1, -1)):
+        done = slice(0, i) if forward else slice(i + 1, n)
+        acc = b[..., i, :] - np.matmul(t[..., i:i + 1, done], x[..., done, :])[..., 0, :]
+        x[..., i, :] = acc / t[..., i, i, None]
+    return x
+
+
 def _trsm(a, b, lower, trans):
     """Batched triangular solves (a and b already broadcast to one batch shape)."""
+    count = int(np.prod(a.shape[:-2], dtype=np.int64))
+    if count > 8 and a.shape[-1] <= 32:
+        return _substitute(a, b, lower, trans)      # a Python loop over rows, not over matrices
     f = blas.get_blas_funcs("trsm", (a, b))
     out = np.empty(b.shape, dtype=a.dtype)
     fa = a.reshape((-1,) + a.shape[-2:])
