@@ -79,6 +79,10 @@ from actorflow.graph.ops.misc_ops import (assert_variables_initialized, count_up
                                           is_tensor, make_template, moving_average_variables, no_regularizer,
                                           report_uninitialized_variables, reverse_sequence, setdiff1d, tuple,
                                           unravel_index)
+from actorflow.graph.ops.linalg_ops import (cholesky, cholesky_solve, matrix_determinant,  # noqa: E402
+                                            matrix_inverse, matrix_solve, matrix_solve_ls, matrix_triangular_solve,
+                                            self_adjoint_eig, self_adjoint_eigvals, svd)
+from actorflow.graph.ops.misc_ops import qr  # noqa: E402
 from actorflow import saved_model  # noqa: E402,F401
 from actorflow import serving  # noqa: E402,F401
 

@@ -1,7 +1,7 @@
 """The `af.linalg` namespace: TF 1.x's `tf.compat.v1.linalg` names for what actorflow has.
 
-Everything here is defined in graph/ops (math_ops, array_ops/matrix.py, array_ops/contraction.py);
-this module only gathers the names.
+Everything here is defined in graph/ops (math_ops, array_ops/matrix.py, array_ops/contraction.py,
+linalg_ops.py, math_more_ops.py); this module only gathers the names.
 """
 from actorflow.graph.ops.array_ops import einsum, eye, tensordot, trace
 from actorflow.graph.ops.array_ops import matrix_band_part as band_part
@@ -9,10 +9,21 @@ from actorflow.graph.ops.array_ops import matrix_diag as diag
 from actorflow.graph.ops.array_ops import matrix_diag_part as diag_part
 from actorflow.graph.ops.array_ops import matrix_set_diag as set_diag
 from actorflow.graph.ops.deprecated import matrix_transpose
+from actorflow.graph.ops.linalg_ops import adjoint, cholesky, cholesky_solve, logdet, svd
+from actorflow.graph.ops.linalg_ops import log_matrix_determinant as slogdet
+from actorflow.graph.ops.linalg_ops import matrix_determinant as det
+from actorflow.graph.ops.linalg_ops import matrix_inverse as inv
+from actorflow.graph.ops.linalg_ops import matrix_solve as solve
+from actorflow.graph.ops.linalg_ops import matrix_solve_ls as lstsq
+from actorflow.graph.ops.linalg_ops import matrix_triangular_solve as triangular_solve
+from actorflow.graph.ops.linalg_ops import self_adjoint_eig as eigh
+from actorflow.graph.ops.linalg_ops import self_adjoint_eigvals as eigvalsh
+from actorflow.graph.ops.math_more_ops import norm
 from actorflow.graph.ops.math_ops import matmul
 from actorflow.graph.ops.misc_ops import qr
 
 transpose = matrix_transpose
 
 __all__ = ["band_part", "diag", "diag_part", "set_diag", "eye", "einsum", "tensordot", "trace", "matmul", "transpose",
-           "matrix_transpose", "qr"]
+           "matrix_transpose", "qr", "inv", "det", "slogdet", "logdet", "cholesky", "cholesky_solve", "solve",
+           "triangular_solve", "eigh", "eigvalsh", "svd", "lstsq", "norm", "adjoint"]

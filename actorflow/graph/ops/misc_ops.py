@@ -137,16 +137,10 @@ def unravel_index(indices, dims, name=None):
 
 
 def qr(input, full_matrices=False, name=None):  # noqa: A002
-    """The QR factorization of each innermost matrix (tf.linalg.qr): (q, r). No gradient."""
+    """The QR factorization of each innermost matrix (tf.linalg.qr): (q, r). Its gradient (TF's)
+    is in linalg_ops.py."""
     with name_scope(name or "Qr"):
         return Qr(convert_to_tensor(input, name="input"), full_matrices=bool(full_matrices))
-
-
-Qr.gradient(lambda op, *grads: [None] if all(g is None for g in grads) else _qr_grad_missing(op))
-
-
-def _qr_grad_missing(op):
-    raise LookupError(f"No gradient defined for operation '{op.name}' (op type: Qr): actorflow has no QR gradient")
 
 
 def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF's name

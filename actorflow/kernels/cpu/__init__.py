@@ -9,3 +9,4 @@ MODULES += ("sort", "segment")     # ordering and segment ops (graph/ops/sort_op
 MODULES += ("nn_misc",)          # selu, softsign (graph/ops/nn_misc_ops.py)
 MODULES += ("depthwise", "lrn", "space_depth", "pool_argmax")   # graph/ops/nn_conv_ops.py
 MODULES += ("image",)     # resize ops and AdjustContrastv2 (graph/ops/image_ops.py)
+MODULES += ("linalg",)    # dense linear algebra (graph/ops/linalg_ops.py)
