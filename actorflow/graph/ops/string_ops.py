@@ -460,7 +460,8 @@ def reduce_join(inputs, axis=None, keep_dims=None, separator="", name=None, redu
                 keepdims=None):
     """Joins the strings along `axis` (None: all axes) with `separator` (tf.compat.v1.reduce_join /
     tf.compat.v1.strings.reduce_join); `reduction_indices` and `keep_dims` are TF's old names. Over
-    several axes the strings join in row-major order; an empty axis joins to b""."""
+    several axes the first axis listed varies fastest, as in TF (axis=None: row-major); an empty
+    axis joins to b""."""
     if axis is not None and reduction_indices is not None:
         raise ValueError("reduce_join: cannot specify both 'axis' and 'reduction_indices'")
     if keep_dims is not None and keepdims is not None and bool(keep_dims) != bool(keepdims):
@@ -472,9 +473,9 @@ def reduce_join(inputs, axis=None, keep_dims=None, separator="", name=None, redu
         if x.shape.ndims is None:
             from actorflow.graph.ops.array_ops import range as af_range
             from actorflow.graph.ops.array_ops import rank
-            axes = af_range(0, rank(x))
+            axes = af_range(rank(x) - 1, -1, -1)
         else:
-            axes = convert_to_tensor(list(range(x.shape.ndims)), dtype=dtypes.int32)
+            axes = convert_to_tensor(list(range(x.shape.ndims - 1, -1, -1)), dtype=dtypes.int32)
     else:
         axes = axis if isinstance(axis, Tensor) else convert_to_tensor(axis, dtype=dtypes.int32)
     return ReduceJoin(x, axes, keep_dims=keep, separator=str(separator), name=name)

@@ -277,7 +277,7 @@ def string_split_kernel(attrs):
             rows = [[bytes([c]) for c in s] for s in _flat(source)]
         else:
             rx = re.compile(b"[" + re.escape(d) + b"]")
-            rows = [[t for t in rx.split(s) if t or not skip] for s in _flat(source)]
+            rows = [[t for t in rx.split(s) if t or not skip] if s else [] for s in _flat(source)]
         return _split_result(rows)
     return fn
 
@@ -291,9 +291,29 @@ def string_split_v2_kernel(attrs):
         if np.ndim(source) != 1:
             raise InvalidArgumentError(f"input must be a vector, got shape: {list(np.shape(source))}")
         s = np.asarray(sep).reshape(())[()] or None
-        rows = [x.split(s, maxsplit) if (s is None or x) else [] for x in _flat(source)]
+        if s is None and maxsplit >= 0:
+            rows = [_whitespace_split(x, maxsplit) for x in _flat(source)]
+        else:
+            rows = [x.split(s, maxsplit) for x in _flat(source)]
         return _split_result(rows)
     return fn
+
+
+def _whitespace_split(text: bytes, maxsplit: int) -> list[bytes]:
+    """TF's whitespace split with a limit: once `maxsplit` tokens are cut, the rest (its leading
+    whitespace removed) is one more token, even when empty (b"one" with maxsplit 1 gives
+    [b"one", b""], where Python gives [b"one"])."""
+    out = []
+    while maxsplit != 0:
+        text = text.lstrip()
+        if not text:
+            return out
+        parts = text.split(None, 1)
+        out.append(parts[0])
+        text = text[len(parts[0]):]
+        maxsplit -= 1
+    out.append(text.lstrip())
+    return out
 
 
 def _utf8_offsets(s: bytes) -> list[int]:
@@ -446,9 +466,10 @@ def reduce_join_kernel(attrs):
             ax.append(a)
         if rank == 0:
             return x.copy()
-        ax_sorted = sorted(ax)
+        # TF joins with the first axis listed varying fastest (af.reduce_join lists all axes last
+        # to first when axis is None, as TF's wrapper does, so that the join is row-major).
         rest = [i for i in range(rank) if i not in ax]
-        moved = np.transpose(x, rest + ax_sorted)
+        moved = np.transpose(x, rest + ax[::-1])
         lead = [x.shape[i] for i in rest]
         rows = moved.reshape(lead + [-1]) if moved.size else np.empty(lead + [0], dtype=object)
         flat = rows.reshape(-1, rows.shape[-1])
