@@ -115,8 +115,8 @@ class TableResource:
                 raise ValueError
             return v
         except (ValueError, KeyError):
-            raise errors.InvalidArgumentError(None, None, f"Field {_text(text)} in line {n} of {path} is not a valid "
-                                                          f"{dtype.name}.") from None
+            raise errors.InvalidArgumentError(None, None, f"Field {_text(text)} in line {n} is not a valid "
+                                                          f"{dtype.name}. ({path})") from None
 
     def _initialize(self, pairs) -> None:
         entries: dict = {}

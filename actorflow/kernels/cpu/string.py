@@ -626,7 +626,7 @@ def decode_base64_kernel(attrs):
 
     def dec(s):
         if not ok.fullmatch(s) or len(s.rstrip(b"=")) % 4 == 1 or (b"=" in s and len(s) % 4):
-            raise InvalidArgumentError(f"Invalid character found in base64: {s.decode('utf-8', 'replace')!r}")
+            raise InvalidArgumentError(f"Invalid character found in base64. ({s.decode('utf-8', 'replace')!r})")
         body = s.rstrip(b"=")
         try:
             return binascii.a2b_base64(body.replace(b"-", b"+").replace(b"_", b"/") + b"=" * (-len(body) % 4))
