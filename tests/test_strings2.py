@@ -237,3 +237,13 @@ def test_build_errors_name_the_op_or_argument():
             af.strings.split(["a b"], result_type="RaggedTensor")
         with pytest.raises(ValueError, match="record_defaults"):
             af.decode_csv(["1"], [af.constant([[1, 2]])])
+
+
+def test_monitored_session_initializes_tables():
+    with af.Graph().as_default():
+        init = af.lookup.KeyValueTensorInitializer(["a", "b"], af.constant([7, 8], af.int64))
+        t = af.lookup.StaticHashTable(init, -1)
+        out = t.lookup(af.constant(["b", "x"]))
+        af.train.get_or_create_global_step()
+        with af.train.MonitoredTrainingSession() as s:
+            np.testing.assert_array_equal(s.run(out), [8, -1])

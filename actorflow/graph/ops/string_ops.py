@@ -354,8 +354,9 @@ StringUpper = define_op("StringUpper", _infer_unary_string("StringUpper"))
 StringToHashBucketFast = define_op("StringToHashBucketFast", _infer_hash_bucket)
 ReduceJoin = define_op("ReduceJoin", _infer_reduce_join)
 DecodeCSV = define_op("DecodeCSV", _infer_decode_csv)
-ReadFile = define_op("ReadFile", _infer_read_file, stateful=True, placement="host")
-WriteFile = define_op("WriteFile", _infer_write_file, stateful=True, placement="host")
+# File I/O blocks: always on the kernel pool, never on the runtime's loop.
+ReadFile = define_op("ReadFile", _infer_read_file, stateful=True, placement="host", offload=True)
+WriteFile = define_op("WriteFile", _infer_write_file, stateful=True, placement="host", offload=True)
 EncodeBase64 = define_op("EncodeBase64", _infer_unary_string("EncodeBase64"))
 DecodeBase64 = define_op("DecodeBase64", _infer_unary_string("DecodeBase64"))
 
