@@ -92,6 +92,12 @@ newaxis = None
 from actorflow.graph.dtypes import string  # noqa: E402
 from actorflow.graph.ops.string_ops import (Print, as_string, print_v2 as print, string_join,  # noqa: E402,A004
                                              string_to_number)
+# TF 1.x's text ops and lookup tables (graph/ops/string_ops.py, graph/ops/lookup_ops.py)
+from actorflow.graph.ops.string_ops import (decode_base64, decode_csv, encode_base64, read_file,  # noqa: E402
+                                             reduce_join, regex_replace, string_split, string_strip,
+                                             string_to_hash_bucket_fast, substr, write_file)
+from actorflow.graph.ops.lookup_ops import initialize_all_tables, tables_initializer  # noqa: E402
+from actorflow import lookup  # noqa: E402
 from actorflow.graph.ops.deprecated import *  # noqa: E402,F401,F403
 from actorflow import initializers, losses, metrics, strings  # noqa: E402
 

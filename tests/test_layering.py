@@ -25,7 +25,7 @@ deterministic simulator replaces), console
 (the CLI's tables and help formatter, shared by the subcommands of serving/ and sim/), and
 checkpoint_format, the file format shared by the Saver and the checkpoint kernels); and graph
 libraries that build ops on a graph and sit between graph and train (layers, losses, metrics, nn,
-rnn, rnn_cell, math, random, image, strings, initializers, debugging, data, summary, xla). client (the
+rnn, rnn_cell, math, random, image, strings, lookup, initializers, debugging, data, summary, xla). client (the
 timeline) and compat import nothing; distribute re-exports the cluster's resolvers.
 """
 from __future__ import annotations
@@ -70,6 +70,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "random": {"graph"},
     "image": {"graph"},
     "strings": {"graph"},
+    "lookup": {"graph"},
     "debugging": {"graph"},
     "data": {"graph", "tfrecord"},
     "losses": {"graph"},
@@ -88,7 +89,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "client": set(),
     "compat": {"graph"},
     "<root>": {"serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
-               "metrics", "math", "linalg", "sparse", "random", "image", "python_io", "strings", "initializers", "debugging", "data"},
+               "metrics", "math", "linalg", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data"},
     "sim": {"<root>", "console"},
     "graphviz": {"<root>", "console"},
     "dashboard": {"<root>"},

@@ -56,6 +56,7 @@ class GraphKeys:
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     READY_OP = "ready_op"
     LOCAL_INIT_OP = "local_init_op"
+    TABLE_INITIALIZERS = "table_initializer"
 
 
 class Tensor:

@@ -60,7 +60,10 @@ class Scaffold:
         if self.init_op is None:
             self.init_op = global_variables_initializer()
         if self.local_init_op is None:
-            self.local_init_op = local_variables_initializer()
+            # TF's Scaffold.default_local_init_op: local variables and lookup tables.
+            from actorflow.graph.ops.constant import group
+            from actorflow.graph.ops.lookup_ops import tables_initializer
+            self.local_init_op = group(local_variables_initializer(), tables_initializer())
         if self.ready_op is None and variables:
             self.ready_op = stack([is_variable_initialized(v) for v in variables], name="ready_check")
         self._var_names = [v.op.name for v in variables]

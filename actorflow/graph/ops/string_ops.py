@@ -1,4 +1,7 @@
-"""String ops: AsString, StringJoin, StringLength, StringFormat, Print and PrintV2.
+"""String ops: AsString, StringJoin, StringLength, StringFormat, Print and PrintV2; the text ops of
+TF 1.x programs (StringSplit, StringSplitV2, Substr, RegexReplace, StringStrip, StringLower,
+StringUpper, StringToHashBucketFast, ReduceJoin, DecodeCSV, ReadFile, WriteFile, EncodeBase64,
+DecodeBase64). None has a gradient: strings are not differentiable.
 
 String tensors hold numpy object arrays of `bytes` (dtype `af.string`); their kernels run on the
 host (kernels/cpu/string.py). `af.Print` and `af.print` write where TF writes: stderr by default.
@@ -13,7 +16,10 @@ from actorflow.graph.graph import Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["as_string", "string_join", "string_length", "string_format", "string_to_number", "Print", "print_v2"]
+__all__ = ["as_string", "string_join", "string_length", "string_format", "string_to_number", "Print", "print_v2",
+           "string_split", "strings_split_v1", "substr", "regex_replace", "string_strip", "string_lower",
+           "string_upper", "string_to_hash_bucket_fast", "reduce_join", "decode_csv", "read_file", "write_file",
+           "encode_base64", "decode_base64"]
 
 
 def _need_string(t, op):
@@ -196,3 +202,333 @@ def print_v2(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=N
                         summarize=-1 if summarize is None else summarize)
     g = get_default_graph()
     return g.create_op("PrintV2", [fmt], {"output_stream": stream, "end": str(end)}, name=name)
+
+
+# -- the text ops of TF 1.x programs -------------------------------------------------------------------
+def _str_tensor(x, what="input"):
+    return x if isinstance(x, Tensor) else convert_to_tensor(x, dtype=dtypes.string, name=what)
+
+
+def _need_scalar(t, op, what):
+    if t.shape.ndims not in (None, 0):
+        raise InferenceError(f"{op}: {what} must be a scalar, got shape {t.shape} ('{t.name}')")
+
+
+def _infer_split(inputs, attrs):
+    op = "StringSplitV2" if "maxsplit" in attrs else "StringSplit"
+    src, sep = inputs
+    _need_string(src, op)
+    _need_string(sep, op)
+    if src.shape.ndims not in (None, 1):
+        raise InferenceError(f"{op}: input must be a vector, got shape {src.shape} ('{src.name}')")
+    _need_scalar(sep, op, "the delimiter")
+    return [(dtypes.int64, TensorShape([None, 2])), (dtypes.string, TensorShape([None])),
+            (dtypes.int64, TensorShape([2]))]
+
+
+def _infer_unary_string(type_name):
+    def infer(inputs, attrs):
+        _need_string(inputs[0], type_name)
+        return [(dtypes.string, inputs[0].shape)]
+    return infer
+
+
+def _infer_substr(inputs, attrs):
+    x, pos, ln = inputs
+    _need_string(x, "Substr")
+    if attrs.get("unit", "BYTE") not in ("BYTE", "UTF8_CHAR"):
+        raise InferenceError(f"Substr: unit must be 'BYTE' or 'UTF8_CHAR', got {attrs['unit']!r}")
+    if not (pos.dtype.is_integer and pos.dtype is ln.dtype and pos.dtype in (dtypes.int32, dtypes.int64)):
+        raise InferenceError(f"Substr: pos and len must both be int32 or both int64, got {pos.dtype.name} "
+                             f"and {ln.dtype.name}")
+    if not pos.shape.is_compatible_with(ln.shape):
+        raise InferenceError(f"Substr: pos and len must have the same shape, got {pos.shape} and {ln.shape}")
+    return [(dtypes.string, _broadcast_shape(x.shape, pos.shape, "Substr"))]
+
+
+def _broadcast_shape(a, b, op):
+    if a.ndims is None or b.ndims is None:
+        return TensorShape(None)
+    if b.ndims == 0:
+        return a
+    da, db = list(a.dims), list(b.dims)
+    n = max(len(da), len(db))
+    da, db = [1] * (n - len(da)) + da, [1] * (n - len(db)) + db
+    out = []
+    for x, y in zip(da, db):
+        if x is None or y is None:
+            out.append(y if x == 1 else x if y == 1 else x if y is None else y)
+        elif x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise InferenceError(f"{op}: shapes {a} and {b} do not broadcast")
+    return TensorShape(out)
+
+
+def _infer_regex(inputs, attrs):
+    x, pattern, rewrite = inputs
+    _need_string(x, "RegexReplace")
+    _need_string(pattern, "RegexReplace")
+    _need_string(rewrite, "RegexReplace")
+    _need_scalar(pattern, "RegexReplace", "pattern")
+    _need_scalar(rewrite, "RegexReplace", "rewrite")
+    return [(dtypes.string, x.shape)]
+
+
+def _infer_hash_bucket(inputs, attrs):
+    _need_string(inputs[0], "StringToHashBucketFast")
+    if int(attrs["num_buckets"]) < 1:
+        raise InferenceError(f"StringToHashBucketFast: num_buckets must be >= 1, got {attrs['num_buckets']}")
+    return [(dtypes.int64, inputs[0].shape)]
+
+
+def _reduce_axes(shape, axes, op):
+    if axes is None:
+        return None
+    rank = shape.ndims
+    out = []
+    for a in axes:
+        if rank is not None and not -rank <= a < max(rank, 1):
+            raise InferenceError(f"{op}: axis {a} is out of range for a tensor of rank {rank}")
+        a = a + rank if (a < 0 and rank is not None) else a
+        if a in out:
+            raise InferenceError(f"{op}: axis {a} is repeated")
+        out.append(a)
+    return out
+
+
+def _infer_reduce_join(inputs, attrs):
+    from actorflow.graph.ops.infer import constant_value
+    x, axes_t = inputs
+    _need_string(x, "ReduceJoin")
+    v = constant_value(axes_t)
+    keep = attrs.get("keep_dims", False)
+    if v is None or x.shape.ndims is None:
+        return [(dtypes.string, TensorShape(None))]
+    axes = _reduce_axes(x.shape, [int(a) for a in v.reshape(-1)], "ReduceJoin")
+    dims = list(x.shape.dims)
+    out = [1 if i in axes else d for i, d in enumerate(dims)] if keep else \
+        [d for i, d in enumerate(dims) if i not in axes]
+    return [(dtypes.string, TensorShape(out))]
+
+
+def _infer_decode_csv(inputs, attrs):
+    records, defaults = inputs[0], inputs[1:]
+    _need_string(records, "DecodeCSV")
+    allowed = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.string)
+    for i, d in enumerate(defaults):
+        if d.dtype not in allowed:
+            raise InferenceError(f"DecodeCSV: record_defaults[{i}] has dtype {d.dtype.name}; expected one of "
+                                 "float32, float64, int32, int64, string")
+        if d.shape.ndims is not None and (d.shape.ndims > 1 or (d.shape.ndims == 1 and d.shape.dims[0] not in
+                                                                   (None, 0, 1))):
+            raise InferenceError(f"DecodeCSV: record_defaults[{i}] must have at most one element, got shape "
+                                 f"{d.shape}")
+    if len(str(attrs.get("field_delim", ","))) != 1:
+        raise InferenceError(f"DecodeCSV: field_delim must be one character, got {attrs.get('field_delim')!r}")
+    return [(d.dtype, records.shape) for d in defaults]
+
+
+def _infer_read_file(inputs, attrs):
+    _need_string(inputs[0], "ReadFile")
+    _need_scalar(inputs[0], "ReadFile", "filename")
+    return [(dtypes.string, TensorShape([]))]
+
+
+def _infer_write_file(inputs, attrs):
+    for t, what in zip(inputs, ("filename", "contents")):
+        _need_string(t, "WriteFile")
+        _need_scalar(t, "WriteFile", what)
+    return []
+
+
+StringSplit = define_op("StringSplit", _infer_split)
+StringSplitV2 = define_op("StringSplitV2", _infer_split)
+Substr = define_op("Substr", _infer_substr)
+RegexReplace = define_op("RegexReplace", _infer_regex)
+StringStrip = define_op("StringStrip", _infer_unary_string("StringStrip"))
+StringLower = define_op("StringLower", _infer_unary_string("StringLower"))
+StringUpper = define_op("StringUpper", _infer_unary_string("StringUpper"))
+StringToHashBucketFast = define_op("StringToHashBucketFast", _infer_hash_bucket)
+ReduceJoin = define_op("ReduceJoin", _infer_reduce_join)
+DecodeCSV = define_op("DecodeCSV", _infer_decode_csv)
+# File I/O blocks: always on the kernel pool, never on the runtime's loop.
+ReadFile = define_op("ReadFile", _infer_read_file, stateful=True, placement="host", offload=True)
+WriteFile = define_op("WriteFile", _infer_write_file, stateful=True, placement="host", offload=True)
+EncodeBase64 = define_op("EncodeBase64", _infer_unary_string("EncodeBase64"))
+DecodeBase64 = define_op("DecodeBase64", _infer_unary_string("DecodeBase64"))
+
+
+def _sparse(indices, values, shape):
+    from actorflow.graph.sparse_tensor import SparseTensor
+    return SparseTensor(indices, values, shape)
+
+
+def string_split(source, sep=None, skip_empty=True, delimiter=None, result_type="SparseTensor", name=None):
+    """Splits each string of the vector `source` at every byte of `sep` (default " "; "" splits
+    into single bytes) into a SparseTensor [len(source), longest] (tf.compat.v1.string_split).
+    `delimiter` is TF's deprecated alias of `sep`. Only result_type="SparseTensor" (TF's default)
+    is supported: actorflow has no RaggedTensor."""
+    if sep is not None and delimiter is not None and sep != delimiter:
+        raise ValueError("string_split: cannot specify both 'sep' and its deprecated alias 'delimiter'")
+    sep = delimiter if sep is None else sep
+    _sparse_only(result_type, "string_split")
+    src = _str_tensor(source, "source")
+    d = _str_tensor(" " if sep is None else sep, "delimiter")
+    idx, vals, shape = StringSplit(src, d, skip_empty=bool(skip_empty), name=name or "StringSplit")
+    return _sparse(idx, vals, shape)
+
+
+def _sparse_only(result_type, fn):
+    if result_type == "RaggedTensor":
+        raise NotImplementedError(f"{fn}: result_type='RaggedTensor' is not supported (actorflow has no "
+                                  "RaggedTensor); use the default 'SparseTensor'")
+    if result_type != "SparseTensor":
+        raise ValueError("result_type must be 'RaggedTensor' or 'SparseTensor'.")
+
+
+def strings_split_v1(input=None, sep=None, maxsplit=-1, result_type="SparseTensor", source=None,  # noqa: A002
+                     name=None):
+    """Splits each string as Python's bytes.split(sep, maxsplit) does into a SparseTensor
+    (tf.compat.v1.strings.split): `sep` None or "" splits at runs of ASCII whitespace, any other
+    `sep` at each occurrence, keeping empty tokens. `source` is TF's deprecated alias of `input`.
+    Inputs of rank 0 or 1 only, and only result_type="SparseTensor" (no RaggedTensor here)."""
+    if input is not None and source is not None:
+        raise ValueError("strings.split: cannot specify both 'input' and its deprecated alias 'source'")
+    x = _str_tensor(source if input is None else input)
+    _sparse_only(result_type, "strings.split")
+    if x.shape.ndims == 0:
+        from actorflow.graph.ops.array_ops import expand_dims
+        x = expand_dims(x, 0)
+    if x.shape.ndims not in (None, 1):
+        raise ValueError(f"strings.split: actorflow splits vectors only (a higher rank needs a RaggedTensor), "
+                         f"got shape {x.shape} ('{x.name}')")
+    idx, vals, shape = StringSplitV2(x, _str_tensor("" if sep is None else sep, "sep"), maxsplit=int(maxsplit),
+                                     name=name or "StringSplit")
+    return _sparse(idx, vals, shape)
+
+
+def substr(input, pos, len, name=None, unit="BYTE"):  # noqa: A002 (TF's names)
+    """`len` bytes (or UTF-8 characters with unit="UTF8_CHAR") of each string from `pos`
+    (negative: from the end) (tf.strings.substr / tf.compat.v1.substr). `pos` and `len` are
+    scalars or broadcast against `input`; a `pos` outside a string fails the step as in TF."""
+    x = _str_tensor(input)
+    p = convert_to_tensor(pos) if not isinstance(pos, Tensor) else pos
+    n = convert_to_tensor(len, dtype=p.dtype) if not isinstance(len, Tensor) else len
+    return Substr(x, p, n, unit=unit, name=name)
+
+
+def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # noqa: A002
+    """Replaces the matches of `pattern` in each string with `rewrite` ("\\\\1" a group, "\\\\0" the
+    match) (tf.strings.regex_replace). Patterns are run by Python's `re` on bytes, not RE2: they
+    agree on the common syntax; they differ where `re` has features RE2 lacks (backreferences and
+    lookaround in patterns are accepted here, rejected by TF), on `$` (re also matches before a
+    final newline), and on an empty match right after a match (re.sub replaces it, RE2 does not)."""
+    x = _str_tensor(input)
+    return RegexReplace(x, _str_tensor(pattern, "pattern"), _str_tensor(rewrite, "rewrite"),
+                        replace_global=bool(replace_global), name=name)
+
+
+def string_strip(input, name=None):  # noqa: A002
+    """Removes leading and trailing ASCII whitespace (tf.strings.strip / tf.compat.v1.string_strip)."""
+    return StringStrip(_str_tensor(input), name=name)
+
+
+def _case(op, fn):
+    def convert(input, encoding="", name=None):  # noqa: A002
+        if encoding not in ("", "utf-8"):
+            raise ValueError(f"strings.{fn}: encoding must be '' (ASCII) or 'utf-8', got {encoding!r}")
+        return op(_str_tensor(input), encoding=encoding, name=name)
+    convert.__name__ = convert.__qualname__ = f"string_{fn}"
+    convert.__doc__ = (f"{fn.capitalize()}-cases each string (tf.strings.{fn}): ASCII letters only with encoding '', "
+                       f"every letter with 'utf-8' (Python's str.{fn}, where TF uses ICU).")
+    return convert
+
+
+string_lower = _case(StringLower, "lower")
+string_upper = _case(StringUpper, "upper")
+
+
+def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002
+    """FarmHash Fingerprint64 of each string modulo `num_buckets`, int64 (tf.strings.to_hash_bucket_fast):
+    the same buckets as TensorFlow's."""
+    return StringToHashBucketFast(_str_tensor(input), num_buckets=int(num_buckets), name=name)
+
+
+def reduce_join(inputs, axis=None, keep_dims=None, separator="", name=None, reduction_indices=None,
+                keepdims=None):
+    """Joins the strings along `axis` (None: all axes) with `separator` (tf.compat.v1.reduce_join /
+    tf.compat.v1.strings.reduce_join); `reduction_indices` and `keep_dims` are TF's old names. Over
+    several axes the first axis listed varies fastest, as in TF (axis=None: row-major); an empty
+    axis joins to b""."""
+    if axis is not None and reduction_indices is not None:
+        raise ValueError("reduce_join: cannot specify both 'axis' and 'reduction_indices'")
+    if keep_dims is not None and keepdims is not None and bool(keep_dims) != bool(keepdims):
+        raise ValueError("reduce_join: cannot specify both 'keep_dims' and 'keepdims'")
+    axis = reduction_indices if axis is None else axis
+    keep = bool(keepdims if keepdims is not None else keep_dims)
+    x = _str_tensor(inputs, "inputs")
+    if axis is None:
+        if x.shape.ndims is None:
+            from actorflow.graph.ops.array_ops import range as af_range
+            from actorflow.graph.ops.array_ops import rank
+            axes = af_range(rank(x) - 1, -1, -1)
+        else:
+            axes = convert_to_tensor(list(range(x.shape.ndims - 1, -1, -1)), dtype=dtypes.int32)
+    else:
+        axes = axis if isinstance(axis, Tensor) else convert_to_tensor(axis, dtype=dtypes.int32)
+    return ReduceJoin(x, axes, keep_dims=keep, separator=str(separator), name=name)
+
+
+def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, name=None, na_value="",
+               select_cols=None):
+    """Parses CSV records into one tensor per column, of the records' shape (tf.compat.v1.decode_csv,
+    tf.io.decode_csv). `record_defaults`: a value or tensor per column, whose dtype (float32,
+    float64, int32, int64, string) types the column; an empty one makes the column required.
+    `use_quote_delim`: fields in double quotes may hold the delimiter, '""' is a quote. Fields equal
+    to `na_value` take the default. `select_cols`: the sorted column indices to keep."""
+    recs = _str_tensor(records, "records")
+    defaults = []
+    for i, d in enumerate(record_defaults):
+        if isinstance(d, Tensor):
+            defaults.append(d)
+        elif isinstance(d, (list, tuple)) and not d:
+            raise ValueError(f"decode_csv: record_defaults[{i}] is an empty list with no dtype; give an empty "
+                             "tensor of the column's dtype, e.g. af.constant([], af.int32)")
+        else:
+            defaults.append(convert_to_tensor(d, name=f"record_defaults_{i}"))
+    cols = [] if select_cols is None else [int(c) for c in select_cols]
+    if cols and (any(b <= a for a, b in zip(cols, cols[1:])) or cols[0] < 0):
+        raise ValueError(f"decode_csv: select_cols must be non-negative and strictly increasing, got {cols}")
+    if cols and len(cols) != len(defaults):
+        raise ValueError(f"decode_csv: Length of select_cols ({len(cols)}) and record_defaults "
+                         f"({len(defaults)}) should match")
+    out = DecodeCSV(recs, *defaults, field_delim=str(field_delim), use_quote_delim=bool(use_quote_delim),
+                    na_value=str(na_value), select_cols=tuple(cols), name=name)
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def read_file(filename, name=None):
+    """The whole contents of the file `filename`, a scalar string (tf.io.read_file / tf.compat.v1.read_file)."""
+    return ReadFile(_str_tensor(filename, "filename"), name=name)
+
+
+def write_file(filename, contents, name=None):
+    """An op that writes the scalar string `contents` to `filename`, creating its directories
+    (tf.io.write_file / tf.compat.v1.write_file)."""
+    g = get_default_graph()
+    return g.create_op("WriteFile", [_str_tensor(filename, "filename"), _str_tensor(contents, "contents")], {},
+                       name=name)
+
+
+def encode_base64(input, pad=False, name=None):  # noqa: A002
+    """Web-safe base64 of each string ('-' and '_' for '+' and '/'), '=' padded only with `pad`
+    (tf.io.encode_base64 / tf.compat.v1.encode_base64)."""
+    return EncodeBase64(_str_tensor(input), pad=bool(pad), name=name)
+
+
+def decode_base64(input, name=None):  # noqa: A002
+    """Decodes web-safe base64, padded or not (tf.io.decode_base64 / tf.compat.v1.decode_base64)."""
+    return DecodeBase64(_str_tensor(input), name=name)
