@@ -215,33 +215,7 @@ DepthwiseConv2dNativeBackpropFilter = define_op("DepthwiseConv2dNativeBackpropFi
                                                 _infer_depthwise_backprop_filter)
 
 
-def _conv_attrs(op) -> dict:
-    return {k: op.attrs[k] for k in ("strides", "padding", "data_format", "dilations") if k in op.attrs}
-
-
-@DepthwiseConv2dNative.gradient
-def _depthwise_grad(op, grad):
-    x, f = op.inputs
-    attrs = _conv_attrs(op)
-    return [DepthwiseConv2dNativeBackpropInput(array_ops.shape(x), f, grad, **attrs),
-            DepthwiseConv2dNativeBackpropFilter(x, array_ops.shape(f), grad, **attrs)]
-
-
-@DepthwiseConv2dNativeBackpropInput.gradient
-def _depthwise_backprop_input_grad(op, grad):
-    # Linear in the filter and in out_backprop, as Conv2DBackpropInput.
-    _, f, dy = op.inputs
-    attrs = _conv_attrs(op)
-    return [None, DepthwiseConv2dNativeBackpropFilter(grad, array_ops.shape(f), dy, **attrs),
-            DepthwiseConv2dNative(grad, f, **attrs)]
-
-
-@DepthwiseConv2dNativeBackpropFilter.gradient
-def _depthwise_backprop_filter_grad(op, grad):
-    x, _, dy = op.inputs
-    attrs = _conv_attrs(op)
-    return [DepthwiseConv2dNativeBackpropInput(array_ops.shape(x), grad, dy, **attrs), None,
-            DepthwiseConv2dNative(x, grad, **attrs)]
+nn_ops.conv_gradients(DepthwiseConv2dNative, DepthwiseConv2dNativeBackpropInput, DepthwiseConv2dNativeBackpropFilter)
 
 
 def _depthwise_attrs(strides, padding, data_format, dilations, fn) -> dict:

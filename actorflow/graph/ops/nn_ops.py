@@ -645,27 +645,30 @@ def _conv_attrs(op) -> dict:
     return {k: op.attrs[k] for k in ("strides", "padding", "data_format", "dilations") if k in op.attrs}
 
 
-@Conv2D.gradient
-def _conv2d_grad(op, grad):
-    x, f = op.inputs
-    attrs = _conv_attrs(op)
-    return [Conv2DBackpropInput(array_ops.shape(x), f, grad, **attrs),
-            Conv2DBackpropFilter(x, array_ops.shape(f), grad, **attrs)]
+def conv_gradients(forward, backprop_input, backprop_filter) -> None:
+    """Registers TF's gradients of a convolution (Conv2D, DepthwiseConv2dNative) and of its two
+    gradient ops: each is linear in its operands, so each one's gradient is made of the other two."""
+    @forward.gradient
+    def _forward_grad(op, grad):
+        x, f = op.inputs
+        attrs = _conv_attrs(op)
+        return [backprop_input(array_ops.shape(x), f, grad, **attrs),
+                backprop_filter(x, array_ops.shape(f), grad, **attrs)]
+
+    @backprop_input.gradient
+    def _backprop_input_grad(op, grad):
+        _, f, dy = op.inputs
+        attrs = _conv_attrs(op)
+        return [None, backprop_filter(grad, array_ops.shape(f), dy, **attrs), forward(grad, f, **attrs)]
+
+    @backprop_filter.gradient
+    def _backprop_filter_grad(op, grad):
+        x, _, dy = op.inputs
+        attrs = _conv_attrs(op)
+        return [backprop_input(array_ops.shape(x), grad, dy, **attrs), None, forward(x, grad, **attrs)]
 
 
-@Conv2DBackpropInput.gradient
-def _conv2d_backprop_input_grad(op, grad):
-    # As TF: the input gradient of a convolution is linear in its filter and its out_backprop.
-    _, f, dy = op.inputs
-    attrs = _conv_attrs(op)
-    return [None, Conv2DBackpropFilter(grad, array_ops.shape(f), dy, **attrs), Conv2D(grad, f, **attrs)]
-
-
-@Conv2DBackpropFilter.gradient
-def _conv2d_backprop_filter_grad(op, grad):
-    x, _, dy = op.inputs
-    attrs = _conv_attrs(op)
-    return [Conv2DBackpropInput(array_ops.shape(x), grad, dy, **attrs), None, Conv2D(x, grad, **attrs)]
+conv_gradients(Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter)
 
 
 def _window_arg(v, name, data_format, fn) -> tuple:
