@@ -306,6 +306,17 @@ def _add_bias_activation(layer, out, fmt="NHWC"):
 # Dense
 # ---------------------------------------------------------------------------------------------
 
+def _kernel_options(layer, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                    bias_regularizer, kernel_constraint, bias_constraint) -> None:
+    """The attributes a layer with a kernel and a bias keeps (Dense, the convolutions)."""
+    layer.activation = activation
+    layer.use_bias = use_bias
+    layer.kernel_initializer, layer.bias_initializer = kernel_initializer, bias_initializer
+    layer.kernel_regularizer, layer.bias_regularizer = kernel_regularizer, bias_regularizer
+    layer.kernel_constraint, layer.bias_constraint = kernel_constraint, bias_constraint
+    layer.kernel = layer.bias = None
+
+
 class Dense(Layer):
     """activation(inputs @ kernel + bias) (tf.compat.v1.layers.Dense).
 
@@ -318,12 +329,8 @@ class Dense(Layer):
                  bias_constraint=None, trainable=True, name=None, **kwargs):
         super().__init__(trainable=trainable, name=name, activity_regularizer=activity_regularizer, **kwargs)
         self.units = int(units)
-        self.activation = activation
-        self.use_bias = use_bias
-        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
-        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
-        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
-        self.kernel = self.bias = None
+        _kernel_options(self, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                        bias_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, input_shape):
         ndims = input_shape.ndims
@@ -410,12 +417,8 @@ class _Conv(Layer):
             self.padding = _padding(padding, layer)
         self.data_format = data_format
         self._fmt = _data_format(data_format, layer)
-        self.activation = activation
-        self.use_bias = use_bias
-        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
-        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
-        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
-        self.kernel = self.bias = None
+        _kernel_options(self, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                        bias_regularizer, kernel_constraint, bias_constraint)
 
     def _in_channels(self, input_shape):
         nd = self._rank + 2
