@@ -86,10 +86,35 @@ class DataLossError(OpError):
     error_code = 15
 
 
+class UnauthenticatedError(OpError):
+    error_code = 16
+
+
 _BY_CODE = {c.error_code: c for c in (
     CancelledError, UnknownError, InvalidArgumentError, DeadlineExceededError, NotFoundError,
     AlreadyExistsError, PermissionDeniedError, ResourceExhaustedError, FailedPreconditionError,
-    AbortedError, OutOfRangeError, UnimplementedError, InternalError, UnavailableError, DataLossError)}
+    AbortedError, OutOfRangeError, UnimplementedError, InternalError, UnavailableError, DataLossError,
+    UnauthenticatedError)}
+
+# TF's error codes (tf.errors.OK ... tf.errors.UNAUTHENTICATED).
+OK, CANCELLED, UNKNOWN, INVALID_ARGUMENT, DEADLINE_EXCEEDED, NOT_FOUND, ALREADY_EXISTS = 0, 1, 2, 3, 4, 5, 6
+PERMISSION_DENIED, RESOURCE_EXHAUSTED, FAILED_PRECONDITION, ABORTED, OUT_OF_RANGE = 7, 8, 9, 10, 11
+UNIMPLEMENTED, INTERNAL, UNAVAILABLE, DATA_LOSS, UNAUTHENTICATED = 12, 13, 14, 15, 16
+
+
+def exception_type_from_error_code(error_code: int):
+    """The OpError subclass of a TF error code (tf.errors.exception_type_from_error_code)."""
+    try:
+        return _BY_CODE[error_code]
+    except KeyError:
+        raise KeyError(f"error_code {error_code} has no exception type (OK is 0)") from None
+
+
+def error_code_from_exception_type(cls) -> int:
+    """The TF error code of an OpError subclass (tf.errors.error_code_from_exception_type)."""
+    if not (isinstance(cls, type) and issubclass(cls, OpError)):
+        raise KeyError(f"{cls!r} is not an OpError type")
+    return cls.error_code
 
 
 def from_code(code: int, message: str, op_name: str | None = None) -> OpError:

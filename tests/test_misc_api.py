@@ -117,3 +117,18 @@ def test_orthogonal_initializer_tuple_and_templates():
             np.testing.assert_allclose(wv.T @ wv, 4.0 * np.eye(4), atol=1e-5)
             np.testing.assert_allclose(vv @ vv.T, np.eye(3), atol=1e-5)
             assert s.run([a, b, y1, y2]) == [1.0, 2.0, pytest.approx([1.0, 2.0]), pytest.approx([3.0, 4.0])]
+
+
+def test_error_codes_and_saved_model_constants(tmp_path):
+    assert af.errors.OK == 0 and af.errors.UNAUTHENTICATED == 16
+    assert af.errors.exception_type_from_error_code(af.errors.OUT_OF_RANGE) is af.errors.OutOfRangeError
+    assert af.errors.error_code_from_exception_type(af.errors.UnauthenticatedError) == 16
+    with pytest.raises(KeyError):
+        af.errors.exception_type_from_error_code(0)
+    assert af.saved_model.PREDICT_INPUTS == "inputs" and af.saved_model.VARIABLES_DIRECTORY == "variables"
+    assert not af.saved_model.contains_saved_model(str(tmp_path))
+    with af.Graph().as_default():
+        x = af.placeholder(af.float32, [None], name="x")
+        with af.Session() as s:
+            af.saved_model.simple_save(s, str(tmp_path / "m"), {"x": x}, {"y": x * 2.0})
+    assert af.saved_model.contains_saved_model(str(tmp_path / "m"))

@@ -12,7 +12,8 @@ from actorflow.graph.graph import Tensor, convert_to_tensor, name_scope
 from actorflow.graph.ops import math_ops
 
 __all__ = ["exponential_decay", "piecewise_constant", "polynomial_decay", "natural_exp_decay",
-           "inverse_time_decay", "cosine_decay"]
+           "inverse_time_decay", "cosine_decay", "cosine_decay_restarts", "linear_cosine_decay",
+           "noisy_linear_cosine_decay", "piecewise_constant_decay"]
 
 
 def _tensor_like(x) -> bool:
@@ -147,3 +148,62 @@ def piecewise_constant(x, boundaries, values, name=None):
             from actorflow.graph.ops.constant import identity
             result = identity(result, name=scope)
         return result
+
+
+piecewise_constant_decay = piecewise_constant
+
+
+def cosine_decay_restarts(learning_rate, global_step, first_decay_steps, t_mul=2.0, m_mul=1.0, alpha=0.0, name=None):
+    """Cosine decay with warm restarts, periods growing by `t_mul` and peaks by `m_mul`
+    (tf.compat.v1.train.cosine_decay_restarts, SGDR)."""
+    _require_step(global_step, "cosine_decay_restarts")
+    with name_scope(name, "SGDRDecay", [learning_rate, global_step]) as scope:
+        lr = _lr(learning_rate)
+        dt = lr.dtype
+        frac = math_ops.divide(_as(global_step, dt), _as(first_decay_steps, dt))
+        if float(t_mul) == 1.0:
+            i_restart = math_ops.floor(frac)
+            frac = frac - i_restart
+        else:
+            t = _as(t_mul, dt)
+            i_restart = math_ops.floor(math_ops.log(1.0 - frac * (1.0 - t)) / math_ops.log(t))
+            sum_r = (1.0 - math_ops.pow(t, i_restart)) / (1.0 - t)
+            frac = (frac - sum_r) / math_ops.pow(t, i_restart)
+        m_fac = math_ops.pow(_as(m_mul, dt), i_restart)
+        cosine = 0.5 * m_fac * (1.0 + math_ops.cos(_as(math.pi, dt) * frac))
+        decayed = (1.0 - _as(alpha, dt)) * cosine + _as(alpha, dt)
+        return math_ops.multiply(lr, decayed, name=scope)
+
+
+def _linear_cosine(lr, global_step, decay_steps, num_periods, dt):
+    steps = _as(decay_steps, dt)
+    step = math_ops.minimum(_as(global_step, dt), steps)
+    linear = (steps - step) / steps
+    cosine = 0.5 * (1.0 + math_ops.cos(_as(math.pi, dt) * 2.0 * _as(num_periods, dt) * (step / steps)))
+    return step, linear, cosine
+
+
+def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5, alpha=0.0, beta=0.001, name=None):
+    """learning_rate * ((alpha + linear) * cosine + beta), linear going from 1 to 0 over
+    `decay_steps` and cosine over `num_periods` periods (tf.compat.v1.train.linear_cosine_decay)."""
+    _require_step(global_step, "linear_cosine_decay")
+    with name_scope(name, "LinearCosineDecay", [learning_rate, global_step]) as scope:
+        lr = _lr(learning_rate)
+        dt = lr.dtype
+        _, linear, cosine = _linear_cosine(lr, global_step, decay_steps, num_periods, dt)
+        return math_ops.multiply(lr, (_as(alpha, dt) + linear) * cosine + _as(beta, dt), name=scope)
+
+
+def noisy_linear_cosine_decay(learning_rate, global_step, decay_steps, initial_variance=1.0, variance_decay=0.55,
+                              num_periods=0.5, alpha=0.0, beta=0.001, name=None):
+    """linear_cosine_decay with Gaussian noise of variance initial_variance / (1 + step) **
+    variance_decay added to its linear part (tf.compat.v1.train.noisy_linear_cosine_decay)."""
+    _require_step(global_step, "noisy_linear_cosine_decay")
+    from actorflow.graph.ops import random_ops
+    with name_scope(name, "NoisyLinearCosineDecay", [learning_rate, global_step]) as scope:
+        lr = _lr(learning_rate)
+        dt = lr.dtype
+        _, linear, cosine = _linear_cosine(lr, global_step, decay_steps, num_periods, dt)
+        variance = _as(initial_variance, dt) / math_ops.pow(1.0 + _as(global_step, dt), _as(variance_decay, dt))
+        noisy = linear + random_ops.random_normal([], dtype=dt) * math_ops.sqrt(variance)
+        return math_ops.multiply(lr, (_as(alpha, dt) + noisy) * cosine + _as(beta, dt), name=scope)
