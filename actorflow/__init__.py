@@ -116,6 +116,10 @@ from actorflow import tf_logging as logging  # noqa: E402
 from actorflow import tfio as io  # noqa: E402
 from actorflow import python_io  # noqa: E402
 
+io.write_graph = train.write_graph                      # tf.io's names for af.train's (tfio sits below train)
+io.match_filenames_once = train.match_filenames_once
+io.__all__ = list(io.__all__) + ["write_graph", "match_filenames_once"]
+
 
 _GRAPH_PROTOS = {"GraphDef": ("graph_pb2", "GraphDef"), "NodeDef": ("node_def_pb2", "NodeDef"),
                  "AttrValue": ("attr_value_pb2", "AttrValue")}

@@ -288,7 +288,8 @@ class MonitoredSession:
         for i, h in enumerate(self._hooks):
             args = h.before_run(ctx)
             if args is not None:
-                extra[i] = args.fetches
+                if args.fetches is not None:                # (a hook may only feed: FeedFnHook)
+                    extra[i] = args.fetches
                 if args.feed_dict:
                     feeds.update(args.feed_dict)
                 if args.options is not None and getattr(args.options, "timeout_in_ms", 0):
