@@ -73,7 +73,7 @@ from actorflow.graph.ops.sparse_ops import (sparse_placeholder, sparse_reduce_su
                                             sparse_tensor_dense_matmul, sparse_tensor_to_dense, sparse_to_dense)
 from actorflow import sparse  # noqa: E402
 from actorflow.graph.ops.math_more_ops import bincount, confusion_matrix, norm, saturate_cast  # noqa: E402
-from actorflow.graph.ops.random_more_ops import multinomial, random_shuffle  # noqa: E402
+from actorflow.graph.ops.random_more_ops import multinomial, random_gamma, random_poisson, random_shuffle  # noqa: E402
 from actorflow.graph.ops.misc_ops import (assert_variables_initialized, count_up_to, ensure_shape,  # noqa: E402
                                           get_static_value,
                                           is_tensor, make_template, moving_average_variables, no_regularizer,

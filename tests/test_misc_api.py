@@ -132,3 +132,30 @@ def test_error_codes_and_saved_model_constants(tmp_path):
         with af.Session() as s:
             af.saved_model.simple_save(s, str(tmp_path / "m"), {"x": x}, {"y": x * 2.0})
     assert af.saved_model.contains_saved_model(str(tmp_path / "m"))
+
+
+def test_gamma_poisson_and_stateless_samplers():
+    with af.Graph().as_default():
+        g = af.random.gamma([20000], [2.0, 5.0], seed=1)
+        gb = af.random_gamma([20000], 3.0, beta=2.0, seed=2)
+        p = af.random.poisson([1.0, 7.5], [20000], seed=3)
+        assert g.shape.as_list() == [20000, 2] and p.shape.as_list() == [20000, 2]
+        su = af.random.stateless_uniform([4], seed=[1, 2], minval=-1.0, maxval=1.0)
+        st = af.random.stateless_truncated_normal([1000], seed=[1, 1])
+        sc = af.random.stateless_categorical([[0.0, -np.inf]], 5, seed=[7, 7])
+        other = af.random.stateless_uniform([4], seed=[1, 3], minval=-1.0, maxval=1.0)
+        with af.Session() as s:
+            gv, gbv, pv, a, tv, cv, ov = s.run([g, gb, p, su, st, sc, other])
+            again = s.run(su)
+        alpha = af.constant(2.0)
+        with pytest.raises(LookupError, match="RandomGamma"):
+            af.gradients(af.reduce_sum(af.random.gamma([3], alpha)), alpha)
+    np.testing.assert_allclose(gv.mean(0), [2.0, 5.0], rtol=0.03)
+    assert abs(gbv.mean() - 1.5) < 0.03 and pv.dtype == np.float32
+    np.testing.assert_allclose(pv.mean(0), [1.0, 7.5], rtol=0.03)
+    assert np.array_equal(a, again) and not np.array_equal(a, ov) and (np.abs(a) <= 1).all()
+    assert np.abs(tv).max() <= 2.0 and cv.tolist() == [[0] * 5]
+    with af.Graph().as_default():                       # the same seed in another graph and session
+        with af.Session() as s:
+            np.testing.assert_array_equal(s.run(af.random.stateless_uniform([4], seed=[1, 2], minval=-1.0,
+                                                                              maxval=1.0)), a)

@@ -1,15 +1,20 @@
 """Sampling ops with TF 1.x's seeds (graph/ops/random_ops.py get_seed): Multinomial
-(tf.multinomial, tf.random.categorical) and RandomShuffle (tf.random_shuffle, tf.random.shuffle)."""
+(tf.multinomial, tf.random.categorical), RandomShuffle (tf.random_shuffle, tf.random.shuffle),
+RandomGamma (tf.random.gamma) and RandomPoissonV2 (tf.random.poisson); and the stateless samplers
+(tf.random.stateless_uniform / _normal / _truncated_normal / _categorical), whose values are a
+function of their `seed` tensor alone: the same seed gives the same values in every run and
+process (actorflow's own Philox stream, not TF's bits)."""
 from __future__ import annotations
 
 from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.ops.array_ops._infer import _no_gradient, _static_int
-from actorflow.graph.ops.random_ops import _seed_attrs
+from actorflow.graph.ops.random_ops import _output_shape, _seed_attrs, _shape_tensor
 from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["multinomial", "categorical", "random_shuffle"]
+__all__ = ["multinomial", "categorical", "random_shuffle", "random_gamma", "random_poisson", "stateless_uniform",
+           "stateless_normal", "stateless_truncated_normal", "stateless_categorical"]
 
 
 def _infer_multinomial(inputs, attrs):
@@ -51,3 +56,113 @@ def random_shuffle(value, seed=None, name=None):
     """`value` with its first dimension randomly permuted (tf.random_shuffle)."""
     with name_scope(name or "random_shuffle"):
         return RandomShuffle(convert_to_tensor(value, name="value"), **_seed_attrs(seed))
+
+
+def _infer_param_sample(inputs, attrs):
+    shape, param = inputs
+    out = _output_shape(shape)
+    dt = dtypes.as_dtype(attrs.get("dtype", param.dtype))
+    dims = None if out.dims is None or param.shape.dims is None else list(out.dims) + list(param.shape.dims)
+    return [(dt, TensorShape(dims))]
+
+
+RandomGamma = define_op("RandomGamma", _infer_param_sample, stateful=True)
+RandomPoissonV2 = define_op("RandomPoissonV2", _infer_param_sample, stateful=True)
+RandomPoissonV2.gradient(_no_gradient)
+
+
+@RandomGamma.gradient
+def _random_gamma_grad(op, grad):
+    raise LookupError(f"No gradient defined for operation '{op.name}' (op type: RandomGamma): actorflow has no "
+                      "implicit reparameterization gradient for gamma samples")
+
+
+def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=None):
+    """Gamma(alpha, beta) samples of shape `shape + alpha.shape` (tf.random.gamma); beta is the
+    rate (inverse scale), 1 by default."""
+    dtype = dtypes.as_dtype(dtype)
+    with name_scope(name or "random_gamma"):
+        a = convert_to_tensor(alpha, dtype=dtype, name="alpha")
+        b = None if beta is None else convert_to_tensor(beta, dtype=dtype, name="beta")
+        if b is not None:
+            from actorflow.graph.ops import array_ops
+            a = a * array_ops.ones_like(b)
+        sample = RandomGamma(_shape_tensor(shape), a, **_seed_attrs(seed))
+        return sample if b is None else sample / b
+
+
+def random_poisson(lam, shape, dtype=dtypes.float32, seed=None, name=None):
+    """Poisson(lam) samples of shape `shape + lam.shape` (tf.random.poisson, TF 1.x's argument order)."""
+    with name_scope(name or "random_poisson"):
+        rate = convert_to_tensor(lam, name="lam")
+        if not rate.dtype.is_floating and rate.dtype not in (dtypes.int32, dtypes.int64):
+            raise TypeError(f"lam must be a float or integer tensor, got {rate.dtype.name}")
+        return RandomPoissonV2(_shape_tensor(shape), rate, dtype=dtypes.as_dtype(dtype), **_seed_attrs(seed))
+
+
+def _infer_stateless(inputs, attrs):
+    shape, seed = inputs[0], inputs[1]
+    if seed.dtype not in (dtypes.int32, dtypes.int64) or seed.shape.ndims not in (None, 1) or (
+            seed.shape.dims is not None and seed.shape.dims[0] not in (None, 2)):
+        raise InferenceError(f"seed must be an int32/int64 vector of 2 elements, got {seed.dtype.name} {seed.shape}")
+    return [(dtypes.as_dtype(attrs["dtype"]), _output_shape(shape))]
+
+
+StatelessRandomUniform = define_op("StatelessRandomUniform", _infer_stateless)
+StatelessRandomNormal = define_op("StatelessRandomNormal", _infer_stateless)
+StatelessTruncatedNormal = define_op("StatelessTruncatedNormal", _infer_stateless)
+for _d in (StatelessRandomUniform, StatelessRandomNormal, StatelessTruncatedNormal):
+    _d.gradient(_no_gradient)
+
+
+def _stateless(op_def, shape, seed, dtype, name):
+    dtype = dtypes.as_dtype(dtype)
+    if not dtype.is_floating:
+        raise ValueError(f"dtype must be a floating-point type, got {dtype.name}")
+    with name_scope(name):
+        s = convert_to_tensor(seed, name="seed")
+        if s.dtype not in (dtypes.int32, dtypes.int64):
+            s = convert_to_tensor(seed, dtype=dtypes.int64, name="seed")
+        return op_def(_shape_tensor(shape), s, dtype=dtype)
+
+
+def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=dtypes.float32, name=None):
+    """Uniform samples in [minval, maxval), a function of `seed` ([2] ints) (tf.random.stateless_uniform)."""
+    u = _stateless(StatelessRandomUniform, shape, seed, dtype, name or "stateless_random_uniform")
+    maxval = 1 if maxval is None else maxval
+    if minval == 0 and maxval == 1:
+        return u
+    lo = convert_to_tensor(minval, dtype=u.dtype)
+    return u * (convert_to_tensor(maxval, dtype=u.dtype) - lo) + lo
+
+
+def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None):
+    """N(mean, stddev**2) samples, a function of `seed` (tf.random.stateless_normal)."""
+    z = _stateless(StatelessRandomNormal, shape, seed, dtype, name or "stateless_random_normal")
+    return z * convert_to_tensor(stddev, dtype=z.dtype) + convert_to_tensor(mean, dtype=z.dtype)
+
+
+def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None):
+    """Truncated-normal samples (within two stddevs), a function of `seed`
+    (tf.random.stateless_truncated_normal)."""
+    z = _stateless(StatelessTruncatedNormal, shape, seed, dtype, name or "stateless_truncated_normal")
+    return z * convert_to_tensor(stddev, dtype=z.dtype) + convert_to_tensor(mean, dtype=z.dtype)
+
+
+def _infer_stateless_multinomial(inputs, attrs):
+    logits, num_samples, seed = inputs
+    return _infer_multinomial([logits, num_samples], attrs)
+
+
+StatelessMultinomial = define_op("StatelessMultinomial", _infer_stateless_multinomial)
+StatelessMultinomial.gradient(_no_gradient)
+
+
+def stateless_categorical(logits, num_samples, seed, dtype=dtypes.int64, name=None):
+    """Class indices drawn from each row of `logits`, a function of `seed`
+    (tf.random.stateless_categorical)."""
+    with name_scope(name or "stateless_categorical"):
+        logits = convert_to_tensor(logits, name="logits")
+        n = convert_to_tensor(num_samples, dtype=dtypes.int32, name="num_samples")
+        s = convert_to_tensor(seed, name="seed")
+        return StatelessMultinomial(logits, n, s, output_dtype=dtypes.as_dtype(dtype))

@@ -133,32 +133,100 @@ def uniform_int_args(tout, shape, minval, maxval):
     return dims, dtype, lo, hi
 
 
+def _multinomial_draw(rng, out, logits, num_samples):
+    logits = np.asarray(logits, dtype=np.float64)
+    n = int(np.asarray(num_samples))
+    if logits.ndim != 2:
+        raise InvalidArgumentError(f"Multinomial: logits should be a matrix, got shape {list(logits.shape)}")
+    if n < 0:
+        raise InvalidArgumentError(f"Multinomial: num_samples should be nonnegative, got {n}")
+    b, k = logits.shape
+    if k == 0 and b and n:
+        raise InvalidArgumentError("Multinomial: num_classes should be positive, got 0")
+    # Inverse CDF of softmax(logits) per row: O(k + n log k) a row, -inf logits never drawn.
+    if not b or not n:
+        return np.zeros((b, n), out)
+    top = np.max(logits, axis=1, keepdims=True)
+    top[~np.isfinite(top)] = 0.0
+    cdf = np.cumsum(np.exp(logits - top), axis=1)
+    u = rng.random((b, n)) * cdf[:, -1:]
+    res = np.empty((b, n), out)
+    for i in range(b):
+        res[i] = np.minimum(np.searchsorted(cdf[i], u[i], side="right"), k - 1)
+    return res
+
+
 @register_kernel("Multinomial", "CPU")
 def multinomial(attrs):
     rng = _generator(attrs)
     out = np.dtype(attrs.get("output_dtype", np.int64))
+    return lambda logits, num_samples: _multinomial_draw(rng, out, logits, num_samples)
 
-    def fn(logits, num_samples):
-        logits = np.asarray(logits, dtype=np.float64)
-        n = int(np.asarray(num_samples))
-        if logits.ndim != 2:
-            raise InvalidArgumentError(f"Multinomial: logits should be a matrix, got shape {list(logits.shape)}")
-        if n < 0:
-            raise InvalidArgumentError(f"Multinomial: num_samples should be nonnegative, got {n}")
-        b, k = logits.shape
-        if k == 0 and b and n:
-            raise InvalidArgumentError("Multinomial: num_classes should be positive, got 0")
-        # Inverse CDF of softmax(logits) per row: O(k + n log k) a row, -inf logits never drawn.
-        if not b or not n:
-            return np.zeros((b, n), out)
-        top = np.max(logits, axis=1, keepdims=True)
-        top[~np.isfinite(top)] = 0.0
-        cdf = np.cumsum(np.exp(logits - top), axis=1)
-        u = rng.random((b, n)) * cdf[:, -1:]
-        res = np.empty((b, n), out)
-        for i in range(b):
-            res[i] = np.minimum(np.searchsorted(cdf[i], u[i], side="right"), k - 1)
-        return res
+
+def _seeded(seed) -> np.random.Generator:
+    """The generator of a stateless op's `seed` tensor ([2] ints): the same seed, the same stream."""
+    s = np.asarray(seed).reshape(-1)
+    if s.size != 2:
+        raise InvalidArgumentError(f"seed must have shape [2], not {list(np.shape(seed))}")
+    key = np.array([int(s[0]) & _MASK64, int(s[1]) & _MASK64], dtype=np.uint64)
+    return np.random.Generator(np.random.Philox(key=key))
+
+
+@register_kernel("StatelessMultinomial", "CPU")
+def stateless_multinomial(attrs):
+    out = np.dtype(attrs.get("output_dtype", np.int64))
+    return lambda logits, num_samples, seed: _multinomial_draw(_seeded(seed), out, logits, num_samples)
+
+
+def _stateless(op, draw):
+    def factory(attrs):
+        dtype = _float_dtype(op, attrs)
+
+        def fn(shape, seed):
+            return draw(_seeded(seed), _shape(op, shape)).astype(dtype)
+        return fn
+    register_kernel(op, "CPU", cost=_cost_from_shape)(factory)
+
+
+def _truncated(gen, dims):
+    out = gen.standard_normal(dims)
+    flat = out.reshape(-1)
+    bad = np.flatnonzero(np.abs(flat) > 2.0)
+    while bad.size:
+        flat[bad] = gen.standard_normal(bad.size)
+        bad = bad[np.abs(flat[bad]) > 2.0]
+    return out
+
+
+_stateless("StatelessRandomUniform", lambda gen, dims: gen.random(dims))
+_stateless("StatelessRandomNormal", lambda gen, dims: gen.standard_normal(dims))
+_stateless("StatelessTruncatedNormal", _truncated)
+
+
+@register_kernel("RandomGamma", "CPU")
+def random_gamma(attrs):
+    gen = _generator(attrs)
+
+    def fn(shape, alpha):
+        dims = _shape("RandomGamma", shape)
+        a = np.asarray(alpha)
+        if (a <= 0).any():
+            raise InvalidArgumentError("RandomGamma: alpha must be positive")
+        return gen.standard_gamma(a, size=dims + a.shape).astype(a.dtype)
+    return fn
+
+
+@register_kernel("RandomPoissonV2", "CPU")
+def random_poisson(attrs):
+    gen = _generator(attrs)
+    out = np.dtype(attrs.get("dtype", np.float32))
+
+    def fn(shape, rate):
+        dims = _shape("RandomPoissonV2", shape)
+        r = np.asarray(rate, dtype=np.float64)
+        if (r < 0).any():
+            raise InvalidArgumentError("RandomPoissonV2: rate must be non-negative")
+        return gen.poisson(r, size=dims + r.shape).astype(out)
     return fn
 
 
