@@ -32,11 +32,8 @@ from actorflow.graph.ops.nn_ops import (
     _check_same_dtype,
     _image_axes,
     _image_shape,
-    _out_size,
-    _padding,
     _padding_arg,
     _pool_output_shape,
-    _window,
     _window_arg,
     _with_rank,
     conv2d,
@@ -185,24 +182,7 @@ def atrous_conv2d(value, filters, rate, padding, name=None):
 # ---------------------------------------------------------------------------------------------
 
 def _depthwise_output_shape(x: TensorShape, f: TensorShape, attrs) -> TensorShape:
-    axes = _image_axes(attrs)
-    sh, sw = _window(attrs, "strides", axes)
-    dh, dw = _window(attrs, "dilations", axes, (1, 1, 1, 1))
-    padding = _padding(attrs)
-    x = _with_rank(x, 4, "input")
-    f = _with_rank(f, 4, "filter")
-    in_c, f_in = x[axes[2]], f[2]
-    if in_c is not None and f_in is not None and in_c != f_in:
-        raise InferenceError(f"input depth {in_c} (input shape {x}) does not match the filter's in_channels "
-                             f"{f_in} (filter shape {f}, [height, width, in_channels, channel_multiplier])")
-    if sh != sw:
-        raise InferenceError(f"current implementation only supports equal length strides in the row and column "
-                             f"dimensions, got {sh} and {sw}")
-    oh = _out_size(x[axes[0]], f[0], sh, dh, padding, "height")
-    ow = _out_size(x[axes[1]], f[1], sw, dw, padding, "width")
-    c = in_c if in_c is not None else f_in
-    out_c = None if c is None or f[3] is None else c * f[3]
-    return _image_shape(axes, x[0], oh, ow, out_c)
+    return nn_ops._conv_output_shape(x, f, attrs, depthwise=True)
 
 
 _infer_depthwise, _infer_depthwise_backprop_input, _infer_depthwise_backprop_filter = \

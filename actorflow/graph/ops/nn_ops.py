@@ -121,7 +121,9 @@ def _image_shape(axes, n, h, w, c) -> TensorShape:
     return TensorShape(dims)
 
 
-def _conv_output_shape(x: TensorShape, f: TensorShape, attrs) -> TensorShape:
+def _conv_output_shape(x: TensorShape, f: TensorShape, attrs, depthwise: bool = False) -> TensorShape:
+    """The output shape of a 2-D convolution of `x` by `f` (HWIO); with `depthwise`, of a depthwise
+    one (filter [height, width, in_channels, channel_multiplier]: in_channels * multiplier outputs)."""
     axes = _image_axes(attrs)
     sh, sw = _window(attrs, "strides", axes)
     dh, dw = _window(attrs, "dilations", axes, (1, 1, 1, 1))
@@ -130,11 +132,18 @@ def _conv_output_shape(x: TensorShape, f: TensorShape, attrs) -> TensorShape:
     f = _with_rank(f, 4, "filter")
     in_c, f_in = x[axes[2]], f[2]
     if in_c is not None and f_in is not None and in_c != f_in:
+        layout = "[height, width, in_channels, channel_multiplier]" if depthwise else "HWIO"
         raise InferenceError(f"input depth {in_c} (input shape {x}) does not match the filter's in_channels "
-                             f"{f_in} (filter shape {f}, HWIO)")
+                             f"{f_in} (filter shape {f}, {layout})")
+    if depthwise and sh != sw:
+        raise InferenceError(f"current implementation only supports equal length strides in the row and column "
+                             f"dimensions, got {sh} and {sw}")
     oh = _out_size(x[axes[0]], f[0], sh, dh, padding, "height")
     ow = _out_size(x[axes[1]], f[1], sw, dw, padding, "width")
-    return _image_shape(axes, x[0], oh, ow, f[3])
+    if not depthwise:
+        return _image_shape(axes, x[0], oh, ow, f[3])
+    c = in_c if in_c is not None else f_in
+    return _image_shape(axes, x[0], oh, ow, None if c is None or f[3] is None else c * f[3])
 
 
 def _pool_output_shape(x: TensorShape, attrs) -> TensorShape:

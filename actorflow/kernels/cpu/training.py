@@ -714,25 +714,29 @@ def _ftrl_update(var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power, o
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _prox(p, l1, shrink, den):
+    """The proximal step of TF's proximal kernels: sign(p) * max(|p| - shrink, 0) / den with an L1
+    term (l1 > 0), p / den without."""
+    if l1 > 0:
+        m = np.abs(p) - shrink
+        if m < 0:
+            m = m - m
+        if p > 0:
+            return m / den
+        if p < 0:
+            return -m / den
+        return p - p
+    return p / den
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _proximal_gd_update(var, alpha, l1, l2, grad):
     # TF: prox = var - grad*lr; var = sign(prox)*max(|prox| - lr*l1, 0)/(1 + l2*lr).
     one = alpha / alpha
     den = one + l2 * alpha
     shrink = alpha * l1
     for i in range(var.shape[0]):
-        p = var[i] - grad[i] * alpha
-        if l1 > 0:
-            m = np.abs(p) - shrink
-            if m < 0:
-                m = m - m
-            if p > 0:
-                var[i] = m / den
-            elif p < 0:
-                var[i] = -m / den
-            else:
-                var[i] = p - p
-        else:
-            var[i] = p / den
+        var[i] = _prox(var[i] - grad[i] * alpha, l1, shrink, den)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -742,20 +746,7 @@ def _proximal_adagrad_update(var, accum, lr, l1, l2, one, grad):
         a = accum[i] + g * g
         accum[i] = a
         rate = lr * (one / np.sqrt(a))
-        p = var[i] - g * rate
-        den = one + l2 * rate
-        if l1 > 0:
-            m = np.abs(p) - rate * l1
-            if m < 0:
-                m = m - m
-            if p > 0:
-                var[i] = m / den
-            elif p < 0:
-                var[i] = -m / den
-            else:
-                var[i] = p - p
-        else:
-            var[i] = p / den
+        var[i] = _prox(var[i] - g * rate, l1, rate * l1, one + l2 * rate)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
