@@ -99,6 +99,26 @@ def _unset(lst: TensorList, shape, op, i):
     return np.zeros(shape, lst.dtype)
 
 
+def _elements(lst: TensorList, shape, op, indices=None) -> list:
+    """The elements at `indices` (all by default), unset ones as zeros (see _unset)."""
+    idx = range(len(lst.items)) if indices is None else indices
+    return [lst.items[i] if lst.items[i] is not None else _unset(lst, shape, op, i) for i in idx]
+
+
+def _stacked(lst: TensorList, shape, op, items):
+    """`items` stacked along a new first dimension; none: an empty tensor of the element shape."""
+    if not items:
+        el = shape if _full(shape) else lst.shape
+        if not _full(el):
+            raise InvalidArgumentError(f"{op}: no elements to stack and the element shape is not fully known")
+        return np.zeros((0,) + tuple(el), lst.dtype)
+    try:
+        return np.stack(items)
+    except ValueError:
+        raise InvalidArgumentError(f"{op}: the elements have different shapes: "
+                                   f"{sorted({tuple(v.shape) for v in items})}") from None
+
+
 @register_kernel("TensorListGetItem", "CPU", releases_gil=False)
 def _get_item(attrs):
     shape = _shape(attrs)
@@ -117,18 +137,7 @@ def _stack(attrs):
 
     def fn(handle):
         lst = _unwrap(handle, "TensorListStack")
-        items = [v if v is not None else _unset(lst, shape, "TensorListStack", i) for i, v in enumerate(lst.items)]
-        if not items:
-            el = shape if _full(shape) else lst.shape
-            if not _full(el):
-                raise InvalidArgumentError("TensorListStack: the list is empty and its element shape is not fully "
-                                           "known")
-            return np.zeros((0,) + tuple(el), lst.dtype)
-        try:
-            return np.stack(items)
-        except ValueError:
-            raise InvalidArgumentError("TensorListStack: the elements have different shapes: "
-                                       f"{sorted({tuple(v.shape) for v in items})}") from None
+        return _stacked(lst, shape, "TensorListStack", _elements(lst, shape, "TensorListStack"))
     return fn
 
 
@@ -162,18 +171,8 @@ def _gather(attrs):
 
     def fn(handle, indices):
         lst = _unwrap(handle, "TensorListGather")
-        idx = _indices(indices, "TensorListGather")
-        items = []
-        for i in idx:
-            _index(i, len(lst.items), "TensorListGather")
-            v = lst.items[i]
-            items.append(v if v is not None else _unset(lst, shape, "TensorListGather", i))
-        if not items:
-            el = shape if _full(shape) else lst.shape
-            if not _full(el):
-                raise InvalidArgumentError("TensorListGather: no indices and the element shape is not fully known")
-            return np.zeros((0,) + tuple(el), lst.dtype)
-        return np.stack(items)
+        idx = [_index(i, len(lst.items), "TensorListGather") for i in _indices(indices, "TensorListGather")]
+        return _stacked(lst, shape, "TensorListGather", _elements(lst, shape, "TensorListGather", idx))
     return fn
 
 
@@ -205,7 +204,7 @@ def _concat(attrs):
 
     def fn(handle):
         lst = _unwrap(handle, "TensorListConcatV2")
-        items = [v if v is not None else _unset(lst, shape, "TensorListConcatV2", i) for i, v in enumerate(lst.items)]
+        items = _elements(lst, shape, "TensorListConcatV2")
         for v in items:
             if v.ndim == 0:
                 raise InvalidArgumentError("TensorListConcatV2: the elements must have rank >= 1 to be concatenated")
