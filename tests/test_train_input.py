@@ -8,11 +8,13 @@ import pytest
 import actorflow as af
 
 
-def _drain(sess, fetches):
-    """Runs `fetches` with the graph's queue runners until OutOfRangeError; returns the results."""
+def _drain(sess, fetches, first=None):
+    """Runs `fetches` with the graph's queue runners until OutOfRangeError; returns the results.
+    `first`, if given, is run once before, while the runners are alive (stopping them closes their
+    queues), and its result is the first element."""
     coord = af.train.Coordinator()
     threads = af.train.start_queue_runners(sess, coord)
-    out = []
+    out = [] if first is None else [sess.run(first)]
     try:
         while True:
             out.append(sess.run(fetches))
@@ -77,8 +79,7 @@ def test_dict_inputs_dynamic_pad_and_batch_join():
         joined = af.train.batch_join([[af.constant(1)], [af.constant(2)]], batch_size=4)
         with af.Session() as s:
             _init(s)
-            got = _drain(s, out)
-            j = s.run(joined)
+            j, *got = _drain(s, out, first=joined)
     assert [g["n"].tolist() for g in got] == [[0, 1], [2, 3]]
     np.testing.assert_array_equal(got[1]["seq"], [[0, 1, 0], [0, 1, 2]])         # padded with zeros
     assert sorted(set(j[0].tolist())) <= [1, 2] and len(j[0]) == 4
