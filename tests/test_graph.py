@@ -176,3 +176,17 @@ def test_collections_round_trip():
     g2 = af.Graph.from_msgpack(af.get_default_graph().to_msgpack())
     assert v in af.get_default_graph().get_collection(af.GraphKeys.GLOBAL_VARIABLES)
     assert g2.get_operation_by_name("v").type == "VariableV2"
+
+
+def test_lists_holding_tensors_are_packed_like_tensorflow():
+    """tf.convert_to_tensor auto-packs (nested) lists that hold tensors: `stop_gradient([y])`
+    is stop_gradient(stack([y])), and Python numbers beside tensors take the tensors' dtype."""
+    with af.Graph().as_default():
+        x = af.placeholder(af.float32, [None, 3])
+        y = af.stop_gradient([x])
+        z = af.convert_to_tensor([[x[0, 0], 2], [3.5, x[1, 1]]])
+        assert y.shape.as_list() == [1, None, 3] and z.dtype == af.float32 and z.shape.as_list() == [2, 2]
+        with af.Session() as s:
+            yv, zv = s.run([y, z], {x: np.arange(6, dtype=np.float32).reshape(2, 3)})
+    np.testing.assert_array_equal(yv, np.arange(6).reshape(1, 2, 3))
+    np.testing.assert_array_equal(zv, [[0, 2], [3.5, 4]])

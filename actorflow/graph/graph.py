@@ -792,6 +792,31 @@ def get_collection_ref(name):
     return get_default_graph().get_collection_ref(name)
 
 
+def _holds_tensors(value) -> bool:
+    return any(isinstance(v, Tensor) or hasattr(v, "_as_graph_element")
+               or (isinstance(v, (list, tuple)) and _holds_tensors(v)) for v in value)
+
+
+def _autopack(value, dtype, name) -> Tensor:
+    """A (nested) list holding tensors becomes one stacked tensor, as TF's auto-packing conversion does:
+    `tf.stop_gradient([y])` is `tf.stop_gradient(tf.stack([y]))`."""
+    from actorflow.graph.ops.array_ops.packing import stack
+    if dtype is None:          # the elements' common dtype is the first tensor's, as in TF
+        dtype = next(convert_to_tensor(v).dtype for v in _flatten_packable(value)
+                     if isinstance(v, Tensor) or hasattr(v, "_as_graph_element"))
+    elems = [_autopack(v, dtype, "packed") if isinstance(v, (list, tuple)) and _holds_tensors(v)
+             else convert_to_tensor(v, dtype=dtype) for v in value]
+    return stack(elems, name=name)
+
+
+def _flatten_packable(value):
+    for v in value:
+        if isinstance(v, (list, tuple)):
+            yield from _flatten_packable(v)
+        else:
+            yield v
+
+
 def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None) -> Tensor:
     """Converts Python and numpy values to a Const tensor (tf.convert_to_tensor)."""
     if isinstance(value, Tensor):
@@ -801,6 +826,8 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None) -> Ten
         return value
     if hasattr(value, "_as_graph_element"):
         return convert_to_tensor(value._as_graph_element(), dtype, name)
+    if isinstance(value, (list, tuple)) and _holds_tensors(value):
+        return _autopack(value, dtype, name or "packed")
     from actorflow.graph.ops.constant import constant
     if dtype is None and preferred_dtype is not None:
         try:
