@@ -575,3 +575,25 @@ def test_softmax_cross_entropy_casts_float_labels_to_the_logits_dtype():
         np.testing.assert_allclose(sess.run(loss), [np.log(np.exp(z).sum()) - 2.0], rtol=1e-6)
         with pytest.raises(TypeError, match="must have the dtype of logits"):
             af.nn.softmax_cross_entropy_with_logits(labels=af.constant([[1, 0, 0]]), logits=logits)
+
+
+def test_softmax_xent_flattens_and_broadcasts_labels_like_tensorflow():
+    """Labels of another rank are flattened to [-1, classes] beside the logits, and a [1, k] label
+    row broadcasts over the batch (TF >= 1.13); its gradient is summed back to its shape."""
+    rng = np.random.RandomState(0)
+    xv = rng.randn(3, 7).astype(np.float32)
+    yv = np.eye(7, dtype=np.float32)[[1, 2, 3]]
+    with af.Graph().as_default():
+        x = af.placeholder(af.float32, [None, 7])
+        y = af.placeholder(af.float32, [None, 7])
+        packed = af.nn.softmax_cross_entropy_with_logits_v2(logits=x, labels=af.stop_gradient([y]))
+        row = af.constant(np.full((1, 7), 1 / 7, np.float32))
+        bcast = af.nn.softmax_cross_entropy_with_logits_v2(logits=x, labels=row)
+        g_row = af.gradients(af.reduce_sum(bcast), row)[0]
+        assert packed.shape.as_list() == [None] and g_row.shape.as_list() == [1, 7]
+        with af.Session() as s:
+            pv, bv, gv = s.run([packed, bcast, g_row], {x: xv, y: yv})
+    logp = xv - np.log(np.exp(xv).sum(1, keepdims=True))
+    np.testing.assert_allclose(pv, -(yv * logp).sum(1), rtol=1e-5)
+    np.testing.assert_allclose(bv, -(logp / 7).sum(1), rtol=1e-5)
+    np.testing.assert_allclose(gv, -logp.sum(0, keepdims=True), rtol=1e-5)

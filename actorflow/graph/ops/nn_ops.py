@@ -281,8 +281,13 @@ def _infer_xent(inputs, attrs):
     _check_same_dtype(features, labels, "features (logits)", "labels")
     fs = _with_rank(features.shape, 2, "features (logits)")
     ls = _with_rank(labels.shape, 2, "labels")
-    _check_compatible(fs, ls, f"logits and labels must have the same shape, got logits {fs} and labels {ls}")
-    s = fs.merge_with(ls)
+    # Labels broadcast against features (TF >= 1.13): each dimension equal, or 1 in one of them.
+    dims = []
+    for f, lab in zip(fs.dims, ls.dims):
+        if f is not None and lab is not None and f != lab and 1 not in (f, lab):
+            raise InferenceError(f"logits and labels must be broadcastable, got logits {fs} and labels {ls}")
+        dims.append(f if lab == 1 else lab if f in (1, None) else f)
+    s = TensorShape(dims)
     return [(features.dtype, TensorShape([s[0]])), (features.dtype, s)]
 
 
@@ -331,6 +336,8 @@ def _xent_grad(op, grad_loss, grad_backprop=None):
     if grad_backprop is not None:
         d_labels = math_ops.negative(grad_backprop) if d_labels is None \
             else math_ops.subtract(d_labels, grad_backprop)
+    if d_labels is not None and labels.shape != features.shape:      # labels were broadcast
+        d_labels = math_ops.reduce_to_shape(d_labels, labels)
     return [d_features, d_labels]
 
 
@@ -440,10 +447,18 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
             if not (labels.dtype.is_floating and logits.dtype.is_floating):
                 raise TypeError(f"labels ({labels.dtype.name}) must have the dtype of logits ({logits.dtype.name})")
             labels = math_ops.cast(labels, logits.dtype)      # as TF's v2 helper does (e.g. float64 one-hots)
+        fr, lr = logits.shape.ndims, labels.shape.ndims
+        if fr is not None and lr is not None and fr != lr:
+            # TF flattens both to [-1, classes] and lets the kernel broadcast them: labels [1, n, k]
+            # against logits [n, k] (hunkim's lab-06-2 feeds `stop_gradient([y])`).
+            if axis not in (-1, None, fr - 1) or not logits.shape[-1:].is_compatible_with(labels.shape[-1:]):
+                raise ValueError(f"logits and labels must have the same shape, got logits {logits.shape} "
+                                 f"and labels {labels.shape}")
+            return _flat_xent(logits, labels, scope)
         if not logits.shape.is_compatible_with(labels.shape):
             raise ValueError(f"logits and labels must have the same shape, got logits {logits.shape} "
                              f"and labels {labels.shape}")
-        rank = logits.shape.ndims if logits.shape.ndims is not None else labels.shape.ndims
+        rank = fr if fr is not None else lr
         if axis not in (-1, None):
             rank = _rank_of(logits, "logits")
             if not -rank <= axis < rank:
@@ -456,11 +471,16 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
         if rank == 2:
             loss, _ = SoftmaxCrossEntropyWithLogits(logits, labels, name=scope)
             return loss
-        loss, _ = SoftmaxCrossEntropyWithLogits(_flatten_outer_dims(logits), _flatten_outer_dims(labels))
-        out = array_ops.Reshape(loss, _outer_shape(logits), name=scope)
-        if logits.shape.dims is not None:
-            out.set_shape(logits.shape.dims[:-1])
-        return out
+        return _flat_xent(logits, labels, scope)
+
+
+def _flat_xent(logits, labels, name):
+    """The loss of logits and labels flattened to [-1, classes], reshaped to logits' outer shape."""
+    loss, _ = SoftmaxCrossEntropyWithLogits(_flatten_outer_dims(logits), _flatten_outer_dims(labels))
+    out = array_ops.Reshape(loss, _outer_shape(logits), name=name)
+    if logits.shape.dims is not None:
+        out.set_shape(logits.shape.dims[:-1])
+    return out
 
 
 softmax_cross_entropy_with_logits_v2 = softmax_cross_entropy_with_logits
