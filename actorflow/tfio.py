@@ -5,6 +5,18 @@ from __future__ import annotations
 
 from actorflow import gfile
 from actorflow.graph.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
+from actorflow.graph.ops.image_codec_ops import (
+    decode_and_crop_jpeg,
+    decode_bmp,
+    decode_gif,
+    decode_image,
+    decode_jpeg,
+    decode_png,
+    encode_jpeg,
+    encode_png,
+    extract_jpeg_shape,
+    is_jpeg,
+)
 from actorflow.graph.ops.parsing_ops import (
     FixedLenFeature,
     VarLenFeature,
@@ -18,5 +30,7 @@ from actorflow.python_io import TFRecordCompressionType, TFRecordOptions, TFReco
 __all__ = ["gfile", "TFRecordWriter", "tf_record_iterator", "TFRecordOptions", "TFRecordCompressionType",
            "FIFOQueue", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue",
            "FixedLenFeature", "VarLenFeature", "parse_single_example", "parse_example", "decode_raw",
-           "decode_csv", "read_file", "write_file", "encode_base64", "decode_base64"]
+           "decode_csv", "read_file", "write_file", "encode_base64", "decode_base64",
+           "decode_png", "encode_png", "decode_jpeg", "encode_jpeg", "decode_and_crop_jpeg", "extract_jpeg_shape",
+           "decode_bmp", "decode_gif", "decode_image", "is_jpeg"]
 

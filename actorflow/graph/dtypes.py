@@ -84,6 +84,7 @@ int16 = DType("int16", np.int16)
 int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
 uint8 = DType("uint8", np.uint8)
+uint16 = DType("uint16", np.uint16)     # 16-bit PNG images (af.image.decode_png / encode_png)
 bool_ = DType("bool", np.bool_)
 half = float16
 double = float64
@@ -92,14 +93,14 @@ resource = DType("resource", np.object_)   # a handle to step-local runtime stat
 string = DType("string", np.object_)
 variant = DType("variant", np.object_)     # an opaque host value: a dataset definition (af.data)
 
-_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string)
+_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, bool_, string)
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update({"half": float16, "double": float64, "float": float32, "int": int32, "resource": resource,
                  "variant": variant, "string": string})
 _BY_NP = {d.np: d for d in _ALL}
 # TF's DataType enum (tensorflow/core/framework/types.proto) for the types actorflow has.
 _ENUM = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "string": 7, "int64": 9,
-         "bool": 10, "float16": 19, "resource": 20, "variant": 21}
+         "bool": 10, "uint16": 17, "float16": 19, "resource": 20, "variant": 21}
 _BY_ENUM = {v: _BY_NAME[k] for k, v in _ENUM.items()}
 
 

@@ -1,0 +1,136 @@
+"""af.image's and af.io's codecs against TensorFlow 2.21 (tests/fixtures/make_image_io.py): the pixels
+TF decodes from files its own encoders wrote (and from Pillow-made palette PNGs, BMPs and GIFs),
+exactly for PNG, BMP and GIF and within JPEG_TOLERANCE for JPEG; round trips through af's encoders;
+TensorProto bytes TF can parse; and the errors corrupt input gets."""
+from __future__ import annotations
+
+import base64
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import actorflow as af
+
+FIX = json.loads((pathlib.Path(__file__).parent / "fixtures" / "image_io.json").read_text())
+FILES = {k: base64.b64decode(v) for k, v in FIX["files"].items()}
+# Pillow's libjpeg decodes with the accurate integer DCT and fancy upsampling; TF's libjpeg-turbo
+# with its defaults. On these files no sample differs by more than this many levels, and the mean
+# absolute difference stays under JPEG_MEAN.
+JPEG_TOLERANCE = 16
+JPEG_MEAN = 3.0
+
+
+def _case_id(c):
+    return f"{c['fn']}-{c['file']}-" + "-".join(f"{k}={v}" for k, v in c["kwargs"].items())
+
+
+def _build(c):
+    kw = dict(c["kwargs"])
+    if "dtype" in kw:
+        kw["dtype"] = af.as_dtype(kw["dtype"])
+    data = af.constant(FILES[c["file"]])
+    if c["fn"] == "decode_and_crop_jpeg":
+        return af.image.decode_and_crop_jpeg(data, kw.pop("crop_window"), **kw)
+    return getattr(af.io, c["fn"])(data, **kw)
+
+
+@pytest.mark.parametrize("case", FIX["cases"], ids=_case_id)
+def test_decoders_match_tensorflow(case):
+    with af.Graph().as_default():
+        t = _build(case)
+        with af.Session() as s:
+            got = s.run(t)
+    want = np.array(case["value"], dtype=case["dtype"])
+    assert got.dtype == want.dtype
+    assert list(got.shape) == case["shape"]
+    assert t.shape.is_compatible_with(want.shape)
+    jpeg = case["file"].startswith("jpeg") and case["fn"] != "extract_jpeg_shape"
+    if not jpeg and want.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    elif not jpeg:
+        np.testing.assert_array_equal(got, want)
+    elif want.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, atol=JPEG_TOLERANCE / 255)
+    else:
+        unit = 256 if want.dtype == np.uint16 else 1
+        diff = np.abs(got.astype(np.int64) - want.astype(np.int64)) / unit
+        assert diff.max() <= JPEG_TOLERANCE and diff.mean() <= JPEG_MEAN, (diff.max(), diff.mean())
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+@pytest.mark.parametrize("channels", [1, 2, 3, 4])
+def test_png_round_trip_is_exact(dtype, channels):
+    img = np.random.default_rng(channels).integers(0, np.iinfo(dtype).max + 1, (9, 13, channels)).astype(dtype)
+    with af.Graph().as_default(), af.Session() as s:
+        data = af.image.encode_png(img, compression=9)
+        back, again = s.run([af.image.decode_png(data, dtype=af.as_dtype(dtype)), af.io.decode_image(data, dtype=af.as_dtype(dtype))])
+    np.testing.assert_array_equal(back, img)
+    np.testing.assert_array_equal(again, img)
+
+
+def test_pngs_af_writes_are_read_by_pillow():
+    import io
+
+    from PIL import Image
+    img = np.random.default_rng(0).integers(0, 256, (6, 5, 3)).astype(np.uint8)
+    with af.Graph().as_default(), af.Session() as s:
+        data = s.run(af.image.encode_png(img))
+    np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(data))), img)
+
+
+def test_jpeg_round_trip_and_quality():
+    y, x = np.mgrid[0:32, 0:40]
+    img = np.stack([(128 + 100 * np.sin(x / 5 + k) * np.cos(y / 6)) for k in range(3)], -1).astype(np.uint8)
+    with af.Graph().as_default(), af.Session() as s:
+        q = af.placeholder(af.int32, [])
+        hi, lo = af.image.encode_jpeg(img, quality=95), af.image.encode_jpeg(img, quality=10)
+        outs = s.run([af.image.decode_jpeg(hi), af.image.decode_jpeg(lo), af.strings.length(hi),
+                      af.strings.length(lo), af.image.is_jpeg(hi), af.image.is_jpeg(af.image.encode_png(img)),
+                      af.image.extract_jpeg_shape(lo, output_type=af.int64),
+                      af.image.adjust_jpeg_quality(img, q)], {q: 95})
+    dhi, dlo, nhi, nlo, yes, no, shape, adj = outs
+    err_hi = np.abs(dhi.astype(int) - img).mean()
+    err_lo = np.abs(dlo.astype(int) - img).mean()
+    assert err_hi < 2.0 < err_lo and nlo < nhi
+    assert yes and not no
+    assert shape.tolist() == [32, 40, 3] and shape.dtype == np.int64
+    np.testing.assert_array_equal(adj, dhi)
+
+
+@pytest.mark.parametrize("fn, data, op", [
+    ("decode_png", b"not a png", "DecodePng"),
+    ("decode_png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR", "DecodePng"),
+    ("decode_jpeg", b"\xff\xd8\xff\xe0garbage", "DecodeJpeg"),
+    ("decode_jpeg", b"GIF89a", "DecodeJpeg"),
+    ("decode_bmp", b"BM" + b"\0" * 10, "DecodeBmp"),
+    ("decode_gif", b"GIF89a\x01", "DecodeGif"),
+    ("decode_image", b"\x00\x01\x02\x03", "DecodeImage"),
+    ("extract_jpeg_shape", b"abc", "ExtractJpegShape"),
+])
+def test_corrupt_input_is_named(fn, data, op):
+    with af.Graph().as_default(), af.Session() as s:
+        with pytest.raises(af.errors.InvalidArgumentError, match=op):
+            s.run(getattr(af.io, fn)(data))
+
+
+def test_truncated_png_fails():
+    img = np.arange(60, dtype=np.uint8).reshape(4, 5, 3)
+    with af.Graph().as_default(), af.Session() as s:
+        data = s.run(af.image.encode_png(img))
+        with pytest.raises(af.errors.InvalidArgumentError, match="DecodePng"):
+            s.run(af.image.decode_png(data[:-20]))
+
+
+def test_bad_arguments_fail_at_build_time():
+    with af.Graph().as_default():
+        with pytest.raises(ValueError, match="channels"):
+            af.image.decode_png(b"", channels=2)
+        with pytest.raises(ValueError, match="EncodeJpeg"):
+            af.image.encode_jpeg(np.zeros((2, 2, 3), np.float32))
+        with pytest.raises(ValueError, match="contents must be scalar"):
+            af.image.decode_jpeg([b"a", b"b"])
+        assert af.image.decode_png(b"", channels=3).shape.as_list() == [None, None, 3]
+        assert af.io.decode_image(b"").shape.ndims is None
+        assert af.io.decode_image(b"", channels=1, expand_animations=False).shape.as_list() == [None, None, 1]
