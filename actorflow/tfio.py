@@ -20,11 +20,21 @@ from actorflow.graph.ops.image_codec_ops import (
 from actorflow.graph.ops.parsing_ops import (
     FixedLenFeature,
     VarLenFeature,
+    decode_compressed,
     decode_raw,
     parse_example,
     parse_single_example,
+    parse_tensor,
+    serialize_tensor,
 )
-from actorflow.graph.ops.string_ops import decode_base64, decode_csv, encode_base64, read_file, write_file
+from actorflow.graph.ops.string_ops import (
+    decode_base64,
+    decode_csv,
+    encode_base64,
+    matching_files,
+    read_file,
+    write_file,
+)
 from actorflow.python_io import TFRecordCompressionType, TFRecordOptions, TFRecordWriter, tf_record_iterator
 
 __all__ = ["gfile", "TFRecordWriter", "tf_record_iterator", "TFRecordOptions", "TFRecordCompressionType",
@@ -32,5 +42,6 @@ __all__ = ["gfile", "TFRecordWriter", "tf_record_iterator", "TFRecordOptions", "
            "FixedLenFeature", "VarLenFeature", "parse_single_example", "parse_example", "decode_raw",
            "decode_csv", "read_file", "write_file", "encode_base64", "decode_base64",
            "decode_png", "encode_png", "decode_jpeg", "encode_jpeg", "decode_and_crop_jpeg", "extract_jpeg_shape",
-           "decode_bmp", "decode_gif", "decode_image", "is_jpeg"]
+           "decode_bmp", "decode_gif", "decode_image", "is_jpeg", "serialize_tensor", "parse_tensor", "decode_compressed",
+           "matching_files"]
 

@@ -134,3 +134,52 @@ def test_bad_arguments_fail_at_build_time():
         assert af.image.decode_png(b"", channels=3).shape.as_list() == [None, None, 3]
         assert af.io.decode_image(b"").shape.ndims is None
         assert af.io.decode_image(b"", channels=1, expand_animations=False).shape.as_list() == [None, None, 1]
+
+
+@pytest.mark.parametrize("expr", list(FIX["serialize_tensor"]))
+def test_serialize_tensor_writes_tensorflows_bytes(expr):
+    value = eval(expr, {"np": np})  # noqa: S307 (the fixture's own expressions)
+    want = base64.b64decode(FIX["serialize_tensor"][expr])
+    with af.Graph().as_default(), af.Session() as s:
+        dt = af.as_dtype(value.dtype if value.dtype != object else af.string)
+        got, back, theirs = s.run([af.io.serialize_tensor(value), af.io.parse_tensor(af.io.serialize_tensor(value), dt),
+                                   af.io.parse_tensor(want, dt)])
+    assert got == want
+    for v in (back, theirs):
+        assert v.shape == value.shape
+        np.testing.assert_array_equal(v, value)
+
+
+def test_parse_tensor_errors_name_the_op():
+    with af.Graph().as_default(), af.Session() as s:
+        data = af.io.serialize_tensor(np.arange(3, dtype=np.float32))
+        with pytest.raises(af.errors.InvalidArgumentError, match="ParseTensor: Type mismatch.*float32.*int32"):
+            s.run(af.io.parse_tensor(data, af.int32))
+        with pytest.raises(af.errors.InvalidArgumentError, match="ParseTensor: Could not parse"):
+            s.run(af.io.parse_tensor(b"\x08\x01\x12\x04\x12\x02\x08\x05\"\x04abcd", af.float32))
+
+
+@pytest.mark.parametrize("kind", ["ZLIB", "GZIP", ""])
+def test_decode_compressed(kind):
+    import gzip
+    import zlib
+    raw = [b"hello " * 20, b"", bytes(range(256))]
+    pack = {"ZLIB": zlib.compress, "GZIP": gzip.compress, "": bytes}[kind]
+    with af.Graph().as_default(), af.Session() as s:
+        out = s.run(af.io.decode_compressed(np.array([[pack(r) for r in raw]], dtype=object), compression_type=kind))
+        assert out.shape == (1, 3) and list(out[0]) == raw
+        if kind:
+            with pytest.raises(af.errors.InvalidArgumentError, match="DecodeCompressed"):
+                s.run(af.io.decode_compressed(pack(raw[0])[:-5], compression_type=kind))
+
+
+def test_matching_files(tmp_path):
+    for n in ("b.txt", "a.txt", ".hidden.txt", "c.csv"):
+        (tmp_path / n).write_bytes(b"x")
+    with af.Graph().as_default(), af.Session() as s:
+        got = s.run(af.io.matching_files(str(tmp_path / "*.txt")))
+        both = s.run(af.io.matching_files([str(tmp_path / "*.csv"), str(tmp_path / "a*")]))
+        none = s.run(af.io.matching_files(str(tmp_path / "*.png")))
+    assert [pathlib.Path(f.decode()).name for f in got] == [".hidden.txt", "a.txt", "b.txt"]
+    assert [pathlib.Path(f.decode()).name for f in both] == ["a.txt", "c.csv"]
+    assert none.shape == (0,)

@@ -17,7 +17,8 @@ from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.tensor_shape import TensorShape, as_shape
 
-__all__ = ["FixedLenFeature", "VarLenFeature", "parse_single_example", "parse_example", "decode_raw"]
+__all__ = ["FixedLenFeature", "VarLenFeature", "parse_single_example", "parse_example", "decode_raw",
+           "serialize_tensor", "parse_tensor", "decode_compressed"]
 
 _FEATURE_DTYPES = (dtypes.float32, dtypes.int64, dtypes.string)
 
@@ -68,7 +69,33 @@ def _infer_decode_raw(inputs, attrs):
 
 
 DecodeRaw = define_op("DecodeRaw", _infer_decode_raw)
-for _d in (ParseSingleExample, ParseExample, DecodeRaw):
+
+
+def _infer_serialize_tensor(inputs, attrs):
+    return [(dtypes.string, TensorShape([]))]
+
+
+def _infer_parse_tensor(inputs, attrs):
+    s = inputs[0]
+    if s.dtype is not dtypes.string or s.shape.ndims not in (None, 0):
+        raise InferenceError(f"ParseTensor: serialized must be a string scalar, got {s.dtype.name} {s.shape}")
+    return [(dtypes.as_dtype(attrs["out_type"]), TensorShape(None))]
+
+
+def _infer_decode_compressed(inputs, attrs):
+    x = inputs[0]
+    if x.dtype is not dtypes.string:
+        raise InferenceError(f"DecodeCompressed: bytes must be a string tensor, got {x.dtype.name}")
+    if attrs.get("compression_type", "") not in ("", "ZLIB", "GZIP"):
+        raise InferenceError(f"DecodeCompressed: compression_type must be '', 'ZLIB' or 'GZIP', got "
+                             f"{attrs['compression_type']!r}")
+    return [(dtypes.string, x.shape)]
+
+
+SerializeTensor = define_op("SerializeTensor", _infer_serialize_tensor)
+ParseTensor = define_op("ParseTensor", _infer_parse_tensor)
+DecodeCompressed = define_op("DecodeCompressed", _infer_decode_compressed)
+for _d in (ParseSingleExample, ParseExample, DecodeRaw, SerializeTensor, ParseTensor, DecodeCompressed):
     _d.gradient(lambda op, *grads: [None] * len(op.inputs))
 
 
@@ -143,3 +170,27 @@ def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, b
     with name_scope(name or "DecodeRaw"):
         x = convert_to_tensor(input_bytes, dtype=dtypes.string, name="bytes")
         return DecodeRaw(x, out_type=dtypes.as_dtype(out_type), little_endian=bool(little_endian))
+
+
+def serialize_tensor(tensor, name=None):
+    """`tensor` as the bytes of TF's TensorProto, a string scalar (tf.io.serialize_tensor): the same
+    bytes TF writes, so TF's parse_tensor reads them and af's reads TF's."""
+    with name_scope(name or "SerializeTensor"):
+        t = convert_to_tensor(tensor, name="tensor")
+        return SerializeTensor(t, T=t.dtype)
+
+
+def parse_tensor(serialized, out_type, name=None):
+    """The tensor serialized as TensorProto bytes in the string scalar `serialized`
+    (tf.io.parse_tensor); a dtype other than `out_type` fails the step."""
+    with name_scope(name or "ParseTensor"):
+        s = convert_to_tensor(serialized, dtype=dtypes.string, name="serialized")
+        return ParseTensor(s, out_type=dtypes.as_dtype(out_type))
+
+
+def decode_compressed(bytes, compression_type="", name=None):  # noqa: A002 (TF's name)
+    """Each string of `bytes` decompressed (tf.io.decode_compressed): compression_type "ZLIB",
+    "GZIP", or "" for none."""
+    with name_scope(name or "DecodeCompressed"):
+        x = convert_to_tensor(bytes, dtype=dtypes.string, name="bytes")
+        return DecodeCompressed(x, compression_type=str(compression_type or ""))

@@ -19,7 +19,7 @@ from actorflow.graph.tensor_shape import TensorShape
 __all__ = ["as_string", "string_join", "string_length", "string_format", "string_to_number", "Print", "print_v2",
            "string_split", "strings_split_v1", "substr", "regex_replace", "string_strip", "string_lower",
            "string_upper", "string_to_hash_bucket_fast", "reduce_join", "decode_csv", "read_file", "write_file",
-           "encode_base64", "decode_base64"]
+           "encode_base64", "decode_base64", "matching_files"]
 
 
 def _need_string(t, op):
@@ -357,6 +357,16 @@ DecodeCSV = define_op("DecodeCSV", _infer_decode_csv)
 # File I/O blocks: always on the kernel pool, never on the runtime's loop.
 ReadFile = define_op("ReadFile", _infer_read_file, stateful=True, placement="host", offload=True)
 WriteFile = define_op("WriteFile", _infer_write_file, stateful=True, placement="host", offload=True)
+
+
+def _infer_matching_files(inputs, attrs):
+    _need_string(inputs[0], "MatchingFiles")
+    if inputs[0].shape.ndims not in (None, 0, 1):
+        raise InferenceError(f"MatchingFiles: pattern must be a scalar or a vector, got shape {inputs[0].shape}")
+    return [(dtypes.string, TensorShape([None]))]
+
+
+MatchingFiles = define_op("MatchingFiles", _infer_matching_files, stateful=True, placement="host", offload=True)
 EncodeBase64 = define_op("EncodeBase64", _infer_unary_string("EncodeBase64"))
 DecodeBase64 = define_op("DecodeBase64", _infer_unary_string("DecodeBase64"))
 
@@ -513,6 +523,12 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
 def read_file(filename, name=None):
     """The whole contents of the file `filename`, a scalar string (tf.io.read_file / tf.compat.v1.read_file)."""
     return ReadFile(_str_tensor(filename, "filename"), name=name)
+
+
+def matching_files(pattern, name=None):
+    """The files matching the glob `pattern` (a string, or a vector of them), sorted, as a string
+    vector, empty when none match (tf.io.matching_files); `*` matches dotfiles too, as in TF."""
+    return MatchingFiles(_str_tensor(pattern, "pattern"), name=name)
 
 
 def write_file(filename, contents, name=None):

@@ -126,3 +126,31 @@ def _decode_raw(attrs):
             rows.append(np.frombuffer(b, dtype=dt).astype(out))
         return np.stack(rows).reshape(x.shape + (size // out.itemsize,))
     return fn
+
+
+@register_kernel("DecodeCompressed", "CPU", releases_gil=True)
+def decode_compressed_kernel(attrs):
+    """tf.io.decode_compressed: each string inflated (ZLIB: zlib's stream, GZIP: gzip's), or copied."""
+    import zlib
+    kind = attrs.get("compression_type", "") or ""
+    wbits = {"ZLIB": zlib.MAX_WBITS, "GZIP": 16 + zlib.MAX_WBITS}.get(kind)
+
+    def one(s):
+        if wbits is None:
+            return bytes(s)
+        try:
+            d = zlib.decompressobj(wbits)
+            out = d.decompress(bytes(s)) + d.flush()
+        except zlib.error as e:
+            raise InvalidArgumentError(f"DecodeCompressed: could not decompress {kind} data "
+                                       f"({bytes(s)[:20]!r}...): {e}") from None
+        if not d.eof:
+            raise InvalidArgumentError(f"DecodeCompressed: {kind} data is truncated ({len(s)} bytes)")
+        return out
+
+    def fn(x):
+        x = np.asarray(x, dtype=object)
+        out = np.empty(x.shape, dtype=object)
+        out.reshape(-1)[:] = [one(s) for s in x.reshape(-1)] if x.size else []
+        return out
+    return fn

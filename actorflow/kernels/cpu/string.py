@@ -617,6 +617,19 @@ def encode_base64_kernel(attrs):
     return _elementwise(lambda s: base64.urlsafe_b64encode(s) if pad else base64.urlsafe_b64encode(s).rstrip(b"="))
 
 
+@register_kernel("MatchingFiles", "CPU")
+def matching_files_kernel(attrs):
+    """tf.io.matching_files: every path matching any pattern, sorted."""
+    import glob
+
+    def fn(pattern):
+        found = []
+        for p in np.asarray(pattern, dtype=object).reshape(-1):
+            found += glob.glob(p.decode("utf-8"), include_hidden=True)
+        return _bytes_array(sorted(f.encode("utf-8") for f in found), (len(found),))
+    return fn
+
+
 @register_kernel("DecodeBase64", "CPU")
 def decode_base64_kernel(attrs):
     """tf.io.decode_base64: web-safe base64, with or without padding."""
