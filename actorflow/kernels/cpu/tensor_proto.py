@@ -14,8 +14,18 @@ import struct
 import numpy as np
 
 from actorflow.errors import InvalidArgumentError
-from actorflow.graph import dtypes
 from actorflow.kernels.registry import register_kernel
+
+# TF's DataType enum (types.proto) of the numpy types actorflow has; strings are numpy objects.
+_ENUM = {np.dtype(np.float32): 1, np.dtype(np.float64): 2, np.dtype(np.int32): 3, np.dtype(np.uint8): 4,
+         np.dtype(np.int16): 5, np.dtype(np.int8): 6, np.dtype(object): 7, np.dtype(np.int64): 9,
+         np.dtype(np.bool_): 10, np.dtype(np.uint16): 17, np.dtype(np.float16): 19}
+_BY_ENUM = {v: k for k, v in _ENUM.items()}
+_NAMES = {7: "string", 10: "bool"}
+
+
+def _name(dt: np.dtype) -> str:
+    return _NAMES.get(_ENUM.get(dt, 0), dt.name)
 
 
 def _varint(n: int) -> bytes:
@@ -42,11 +52,12 @@ def _bytes_field(num: int, data: bytes) -> bytes:
 def serialize(value: np.ndarray) -> bytes:
     """`value` as TF's TensorProto bytes."""
     value = np.asarray(value)
-    dt = dtypes.as_dtype(value.dtype if value.dtype != object else dtypes.string)
-    out = bytearray(_field(1, 0) + _varint(dt.as_datatype_enum))
+    if value.dtype not in _ENUM:
+        raise InvalidArgumentError(f"SerializeTensor: unsupported dtype {value.dtype}")
+    out = bytearray(_field(1, 0) + _varint(_ENUM[value.dtype]))
     shape = b"".join(_bytes_field(2, _field(1, 0) + _varint(d) if d else b"") for d in value.shape)
     out += _bytes_field(2, shape)
-    if dt is dtypes.string:
+    if value.dtype == object:
         for s in value.reshape(-1):
             out += _bytes_field(8, s if isinstance(s, bytes) else str(s).encode())
     elif value.size:
@@ -106,7 +117,7 @@ _VAL_FIELDS = {5: ("<f4", "fixed32"), 6: ("<f8", "fixed64"), 7: (np.int64, "vari
 
 
 def parse(data: bytes):
-    """(numpy array, DType) from TensorProto bytes; ValueError when they are not one."""
+    """(numpy array, numpy dtype) from TensorProto bytes; ValueError when they are not one."""
     r = _Reader(data)
     dt_enum, dims, content, vals = 0, [], None, []
     for num, wire, v in r.fields():
@@ -138,33 +149,31 @@ def parse(data: bytes):
                 vals.append(v)
             else:
                 vals.append(np.frombuffer(v, npdt)[0])
-    try:
-        dt = dtypes.as_dtype(dt_enum)
-    except TypeError:
-        raise ValueError(f"unsupported dtype enum {dt_enum}") from None
+    if dt_enum not in _BY_ENUM:
+        raise ValueError(f"unsupported dtype enum {dt_enum}")
+    dt = _BY_ENUM[dt_enum]
     if any(d < 0 for d in dims):
         raise ValueError(f"negative dimension in {dims}")
     n = int(np.prod(dims)) if dims else 1
-    if dt is dtypes.string:
+    if dt.kind == "O":
         if content is not None:
             raise ValueError("a string tensor with tensor_content")
         arr = np.empty(len(vals), dtype=object)
         arr[:] = [bytes(x) for x in vals]
     elif content is not None:
-        np_le = dt.np.newbyteorder("<")
-        if len(content) != n * dt.size:
-            raise ValueError(f"tensor_content holds {len(content)} bytes, the shape {dims} needs {n * dt.size}")
-        return np.frombuffer(content, np_le).astype(dt.np).reshape(dims), dt
-    elif dt is dtypes.float16:
+        if len(content) != n * dt.itemsize:
+            raise ValueError(f"tensor_content holds {len(content)} bytes, the shape {dims} needs {n * dt.itemsize}")
+        return np.frombuffer(content, dt.newbyteorder("<")).astype(dt).reshape(dims), dt
+    elif dt == np.float16:
         arr = np.array(vals, np.uint16).view(np.float16)
-    elif dt.is_integer and vals:
-        arr = np.array([_signed(int(x)) if dt.np.kind == "i" else int(x) for x in vals]).astype(dt.np)
+    elif dt.kind in "iub" and vals:
+        arr = np.array([_signed(int(x)) if dt.kind == "i" else int(x) for x in vals]).astype(dt)
     else:
-        arr = np.array(vals, dtype=dt.np)
+        arr = np.array(vals, dtype=dt)
     if arr.size == n:
         return arr.reshape(dims), dt
     if arr.size == 0 and n:
-        return np.zeros(dims, dt.np) if dt is not dtypes.string else np.full(dims, b"", object), dt
+        return (np.full(dims, b"", object) if dt.kind == "O" else np.zeros(dims, dt)), dt
     if 0 < arr.size < n:
         return np.concatenate([arr, np.repeat(arr[-1:], n - arr.size)]).reshape(dims), dt
     raise ValueError(f"{arr.size} values for the shape {dims}")
@@ -183,7 +192,7 @@ def serialize_tensor_kernel(attrs):
 @register_kernel("ParseTensor", "CPU", releases_gil=False)
 def parse_tensor_kernel(attrs):
     """tf.io.parse_tensor: the tensor of TensorProto bytes; its dtype must be `out_type`."""
-    want = dtypes.as_dtype(attrs["out_type"])
+    want = np.dtype(attrs["out_type"])
 
     def fn(serialized):
         s = np.asarray(serialized, dtype=object)
@@ -195,8 +204,8 @@ def parse_tensor_kernel(attrs):
         except (ValueError, struct.error) as e:
             raise InvalidArgumentError(f"ParseTensor: Could not parse `serialized` as TensorProto: {e} "
                                        f"('{bytes(data)[:40]!r}')") from None
-        if dt is not want:
-            raise InvalidArgumentError(f"ParseTensor: Type mismatch between parsed tensor ({dt.name}) and dtype "
-                                       f"({want.name})")
+        if dt != want:
+            raise InvalidArgumentError(f"ParseTensor: Type mismatch between parsed tensor ({_name(dt)}) and dtype "
+                                       f"({_name(want)})")
         return value
     return fn
