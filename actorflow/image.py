@@ -7,7 +7,9 @@ the public names.
 """
 from actorflow.graph.ops.image_codec_ops import *  # noqa: F401,F403
 from actorflow.graph.ops.image_codec_ops import __all__ as _codec_all
+from actorflow.graph.ops.image_metrics_ops import *  # noqa: F401,F403
+from actorflow.graph.ops.image_metrics_ops import __all__ as _metrics_all
 from actorflow.graph.ops.image_ops import *  # noqa: F401,F403
 from actorflow.graph.ops.image_ops import __all__ as _ops_all
 
-__all__ = list(_ops_all) + list(_codec_all)
+__all__ = list(_ops_all) + list(_codec_all) + list(_metrics_all)

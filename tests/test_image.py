@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import actorflow as af
+from tests import tf_reference
 
 FIX = json.loads((pathlib.Path(__file__).parent / "fixtures" / "image.json").read_text())
 INPUTS = {k: np.array(v["value"], dtype=v["dtype"]) for k, v in FIX["inputs"].items()}
@@ -344,3 +345,13 @@ def test_resize_kernels_split_by_batch(op, attrs, args):
     np.testing.assert_array_equal(got, whole)
     one = tuple(a[:1] if a.ndim == 4 else a for a in inputs)
     assert kd.split(attrs)(2, *one) is None           # one image: nothing to split
+
+
+MORE = tf_reference.load("image_more.json")
+
+
+@pytest.mark.parametrize("expr", list(MORE["cases"]))
+def test_colour_metrics_and_boxes_match_tensorflow(expr):
+    """tests/fixtures/make_image_more.py: colour spaces, gamma, hue, saturation, image gradients,
+    Sobel, total variation, PSNR, SSIM, MS-SSIM, crop_and_resize, NMS and bounding boxes."""
+    tf_reference.check(MORE, expr)

@@ -29,7 +29,9 @@ __all__ = ["ResizeMethod", "resize_images", "resize", "resize_bilinear", "resize
            "crop_to_bounding_box", "pad_to_bounding_box", "flip_left_right", "flip_up_down", "random_flip_left_right",
            "random_flip_up_down", "transpose_image", "transpose", "rot90", "per_image_standardization",
            "convert_image_dtype", "rgb_to_grayscale", "grayscale_to_rgb", "adjust_brightness", "adjust_contrast",
-           "random_brightness", "random_contrast", "random_crop"]
+           "random_brightness", "random_contrast", "random_crop", "adjust_gamma", "rgb_to_yiq", "yiq_to_rgb",
+           "rgb_to_yuv", "yuv_to_rgb", "rgb_to_hsv", "hsv_to_rgb", "adjust_hue", "adjust_saturation", "random_hue",
+           "random_saturation"]
 
 
 class ResizeMethod:
@@ -728,3 +730,136 @@ def random_contrast(image, lower, upper, seed=None):
 
 
 random_crop = random_ops.random_crop
+
+
+
+def adjust_gamma(image, gamma=1, gain=1):
+    """gain * image ** gamma, computed in float (integer images as [0, 1] floats) and converted back
+    with saturation (tf.image.adjust_gamma); a negative `gamma` is an error."""
+    with name_scope(None, "adjust_gamma", [image, gamma, gain]):
+        image = convert_to_tensor(image, name="image")
+        orig = image.dtype
+        flt = image if orig in (dtypes.float16, dtypes.float32) else convert_image_dtype(image, dtypes.float32)
+        deps = _assert(_ge(gamma, 0), "Gamma should be a non-negative real number.")
+        gamma = _with_dependencies(deps, convert_to_tensor(gamma, dtype=flt.dtype)) if deps else gamma
+        adjusted = gain * flt ** gamma
+        return convert_image_dtype(adjusted, orig, saturate=True)
+
+
+# TF's colour-space matrices (image_ops_impl.py), applied as images @ kernel over the last axis.
+_RGB_TO_YIQ = [[0.299, 0.59590059, 0.2115], [0.587, -0.27455667, -0.52273617], [0.114, -0.32134392, 0.31119955]]
+_YIQ_TO_RGB = [[1, 1, 1], [0.95598634, -0.27201283, -1.10674021], [0.6208248, -0.64720424, 1.70423049]]
+_RGB_TO_YUV = [[0.299, -0.14714119, 0.61497538], [0.587, -0.28886916, -0.51496512], [0.114, 0.43601035, -0.10001026]]
+_YUV_TO_RGB = [[1, 1, 1], [0, -0.394642334, 2.03206185], [1.13988303, -0.58062185, 0]]
+
+
+def _colour_matrix(images, kernel, what):
+    images = convert_to_tensor(images, name="images")
+    if not images.dtype.is_floating:
+        raise TypeError(f"{what}: images must be a float tensor, got {images.dtype.name}")
+    k = constant(np.asarray(kernel, images.dtype.np), name="kernel")
+    nd = images.shape.ndims
+    if nd is None:
+        raise ValueError(f"{what}: images must have a known rank")
+    return array_ops.tensordot(images, k, [[nd - 1], [0]])
+
+
+def rgb_to_yiq(images):
+    """RGB `images` [..., 3] (floats) in YIQ (tf.image.rgb_to_yiq)."""
+    return _colour_matrix(images, _RGB_TO_YIQ, "rgb_to_yiq")
+
+
+def yiq_to_rgb(images):
+    """YIQ `images` [..., 3] back to RGB (tf.image.yiq_to_rgb)."""
+    return _colour_matrix(images, _YIQ_TO_RGB, "yiq_to_rgb")
+
+
+def rgb_to_yuv(images):
+    """RGB `images` [..., 3] (floats) in YUV (tf.image.rgb_to_yuv)."""
+    return _colour_matrix(images, _RGB_TO_YUV, "rgb_to_yuv")
+
+
+def yuv_to_rgb(images):
+    """YUV `images` [..., 3] back to RGB (tf.image.yuv_to_rgb)."""
+    return _colour_matrix(images, _YUV_TO_RGB, "yuv_to_rgb")
+
+
+def _infer_colour(op, scalar_input=None):
+    def infer(inputs, attrs):
+        images = inputs[0]
+        allowed = (dtypes.float16, dtypes.float32, dtypes.float64) if scalar_input is None else (dtypes.float16,
+                                                                                                 dtypes.float32)
+        if images.dtype not in allowed:
+            raise InferenceError(f"{op}: images must be one of {[d.name for d in allowed]}, got {images.dtype.name}")
+        if images.shape.ndims is not None:
+            if images.shape.ndims < (1 if scalar_input is None else 3):
+                raise InferenceError(f"{op}: input must be at least {1 if scalar_input is None else 3}-D, got shape "
+                                     f"{images.shape}")
+            if images.shape.dims[-1] not in (None, 3):
+                raise InferenceError(f"{op}: input must have 3 channels but input only has "
+                                     f"{images.shape.dims[-1]} channels.")
+        if scalar_input is not None and inputs[1].shape.ndims not in (None, 0):
+            raise InferenceError(f"{op}: {scalar_input} must be scalar, got shape {inputs[1].shape}")
+        return [(images.dtype, images.shape)]
+    return infer
+
+
+RGBToHSV = define_op("RGBToHSV", _infer_colour("RGBToHSV"))
+HSVToRGB = define_op("HSVToRGB", _infer_colour("HSVToRGB"))            # no gradient, as in TF
+AdjustHue = define_op("AdjustHue", _infer_colour("AdjustHue", "delta"))     # no gradient, as in TF
+AdjustSaturation = define_op("AdjustSaturation", _infer_colour("AdjustSaturation", "scale"))   # no gradient
+
+
+def rgb_to_hsv(images, name=None):
+    """RGB `images` [..., 3] (floats in [0, 1]) as hue, saturation and value, each in [0, 1]
+    (tf.image.rgb_to_hsv, op RGBToHSV)."""
+    with name_scope(name, "RGBToHSV", [images]) as scope:
+        return RGBToHSV(convert_to_tensor(images, name="images"), name=scope)
+
+
+def hsv_to_rgb(images, name=None):
+    """HSV `images` [..., 3] back to RGB (tf.image.hsv_to_rgb, op HSVToRGB; no gradient, as in TF)."""
+    with name_scope(name, "HSVToRGB", [images]) as scope:
+        return HSVToRGB(convert_to_tensor(images, name="images"), name=scope)
+
+
+def _float_adjust(op_def, image, value, what, name, default_name):
+    with name_scope(name, default_name, [image, value]) as scope:
+        image = convert_to_tensor(image, name="image")
+        orig = image.dtype
+        flt = image if orig in (dtypes.float16, dtypes.float32) else convert_image_dtype(image, dtypes.float32)
+        value = convert_to_tensor(value, dtype=dtypes.float32, name=what)
+        return convert_image_dtype(op_def(flt, value, name=scope), orig)
+
+
+def adjust_hue(image, delta, name=None):
+    """`image`'s hues rotated by `delta` (a fraction of a turn, in [-1, 1]), computed in float32
+    (tf.image.adjust_hue, op AdjustHue; no gradient, as in TF)."""
+    return _float_adjust(AdjustHue, image, delta, "delta", name, "adjust_hue")
+
+
+def adjust_saturation(image, saturation_factor, name=None):
+    """`image`'s saturation multiplied by `saturation_factor` and clipped to [0, 1], in float32
+    (tf.image.adjust_saturation, op AdjustSaturation; no gradient, as in TF)."""
+    return _float_adjust(AdjustSaturation, image, saturation_factor, "saturation_factor", name, "adjust_saturation")
+
+
+def random_hue(image, max_delta, seed=None):
+    """adjust_hue by a delta drawn uniformly from [-max_delta, max_delta), max_delta in [0, 0.5]
+    (tf.image.random_hue)."""
+    if max_delta > 0.5:
+        raise ValueError("max_delta must be <= 0.5.")
+    if max_delta < 0:
+        raise ValueError("max_delta must be non-negative.")
+    delta = random_ops.random_uniform([], -max_delta, max_delta, seed=seed)
+    return adjust_hue(image, delta)
+
+
+def random_saturation(image, lower, upper, seed=None):
+    """adjust_saturation by a factor drawn uniformly from [lower, upper) (tf.image.random_saturation)."""
+    if upper <= lower:
+        raise ValueError("upper must be > lower.")
+    if lower < 0:
+        raise ValueError("lower must be non-negative.")
+    factor = random_ops.random_uniform([], lower, upper, seed=seed)
+    return adjust_saturation(image, factor)
