@@ -350,8 +350,22 @@ def test_resize_kernels_split_by_batch(op, attrs, args):
 MORE = tf_reference.load("image_more.json")
 
 
+# TF computes these in float32 inside (AdjustHue, AdjustSaturation, convert_image_dtype to float32):
+# a float64 result carries float32 rounding.
+MORE_FLOAT32_INSIDE = ("adjust_gamma", "adjust_hue", "adjust_saturation", "psnr", "ssim")
+
+
 @pytest.mark.parametrize("expr", list(MORE["cases"]))
-def test_colour_metrics_and_boxes_match_tensorflow(expr):
+def test_colour_metrics_and_boxes_match_tensorflow(expr, monkeypatch):
     """tests/fixtures/make_image_more.py: colour spaces, gamma, hue, saturation, image gradients,
     Sobel, total variation, PSNR, SSIM, MS-SSIM, crop_and_resize, NMS and bounding boxes."""
+    if any(f in expr for f in MORE_FLOAT32_INSIDE):
+        # MS-SSIM of two nearly equal images: its float32 gradient is a difference of nearly equal
+        # terms, summed in another order than TF's convolutions sum them.
+        floor = 5e-3 if "ssim_multiscale" in expr else 2e-5
+
+        def float32_tolerance(want):
+            scale = float(np.max(np.abs(want))) if want.size else 0.0
+            return {"rtol": 2e-5, "atol": floor * max(scale, 1e-30)}
+        monkeypatch.setattr(tf_reference, "tolerance", float32_tolerance)
     tf_reference.check(MORE, expr)

@@ -134,7 +134,7 @@ def _fspecial_gauss(size, sigma):
     """A normalized size x size Gaussian window, [size, size, 1, 1] (TF's _fspecial_gauss)."""
     size = convert_to_tensor(size, dtype=dtypes.int32)
     sigma = convert_to_tensor(sigma)
-    coords = math_ops.cast(math_ops.range(size), sigma.dtype)
+    coords = math_ops.cast(array_ops.range(size), sigma.dtype)
     coords -= math_ops.cast(size - 1, sigma.dtype) / 2.0
     g = math_ops.square(coords)
     g *= -0.5 / math_ops.square(sigma)

@@ -805,9 +805,138 @@ def _infer_colour(op, scalar_input=None):
 
 
 RGBToHSV = define_op("RGBToHSV", _infer_colour("RGBToHSV"))
-HSVToRGB = define_op("HSVToRGB", _infer_colour("HSVToRGB"))            # no gradient, as in TF
+HSVToRGB = define_op("HSVToRGB", _infer_colour("HSVToRGB"))            # not differentiable, as in TF
 AdjustHue = define_op("AdjustHue", _infer_colour("AdjustHue", "delta"))     # no gradient, as in TF
 AdjustSaturation = define_op("AdjustSaturation", _infer_colour("AdjustSaturation", "scale"))   # no gradient
+
+
+def _safe_reciprocal(x):
+    return math_ops.div_no_nan(math_ops.cast(1.0, x.dtype), x)
+
+
+@RGBToHSV.gradient
+def _rgb_to_hsv_grad(op, grad):
+    """TF's _RGBToHSVGrad (image_grad.py, Apache 2.0), term for term: the partial derivatives of
+    hue, saturation and value by each channel, ties broken as TF breaks them."""
+    grad = convert_to_tensor(grad)
+    reds = op.inputs[0][..., 0]
+    greens = op.inputs[0][..., 1]
+    blues = op.inputs[0][..., 2]
+    saturation = op.outputs[0][..., 1]
+    value = op.outputs[0][..., 2]
+
+    dtype = op.inputs[0].dtype
+
+    red_biggest = math_ops.cast((reds >= blues) & \
+                                  (reds >= greens), dtype)
+    green_biggest = math_ops.cast((greens > reds) & \
+                                      (greens >= blues), dtype)
+    blue_biggest = math_ops.cast((blues > reds) & \
+                                    (blues > greens), dtype)
+    red_smallest = math_ops.cast((reds < blues) & \
+                                    (reds < greens), dtype)
+    green_smallest = math_ops.cast((greens <= reds) & \
+                                        (greens < blues), dtype)
+    blue_smallest = math_ops.cast((blues <= reds) & \
+                                      (blues <= greens), dtype)
+
+    dv_dr = red_biggest
+    dv_dg = green_biggest
+    dv_db = blue_biggest
+
+
+    ds_dr = math_ops.cast(reds > 0, dtype) * math_ops.add(
+            red_biggest * math_ops.add(green_smallest * greens, blue_smallest * blues)
+            * _safe_reciprocal(math_ops.square(reds)), red_smallest * -1 *
+            _safe_reciprocal((green_biggest * greens) + (blue_biggest * blues)))
+    ds_dg = math_ops.cast(greens > 0, dtype) * math_ops.add(
+            green_biggest * math_ops.add(red_smallest * reds, blue_smallest * blues) *
+            _safe_reciprocal(math_ops.square(greens)), green_smallest * -1 *
+            _safe_reciprocal((red_biggest * reds) + (blue_biggest * blues)))
+    ds_db = math_ops.cast(blues > 0, dtype) * math_ops.add(
+            blue_biggest * math_ops.add(green_smallest * greens, red_smallest * reds)
+            * _safe_reciprocal(math_ops.square(blues)), blue_smallest * -1 *
+            _safe_reciprocal((green_biggest * greens) + (red_biggest * reds)))
+
+
+    dh_dr_1 = 60 * (
+            math_ops.cast(reds > 0, dtype) * red_biggest * -1 *
+            (greens - blues) * _safe_reciprocal(math_ops.square(saturation)) *
+            _safe_reciprocal(math_ops.square(value)))
+    dh_dr_2 = 60 * (
+            math_ops.cast(greens > 0, dtype) * green_biggest * red_smallest *
+            (blues - greens) * _safe_reciprocal(math_ops.square(reds - greens)))
+    dh_dr_3 = 60 * (
+            math_ops.cast(greens > 0, dtype) * green_biggest * blue_smallest * -1 *
+            _safe_reciprocal(greens - blues))
+    dh_dr_4 = 60 * (
+            math_ops.cast(blues > 0, dtype) * blue_biggest * red_smallest *
+            (blues - greens) * _safe_reciprocal(math_ops.square(blues - reds)))
+    dh_dr_5 = 60 * (
+            math_ops.cast(blues > 0, dtype) * blue_biggest * green_smallest *
+            _safe_reciprocal(blues - greens))
+
+    dh_dr = dh_dr_1 + dh_dr_2 + dh_dr_3 + dh_dr_4 + dh_dr_5
+    dh_dr = dh_dr / 360
+
+    dh_dg_1 = 60 * (
+            math_ops.cast(greens > 0, dtype) * green_biggest * -1 *
+            (blues - reds) * _safe_reciprocal(math_ops.square(saturation)) *
+            _safe_reciprocal(math_ops.square(value)))
+    dh_dg_2 = 60 * (
+            math_ops.cast(reds > 0, dtype) * red_biggest * green_smallest *
+            (reds - blues) * _safe_reciprocal(math_ops.square(reds - greens)))
+    dh_dg_3 = 60 * (
+            math_ops.cast(reds > 0, dtype) * red_biggest * blue_smallest *
+            _safe_reciprocal(reds - blues))
+    dh_dg_4 = 60 * (
+            math_ops.cast(blues > 0, dtype) * blue_biggest * green_smallest *
+            (reds - blues) * _safe_reciprocal(math_ops.square(blues - greens)))
+    dh_dg_5 = 60 * (
+            math_ops.cast(blues > 0, dtype) * blue_biggest * red_smallest * -1 *
+            _safe_reciprocal(blues - reds))
+
+    dh_dg = dh_dg_1 + dh_dg_2 + dh_dg_3 + dh_dg_4 + dh_dg_5
+    dh_dg = dh_dg / 360
+
+    dh_db_1 = 60 * (
+            math_ops.cast(blues > 0, dtype) * blue_biggest * -1 *
+            (reds - greens) * _safe_reciprocal(math_ops.square(saturation)) *
+            _safe_reciprocal(math_ops.square(value)))
+    dh_db_2 = 60 * (
+            math_ops.cast(reds > 0, dtype) * red_biggest * blue_smallest *
+            (greens - reds) * _safe_reciprocal(math_ops.square(reds - blues)))
+    dh_db_3 = 60 * (
+            math_ops.cast(reds > 0, dtype) * red_biggest * green_smallest * -1 *
+            _safe_reciprocal(reds - greens))
+    dh_db_4 = 60 * (
+            math_ops.cast(greens > 0, dtype) * green_biggest * blue_smallest *
+            (greens - reds) * _safe_reciprocal(math_ops.square(greens - blues)))
+    dh_db_5 = 60 * (
+            math_ops.cast(greens > 0, dtype) * green_biggest * red_smallest *
+            _safe_reciprocal(greens - reds))
+
+    dh_db = dh_db_1 + dh_db_2 + dh_db_3 + dh_db_4 + dh_db_5
+    dh_db = dh_db / 360
+
+    dv_drgb = array_ops.stack(
+            [grad[..., 2] * dv_dr, grad[..., 2] * dv_dg, grad[..., 2] * dv_db],
+            axis=-1)
+    ds_drgb = array_ops.stack(
+            [grad[..., 1] * ds_dr, grad[..., 1] * ds_dg, grad[..., 1] * ds_db],
+            axis=-1)
+    dh_drgb = array_ops.stack(
+            [grad[..., 0] * dh_dr, grad[..., 0] * dh_dg, grad[..., 0] * dh_db],
+            axis=-1)
+
+    gradient_input = math_ops.add(math_ops.add(dv_drgb, ds_drgb), dh_drgb)
+    return [gradient_input]
+
+
+@HSVToRGB.gradient
+def _hsv_to_rgb_grad(op, grad):
+    """TF marks HSVToRGB not differentiable."""
+    return [None]
 
 
 def rgb_to_hsv(images, name=None):
