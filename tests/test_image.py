@@ -350,9 +350,9 @@ def test_resize_kernels_split_by_batch(op, attrs, args):
 MORE = tf_reference.load("image_more.json")
 
 
-# TF computes these in float32 inside (AdjustHue, AdjustSaturation, convert_image_dtype to float32):
-# a float64 result carries float32 rounding.
-MORE_FLOAT32_INSIDE = ("adjust_gamma", "adjust_hue", "adjust_saturation", "psnr", "ssim")
+# TF computes these in float32 inside (AdjustHue, AdjustSaturation, convert_image_dtype to float32,
+# CropAndResize's gradients): a float64 result carries float32 rounding.
+MORE_FLOAT32_INSIDE = ("adjust_gamma", "adjust_hue", "adjust_saturation", "psnr", "ssim", "crop_and_resize")
 
 
 @pytest.mark.parametrize("expr", list(MORE["cases"]))

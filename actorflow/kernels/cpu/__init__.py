@@ -9,5 +9,5 @@ MODULES += ("sort", "segment")     # ordering and segment ops (graph/ops/sort_op
 MODULES += ("nn_misc",)          # selu, softsign (graph/ops/nn_misc_ops.py)
 MODULES += ("depthwise", "lrn", "space_depth", "pool_argmax")   # graph/ops/nn_conv_ops.py
 MODULES += ("tensor_proto",)     # SerializeTensor, ParseTensor (graph/ops/parsing_ops.py)
-MODULES += ("image", "image_codec", "image_colour")     # resize ops, AdjustContrastv2 (graph/ops/image_ops.py), codecs
+MODULES += ("image", "image_codec", "image_colour", "image_boxes")     # resize ops, AdjustContrastv2 (graph/ops/image_ops.py), codecs
 MODULES += ("linalg",)    # dense linear algebra (graph/ops/linalg_ops.py)
