@@ -123,6 +123,12 @@ def _draws(build, n_runs, seed=None, graph_seed=None):
     lambda t, seed: af.image.random_contrast(t, 0.2, 1.8, seed=seed),
     lambda t, seed: af.random_crop(t, [3, 1, 2, 1], seed=seed),
     lambda t, seed: af.image.random_crop(t[1], [2, 2, 1], seed=seed),
+    lambda t, seed: af.image.random_hue(af.tile(t / 48.0, [1, 1, 1, 3]) * [0.2, 0.5, 1.0], 0.4, seed=seed),
+    lambda t, seed: af.image.random_saturation(af.tile(t / 48.0, [1, 1, 1, 3]) * [0.2, 0.5, 1.0], 0.1, 1.9,
+                                               seed=seed),
+    lambda t, seed: af.image.random_jpeg_quality(af.tile(t[2] / 48.0, [4, 4, 3]), 5, 95, seed=seed),
+    lambda t, seed: af.image.sample_distorted_bounding_box([40, 60, 3], [[[0.1, 0.2, 0.5, 0.9]]], seed=seed,
+                                                           min_object_covered=0.3, area_range=[0.1, 0.8])[2],
 ])
 def test_random_functions_are_deterministic_under_seeds(build):
     a = _draws(build, 6, seed=7)
@@ -369,3 +375,69 @@ def test_colour_metrics_and_boxes_match_tensorflow(expr, monkeypatch):
             return {"rtol": 2e-5, "atol": floor * max(scale, 1e-30)}
         monkeypatch.setattr(tf_reference, "tolerance", float32_tolerance)
     tf_reference.check(MORE, expr)
+
+
+def test_sample_distorted_bounding_box_honours_its_constraints():
+    with af.Graph().as_default():
+        begin, size, bbox = af.image.sample_distorted_bounding_box(
+            af.constant([50, 80, 3]), [[[0.2, 0.3, 0.6, 0.7]]], seed=3, min_object_covered=0.5,
+            aspect_ratio_range=[0.5, 2.0], area_range=[0.1, 0.6])
+        crop = af.slice(af.zeros([50, 80, 3]), begin, size)
+        with af.Session() as s:
+            for _ in range(30):
+                b, z, bb, c = s.run([begin, size, bbox, crop])
+                h, w = int(z[0]), int(z[1])
+                assert z[2] == -1 and b[2] == 0 and c.shape == (h, w, 3)
+                assert 0 <= b[0] and b[0] + h <= 50 and 0 <= b[1] and b[1] + w <= 80
+                if (h, w) != (50, 80):
+                    assert 0.1 * 4000 <= h * w <= 0.6 * 4000 and 0.5 <= w / h * 1.0 <= 2.0 + 0.05
+                    iy = max(0, min(b[0] + h, 30) - max(b[0], 10))
+                    ix = max(0, min(b[1] + w, 56) - max(b[1], 24))
+                    assert iy * ix >= 0.5 * 20 * 32
+                np.testing.assert_allclose(bb[0, 0], [b[0] / 50, b[1] / 80, (b[0] + h) / 50, (b[1] + w) / 80],
+                                           rtol=1e-6)
+        with af.Session() as s:
+            with pytest.raises(af.errors.InvalidArgumentError, match="SampleDistortedBoundingBoxV2.*No bounding boxes"):
+                s.run(af.image.sample_distorted_bounding_box([5, 5, 1], np.zeros([1, 0, 4], np.float32)))
+
+
+def test_box_ops_bad_input_is_named():
+    with af.Graph().as_default(), af.Session() as s:
+        img = np.zeros((1, 4, 4, 1), np.float32)
+        with pytest.raises(af.errors.InvalidArgumentError, match="CropAndResize: box_index has values outside"):
+            s.run(af.image.crop_and_resize(img, [[0, 0, 1, 1]], [3], [2, 2]))
+        with pytest.raises(ValueError, match="NonMaxSuppressionV3: boxes must be 2-D"):
+            af.image.non_max_suppression(np.zeros((2, 2, 4), np.float32), [0.5, 0.2], 1)
+        with pytest.raises(af.errors.InvalidArgumentError, match="NonMaxSuppressionV3: iou_threshold"):
+            s.run(af.image.non_max_suppression(np.zeros((2, 4), np.float32), [0.5, 0.2], 1, iou_threshold=1.5))
+        with pytest.raises(af.errors.InvalidArgumentError, match="CombinedNonMaxSuppression: third dimension"):
+            s.run(af.image.combined_non_max_suppression(np.zeros((1, 2, 3, 4), np.float32),
+                                                        np.zeros((1, 2, 2), np.float32), 1, 2))
+
+
+def test_crop_and_resize_gradients_against_finite_differences():
+    rng = np.random.default_rng(0)
+    x0 = rng.uniform(0, 1, (2, 6, 5, 2))
+    # No sample lands on a pixel centre (where TF's gradient takes one side of a kink).
+    b0 = np.array([[0.1, 0.2, 0.78, 0.7], [0.3, 0.06, 0.9, 0.91]], np.float32)
+    with af.Graph().as_default():
+        x = af.placeholder(af.float64, x0.shape)
+        b = af.placeholder(af.float32, b0.shape)
+        y = af.image.crop_and_resize(x, b, [1, 0], [4, 3])
+        loss = af.reduce_sum(af.cast(y, af.float64) * np.sin(np.arange(48).reshape(2, 4, 3, 2)))
+        gx, gb = af.gradients(loss, [x, b])
+        with af.Session() as s:
+            gxv, gbv = s.run([gx, gb], {x: x0, b: b0})
+            eps = 1e-3
+            for idx in [(0, 2, 1, 0), (1, 4, 3, 1), (1, 1, 0, 0)]:
+                xp, xm = x0.copy(), x0.copy()
+                xp[idx] += eps
+                xm[idx] -= eps
+                fd = (s.run(loss, {x: xp, b: b0}) - s.run(loss, {x: xm, b: b0})) / (2 * eps)
+                assert abs(fd - gxv[idx]) < 1e-3 * max(1.0, abs(fd)), (idx, fd, gxv[idx])
+            for idx in [(0, 0), (0, 3), (1, 1), (1, 2)]:
+                bp, bm = b0.copy(), b0.copy()
+                bp[idx] += eps
+                bm[idx] -= eps
+                fd = (s.run(loss, {x: x0, b: bp}) - s.run(loss, {x: x0, b: bm})) / (2 * eps)
+                assert abs(fd - gbv[idx]) < 2e-2 * max(1.0, abs(fd)), (idx, fd, gbv[idx])

@@ -18,7 +18,8 @@ from actorflow.graph.ops import array_ops, math_ops
 from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["crop_and_resize", "non_max_suppression", "non_max_suppression_with_scores", "non_max_suppression_padded",
-           "non_max_suppression_overlaps", "combined_non_max_suppression", "draw_bounding_boxes"]
+           "non_max_suppression_overlaps", "combined_non_max_suppression", "draw_bounding_boxes",
+           "sample_distorted_bounding_box"]
 
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 _IMAGE_TYPES = (dtypes.uint8, dtypes.uint16, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64) + _FLOATS
@@ -278,3 +279,45 @@ def draw_bounding_boxes(images, boxes, name=None, colors=None):
             return DrawBoundingBoxes(images, boxes, name=scope)
         colors = convert_to_tensor(colors, dtype=dtypes.float32, name="colors")
         return DrawBoundingBoxesV2(images, boxes, math_ops.cast(colors, dtypes.float32), name=scope)
+
+
+# ---------------------------------------------------------------------------------------------
+# SampleDistortedBoundingBox
+
+def _infer_sample_box(inputs, attrs):
+    size, boxes, covered = inputs
+    op = "SampleDistortedBoundingBoxV2"
+    _need(size, op, "image_size", (dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64), 1)
+    _need(boxes, op, "bounding_boxes", (dtypes.float32,), 3)
+    if covered.shape.ndims not in (None, 0):
+        raise InferenceError(f"{op}: min_object_covered must be a scalar, got shape {covered.shape}")
+    return [(size.dtype, TensorShape([3])), (size.dtype, TensorShape([3])), (dtypes.float32, TensorShape([1, 1, 4]))]
+
+
+SampleDistortedBoundingBoxV2 = define_op("SampleDistortedBoundingBoxV2", _infer_sample_box, stateful=True)
+SampleDistortedBoundingBoxV2.gradient(lambda op, *grads: [None] * len(op.inputs))    # TF: not differentiable
+
+
+def sample_distorted_bounding_box(image_size, bounding_boxes, seed=None, seed2=None, min_object_covered=0.1,
+                                  aspect_ratio_range=None, area_range=None, max_attempts=None,
+                                  use_image_if_no_bounding_boxes=None, name=None):
+    """A random crop of an image of `image_size` [height, width, channels] for augmentation:
+    (begin, size, bboxes) for tf.slice and draw_bounding_boxes. Up to `max_attempts` crops with an
+    aspect ratio in `aspect_ratio_range` and an area fraction in `area_range` are drawn until one
+    covers `min_object_covered` of some box of `bounding_boxes` [batch, N, 4]; else the whole image
+    (tf.compat.v1.image.sample_distorted_bounding_box, TF's algorithm; the numbers drawn differ from
+    TF's, and `seed` follows the graph seed as every actorflow random op does)."""
+    from actorflow.graph.ops.random_ops import get_seed
+    with name_scope(name, "sample_distorted_bounding_box") as scope:
+        s1, s2 = get_seed(seed)
+        if seed2 is not None:
+            s2 = seed2
+        image_size = convert_to_tensor(image_size, name="image_size")
+        boxes = convert_to_tensor(bounding_boxes, dtype=dtypes.float32, name="bounding_boxes")
+        covered = convert_to_tensor(min_object_covered, dtype=dtypes.float32, name="min_object_covered")
+        return SampleDistortedBoundingBoxV2(
+            image_size, boxes, covered, seed=int(s1 or 0), seed2=int(s2 or 0),
+            aspect_ratio_range=tuple(float(v) for v in (aspect_ratio_range or (0.75, 1.33))),
+            area_range=tuple(float(v) for v in (area_range or (0.05, 1.0))),
+            max_attempts=int(max_attempts or 100),
+            use_image_if_no_bounding_boxes=bool(use_image_if_no_bounding_boxes), name=scope)

@@ -396,3 +396,113 @@ def draw_bounding_boxes_kernel(attrs):
                     canvas[b, y0c:y1c + 1, x1] = color
         return canvas
     return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# SampleDistortedBoundingBoxV2
+
+def _rint(x: float) -> int:
+    """C's lrintf: to nearest, halves to even."""
+    return int(np.rint(np.float32(x)))
+
+
+def _area(r):
+    return max(r[2] - r[0], 0) * max(r[3] - r[1], 0)
+
+
+def _random_crop(gen, width, height, area_range, aspect):
+    """TF's GenerateRandomCrop: a crop (min_x, min_y, max_x, max_y) of area within `area_range` of the
+    image's at aspect ratio `aspect`, or None."""
+    min_area = _F(area_range[0]) * _F(width) * _F(height)
+    max_area = _F(area_range[1]) * _F(width) * _F(height)
+    h = _rint(math.sqrt(min_area / aspect))
+    max_h = _rint(math.sqrt(max_area / aspect))
+    if _rint(max_h * aspect) > width:
+        max_h = int((width + 0.5 - 1e-7) / aspect)
+        if _rint(max_h * aspect) > width:
+            max_h -= 1
+    max_h = min(max_h, height)
+    h = min(h, max_h)
+    if h < max_h:
+        h += int(gen.integers(0, max_h - h + 1))
+    w = _rint(h * aspect)
+    area = float(w * h)
+    if area < min_area:
+        h += 1
+        w = _rint(h * aspect)
+        area = float(w * h)
+    if area < min_area:
+        return None
+    if area > max_area:
+        h -= 1
+        w = _rint(h * aspect)
+        area = float(w * h)
+    if area < min_area or area > max_area or w > width or h > height or w <= 0 or h <= 0:
+        return None
+    y = int(gen.integers(0, height - h)) if h < height else 0
+    x = int(gen.integers(0, width - w)) if w < width else 0
+    return (x, y, x + w, y + h)
+
+
+def _covers(crop, boxes, min_covered):
+    """TF's SatisfiesOverlapConstraints: the crop has pixels and covers `min_covered` of some box."""
+    if _area(crop) < 1:
+        return False
+    for b in boxes:
+        a = _area(b)
+        if a < 1:
+            continue
+        inter = (max(crop[0], b[0]), max(crop[1], b[1]), min(crop[2], b[2]), min(crop[3], b[3]))
+        if _F(_area(inter)) / _F(a) >= min_covered:
+            return True
+    return False
+
+
+@register_kernel("SampleDistortedBoundingBoxV2", "CPU", releases_gil=False)
+def sample_distorted_bounding_box_kernel(attrs):
+    from actorflow.kernels.cpu.random import _generator
+    gen = _generator(attrs)
+    aspect_range = [float(v) for v in attrs.get("aspect_ratio_range", (0.75, 1.33))]
+    area_range = [float(v) for v in attrs.get("area_range", (0.05, 1.0))]
+    attempts = int(attrs.get("max_attempts", 100))
+    use_image = bool(attrs.get("use_image_if_no_bounding_boxes", False))
+    op = "SampleDistortedBoundingBoxV2"
+
+    def fn(image_size, bounding_boxes, min_object_covered):
+        size = np.asarray(image_size)
+        if size.shape != (3,):
+            raise InvalidArgumentError(f"{op}: image_size must be 1-dimensional with 3 elements, got "
+                                       f"{size.tolist()}")
+        height, width = int(size[0]), int(size[1])
+        if height <= 0 or width <= 0:
+            raise InvalidArgumentError(f"{op}: image height and width must be positive, got {size.tolist()}")
+        bb = np.asarray(bounding_boxes, _F)
+        if bb.ndim != 3 or bb.shape[-1] != 4:
+            raise InvalidArgumentError(f"{op}: bounding_boxes must be 3-D [batch, N, 4], got shape {list(bb.shape)}")
+        boxes = []
+        for ymin, xmin, ymax, xmax in bb.reshape(-1, 4):
+            if not (0 <= ymin <= ymax <= 1 and 0 <= xmin <= xmax <= 1):
+                raise InvalidArgumentError(f"{op}: bounding box [{ymin}, {xmin}, {ymax}, {xmax}] is invalid: "
+                                           "coordinates must be in [0, 1], min before max")
+            boxes.append((int(xmin * width), int(ymin * height), int(xmax * width), int(ymax * height)))
+        image_rect = (0, 0, width, height)
+        if not boxes:
+            if not use_image:
+                raise InvalidArgumentError(f"{op}: No bounding boxes provided as input. One must enable "
+                                           "use_image_if_no_bounding_boxes if you wish to not provide any bounding "
+                                           "boxes.")
+            boxes.append(image_rect)
+        min_covered = float(np.asarray(min_object_covered))
+        crop = None
+        for _ in range(attempts):
+            aspect = _F(gen.random(dtype=np.float32) * _F(aspect_range[1] - aspect_range[0]) + _F(aspect_range[0]))
+            c = _random_crop(gen, width, height, area_range, aspect)
+            if c is not None and _covers(c, boxes, min_covered):
+                crop = c
+                break
+        crop = crop or image_rect
+        begin = np.array([crop[1], crop[0], 0], size.dtype)
+        out_size = np.array([crop[3] - crop[1], crop[2] - crop[0], -1], size.dtype)
+        bbox = np.array([[[crop[1] / height, crop[0] / width, crop[3] / height, crop[2] / width]]], _F)
+        return begin, out_size, bbox
+    return fn
