@@ -183,3 +183,58 @@ def test_matching_files(tmp_path):
     assert [pathlib.Path(f.decode()).name for f in got] == [".hidden.txt", "a.txt", "b.txt"]
     assert [pathlib.Path(f.decode()).name for f in both] == ["a.txt", "c.csv"]
     assert none.shape == (0,)
+
+
+SEQ = json.loads((pathlib.Path(__file__).parent / "fixtures" / "sequence_examples.json").read_text())
+
+
+def _flatten(result):
+    out = {}
+    parts = result if isinstance(result, tuple) else (result,)
+    for i, d in enumerate(parts):
+        for k, v in d.items():
+            if isinstance(v, af.SparseTensor):
+                out[f"{i}/{k}/indices"], out[f"{i}/{k}/values"], out[f"{i}/{k}/dense_shape"] = (
+                    v.indices, v.values, v.dense_shape)
+            else:
+                out[f"{i}/{k}"] = v
+    return out
+
+
+@pytest.mark.parametrize("key", list(SEQ["cases"]))
+def test_sequence_examples_parse_as_in_tensorflow(key):
+    case = SEQ["cases"][key]
+    records = np.array([base64.b64decode(r) for r in SEQ["records"]], dtype=object)
+    with af.Graph().as_default():
+        flat = _flatten(eval(case["expr"], {"tf": af, "rec": af.constant(records)}))  # noqa: S307 (the fixture's)
+        assert set(flat) == set(case["outputs"])
+        with af.Session() as s:
+            got = s.run(flat)
+    for k, want in case["outputs"].items():
+        g = np.asarray(got[k])
+        assert list(g.shape) == want["shape"], k
+        if want["dtype"] == "string":
+            assert [bytes(x) for x in g.reshape(-1)] == [base64.b64decode(x) for x in want["value"]], k
+        else:
+            assert g.dtype == np.dtype(want["dtype"]), k
+            np.testing.assert_array_equal(g.reshape(-1), np.array(want["value"], dtype=want["dtype"]), err_msg=k)
+        assert flat[k].shape.is_compatible_with(g.shape), (k, flat[k].shape)
+
+
+def test_sequence_example_errors():
+    rec = base64.b64decode(SEQ["records"][2])
+    with af.Graph().as_default(), af.Session() as s:
+        _, lists = af.io.parse_single_sequence_example(
+            rec, sequence_features={"vecs": af.io.FixedLenSequenceFeature([2], af.float32)})
+        assert SEQ["missing_error"] == "InvalidArgumentError"
+        with pytest.raises(af.errors.InvalidArgumentError, match="ParseSingleSequenceExample.*'vecs' is required"):
+            s.run(lists["vecs"])
+        _, lists = af.io.parse_single_sequence_example(
+            rec, sequence_features={"tokens": af.io.FixedLenSequenceFeature([2], af.int64)})
+        with pytest.raises(af.errors.InvalidArgumentError, match="Number of int64 values != expected"):
+            s.run(lists["tokens"])
+        with pytest.raises(af.errors.InvalidArgumentError, match="Could not parse example input"):
+            s.run(af.io.parse_single_sequence_example(b"\xff\x01", {"id": af.io.FixedLenFeature([], af.int64)})[0]["id"])
+        with pytest.raises(ValueError, match="must be None"):
+            af.io.parse_sequence_example([rec], sequence_features={
+                "tokens": af.io.FixedLenSequenceFeature([], af.int64, default_value=1)})

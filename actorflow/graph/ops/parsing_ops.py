@@ -18,7 +18,8 @@ from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.tensor_shape import TensorShape, as_shape
 
 __all__ = ["FixedLenFeature", "VarLenFeature", "parse_single_example", "parse_example", "decode_raw",
-           "serialize_tensor", "parse_tensor", "decode_compressed"]
+           "serialize_tensor", "parse_tensor", "decode_compressed", "FixedLenSequenceFeature",
+           "parse_single_sequence_example", "parse_sequence_example"]
 
 _FEATURE_DTYPES = (dtypes.float32, dtypes.int64, dtypes.string)
 
@@ -32,6 +33,16 @@ class FixedLenFeature(collections.namedtuple("FixedLenFeature", ["shape", "dtype
 
 class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
     """A feature of any number of values, parsed into a SparseTensor (tf.io.VarLenFeature)."""
+
+
+class FixedLenSequenceFeature(collections.namedtuple("FixedLenSequenceFeature",
+                                                     ["shape", "dtype", "allow_missing", "default_value"])):
+    """A feature list of `shape` values per step, parsed into [steps, *shape]
+    (tf.io.FixedLenSequenceFeature); `allow_missing` lets a SequenceExample lack it (zero steps),
+    `default_value` pads shorter sequences of a batch (0 or b"" without)."""
+
+    def __new__(cls, shape, dtype, allow_missing=False, default_value=None):
+        return super().__new__(cls, shape, dtype, allow_missing, default_value)
 
 
 def _infer_parse(batched):
@@ -194,3 +205,133 @@ def decode_compressed(bytes, compression_type="", name=None):  # noqa: A002 (TF'
     with name_scope(name or "DecodeCompressed"):
         x = convert_to_tensor(bytes, dtype=dtypes.string, name="bytes")
         return DecodeCompressed(x, compression_type=str(compression_type or ""))
+
+
+def _infer_parse_sequence(batched):
+    def infer(inputs, attrs):
+        serialized = inputs[0]
+        op = "ParseSequenceExample" if batched else "ParseSingleSequenceExample"
+        if serialized.dtype is not dtypes.string:
+            raise InferenceError(f"{op}: serialized must be a string tensor, got {serialized.dtype.name}")
+        want = 1 if batched else 0
+        if serialized.shape.ndims not in (None, want):
+            raise InferenceError(f"{op}: serialized must be {'a vector' if batched else 'a scalar'}, got shape "
+                                 f"{serialized.shape}")
+        lead = [serialized.shape.dims[0] if serialized.shape.dims else None] if batched else []
+        out = []
+
+        def sparse(types, rank):
+            return ([(dtypes.int64, TensorShape([None, rank]))] * len(types)
+                    + [(dtypes.as_dtype(t), TensorShape([None])) for t in types]
+                    + [(dtypes.int64, TensorShape([rank]))] * len(types))
+        out += sparse(attrs.get("context_sparse_types", ()), 1 + batched)
+        out += [(dtypes.as_dtype(t), TensorShape(lead + list(as_shape(sh).dims)))
+                for t, sh in zip(attrs.get("Tcontext_dense", ()), attrs.get("context_dense_shapes", ()))]
+        out += sparse(attrs.get("feature_list_sparse_types", ()), 2 + batched)
+        out += [(dtypes.as_dtype(t), TensorShape(lead + [None] + list(as_shape(sh).dims)))
+                for t, sh in zip(attrs.get("feature_list_dense_types", ()), attrs.get("feature_list_dense_shapes", ()))]
+        if batched:
+            out += [(dtypes.int64, TensorShape(lead))] * len(attrs.get("feature_list_dense_types", ()))
+        return out
+    return infer
+
+
+ParseSingleSequenceExample = define_op("ParseSingleSequenceExample", _infer_parse_sequence(False))
+ParseSequenceExample = define_op("ParseSequenceExample", _infer_parse_sequence(True))
+for _d in (ParseSingleSequenceExample, ParseSequenceExample):
+    _d.gradient(lambda op, *grads: [None] * len(op.inputs))
+
+
+def _sequence_specs(features: dict | None):
+    """(dense keys, types, shapes, allow_missing keys, sparse keys, sparse types) of feature lists."""
+    keys, types, shapes, missing, skeys, stypes = [], [], [], [], [], []
+    for key in sorted(features or {}):
+        f = features[key]
+        if isinstance(f, VarLenFeature):
+            skeys.append(key)
+            stypes.append(_feature_dtype(key, f.dtype))
+            continue
+        if not isinstance(f, FixedLenSequenceFeature):
+            raise TypeError(f"sequence feature '{key}': {type(f).__name__} is not supported (FixedLenSequenceFeature "
+                            "and VarLenFeature only)")
+        dt = _feature_dtype(key, f.dtype)
+        shape = as_shape(f.shape)
+        if not shape.is_fully_defined():
+            raise ValueError(f"sequence feature '{key}': the shape {shape} must be fully defined")
+        keys.append(key)
+        types.append(dt)
+        shapes.append(shape)
+        if f.default_value is not None:          # TF's rule: sequences pad with 0 or b""
+            raise ValueError(f"Value feature_list.dense_defaults[{key}] must be None")
+        if f.allow_missing:
+            missing.append(key)
+    return keys, types, shapes, missing, skeys, stypes
+
+
+def _feature_dtype(key, dtype):
+    dt = dtypes.as_dtype(dtype)
+    if dt not in _FEATURE_DTYPES:
+        raise ValueError(f"feature '{key}': dtype {dt.name} is not float32, int64 or string")
+    return dt
+
+
+def _parse_sequence(op_def, serialized, context_features, sequence_features, name, default_name):
+    from actorflow.graph.sparse_tensor import SparseTensor
+    context_features = dict(context_features or {})
+    c_dense = {k: f for k, f in context_features.items() if not isinstance(f, VarLenFeature)}
+    c_keys, c_types, c_shapes, c_defaults = _dense_specs(c_dense) if c_dense else ([], [], [], [])
+    c_skeys = sorted(k for k, f in context_features.items() if isinstance(f, VarLenFeature))
+    c_stypes = [_feature_dtype(k, context_features[k].dtype) for k in c_skeys]
+    f_keys, f_types, f_shapes, missing, f_skeys, f_stypes = _sequence_specs(sequence_features)
+    if not (c_keys or c_skeys or f_keys or f_skeys):
+        raise ValueError("Must provide at least one context_features or sequence_features")
+    with name_scope(name or default_name):
+        s = convert_to_tensor(serialized, dtype=dtypes.string, name="serialized")
+        ds = [convert_to_tensor(d, dtype=t, name=f"context_default_{i}")
+              for i, (d, t) in enumerate(zip(c_defaults, c_types))]
+        outs = op_def(s, *ds, context_sparse_keys=tuple(c_skeys), context_sparse_types=tuple(c_stypes),
+                      context_dense_keys=tuple(c_keys), Tcontext_dense=tuple(c_types),
+                      context_dense_shapes=tuple(c_shapes), feature_list_sparse_keys=tuple(f_skeys),
+                      feature_list_sparse_types=tuple(f_stypes), feature_list_dense_keys=tuple(f_keys),
+                      feature_list_dense_types=tuple(f_types), feature_list_dense_shapes=tuple(f_shapes),
+                      feature_list_dense_missing_assumed_empty=tuple(missing))
+    outs = list(outs) if isinstance(outs, tuple) else [outs]
+    pos = 0
+
+    def take(n):
+        nonlocal pos
+        got = outs[pos:pos + n]
+        pos += n
+        return got
+
+    def sparse(keys):
+        n = len(keys)
+        idx, vals, shp = take(n), take(n), take(n)
+        return {k: SparseTensor(i, v, sh) for k, i, v, sh in zip(keys, idx, vals, shp)}
+    context = sparse(c_skeys)
+    context.update(zip(c_keys, take(len(c_keys))))
+    lists = sparse(f_skeys)
+    lists.update(zip(f_keys, take(len(f_keys))))
+    lengths = dict(zip(f_keys, take(len(f_keys)))) if op_def is ParseSequenceExample else None
+    return context, lists, lengths
+
+
+def parse_single_sequence_example(serialized, context_features=None, sequence_features=None, example_name=None,
+                                  name=None):
+    """(context, feature_lists): the features of one serialized SequenceExample (a string scalar)
+    (tf.io.parse_single_sequence_example). `context_features` take FixedLenFeature and
+    VarLenFeature; `sequence_features` FixedLenSequenceFeature ([steps, *shape]) and VarLenFeature
+    (a SparseTensor indexed by step and position)."""
+    context, lists, _ = _parse_sequence(ParseSingleSequenceExample, serialized, context_features, sequence_features,
+                                        name, "ParseSingleSequenceExample")
+    return context, lists
+
+
+def parse_sequence_example(serialized, context_features=None, sequence_features=None, example_names=None,
+                           name=None):
+    """(context, feature_lists, lengths): a batch of serialized SequenceExamples (a string vector)
+    parsed as parse_single_sequence_example parses one, each dense feature list padded to the
+    batch's longest ([batch, steps, *shape], padded with 0 or b"") and its lengths
+    [batch] int64 in `lengths` (tf.io.parse_sequence_example)."""
+    return _parse_sequence(ParseSequenceExample, serialized, context_features, sequence_features, name,
+                           "ParseSequenceExample")

@@ -154,3 +154,142 @@ def decode_compressed_kernel(attrs):
         out.reshape(-1)[:] = [one(s) for s in x.reshape(-1)] if x.size else []
         return out
     return fn
+
+
+def _feature_values(f, dt, op, key, index):
+    """The values of Feature `f` as a numpy array of `dt`, checking its kind."""
+    field, tname = _KIND[dt]
+    kind = f.WhichOneof("kind")
+    if kind is None:
+        return np.zeros(0, dtype=dt)
+    if kind != field:
+        raise InvalidArgumentError(f"{op}: Name: <unknown>, Key: {key}, Index: {index}.  Data types don't match. "
+                                   f"Data type: {kind.split('_')[0]} but expected type: {tname}")
+    vals = getattr(f, field).value
+    if dt == np.dtype(object):
+        arr = np.empty(len(vals), dtype=object)
+        arr[:] = list(vals)
+        return arr
+    return np.asarray(vals, dtype=dt)
+
+
+def _sequence_parser(attrs, batched):
+    """ParseSingleSequenceExample / ParseSequenceExample: context features (as ParseExample's) and
+    feature lists (dense: [steps, *shape]; sparse: indices (step, position))."""
+    op = "ParseSequenceExample" if batched else "ParseSingleSequenceExample"
+    c_skeys = tuple(attrs.get("context_sparse_keys", ()))
+    c_stypes = tuple(np.dtype(t) for t in attrs.get("context_sparse_types", ()))
+    c_keys = tuple(attrs.get("context_dense_keys", ()))
+    c_types = tuple(np.dtype(t) for t in attrs.get("Tcontext_dense", ()))
+    c_shapes = tuple(tuple(int(d) for d in s) for s in attrs.get("context_dense_shapes", ()))
+    f_skeys = tuple(attrs.get("feature_list_sparse_keys", ()))
+    f_stypes = tuple(np.dtype(t) for t in attrs.get("feature_list_sparse_types", ()))
+    f_keys = tuple(attrs.get("feature_list_dense_keys", ()))
+    f_types = tuple(np.dtype(t) for t in attrs.get("feature_list_dense_types", ()))
+    f_shapes = tuple(tuple(int(d) for d in s) for s in attrs.get("feature_list_dense_shapes", ()))
+    missing_ok = set(attrs.get("feature_list_dense_missing_assumed_empty", ()))
+    SequenceExample = example_proto.SequenceExample
+
+    def one(record, defaults, index):
+        try:
+            ex = SequenceExample.FromString(bytes(record))
+        except Exception:  # noqa: BLE001 - DecodeError and friends
+            raise InvalidArgumentError(f"{op}: Could not parse example input, value: '{bytes(record)[:40]!r}'") \
+                from None
+        ctx, lists = ex.context.feature, ex.feature_lists.feature_list
+        c_sparse = [_feature_values(ctx[k], t, op, k, index) if k in ctx else np.zeros(0, t)
+                    for k, t in zip(c_skeys, c_stypes)]
+        c_dense = []
+        for k, t, shape, default in zip(c_keys, c_types, c_shapes, defaults):
+            n = int(np.prod(shape, dtype=np.int64))
+            if k not in ctx or ctx[k].WhichOneof("kind") is None:
+                if default.size == 0 and n:
+                    raise InvalidArgumentError(f"{op}: Name: <unknown>, Context feature '{k}' is required but could "
+                                               "not be found.")
+                c_dense.append(np.asarray(default, dtype=t).reshape(shape))
+                continue
+            v = _feature_values(ctx[k], t, op, k, index)
+            if v.size != n:
+                raise InvalidArgumentError(f"{op}: Name: <unknown>, Key: {k}, Index: {index}.  Number of values != "
+                                           f"expected.  values size: {v.size} but output shape: {list(shape)}")
+            c_dense.append(v.reshape(shape))
+        f_sparse = []
+        for k, t in zip(f_skeys, f_stypes):
+            steps = [_feature_values(f, t, op, k, i) for i, f in enumerate(lists[k].feature)] if k in lists else []
+            f_sparse.append(steps)
+        f_dense = []
+        for k, t, shape in zip(f_keys, f_types, f_shapes):
+            n = int(np.prod(shape, dtype=np.int64))
+            if k not in lists:
+                if k not in missing_ok:
+                    raise InvalidArgumentError(f"{op}: Name: <unknown>, Feature list '{k}' is required but could not "
+                                               "be found.  Did you mean to include it in "
+                                               "feature_list_dense_missing_assumed_empty or "
+                                               "feature_list_dense_defaults?")
+                f_dense.append(np.zeros((0,) + shape, dtype=t))
+                continue
+            rows = []
+            for i, f in enumerate(lists[k].feature):
+                v = _feature_values(f, t, op, k, i)
+                if v.size != n:
+                    raise InvalidArgumentError(f"{op}: Name: <unknown>, Key: {k}, Index: {i}.  Number of "
+                                               f"{_KIND[t][1]} values != expected.  values size: {v.size} but "
+                                               f"output shape: {list(shape)}")
+                rows.append(v.reshape(shape))
+            f_dense.append(np.stack(rows) if rows else np.zeros((0,) + shape, dtype=t))
+        return c_sparse, c_dense, f_sparse, f_dense
+
+    def sparse_out(parts_per_record, t, extra_rank):
+        """(indices, values, dense_shape) of lists of values, with the record's position first
+        when batched and the step's for feature lists."""
+        idx, vals = [], []
+        dims = [0] * (batched + extra_rank + 1)
+        for b, rec in enumerate(parts_per_record):
+            items = rec if extra_rank else [rec]
+            if extra_rank:
+                dims[batched] = max(dims[batched], len(items))
+            for s, v in enumerate(items):
+                pre = ([b] if batched else []) + ([s] if extra_rank else [])
+                idx += [pre + [j] for j in range(len(v))]
+                vals.append(v)
+                dims[-1] = max(dims[-1], len(v))
+        if batched:
+            dims[0] = len(parts_per_record)
+        ncols = batched + extra_rank + 1
+        values = np.concatenate(vals) if vals else np.zeros(0, dtype=t)
+        if values.dtype != t:
+            values = values.astype(t)
+        return (np.array(idx, np.int64).reshape(-1, ncols), values, np.array(dims, np.int64))
+
+    def fn(serialized, *defaults):
+        defaults = [np.asarray(d) for d in defaults]
+        recs = [np.asarray(serialized, dtype=object).reshape(()).item()] if not batched else \
+            list(np.asarray(serialized, dtype=object).reshape(-1))
+        rows = [one(r, defaults, i) for i, r in enumerate(recs)]
+        c_sp = [sparse_out([r[0][k] for r in rows], t, 0) for k, t in enumerate(c_stypes)]
+        f_sp = [sparse_out([r[2][k] for r in rows], t, 1) for k, t in enumerate(f_stypes)]
+        if batched:
+            c_dense = [np.stack([r[1][k] for r in rows]) if rows else np.zeros((0,) + s, t)
+                       for k, (t, s) in enumerate(zip(c_types, c_shapes))]
+            f_dense, lengths = [], []
+            for k, (t, s) in enumerate(zip(f_types, f_shapes)):
+                seqs = [r[3][k] for r in rows]
+                steps = max((len(x) for x in seqs), default=0)
+                pad = b"" if t == np.dtype(object) else 0
+                out = np.full((len(seqs), steps) + s, pad, dtype=t)
+                for b, x in enumerate(seqs):
+                    out[b, :len(x)] = x
+                f_dense.append(out)
+                lengths.append(np.array([len(x) for x in seqs], np.int64))
+        else:
+            c_dense = list(rows[0][1])
+            f_dense = list(rows[0][3])
+            lengths = []
+        res = ([i for i, _, _ in c_sp] + [v for _, v, _ in c_sp] + [s for _, _, s in c_sp] + c_dense
+               + [i for i, _, _ in f_sp] + [v for _, v, _ in f_sp] + [s for _, _, s in f_sp] + f_dense + lengths)
+        return res[0] if len(res) == 1 else tuple(res)
+    return fn
+
+
+register_kernel("ParseSingleSequenceExample", "CPU", releases_gil=False)(lambda attrs: _sequence_parser(attrs, False))
+register_kernel("ParseSequenceExample", "CPU", releases_gil=False)(lambda attrs: _sequence_parser(attrs, True))
