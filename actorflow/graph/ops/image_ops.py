@@ -31,7 +31,7 @@ __all__ = ["ResizeMethod", "resize_images", "resize", "resize_bilinear", "resize
            "convert_image_dtype", "rgb_to_grayscale", "grayscale_to_rgb", "adjust_brightness", "adjust_contrast",
            "random_brightness", "random_contrast", "random_crop", "adjust_gamma", "rgb_to_yiq", "yiq_to_rgb",
            "rgb_to_yuv", "yuv_to_rgb", "rgb_to_hsv", "hsv_to_rgb", "adjust_hue", "adjust_saturation", "random_hue",
-           "random_saturation"]
+           "random_saturation", "resize_image_with_pad"]
 
 
 class ResizeMethod:
@@ -992,3 +992,35 @@ def random_saturation(image, lower, upper, seed=None):
         raise ValueError("lower must be non-negative.")
     factor = random_ops.random_uniform([], lower, upper, seed=seed)
     return adjust_saturation(image, factor)
+
+
+def resize_image_with_pad(image, target_height, target_width, method=ResizeMethod.BILINEAR, align_corners=False):
+    """`image` (one image or a batch) resized by `method`, keeping its aspect ratio, to fit
+    [target_height, target_width], then centred and padded with zeros to exactly that size
+    (tf.compat.v1.image.resize_image_with_pad)."""
+    with name_scope(None, "resize_image_with_pad", [image]):
+        image = convert_to_tensor(image, name="image")
+        image, is_batch = _to_batch(image, "resize_image_with_pad")
+        deps = _check_image_rank(image)
+        deps += _assert(_gt(target_width, 0), "target_width must be > 0.")
+        deps += _assert(_gt(target_height, 0), "target_height must be > 0.")
+        image = _with_dependencies(deps, image)
+
+        def max_(x, y):
+            return math_ops.maximum(x, y) if _is_tensor(x) or _is_tensor(y) else max(x, y)
+
+        _, height, width, _ = _image_dims(image, 4)
+        f32 = dtypes.float32
+        f_height, f_width = math_ops.cast(height, f32), math_ops.cast(width, f32)
+        f_target_h, f_target_w = math_ops.cast(target_height, f32), math_ops.cast(target_width, f32)
+        ratio = max_(f_width / f_target_w, f_height / f_target_h)
+        rh_float, rw_float = f_height / ratio, f_width / ratio
+        resized_h = math_ops.cast(math_ops.floor(rh_float), dtypes.int32)
+        resized_w = math_ops.cast(math_ops.floor(rw_float), dtypes.int32)
+        p_height = max_(0, math_ops.cast(math_ops.floor((f_target_h - rh_float) / 2), dtypes.int32))
+        p_width = max_(0, math_ops.cast(math_ops.floor((f_target_w - rw_float) / 2), dtypes.int32))
+        resized = resize_images(image, array_ops.stack([resized_h, resized_w]), method, align_corners=align_corners)
+        padded = pad_to_bounding_box(resized, p_height, p_width, target_height, target_width)
+        if padded.shape.ndims is None:
+            raise ValueError("padded contains no shape.")
+        return _from_batch(padded, is_batch)
