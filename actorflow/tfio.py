@@ -22,6 +22,7 @@ from actorflow.graph.ops.parsing_ops import (
     FixedLenSequenceFeature,
     VarLenFeature,
     decode_compressed,
+    decode_json_example,
     decode_raw,
     parse_example,
     parse_sequence_example,
@@ -46,5 +47,6 @@ __all__ = ["gfile", "TFRecordWriter", "tf_record_iterator", "TFRecordOptions", "
            "decode_csv", "read_file", "write_file", "encode_base64", "decode_base64",
            "decode_png", "encode_png", "decode_jpeg", "encode_jpeg", "decode_and_crop_jpeg", "extract_jpeg_shape",
            "decode_bmp", "decode_gif", "decode_image", "is_jpeg", "serialize_tensor", "parse_tensor", "decode_compressed",
-           "matching_files", "FixedLenSequenceFeature", "parse_single_sequence_example", "parse_sequence_example"]
+           "matching_files", "FixedLenSequenceFeature", "parse_single_sequence_example", "parse_sequence_example",
+           "decode_json_example"]
 

@@ -238,3 +238,17 @@ def test_sequence_example_errors():
         with pytest.raises(ValueError, match="must be None"):
             af.io.parse_sequence_example([rec], sequence_features={
                 "tokens": af.io.FixedLenSequenceFeature([], af.int64, default_value=1)})
+
+
+def test_decode_json_example():
+    # TF 2.21 decodes this JSON to b'\n\r\n\x0b\n\x01a\x12\x06\x1a\x04\x08\x01\x08\x02' (unpacked int64s)
+    tf_bytes = b"\n\r\n\x0b\n\x01a\x12\x06\x1a\x04\x08\x01\x08\x02"
+    js = '{"features": {"feature": {"a": {"int64List": {"value": ["1", 2]}}}}}'
+    with af.Graph().as_default(), af.Session() as s:
+        out = s.run(af.io.decode_json_example([[js, "{}"]]))
+        assert out.shape == (1, 2) and out[0, 1] == b""
+        assert af.train.Example.FromString(out[0, 0]) == af.train.Example.FromString(tf_bytes)
+        parsed = s.run(af.io.parse_single_example(out[0, 0], {"a": af.io.FixedLenFeature([2], af.int64)}))
+        assert parsed["a"].tolist() == [1, 2]
+        with pytest.raises(af.errors.InvalidArgumentError, match="DecodeJSONExample.*bad"):
+            s.run(af.io.decode_json_example('{"bad": 1}'))

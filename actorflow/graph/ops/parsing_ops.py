@@ -19,7 +19,7 @@ from actorflow.graph.tensor_shape import TensorShape, as_shape
 
 __all__ = ["FixedLenFeature", "VarLenFeature", "parse_single_example", "parse_example", "decode_raw",
            "serialize_tensor", "parse_tensor", "decode_compressed", "FixedLenSequenceFeature",
-           "parse_single_sequence_example", "parse_sequence_example"]
+           "parse_single_sequence_example", "parse_sequence_example", "decode_json_example"]
 
 _FEATURE_DTYPES = (dtypes.float32, dtypes.int64, dtypes.string)
 
@@ -234,6 +234,25 @@ def _infer_parse_sequence(batched):
             out += [(dtypes.int64, TensorShape(lead))] * len(attrs.get("feature_list_dense_types", ()))
         return out
     return infer
+
+
+def _infer_decode_json(inputs, attrs):
+    if inputs[0].dtype is not dtypes.string:
+        raise InferenceError(f"DecodeJSONExample: json_examples must be a string tensor, got {inputs[0].dtype.name}")
+    return [(dtypes.string, inputs[0].shape)]
+
+
+DecodeJSONExample = define_op("DecodeJSONExample", _infer_decode_json)
+DecodeJSONExample.gradient(lambda op, *grads: [None])
+
+
+def decode_json_example(json_examples, name=None):
+    """Each string of `json_examples`, an Example in protobuf's JSON form, as the serialized binary
+    Example (tf.io.decode_json_example); JSON that is not an Example fails the step. The bytes may
+    differ from TF's (packed repeated fields) and parse to the same Example."""
+    with name_scope(name or "DecodeJSONExample"):
+        x = convert_to_tensor(json_examples, dtype=dtypes.string, name="json_examples")
+        return DecodeJSONExample(x)
 
 
 ParseSingleSequenceExample = define_op("ParseSingleSequenceExample", _infer_parse_sequence(False))

@@ -293,3 +293,23 @@ def _sequence_parser(attrs, batched):
 
 register_kernel("ParseSingleSequenceExample", "CPU", releases_gil=False)(lambda attrs: _sequence_parser(attrs, False))
 register_kernel("ParseSequenceExample", "CPU", releases_gil=False)(lambda attrs: _sequence_parser(attrs, True))
+
+
+@register_kernel("DecodeJSONExample", "CPU", releases_gil=False)
+def decode_json_example_kernel(attrs):
+    """tf.io.decode_json_example: protobuf's JSON form of an Example to its binary form."""
+    from google.protobuf import json_format
+    Example = example_proto.Example
+
+    def one(text):
+        try:
+            return json_format.Parse(bytes(text).decode("utf-8"), Example()).SerializeToString()
+        except (json_format.ParseError, UnicodeDecodeError) as e:
+            raise InvalidArgumentError(f"DecodeJSONExample: Error while parsing JSON: {e}") from None
+
+    def fn(x):
+        x = np.asarray(x, dtype=object)
+        out = np.empty(x.shape, dtype=object)
+        out.reshape(-1)[:] = [one(s) for s in x.reshape(-1)] if x.size else []
+        return out
+    return fn
