@@ -12,6 +12,7 @@ from actorflow.graph.ops.image_codec_ops import (
     decode_image,
     decode_jpeg,
     decode_png,
+    decode_webp,
     encode_jpeg,
     encode_png,
     extract_jpeg_shape,
@@ -46,7 +47,7 @@ __all__ = ["gfile", "TFRecordWriter", "tf_record_iterator", "TFRecordOptions", "
            "FixedLenFeature", "VarLenFeature", "parse_single_example", "parse_example", "decode_raw",
            "decode_csv", "read_file", "write_file", "encode_base64", "decode_base64",
            "decode_png", "encode_png", "decode_jpeg", "encode_jpeg", "decode_and_crop_jpeg", "extract_jpeg_shape",
-           "decode_bmp", "decode_gif", "decode_image", "is_jpeg", "serialize_tensor", "parse_tensor", "decode_compressed",
+           "decode_bmp", "decode_gif", "decode_webp", "decode_image", "is_jpeg", "serialize_tensor", "parse_tensor", "decode_compressed",
            "matching_files", "FixedLenSequenceFeature", "parse_single_sequence_example", "parse_sequence_example",
            "decode_json_example"]
 

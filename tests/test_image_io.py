@@ -1,6 +1,6 @@
 """af.image's and af.io's codecs against TensorFlow 2.21 (tests/fixtures/make_image_io.py): the pixels
-TF decodes from files its own encoders wrote (and from Pillow-made palette PNGs, BMPs and GIFs),
-exactly for PNG, BMP and GIF and within JPEG_TOLERANCE for JPEG; round trips through af's encoders;
+TF decodes from files its own encoders wrote (and from Pillow-made palette PNGs, BMPs, GIFs and
+lossless WebPs), exactly for PNG, BMP, GIF and WebP and within JPEG_TOLERANCE for JPEG; round trips through af's encoders;
 TensorProto bytes TF can parse; and the errors corrupt input gets."""
 from __future__ import annotations
 
@@ -252,3 +252,23 @@ def test_decode_json_example():
         assert parsed["a"].tolist() == [1, 2]
         with pytest.raises(af.errors.InvalidArgumentError, match="DecodeJSONExample.*bad"):
             s.run(af.io.decode_json_example('{"bad": 1}'))
+
+
+def test_animated_webp_frames():
+    import io
+
+    from PIL import Image
+    rng = np.random.default_rng(4)
+    frames = [rng.integers(0, 256, (3, 4, 3)).astype(np.uint8) for _ in range(3)]
+    buf = io.BytesIO()
+    Image.fromarray(frames[0]).save(buf, "WEBP", save_all=True, append_images=[Image.fromarray(f) for f in frames[1:]],
+                                    lossless=True)
+    with af.Graph().as_default(), af.Session() as s:
+        every, first = s.run([af.io.decode_webp(buf.getvalue()),
+                              af.io.decode_image(buf.getvalue(), expand_animations=False)])
+        np.testing.assert_array_equal(every, np.stack(frames))
+        np.testing.assert_array_equal(first, frames[0])
+        with pytest.raises(af.errors.InvalidArgumentError, match="DecodeWebP: Number of channels"):
+            s.run(af.io.decode_webp(buf.getvalue(), channels=4))
+        with pytest.raises(af.errors.InvalidArgumentError, match="DecodeWebP"):
+            s.run(af.io.decode_webp(b"RIFF\x00\x00\x00\x00WEBPjunk"))

@@ -17,7 +17,7 @@ from actorflow.graph.ops.string_ops import substr
 from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["decode_png", "encode_png", "decode_jpeg", "encode_jpeg", "decode_and_crop_jpeg", "extract_jpeg_shape",
-           "decode_bmp", "decode_gif", "decode_image", "is_jpeg", "adjust_jpeg_quality", "random_jpeg_quality"]
+           "decode_bmp", "decode_gif", "decode_webp", "decode_image", "is_jpeg", "adjust_jpeg_quality", "random_jpeg_quality"]
 
 
 def _contents(inputs, op):
@@ -100,6 +100,18 @@ ExtractJpegShape = define_op("ExtractJpegShape", _infer_jpeg_shape)
 DecodeBmp = define_op("DecodeBmp", _infer_decode("DecodeBmp", (0, 1, 3, 4)))
 DecodeGif = define_op("DecodeGif", _infer_gif)
 DecodeImage = define_op("DecodeImage", _infer_decode_image)
+
+
+def _infer_webp(inputs, attrs):
+    _contents(inputs, "DecodeWebP")
+    ch = _channels(attrs, "DecodeWebP", (0, 3, 4))
+    dt = dtypes.as_dtype(attrs.get("dtype", dtypes.uint8))
+    if dt is not dtypes.uint8:
+        raise InferenceError(f"DecodeWebP: dtype must be uint8 (as TF's), got {dt.name}")
+    return [(dt, TensorShape([None, None, None, ch]))]
+
+
+DecodeWebP = define_op("DecodeWebP", _infer_webp)
 
 
 def _contents_tensor(contents):
@@ -190,10 +202,17 @@ def decode_gif(contents, name=None):
         return DecodeGif(_contents_tensor(contents), name=scope)
 
 
+def decode_webp(contents, channels=0, dtype=dtypes.uint8, name=None):
+    """Every frame [num_frames, height, width, channels] of the WebP `contents` (tf.io.decode_webp):
+    3 channels, or 4 when the file has alpha; `channels` must be 0 or that number."""
+    with name_scope(name, "DecodeWebP", [contents]) as scope:
+        return DecodeWebP(_contents_tensor(contents), channels=int(channels), dtype=dtypes.as_dtype(dtype), name=scope)
+
+
 def decode_image(contents, channels=None, dtype=dtypes.uint8, name=None, expand_animations=True):
-    """A JPEG, PNG, GIF or BMP, its format read from its first bytes (tf.compat.v1.io.decode_image):
-    [height, width, channels], or [frames, height, width, 3] for a GIF with `expand_animations`
-    (without, its first frame). `dtype` uint8, uint16, or a float type, scaled to [0, 1]."""
+    """A JPEG, PNG, GIF, BMP or WebP, its format read from its first bytes (tf.compat.v1.io.decode_image):
+    [height, width, channels], or [frames, height, width, c] for a GIF or WebP with
+    `expand_animations` (without, its first frame). `dtype` uint8, uint16, or a float type, scaled to [0, 1]."""
     dtype = dtypes.as_dtype(dtype)
     with name_scope(name, "decode_image", [contents]) as scope:
         contents = _contents_tensor(contents)

@@ -1,10 +1,10 @@
 """CPU kernels of the image codec ops (graph/ops/image_codec_ops.py): DecodePng, EncodePng, DecodeJpeg,
-EncodeJpeg, EncodeJpegVariableQuality, DecodeAndCropJpeg, ExtractJpegShape, DecodeBmp, DecodeGif and
-DecodeImage.
+EncodeJpeg, EncodeJpegVariableQuality, DecodeAndCropJpeg, ExtractJpegShape, DecodeBmp, DecodeGif,
+DecodeWebP and DecodeImage.
 
 PNG and BMP are read and written here (zlib and numpy; the PNG filters undone by a numba loop), so
 their pixels are exact: TF's libpng and actorflow agree on every sample. PNGs outside the common case
-(palettes, bit depths under 8, interlacing, a tRNS chunk) go through Pillow. JPEG and GIF go through
+(palettes, bit depths under 8, interlacing, a tRNS chunk) go through Pillow. JPEG, GIF and WebP go through
 Pillow (imported when first used): Pillow's libjpeg(-turbo) decodes with the accurate integer DCT and
 fancy upsampling, TF's with its own defaults, so a decoded JPEG may differ from TF's by a few levels
 per sample (tests/test_image_io.py states the bound it checks); TF's `dct_method`,
@@ -463,6 +463,42 @@ def decode_gif_kernel(attrs):
 
 
 # ---------------------------------------------------------------------------------------------
+# WebP
+
+def _is_webp(data: bytes) -> bool:
+    return data[:4] == b"RIFF" and data[8:12] == b"WEBP"
+
+
+def _decode_webp(data: bytes, channels: int, op: str) -> np.ndarray:
+    """Every frame [frames, h, w, c] of a WebP through Pillow's libwebp: c is 4 when the file has
+    alpha, else 3; `channels` must be 0 or that (TF's rule)."""
+    if not _is_webp(data):
+        raise InvalidArgumentError(f"{op}: Invalid WebP data (size {len(data)}): no RIFF/WEBP header")
+    Image = _pil()
+    frames = []
+    try:
+        im = Image.open(io.BytesIO(data), formats=["WEBP"])
+        mode = "RGBA" if im.mode in ("RGBA", "LA", "PA") or im.info.get("transparency") is not None else "RGB"
+        for k in range(getattr(im, "n_frames", 1)):
+            im.seek(k)
+            frames.append(np.asarray(im.convert(mode), dtype=np.uint8))
+    except Exception as e:  # noqa: BLE001
+        raise InvalidArgumentError(f"{op}: Invalid WebP data (size {len(data)}): {e}") from None
+    c = 4 if mode == "RGBA" else 3
+    if channels not in (0, c):
+        raise InvalidArgumentError(f"{op}: Number of channels requested ({channels}) does not match the image's "
+                                   f"({c})")
+    return np.stack(frames)
+
+
+@register_kernel("DecodeWebP", "CPU", releases_gil=False)
+def decode_webp_kernel(attrs):
+    """tf.io.decode_webp: every frame [num_frames, h, w, channels], uint8."""
+    channels = int(attrs.get("channels", 0))
+    return lambda contents: _decode_webp(_scalar_bytes(contents, "DecodeWebP"), channels, "DecodeWebP")
+
+
+# ---------------------------------------------------------------------------------------------
 # DecodeImage: the format sniffed from the first bytes
 
 def sniff(data: bytes) -> str | None:
@@ -474,6 +510,8 @@ def sniff(data: bytes) -> str | None:
         return "gif"
     if data[:2] == b"BM":
         return "bmp"
+    if _is_webp(data):
+        return "webp"
     return None
 
 
@@ -490,7 +528,7 @@ def decode_image_kernel(attrs):
         data = _scalar_bytes(contents, op)
         kind = sniff(data)
         if kind is None:
-            raise InvalidArgumentError(f"{op}: Unknown image file format. One of JPEG, PNG, GIF, BMP required.")
+            raise InvalidArgumentError(f"{op}: Unknown image file format. One of JPEG, PNG, GIF, BMP, WebP required.")
         if kind == "png":
             native, opaque = _decode_png_native(data, op)
             native = _to_channels(native, channels, op, opaque)
@@ -499,6 +537,10 @@ def decode_image_kernel(attrs):
             img = _decode_jpeg(data, {"channels": channels}, op)
         elif kind == "bmp":
             img = _decode_bmp(data, channels, op)
+        elif kind == "webp":
+            img = _decode_webp(data, channels, op)
+            if not expand:
+                img = img[0]
         else:
             if channels not in (0, 3):
                 raise InvalidArgumentError(f"{op}: channels must be 0 or 3 for GIF, got {channels}")
@@ -507,7 +549,7 @@ def decode_image_kernel(attrs):
                 img = img[0]
         if dtype == np.uint8 or (dtype == np.uint16 and kind == "png"):
             return img
-        if dtype == np.uint16 and kind != "png":     # TF widens JPEG, BMP and GIF samples by a shift
+        if dtype == np.uint16 and kind != "png":     # TF widens JPEG, BMP, GIF and WebP samples by a shift
             return img.astype(np.uint16) << np.uint16(8)
         return (img.astype(np.float32) / np.float32(np.iinfo(img.dtype).max)).astype(dtype)
     return fn
