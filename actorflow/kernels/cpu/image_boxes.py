@@ -506,3 +506,75 @@ def sample_distorted_bounding_box_kernel(attrs):
         bbox = np.array([[[crop[1] / height, crop[0] / width, crop[3] / height, crop[2] / width]]], _F)
         return begin, out_size, bbox
     return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# ExtractImagePatches (a window op, kept beside the other image-layout kernels)
+
+def patch_geometry(in_size, k, s, r, padding):
+    """(output size, padding before) of one axis, TF's GetWindowedOutputSize with dilation."""
+    k_eff = k + (k - 1) * (r - 1)
+    if padding == "VALID":
+        if in_size < k_eff:
+            raise InvalidArgumentError(f"ExtractImagePatches: Computed output size would be negative: "
+                                       f"[input_size: {in_size}, effective_filter_size: {k_eff}, stride: {s}]")
+        return -(-(in_size - k_eff + 1) // s), 0
+    out = -(-in_size // s)
+    return out, max((out - 1) * s + k_eff - in_size, 0) // 2
+
+
+def _patch_attrs(attrs, op):
+    ks, st, rt = (tuple(int(v) for v in attrs[n]) for n in ("ksizes", "strides", "rates"))
+    for name, v in (("ksizes", ks), ("strides", st), ("rates", rt)):
+        if len(v) != 4 or v[0] != 1 or v[3] != 1 or min(v) < 1:
+            raise InvalidArgumentError(f"{op}: {name} must be [1, rows, cols, 1] with positive entries, got {list(v)}")
+    padding = attrs.get("padding", "VALID")
+    padding = padding.decode() if isinstance(padding, bytes) else padding
+    return ks[1:3], st[1:3], rt[1:3], padding
+
+
+def _patch_slices(shape, attrs, op):
+    (kr, kc), (sr, sc), (rr, rc), padding = _patch_attrs(attrs, op)
+    _, h, w, _ = shape
+    oh, ph = patch_geometry(h, kr, sr, rr, padding)
+    ow, pw = patch_geometry(w, kc, sc, rc, padding)
+    slices = []
+    for i in range(kr):
+        for j in range(kc):
+            slices.append((slice(i * rr, i * rr + (oh - 1) * sr + 1, sr) if oh else slice(0, 0),
+                           slice(j * rc, j * rc + (ow - 1) * sc + 1, sc) if ow else slice(0, 0)))
+    hp = max(h + 2 * ph, (oh - 1) * sr + (kr - 1) * rr + 1) if oh else h
+    wp = max(w + 2 * pw, (ow - 1) * sc + (kc - 1) * rc + 1) if ow else w
+    return oh, ow, ph, pw, hp, wp, slices
+
+
+@register_kernel("ExtractImagePatches", "CPU")
+def extract_image_patches_kernel(attrs):
+    def fn(images):
+        x = np.asarray(images)
+        if x.ndim != 4:
+            raise InvalidArgumentError(f"ExtractImagePatches: input must be 4-dimensional, got shape {list(x.shape)}")
+        b, h, w, d = x.shape
+        oh, ow, ph, pw, hp, wp, slices = _patch_slices(x.shape, attrs, "ExtractImagePatches")
+        padded = np.zeros((b, hp, wp, d), x.dtype)
+        padded[:, ph:ph + h, pw:pw + w] = x
+        out = np.empty((b, oh, ow, len(slices) * d), x.dtype)
+        for n, (ys, xs) in enumerate(slices):
+            out[..., n * d:(n + 1) * d] = padded[:, ys, xs]
+        return out
+    return fn
+
+
+@register_kernel("_ExtractImagePatchesGrad", "CPU")
+def extract_image_patches_grad_kernel(attrs):
+    """The gradient of ExtractImagePatches: every patch element's gradient added to its pixel."""
+    def fn(grad, image_shape):
+        shape = tuple(int(v) for v in np.asarray(image_shape).reshape(-1))
+        g = np.asarray(grad)
+        b, h, w, d = shape
+        oh, ow, ph, pw, hp, wp, slices = _patch_slices(shape, attrs, "ExtractImagePatchesGrad")
+        acc = np.zeros((b, hp, wp, d), g.dtype)
+        for n, (ys, xs) in enumerate(slices):
+            acc[:, ys, xs] += g[..., n * d:(n + 1) * d]
+        return np.ascontiguousarray(acc[:, ph:ph + h, pw:pw + w])
+    return fn
