@@ -362,7 +362,7 @@ def _infer_patches_grad(inputs, attrs):
 
 
 ExtractImagePatches = define_op("ExtractImagePatches", _infer_patches)
-ExtractImagePatchesGrad = define_op("_ExtractImagePatchesGrad", _infer_patches_grad)
+ExtractImagePatchesGrad = define_op("ExtractImagePatchesGrad", _infer_patches_grad)
 
 
 @ExtractImagePatches.gradient

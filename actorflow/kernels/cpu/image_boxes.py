@@ -565,7 +565,7 @@ def extract_image_patches_kernel(attrs):
     return fn
 
 
-@register_kernel("_ExtractImagePatchesGrad", "CPU")
+@register_kernel("ExtractImagePatchesGrad", "CPU")
 def extract_image_patches_grad_kernel(attrs):
     """The gradient of ExtractImagePatches: every patch element's gradient added to its pixel."""
     def fn(grad, image_shape):
