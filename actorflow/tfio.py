@@ -21,6 +21,7 @@ from actorflow.graph.ops.image_codec_ops import (
 from actorflow.graph.ops.parsing_ops import (
     FixedLenFeature,
     FixedLenSequenceFeature,
+    SparseFeature,
     VarLenFeature,
     decode_compressed,
     decode_json_example,
@@ -49,5 +50,5 @@ __all__ = ["gfile", "TFRecordWriter", "tf_record_iterator", "TFRecordOptions", "
            "decode_png", "encode_png", "decode_jpeg", "encode_jpeg", "decode_and_crop_jpeg", "extract_jpeg_shape",
            "decode_bmp", "decode_gif", "decode_webp", "decode_image", "is_jpeg", "serialize_tensor", "parse_tensor", "decode_compressed",
            "matching_files", "FixedLenSequenceFeature", "parse_single_sequence_example", "parse_sequence_example",
-           "decode_json_example"]
+           "decode_json_example", "SparseFeature"]
 

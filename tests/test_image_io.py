@@ -202,11 +202,13 @@ def _flatten(result):
 
 
 @pytest.mark.parametrize("key", list(SEQ["cases"]))
-def test_sequence_examples_parse_as_in_tensorflow(key):
+def test_sequence_examples_and_sparse_features_parse_as_in_tensorflow(key):
     case = SEQ["cases"][key]
     records = np.array([base64.b64decode(r) for r in SEQ["records"]], dtype=object)
+    examples = np.array([base64.b64decode(r) for r in SEQ["examples"]], dtype=object)
     with af.Graph().as_default():
-        flat = _flatten(eval(case["expr"], {"tf": af, "rec": af.constant(records)}))  # noqa: S307 (the fixture's)
+        env = {"tf": af, "rec": af.constant(records), "ex": af.constant(examples)}
+        flat = _flatten(eval(case["expr"], env))  # noqa: S307 (the fixture's)
         assert set(flat) == set(case["outputs"])
         with af.Session() as s:
             got = s.run(flat)

@@ -19,7 +19,7 @@ from actorflow.graph.tensor_shape import TensorShape, as_shape
 
 __all__ = ["FixedLenFeature", "VarLenFeature", "parse_single_example", "parse_example", "decode_raw",
            "serialize_tensor", "parse_tensor", "decode_compressed", "FixedLenSequenceFeature",
-           "parse_single_sequence_example", "parse_sequence_example", "decode_json_example"]
+           "parse_single_sequence_example", "parse_sequence_example", "decode_json_example", "SparseFeature"]
 
 _FEATURE_DTYPES = (dtypes.float32, dtypes.int64, dtypes.string)
 
@@ -33,6 +33,16 @@ class FixedLenFeature(collections.namedtuple("FixedLenFeature", ["shape", "dtype
 
 class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
     """A feature of any number of values, parsed into a SparseTensor (tf.io.VarLenFeature)."""
+
+
+class SparseFeature(collections.namedtuple("SparseFeature", ["index_key", "value_key", "dtype", "size",
+                                                            "already_sorted"])):
+    """A SparseTensor [size] built from two features of a record, the positions (`index_key`, int64)
+    and the values (`value_key`) (tf.io.SparseFeature); one index key only (TF also takes several,
+    for a SparseTensor of higher rank)."""
+
+    def __new__(cls, index_key, value_key, dtype, size, already_sorted=False):
+        return super().__new__(cls, index_key, value_key, dtype, size, already_sorted)
 
 
 class FixedLenSequenceFeature(collections.namedtuple("FixedLenSequenceFeature",
@@ -139,7 +149,70 @@ def _dense_specs(features: dict):
     return keys, types, shapes, defaults
 
 
+def _sparse_feature_inputs(features: dict) -> tuple[dict, dict]:
+    """`features` with each SparseFeature replaced by VarLenFeatures of its index and value keys,
+    and the SparseFeatures by name."""
+    plain, sparse = {}, {}
+    for key, f in features.items():
+        if not isinstance(f, SparseFeature):
+            plain[key] = f
+            continue
+        index_key, size = f.index_key, f.size
+        if isinstance(index_key, (list, tuple)):
+            if len(index_key) != 1:
+                raise ValueError(f"feature '{key}': actorflow supports a SparseFeature of one index_key, got "
+                                 f"{index_key}")
+            index_key = index_key[0]
+        if isinstance(size, (list, tuple)):
+            size = size[0]
+        sparse[key] = SparseFeature(index_key, f.value_key, f.dtype, int(size), f.already_sorted)
+        for k, dt in ((index_key, dtypes.int64), (f.value_key, dtypes.as_dtype(f.dtype))):
+            prev = plain.get(k)
+            if prev is not None and not (isinstance(prev, VarLenFeature) and dtypes.as_dtype(prev.dtype) is dt):
+                raise ValueError(f"feature '{k}' is used by SparseFeature '{key}' and also as {prev}")
+            plain[k] = VarLenFeature(dt)
+    return plain, sparse
+
+
+def _assemble_sparse_feature(f: SparseFeature, idx, val, batched: bool):
+    """TF's sparse_merge of the index and value features: values at (record, index), sorted."""
+    from actorflow.graph.graph import control_dependencies
+    from actorflow.graph.ops import array_ops, math_ops
+    from actorflow.graph.ops.check_ops import Assert
+    from actorflow.graph.ops.constant import constant, identity
+    from actorflow.graph.ops.sort_ops import argsort
+    from actorflow.graph.sparse_tensor import SparseTensor
+    check = Assert(math_ops.equal(array_ops.size(idx.values), array_ops.size(val.values)),
+                   [f"SparseFeature: the index feature '{f.index_key}' and the value feature '{f.value_key}' "
+                    "have different numbers of values"])
+    with control_dependencies([check]):
+        positions = identity(idx.values)
+    size = np.int64(f.size)
+    if batched:
+        rows = idx.indices[:, 0]
+        indices = array_ops.stack([rows, positions], axis=1)
+        shape = array_ops.stack([idx.dense_shape[0], constant(size)])
+        linear = rows * size + positions
+    else:
+        indices = array_ops.expand_dims(positions, 1)
+        shape = constant(np.array([size], np.int64))
+        linear = positions
+    values = val.values
+    if not f.already_sorted:
+        order = argsort(linear, stable=True)
+        indices = array_ops.gather(indices, order)
+        values = array_ops.gather(values, order)
+    return SparseTensor(indices, values, shape)
+
+
 def _parse(op_def, serialized, features, name, default_name):
+    if any(isinstance(f, SparseFeature) for f in (features or {}).values()):
+        plain, sparse = _sparse_feature_inputs(features)
+        out = _parse(op_def, serialized, plain, name, default_name)
+        result = {k: v for k, v in out.items() if k in features}
+        for key, f in sparse.items():
+            result[key] = _assemble_sparse_feature(f, out[f.index_key], out[f.value_key], op_def is ParseExample)
+        return result
     from actorflow.graph.sparse_tensor import SparseTensor
     keys, types, shapes, defaults = _dense_specs(features)
     skeys = [k for k in sorted(features) if isinstance(features[k], VarLenFeature)]
