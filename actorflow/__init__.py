@@ -97,8 +97,10 @@ from actorflow.graph.ops.string_ops import (decode_base64, decode_csv, encode_ba
                                              reduce_join, regex_replace, string_split, string_strip,
                                              string_to_hash_bucket_fast, substr, write_file)
 from actorflow.graph.ops.string_ops import matching_files  # noqa: E402
-from actorflow.graph.ops.parsing_ops import (FixedLenSequenceFeature, decode_compressed,  # noqa: E402
-                                             parse_single_sequence_example, parse_tensor, serialize_tensor)
+from actorflow.graph.ops.parsing_ops import (FixedLenSequenceFeature, SparseFeature, decode_compressed,  # noqa: E402
+                                             decode_json_example, parse_single_sequence_example, parse_tensor,
+                                             serialize_tensor)
+from actorflow.graph.ops.image_boxes_ops import extract_image_patches  # noqa: E402
 from actorflow.graph.ops.lookup_ops import initialize_all_tables, tables_initializer  # noqa: E402
 from actorflow import lookup  # noqa: E402
 from actorflow.graph.ops.deprecated import *  # noqa: E402,F401,F403
