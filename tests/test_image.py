@@ -441,3 +441,17 @@ def test_crop_and_resize_gradients_against_finite_differences():
                 bm[idx] -= eps
                 fd = (s.run(loss, {x: x0, b: bp}) - s.run(loss, {x: x0, b: bm})) / (2 * eps)
                 assert abs(fd - gbv[idx]) < 2e-2 * max(1.0, abs(fd)), (idx, fd, gbv[idx])
+
+
+def test_extract_glimpse_fills_outside_with_noise_in_range():
+    x = np.arange(1 * 5 * 6 * 1, dtype=np.float32).reshape(1, 5, 6, 1) + 1
+    with af.Graph().as_default(), af.Session() as s:
+        g = s.run(af.image.extract_glimpse(x, [3, 4], [[-0.9, -0.9]]))[0, ..., 0]
+        # TF 2.21 gives [[noise x4], [noise, 1, 2, 3], [noise, 7, 8, 9]] here
+        np.testing.assert_array_equal(g[1:, 1:], [[1, 2, 3], [7, 8, 9]])
+        noise = np.concatenate([g[0], g[1:, 0]])
+        assert noise.min() >= 1 and noise.max() < 30
+        g = s.run(af.image.extract_glimpse(x, [3, 4], [[4.0, 5.0]], centered=False, normalized=False))[0, ..., 0]
+        np.testing.assert_array_equal(g[:, :3], [[16, 17, 18], [22, 23, 24], [28, 29, 30]])
+        with pytest.raises(af.errors.InvalidArgumentError, match="ExtractGlimpse: offsets must be"):
+            s.run(af.image.extract_glimpse(x, [2, 2], [[0.0, 0.0], [0.0, 0.0]]))

@@ -19,7 +19,8 @@ from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["crop_and_resize", "non_max_suppression", "non_max_suppression_with_scores", "non_max_suppression_padded",
            "non_max_suppression_overlaps", "combined_non_max_suppression", "draw_bounding_boxes",
-           "sample_distorted_bounding_box", "extract_image_patches", "extract_patches"]
+           "sample_distorted_bounding_box", "extract_image_patches", "extract_patches",
+           "extract_glimpse"]
 
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 _IMAGE_TYPES = (dtypes.uint8, dtypes.uint16, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64) + _FLOATS
@@ -397,3 +398,39 @@ def extract_image_patches(images, ksizes=None, strides=None, rates=None, padding
     """tf.compat.v1.image.extract_image_patches: extract_patches with TF 1.x's argument names
     (`ksizes`, or `sizes`)."""
     return extract_patches(images, ksizes if ksizes is not None else sizes, strides, rates, padding, name)
+
+
+
+# ---------------------------------------------------------------------------------------------
+# ExtractGlimpse
+
+def _infer_glimpse(inputs, attrs):
+    images, size, offsets = inputs
+    op = "ExtractGlimpse"
+    _need(images, op, "input", (dtypes.float32,), 4)
+    _need(size, op, "size", (dtypes.int32,), 1)
+    _need(offsets, op, "offsets", (dtypes.float32,), 2)
+    if attrs.get("noise", "uniform") not in ("uniform", "gaussian", "zero", ""):
+        raise InferenceError(f"{op}: noise must be 'uniform', 'gaussian' or 'zero', got {attrs['noise']!r}")
+    from actorflow.graph.ops.infer import constant_value
+    v = constant_value(size)
+    h, w = (int(v[0]), int(v[1])) if v is not None else (None, None)
+    return [(dtypes.float32, TensorShape([_dim(images, 0), h, w, _dim(images, 3)]))]
+
+
+ExtractGlimpse = define_op("ExtractGlimpse", _infer_glimpse, stateful=True)     # its noise is random
+ExtractGlimpse.gradient(lambda op, *grads: [None, None, None])      # TF: not differentiable
+
+
+def extract_glimpse(input, size, offsets, centered=True, normalized=True, uniform_noise=True, name=None):  # noqa: A002
+    """A window of `size` [height, width] from each image of `input` [batch, height, width, depth]
+    (float32) at `offsets` [batch, 2] (y, x): relative to the image centre with `centered`, in
+    [-1, 1] units with `normalized` as well, else in pixels; truncated to whole pixels. Where the
+    window leaves the image it holds uniform noise in the image's [min, max), as TF 1.x's
+    extract_glimpse fills it (whatever `uniform_noise` says, as in TF 2.21) (tf.compat.v1.image.extract_glimpse)."""
+    with name_scope(name, "ExtractGlimpse", [input]) as scope:
+        images = convert_to_tensor(input, dtype=dtypes.float32, name="input")
+        size = convert_to_tensor(size, dtype=dtypes.int32, name="size")
+        offsets = convert_to_tensor(offsets, dtype=dtypes.float32, name="offsets")
+        return ExtractGlimpse(images, size, offsets, centered=bool(centered), normalized=bool(normalized),
+                              uniform_noise=bool(uniform_noise), noise="uniform", name=scope)

@@ -578,3 +578,59 @@ def extract_image_patches_grad_kernel(attrs):
             acc[:, ys, xs] += g[..., n * d:(n + 1) * d]
         return np.ascontiguousarray(acc[:, ph:ph + h, pw:pw + w])
     return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# ExtractGlimpse
+
+@register_kernel("ExtractGlimpse", "CPU", releases_gil=False)
+def extract_glimpse_kernel(attrs):
+    """TF's ExtractGlimpse (eigen_attention.h): a [height, width] window per image at its offset
+    (centred and normalized as asked, truncated to whole pixels); the part outside the image is
+    uniform noise in [min, max) of that image ("zero": zeros), as TF fills it."""
+    centered = bool(attrs.get("centered", True))
+    normalized = bool(attrs.get("normalized", True))
+    noise = attrs.get("noise", "uniform") or "uniform"
+    noise = noise.decode() if isinstance(noise, bytes) else noise
+    rng = np.random.default_rng()
+
+    def fn(images, size, offsets):
+        op = "ExtractGlimpse"
+        x = np.asarray(images, _F)
+        size = np.asarray(size).reshape(-1)
+        off = np.asarray(offsets, _F)
+        if x.ndim != 4:
+            raise InvalidArgumentError(f"{op}: input must be 4-dimensional, got shape {list(x.shape)}")
+        if size.shape != (2,) or size.min() <= 0:
+            raise InvalidArgumentError(f"{op}: size must be two positive elements, got {size.tolist()}")
+        b, h, w, d = x.shape
+        if off.shape != (b, 2):
+            raise InvalidArgumentError(f"{op}: offsets must be [batch ({b}), 2], got shape {list(off.shape)}")
+        gh, gw = int(size[0]), int(size[1])
+        out = np.empty((b, gh, gw, d), _F)
+        for i in range(b):
+            oy, ox = _F(off[i, 0]), _F(off[i, 1])
+            if normalized:
+                ox, oy = ox * _F(w), oy * _F(h)
+            if centered:
+                ox, oy = ox / _F(2) + _F(w) / _F(2), oy / _F(2) + _F(h) / _F(2)
+            ox, oy = ox - _F(gw) / _F(2), oy - _F(gh) / _F(2)
+            x0, y0 = int(ox), int(oy)           # (Index) x: toward zero
+            src_x, dst_x, cw = max(x0, 0), max(-x0, 0), gw
+            src_y, dst_y, ch = max(y0, 0), max(-y0, 0), gh
+            cw = max(0, min(gw + min(x0, 0), w - src_x))
+            ch = max(0, min(gh + min(y0, 0), h - src_y))
+            if cw == gw and ch == gh and x0 >= 0 and y0 >= 0:
+                out[i] = x[i, y0:y0 + gh, x0:x0 + gw]
+                continue
+            if noise == "zero":
+                out[i] = 0
+            elif noise == "gaussian":
+                out[i] = rng.normal(x[i].mean(), x[i].std(), (gh, gw, d))
+            else:
+                lo, hi = x[i].min(), x[i].max()
+                out[i] = lo + rng.random((gh, gw, d), dtype=np.float32) * (hi - lo)
+            if cw and ch:
+                out[i, dst_y:dst_y + ch, dst_x:dst_x + cw] = x[i, src_y:src_y + ch, src_x:src_x + cw]
+        return out
+    return fn
