@@ -20,7 +20,7 @@ from actorflow.graph.ops.random_ops import *  # noqa: F401,F403
 from actorflow.graph.ops.clip_ops import *  # noqa: F401,F403
 from actorflow.graph.ops import overloads as _overloads  # noqa: F401  (Tensor operators)
 from actorflow.graph.ops import compiler_ops, control_flow_ops, sendrecv_ops  # noqa: F401
-from actorflow.graph.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
+from actorflow.graph.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue, PriorityQueue, QueueBase, RandomShuffleQueue
 from actorflow.graph.ops.conditional_accumulator_ops import ConditionalAccumulator, SparseConditionalAccumulator
 from actorflow.graph.variables import *  # noqa: F401,F403
 from actorflow.graph.variable_scope import *  # noqa: F401,F403

@@ -4,7 +4,7 @@ decode_csv, read_file, write_file and base64 (graph/ops/string_ops.py)."""
 from __future__ import annotations
 
 from actorflow import gfile
-from actorflow.graph.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
+from actorflow.graph.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue, PriorityQueue, QueueBase, RandomShuffleQueue
 from actorflow.graph.ops.image_codec_ops import (
     decode_and_crop_jpeg,
     decode_bmp,
@@ -44,7 +44,7 @@ from actorflow.graph.ops.string_ops import (
 from actorflow.python_io import TFRecordCompressionType, TFRecordOptions, TFRecordWriter, tf_record_iterator
 
 __all__ = ["gfile", "TFRecordWriter", "tf_record_iterator", "TFRecordOptions", "TFRecordCompressionType",
-           "FIFOQueue", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue",
+           "FIFOQueue", "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "RandomShuffleQueue",
            "FixedLenFeature", "VarLenFeature", "parse_single_example", "parse_example", "decode_raw",
            "decode_csv", "read_file", "write_file", "encode_base64", "decode_base64",
            "decode_png", "encode_png", "decode_jpeg", "encode_jpeg", "decode_and_crop_jpeg", "extract_jpeg_shape",

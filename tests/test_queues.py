@@ -720,3 +720,22 @@ def test_shared_queue_pipeline_between_processes_with_queue_runner(cluster):
         assert labels == list(range(1, 11))
         coord.request_stop()
         coord.join(threads, stop_grace_period_secs=20)
+
+
+def test_priority_queue_dequeues_lowest_priority_first():
+    with af.Graph().as_default():
+        q = af.io.PriorityQueue(10, [af.string, af.float32], shapes=[[], [2]])
+        enq = q.enqueue_many([[5, 1, 3, 1], [b"e", b"a", b"c", b"b"], np.arange(8, dtype=np.float32).reshape(4, 2)])
+        one = q.enqueue((np.int64(2), b"d", np.array([9.0, 9.5], np.float32)))
+        deq = q.dequeue()
+        many = q.dequeue_many(3)
+        with af.Session() as s:
+            s.run(enq)
+            s.run(one)
+            assert s.run(q.size()) == 5
+            p, name, v = s.run(deq)
+            assert (p, name) == (1, b"a") and v.tolist() == [2.0, 3.0]
+            ps, names, vs = s.run(many)
+            assert ps.tolist() == [1, 2, 3] and names.tolist() == [b"b", b"d", b"c"] and vs.shape == (3, 2)
+        assert deq[0].dtype == af.int64 and many[2].shape.as_list() == [3, 2]
+        assert af.PriorityQueue is af.io.PriorityQueue

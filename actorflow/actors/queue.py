@@ -1,4 +1,4 @@
-"""The queue resource: FIFO, random-shuffle and padding queues with blocking, back-pressure and close.
+"""The queue resource: FIFO, random-shuffle, padding and priority queues with blocking, back-pressure and close.
 
 All operations run on the owning runtime's loop, one at a time. A blocked enqueue or dequeue is a
 waiter with a callback; waiters whose step has failed (cancelled, timed out, aborted) are dropped
@@ -7,6 +7,7 @@ the next time the queue is serviced, so nothing they carried is ever added or ta
 from __future__ import annotations
 
 import collections
+import heapq
 
 import numpy as np
 
@@ -33,17 +34,21 @@ class _Waiter:
 class QueueResource:
     def __init__(self, name: str, attrs: dict, kind: str):
         self.name = name
-        self.kind = kind                                  # "fifo" | "shuffle" | "padding"
+        self.kind = kind                                  # "fifo" | "shuffle" | "padding" | "priority"
         self.dtypes = [np.dtype(d) for d in attrs["component_types"]]
         shapes = attrs.get("shapes") or ()
         self.shapes = [tuple(s) if s is not None else None for s in shapes] or [None] * len(self.dtypes)
+        if kind == "priority":        # TF: an int64 scalar priority before the declared components
+            self.dtypes.insert(0, np.dtype(np.int64))
+            self.shapes.insert(0, ())
+        self._seq = 0                 # priority ties dequeue in enqueue order
         self.capacity = int(attrs.get("capacity", -1))
         if self.capacity <= 0:
             self.capacity = 1 << 62                       # TF: capacity -1 means unbounded
         self.min_after = int(attrs.get("min_after_dequeue", 0)) if kind == "shuffle" else 0
         seed, seed2 = int(attrs.get("seed", 0)), int(attrs.get("seed2", 0))
         self.rng = np.random.default_rng(None if seed == 0 and seed2 == 0 else [seed, seed2])
-        self.items: list = [] if kind == "shuffle" else collections.deque()
+        self.items: list = [] if kind in ("shuffle", "priority") else collections.deque()
         self.closed = False
         self.enqueuers: collections.deque[_Waiter] = collections.deque()
         self.dequeuers: collections.deque[_Waiter] = collections.deque()
@@ -127,8 +132,17 @@ class QueueResource:
     def _available(self) -> int:
         return len(self.items) - (0 if self.closed else self.min_after)
 
+    def _put(self, element) -> None:
+        if self.kind == "priority":
+            heapq.heappush(self.items, (int(element[0]), self._seq, element))
+            self._seq += 1
+        else:
+            self.items.append(element)
+
     def _take(self, n):
         items = self.items
+        if self.kind == "priority":
+            return [heapq.heappop(items)[2] for _ in range(n)]
         if self.kind == "shuffle":
             out = []
             for _ in range(n):
@@ -174,7 +188,7 @@ class QueueResource:
                     self.enqueuers.popleft()
                     continue
                 while w.items and len(self.items) < self.capacity:
-                    self.items.append(w.items.popleft())
+                    self._put(w.items.popleft())
                     progress = True
                 if w.items:
                     break

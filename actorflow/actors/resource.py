@@ -171,6 +171,7 @@ def resource_factory(op_type: str):
         "FIFOQueueV2": lambda name, attrs: QueueResource(name, attrs, "fifo"),
         "RandomShuffleQueueV2": lambda name, attrs: QueueResource(name, attrs, "shuffle"),
         "PaddingFIFOQueueV2": lambda name, attrs: QueueResource(name, attrs, "padding"),
+        "PriorityQueueV2": lambda name, attrs: QueueResource(name, attrs, "priority"),
         "ConditionalAccumulator": lambda name, attrs: AccumulatorResource(name, attrs, sparse=False),
         "SparseConditionalAccumulator": lambda name, attrs: AccumulatorResource(name, attrs, sparse=True),
     }

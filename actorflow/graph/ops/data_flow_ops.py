@@ -13,7 +13,7 @@ from actorflow.graph.graph import convert_to_tensor
 from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.tensor_shape import TensorShape, as_shape
 
-__all__ = ["QueueBase", "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue"]
+__all__ = ["QueueBase", "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue", "PriorityQueue"]
 
 
 def _infer_queue(inputs, attrs):
@@ -23,6 +23,7 @@ def _infer_queue(inputs, attrs):
 FIFOQueueV2 = define_op("FIFOQueueV2", _infer_queue, stateful=True, resource="queue", actor="handle")
 RandomShuffleQueueV2 = define_op("RandomShuffleQueueV2", _infer_queue, stateful=True, resource="queue", actor="handle")
 PaddingFIFOQueueV2 = define_op("PaddingFIFOQueueV2", _infer_queue, stateful=True, resource="queue", actor="handle")
+PriorityQueueV2 = define_op("PriorityQueueV2", _infer_queue, stateful=True, resource="queue", actor="handle")
 
 
 def _check_handle(t):
@@ -36,6 +37,8 @@ def _component_specs(handle):
     shapes = a.get("shapes") or ()
     if not shapes:
         shapes = tuple(TensorShape(None) for _ in types)
+    if handle.op.type == "PriorityQueueV2":        # the int64 scalar priority comes first
+        return (dtypes.int64,) + tuple(types), [TensorShape([])] + [as_shape(s) for s in shapes]
     return types, [as_shape(s) for s in shapes]
 
 
@@ -240,3 +243,17 @@ class PaddingFIFOQueue(QueueBase):
                                  shared_name=shared_name or "", name=name)
         super().__init__(dts, shp, names, ref)
 
+
+
+class PriorityQueue(QueueBase):
+    """A queue that dequeues its elements lowest priority first (tf.queue.PriorityQueue): every
+    element starts with an int64 scalar priority before the `types` components, and dequeues give
+    it back first; equal priorities leave in the order they came."""
+
+    def __init__(self, capacity, types, shapes=None, names=None, shared_name=None, name="priority_queue"):
+        dts, shp, names = _norm(types, shapes, names)
+        ref = PriorityQueueV2(component_types=tuple(dts), shapes=tuple(shp), capacity=int(capacity), container="",
+                              shared_name=shared_name or "", name=name)
+        pdts = [dtypes.int64] + list(dts)
+        pshp = [TensorShape([])] + list(shp) if shp else [TensorShape([])] + [TensorShape(None)] * len(dts)
+        super().__init__(pdts, pshp, names, ref)
