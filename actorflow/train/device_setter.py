@@ -7,7 +7,8 @@ __all__ = ["replica_device_setter", "GreedyLoadBalancingStrategy", "byte_size_lo
 
 _PS_OPS = ("Variable", "VariableV2", "AutoReloadVariable", "VarHandleOp", "MutableHashTable",
            "MutableHashTableV2", "MutableHashTableOfTensors", "MutableDenseHashTable", "FIFOQueueV2",
-           "RandomShuffleQueueV2", "PaddingFIFOQueueV2", "ConditionalAccumulator", "SparseConditionalAccumulator")
+           "RandomShuffleQueueV2", "PaddingFIFOQueueV2", "PriorityQueueV2", "ConditionalAccumulator",
+           "SparseConditionalAccumulator")
 
 
 class _RoundRobinStrategy:
