@@ -1,0 +1,12 @@
+"""af.contrib: the parts of tf.contrib (TF 1.15) that TF-1.x programs use most, so that they port
+by their import: `tf.contrib.layers` (slim's layers, initializers, regularizers, optimize_loss),
+`tf.contrib.rnn`, `tf.contrib.seq2seq.sequence_loss`, `tf.contrib.legacy_seq2seq` and
+`tf.contrib.framework` (arg_scope, model variables, the global step).
+
+Everything here is built from actorflow's own layers, cells and ops; it defines no op.
+"""
+from __future__ import annotations
+
+from actorflow.contrib import framework, layers
+
+__all__ = ["framework", "layers"]

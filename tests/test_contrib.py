@@ -1,0 +1,372 @@
+"""af.contrib: tf.contrib's layers, rnn, seq2seq and framework names with TF 1.15's semantics.
+
+Values are checked against numpy on the variables the layers created; variable names and
+collections against what TF 1.15's contrib creates.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import actorflow as af
+from actorflow.contrib import framework as cf
+from actorflow.contrib import layers as cl
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    af.reset_default_graph()
+    yield
+
+
+def _names(coll):
+    return [v.op.name for v in af.get_collection(coll)]
+
+
+def _run(fetches, feed=None):
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        return s.run(fetches, feed)
+
+
+# ---------------------------------------------------------------------------------------------
+# initializers and regularizers
+# ---------------------------------------------------------------------------------------------
+
+def test_xavier_uniform_limits_and_variance():
+    w = af.get_variable("w", [200, 300], initializer=cl.xavier_initializer(seed=1))
+    v = _run(w)
+    limit = np.sqrt(6.0 / 500)
+    assert np.abs(v).max() <= limit
+    assert np.abs(v).max() > 0.95 * limit
+    assert abs(v.std() - limit / np.sqrt(3)) < 0.03 * limit
+
+
+def test_contrib_variance_scaling_is_not_core_variance_scaling():
+    # contrib: factor 2, FAN_IN, truncated normal of stddev sqrt(1.3 * factor / n): the sample's
+    # stddev is sqrt(factor / n) (core: scale 1 and stddev corrected by 0.8796).
+    w = af.get_variable("w", [400, 500], initializer=cl.variance_scaling_initializer(seed=3))
+    conv = af.get_variable("c", [3, 3, 40, 50], initializer=cl.variance_scaling_initializer(
+        factor=1.0, mode="FAN_OUT", uniform=True, seed=4))
+    xn = af.get_variable("x", [100, 300], initializer=cl.xavier_initializer(uniform=False, seed=5))
+    v, c, x = _run([w, conv, xn])
+    sd = np.sqrt(2.0 / 400)
+    assert abs(v.std() - sd) < 0.02 * sd
+    assert np.abs(v).max() <= 2 * np.sqrt(1.3) * sd + 1e-6
+    limit = np.sqrt(3.0 / (3 * 3 * 50))
+    assert np.abs(c).max() <= limit and np.abs(c).max() > 0.95 * limit
+    assert abs(x.std() - np.sqrt(2.0 / 400)) < 0.04 * np.sqrt(2.0 / 400)
+
+
+def test_initializer_argument_errors():
+    with pytest.raises(TypeError, match="FAN_IN"):
+        cl.variance_scaling_initializer(mode="fan_in")
+    with pytest.raises(TypeError, match="non-floating"):
+        cl.xavier_initializer(dtype=af.int32)
+
+
+def test_regularizers_values():
+    w = af.constant([[1.0, -2.0], [3.0, -4.0]])
+    l1 = cl.l1_regularizer(0.5)(w)
+    l2 = cl.l2_regularizer(0.1)(w)
+    l12 = cl.l1_l2_regularizer(0.5, 0.1)(w)
+    s = cl.sum_regularizer([cl.l1_regularizer(0.5), None, cl.l2_regularizer(0.1)])(w)
+    assert cl.l2_regularizer(0.0)(w) is None
+    assert cl.sum_regularizer([None]) is None
+    a, b, c, d = _run([l1, l2, l12, s])
+    np.testing.assert_allclose([a, b, c, d], [5.0, 1.5, 6.5, 6.5], rtol=1e-6)
+    with pytest.raises(ValueError, match="integer"):
+        cl.l2_regularizer(1)
+    with pytest.raises(ValueError, match="less than 0"):
+        cl.l1_regularizer(-0.1)
+
+
+def test_apply_regularization_uses_weights_collection():
+    w1 = af.Variable([[1.0, 2.0]], name="w1")
+    w2 = af.Variable([3.0], name="w2")
+    af.add_to_collection(af.GraphKeys.WEIGHTS, w1)
+    af.add_to_collection(af.GraphKeys.WEIGHTS, w2)
+    pen = cl.apply_regularization(cl.l2_regularizer(1.0))
+    assert pen in af.get_collection(af.GraphKeys.REGULARIZATION_LOSSES)
+    np.testing.assert_allclose(_run(pen), (1 + 4 + 9) / 2.0)
+    af.reset_default_graph()
+    with pytest.raises(ValueError, match="No weights"):
+        cl.apply_regularization(cl.l2_regularizer(1.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# fully_connected and convolutions
+# ---------------------------------------------------------------------------------------------
+
+def test_fully_connected_is_relu_dense_with_contrib_names():
+    x = af.placeholder(af.float32, [None, 3])
+    y = cl.fully_connected(x, 4, weights_regularizer=cl.l2_regularizer(0.01))
+    y2 = cl.fully_connected(y, 2, activation_fn=None, variables_collections=["mine"], outputs_collections=["outs"])
+    assert _names(af.GraphKeys.GLOBAL_VARIABLES) == ["fully_connected/weights", "fully_connected/biases",
+                                                     "fully_connected_1/weights", "fully_connected_1/biases"]
+    assert _names(af.GraphKeys.MODEL_VARIABLES) == _names(af.GraphKeys.GLOBAL_VARIABLES)
+    assert _names(af.GraphKeys.TRAINABLE_VARIABLES) == _names(af.GraphKeys.GLOBAL_VARIABLES)
+    assert _names("mine") == ["fully_connected_1/weights", "fully_connected_1/biases"]
+    assert af.get_collection("outs") == [y2]
+    assert len(af.get_collection(af.GraphKeys.REGULARIZATION_LOSSES)) == 1
+    xv = np.random.RandomState(0).randn(5, 3).astype(np.float32)
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        s.run(af.get_collection(af.GraphKeys.GLOBAL_VARIABLES)[1].assign([0.1, -0.2, 0.3, -0.4]))
+        out, out2, w, b, w2, b2, reg = s.run([y, y2] + af.global_variables()
+                                             + af.get_collection(af.GraphKeys.REGULARIZATION_LOSSES), {x: xv})
+    np.testing.assert_allclose(out, np.maximum(xv @ w + b, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out2, out @ w2 + b2, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(reg, 0.01 * (w ** 2).sum() / 2, rtol=1e-5)
+    assert np.abs(w).max() <= np.sqrt(6.0 / 7)
+
+
+def test_fully_connected_reuse_scope_normalizer_and_errors():
+    x = af.placeholder(af.float32, [None, 3])
+    a = cl.fully_connected(x, 4, scope="fc")
+    b = cl.fully_connected(x, 4, scope="fc", reuse=True)
+    n = cl.fully_connected(x, 4, normalizer_fn=cl.batch_norm, normalizer_params={"scale": True}, scope="bn_fc")
+    assert _names(af.GraphKeys.GLOBAL_VARIABLES) == [
+        "fc/weights", "fc/biases", "bn_fc/weights", "bn_fc/BatchNorm/gamma", "bn_fc/BatchNorm/beta",
+        "bn_fc/BatchNorm/moving_mean", "bn_fc/BatchNorm/moving_variance"]
+    xv = np.ones((2, 3), np.float32)
+    av, bv, nv = _run([a, b, n], {x: xv})
+    np.testing.assert_array_equal(av, bv)
+    np.testing.assert_allclose(nv, 0.0, atol=1e-6)     # identical rows normalize to beta, then relu
+    with pytest.raises(ValueError, match="min_ndim=2"):
+        cl.fully_connected(af.placeholder(af.float32, [3]), 2)
+    with pytest.raises(ValueError, match="num_outputs"):
+        cl.fully_connected(x, 2.0)
+    with pytest.raises(ValueError, match="already exists"):
+        cl.fully_connected(x, 4, scope="fc")
+
+
+def test_conv2d_pool_flatten_against_numpy():
+    rng = np.random.RandomState(1)
+    xv = rng.randn(2, 6, 6, 3).astype(np.float32)
+    x = af.constant(xv)
+    c = cl.conv2d(x, 4, [3, 3], padding="VALID", activation_fn=None)
+    m = cl.max_pool2d(c, [2, 2])
+    a = cl.avg_pool2d(c, 2, stride=2)
+    f = cl.flatten(m)
+    t = cl.conv2d_transpose(c, 2, 3, stride=2)
+    assert _names(af.GraphKeys.MODEL_VARIABLES) == ["Conv/weights", "Conv/biases", "Conv2d_transpose/weights",
+                                                    "Conv2d_transpose/biases"]
+    assert m.op.name.startswith("MaxPool2D/") and a.op.name.startswith("AvgPool2D/")
+    cv, mv, av, fv, tv, w = _run([c, m, a, f, t, af.global_variables()[0]])
+    ref = np.zeros((2, 4, 4, 4), np.float32)
+    for i in range(4):
+        for j in range(4):
+            ref[:, i, j, :] = np.tensordot(xv[:, i:i + 3, j:j + 3, :], w, axes=([1, 2, 3], [0, 1, 2]))
+    np.testing.assert_allclose(cv, ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(mv, ref.reshape(2, 2, 2, 2, 2, 4).max(axis=(2, 4)), rtol=1e-5)
+    np.testing.assert_allclose(av, ref.reshape(2, 2, 2, 2, 2, 4).mean(axis=(2, 4)), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(fv, mv.reshape(2, -1))
+    assert tv.shape == (2, 8, 8, 2) and tv.min() >= 0
+    with pytest.raises(ValueError, match="rank"):
+        cl.conv2d(af.zeros([2, 3]), 4, 3)
+    with pytest.raises(ValueError, match="at least 2"):
+        cl.flatten(af.zeros([3]))
+    with pytest.raises(ValueError, match="NCHW or NHWC"):
+        cl.max_pool2d(c, 2, data_format="HWCN")
+
+
+def test_convolution_1d_and_stack_repeat_scopes():
+    x = af.zeros([2, 8, 3])
+    y = cl.convolution(x, 5, 3)
+    assert y.shape.as_list() == [2, 8, 5]
+    z = cl.stack(af.zeros([2, 4]), cl.fully_connected, [8, 6], scope="fc")
+    r = cl.repeat(af.zeros([2, 4, 4, 2]), 2, cl.conv2d, 2, [3, 3], scope="conv1")
+    assert z.shape.as_list() == [2, 6] and r.shape.as_list() == [2, 4, 4, 2]
+    names = _names(af.GraphKeys.GLOBAL_VARIABLES)
+    assert names[2:] == ["fc/fc_1/weights", "fc/fc_1/biases", "fc/fc_2/weights", "fc/fc_2/biases",
+                         "conv1/conv1_1/weights", "conv1/conv1_1/biases", "conv1/conv1_2/weights",
+                         "conv1/conv1_2/biases"]
+
+
+# ---------------------------------------------------------------------------------------------
+# batch_norm, layer_norm, dropout, bias_add, one_hot_encoding, embed_sequence
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,fused,unbiased", [((6, 3), None, True), ((2, 3, 2, 3), None, True),
+                                                  ((2, 3, 2, 3), False, False), ((4, 2, 3), None, False)])
+def test_batch_norm_training_and_moving_averages(shape, fused, unbiased):
+    xv = np.random.RandomState(2).randn(*shape).astype(np.float32) * 2 + 1
+    x = af.constant(xv)
+    y = cl.batch_norm(x, decay=0.9, fused=fused)
+    assert _names(af.GraphKeys.GLOBAL_VARIABLES) == ["BatchNorm/beta", "BatchNorm/moving_mean",
+                                                     "BatchNorm/moving_variance"]
+    assert _names(af.GraphKeys.TRAINABLE_VARIABLES) == ["BatchNorm/beta"]
+    updates = af.get_collection(af.GraphKeys.UPDATE_OPS)
+    assert len(updates) == 2
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        out, _ = s.run([y, updates])
+        mm, mv = s.run(af.global_variables()[1:])
+    axes = tuple(range(len(shape) - 1))
+    mean, var = xv.mean(axes), xv.var(axes)
+    eps = max(1e-3, 1.001e-5)
+    np.testing.assert_allclose(out, (xv - mean) / np.sqrt(var + eps), rtol=1e-4, atol=1e-4)
+    n = xv.size / shape[-1]
+    tracked = var * n / (n - 1) if unbiased else var
+    np.testing.assert_allclose(mm, 0.1 * mean, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(mv, 0.9 + 0.1 * tracked, rtol=1e-4)
+
+
+def test_batch_norm_inference_updates_none_and_errors():
+    xv = np.random.RandomState(3).randn(5, 4).astype(np.float32)
+    x = af.placeholder(af.float32, [None, 4])
+    train = af.placeholder_with_default(True, [])
+    y = cl.batch_norm(x, is_training=train, updates_collections=None, scale=True,
+                      param_initializers={"gamma": af.constant_initializer(2.0)})
+    assert af.get_collection(af.GraphKeys.UPDATE_OPS) == []
+    y_inf = cl.batch_norm(x, is_training=False, scope="BatchNorm", reuse=True)
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        out = s.run(y, {x: xv})
+        mm = s.run(af.global_variables()[2])
+        np.testing.assert_allclose(mm, 0.001 * xv.mean(0), rtol=1e-4, atol=1e-7)
+        inf = s.run(y, {x: xv, train: False})
+        inf2 = s.run(y_inf, {x: xv})
+        mm, mv = s.run(af.global_variables()[2:])
+    np.testing.assert_allclose(out, 2 * (xv - xv.mean(0)) / np.sqrt(xv.var(0) + 1e-3), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(inf, 2 * (xv - mm) / np.sqrt(mv + 1e-3), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(inf2, (xv - mm) / np.sqrt(mv + 1e-3), rtol=1e-4, atol=1e-4)
+    with pytest.raises(NotImplementedError, match="renorm"):
+        cl.batch_norm(x, renorm=True)
+    with pytest.raises(ValueError, match="NCHW or NHWC"):
+        cl.batch_norm(x, data_format="NC")
+
+
+def test_layer_norm_against_numpy():
+    xv = np.random.RandomState(4).randn(3, 4, 5).astype(np.float32)
+    y = cl.layer_norm(af.constant(xv), variables_collections={"gamma": ["g"]})
+    assert _names(af.GraphKeys.MODEL_VARIABLES) == ["LayerNorm/beta", "LayerNorm/gamma"]
+    assert _names("g") == ["LayerNorm/gamma"]
+    assert af.get_collection(af.GraphKeys.GLOBAL_VARIABLES)[0].shape.as_list() == [5]
+    out = _run(y)
+    m = xv.mean(axis=(1, 2), keepdims=True)
+    v = xv.var(axis=(1, 2), keepdims=True)
+    np.testing.assert_allclose(out, (xv - m) / np.sqrt(v + 1e-12), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="must be < rank"):
+        cl.layer_norm(af.constant(xv), begin_norm_axis=3)
+
+
+def test_dropout_bias_add_one_hot_embed_sequence():
+    x = af.ones([200, 50])
+    d = cl.dropout(x, keep_prob=0.8)
+    d_off = cl.dropout(x, keep_prob=0.8, is_training=False)
+    b = cl.bias_add(af.zeros([2, 3]), initializer=af.constant_initializer(0.5))
+    oh = cl.one_hot_encoding(af.constant([0, 2]), 3)
+    ids = af.constant([[1, 2], [0, 1]])
+    e = cl.embed_sequence(ids, vocab_size=4, embed_dim=3)
+    assert _names(af.GraphKeys.MODEL_VARIABLES) == ["BiasAdd/biases", "EmbedSequence/embeddings"]
+    dv, dov, bv, ohv, ev, emb = _run([d, d_off, b, oh, e, af.global_variables()[1]])
+    assert set(np.unique(dv)) <= {0.0, np.float32(1 / 0.8)}
+    assert abs((dv > 0).mean() - 0.8) < 0.02
+    np.testing.assert_array_equal(dov, 1.0)
+    np.testing.assert_array_equal(bv, 0.5)
+    np.testing.assert_array_equal(ohv, [[1, 0, 0], [0, 0, 1]])
+    np.testing.assert_array_equal(ev, emb[[[1, 2], [0, 1]]])
+    with pytest.raises(ValueError, match="vocab size"):
+        cl.embed_sequence(ids)
+
+
+# ---------------------------------------------------------------------------------------------
+# optimize_loss: training works
+# ---------------------------------------------------------------------------------------------
+
+def _tiny_regression():
+    rng = np.random.RandomState(5)
+    xv = rng.randn(32, 4).astype(np.float32)
+    yv = (xv @ rng.randn(4, 1) + 0.3).astype(np.float32)
+    x = af.placeholder(af.float32, [None, 4])
+    y = af.placeholder(af.float32, [None, 1])
+    h = cl.fully_connected(x, 8, activation_fn=af.tanh)
+    p = cl.fully_connected(h, 1, activation_fn=None)
+    loss = af.reduce_mean(af.square(p - y))
+    return x, y, xv, yv, loss
+
+
+@pytest.mark.parametrize("opt", ["SGD", "Adam", "Adagrad", "Momentum", "RMSProp"])
+def test_optimize_loss_trains(opt):
+    x, y, xv, yv, loss = _tiny_regression()
+    gs = af.train.get_or_create_global_step()
+    train = cl.optimize_loss(loss, gs, learning_rate=0.05, optimizer=opt, clip_gradients=5.0)
+    assert "OptimizeLoss/learning_rate" in _names(af.GraphKeys.GLOBAL_VARIABLES)
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        first = s.run(loss, {x: xv, y: yv})
+        for _ in range(30):
+            s.run(train, {x: xv, y: yv})
+        last = s.run(loss, {x: xv, y: yv})
+        assert s.run(gs) == 30
+    assert last < 0.7 * first
+
+
+def test_optimize_loss_errors():
+    x, y, xv, yv, loss = _tiny_regression()
+    with pytest.raises(ValueError, match="Optimizer name should be one of"):
+        cl.optimize_loss(loss, None, 0.1, "Adamax")
+    with pytest.raises(ValueError, match="Learning rate should be 0d Tensor or float"):
+        cl.optimize_loss(loss, None, 1, "SGD")
+    with pytest.raises(ValueError, match="scalar"):
+        cl.optimize_loss(af.zeros([2]), None, 0.1, "SGD")
+    with pytest.raises(ValueError, match="Summaries should be one of"):
+        cl.optimize_loss(loss, None, 0.1, "SGD", summaries=["nope"])
+
+
+# ---------------------------------------------------------------------------------------------
+# framework: arg_scope, variables
+# ---------------------------------------------------------------------------------------------
+
+def test_arg_scope_sets_layer_defaults_and_nests():
+    x = af.zeros([2, 4, 4, 3])
+    with cf.arg_scope([cl.conv2d, cl.fully_connected], activation_fn=None,
+                      weights_regularizer=cl.l2_regularizer(0.1)) as outer:
+        with cf.arg_scope([cl.conv2d], padding="VALID"):
+            c = cl.conv2d(x, 2, 3)
+        c2 = cl.conv2d(x, 2, 3)
+        f = cl.fully_connected(af.zeros([2, 3]), 2, activation_fn=af.nn.sigmoid)
+    with cf.arg_scope(outer):
+        g = cl.fully_connected(af.zeros([2, 3]), 2)
+    assert c.shape.as_list() == [2, 2, 2, 2] and c2.shape.as_list() == [2, 4, 4, 2]
+    assert c.op.type == "BiasAdd" and f.op.type == "Sigmoid" and g.op.type == "BiasAdd"
+    assert len(af.get_collection(af.GraphKeys.REGULARIZATION_LOSSES)) == 4
+    assert cf.has_arg_scope(cl.batch_norm) and "is_training" in cf.arg_scoped_arguments(cl.batch_norm)
+    with pytest.raises(ValueError, match="not decorated with @add_arg_scope"):
+        with cf.arg_scope([af.nn.relu], name="x"):
+            pass
+
+    @cf.add_arg_scope
+    def f2(a, b=1):
+        return a + b
+    with cf.arg_scope([f2], b=10):
+        assert f2(1) == 11 and f2(1, b=2) == 3
+    assert f2(1) == 2
+
+
+def test_framework_variables_and_restore(tmp_path):
+    with af.variable_scope("net"):
+        cl.fully_connected(af.zeros([2, 3]), 4, scope="fc1")
+        cl.fully_connected(af.zeros([2, 4]), 2, scope="logits")
+    gs = cf.get_or_create_global_step()
+    assert cf.get_global_step() is gs
+    assert [v.op.name for v in cf.get_model_variables()] == ["net/fc1/weights", "net/fc1/biases",
+                                                             "net/logits/weights", "net/logits/biases"]
+    assert [v.op.name for v in cf.get_variables("net/fc1")] == ["net/fc1/weights", "net/fc1/biases"]
+    assert [v.op.name for v in cf.get_variables_by_name("biases")] == ["net/fc1/biases", "net/logits/biases"]
+    restore = cf.get_variables_to_restore(exclude=["net/logits", "global_step"])
+    assert [v.op.name for v in restore] == ["net/fc1/weights", "net/fc1/biases"]
+    assert cf.get_unique_variable("net/fc1/weights").op.name == "net/fc1/weights"
+    path = str(tmp_path / "model.ckpt")
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        saved = s.run(restore)
+        af.train.Saver().save(s, path)
+    init_fn = cf.assign_from_checkpoint_fn(path, restore)
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        init_fn(s)
+        for a, b in zip(saved, s.run(restore)):
+            np.testing.assert_array_equal(a, b)
