@@ -370,3 +370,158 @@ def test_framework_variables_and_restore(tmp_path):
         init_fn(s)
         for a, b in zip(saved, s.run(restore)):
             np.testing.assert_array_equal(a, b)
+
+
+# ---------------------------------------------------------------------------------------------
+# rnn
+# ---------------------------------------------------------------------------------------------
+
+def _sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def _np_lstm(xs, w, b, n, forget_bias=1.0, peep=None, clip=None):
+    c = np.zeros((xs[0].shape[0], n), np.float32)
+    h = np.zeros_like(c)
+    outs = []
+    for x in xs:
+        i, j, f, o = np.split(np.concatenate([x, h], 1) @ w + b, 4, axis=1)
+        if peep is None:
+            c = c * _sigmoid(f + forget_bias) + _sigmoid(i) * np.tanh(j)
+        else:
+            wi, wf, wo = peep
+            c = c * _sigmoid(f + forget_bias + wf * c) + _sigmoid(i + wi * c) * np.tanh(j)
+        if clip is not None:
+            c = np.clip(c, -clip, clip)
+        h = np.tanh(c) * _sigmoid(o if peep is None else o + peep[2] * c)
+        outs.append(h)
+    return outs, c, h
+
+
+def test_contrib_rnn_exports_the_core_cells():
+    from actorflow.contrib import rnn as cr
+    for name in ("BasicRNNCell", "BasicLSTMCell", "LSTMCell", "GRUCell", "MultiRNNCell", "DropoutWrapper",
+                 "ResidualWrapper", "DeviceWrapper", "LSTMStateTuple", "RNNCell"):
+        assert getattr(cr, name) is getattr(af.nn.rnn_cell, name)
+    assert cr.static_rnn is af.nn.static_rnn and cr.static_bidirectional_rnn is af.nn.static_bidirectional_rnn
+    assert af.contrib.rnn is cr
+
+
+@pytest.mark.parametrize("peephole,clip", [(False, None), (True, 0.5)])
+def test_lstm_block_cell_matches_numpy_and_lstm_cell_names(peephole, clip):
+    from actorflow.contrib import rnn as cr
+    rng = np.random.RandomState(6)
+    xv = rng.randn(4, 3, 2).astype(np.float32)
+    x = af.placeholder(af.float32, [4, 3, 2])
+    cell = cr.LSTMBlockCell(5, use_peephole=peephole, cell_clip=clip)
+    out, state = af.nn.dynamic_rnn(cell, x, dtype=af.float32)
+    names = [v.op.name for v in af.global_variables()]
+    expect = ["rnn/lstm_cell/kernel", "rnn/lstm_cell/bias"]
+    if peephole:
+        expect += ["rnn/lstm_cell/w_f_diag", "rnn/lstm_cell/w_i_diag", "rnn/lstm_cell/w_o_diag"]
+    assert names == expect
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        s.run(af.global_variables()[1].assign(rng.randn(20).astype(np.float32)))
+        ov, (cv, hv), *vs = s.run([out, state] + af.global_variables(), {x: xv})
+    peep = (vs[3], vs[2], vs[4]) if peephole else None
+    outs, c, h = _np_lstm([xv[:, t] for t in range(3)], vs[0], vs[1], 5, peep=peep, clip=clip)
+    np.testing.assert_allclose(ov, np.stack(outs, 1), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(cv, c, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(hv, h, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_basic_lstm_cell_against_numpy():
+    from actorflow.contrib import rnn as cr
+    rng = np.random.RandomState(7)
+    xv = rng.randn(3, 2).astype(np.float32)
+    cell = cr.LayerNormBasicLSTMCell(4, norm_gain=1.5, norm_shift=0.1)
+    c0 = rng.randn(3, 4).astype(np.float32)
+    h0 = rng.randn(3, 4).astype(np.float32)
+    out, (c1, h1) = cell(af.constant(xv), cr.LSTMStateTuple(af.constant(c0), af.constant(h0)))
+    names = [v.op.name for v in af.global_variables()]
+    assert names[0] == "layer_norm_basic_lstm_cell/kernel" and "layer_norm_basic_lstm_cell/state/beta" in names
+    assert len(names) == 11
+    ov, cv, kernel = _run([out, c1, af.global_variables()[0]])
+
+    def ln(z):
+        m, v = z.mean(1, keepdims=True), z.var(1, keepdims=True)
+        return (z - m) / np.sqrt(v + 1e-12) * 1.5 + 0.1
+    i, j, f, o = [ln(p) for p in np.split(np.concatenate([xv, h0], 1) @ kernel, 4, axis=1)]
+    c = ln(c0 * _sigmoid(f + 1.0) + _sigmoid(i) * np.tanh(j))
+    np.testing.assert_allclose(cv, c, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ov, np.tanh(c) * _sigmoid(o), rtol=1e-4, atol=1e-5)
+
+
+def test_projection_wrappers_against_numpy():
+    from actorflow.contrib import rnn as cr
+    rng = np.random.RandomState(8)
+    xs = [rng.randn(2, 3).astype(np.float32) for _ in range(3)]
+    cell = cr.OutputProjectionWrapper(cr.InputProjectionWrapper(cr.BasicRNNCell(4), 5), 6)
+    outs, state = cr.static_rnn(cell, [af.constant(x) for x in xs], dtype=af.float32)
+    names = [v.op.name for v in af.global_variables()]
+    assert sorted(names) == sorted([
+        "rnn/output_projection_wrapper/kernel", "rnn/output_projection_wrapper/bias",
+        "rnn/output_projection_wrapper/input_projection_wrapper/kernel",
+        "rnn/output_projection_wrapper/input_projection_wrapper/bias",
+        "rnn/output_projection_wrapper/input_projection_wrapper/basic_rnn_cell/kernel",
+        "rnn/output_projection_wrapper/input_projection_wrapper/basic_rnn_cell/bias"])
+    assert len(cell.variables) == 6
+    ov, values = _run([outs, af.global_variables()])
+    byname = dict(zip(names, values))
+    p = "rnn/output_projection_wrapper/"
+    h = np.zeros((2, 4), np.float32)
+    for t, x in enumerate(xs):
+        proj = x @ byname[p + "input_projection_wrapper/kernel"] + byname[p + "input_projection_wrapper/bias"]
+        h = np.tanh(np.concatenate([proj, h], 1) @ byname[p + "input_projection_wrapper/basic_rnn_cell/kernel"]
+                    + byname[p + "input_projection_wrapper/basic_rnn_cell/bias"])
+        np.testing.assert_allclose(ov[t], h @ byname[p + "kernel"] + byname[p + "bias"], rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="output_size"):
+        cr.OutputProjectionWrapper(cr.BasicRNNCell(2), 0)
+
+
+def test_stack_bidirectional_dynamic_rnn_layers_and_training():
+    from actorflow.contrib import rnn as cr
+    rng = np.random.RandomState(9)
+    xv = rng.randn(4, 5, 3).astype(np.float32)
+    target = np.cumsum(xv[:, :, :1], axis=1)
+    x = af.placeholder(af.float32, [4, 5, 3])
+    lengths = af.constant([5, 3, 4, 2])
+    out, sfw, sbw = cr.stack_bidirectional_dynamic_rnn([cr.LSTMBlockCell(4), cr.GRUBlockCell(3)],
+                                                       [cr.LSTMBlockCell(4), cr.GRUBlockCell(3)], x,
+                                                       sequence_length=lengths, dtype=af.float32)
+    assert out.shape.as_list() == [4, 5, 6] and len(sfw) == 2 and len(sbw) == 2
+    names = [v.op.name for v in af.global_variables()]
+    assert names[0] == "stack_bidirectional_rnn/cell_0/bidirectional_rnn/fw/lstm_cell/kernel"
+    assert "stack_bidirectional_rnn/cell_1/bidirectional_rnn/bw/gru_cell/candidate/bias" in names
+    pred = cl.fully_connected(out, 1, activation_fn=None)
+    mask = af.expand_dims(af.sequence_mask(lengths, 5, dtype=af.float32), -1)
+    loss = af.reduce_sum(af.square(pred - target) * mask) / af.reduce_sum(mask)
+    train = af.train.AdamOptimizer(0.05).minimize(loss)
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        ov = s.run(out, {x: xv})
+        first = s.run(loss, {x: xv})
+        for _ in range(40):
+            s.run(train, {x: xv})
+        last = s.run(loss, {x: xv})
+    np.testing.assert_array_equal(ov[3, 2:], 0.0)        # past its length a row's outputs are zero
+    assert last < 0.5 * first
+    with pytest.raises(ValueError, match="at least one bw cell"):
+        cr.stack_bidirectional_dynamic_rnn([cr.GRUBlockCell(2)], [], x, dtype=af.float32)
+    with pytest.raises(ValueError, match="same depth"):
+        cr.stack_bidirectional_dynamic_rnn([cr.GRUBlockCell(2)], [cr.GRUBlockCell(2)] * 2, x, dtype=af.float32)
+
+
+def test_stack_bidirectional_rnn_static_and_embedding_wrapper():
+    from actorflow.contrib import rnn as cr
+    ids = [af.constant([1, 3]), af.constant([2, 0])]
+    cell = cr.EmbeddingWrapper(cr.GRUCell(3), embedding_classes=4, embedding_size=2)
+    outs, state = cr.static_rnn(cell, ids, dtype=af.float32)
+    assert [v.op.name for v in af.global_variables()][0] == "rnn/embedding_wrapper/embedding"
+    emb = af.global_variables()[0]
+    xs = [af.constant(np.random.RandomState(1).randn(2, 3).astype(np.float32)) for _ in range(3)]
+    souts, sfw, sbw = cr.stack_bidirectional_rnn([cr.BasicRNNCell(2)], [cr.BasicRNNCell(2)], xs, dtype=af.float32)
+    assert len(souts) == 3 and souts[0].shape.as_list() == [2, 4]
+    ev, ov, so = _run([emb, outs, souts])
+    assert np.abs(ev).max() <= np.sqrt(3) and ov[0].shape == (2, 3)

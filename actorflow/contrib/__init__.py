@@ -7,6 +7,6 @@ Everything here is built from actorflow's own layers, cells and ops; it defines 
 """
 from __future__ import annotations
 
-from actorflow.contrib import framework, layers
+from actorflow.contrib import framework, layers, rnn
 
-__all__ = ["framework", "layers"]
+__all__ = ["framework", "layers", "rnn"]
