@@ -525,3 +525,157 @@ def test_stack_bidirectional_rnn_static_and_embedding_wrapper():
     assert len(souts) == 3 and souts[0].shape.as_list() == [2, 4]
     ev, ov, so = _run([emb, outs, souts])
     assert np.abs(ev).max() <= np.sqrt(3) and ov[0].shape == (2, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# seq2seq and legacy_seq2seq
+# ---------------------------------------------------------------------------------------------
+
+def _np_xent(logits, targets):
+    z = logits - logits.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    return -np.take_along_axis(logp, targets[..., None], -1)[..., 0]
+
+
+def _seq_data():
+    rng = np.random.RandomState(10)
+    logits = rng.randn(3, 4, 5).astype(np.float32)
+    targets = rng.randint(0, 5, (3, 4)).astype(np.int32)
+    weights = np.array([[1, 1, 1, 0], [1, 1, 0, 0], [0.5, 1, 1, 1]], np.float32)
+    weights[1] = 0      # an all-zero row: div_no_nan gives 0 there
+    return logits, targets, weights
+
+
+@pytest.mark.parametrize("flags", [
+    dict(), dict(average_across_timesteps=False), dict(average_across_batch=False),
+    dict(average_across_timesteps=False, average_across_batch=False),
+    dict(average_across_timesteps=False, average_across_batch=False, sum_over_timesteps=True, sum_over_batch=True),
+    dict(average_across_timesteps=False, average_across_batch=False, sum_over_timesteps=True),
+    dict(average_across_timesteps=False, average_across_batch=False, sum_over_batch=True)])
+def test_seq2seq_sequence_loss_against_numpy(flags):
+    from actorflow.contrib import seq2seq
+    logits, targets, weights = _seq_data()
+    loss = seq2seq.sequence_loss(af.constant(logits), af.constant(targets), af.constant(weights), **flags)
+    ce = _np_xent(logits, targets) * weights
+    at = flags.get("average_across_timesteps", True)
+    ab = flags.get("average_across_batch", True)
+    st, sb = flags.get("sum_over_timesteps", False), flags.get("sum_over_batch", False)
+
+    def div(a, b):
+        return np.where(b == 0, 0.0, a / np.where(b == 0, 1, b))
+    if at and ab:
+        ref = ce.sum() / weights.sum()
+    elif st and sb:
+        ref = ce.sum() / np.count_nonzero(weights)
+    elif at or ab:
+        ax = 0 if ab else 1
+        ref = div(ce.sum(ax), weights.sum(ax))
+    elif st or sb:
+        ax = 0 if sb else 1
+        ref = div(ce.sum(ax), np.count_nonzero(weights, axis=ax))
+    else:
+        ref = ce
+    np.testing.assert_allclose(_run(loss), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_seq2seq_sequence_loss_errors_and_custom_loss():
+    from actorflow.contrib import seq2seq
+    logits, targets, weights = _seq_data()
+    with pytest.raises(ValueError, match="Logits must be"):
+        seq2seq.sequence_loss(af.constant(logits[0]), af.constant(targets), af.constant(weights))
+    with pytest.raises(ValueError, match="Targets must be"):
+        seq2seq.sequence_loss(af.constant(logits), af.constant(targets[0]), af.constant(weights))
+    with pytest.raises(ValueError, match="cannot be set to True at same time"):
+        seq2seq.sequence_loss(af.constant(logits), af.constant(targets), af.constant(weights),
+                              sum_over_timesteps=True)
+    seen = {}
+
+    def half(labels, logits):
+        seen["shapes"] = (labels.shape.as_list(), logits.shape.as_list())
+        return 0.5 * af.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    loss = seq2seq.sequence_loss(af.constant(logits), af.constant(targets), af.constant(weights),
+                                 softmax_loss_function=half)
+    assert seen["shapes"] == ([12], [12, 5])
+    np.testing.assert_allclose(_run(loss), 0.5 * (_np_xent(logits, targets) * weights).sum() / weights.sum(),
+                               rtol=1e-5)
+
+
+def test_legacy_sequence_losses_against_numpy():
+    from actorflow.contrib import legacy_seq2seq as ls
+    logits, targets, weights = _seq_data()
+    lg = [af.constant(logits[:, t]) for t in range(4)]
+    tg = [af.constant(targets[:, t]) for t in range(4)]
+    wt = [af.constant(weights[:, t]) for t in range(4)]
+    by_ex = ls.sequence_loss_by_example(lg, tg, wt)
+    by_ex_sum = ls.sequence_loss_by_example(lg, tg, wt, average_across_timesteps=False)
+    total = ls.sequence_loss(lg, tg, wt)
+    total_sum = ls.sequence_loss(lg, tg, wt, average_across_batch=False)
+    ce = (_np_xent(logits, targets) * weights).sum(1)
+    per = ce / (weights.sum(1) + 1e-12)
+    a, b, c, d = _run([by_ex, by_ex_sum, total, total_sum])
+    np.testing.assert_allclose(a, per, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b, ce, rtol=1e-5)
+    np.testing.assert_allclose(c, per.sum() / 3, rtol=1e-5)
+    np.testing.assert_allclose(d, per.sum(), rtol=1e-5)
+    with pytest.raises(ValueError, match="must be the same"):
+        ls.sequence_loss(lg, tg[:3], wt)
+
+
+def test_rnn_decoder_loop_function_and_basic_seq2seq_trains():
+    from actorflow.contrib import legacy_seq2seq as ls
+    from actorflow.contrib import rnn as cr
+    rng = np.random.RandomState(11)
+    enc = [af.placeholder(af.float32, [8, 3]) for _ in range(4)]
+    dec = [af.placeholder(af.float32, [8, 3]) for _ in range(3)]
+    cell = cr.OutputProjectionWrapper(cr.GRUCell(6), 3)
+    outs, state = ls.basic_rnn_seq2seq(enc, dec, cell)
+    names = [v.op.name for v in af.global_variables()]
+    assert "basic_rnn_seq2seq/rnn/output_projection_wrapper/gru_cell/gates/kernel" in names
+    assert "basic_rnn_seq2seq/rnn_decoder/output_projection_wrapper/gru_cell/gates/kernel" in names
+    assert len(names) == 12
+    # Decode with the previous output fed back: one more set of ops, no new variables.
+    with af.variable_scope("basic_rnn_seq2seq", reuse=True):
+        fed, _ = ls.rnn_decoder(dec, state, cell, loop_function=lambda prev, i: prev)
+    assert len(af.global_variables()) == 12
+    xv = [rng.randn(8, 3).astype(np.float32) for _ in range(4)]
+    feed = dict(zip(enc, xv))
+    feed.update(zip(dec, [np.zeros((8, 3), np.float32)] + xv[:2]))
+    loss = af.add_n([af.reduce_mean(af.square(o - af.constant(x))) for o, x in zip(outs, xv[:3])]) / 3
+    train = af.train.AdamOptimizer(0.03).minimize(loss)
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        fv = s.run(fed, feed)
+        first = s.run(loss, feed)
+        for _ in range(40):
+            s.run(train, feed)
+        last = s.run(loss, feed)
+    assert len(fv) == 3 and fv[0].shape == (8, 3)
+    assert last < 0.6 * first
+
+
+def test_embedding_seq2seq_with_buckets_shares_variables():
+    from actorflow.contrib import legacy_seq2seq as ls
+    from actorflow.contrib import rnn as cr
+    enc = [af.placeholder(af.int32, [None]) for _ in range(4)]
+    dec = [af.placeholder(af.int32, [None]) for _ in range(3)]
+    w = [af.ones([2]) for _ in range(3)]
+
+    def s2s(e, d):
+        return ls.embedding_rnn_seq2seq(e, d, cr.BasicLSTMCell(5), 7, 8, 4)
+    outs, losses = ls.model_with_buckets(enc, dec, dec, w, [(2, 2), (4, 3)], s2s)
+    names = [v.op.name for v in af.global_variables()]
+    assert names == [
+        "embedding_rnn_seq2seq/rnn/embedding_wrapper/embedding",
+        "embedding_rnn_seq2seq/rnn/embedding_wrapper/basic_lstm_cell/kernel",
+        "embedding_rnn_seq2seq/rnn/embedding_wrapper/basic_lstm_cell/bias",
+        "embedding_rnn_seq2seq/embedding_rnn_decoder/embedding",
+        "embedding_rnn_seq2seq/embedding_rnn_decoder/rnn_decoder/output_projection_wrapper/kernel",
+        "embedding_rnn_seq2seq/embedding_rnn_decoder/rnn_decoder/output_projection_wrapper/bias",
+        "embedding_rnn_seq2seq/embedding_rnn_decoder/rnn_decoder/output_projection_wrapper/basic_lstm_cell/kernel",
+        "embedding_rnn_seq2seq/embedding_rnn_decoder/rnn_decoder/output_projection_wrapper/basic_lstm_cell/bias"]
+    assert len(outs) == 2 and len(outs[0]) == 2 and outs[1][0].shape.as_list() == [None, 8]
+    feed = {p: np.array([1, 2]) for p in enc + dec}
+    lv = _run(losses, feed)
+    assert all(np.isfinite(lv)) and all(v > 0 for v in lv)
+    with pytest.raises(ValueError, match="last bucket"):
+        ls.model_with_buckets(enc[:1], dec, dec, w, [(2, 2)], s2s)
