@@ -679,3 +679,48 @@ def test_embedding_seq2seq_with_buckets_shares_variables():
     assert all(np.isfinite(lv)) and all(v > 0 for v in lv)
     with pytest.raises(ValueError, match="last bucket"):
         ls.model_with_buckets(enc[:1], dec, dec, w, [(2, 2)], s2s)
+
+
+# ---------------------------------------------------------------------------------------------
+# training.bucket_by_sequence_length
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("smaller", [True, False])
+def test_bucket_by_sequence_length_batches_by_bucket(smaller):
+    from actorflow.contrib import training
+    lengths_v = [1, 5, 2, 7, 3, 6, 1, 4, 8, 2]
+    i = af.train.range_input_producer(10, num_epochs=1, shuffle=False).dequeue()
+    length = af.gather(af.constant(lengths_v), i)
+    seq = af.fill(af.reshape(length, [1]), i + 1)
+    lens, (s, idx) = training.bucket_by_sequence_length(length, [seq, i], batch_size=2, bucket_boundaries=[3, 6],
+                                                        dynamic_pad=True, allow_smaller_final_batch=smaller)
+    assert s.shape.as_list() == [None if smaller else 2, None]
+    opts = af.RunOptions(timeout_in_ms=30000)
+    got = []
+    with af.Session() as sess:
+        sess.run([af.global_variables_initializer(), af.local_variables_initializer()])
+        coord = af.train.Coordinator()
+        threads = af.train.start_queue_runners(sess, coord)
+        with pytest.raises(af.errors.OutOfRangeError):
+            while True:
+                got.append(sess.run([lens, s, idx], options=opts))
+        coord.request_stop()
+        coord.join(threads)
+    seen = []
+    for lv, sv, iv in got:
+        buckets = {int(np.searchsorted([3, 6], n, side="right")) for n in lv}
+        assert len(buckets) == 1                       # one bucket per batch
+        assert sv.shape == (len(lv), max(lv))          # padded to the longest example
+        for n, row, k in zip(lv, sv, iv):
+            assert n == lengths_v[k]
+            np.testing.assert_array_equal(row, [k + 1] * n + [0] * (max(lv) - n))
+        seen += list(iv)
+    if smaller:
+        assert sorted(seen) == list(range(10))
+    else:
+        assert all(len(g[0]) == 2 for g in got) and len(seen) == 8   # buckets of 4, 3 and 3 examples: two left over
+    with pytest.raises(ValueError, match="increasing"):
+        training.bucket_by_sequence_length(length, [seq], 2, [6, 3], dynamic_pad=True)
+    with pytest.raises(ValueError, match="fully defined"):
+        training.bucket_by_sequence_length(length, [seq], 2, [3, 6])

@@ -7,6 +7,6 @@ Everything here is built from actorflow's own layers, cells and ops; it defines 
 """
 from __future__ import annotations
 
-from actorflow.contrib import framework, layers, legacy_seq2seq, rnn, seq2seq
+from actorflow.contrib import framework, layers, legacy_seq2seq, rnn, seq2seq, training
 
-__all__ = ["framework", "layers", "rnn", "seq2seq", "legacy_seq2seq"]
+__all__ = ["framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training"]
