@@ -724,3 +724,34 @@ def test_bucket_by_sequence_length_batches_by_bucket(smaller):
         training.bucket_by_sequence_length(length, [seq], 2, [6, 3], dynamic_pad=True)
     with pytest.raises(ValueError, match="fully defined"):
         training.bucket_by_sequence_length(length, [seq], 2, [3, 6])
+
+
+def test_slim_names_build_a_small_convnet():
+    slim = af.contrib.slim
+    assert slim.conv2d is cl.conv2d and slim.arg_scope is cf.arg_scope and slim.losses is af.losses
+    images = af.placeholder(af.float32, [None, 8, 8, 1])
+    labels = af.placeholder(af.int64, [None])
+    with slim.arg_scope([slim.conv2d, slim.fully_connected], weights_regularizer=slim.l2_regularizer(1e-4),
+                        normalizer_fn=slim.batch_norm, normalizer_params={"is_training": True, "decay": 0.9}):
+        net = slim.conv2d(images, 4, [3, 3], scope="conv1")
+        net = slim.max_pool2d(net, [2, 2], scope="pool1")
+        net = slim.flatten(net)
+        logits = slim.fully_connected(net, 3, activation_fn=None, normalizer_fn=None, scope="logits")
+    slim.losses.sparse_softmax_cross_entropy(labels, logits)
+    total = slim.losses.get_total_loss()
+    train = cl.optimize_loss(total, slim.get_or_create_global_step(), 0.1, "Adam")
+    assert [v.op.name for v in slim.get_model_variables()] == [
+        "conv1/weights", "conv1/BatchNorm/beta", "conv1/BatchNorm/moving_mean", "conv1/BatchNorm/moving_variance",
+        "logits/weights", "logits/biases"]
+    rng = np.random.RandomState(12)
+    xv = rng.randn(16, 8, 8, 1).astype(np.float32)
+    yv = (xv.mean(axis=(1, 2, 3)) > 0).astype(np.int64)
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        first = s.run(total, {images: xv, labels: yv})
+        for _ in range(30):
+            s.run(train, {images: xv, labels: yv})
+        last = s.run(total, {images: xv, labels: yv})
+        mm = s.run(af.global_variables("conv1/BatchNorm/moving_mean")[0])
+    assert last < 0.5 * first
+    assert np.abs(mm).sum() > 0          # optimize_loss ran the batch-norm updates
