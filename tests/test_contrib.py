@@ -755,3 +755,67 @@ def test_slim_names_build_a_small_convnet():
         mm = s.run(af.global_variables("conv1/BatchNorm/moving_mean")[0])
     assert last < 0.5 * first
     assert np.abs(mm).sum() > 0          # optimize_loss ran the batch-norm updates
+
+
+def test_attention_decoder_against_numpy():
+    from actorflow.contrib import legacy_seq2seq as ls
+    from actorflow.contrib import rnn as cr
+    rng = np.random.RandomState(13)
+    states = rng.randn(2, 5, 3).astype(np.float32)
+    inputs = [rng.randn(2, 4).astype(np.float32) for _ in range(2)]
+    h0 = rng.randn(2, 6).astype(np.float32)
+    outs, state = ls.attention_decoder([af.constant(x) for x in inputs], af.constant(h0), af.constant(states),
+                                       cr.BasicRNNCell(6), output_size=7)
+    names = [v.op.name for v in af.global_variables()]
+    assert names == ["attention_decoder/AttnW_0", "attention_decoder/AttnV_0", "attention_decoder/kernel",
+                     "attention_decoder/bias", "attention_decoder/basic_rnn_cell/kernel",
+                     "attention_decoder/basic_rnn_cell/bias", "attention_decoder/Attention_0/kernel",
+                     "attention_decoder/Attention_0/bias", "attention_decoder/AttnOutputProjection/kernel",
+                     "attention_decoder/AttnOutputProjection/bias"]
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        for v in af.global_variables():               # nonzero biases, so that each one is checked
+            if v.op.name.endswith("bias"):
+                s.run(v.assign(rng.randn(*v.shape.as_list()).astype(np.float32)))
+        ov, sv, vals = s.run([outs, state, af.global_variables()])
+    p = dict(zip(names, vals))
+    keys = states @ p["attention_decoder/AttnW_0"][0, 0]
+    h, attn = h0, np.zeros((2, 3), np.float32)
+    for t, x in enumerate(inputs):
+        xin = np.concatenate([x, attn], 1) @ p["attention_decoder/kernel"] + p["attention_decoder/bias"]
+        h = np.tanh(np.concatenate([xin, h], 1) @ p["attention_decoder/basic_rnn_cell/kernel"]
+                    + p["attention_decoder/basic_rnn_cell/bias"])
+        q = h @ p["attention_decoder/Attention_0/kernel"] + p["attention_decoder/Attention_0/bias"]
+        score = (p["attention_decoder/AttnV_0"] * np.tanh(keys + q[:, None, :])).sum(-1)
+        w = np.exp(score - score.max(1, keepdims=True))
+        w /= w.sum(1, keepdims=True)
+        attn = (w[:, :, None] * states).sum(1)
+        out = (np.concatenate([h, attn], 1) @ p["attention_decoder/AttnOutputProjection/kernel"]
+               + p["attention_decoder/AttnOutputProjection/bias"])
+        np.testing.assert_allclose(ov[t], out, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(sv, h, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="at least 1 input"):
+        ls.attention_decoder([], af.constant(h0), af.constant(states), cr.BasicRNNCell(6))
+
+
+def test_embedding_attention_seq2seq_trains_a_copy_task():
+    from actorflow.contrib import legacy_seq2seq as ls
+    from actorflow.contrib import rnn as cr
+    rng = np.random.RandomState(14)
+    seqs = rng.randint(2, 6, (16, 3))
+    enc = [af.placeholder(af.int32, [None]) for _ in range(3)]
+    dec = [af.placeholder(af.int32, [None]) for _ in range(3)]
+    outs, _ = ls.embedding_attention_seq2seq(enc, dec, cr.GRUCell(16), 6, 6, 8, num_heads=2)
+    names = [v.op.name for v in af.global_variables()]
+    assert "embedding_attention_seq2seq/embedding_attention_decoder/attention_decoder/AttnW_1" in names
+    loss = ls.sequence_loss(outs, dec[1:] + [af.zeros_like(dec[0])], [af.ones([16])] * 2 + [af.zeros([16])])
+    train = af.train.AdamOptimizer(0.05).minimize(loss)
+    feed = {p: seqs[:, k] for k, p in enumerate(enc)}
+    feed.update({p: np.concatenate([np.ones((16, 1), int), seqs[:, :2]], 1)[:, k] for k, p in enumerate(dec)})
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        first = s.run(loss, feed)
+        for _ in range(40):
+            s.run(train, feed)
+        last = s.run(loss, feed)
+    assert last < 0.5 * first
