@@ -34,7 +34,7 @@ from actorflow.graph.graph import (
     name_scope,
 )
 from actorflow.graph.indexed_slices import IndexedSlices
-from actorflow.graph.initializers import Initializer, _shape_list, zeros_initializer
+from actorflow.graph.initializers import Initializer, _shape_list, ones_initializer, zeros_initializer
 from actorflow.graph.ops import array_ops, clip_ops, math_ops, nn_ops, random_ops
 from actorflow.graph.ops.constant import constant, identity
 from actorflow.graph.ops.summary_ops import histogram as _histogram_summary
@@ -127,6 +127,7 @@ xavier_initializer_conv2d = xavier_initializer
 # The layers' default initializers (stateless; TF builds them once, as default arguments).
 _XAVIER = xavier_initializer()
 _ZEROS = zeros_initializer()
+_ONES = ones_initializer()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -660,9 +661,9 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001, act
         layer = core_layers.BatchNormalization(
             axis=axis, momentum=decay, epsilon=max(epsilon, _FUSED_MIN_EPSILON) if fused_path else epsilon,
             center=center, scale=scale, beta_initializer=param_initializers.get("beta", zeros_initializer()),
-            gamma_initializer=param_initializers.get("gamma", core_layers._ONES),
+            gamma_initializer=param_initializers.get("gamma", _ONES),
             moving_mean_initializer=param_initializers.get("moving_mean", zeros_initializer()),
-            moving_variance_initializer=param_initializers.get("moving_variance", core_layers._ONES),
+            moving_variance_initializer=param_initializers.get("moving_variance", _ONES),
             beta_regularizer=param_regularizers.get("beta"), gamma_regularizer=param_regularizers.get("gamma"),
             trainable=trainable, fused=fused_path, name=sc.name, _scope=sc, _reuse=reuse)
         outputs = layer.apply(x, training=is_training)
@@ -715,7 +716,7 @@ def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None, 
                                   collections=_variable_collections(variables_collections, "beta"),
                                   trainable=trainable)
         if scale:
-            gamma = model_variable("gamma", shape=params_shape, dtype=dtype, initializer=core_layers._ONES,
+            gamma = model_variable("gamma", shape=params_shape, dtype=dtype, initializer=_ONES,
                                    collections=_variable_collections(variables_collections, "gamma"),
                                    trainable=trainable)
         eps = 1e-12 if dtype is not dtypes.float16 else 1e-3
