@@ -819,3 +819,29 @@ def test_embedding_attention_seq2seq_trains_a_copy_task():
             s.run(train, feed)
         last = s.run(loss, feed)
     assert last < 0.5 * first
+
+
+def test_contrib_metrics_take_predictions_first():
+    from actorflow.contrib import metrics as cm
+    preds = af.placeholder(af.int64, [None])
+    labels = af.placeholder(af.int64, [None])
+    acc, acc_up = cm.streaming_accuracy(preds, labels)
+    prec, prec_up = cm.streaming_precision(af.cast(preds, af.bool), af.cast(labels, af.bool))
+    values, updates = cm.aggregate_metric_map({"mse": cm.streaming_mean_squared_error(
+        af.cast(preds, af.float32), af.cast(labels, af.float32))})
+    once = cm.accuracy(preds, labels, weights=af.constant([1.0, 0.0, 1.0, 1.0]))
+    batches = [([1, 0, 1, 1], [1, 1, 1, 0]), ([0, 0, 1, 1], [0, 0, 1, 1])]
+    with af.Session() as s:
+        s.run(af.local_variables_initializer())
+        for p, lab in batches:
+            s.run([acc_up, prec_up, updates["mse"]], {preds: p, labels: lab})
+        a, pr, mse = s.run([acc, prec, values["mse"]])
+        o = s.run(once, {preds: [1, 0, 1, 1], labels: [1, 1, 1, 0]})
+    p = np.concatenate([b[0] for b in batches])
+    lab = np.concatenate([b[1] for b in batches])
+    np.testing.assert_allclose(a, (p == lab).mean())
+    np.testing.assert_allclose(pr, ((p == 1) & (lab == 1)).sum() / (p == 1).sum())
+    np.testing.assert_allclose(mse, ((p - lab) ** 2).mean())
+    np.testing.assert_allclose(o, 2 / 3)
+    with pytest.raises(ValueError, match="should match"):
+        cm.accuracy(preds, af.cast(labels, af.int32))

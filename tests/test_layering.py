@@ -89,7 +89,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "distribute": {"cluster"},
     "client": set(),
     "compat": {"graph"},
-    "contrib": {"train", "layers", "nn"},  # tf.contrib's layers, rnn, seq2seq, framework over those
+    "contrib": {"train", "layers", "nn", "metrics"},  # tf.contrib's layers, rnn, seq2seq, framework over those
     "<root>": {"contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
                "metrics", "math", "linalg", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data"},
     "sim": {"<root>", "console"},

@@ -2,12 +2,13 @@
 by their import: `tf.contrib.layers` (slim's layers, initializers, regularizers, optimize_loss),
 `tf.contrib.rnn`, `tf.contrib.seq2seq.sequence_loss`, `tf.contrib.legacy_seq2seq` and
 `tf.contrib.framework` (arg_scope, model variables, the global step),
-`tf.contrib.training.bucket_by_sequence_length` and `tf.contrib.slim`'s layer and scope names.
+`tf.contrib.training.bucket_by_sequence_length`, `tf.contrib.metrics`' streaming metrics and
+`tf.contrib.slim`'s layer and scope names.
 
 Everything here is built from actorflow's own layers, cells and ops; it defines no op.
 """
 from __future__ import annotations
 
-from actorflow.contrib import framework, layers, legacy_seq2seq, rnn, seq2seq, slim, training
+from actorflow.contrib import framework, layers, legacy_seq2seq, metrics, rnn, seq2seq, slim, training
 
-__all__ = ["framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim"]
+__all__ = ["framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
