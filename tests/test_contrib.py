@@ -845,3 +845,18 @@ def test_contrib_metrics_take_predictions_first():
     np.testing.assert_allclose(o, 2 / 3)
     with pytest.raises(ValueError, match="should match"):
         cm.accuracy(preds, af.cast(labels, af.int32))
+
+
+def test_assign_from_values_and_framework_aliases():
+    with af.variable_scope("m"):
+        w = af.get_variable("w", [2, 2])
+        af.get_variable("w2", [3])
+    fn = cf.assign_from_values_fn({"m/w": np.arange(4.0)})
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        fn(s)
+        np.testing.assert_array_equal(s.run(w), [[0, 1], [2, 3]])
+    with pytest.raises(ValueError, match="wasn't found"):
+        cf.assign_from_values({"nope": np.zeros(1)})
+    assert cf.nest.flatten((1, (2, 3))) == [1, 2, 3]
+    assert cf.list_variables is af.train.list_variables

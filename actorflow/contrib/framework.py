@@ -16,9 +16,10 @@ import functools
 import logging
 import threading
 
+from actorflow.graph import nest  # noqa: F401  (tf.contrib.framework.nest)
 from actorflow.graph.graph import GraphKeys, get_collection, get_default_graph
 from actorflow.graph.variable_scope import VariableScope, get_variable
-from actorflow.train import Saver
+from actorflow.train import Saver, init_from_checkpoint, list_variables, load_checkpoint, load_variable  # noqa: F401
 from actorflow.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -33,7 +34,8 @@ __all__ = ["arg_scope", "add_arg_scope", "has_arg_scope", "arg_scoped_arguments"
            "get_variables", "get_model_variables", "get_trainable_variables", "get_local_variables",
            "get_variables_to_restore", "get_variables_by_name", "get_variables_by_suffix", "get_unique_variable",
            "get_variable_full_name", "assign_from_checkpoint_fn", "get_global_step", "get_or_create_global_step",
-           "create_global_step", "assert_global_step"]
+           "create_global_step", "assert_global_step", "assign_from_values", "assign_from_values_fn", "nest",
+           "list_variables", "load_variable", "load_checkpoint", "init_from_checkpoint"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,4 +298,36 @@ def assign_from_checkpoint_fn(model_path, var_list, ignore_missing_vars=False, r
 
     def callback(session):
         saver.restore(session, model_path)
+    return callback
+
+
+def assign_from_values(var_names_to_values):
+    """(assign op, feed dict) setting each named global variable to its numpy value through a
+    placeholder (tf.contrib.framework.assign_from_values)."""
+    import numpy as np
+
+    from actorflow.graph.ops.constant import group, placeholder
+    feed, assigns = {}, []
+    for var_name, value in var_names_to_values.items():
+        found = get_collection(GraphKeys.GLOBAL_VARIABLES, var_name)
+        if not found:
+            raise ValueError(f"Variable {var_name} wasn't found")
+        if len(found) > 1:
+            exact = [v for v in found if v.op.name == var_name]
+            if not exact:
+                raise ValueError(f"Variable {var_name} doesn't uniquely identify a variable")
+            found = exact
+        var = found[0]
+        ph = placeholder(dtype=var.dtype.base_dtype, shape=var.get_shape(), name="placeholder/" + var.op.name)
+        assigns.append(var.assign(ph))
+        feed[ph] = np.asarray(value).reshape(var.get_shape().as_list())
+    return group(*assigns), feed
+
+
+def assign_from_values_fn(var_names_to_values):
+    """A function `fn(session)` running assign_from_values' op (tf.contrib.framework.assign_from_values_fn)."""
+    op, feed = assign_from_values(var_names_to_values)
+
+    def callback(session):
+        return session.run(op, feed)
     return callback
