@@ -860,3 +860,30 @@ def test_assign_from_values_and_framework_aliases():
         cf.assign_from_values({"nope": np.zeros(1)})
     assert cf.nest.flatten((1, (2, 3))) == [1, 2, 3]
     assert cf.list_variables is af.train.list_variables
+
+
+def test_hparams_parse_types_and_errors():
+    from actorflow.contrib.training import HParams
+    hp = HParams(learning_rate=0.1, num_layers=2, use_bn=False, act="relu", sizes=[64, 32])
+    assert hp.learning_rate == 0.1 and "sizes" in hp and "nope" not in hp
+    hp.parse("learning_rate=0.3, num_layers=4,use_bn=true,act=tanh,sizes=[8 16,4]")
+    assert hp.values() == {"learning_rate": 0.3, "num_layers": 4, "use_bn": True, "act": "tanh",
+                           "sizes": [8, 16, 4]}
+    hp.set_hparam("learning_rate", 1)              # an int is a valid float
+    assert hp.learning_rate == 1.0 and isinstance(hp.learning_rate, float)
+    hp.parse_json('{"num_layers": 3}')
+    assert hp.num_layers == 3 and HParams(**hp.values()).to_json(sort_keys=True) == hp.to_json(sort_keys=True)
+    assert hp.get("nope", 5) == 5 and hp.get("act") == "tanh"
+    for bad, msg in [("num_layers=1.5", "Could not parse"), ("nope=1", "Unknown hyperparameter"),
+                     ("act=a,act=b", "Multiple assignments"), ("sizes[0]=[1]", "list to a list index"),
+                     ("=3", "Malformed")]:
+        with pytest.raises(ValueError, match=msg):
+            hp.parse(bad)
+    with pytest.raises(ValueError, match="Could not cast"):
+        hp.set_hparam("num_layers", 2.5)
+    with pytest.raises(ValueError, match="Must pass a list"):
+        hp.set_hparam("sizes", 3)
+    with pytest.raises(ValueError, match="reserved"):
+        HParams(values=1)
+    with pytest.raises(KeyError):
+        hp.set_hparam("missing", 1)
