@@ -887,3 +887,27 @@ def test_hparams_parse_types_and_errors():
         HParams(values=1)
     with pytest.raises(KeyError):
         hp.set_hparam("missing", 1)
+
+
+def test_separable_conv2d_against_depthwise_then_pointwise():
+    rng = np.random.RandomState(15)
+    xv = rng.randn(2, 5, 5, 3).astype(np.float32)
+    x = af.constant(xv)
+    y = cl.separable_conv2d(x, 4, [3, 3], depth_multiplier=2, activation_fn=None, padding="VALID")
+    d = cl.separable_conv2d(x, None, 3, activation_fn=None, padding="VALID")
+    assert _names(af.GraphKeys.MODEL_VARIABLES) == [
+        "SeparableConv2d/depthwise_weights", "SeparableConv2d/pointwise_weights", "SeparableConv2d/biases",
+        "SeparableConv2d_1/depthwise_weights", "SeparableConv2d_1/biases"]
+    yv, dv, dw, pw, b, dw1 = _run([y, d] + af.global_variables()[:3] + af.global_variables()[3:4])
+    assert yv.shape == (2, 3, 3, 4) and dv.shape == (2, 3, 3, 3)
+    dep = np.zeros((2, 3, 3, 3, 2), np.float32)
+    for i in range(3):
+        for j in range(3):
+            dep[:, i, j] = np.einsum("bhwc,hwcm->bcm", xv[:, i:i + 3, j:j + 3], dw)
+    ref = dep.reshape(2, 3, 3, 6) @ pw[0, 0] + b
+    np.testing.assert_allclose(yv, ref, rtol=1e-4, atol=1e-5)
+    dep1 = np.zeros((2, 3, 3, 3), np.float32)
+    for i in range(3):
+        for j in range(3):
+            dep1[:, i, j] = np.einsum("bhwc,hwc->bc", xv[:, i:i + 3, j:j + 3], dw1[..., 0])
+    np.testing.assert_allclose(dv, dep1, rtol=1e-4, atol=1e-5)

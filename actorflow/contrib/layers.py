@@ -35,7 +35,7 @@ from actorflow.graph.graph import (
 )
 from actorflow.graph.indexed_slices import IndexedSlices
 from actorflow.graph.initializers import Initializer, _shape_list, ones_initializer, zeros_initializer
-from actorflow.graph.ops import array_ops, clip_ops, math_ops, nn_ops, random_ops
+from actorflow.graph.ops import array_ops, clip_ops, math_ops, nn_conv_ops, nn_ops, random_ops
 from actorflow.graph.ops.constant import constant, identity
 from actorflow.graph.ops.summary_ops import histogram as _histogram_summary
 from actorflow.graph.ops.summary_ops import scalar as _scalar_summary
@@ -51,7 +51,7 @@ __all__ = [
     "l1_regularizer", "l2_regularizer", "l1_l2_regularizer", "sum_regularizer", "apply_regularization",
     # layers
     "fully_connected", "linear", "relu", "relu6", "elu", "convolution", "convolution1d", "convolution2d", "conv1d",
-    "conv2d", "convolution2d_transpose", "conv2d_transpose", "max_pool2d", "avg_pool2d", "flatten", "dropout",
+    "conv2d", "convolution2d_transpose", "conv2d_transpose", "separable_convolution2d", "separable_conv2d", "max_pool2d", "avg_pool2d", "flatten", "dropout",
     "batch_norm", "layer_norm", "bias_add", "one_hot_encoding", "embed_sequence", "softmax", "unit_norm", "maxout",
     "repeat", "stack",
     # training and summaries
@@ -434,6 +434,57 @@ def convolution2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding=
 
 
 conv2d_transpose = convolution2d_transpose
+
+
+@add_arg_scope
+def separable_convolution2d(inputs, num_outputs, kernel_size, depth_multiplier=1, stride=1, padding="SAME",
+                            data_format=DATA_FORMAT_NHWC, rate=1, activation_fn=nn_ops.relu, normalizer_fn=None,
+                            normalizer_params=None, weights_initializer=_XAVIER, pointwise_initializer=None,
+                            weights_regularizer=None, biases_initializer=_ZEROS, biases_regularizer=None, reuse=None,
+                            variables_collections=None, outputs_collections=None, trainable=True, scope=None):
+    """A depthwise convolution (``depthwise_weights`` [kh, kw, in, depth_multiplier]), then, unless
+    `num_outputs` is None, a 1x1 convolution (``pointwise_weights`` [1, 1, in * multiplier,
+    num_outputs]), then `normalizer_fn` or ``biases``, then the activation
+    (tf.contrib.layers.separable_conv2d), scope ``SeparableConv2d``. `pointwise_initializer`
+    defaults to `weights_initializer`; `weights_regularizer` applies to both kernels."""
+    _check_nhwc_nchw(data_format)
+    with variable_scope(scope, "SeparableConv2d", [inputs], reuse=reuse) as sc:
+        inputs = convert_to_tensor(inputs)
+        if inputs.shape.ndims != 4:
+            raise ValueError(f"separable_conv2d: inputs must be 4-D, got shape {inputs.shape} ('{inputs.name}')")
+        dtype = inputs.dtype.base_dtype
+        channels = inputs.shape[1 if data_format == DATA_FORMAT_NCHW else 3]
+        if channels is None:
+            raise ValueError(f"separable_conv2d: the channel dimension of '{inputs.name}' must be known")
+        kh, kw = _n_ints(kernel_size, 2, "kernel_size", "separable_conv2d")
+        sh, sw = _n_ints(stride, 2, "stride", "separable_conv2d")
+        rates = list(_n_ints(rate, 2, "rate", "separable_conv2d"))
+        strides = [1, 1, sh, sw] if data_format == DATA_FORMAT_NCHW else [1, sh, sw, 1]
+        weights_collections = _variable_collections(variables_collections, "weights")
+        depthwise = model_variable("depthwise_weights", shape=[kh, kw, channels, depth_multiplier], dtype=dtype,
+                                   initializer=weights_initializer, regularizer=weights_regularizer,
+                                   trainable=trainable, collections=weights_collections)
+        if num_outputs is not None:
+            pointwise = model_variable("pointwise_weights", shape=[1, 1, channels * depth_multiplier, num_outputs],
+                                       dtype=dtype, initializer=pointwise_initializer or weights_initializer,
+                                       regularizer=weights_regularizer, trainable=trainable,
+                                       collections=weights_collections)
+            outputs = nn_conv_ops.separable_conv2d(inputs, depthwise, pointwise, strides, str(padding).upper(),
+                                              rate=rates, data_format=data_format)
+            out_channels = num_outputs
+        else:
+            outputs = nn_conv_ops.depthwise_conv2d(inputs, depthwise, strides, str(padding).upper(), rate=rates,
+                                              data_format=data_format)
+            out_channels = channels * depth_multiplier
+        if normalizer_fn is None and biases_initializer is not None:
+            biases = model_variable("biases", shape=[out_channels], dtype=dtype, initializer=biases_initializer,
+                                    regularizer=biases_regularizer, trainable=trainable,
+                                    collections=_variable_collections(variables_collections, "biases"))
+            outputs = nn_ops.bias_add(outputs, biases, data_format=data_format)
+        return _finish(outputs, normalizer_fn, normalizer_params, activation_fn, outputs_collections, sc)
+
+
+separable_conv2d = separable_convolution2d
 
 linear = functools.partial(fully_connected, activation_fn=None)
 relu = functools.partial(fully_connected, activation_fn=nn_ops.relu)
