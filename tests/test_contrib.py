@@ -911,3 +911,33 @@ def test_separable_conv2d_against_depthwise_then_pointwise():
         for j in range(3):
             dep1[:, i, j] = np.einsum("bhwc,hwc->bc", xv[:, i:i + 3, j:j + 3], dw1[..., 0])
     np.testing.assert_allclose(dv, dep1, rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_block_fused_cell_matches_lstm_block_cell():
+    from actorflow.contrib import rnn as cr
+    rng = np.random.RandomState(16)
+    xv = rng.randn(5, 3, 2).astype(np.float32)
+    x = af.constant(xv)
+    lengths = af.constant([5, 2, 4])
+    fused = cr.LSTMBlockFusedCell(4, use_peephole=True, cell_clip=0.8)
+    out, (c, h) = fused(x, dtype=af.float32, sequence_length=lengths)
+    out2, (c2, h2) = fused(x, dtype=af.float32)                 # a second call reuses the variables
+    names = [v.op.name for v in af.global_variables()]
+    assert names == ["lstm_fused_cell/kernel", "lstm_fused_cell/bias", "lstm_fused_cell/w_f_diag",
+                     "lstm_fused_cell/w_i_diag", "lstm_fused_cell/w_o_diag"]
+    with af.variable_scope("ref"):
+        ref_out, (rc, rh) = af.nn.dynamic_rnn(cr.LSTMBlockCell(4, use_peephole=True, cell_clip=0.8), x,
+                                              sequence_length=lengths, dtype=af.float32, time_major=True)
+    copies = [r.assign(v) for r, v in zip(af.global_variables()[5:], af.global_variables()[:5])]
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        s.run(copies)
+        ov, cv, hv, o2v, rov, rcv, rhv = s.run([out, c, h, out2, ref_out, rc, rh])
+    np.testing.assert_allclose(ov, rov, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(cv, rcv, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hv, rhv, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(ov[2:, 1], 0.0)
+    np.testing.assert_allclose(hv[1], ov[1, 1], rtol=1e-6)      # the final state is at the last valid step
+    np.testing.assert_allclose(o2v[:2, 1], ov[:2, 1], rtol=1e-5)
+    with pytest.raises(ValueError, match="3-D"):
+        fused(af.zeros([3, 2]), dtype=af.float32)

@@ -34,7 +34,7 @@ from actorflow.rnn_cell import (
 
 __all__ = ["RNNCell", "LayerRNNCell", "BasicRNNCell", "BasicLSTMCell", "LSTMCell", "GRUCell", "MultiRNNCell",
            "LSTMStateTuple", "DropoutWrapper", "ResidualWrapper", "DeviceWrapper", "OutputProjectionWrapper",
-           "InputProjectionWrapper", "EmbeddingWrapper", "LSTMBlockCell", "GRUBlockCell", "LayerNormBasicLSTMCell",
+           "InputProjectionWrapper", "EmbeddingWrapper", "LSTMBlockCell", "LSTMBlockFusedCell", "GRUBlockCell", "LayerNormBasicLSTMCell",
            "static_rnn", "static_bidirectional_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn",
            "stack_bidirectional_rnn", "stack_bidirectional_dynamic_rnn"]
 
@@ -57,6 +57,51 @@ class LSTMBlockCell(LSTMCell):
         clip = cell_clip if cell_clip is not None and cell_clip > 0 else None
         super().__init__(num_units, use_peepholes=use_peephole, cell_clip=clip, forget_bias=forget_bias,
                          state_is_tuple=True, reuse=reuse, name=name, dtype=dtype)
+
+
+class LSTMBlockFusedCell:
+    """tf.contrib.rnn.LSTMBlockFusedCell: LSTMBlockCell run over a whole time-major sequence,
+    called as ``cell(inputs [time, batch, depth], initial_state=None, dtype=None,
+    sequence_length=None)`` and returning ``(outputs [time, batch, num_units],
+    LSTMStateTuple(c, h))``.
+
+    Its variables live directly in its own scope (``lstm_fused_cell/kernel``, ``/bias``, and the
+    peepholes), made unique per cell and reused by later calls. TF runs one BlockLSTM kernel; here
+    it is `dynamic_rnn` over the same step, so outputs past a row's `sequence_length` are zeros and
+    its final state is the one at its last valid step, as in TF.
+    """
+
+    def __init__(self, num_units, forget_bias=1.0, cell_clip=None, use_peephole=False, reuse=None, dtype=None,
+                 name="lstm_fused_cell"):
+        self._num_units = int(num_units)
+        self._name = name
+        self._cell = LSTMBlockCell(num_units, forget_bias=forget_bias, cell_clip=cell_clip,
+                                   use_peephole=use_peephole, dtype=dtype, reuse=reuse, name=name)
+
+    @property
+    def num_units(self):
+        return self._num_units
+
+    @property
+    def variables(self) -> list:
+        return self._cell.variables
+
+    def __call__(self, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
+        inputs = convert_to_tensor(inputs)
+        if inputs.shape.ndims != 3:
+            raise ValueError(f"LSTMBlockFusedCell: inputs must be 3-D [time, batch, depth], got shape {inputs.shape} "
+                             f"('{inputs.name}')")
+        cell = self._cell
+        if cell._scope is None:
+            # The step's variables go straight into the fused cell's scope (no per-step cell scope
+            # below it), where TF's BlockLSTM keeps them.
+            with variable_scope(scope, default_name=self._name) as sc:
+                cell._scope = sc
+        if initial_state is not None:
+            initial_state = LSTMStateTuple(*initial_state)
+        return dynamic_rnn(cell, inputs, sequence_length=sequence_length, initial_state=initial_state,
+                           dtype=dtype or (None if initial_state is not None else inputs.dtype), time_major=True,
+                           scope=cell._scope)
 
 
 class GRUBlockCell(GRUCell):
