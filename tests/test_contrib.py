@@ -941,3 +941,66 @@ def test_lstm_block_fused_cell_matches_lstm_block_cell():
     np.testing.assert_allclose(o2v[:2, 1], ov[:2, 1], rtol=1e-5)
     with pytest.raises(ValueError, match="3-D"):
         fused(af.zeros([3, 2]), dtype=af.float32)
+
+
+def test_dynamic_decode_training_helper_matches_dynamic_rnn():
+    from actorflow.contrib import rnn as cr
+    from actorflow.contrib import seq2seq
+    rng = np.random.RandomState(17)
+    x = af.constant(rng.randn(3, 4, 2).astype(np.float32))
+    lengths = af.constant([4, 2, 3])
+    cell = cr.GRUCell(5)
+    proj = af.layers.Dense(6)
+    helper = seq2seq.TrainingHelper(x, lengths)
+    decoder = seq2seq.BasicDecoder(cell, helper, cell.zero_state(3, af.float32), output_layer=proj)
+    out, state, out_len = seq2seq.dynamic_decode(decoder, impute_finished=True)
+    assert [v.op.name for v in af.global_variables()] == [
+        "decoder/gru_cell/gates/kernel", "decoder/gru_cell/gates/bias", "decoder/gru_cell/candidate/kernel",
+        "decoder/gru_cell/candidate/bias", "decoder/dense/kernel", "decoder/dense/bias"]
+    with af.variable_scope("decoder", reuse=True):
+        ref, ref_state = af.nn.dynamic_rnn(cell, x, sequence_length=lengths, dtype=af.float32)
+    loss = seq2seq.sequence_loss(out.rnn_output, af.zeros([3, 4], af.int32), af.sequence_mask(lengths, 4, af.float32))
+    train = af.train.AdamOptimizer(0.1).minimize(loss)
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        ov, sid, sv, lv, rv, rsv = s.run([out.rnn_output, out.sample_id, state, out_len, ref, ref_state])
+        w, b = s.run(af.global_variables()[4:6])
+        first = s.run(loss)
+        for _ in range(20):
+            s.run(train)
+        last = s.run(loss)
+    mask = np.arange(4)[None, :] < np.array([4, 2, 3])[:, None]
+    np.testing.assert_allclose(ov, np.where(mask[..., None], rv @ w + b, 0.0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(sid, np.where(mask, (rv @ w + b).argmax(-1), 0))
+    np.testing.assert_allclose(sv, rsv, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(lv, [4, 2, 3])
+    assert last < 0.5 * first
+
+
+def test_dynamic_decode_greedy_reproduced_by_teacher_forcing():
+    from actorflow.contrib import rnn as cr
+    from actorflow.contrib import seq2seq
+    emb = af.get_variable("emb", [6, 3])
+    cell = cr.BasicLSTMCell(4)
+    proj = af.layers.Dense(6)
+    init = cell.zero_state(2, af.float32)
+    greedy = seq2seq.BasicDecoder(cell, seq2seq.GreedyEmbeddingHelper(emb, af.fill([2], 1), 0), init,
+                                  output_layer=proj)
+    out, _, lengths = seq2seq.dynamic_decode(greedy, maximum_iterations=6, output_time_major=True)
+    ids = out.sample_id                                                   # [time, batch]
+    fed = af.concat([af.fill([1, 2], 1), ids[:-1]], 0)
+    forced = seq2seq.BasicDecoder(cell, seq2seq.TrainingHelper(af.nn.embedding_lookup(emb, fed), af.fill([2], 6),
+                                                               time_major=True), init, output_layer=proj)
+    out2, _, _ = seq2seq.dynamic_decode(forced, output_time_major=True, scope="decoder")
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        s.run(af.global_variables()[0].assign(np.random.RandomState(18).randn(6, 3).astype(np.float32)))
+        iv, ov, lv, o2v = s.run([ids, out.rnn_output, lengths, out2.rnn_output])
+    assert iv.shape[0] <= 6
+    np.testing.assert_array_equal(iv, ov.argmax(-1))
+    np.testing.assert_allclose(ov, o2v[:len(ov)], rtol=1e-4, atol=1e-5)
+    for b in range(2):                      # a row ends at its first end token (0), or at 6 steps
+        stop = list(iv[:, b]).index(0) + 1 if 0 in iv[:, b] else 6
+        assert lv[b] == stop
+    with pytest.raises(TypeError, match="Decoder"):
+        seq2seq.dynamic_decode(object())

@@ -1,12 +1,25 @@
-"""af.contrib.seq2seq: tf.contrib.seq2seq.sequence_loss (TF 1.15), the weighted cross-entropy of a
-batch of logit sequences."""
+"""af.contrib.seq2seq: tf.contrib.seq2seq (TF 1.15): `sequence_loss`, the weighted cross-entropy
+of a batch of logit sequences, and dynamic decoding: `dynamic_decode` running a `BasicDecoder`
+(a cell, a helper, an optional output layer) in a while loop, with `TrainingHelper` (teacher
+forcing) and `GreedyEmbeddingHelper` (feeding back the argmax's embedding until `end_token`).
+
+Attention wrappers and beam search are not here.
+"""
 from __future__ import annotations
 
-from actorflow.graph import dtypes
-from actorflow.graph.graph import convert_to_tensor, name_scope
-from actorflow.graph.ops import array_ops, math_ops, nn_ops
+import collections
 
-__all__ = ["sequence_loss"]
+from actorflow.graph import dtypes, nest
+from actorflow.graph.control_flow import cond, while_loop
+from actorflow.graph.graph import Tensor, convert_to_tensor, name_scope
+from actorflow.graph.ops import array_ops, math_ops, nn_ops
+from actorflow.graph.ops.tensor_array_ops import TensorArray
+from actorflow.graph.tensor_shape import TensorShape
+from actorflow.graph.variable_scope import variable_scope
+from actorflow.rnn import _transpose_batch_time
+
+__all__ = ["sequence_loss", "Helper", "TrainingHelper", "GreedyEmbeddingHelper", "Decoder", "BasicDecoder",
+           "BasicDecoderOutput", "dynamic_decode"]
 
 
 def sequence_loss(logits, targets, weights, average_across_timesteps=True, average_across_batch=True,
@@ -60,3 +73,312 @@ def sequence_loss(logits, targets, weights, average_across_timesteps=True, avera
             count = math_ops.cast(math_ops.count_nonzero(weights, axis=axis, dtype=dtypes.int64), crossent.dtype)
             return math_ops.div_no_nan(math_ops.reduce_sum(crossent, axis=axis), count)
         return crossent
+
+
+# ---------------------------------------------------------------------------------------------
+# Dynamic decoding
+# ---------------------------------------------------------------------------------------------
+
+def _rows(mask: Tensor, like: Tensor) -> Tensor:
+    """A [batch] bool mask reshaped to broadcast over the rows of `like`."""
+    r = like.shape.ndims
+    return mask if r in (None, 1) else array_ops.reshape(mask, [-1] + [1] * (r - 1))
+
+
+class Helper:
+    """How a decoder samples and what it feeds next (tf.contrib.seq2seq.Helper)."""
+
+    @property
+    def batch_size(self):
+        raise NotImplementedError
+
+    @property
+    def sample_ids_shape(self):
+        raise NotImplementedError
+
+    @property
+    def sample_ids_dtype(self):
+        raise NotImplementedError
+
+    def initialize(self, name=None):
+        """(finished, first inputs)."""
+        raise NotImplementedError
+
+    def sample(self, time, outputs, state, name=None):
+        raise NotImplementedError
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        """(finished, next inputs, next state)."""
+        raise NotImplementedError
+
+
+class TrainingHelper(Helper):
+    """Teacher forcing: step t is fed `inputs[:, t]`; a row is finished once t reaches its
+    `sequence_length`; samples are the argmax of the outputs (tf.contrib.seq2seq.TrainingHelper).
+    When every row is finished the next inputs are zeros."""
+
+    def __init__(self, inputs, sequence_length, time_major=False, name=None):
+        with name_scope(name, "TrainingHelper", [inputs, sequence_length]):
+            inputs = convert_to_tensor(inputs, name="inputs")
+            self._inputs = inputs if time_major else _transpose_batch_time(inputs)
+            self._sequence_length = convert_to_tensor(sequence_length, name="sequence_length")
+            if self._sequence_length.shape.ndims != 1:
+                raise ValueError(f"Expected sequence_length to be a vector, but received shape: "
+                                 f"{self._sequence_length.shape}")
+            self._zero_inputs = array_ops.zeros_like(array_ops.gather(self._inputs, 0))
+            self._batch_size = array_ops.size(self._sequence_length)
+
+    @property
+    def inputs(self):
+        return self._inputs
+
+    @property
+    def sequence_length(self):
+        return self._sequence_length
+
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    @property
+    def sample_ids_shape(self):
+        return TensorShape([])
+
+    @property
+    def sample_ids_dtype(self):
+        return dtypes.int32
+
+    def _read(self, t, finished):
+        return cond(math_ops.reduce_all(finished), lambda: self._zero_inputs,
+                    lambda: array_ops.gather(self._inputs, t))
+
+    def initialize(self, name=None):
+        with name_scope(name, "TrainingHelperInitialize"):
+            finished = math_ops.greater_equal(math_ops.cast(0, self._sequence_length.dtype), self._sequence_length)
+            return finished, self._read(0, finished)
+
+    def sample(self, time, outputs, state=None, name=None):
+        with name_scope(name, "TrainingHelperSample"):
+            return math_ops.cast(math_ops.argmax(outputs, axis=-1), dtypes.int32)
+
+    def next_inputs(self, time, outputs, state, sample_ids=None, name=None):
+        with name_scope(name, "TrainingHelperNextInputs"):
+            next_time = time + 1
+            finished = math_ops.greater_equal(math_ops.cast(next_time, self._sequence_length.dtype),
+                                              self._sequence_length)
+            return finished, self._read(next_time, finished), state
+
+
+class GreedyEmbeddingHelper(Helper):
+    """Greedy decoding: starts from the embedding of `start_tokens`, then feeds the embedding of
+    each step's argmax; a row is finished when it emits `end_token`
+    (tf.contrib.seq2seq.GreedyEmbeddingHelper). `embedding` is a [vocab, depth] matrix or a
+    function of the ids."""
+
+    def __init__(self, embedding, start_tokens, end_token):
+        if callable(embedding):
+            self._embed = embedding
+        else:
+            params = convert_to_tensor(embedding, name="embedding")
+            self._embed = lambda ids: nn_ops.embedding_lookup(params, ids)
+        self._start_tokens = convert_to_tensor(start_tokens, dtype=dtypes.int32, name="start_tokens")
+        self._end_token = convert_to_tensor(end_token, dtype=dtypes.int32, name="end_token")
+        if self._start_tokens.shape.ndims != 1:
+            raise ValueError("start_tokens must be a vector")
+        if self._end_token.shape.ndims != 0:
+            raise ValueError("end_token must be a scalar")
+        self._batch_size = array_ops.size(self._start_tokens)
+        self._start_inputs = self._embed(self._start_tokens)
+
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    @property
+    def sample_ids_shape(self):
+        return TensorShape([])
+
+    @property
+    def sample_ids_dtype(self):
+        return dtypes.int32
+
+    def initialize(self, name=None):
+        return array_ops.zeros_like(self._start_tokens, dtype=dtypes.bool_), self._start_inputs
+
+    def sample(self, time, outputs, state=None, name=None):
+        if not isinstance(outputs, Tensor) or outputs.shape.ndims != 2:
+            raise ValueError(f"Expected outputs to be a single Tensor of rank 2, got {outputs!r}")
+        return math_ops.cast(math_ops.argmax(outputs, axis=-1), dtypes.int32)
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        finished = math_ops.equal(sample_ids, self._end_token)
+        next_inputs = cond(math_ops.reduce_all(finished), lambda: self._start_inputs,
+                           lambda: self._embed(sample_ids))
+        return finished, next_inputs, state
+
+
+class Decoder:
+    """The interface dynamic_decode runs (tf.contrib.seq2seq.Decoder): `initialize()` ->
+    (finished, inputs, state); `step(time, inputs, state)` -> (outputs, state, inputs, finished)."""
+
+    @property
+    def batch_size(self):
+        raise NotImplementedError
+
+    @property
+    def output_size(self):
+        raise NotImplementedError
+
+    @property
+    def output_dtype(self):
+        raise NotImplementedError
+
+    @property
+    def tracks_own_finished(self):
+        return False
+
+    def initialize(self, name=None):
+        raise NotImplementedError
+
+    def step(self, time, inputs, state, name=None):
+        raise NotImplementedError
+
+    def finalize(self, outputs, final_state, sequence_lengths):
+        raise NotImplementedError
+
+
+class BasicDecoderOutput(collections.namedtuple("BasicDecoderOutput", ("rnn_output", "sample_id"))):
+    """A BasicDecoder step's output: the (projected) cell output and the sampled id."""
+
+    __slots__ = ()
+
+
+class BasicDecoder(Decoder):
+    """A cell, a helper and an optional `output_layer` (an af.layers layer applied to the cell
+    output) (tf.contrib.seq2seq.BasicDecoder)."""
+
+    def __init__(self, cell, helper, initial_state, output_layer=None):
+        if not callable(cell):
+            raise TypeError(f"cell must be an RNNCell, received: {type(cell).__name__}")
+        if not isinstance(helper, Helper):
+            raise TypeError(f"helper must be a Helper, received: {type(helper).__name__}")
+        if output_layer is not None and not callable(output_layer):
+            raise TypeError(f"output_layer must be a Layer, received: {type(output_layer).__name__}")
+        self._cell, self._helper, self._initial_state, self._output_layer = cell, helper, initial_state, output_layer
+
+    @property
+    def batch_size(self):
+        return self._helper.batch_size
+
+    def _rnn_output_size(self):
+        size = self._cell.output_size
+        if self._output_layer is None:
+            return size
+        units = getattr(self._output_layer, "units", None)
+        if units is None:
+            raise ValueError("BasicDecoder: output_layer must have `units` (a Dense layer)")
+        return int(units)
+
+    @property
+    def output_size(self):
+        return BasicDecoderOutput(rnn_output=self._rnn_output_size(), sample_id=self._helper.sample_ids_shape)
+
+    @property
+    def output_dtype(self):
+        dtype = nest.flatten(self._initial_state)[0].dtype
+        return BasicDecoderOutput(nest.map_structure(lambda _: dtype, self._rnn_output_size()),
+                                  self._helper.sample_ids_dtype)
+
+    def initialize(self, name=None):
+        finished, inputs = self._helper.initialize()
+        return finished, inputs, self._initial_state
+
+    def step(self, time, inputs, state, name=None):
+        with name_scope(name, "BasicDecoderStep"):
+            cell_outputs, cell_state = self._cell(inputs, state)
+            if self._output_layer is not None:
+                cell_outputs = self._output_layer(cell_outputs)
+            sample_ids = self._helper.sample(time=time, outputs=cell_outputs, state=cell_state)
+            finished, next_inputs, next_state = self._helper.next_inputs(time=time, outputs=cell_outputs,
+                                                                         state=cell_state, sample_ids=sample_ids)
+        return BasicDecoderOutput(cell_outputs, sample_ids), next_state, next_inputs, finished
+
+
+def _zeros_like_size(size, dtype, batch_size):
+    shape = TensorShape(size if not isinstance(size, int) else [size]).as_list()
+    full = array_ops.concat([array_ops.reshape(batch_size, [1]),
+                             convert_to_tensor(shape, dtype=dtypes.int32)], 0) if shape else \
+        array_ops.reshape(batch_size, [1])
+    return array_ops.zeros(full, dtype=dtype)
+
+
+def dynamic_decode(decoder, output_time_major=False, impute_finished=False, maximum_iterations=None,
+                   parallel_iterations=32, swap_memory=False, scope=None):
+    """Runs `decoder` step by step in a while loop until every row is finished or
+    `maximum_iterations` steps (tf.contrib.seq2seq.dynamic_decode).
+
+    Returns (final outputs [batch, time, ...] (time-major with `output_time_major`), final state,
+    final sequence lengths). With `impute_finished`, a finished row's outputs are zeros and its
+    state is copied through. A row's length counts the steps up to and including the one that
+    finished it.
+    """
+    if not isinstance(decoder, Decoder):
+        raise TypeError(f"Expected decoder to be type Decoder, but saw: {type(decoder).__name__}")
+    with variable_scope(scope, "decoder"):
+        if maximum_iterations is not None:
+            maximum_iterations = convert_to_tensor(maximum_iterations, dtype=dtypes.int32, name="maximum_iterations")
+            if maximum_iterations.shape.ndims != 0:
+                raise ValueError("maximum_iterations must be a scalar")
+        initial_finished, initial_inputs, initial_state = decoder.initialize()
+        batch_size = decoder.batch_size
+        zero_outputs = nest.map_structure(lambda s, d: _zeros_like_size(s, d, batch_size), decoder.output_size,
+                                          decoder.output_dtype)
+        if maximum_iterations is not None:
+            initial_finished = math_ops.logical_or(initial_finished, math_ops.greater_equal(0, maximum_iterations))
+        initial_lengths = array_ops.zeros_like(initial_finished, dtype=dtypes.int32)
+        static_batch = initial_finished.shape[0] if initial_finished.shape.ndims == 1 else None
+
+        def make_ta(size, dtype):
+            shape = TensorShape(size if not isinstance(size, int) else [size])
+            return TensorArray(dtype=dtype, size=0, dynamic_size=True,
+                               element_shape=TensorShape([static_batch]).concatenate(shape))
+        initial_tas = nest.map_structure(make_ta, decoder.output_size, decoder.output_dtype)
+
+        def condition(time, tas, state, inputs, finished, lengths):
+            return math_ops.logical_not(math_ops.reduce_all(finished))
+
+        def body(time, tas, state, inputs, finished, lengths):
+            outputs, dec_state, next_inputs, dec_finished = decoder.step(time, inputs, state)
+            next_finished = dec_finished if decoder.tracks_own_finished else math_ops.logical_or(dec_finished,
+                                                                                                  finished)
+            next_lengths = math_ops.where_v2(math_ops.logical_not(finished), array_ops.fill(array_ops.shape(lengths),
+                                                                                             time + 1), lengths)
+            if maximum_iterations is not None:
+                next_finished = math_ops.logical_or(next_finished, math_ops.greater_equal(time + 1,
+                                                                                          maximum_iterations))
+            if impute_finished:
+                emit = nest.map_structure(lambda out, zero: math_ops.where_v2(_rows(finished, out), zero, out),
+                                          outputs, zero_outputs)
+
+                def keep(new, cur):
+                    new.set_shape(cur.shape)
+                    return new if new.shape.ndims == 0 else math_ops.where_v2(_rows(finished, new), cur, new)
+                next_state = nest.map_structure(keep, dec_state, state)
+            else:
+                emit, next_state = outputs, dec_state
+            tas = nest.map_structure(lambda ta, out: ta.write(time, out), tas, emit)
+            return time + 1, tas, next_state, next_inputs, next_finished, next_lengths
+
+        res = while_loop(condition, body, loop_vars=(convert_to_tensor(0, dtype=dtypes.int32), initial_tas,
+                                                     initial_state, initial_inputs, initial_finished,
+                                                     initial_lengths),
+                         parallel_iterations=parallel_iterations, swap_memory=swap_memory)
+        final_outputs = nest.map_structure(lambda ta: ta.stack(), res[1])
+        final_state, final_lengths = res[2], res[5]
+        try:
+            final_outputs, final_state = decoder.finalize(final_outputs, final_state, final_lengths)
+        except NotImplementedError:
+            pass
+        if not output_time_major:
+            final_outputs = nest.map_structure(_transpose_batch_time, final_outputs)
+    return final_outputs, final_state, final_lengths
