@@ -1006,3 +1006,68 @@ def test_dynamic_decode_greedy_reproduced_by_teacher_forcing():
         assert lv[b] == stop
     with pytest.raises(TypeError, match="Decoder"):
         seq2seq.dynamic_decode(object())
+
+
+def test_attention_wrapper_luong_step_against_numpy():
+    from actorflow.contrib import rnn as cr
+    from actorflow.contrib import seq2seq
+    rng = np.random.RandomState(19)
+    mem_v = rng.randn(2, 5, 3).astype(np.float32)
+    x_v = rng.randn(2, 2).astype(np.float32)
+    mech = seq2seq.LuongAttention(4, af.constant(mem_v), memory_sequence_length=af.constant([5, 3]))
+    cell = seq2seq.AttentionWrapper(cr.BasicRNNCell(4), mech, attention_layer_size=6)
+    state0 = cell.zero_state(2, af.float32)
+    out, state1 = cell(af.constant(x_v), state0)
+    out2, state2 = cell(af.constant(x_v), state1)
+    assert [v.op.name for v in af.global_variables()] == [
+        "memory_layer/kernel", "attention_wrapper/basic_rnn_cell/kernel", "attention_wrapper/basic_rnn_cell/bias",
+        "attention_wrapper/attention_layer/kernel"]
+    assert cell.output_size == 6 and isinstance(state1, seq2seq.AttentionWrapperState)
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        o1, o2, al2, t2, (wm, wc, bc, wa) = s.run([out, out2, state2.alignments, state2.time, af.global_variables()])
+    keys = mem_v * (np.arange(5)[None, :, None] < np.array([5, 3])[:, None, None])
+    values = keys.copy()
+    keys = keys @ wm
+    h, attn = np.zeros((2, 4), np.float32), np.zeros((2, 6), np.float32)
+    for ref_out in (o1, o2):
+        h = np.tanh(np.concatenate([x_v, attn, h], 1) @ wc + bc)
+        score = np.einsum("bd,btd->bt", h, keys)
+        score[1, 3:] = -np.inf
+        w = np.exp(score - score.max(1, keepdims=True))
+        w /= w.sum(1, keepdims=True)
+        attn = np.concatenate([h, np.einsum("bt,btd->bd", w, values)], 1) @ wa
+        np.testing.assert_allclose(ref_out, attn, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(al2, w, rtol=1e-4, atol=1e-6)
+    assert t2 == 2 and np.all(al2[1, 3:] == 0)
+    with pytest.raises(TypeError, match="AttentionWrapperState"):
+        cell(af.constant(x_v), state0.cell_state)
+
+
+def test_bahdanau_attention_decoder_trains():
+    from actorflow.contrib import rnn as cr
+    from actorflow.contrib import seq2seq
+    rng = np.random.RandomState(20)
+    src = rng.randn(8, 5, 3).astype(np.float32)
+    target = src[:, ::-1, :1].copy()[:, :4]                       # read the memory backwards
+    dec_in = np.concatenate([np.zeros((8, 1, 1), np.float32), target[:, :-1]], 1)
+    mech = seq2seq.BahdanauAttention(8, af.constant(src), memory_sequence_length=af.fill([8], 5), normalize=True)
+    cell = seq2seq.AttentionWrapper(cr.GRUCell(8), mech, attention_layer_size=8, alignment_history=True)
+    dec = seq2seq.BasicDecoder(cell, seq2seq.TrainingHelper(af.constant(dec_in), af.fill([8], 4)),
+                               cell.zero_state(8, af.float32), output_layer=af.layers.Dense(1))
+    out, state, _ = seq2seq.dynamic_decode(dec, impute_finished=True)
+    names = [v.op.name for v in af.global_variables()]
+    assert "decoder/attention_wrapper/bahdanau_attention/query_layer/kernel" in names
+    assert "decoder/attention_wrapper/bahdanau_attention/attention_v" in names
+    history = state.alignment_history.stack()
+    loss = af.reduce_mean(af.square(out.rnn_output - target))
+    train = af.train.AdamOptimizer(0.03).minimize(loss)
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        first, hv = s.run([loss, history])
+        for _ in range(60):
+            s.run(train)
+        last = s.run(loss)
+    assert hv.shape == (4, 8, 5)
+    np.testing.assert_allclose(hv.sum(-1), 1.0, rtol=1e-5)
+    assert last < 0.5 * first

@@ -3,23 +3,29 @@ of a batch of logit sequences, and dynamic decoding: `dynamic_decode` running a 
 (a cell, a helper, an optional output layer) in a while loop, with `TrainingHelper` (teacher
 forcing) and `GreedyEmbeddingHelper` (feeding back the argmax's embedding until `end_token`).
 
-Attention wrappers and beam search are not here.
+`AttentionWrapper` adds Bahdanau (additive) or Luong (multiplicative) attention over a memory to
+any cell. Beam search is not here.
 """
 from __future__ import annotations
 
 import collections
+import math
 
 from actorflow.graph import dtypes, nest
 from actorflow.graph.control_flow import cond, while_loop
 from actorflow.graph.graph import Tensor, convert_to_tensor, name_scope
+from actorflow.graph.initializers import constant_initializer, ones_initializer, zeros_initializer
 from actorflow.graph.ops import array_ops, math_ops, nn_ops
 from actorflow.graph.ops.tensor_array_ops import TensorArray
 from actorflow.graph.tensor_shape import TensorShape
-from actorflow.graph.variable_scope import variable_scope
+from actorflow.graph.variable_scope import get_variable, variable_scope
+from actorflow.layers import Dense
 from actorflow.rnn import _transpose_batch_time
+from actorflow.rnn_cell import RNNCell
 
 __all__ = ["sequence_loss", "Helper", "TrainingHelper", "GreedyEmbeddingHelper", "Decoder", "BasicDecoder",
-           "BasicDecoderOutput", "dynamic_decode"]
+           "BasicDecoderOutput", "dynamic_decode", "BahdanauAttention", "LuongAttention", "AttentionWrapper",
+           "AttentionWrapperState"]
 
 
 def sequence_loss(logits, targets, weights, average_across_timesteps=True, average_across_batch=True,
@@ -361,6 +367,8 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False, maxi
                                           outputs, zero_outputs)
 
                 def keep(new, cur):
+                    if isinstance(cur, TensorArray):
+                        return new
                     new.set_shape(cur.shape)
                     return new if new.shape.ndims == 0 else math_ops.where_v2(_rows(finished, new), cur, new)
                 next_state = nest.map_structure(keep, dec_state, state)
@@ -382,3 +390,232 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False, maxi
         if not output_time_major:
             final_outputs = nest.map_structure(_transpose_batch_time, final_outputs)
     return final_outputs, final_state, final_lengths
+
+
+# ---------------------------------------------------------------------------------------------
+# Attention
+# ---------------------------------------------------------------------------------------------
+
+class _AttentionMechanism:
+    """Keys and values over a memory [batch, time, depth]: values are the memory with the steps
+    past `memory_sequence_length` zeroed, keys the values through ``memory_layer`` (a Dense of
+    `num_units` without bias); scores past the length are masked (`score_mask_value`, -inf by
+    default) before the softmax (`probability_fn`)."""
+
+    _scope_name = ""
+
+    def __init__(self, num_units, memory, memory_sequence_length, probability_fn, score_mask_value, dtype, name,
+                 query_layer):
+        self._num_units = int(num_units)
+        self._name = name
+        with name_scope(name, "BaseAttentionMechanismInit", [memory]):
+            memory = convert_to_tensor(memory, name="memory")
+            if memory.shape.ndims != 3 or memory.shape[2] is None:
+                raise ValueError(f"{name}: memory must be [batch, time, depth] with a known depth, got {memory.shape}")
+            self._length = (None if memory_sequence_length is None
+                            else convert_to_tensor(memory_sequence_length, name="memory_sequence_length"))
+            if self._length is not None:
+                steps = array_ops.shape(memory)[1]
+                self._mask = array_ops.sequence_mask(self._length, steps)
+                memory = memory * array_ops.expand_dims(math_ops.cast(self._mask, memory.dtype), 2)
+            else:
+                self._mask = None
+            self._values = memory
+            self._memory_layer = Dense(num_units, name="memory_layer", use_bias=False, dtype=dtype)
+            self._keys = self._memory_layer(memory)
+        self._query_layer = query_layer
+        self._probability_fn = probability_fn or nn_ops.softmax
+        self._score_mask_value = score_mask_value
+        self._batch_size = memory.shape[0] if memory.shape[0] is not None else array_ops.shape(memory)[0]
+        self._alignments_size = memory.shape[1] if memory.shape[1] is not None else array_ops.shape(memory)[1]
+
+    values = property(lambda self: self._values)
+    keys = property(lambda self: self._keys)
+    batch_size = property(lambda self: self._batch_size)
+    alignments_size = property(lambda self: self._alignments_size)
+    state_size = property(lambda self: self._alignments_size)
+    memory_layer = property(lambda self: self._memory_layer)
+    query_layer = property(lambda self: self._query_layer)
+
+    def _probabilities(self, score, state):
+        if self._mask is not None:
+            fill = (self._score_mask_value if self._score_mask_value is not None
+                    else convert_to_tensor(float("-inf"), dtype=score.dtype))
+            score = math_ops.where_v2(self._mask, score, array_ops.ones_like(score) * fill)
+        return self._probability_fn(score)
+
+    def initial_alignments(self, batch_size, dtype):
+        """Zeros [batch, memory time]."""
+        return array_ops.zeros(array_ops.stack([batch_size, self._alignments_size]), dtype=dtype)
+
+    initial_state = initial_alignments
+
+    def __call__(self, query, state):
+        """(alignments, next state): the attention weights over the memory for `query`."""
+        with variable_scope(None, self._scope_name, [query]):
+            score = self._score(query)
+        alignments = self._probabilities(score, state)
+        return alignments, alignments
+
+
+class BahdanauAttention(_AttentionMechanism):
+    """Additive attention (Bahdanau et al. 2015) (tf.contrib.seq2seq.BahdanauAttention):
+    score = sum(v * tanh(keys + query_layer(query))), ``attention_v`` [num_units]; with
+    `normalize`, v is weight-normalized (``attention_g``, ``attention_b``)."""
+
+    _scope_name = "bahdanau_attention"
+
+    def __init__(self, num_units, memory, memory_sequence_length=None, normalize=False, probability_fn=None,
+                 score_mask_value=None, dtype=None, custom_key_value_fn=None, name="BahdanauAttention"):
+        if custom_key_value_fn is not None:
+            raise NotImplementedError("BahdanauAttention: custom_key_value_fn is not supported by actorflow")
+        super().__init__(num_units, memory, memory_sequence_length,
+                         (lambda score: probability_fn(score)) if probability_fn else None, score_mask_value, dtype,
+                         name, Dense(num_units, name="query_layer", use_bias=False, dtype=dtype))
+        self._normalize = normalize
+
+    def _score(self, query):
+        q = array_ops.expand_dims(self._query_layer(query), 1)
+        keys = self._keys
+        v = get_variable("attention_v", [self._num_units], dtype=keys.dtype)
+        if self._normalize:
+            g = get_variable("attention_g", [], dtype=keys.dtype,
+                             initializer=constant_initializer(math.sqrt(1.0 / self._num_units)))
+            b = get_variable("attention_b", [self._num_units], dtype=keys.dtype,
+                             initializer=zeros_initializer())
+            normed_v = g * v * math_ops.rsqrt(math_ops.reduce_sum(math_ops.square(v)))
+            return math_ops.reduce_sum(normed_v * math_ops.tanh(keys + q + b), [2])
+        return math_ops.reduce_sum(v * math_ops.tanh(keys + q), [2])
+
+
+class LuongAttention(_AttentionMechanism):
+    """Multiplicative attention (Luong et al. 2015) (tf.contrib.seq2seq.LuongAttention):
+    score = query . keys, times the scalar ``attention_g`` with `scale`."""
+
+    _scope_name = "luong_attention"
+
+    def __init__(self, num_units, memory, memory_sequence_length=None, scale=False, probability_fn=None,
+                 score_mask_value=None, dtype=None, custom_key_value_fn=None, name="LuongAttention"):
+        if custom_key_value_fn is not None:
+            raise NotImplementedError("LuongAttention: custom_key_value_fn is not supported by actorflow")
+        super().__init__(num_units, memory, memory_sequence_length,
+                         (lambda score: probability_fn(score)) if probability_fn else None, score_mask_value, dtype,
+                         name, None)
+        self._scale = scale
+
+    def _score(self, query):
+        query = convert_to_tensor(query)
+        if query.shape[-1] is not None and query.shape[-1] != self._num_units:
+            raise ValueError(f"Incompatible or unknown inner dimensions between query and keys. Query "
+                             f"({query.name}) has units: {query.shape[-1]}. Keys have units: {self._num_units}. "
+                             "Perhaps you need to set num_units to the keys' dimension?")
+        score = array_ops.squeeze(math_ops.matmul(array_ops.expand_dims(query, 1), self._keys, transpose_b=True),
+                                  [1])
+        if self._scale:
+            g = get_variable("attention_g", [], dtype=score.dtype, initializer=ones_initializer())
+            score = g * score
+        return score
+
+
+class AttentionWrapperState(collections.namedtuple("AttentionWrapperState", (
+        "cell_state", "attention", "time", "alignments", "alignment_history", "attention_state"))):
+    """The state of an AttentionWrapper: the wrapped cell's state, the last attention vector, the
+    step, the last alignments, their history (a TensorArray, or () when not kept) and the
+    mechanism's state."""
+
+    __slots__ = ()
+
+    def clone(self, **kwargs):
+        """A copy with the given fields replaced (cell_state=... to start from an encoder's state)."""
+        return self._replace(**kwargs)
+
+
+class AttentionWrapper(RNNCell):
+    """A cell with attention (tf.contrib.seq2seq.AttentionWrapper): each step feeds the cell
+    `cell_input_fn(inputs, previous attention)` (their concatenation), scores the memory with the
+    cell output, reads the context (alignments @ values) and, with `attention_layer_size`, makes
+    the attention vector ``attention_layer`` ([cell output, context] @ W, no bias); otherwise the
+    context is the attention. Outputs the attention (or, with `output_attention=False`, the cell
+    output). Variables live under ``attention_wrapper``. One attention mechanism only here.
+    """
+
+    def __init__(self, cell, attention_mechanism, attention_layer_size=None, alignment_history=False,
+                 cell_input_fn=None, output_attention=True, initial_cell_state=None, name=None, attention_layer=None,
+                 attention_fn=None):
+        super().__init__(name=name)
+        if isinstance(attention_mechanism, (list, tuple)):
+            if len(attention_mechanism) != 1:
+                raise NotImplementedError("AttentionWrapper: several attention mechanisms are not supported by "
+                                          "actorflow")
+            attention_mechanism = attention_mechanism[0]
+        if not isinstance(attention_mechanism, _AttentionMechanism):
+            raise TypeError(f"attention_mechanism must be an AttentionMechanism, saw: "
+                            f"{type(attention_mechanism).__name__}")
+        if attention_fn is not None:
+            raise NotImplementedError("AttentionWrapper: attention_fn is not supported by actorflow")
+        if attention_layer_size is not None and attention_layer is not None:
+            raise ValueError("Only one of attention_layer_size and attention_layer should be set")
+        self._cell = cell
+        self._mechanism = attention_mechanism
+        self._cell_input_fn = cell_input_fn or (lambda inputs, attention: array_ops.concat([inputs, attention], -1))
+        if isinstance(attention_layer_size, (list, tuple)):
+            attention_layer_size = attention_layer_size[0]
+        if attention_layer is None and attention_layer_size is not None:
+            attention_layer = Dense(attention_layer_size, name="attention_layer", use_bias=False)
+        self._attention_layer = attention_layer
+        self._attention_size = (int(attention_layer.units) if attention_layer is not None
+                                else attention_mechanism.values.shape[-1])
+        self._alignment_history = alignment_history
+        self._output_attention = output_attention
+        self._initial_cell_state = initial_cell_state
+
+    @property
+    def output_size(self):
+        return self._attention_size if self._output_attention else self._cell.output_size
+
+    @property
+    def state_size(self):
+        return AttentionWrapperState(cell_state=self._cell.state_size, time=TensorShape([]),
+                                     attention=self._attention_size, alignments=self._mechanism.alignments_size,
+                                     attention_state=self._mechanism.state_size, alignment_history=())
+
+    @property
+    def variables(self) -> list:
+        return self._cell.variables
+
+    def zero_state(self, batch_size, dtype):
+        """The initial state: the cell's (or `initial_cell_state`), zero attention and alignments."""
+        with name_scope(type(self).__name__ + "ZeroState"):
+            cell_state = (self._initial_cell_state if self._initial_cell_state is not None
+                          else self._cell.zero_state(batch_size, dtype))
+            bs = convert_to_tensor(batch_size, dtype=dtypes.int32)
+            attention = array_ops.zeros(array_ops.stack([bs, self._attention_size]), dtype=dtype)
+            attention.set_shape([batch_size if isinstance(batch_size, int) else None, self._attention_size])
+            alignments = self._mechanism.initial_alignments(bs, dtype)
+            history = (TensorArray(dtype=dtype, size=0, dynamic_size=True) if self._alignment_history else ())
+            return AttentionWrapperState(cell_state=cell_state, attention=attention,
+                                         time=convert_to_tensor(0, dtype=dtypes.int32), alignments=alignments,
+                                         alignment_history=history,
+                                         attention_state=self._mechanism.initial_state(bs, dtype))
+
+    def __call__(self, inputs, state, scope=None):
+        if not isinstance(state, AttentionWrapperState):
+            raise TypeError(f"Expected state to be instance of AttentionWrapperState. Received type "
+                            f"{type(state).__name__} instead.")
+        return super().__call__(inputs, state, scope=scope)
+
+    def call(self, inputs, state):
+        cell_inputs = self._cell_input_fn(inputs, state.attention)
+        cell_output, next_cell_state = self._cell(cell_inputs, state.cell_state)
+        alignments, next_attention_state = self._mechanism(cell_output, state=state.attention_state)
+        context = array_ops.squeeze(math_ops.matmul(array_ops.expand_dims(alignments, 1), self._mechanism.values),
+                                    [1])
+        if self._attention_layer is not None:
+            attention = self._attention_layer(array_ops.concat([cell_output, context], 1))
+        else:
+            attention = context
+        history = (state.alignment_history.write(state.time, alignments) if self._alignment_history else ())
+        next_state = AttentionWrapperState(time=state.time + 1, cell_state=next_cell_state, attention=attention,
+                                           attention_state=next_attention_state, alignments=alignments,
+                                           alignment_history=history)
+        return (attention if self._output_attention else cell_output), next_state
