@@ -11,9 +11,9 @@ Regularizers add their losses to REGULARIZATION_LOSSES; `outputs_collections` re
 The layers are decorated with `add_arg_scope`, so `af.contrib.framework.arg_scope` sets their
 defaults the way slim programs do.
 
-Differences from TF 1.15: 3-D convolutions and pooling, separable convolutions, feature columns
-and batch_norm's `batch_weights`, `renorm`, `adjustment` and `zero_debias_moving_mean` are not
-here (an error names the argument); outputs carry no alias list (`utils.convert_collection_to_dict`).
+Differences from TF 1.15: 3-D convolutions and pooling, feature columns and batch_norm's
+`batch_weights`, `renorm`, `adjustment` and `zero_debias_moving_mean` are not here (an error
+names the argument); outputs carry no alias list (`utils.convert_collection_to_dict`).
 """
 from __future__ import annotations
 
