@@ -1071,3 +1071,26 @@ def test_bahdanau_attention_decoder_trains():
     assert hv.shape == (4, 8, 5)
     np.testing.assert_allclose(hv.sum(-1), 1.0, rtol=1e-5)
     assert last < 0.5 * first
+
+
+def test_tile_batch_and_sample_embedding_helper():
+    from actorflow.contrib import rnn as cr
+    from actorflow.contrib import seq2seq
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    tiled = seq2seq.tile_batch((af.constant(a), af.constant([1, 2])), 3)
+    assert tiled[0].shape.as_list() == [6, 3]
+    emb = af.get_variable("emb", [5, 3])
+    cell = cr.GRUCell(4)
+    helper = seq2seq.SampleEmbeddingHelper(emb, af.fill([4], 1), 0, softmax_temperature=0.5, seed=3)
+    out, _, lengths = seq2seq.dynamic_decode(seq2seq.BasicDecoder(cell, helper, cell.zero_state(4, af.float32),
+                                                                  output_layer=af.layers.Dense(5)),
+                                             maximum_iterations=7)
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        tv, iv, lv = s.run([tiled, out.sample_id, lengths])
+    np.testing.assert_array_equal(tv[0], np.repeat(a, 3, axis=0))
+    np.testing.assert_array_equal(tv[1], [1, 1, 1, 2, 2, 2])
+    assert iv.min() >= 0 and iv.max() < 5 and iv.shape[1] <= 7
+    for b in range(4):
+        row = list(iv[b, :lv[b]])
+        assert (0 not in row[:-1]) and (row[-1] == 0 or lv[b] == 7)

@@ -25,7 +25,7 @@ from actorflow.rnn_cell import RNNCell
 
 __all__ = ["sequence_loss", "Helper", "TrainingHelper", "GreedyEmbeddingHelper", "Decoder", "BasicDecoder",
            "BasicDecoderOutput", "dynamic_decode", "BahdanauAttention", "LuongAttention", "AttentionWrapper",
-           "AttentionWrapperState"]
+           "AttentionWrapperState", "SampleEmbeddingHelper", "tile_batch"]
 
 
 def sequence_loss(logits, targets, weights, average_across_timesteps=True, average_across_batch=True,
@@ -221,6 +221,43 @@ class GreedyEmbeddingHelper(Helper):
         next_inputs = cond(math_ops.reduce_all(finished), lambda: self._start_inputs,
                            lambda: self._embed(sample_ids))
         return finished, next_inputs, state
+
+
+class SampleEmbeddingHelper(GreedyEmbeddingHelper):
+    """GreedyEmbeddingHelper that samples each id from softmax(outputs / softmax_temperature)
+    instead of taking the argmax (tf.contrib.seq2seq.SampleEmbeddingHelper)."""
+
+    def __init__(self, embedding, start_tokens, end_token, softmax_temperature=None, seed=None):
+        super().__init__(embedding, start_tokens, end_token)
+        self._temperature = softmax_temperature
+        self._seed = seed
+
+    def sample(self, time, outputs, state=None, name=None):
+        from actorflow.graph.ops.random_more_ops import multinomial
+        if not isinstance(outputs, Tensor) or outputs.shape.ndims != 2:
+            raise ValueError(f"Expected outputs to be a single Tensor of rank 2, got {outputs!r}")
+        logits = outputs if self._temperature is None else outputs / self._temperature
+        return math_ops.cast(array_ops.reshape(multinomial(logits, 1, seed=self._seed), [-1]), dtypes.int32)
+
+
+def tile_batch(t, multiplier, name=None):
+    """Each batch entry of every tensor in `t` repeated `multiplier` times in place:
+    [a, b] -> [a, a, b, b] for 2 (tf.contrib.seq2seq.tile_batch; for beam search's memories)."""
+    def tile(x):
+        x = convert_to_tensor(x)
+        if x.shape.ndims is None or x.shape.ndims < 1:
+            raise ValueError(f"t must have statically known rank, got {x.shape} ('{x.name}')")
+        reps = [1] * (x.shape.ndims + 1)
+        reps[1] = multiplier
+        shape = array_ops.shape(x)
+        tiled = array_ops.tile(array_ops.expand_dims(x, 1), reps)
+        tiled = array_ops.reshape(tiled, array_ops.concat([array_ops.reshape(shape[0] * multiplier, [1]),
+                                                           shape[1:]], 0))
+        lead = x.shape[0] * multiplier if x.shape[0] is not None else None
+        tiled.set_shape(TensorShape([lead]).concatenate(x.shape[1:]))
+        return tiled
+    with name_scope(name, "tile_batch", nest.flatten(t)):
+        return nest.map_structure(tile, t)
 
 
 class Decoder:
