@@ -126,6 +126,10 @@ _GRAPH_PROTOS = {"GraphDef": ("graph_pb2", "GraphDef"), "NodeDef": ("node_def_pb
 
 
 def __getattr__(name):
+    # af.contrib (tf.contrib's layers, rnn, seq2seq, framework) is imported on first use.
+    if name == "contrib":
+        import importlib
+        return importlib.import_module("actorflow.contrib")
     # af.Summary, af.Event, af.SessionLog are TensorBoard's protobuf classes, loaded on first use so
     # that `import actorflow` works without the `summary` extra.
     if name in ("Summary", "Event", "SessionLog", "SummaryMetadata", "HistogramProto"):
