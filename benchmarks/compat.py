@@ -79,8 +79,10 @@ def _files_dir(corpus: Path, prog) -> Path:
     return d
 
 
-def port(source: str, lib: str, patches) -> str:
-    """The program as run under `lib`: the import swapped, the dataset stand-ins, the patches."""
+def port(source: str, lib: str, patches, seed: int = 0) -> str:
+    """The program as run under `lib`: the import swapped, the dataset stand-ins, the patches; a
+    graph-level seed the program sets (`tf.set_random_seed(777)`) is offset by run k's `seed`, so that
+    k runs of a seeded program sample its initial weights k ways, as an unseeded program's runs do."""
     imp = AF_IMPORT if lib == "actorflow" else TF_IMPORT
     out = re.sub(r"^(\s*)import tensorflow as tf\s*$", lambda m: m.group(1) + imp, source, flags=re.M)
     out = re.sub(r"^(\s*)from tensorflow\.examples\.tutorials\.mnist import input_data\s*$",
@@ -100,6 +102,9 @@ def port(source: str, lib: str, patches) -> str:
     # No display: matplotlib's Agg backend would wait forever for a button press.
     out = out.replace("plt.waitforbuttonpress()", "None")
     out = re.sub(r"\bxrange\(", "range(", out)            # 2to3, for the programs written for Python 2
+    if seed:
+        out = re.sub(r"\btf\.set_random_seed\((\d+)\)", lambda m: f"tf.set_random_seed({int(m.group(1)) + seed})",
+                     out)
     for old, new in patches:
         if old not in out:
             raise ValueError(f"patch {old!r} does not apply")
@@ -113,7 +118,7 @@ def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path
     outcome and figure."""
     work = Path(tempfile.mkdtemp(prefix="afcompat-"))
     try:
-        (work / "prog.py").write_text(port(source, lib, prog.get("patches", [])))
+        (work / "prog.py").write_text(port(source, lib, prog.get("patches", []), seed))
         for name in prog.get("files", []):
             shutil.copy(_files_dir(corpus, prog) / Path(name).name, work / Path(name).name)
         for name in prog.get("data", []):
