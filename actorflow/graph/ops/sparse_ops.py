@@ -1,5 +1,5 @@
 """Sparse tensors in computations: sparse_placeholder, sparse_to_dense / sparse_tensor_to_dense
-(op SparseToDense), sparse_tensor_dense_matmul (op SparseTensorDenseMatMul), sparse_reduce_sum,
+(op SparseToDense), sparse_tensor_dense_matmul (op SparseTensorDenseMatMul),
 the SparseTensor of a dense tensor (sparse.from_dense), and embedding_lookup_sparse; TF 1.x's names
 and semantics, with TF's gradients (to the values and to the dense operand)."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ from actorflow.graph.sparse_tensor import SparseTensor, _check
 from actorflow.graph.tensor_shape import TensorShape, as_shape
 
 __all__ = ["sparse_placeholder", "sparse_to_dense", "sparse_tensor_to_dense", "sparse_tensor_dense_matmul",
-           "sparse_reduce_sum", "sparse_from_dense", "embedding_lookup_sparse"]
+           "sparse_from_dense", "embedding_lookup_sparse"]
 
 
 def _infer_sparse_to_dense(inputs, attrs):
@@ -135,15 +135,6 @@ def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=N
         b = convert_to_tensor(b, dtype=sp.dtype, name="b")
         return SparseTensorDenseMatMul(sp.indices, sp.values, sp.dense_shape, b, adjoint_a=bool(adjoint_a),
                                        adjoint_b=bool(adjoint_b))
-
-
-def sparse_reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None, name=None):
-    """The sum of a SparseTensor's values over `axis` (all axes by default), dense (tf.sparse.reduce_sum)."""
-    axis = axis if axis is not None else reduction_axes
-    keep = bool(keepdims if keepdims is not None else keep_dims)
-    with name_scope(name or "SparseReduceSum"):
-        dense = sparse_tensor_to_dense(_check(sp_input))
-        return math_ops.reduce_sum(dense, axis=axis, keepdims=keep)
 
 
 def sparse_from_dense(tensor, name=None):
