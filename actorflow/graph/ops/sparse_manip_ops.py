@@ -13,7 +13,7 @@ from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.indexed_slices import IndexedSlices
 from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.ops import array_ops, math_ops
-from actorflow.graph.ops.constant import constant
+from actorflow.graph.ops.constant import constant, identity
 from actorflow.graph.ops.infer import constant_value
 from actorflow.graph.ops.sparse_common import check_sparse, make_sparse, rank_of, sparse_outputs, static_dims
 from actorflow.graph.sparse_tensor import SparseTensor, _check
@@ -327,11 +327,12 @@ def sparse_reset_shape(sp_input, new_shape=None):
         old, want = static_dims(sp.dense_shape), static_dims(new)
         if old is not None and want is not None and any(w < o for w, o in zip(want, old)):
             raise ValueError(f"sparse_reset_shape: new_shape {want} is smaller than sp_input's shape {old}")
+        if old is not None and want is not None:        # checked above
+            return make_sparse(sp.indices, sp.values, new, TensorShape(want))
         check = check_ops.assert_less_equal(sp.dense_shape, new, message="sparse_reset_shape: new_shape must "
                                             "not be smaller than sp_input's dense_shape")
         with control_dependencies([check]):
-            new = array_ops.identity(new)
-        return make_sparse(sp.indices, sp.values, new, None if want is None else TensorShape(want))
+            return SparseTensor(sp.indices, sp.values, identity(new))
 
 
 def sparse_expand_dims(sp_input, axis=None, name=None):

@@ -209,7 +209,7 @@ def _sparse_reduce_sum_grad(op, out_grad):
     axes = math_ops.floormod(array_ops.reshape(math_ops.cast(axes, dtypes.int32), [-1]), rank)
     reduced = math_ops.reduce_any(math_ops.equal(array_ops.expand_dims(array_ops.range(rank), 1),
                                                  array_ops.expand_dims(axes, 0)), axis=1)
-    kept_shape = array_ops.where_v2(reduced, array_ops.ones_like(shape), shape)
+    kept_shape = math_ops.where_v2(reduced, array_ops.ones_like(shape), shape)
     keep = math_ops.cast(math_ops.logical_not(reduced), dtypes.int64)
     return [None, gather_nd(array_ops.reshape(out_grad, kept_shape), indices * keep), None, None]
 

@@ -313,7 +313,10 @@ def _sparse_reduce(op: str, ufunc, sparse_out: bool, keep: bool):
         if sparse_out:
             return rows.reshape(n, out_shape.size), out, out_shape
         dense = np.zeros(tuple(int(d) for d in out_shape), vals.dtype)
-        dense[tuple(rows.T)] = out              # a group with no values is 0, as in TF
+        if rows.shape[1]:
+            dense[tuple(rows.T)] = out          # a group with no values is 0, as in TF
+        elif n:
+            dense[...] = out[0]                 # every axis reduced: one group
         return dense
     return fn
 
