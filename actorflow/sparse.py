@@ -2,6 +2,8 @@
 graph/ops/sparse_ops.py, sparse_math_ops.py and sparse_manip_ops.py under their tf.sparse names."""
 from actorflow.graph.ops.conditional_accumulator_ops import SparseConditionalAccumulator
 from actorflow.graph.ops.sparse_manip_ops import sparse_concat as concat
+from actorflow.graph.ops.sparse_manip_ops import sparse_cross as cross
+from actorflow.graph.ops.sparse_manip_ops import sparse_cross_hashed as cross_hashed
 from actorflow.graph.ops.sparse_manip_ops import sparse_expand_dims as expand_dims
 from actorflow.graph.ops.sparse_manip_ops import sparse_eye as eye
 from actorflow.graph.ops.sparse_manip_ops import sparse_fill_empty_rows as fill_empty_rows
@@ -37,4 +39,4 @@ __all__ = ["SparseTensor", "SparseTensorValue", "SparseConditionalAccumulator", 
            "reduce_sum", "matmul", "sparse_dense_matmul", "add", "concat", "expand_dims", "eye", "fill_empty_rows",
            "mask", "maximum", "merge", "minimum", "reduce_max", "reduce_max_sparse", "reduce_sum_sparse", "reorder",
            "reset_shape", "reshape", "retain", "segment_mean", "segment_sqrt_n", "segment_sum", "slice", "softmax",
-           "split", "to_indicator", "transpose"]
+           "split", "to_indicator", "transpose", "cross", "cross_hashed"]

@@ -154,3 +154,21 @@ def test_sparse_segment_gradient_matches_finite_differences_on_an_embedding():
         d[ij] = eps
         num[ij] = (f(table + d) - f(table - d)) / (2 * eps)
     np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("expr", list(FIX["crossed"]))
+def test_string_crosses_match_tensorflow(expr):
+    want = FIX["crossed"][expr]
+    with af.Graph().as_default():
+        sp = eval(expr, _setup_env())  # noqa: S307 (the fixture's own expressions)
+        with af.Session() as s:
+            got = s.run(sp)
+    assert got.indices.tolist() == want["indices"] and got.dense_shape.tolist() == want["dense_shape"]
+    assert [v.decode() for v in got.values] == want["values"]
+
+
+def test_cross_inputs_of_different_batch_sizes_name_the_op():
+    with af.Graph().as_default():
+        a = af.SparseTensor([[0, 0]], ["a"], [2, 1])
+        with pytest.raises(af.errors.InvalidArgumentError, match="SparseCrossV2.*one batch size: 2 and 3"):
+            _run(af.sparse.cross([a, af.constant([["x"], ["y"], ["z"]])]), {})

@@ -1,7 +1,8 @@
 """Reshaping, reordering and combining SparseTensors, TF 1.x's names and semantics, with TF's
 gradients to the values: sparse_reorder, sparse_reshape, sparse_slice, sparse_concat, sparse_split,
 sparse_transpose, sparse_retain, sparse_reset_shape, sparse_fill_empty_rows, sparse.expand_dims,
-sparse.eye, sparse_mask (IndexedSlices), sparse_merge, sparse_to_indicator, and the SparseTensor
+sparse.eye, sparse_mask (IndexedSlices), sparse_merge, sparse_to_indicator, sparse.cross and
+cross_hashed (SparseCrossV2, SparseCross), and the SparseTensor
 (de)serialization of tf.io (SerializeSparse, SerializeManySparse, DeserializeSparse,
 DeserializeManySparse; TF's TensorProto bytes). A SparseTensor enters an op as its three tensors."""
 from __future__ import annotations
@@ -22,7 +23,7 @@ from actorflow.graph.tensor_shape import TensorShape
 __all__ = ["sparse_reorder", "sparse_reshape", "sparse_slice", "sparse_concat", "sparse_split", "sparse_transpose",
            "sparse_retain", "sparse_reset_shape", "sparse_fill_empty_rows", "sparse_expand_dims", "sparse_eye",
            "sparse_mask", "sparse_merge", "sparse_to_indicator", "serialize_sparse", "serialize_many_sparse",
-           "deserialize_sparse", "deserialize_many_sparse"]
+           "deserialize_sparse", "deserialize_many_sparse", "sparse_cross", "sparse_cross_hashed"]
 
 
 def _int_vector(x, name):
@@ -494,3 +495,63 @@ def deserialize_many_sparse(serialized_sparse, dtype, rank=None, name=None):
         s = convert_to_tensor(serialized_sparse, dtype=dtypes.string, name="serialized_sparse")
         i, v, sh = DeserializeManySparse(s, dtype=dtypes.as_dtype(dtype))
         return _with_rank(i, v, sh, s, rank)
+
+
+# ---------------------------------------------------------------------------------------------
+# SparseCross / SparseCrossV2: feature crosses of sparse and dense string or integer columns
+
+def _infer_cross(v2):
+    def infer(inputs, attrs):
+        n = int(attrs["N"])
+        dense = inputs[3 * n:len(inputs) - (1 if v2 else 0)]
+        for k in range(n):
+            check_sparse(inputs[k], inputs[n + k], inputs[2 * n + k], f"inputs[{k}]")
+        for t in list(inputs[n:2 * n]) + list(dense):
+            if t.dtype not in (dtypes.string, dtypes.int64):
+                raise InferenceError(f"the crossed features must be strings or int64, got {t.dtype.name}")
+        for t in dense:
+            if t.shape.ndims not in (None, 2):
+                raise InferenceError(f"a dense input must be a matrix [batch, features], got shape {t.shape}")
+        out = dtypes.int64 if attrs.get("hashed_output") else dtypes.string
+        return sparse_outputs(out, 2)
+    return infer
+
+
+SparseCross = define_op("SparseCross", _infer_cross(False))
+SparseCrossV2 = define_op("SparseCrossV2", _infer_cross(True))
+
+
+def _cross_inputs(inputs):
+    if not isinstance(inputs, (tuple, list)) or isinstance(inputs, SparseTensor):
+        raise TypeError("sparse.cross: inputs must be a list of Tensors and SparseTensors")
+    sparse = [_check(x, "inputs") for x in inputs if isinstance(x, SparseTensor)]
+    dense = [convert_to_tensor(x) for x in inputs if not isinstance(x, SparseTensor)]
+    values = [v if v.dtype is dtypes.string else math_ops.cast(v, dtypes.int64) for v in (s.values for s in sparse)]
+    dense = [d if d.dtype is dtypes.string else math_ops.cast(d, dtypes.int64) for d in dense]
+    return sparse, values, dense
+
+
+def sparse_cross(inputs, name=None, separator=None):
+    """The string feature crosses of a list of rank-2 SparseTensors and dense matrices
+    (tf.sparse.cross): for each batch row, every combination of one feature per input, joined by
+    `separator` ("_X_"); the sparse inputs come first in each cross, then the dense ones, the last
+    varying fastest; integers are written in decimal."""
+    sparse, values, dense = _cross_inputs(inputs)
+    with name_scope(name or "SparseCrossV2"):
+        sep = convert_to_tensor("_X_" if separator is None else separator, dtype=dtypes.string, name="sep")
+        i, v, s = SparseCrossV2(*[x.indices for x in sparse], *values, *[x.dense_shape for x in sparse], *dense, sep,
+                                N=len(sparse))
+        return SparseTensor(i, v, s)
+
+
+def sparse_cross_hashed(inputs, num_buckets=0, hash_key=None, name=None):
+    """sparse.cross's crosses as int64 hashes (tf.sparse.cross_hashed): FingerprintCat64 of
+    hash_key (0xDECAFCAFFE by default) and each feature's Fingerprint64 (an integer feature's own
+    value), modulo num_buckets when it is positive; TF's values."""
+    sparse, values, dense = _cross_inputs(inputs)
+    with name_scope(name or "SparseCross"):
+        i, v, s = SparseCross(*[x.indices for x in sparse], *values, *[x.dense_shape for x in sparse], *dense,
+                              N=len(sparse), hashed_output=True, num_buckets=int(num_buckets),
+                              hash_key=int(hash_key if hash_key is not None else 0xDECAFCAFFE),
+                              out_type=dtypes.int64, internal_type=dtypes.int64)
+        return SparseTensor(i, v, s)

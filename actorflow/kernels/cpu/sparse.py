@@ -649,3 +649,110 @@ def _deserialize_many_sparse(attrs):
                                        f"{list(s.shape)}")
         return _deserialize("DeserializeManySparse", s, dtype)
     return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# SparseCross / SparseCrossV2 (tf.sparse.cross, cross_hashed): per batch row, every combination of
+# one feature of each input (sparse inputs first, then dense ones; the last input varies fastest),
+# joined into a string or hashed with FarmHash's Fingerprint64 and TF's FingerprintCat64.
+
+_M64 = (1 << 64) - 1
+_KMUL = 0xC6A4A7935BD1E995
+
+
+def _shift_mix(v):
+    return v ^ (v >> 47)
+
+
+def _fingerprint_cat64(fp1: int, fp2: int) -> int:
+    r = fp1 ^ _KMUL
+    r ^= (_shift_mix((fp2 * _KMUL) & _M64) * _KMUL) & _M64
+    r = (r * _KMUL) & _M64
+    r = (_shift_mix(r) * _KMUL) & _M64
+    return _shift_mix(r)
+
+
+def _cross_columns(op: str, n: int, inputs):
+    """(batch size, [per column: [per row: list of features]]) of n sparse inputs (indices...,
+    values..., shapes...) followed by dense matrices."""
+    cols, batch = [], None
+    for k in range(n):
+        idx, vals, shp = _sp(op, inputs[k], inputs[n + k], inputs[2 * n + k], f"sparse input {k}")
+        if shp.size != 2:
+            raise InvalidArgumentError(f"{op}: sparse input {k} must be a matrix, got dense_shape {shp.tolist()}")
+        rows = int(shp[0])
+        if batch is not None and rows != batch:
+            raise InvalidArgumentError(f"{op}: inputs must have one batch size: {batch} and {rows} (sparse input {k})")
+        batch = rows
+        per = [[] for _ in range(rows)]
+        for r, v in zip(idx[:, 0].tolist(), vals.tolist()):
+            per[r].append(v)
+        cols.append(per)
+    for j, d in enumerate(inputs[3 * n:]):
+        d = np.asarray(d)
+        if d.ndim != 2:
+            raise InvalidArgumentError(f"{op}: dense input {j} must be a matrix, got shape {list(d.shape)}")
+        if batch is not None and d.shape[0] != batch:
+            raise InvalidArgumentError(f"{op}: inputs must have one batch size: {batch} and {d.shape[0]} "
+                                       f"(dense input {j})")
+        batch = d.shape[0]
+        cols.append([list(row) for row in d.tolist()])
+    return batch or 0, cols
+
+
+def _cross(op: str, n: int, inputs, combine, out_dtype):
+    import itertools
+    batch, cols = _cross_columns(op, n, inputs)
+    idx, vals, width = [], [], 0
+    for b in range(batch):
+        feats = [c[b] for c in cols]
+        k = 0
+        for combo in itertools.product(*feats) if feats else ():
+            idx.append((b, k))
+            vals.append(combine(combo))
+            k += 1
+        width = max(width, k)
+    out = np.empty(len(vals), out_dtype)
+    out[:] = vals
+    return np.array(idx, np.int64).reshape(-1, 2), out, np.array([batch, width], np.int64)
+
+
+def _as_text(v) -> bytes:
+    return v if isinstance(v, bytes) else (v.encode() if isinstance(v, str) else str(int(v)).encode())
+
+
+def _feature_hash(v) -> int:
+    from actorflow.kernels.cpu.farmhash import fingerprint64
+    if isinstance(v, (bytes, str)):
+        return fingerprint64(_as_text(v))
+    return int(v) & _M64                 # TF hashes an int64 feature as its own value
+
+
+@register_kernel("SparseCrossV2", "CPU")
+def _sparse_cross_v2(attrs):
+    n = int(attrs["N"])
+
+    def fn(*inputs):
+        sep = _as_text(np.asarray(inputs[-1]).reshape(()).item())
+        return _cross("SparseCrossV2", n, inputs[:-1], lambda combo: sep.join(_as_text(v) for v in combo), object)
+    return fn
+
+
+@register_kernel("SparseCross", "CPU")
+def _sparse_cross(attrs):
+    n = int(attrs["N"])
+    hashed = bool(attrs["hashed_output"])
+    buckets = int(attrs.get("num_buckets", 0))
+    key = int(attrs.get("hash_key", 0)) & _M64
+
+    def hashed_value(combo):
+        h = key
+        for v in combo:
+            h = _fingerprint_cat64(h, _feature_hash(v))
+        return h % buckets if buckets > 0 else h % ((1 << 63) - 1)
+
+    def fn(*inputs):
+        if hashed:
+            return _cross("SparseCross", n, inputs, hashed_value, np.int64)
+        return _cross("SparseCross", n, inputs, lambda combo: b"_X_".join(_as_text(v) for v in combo), object)
+    return fn
