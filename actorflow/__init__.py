@@ -71,7 +71,10 @@ from actorflow.graph.ops.parsing_ops import (FixedLenFeature, VarLenFeature, dec
 from actorflow.graph.sparse_tensor import SparseTensor, SparseTensorValue  # noqa: E402
 from actorflow.graph.ops.sparse_ops import (sparse_placeholder,  # noqa: E402
                                             sparse_tensor_dense_matmul, sparse_tensor_to_dense, sparse_to_dense)
-from actorflow.graph.ops.sparse_math_ops import *  # noqa: E402,F401,F403  (sparse_add ... sparse_matmul)
+from actorflow.graph.ops.sparse_math_ops import (sparse_add, sparse_matmul, sparse_maximum,  # noqa: E402
+                                                 sparse_minimum, sparse_reduce_max, sparse_reduce_max_sparse,
+                                                 sparse_reduce_sum, sparse_reduce_sum_sparse, sparse_segment_mean,
+                                                 sparse_segment_sqrt_n, sparse_segment_sum, sparse_softmax)
 from actorflow.graph.ops.sparse_manip_ops import (deserialize_many_sparse, serialize_many_sparse,  # noqa: E402
                                                   serialize_sparse, sparse_concat, sparse_fill_empty_rows,
                                                   sparse_mask, sparse_merge, sparse_reorder, sparse_reset_shape,

@@ -18,6 +18,7 @@ from actorflow.graph.ops.sparse_manip_ops import sparse_split as split
 from actorflow.graph.ops.sparse_manip_ops import sparse_to_indicator as to_indicator
 from actorflow.graph.ops.sparse_manip_ops import sparse_transpose as transpose
 from actorflow.graph.ops.sparse_math_ops import sparse_add as add
+from actorflow.graph.ops.sparse_math_ops import sparse_bincount as bincount
 from actorflow.graph.ops.sparse_math_ops import sparse_maximum as maximum
 from actorflow.graph.ops.sparse_math_ops import sparse_minimum as minimum
 from actorflow.graph.ops.sparse_math_ops import sparse_reduce_max as reduce_max
@@ -39,4 +40,4 @@ __all__ = ["SparseTensor", "SparseTensorValue", "SparseConditionalAccumulator", 
            "reduce_sum", "matmul", "sparse_dense_matmul", "add", "concat", "expand_dims", "eye", "fill_empty_rows",
            "mask", "maximum", "merge", "minimum", "reduce_max", "reduce_max_sparse", "reduce_sum_sparse", "reorder",
            "reset_shape", "reshape", "retain", "segment_mean", "segment_sqrt_n", "segment_sum", "slice", "softmax",
-           "split", "to_indicator", "transpose", "cross", "cross_hashed"]
+           "split", "to_indicator", "transpose", "cross", "cross_hashed", "bincount"]

@@ -172,3 +172,12 @@ def test_cross_inputs_of_different_batch_sizes_name_the_op():
         a = af.SparseTensor([[0, 0]], ["a"], [2, 1])
         with pytest.raises(af.errors.InvalidArgumentError, match="SparseCrossV2.*one batch size: 2 and 3"):
             _run(af.sparse.cross([a, af.constant([["x"], ["y"], ["z"]])]), {})
+
+
+def test_bincount_of_negative_values_names_the_op():
+    with af.Graph().as_default():
+        sp = af.SparseTensor([[0, 0], [1, 0]], af.constant([3, -4], af.int64), [2, 2])
+        with pytest.raises(af.errors.InvalidArgumentError, match="SparseCountSparseOutput.*non-negative, got -4"):
+            _run(af.sparse.bincount(sp, axis=-1), {})
+        with pytest.raises(ValueError, match="binary_output and weights are mutually exclusive"):
+            af.sparse.bincount(sp, weights=sp, binary_output=True)

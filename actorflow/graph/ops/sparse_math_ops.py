@@ -1,7 +1,8 @@
 """Arithmetic on SparseTensors, TF 1.x's names and semantics with TF's gradients: sparse_add
 (SparseAdd, SparseTensorDenseAdd), sparse_maximum / sparse_minimum, sparse_softmax, sparse_reduce_sum
 / sparse_reduce_max and their `_sparse` forms, the sparse segment reductions (embedding bags:
-SparseSegmentSum/Mean/SqrtN[WithNumSegments]) and sparse_matmul (a dense MatMul with sparsity hints).
+SparseSegmentSum/Mean/SqrtN[WithNumSegments]), sparse_matmul (a dense MatMul with sparsity hints)
+and sparse.bincount (DenseCountSparseOutput, SparseCountSparseOutput).
 A SparseTensor enters an op as its three tensors (indices, values, dense_shape)."""
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["sparse_add", "sparse_maximum", "sparse_minimum", "sparse_softmax", "sparse_reduce_sum",
            "sparse_reduce_sum_sparse", "sparse_reduce_max", "sparse_reduce_max_sparse", "sparse_segment_sum",
-           "sparse_segment_mean", "sparse_segment_sqrt_n", "sparse_matmul"]
+           "sparse_segment_mean", "sparse_segment_sqrt_n", "sparse_matmul", "sparse_bincount"]
 
 
 def _same_values(a, b, what):
@@ -395,3 +396,57 @@ def sparse_matmul(a, b, transpose_a=False, transpose_b=False, a_is_sparse=False,
         b = convert_to_tensor(b, name="b")
         return SparseMatMul(a, b, transpose_a=bool(transpose_a), transpose_b=bool(transpose_b),
                             a_is_sparse=bool(a_is_sparse), b_is_sparse=bool(b_is_sparse))
+
+
+# ---------------------------------------------------------------------------------------------
+# tf.sparse.bincount: DenseCountSparseOutput / SparseCountSparseOutput
+
+def _infer_count(sparse_input):
+    def infer(inputs, attrs):
+        values, weights = (inputs[1], inputs[3]) if sparse_input else inputs
+        if not values.dtype.is_integer:
+            raise InferenceError(f"values must be integers, got {values.dtype.name}")
+        rank = (check_sparse(inputs[0], inputs[1], inputs[2], "values") if sparse_input else values.shape.ndims)
+        if rank is not None and rank not in (1, 2):
+            raise InferenceError(f"values must be a vector or a matrix, got rank {rank}")
+        return sparse_outputs(weights.dtype, rank)
+    return infer
+
+
+DenseCountSparseOutput = define_op("DenseCountSparseOutput", _infer_count(False))
+SparseCountSparseOutput = define_op("SparseCountSparseOutput", _infer_count(True))
+
+
+def sparse_bincount(values, weights=None, axis=0, minlength=None, maxlength=None, binary_output=False, name=None):
+    """How often each value occurs in `values` (a tensor or SparseTensor of non-negative integers),
+    as a SparseTensor (tf.sparse.bincount): over all values with axis 0, per row of a matrix with
+    axis -1; summing `weights` instead of counting when given, 1 for every value present with
+    `binary_output`. Its dense_shape's last dimension is `maxlength` when given (larger values are
+    dropped), else max(max value + 1, minlength). The counts have the weights' dtype, or the values'."""
+    if weights is not None and binary_output:
+        raise ValueError("sparse.bincount: binary_output and weights are mutually exclusive")
+    axis = 0 if axis is None else axis
+    if axis not in (0, -1):
+        raise ValueError(f"sparse.bincount: axis must be 0 or -1, got {axis}")
+    attrs = {"minlength": -1 if minlength is None else int(minlength),
+             "maxlength": -1 if maxlength is None else int(maxlength), "binary_output": bool(binary_output)}
+    with name_scope(name or "count"):
+        if is_sparse(values):
+            sp = _check(values, "values")
+            w = None if weights is None else _check(weights, "weights").values
+            if axis == 0:
+                vals = sp.values
+                w = array_ops.zeros([0], dtype=vals.dtype) if w is None else w
+                out = DenseCountSparseOutput(vals, w, **attrs)
+            else:
+                w = array_ops.zeros([0], dtype=sp.dtype) if w is None else w
+                out = SparseCountSparseOutput(sp.indices, sp.values, sp.dense_shape, w, **attrs)
+        else:
+            vals = convert_to_tensor(values, name="values")
+            w = None if weights is None else convert_to_tensor(weights, name="weights")
+            if axis == 0:
+                vals = array_ops.reshape(vals, [-1])
+                w = None if w is None else array_ops.reshape(w, [-1])
+            w = array_ops.zeros([0], dtype=vals.dtype) if w is None else w
+            out = DenseCountSparseOutput(vals, w, **attrs)
+        return SparseTensor(*out)

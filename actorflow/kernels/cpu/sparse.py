@@ -756,3 +756,63 @@ def _sparse_cross(attrs):
             return _cross("SparseCross", n, inputs, hashed_value, np.int64)
         return _cross("SparseCross", n, inputs, lambda combo: b"_X_".join(_as_text(v) for v in combo), object)
     return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# DenseCountSparseOutput / SparseCountSparseOutput (tf.sparse.bincount): counts (or summed weights)
+# of each value, per batch row for rank-2 input, as a SparseTensor in canonical order.
+
+def _count(op: str, rows, vals, weights, batch, attrs):
+    minlength, maxlength = int(attrs.get("minlength", -1)), int(attrs.get("maxlength", -1))
+    binary = bool(attrs.get("binary_output"))
+    if vals.size and (vals < 0).any():
+        raise InvalidArgumentError(f"{op}: input values must all be non-negative, got {int(vals[vals < 0][0])}")
+    w = np.asarray(weights)
+    if w.size and w.shape[0] != vals.shape[0]:
+        raise InvalidArgumentError(f"{op}: weights ({w.shape[0]} values) must match the input's {vals.shape[0]} values")
+    out_dtype = w.dtype
+    keep = vals < maxlength if maxlength > 0 else np.ones(vals.shape, bool)
+    top = int(vals.max()) + 1 if vals.size else 1
+    size = maxlength if maxlength > 0 else max(top, minlength)
+    rows, vals = rows[keep], vals[keep].astype(np.int64)
+    keys = rows * size + vals
+    uniq, inv = np.unique(keys, return_inverse=True)
+    inv = inv.reshape(-1)
+    if binary or not w.size:
+        counts = np.ones(len(uniq), out_dtype) if binary else np.bincount(inv, minlength=len(uniq)).astype(out_dtype)
+    else:
+        counts = np.zeros(len(uniq), out_dtype)
+        np.add.at(counts, inv, w[keep])
+    cols = np.stack([uniq // size, uniq % size], axis=1) if batch is not None else (uniq % size).reshape(-1, 1)
+    shape = np.array([batch, size] if batch is not None else [size], np.int64)
+    return cols.astype(np.int64).reshape(-1, shape.size), counts, shape
+
+
+@register_kernel("DenseCountSparseOutput", "CPU")
+def _dense_count(attrs):
+    def fn(values, weights):
+        v = np.asarray(values)
+        if v.ndim not in (1, 2):
+            raise InvalidArgumentError(f"DenseCountSparseOutput: input must be a vector or a matrix, got shape "
+                                       f"{list(v.shape)}")
+        w = np.asarray(weights)
+        if w.size and w.shape != v.shape:
+            raise InvalidArgumentError(f"DenseCountSparseOutput: weights of shape {list(w.shape)} must match the "
+                                       f"values' {list(v.shape)}")
+        batch = v.shape[0] if v.ndim == 2 else None
+        rows = np.repeat(np.arange(v.shape[0]), v.shape[1]) if v.ndim == 2 else np.zeros(v.size, np.int64)
+        return _count("DenseCountSparseOutput", rows, v.reshape(-1), w.reshape(-1) if w.size else w, batch, attrs)
+    return fn
+
+
+@register_kernel("SparseCountSparseOutput", "CPU")
+def _sparse_count(attrs):
+    def fn(indices, values, dense_shape, weights):
+        idx, vals, shp = _sp("SparseCountSparseOutput", indices, values, dense_shape)
+        if shp.size not in (1, 2):
+            raise InvalidArgumentError(f"SparseCountSparseOutput: input must be a vector or a matrix, got dense_shape "
+                                       f"{shp.tolist()}")
+        batch = int(shp[0]) if shp.size == 2 else None
+        rows = idx[:, 0] if shp.size == 2 else np.zeros(len(vals), np.int64)
+        return _count("SparseCountSparseOutput", rows, vals, weights, batch, attrs)
+    return fn
