@@ -181,3 +181,12 @@ def test_bincount_of_negative_values_names_the_op():
             _run(af.sparse.bincount(sp, axis=-1), {})
         with pytest.raises(ValueError, match="binary_output and weights are mutually exclusive"):
             af.sparse.bincount(sp, weights=sp, binary_output=True)
+
+
+def test_sparse_times_a_dense_tensor_that_does_not_broadcast_names_the_op():
+    with af.Graph().as_default():
+        x = af.sparse_placeholder(af.float32, name="x")
+        with pytest.raises(af.errors.InvalidArgumentError, match="SparseDenseCwiseMul.*shape \\[3\\] does not broadcast"):
+            _run(x * af.ones([3]), {x: ([[0, 0]], [1.0], [2, 2])})
+        with pytest.raises(ValueError, match="higher rank than the SparseTensor"):
+            af.SparseTensor([[0]], [1.0], [2]) * af.ones([2, 2])

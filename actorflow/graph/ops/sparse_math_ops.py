@@ -450,3 +450,66 @@ def sparse_bincount(values, weights=None, axis=0, minlength=None, maxlength=None
             w = array_ops.zeros([0], dtype=vals.dtype) if w is None else w
             out = DenseCountSparseOutput(vals, w, **attrs)
         return SparseTensor(*out)
+
+
+# ---------------------------------------------------------------------------------------------
+# SparseDenseCwiseMul / Div / Add: SparseTensor * dense, SparseTensor / dense
+
+def _infer_cwise(inputs, attrs):
+    i, v, s, y = inputs
+    rank = check_sparse(i, v, s, "sp")
+    _same_values(v, y, "a SparseTensor and a dense tensor")
+    if rank is not None and y.shape.ndims is not None and y.shape.ndims > rank:
+        raise InferenceError(f"the dense operand of shape {y.shape} has a higher rank than the SparseTensor ({rank}); "
+                             f"only the dense side broadcasts")
+    return [(v.dtype, TensorShape([i.shape.dims[0] if i.shape.dims else None]))]
+
+
+SparseDenseCwiseMul = define_op("SparseDenseCwiseMul", _infer_cwise)
+SparseDenseCwiseDiv = define_op("SparseDenseCwiseDiv", _infer_cwise)
+SparseDenseCwiseAdd = define_op("SparseDenseCwiseAdd", _infer_cwise)     # TF has no gradient for it
+
+
+def _cwise_mul_or_div_grad(op, grad, is_mul):
+    """TF's _SparseDenseCwiseMulOrDivGrad: the dense operand read at each entry's index (scaled to
+    its broadcast shape); its gradient summed back there."""
+    from actorflow.graph.ops.scatter_nd_ops import gather_nd
+    x_indices, x_values, x_shape, y = op.inputs
+    y_shape = math_ops.cast(array_ops.shape(y), dtypes.int64)
+    added = array_ops.expand_dims(array_ops.size(x_shape) - array_ops.size(y_shape), 0)
+    augmented = array_ops.concat([array_ops.ones(added, dtype=dtypes.int64), y_shape], 0)
+    scaled = array_ops.slice(x_indices // (x_shape // augmented), array_ops.concat([[0], added], 0), [-1, -1])
+    dense_vals = gather_nd(y, scaled)
+    if is_mul:
+        dx, dy_val = grad * dense_vals, grad * x_values
+    else:
+        dx, dy_val = grad / dense_vals, grad * (-x_values / math_ops.square(dense_vals))
+    dy = SparseTensorDenseAdd(scaled, dy_val, y_shape, array_ops.zeros_like(y))
+    return [None, dx, None, dy]
+
+
+SparseDenseCwiseMul.gradient(lambda op, grad: _cwise_mul_or_div_grad(op, grad, True))
+SparseDenseCwiseDiv.gradient(lambda op, grad: _cwise_mul_or_div_grad(op, grad, False))
+
+
+def sparse_dense_cwise(op_def, sp_x, y, name=None):
+    """SparseTensor(sp_x.indices, op(sp_x.values, y broadcast to sp_x's dense_shape at its indices),
+    sp_x.dense_shape): TF's SparseTensor * dense and SparseTensor / dense (only y broadcasts)."""
+    sp = _check(sp_x, "sp_x")
+    with name_scope(name or op_def.type):
+        y = convert_to_tensor(y, dtype=sp.dtype, name="y")
+        return SparseTensor(sp.indices, op_def(sp.indices, sp.values, sp.dense_shape, y), sp.dense_shape)
+
+
+def sparse_dense_truediv(sp_x, y, name=None):
+    """SparseTensor / dense as Python 3's `/` (TF's _sparse_dense_truediv): integers become floats
+    first (int8/16/uint8 float32, int32/int64 float64)."""
+    sp = _check(sp_x, "sp_x")
+    with name_scope(name or "truediv"):
+        y = convert_to_tensor(y, dtype=sp.dtype, name="y")
+        to = {dtypes.int8: dtypes.float32, dtypes.uint8: dtypes.float32, dtypes.int16: dtypes.float32,
+              dtypes.int32: dtypes.float64, dtypes.int64: dtypes.float64}.get(sp.dtype)
+        values = sp.values
+        if to is not None:
+            values, y = math_ops.cast(values, to), math_ops.cast(y, to)
+        return SparseTensor(sp.indices, SparseDenseCwiseDiv(sp.indices, values, sp.dense_shape, y), sp.dense_shape)

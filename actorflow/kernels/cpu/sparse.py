@@ -816,3 +816,35 @@ def _sparse_count(attrs):
         rows = idx[:, 0] if shp.size == 2 else np.zeros(len(vals), np.int64)
         return _count("SparseCountSparseOutput", rows, vals, weights, batch, attrs)
     return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# SparseDenseCwiseMul / SparseDenseCwiseDiv / SparseDenseCwiseAdd: a SparseTensor's values with the
+# dense operand broadcast to its dense_shape, read at its indices (SparseTensor * dense).
+
+def _cwise(op: str, ufunc):
+    def fn(sp_indices, sp_values, sp_shape, dense):
+        idx, vals, shp = _sp(op, sp_indices, sp_values, sp_shape)
+        y = np.asarray(dense)
+        if y.ndim > shp.size or any(d != 1 and d != s for d, s in zip(y.shape[::-1], shp[::-1].tolist())):
+            raise InvalidArgumentError(f"{op}: the dense operand of shape {list(y.shape)} does not broadcast to the "
+                                       f"SparseTensor's dense_shape {shp.tolist()} (only the dense side broadcasts)")
+        _bounds(op, idx, shp)
+        off = shp.size - y.ndim
+        at = tuple(idx[:, off + k] if y.shape[k] != 1 else np.zeros(len(idx), np.int64) for k in range(y.ndim))
+        return ufunc(vals, y[at] if y.ndim else np.full(len(idx), y, y.dtype)).astype(vals.dtype)
+    return fn
+
+
+def _true_or_int_div(x, y):
+    if x.dtype.kind not in "iu":
+        return np.divide(x, y)
+    if (y == 0).any():
+        raise InvalidArgumentError("SparseDenseCwiseDiv: integer division by zero")
+    q = np.floor_divide(x, y)
+    return np.where((q < 0) & (q * y != x), q + 1, q)      # C++'s division truncates toward 0
+
+
+register_kernel("SparseDenseCwiseMul", "CPU")(lambda attrs: _cwise("SparseDenseCwiseMul", np.multiply))
+register_kernel("SparseDenseCwiseDiv", "CPU")(lambda attrs: _cwise("SparseDenseCwiseDiv", _true_or_int_div))
+register_kernel("SparseDenseCwiseAdd", "CPU")(lambda attrs: _cwise("SparseDenseCwiseAdd", np.add))
