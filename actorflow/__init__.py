@@ -69,7 +69,7 @@ from actorflow.graph.custom_gradient import custom_gradient, identity_n  # noqa:
 from actorflow.graph.ops.parsing_ops import (FixedLenFeature, VarLenFeature, decode_raw, parse_example,  # noqa: E402
                                              parse_single_example)
 from actorflow.graph.sparse_tensor import SparseTensor, SparseTensorValue  # noqa: E402
-from actorflow.graph.ops.sparse_ops import (sparse_placeholder,  # noqa: E402
+from actorflow.graph.ops.sparse_ops import (convert_to_tensor_or_sparse_tensor, sparse_placeholder,  # noqa: E402
                                             sparse_tensor_dense_matmul, sparse_tensor_to_dense, sparse_to_dense)
 from actorflow.graph.ops.sparse_math_ops import (sparse_add, sparse_matmul, sparse_maximum,  # noqa: E402
                                                  sparse_minimum, sparse_reduce_max, sparse_reduce_max_sparse,

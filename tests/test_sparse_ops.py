@@ -190,3 +190,26 @@ def test_sparse_times_a_dense_tensor_that_does_not_broadcast_names_the_op():
             _run(x * af.ones([3]), {x: ([[0, 0]], [1.0], [2, 2])})
         with pytest.raises(ValueError, match="higher rank than the SparseTensor"):
             af.SparseTensor([[0]], [1.0], [2]) * af.ones([2, 2])
+
+
+def test_indices_of_a_huge_dense_shape_keep_their_order():
+    big = 1 << 61
+    with af.Graph().as_default():
+        a = af.SparseTensor([[3, big - 1], [0, 5], [3, 2]], [1.0, 2.0, 3.0], [4, big])
+        b = af.SparseTensor([[0, 5], [3, big - 1]], [10.0, 20.0], [4, big])
+        with af.Session() as s:
+            r, t = s.run([af.sparse_reorder(a), af.sparse_add(af.sparse_reorder(a), b)])
+    assert r.indices.tolist() == [[0, 5], [3, 2], [3, big - 1]] and r.values.tolist() == [2.0, 3.0, 1.0]
+    assert t.indices.tolist() == [[0, 5], [3, 2], [3, big - 1]] and t.values.tolist() == [12.0, 3.0, 21.0]
+
+
+def test_convert_to_tensor_or_sparse_tensor():
+    with af.Graph().as_default():
+        value = af.SparseTensorValue([[0, 1]], np.array([2.0], np.float32), [2, 2])
+        sp = af.convert_to_tensor_or_sparse_tensor(value)
+        assert isinstance(sp, af.SparseTensor) and sp.dtype == af.float32
+        assert af.convert_to_tensor_or_sparse_tensor(sp) is sp
+        t = af.convert_to_tensor_or_sparse_tensor([1, 2], dtype=af.int64)
+        assert isinstance(t, af.Tensor) and t.dtype == af.int64
+        with pytest.raises(ValueError, match="dtype float32 is not the requested int32"):
+            af.convert_to_tensor_or_sparse_tensor(sp, dtype=af.int32)

@@ -17,7 +17,8 @@ from actorflow.graph.sparse_tensor import SparseTensor, _check
 from actorflow.graph.tensor_shape import TensorShape, as_shape
 
 __all__ = ["sparse_placeholder", "sparse_to_dense", "sparse_tensor_to_dense", "sparse_tensor_dense_matmul",
-           "sparse_from_dense", "embedding_lookup_sparse", "safe_embedding_lookup_sparse"]
+           "sparse_from_dense", "embedding_lookup_sparse", "safe_embedding_lookup_sparse",
+           "convert_to_tensor_or_sparse_tensor"]
 
 
 def _infer_sparse_to_dense(inputs, attrs):
@@ -227,3 +228,17 @@ def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=N
         if rank is not None:
             final.set_shape(TensorShape([None] * (rank - 1)).concatenate(result.shape[1:]))
         return final
+
+
+def convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None):
+    """A SparseTensor for a SparseTensor or SparseTensorValue, else convert_to_tensor(value)
+    (tf.compat.v1.convert_to_tensor_or_sparse_tensor); a dtype other than the SparseTensor's is a
+    ValueError, as in TF."""
+    from actorflow.graph.sparse_tensor import SparseTensorValue
+    if isinstance(value, (SparseTensor, SparseTensorValue)):
+        sp = _check(value, "value")
+        if dtype is not None and dtypes.as_dtype(dtype) is not dtypes.as_dtype(sp.dtype):
+            raise ValueError(f"convert_to_tensor_or_sparse_tensor: the SparseTensor's dtype {sp.dtype.name} is not "
+                             f"the requested {dtypes.as_dtype(dtype).name}")
+        return sp
+    return convert_to_tensor(value, dtype=dtype, name=name)

@@ -104,9 +104,15 @@ def _keys(*index_arrays):
         return [np.zeros(a.shape[0], np.int64) for a in index_arrays]
     lo = allidx.min(axis=0)
     radix = allidx.max(axis=0) - lo + 1
-    keys = np.zeros(allidx.shape[0], np.int64)
-    for c in range(allidx.shape[1]):
-        keys = keys * radix[c] + (allidx[:, c] - lo[c])
+    total = 1
+    for r in radix.tolist():
+        total *= r
+    if total < 1 << 62:
+        keys = np.zeros(allidx.shape[0], np.int64)
+        for c in range(allidx.shape[1]):
+            keys = keys * radix[c] + (allidx[:, c] - lo[c])
+    else:           # (hashed ids in a huge dense_shape) the rows' ranks among the distinct rows
+        keys = np.unique(allidx, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
     out, k = [], 0
     for a in index_arrays:
         out.append(keys[k:k + a.shape[0]])
