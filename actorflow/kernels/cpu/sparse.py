@@ -201,7 +201,7 @@ def _sparse_add(attrs):
     return fn
 
 
-def _lookup(op: str, rows, table):
+def _lookup(rows, table):
     """For each row of `rows`, its position in `table` (rows of one rank), or -1."""
     if rows.shape[0] == 0:
         return np.zeros(0, np.int64)
@@ -222,7 +222,7 @@ def _sparse_add_grad(attrs):
         s = np.asarray(sum_indices, np.int64)
         out = []
         for x in (a_indices, b_indices):
-            pos = _lookup("SparseAddGrad", np.asarray(x, np.int64).reshape(-1, s.shape[1]), s)
+            pos = _lookup(np.asarray(x, np.int64).reshape(-1, s.shape[1]), s)
             out.append(np.where(pos >= 0, g[np.maximum(pos, 0)] if g.size else 0, 0).astype(g.dtype))
         return tuple(out)
     return fn
@@ -358,7 +358,7 @@ def _sparse_slice_grad(attrs):
         g = np.asarray(backprop_val_grad)
         inp = np.asarray(input_indices, np.int64)
         out = np.asarray(output_indices, np.int64).reshape(-1, inp.shape[1]) + np.asarray(input_start, np.int64)
-        pos = _lookup("SparseSliceGrad", inp, out)
+        pos = _lookup(inp, out)
         return np.where(pos >= 0, g[np.maximum(pos, 0)] if g.size else 0, 0).astype(g.dtype)
     return fn
 
