@@ -213,3 +213,27 @@ def test_convert_to_tensor_or_sparse_tensor():
         assert isinstance(t, af.Tensor) and t.dtype == af.int64
         with pytest.raises(ValueError, match="dtype float32 is not the requested int32"):
             af.convert_to_tensor_or_sparse_tensor(sp, dtype=af.int32)
+
+
+def test_a_graph_def_tensorflow_wrote_with_the_sparse_ops_imports_and_matches():
+    """The raw ops by TF's names and attributes (tests/fixtures/make_sparse_graph_def.py), gradients
+    included."""
+    import json
+    import pathlib
+    here = pathlib.Path(__file__).parent / "fixtures"
+    case = json.loads((here / "sparse_graph_def.json").read_text())
+    gd = af.GraphDef()
+    gd.ParseFromString((here / "sparse_graph_def.pb").read_bytes())
+    with af.Graph().as_default() as g:
+        af.import_graph_def(gd, name="")
+        feeds = {k + ":0": np.array(v, dtype=case["feed_dtypes"][k]) for k, v in case["feeds"].items()}
+        keys = list(case["fetches"])
+        with af.Session(graph=g) as s:
+            got = s.run([case["fetches"][k] for k in keys], feeds)
+    for k, a in zip(keys, got):
+        want = np.array(case["outputs"][k], dtype=case["dtypes"][k]).reshape(case["shapes"][k])
+        assert np.asarray(a).dtype == want.dtype and np.shape(a) == want.shape, k
+        if want.dtype.kind == "f":
+            np.testing.assert_allclose(a, want, rtol=1e-5, atol=1e-6, err_msg=k)
+        else:
+            np.testing.assert_array_equal(a, want, err_msg=k)
