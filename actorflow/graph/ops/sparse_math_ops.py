@@ -74,7 +74,9 @@ def sparse_add(a, b, threshold=None, thresh=None, name=None):
     """a + b where one or both are SparseTensors (tf.compat.v1.sparse_add / tf.sparse.add): two
     SparseTensors give a SparseTensor in canonical order, where a sum of two entries whose magnitude
     is below `threshold` (`thresh`, TF 1.x's name) is dropped; a SparseTensor and a dense tensor
-    give a dense tensor. Both operands must have the same dense_shape (no broadcasting)."""
+    give a dense tensor. Both operands must have the same dense_shape (no broadcasting). TF assumes
+    both in canonical order and merges them as sorted lists (out of order, its result is garbage);
+    actorflow's result is the same for canonical input and the true sum for any order."""
     thresh = threshold if threshold is not None else (thresh if thresh is not None else 0)
     if not (is_sparse(a) or is_sparse(b)):
         raise TypeError("sparse_add: at least one of a and b must be a SparseTensor")
@@ -117,7 +119,8 @@ def _binary(op_def, sp_a, sp_b, name):
 
 def sparse_maximum(sp_a, sp_b, name=None):
     """The element-wise maximum of two SparseTensors of one dense_shape (tf.sparse.maximum); an index
-    present in only one of them is compared with 0. Canonically ordered inputs are assumed."""
+    present in only one of them is compared with 0. As with sparse_add, TF's result is defined only for
+    inputs in canonical order; actorflow's equals it there and is right for any order."""
     return _binary(SparseSparseMaximum, sp_a, sp_b, name)
 
 
@@ -155,7 +158,8 @@ def _sparse_softmax_grad(op, grad):
 
 def sparse_softmax(sp_input, name=None):
     """The softmax of each innermost row of a SparseTensor over its entries only (tf.sparse.softmax):
-    the implicit zeros take no part. Values, indices and dense_shape keep the input's order."""
+    the implicit zeros take no part. Values, indices and dense_shape keep the input's order (TF
+    assumes canonical order and returns the values sorted, which differs only for unordered input)."""
     sp = _check(sp_input)
     with name_scope(name or "SparseSoftmax"):
         return SparseTensor(sp.indices, SparseSoftmax(sp.indices, sp.values, sp.dense_shape), sp.dense_shape)
