@@ -237,3 +237,16 @@ def test_a_graph_def_tensorflow_wrote_with_the_sparse_ops_imports_and_matches():
             np.testing.assert_allclose(a, want, rtol=1e-5, atol=1e-6, err_msg=k)
         else:
             np.testing.assert_array_equal(a, want, err_msg=k)
+
+
+def test_unordered_operands_give_what_their_canonical_order_gives():
+    """(TF's SparseAdd, SparseSparseMaximum and SparseSoftmax assume canonical order; actorflow's do not.)"""
+    with af.Graph().as_default():
+        env = _setup_env()
+        u, a, b = env["u"], env["a"], env["b"]      # u: a's entries shuffled
+        pairs = [(af.sparse_add(u, b), af.sparse_add(a, b)), (af.sparse_maximum(u, b), af.sparse_maximum(a, b)),
+                 (af.sparse_reorder(af.sparse_softmax(u)), af.sparse_softmax(a))]
+        with af.Session() as s:
+            for got, want in s.run(pairs):
+                assert got.indices.tolist() == want.indices.tolist()
+                np.testing.assert_allclose(got.values, want.values, rtol=1e-12)
