@@ -243,7 +243,9 @@ def test_unordered_operands_give_what_their_canonical_order_gives():
     """(TF's SparseAdd, SparseSparseMaximum and SparseSoftmax assume canonical order; actorflow's do not.)"""
     with af.Graph().as_default():
         env = _setup_env()
-        u, a, b = env["u"], env["a"], env["b"]      # u: a's entries shuffled
+        a, b = env["a"], env["b"]
+        perm = [3, 0, 4, 2, 1]
+        u = af.SparseTensor(af.gather(a.indices, perm), af.gather(a.values, perm), a.dense_shape)  # a shuffled
         pairs = [(af.sparse_add(u, b), af.sparse_add(a, b)), (af.sparse_maximum(u, b), af.sparse_maximum(a, b)),
                  (af.sparse_reorder(af.sparse_softmax(u)), af.sparse_softmax(a))]
         with af.Session() as s:
