@@ -252,3 +252,34 @@ def test_unordered_operands_give_what_their_canonical_order_gives():
             for got, want in s.run(pairs):
                 assert got.indices.tolist() == want.indices.tolist()
                 np.testing.assert_allclose(got.values, want.values, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn,norm", [(af.sparse_segment_sum, None), (af.sparse.segment_mean, "mean"),
+                                     (af.sparse_segment_sqrt_n, "sqrtn")])
+def test_big_embedding_bags_take_the_fused_loop_and_agree_with_numpy(fn, norm, dtype):
+    """Above 2,048 ids the kernels and their gradients run one numba loop (kernels/cpu/sparse.py);
+    the fixture's cases are smaller and take numpy's path."""
+    rng = np.random.default_rng(5)
+    vocab, dim, batch, nnz = 300, 3, 40, 5000
+    table = rng.standard_normal((vocab, dim)).astype(dtype)
+    ids = rng.integers(0, vocab, nnz)
+    rows = np.sort(rng.integers(0, batch, nnz))
+    counts = np.maximum(np.bincount(rows, minlength=batch + 2), 1).astype(np.float64)
+    scale = {None: np.ones_like(counts), "mean": 1 / counts, "sqrtn": 1 / np.sqrt(counts)}[norm]
+    want = np.zeros((batch + 2, dim))
+    np.add.at(want, rows, table[ids].astype(np.float64))
+    want *= scale[:, None]
+    w = rng.standard_normal((batch + 2, dim))
+    want_grad = np.zeros((vocab, dim))
+    np.add.at(want_grad, ids, (w * scale[:, None])[rows])
+    with af.Graph().as_default():
+        t = af.constant(table)
+        y = fn(t, ids, rows, num_segments=batch + 2)
+        grad, = af.gradients(af.reduce_sum(y * af.constant(w.astype(dtype))), [t])
+        with af.Session() as s:
+            got, got_grad = s.run([y, grad])
+    tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == np.float32 else {"rtol": 1e-10, "atol": 1e-10}
+    assert got.dtype == dtype and got_grad.dtype == dtype
+    np.testing.assert_allclose(got, want, **tol)
+    np.testing.assert_allclose(got_grad, want_grad, **tol)

@@ -5,6 +5,7 @@ import numpy as np
 
 from actorflow.errors import InvalidArgumentError
 from actorflow.kernels.cpu import tensor_proto
+from actorflow.kernels.lazy_numba import njit
 from actorflow.kernels.registry import register_kernel
 
 
@@ -509,11 +510,41 @@ def _scale(norm, counts):
     return None
 
 
+# Below this many indices numpy's gather and reduceat are as fast, and a first call never pays
+# numba's compilation; above it one fused loop reads each row once, with no gathered copy.
+_NUMBA_MIN = 2048
+
+
+@njit(cache=True, nogil=True)
+def _add_rows(src, src_rows, dst_rows, scale, out):  # pragma: no cover - compiled
+    """out[dst_rows[i], :] += src[src_rows[i], :] * scale[src_rows[i]] (an empty scale: 1), over
+    rows already checked: a sparse segment sum, or its gradient."""
+    m = src.shape[1]
+    for i in range(src_rows.shape[0]):
+        a = src_rows[i]
+        b = dst_rows[i]
+        if scale.shape[0] == 0:
+            for k in range(m):
+                out[b, k] += src[a, k]
+        else:
+            c = scale[a]
+            for k in range(m):
+                out[b, k] += src[a, k] * c
+
+
+def _fused(x) -> bool:
+    return x.dtype.kind == "f" and x.dtype.itemsize >= 4
+
+
 def _sparse_segment_kernel(op: str, norm, with_num: bool):
     def fn(data, indices, segment_ids, *num_segments):
         data, idx, ids, n = _sparse_segments(op, data, indices, segment_ids, num_segments[0] if with_num else None)
         out = np.zeros((n,) + data.shape[1:], data.dtype)
-        if ids.size:
+        if ids.size >= _NUMBA_MIN and _fused(data) and data.shape[0]:
+            flat = out.reshape(n, -1)
+            _add_rows(np.ascontiguousarray(data).reshape(data.shape[0], -1), idx.astype(np.int64),
+                      ids.astype(np.int64), np.zeros(0, data.dtype), flat)
+        elif ids.size:
             starts = np.concatenate([[0], np.flatnonzero(np.diff(ids)) + 1])
             out[ids[starts]] = np.add.reduceat(data[idx], starts, axis=0)
         s = _scale(norm, _counts(ids, n, data.dtype))
@@ -533,11 +564,16 @@ def _sparse_segment_grad_kernel(op: str, norm):
         if ids.size and ((ids < 0) | (ids >= g.shape[0])).any():
             k = int(np.flatnonzero((ids < 0) | (ids >= g.shape[0]))[0])
             raise InvalidArgumentError(f"{op}: segment_ids[{k}] = {int(ids[k])} is out of range [0, {g.shape[0]})")
-        rows = g[ids]
         s = _scale(norm, _counts(ids, g.shape[0], g.dtype))
+        out = np.zeros((dim0,) + g.shape[1:], g.dtype)
+        if ids.size >= _NUMBA_MIN and _fused(g) and g.shape[0]:
+            scale = np.zeros(0, g.dtype) if s is None else s.astype(g.dtype)
+            _add_rows(np.ascontiguousarray(g).reshape(g.shape[0], -1), ids.astype(np.int64), idx.astype(np.int64),
+                      scale, out.reshape(dim0, -1))
+            return out
+        rows = g[ids]
         if s is not None:
             rows = rows * s[ids].reshape((-1,) + (1,) * (g.ndim - 1)).astype(g.dtype)
-        out = np.zeros((dim0,) + g.shape[1:], g.dtype)
         np.add.at(out, idx, rows)
         return out
     return fn
