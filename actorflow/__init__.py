@@ -69,8 +69,17 @@ from actorflow.graph.custom_gradient import custom_gradient, identity_n  # noqa:
 from actorflow.graph.ops.parsing_ops import (FixedLenFeature, VarLenFeature, decode_raw, parse_example,  # noqa: E402
                                              parse_single_example)
 from actorflow.graph.sparse_tensor import SparseTensor, SparseTensorValue  # noqa: E402
-from actorflow.graph.ops.sparse_ops import (sparse_placeholder, sparse_reduce_sum,  # noqa: E402
+from actorflow.graph.ops.sparse_ops import (convert_to_tensor_or_sparse_tensor, sparse_placeholder,  # noqa: E402
                                             sparse_tensor_dense_matmul, sparse_tensor_to_dense, sparse_to_dense)
+from actorflow.graph.ops.sparse_math_ops import (sparse_add, sparse_matmul, sparse_maximum,  # noqa: E402
+                                                 sparse_minimum, sparse_reduce_max, sparse_reduce_max_sparse,
+                                                 sparse_reduce_sum, sparse_reduce_sum_sparse, sparse_segment_mean,
+                                                 sparse_segment_sqrt_n, sparse_segment_sum, sparse_softmax)
+from actorflow.graph.ops.sparse_manip_ops import (deserialize_many_sparse, serialize_many_sparse,  # noqa: E402
+                                                  serialize_sparse, sparse_concat, sparse_fill_empty_rows,
+                                                  sparse_mask, sparse_merge, sparse_reorder, sparse_reset_shape,
+                                                  sparse_reshape, sparse_retain, sparse_slice, sparse_split,
+                                                  sparse_to_indicator, sparse_transpose)
 from actorflow import sparse  # noqa: E402
 from actorflow.graph.ops.math_more_ops import bincount, confusion_matrix, norm, saturate_cast  # noqa: E402
 from actorflow.graph.ops.random_more_ops import multinomial, random_gamma, random_poisson, random_shuffle  # noqa: E402
@@ -131,6 +140,10 @@ _GRAPH_PROTOS = {"GraphDef": ("graph_pb2", "GraphDef"), "NodeDef": ("node_def_pb
 
 
 def __getattr__(name):
+    # af.contrib (tf.contrib's layers, rnn, seq2seq, framework) is imported on first use.
+    if name == "contrib":
+        import importlib
+        return importlib.import_module("actorflow.contrib")
     # af.Summary, af.Event, af.SessionLog are TensorBoard's protobuf classes, loaded on first use so
     # that `import actorflow` works without the `summary` extra.
     if name in ("Summary", "Event", "SessionLog", "SummaryMetadata", "HistogramProto"):

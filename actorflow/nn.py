@@ -33,7 +33,7 @@ from actorflow.graph.ops.nn_ops import (
     sparse_softmax_cross_entropy_with_logits,
     xw_plus_b,
 )
-from actorflow.graph.ops.sparse_ops import embedding_lookup_sparse  # noqa: F401
+from actorflow.graph.ops.sparse_ops import embedding_lookup_sparse, safe_embedding_lookup_sparse  # noqa: F401
 
 __all__ = [
     "relu", "relu6", "elu", "softplus", "leaky_relu", "sigmoid", "tanh",
@@ -89,7 +89,7 @@ from actorflow.graph.ops.nn_misc_ops import (  # noqa: E402
 __all__ += ["selu", "softsign", "swish", "silu", "crelu", "relu_layer", "weighted_cross_entropy_with_logits",
             "log_poisson_loss", "zero_fraction", "sufficient_statistics", "normalize_moments", "weighted_moments",
             "fused_batch_norm", "batch_norm_with_global_normalization"]
-__all__ += ["embedding_lookup_sparse"]
+__all__ += ["embedding_lookup_sparse", "safe_embedding_lookup_sparse"]
 
 # -- the rest of the convolution family (graph/ops/nn_conv_ops.py) ------------------------------
 from actorflow.graph.ops.nn_conv_ops import (  # noqa: E402

@@ -66,11 +66,23 @@ def fetch(manifest, mirror: Path, corpus: Path) -> None:
         dst = dst.with_suffix(".py")
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_bytes(src)
+        for name in prog.get("files", []):        # data files the program reads, from the same commit
+            data = subprocess.run(["git", "-C", str(_repo_dir(mirror, repo["repo"])), "show",
+                                   f"{repo['commit']}:{name}"], check=True, capture_output=True).stdout
+            (_files_dir(corpus, prog) / Path(name).name).write_bytes(data)
         print(f"fetched {prog['id']:40s} {repo['repo']}@{repo['commit'][:10]}:{prog['path']}")
 
 
-def port(source: str, lib: str, patches) -> str:
-    """The program as run under `lib`: the import swapped, the dataset stand-ins, the patches."""
+def _files_dir(corpus: Path, prog) -> Path:
+    d = corpus / (prog["id"].replace("/", "__") + ".files")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def port(source: str, lib: str, patches, seed: int = 0) -> str:
+    """The program as run under `lib`: the import swapped, the dataset stand-ins, the patches; a
+    graph-level seed the program sets (`tf.set_random_seed(777)`) is offset by run k's `seed`, so that
+    k runs of a seeded program sample its initial weights k ways, as an unseeded program's runs do."""
     imp = AF_IMPORT if lib == "actorflow" else TF_IMPORT
     out = re.sub(r"^(\s*)import tensorflow as tf\s*$", lambda m: m.group(1) + imp, source, flags=re.M)
     out = re.sub(r"^(\s*)from tensorflow\.examples\.tutorials\.mnist import input_data\s*$",
@@ -85,10 +97,14 @@ def port(source: str, lib: str, patches) -> str:
                      flags=re.M)
         out = out.replace("tf.contrib.rnn.", "rnn.")
     out = out.replace("tf.contrib.layers.flatten", "tf.layers.flatten")
+    out = out.replace("tf.contrib.layers.xavier_initializer()", "tf.glorot_uniform_initializer()")
     out = out.replace("newshape=", "")
     # No display: matplotlib's Agg backend would wait forever for a button press.
     out = out.replace("plt.waitforbuttonpress()", "None")
     out = re.sub(r"\bxrange\(", "range(", out)            # 2to3, for the programs written for Python 2
+    if seed:
+        out = re.sub(r"\btf\.set_random_seed\((\d+)\)", lambda m: f"tf.set_random_seed({int(m.group(1)) + seed})",
+                     out)
     for old, new in patches:
         if old not in out:
             raise ValueError(f"patch {old!r} does not apply")
@@ -97,12 +113,14 @@ def port(source: str, lib: str, patches) -> str:
 
 
 def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path | None = None,
-            seed: int = 0) -> dict:
+            seed: int = 0, corpus: Path = DEFAULT_CORPUS) -> dict:
     """Runs one program under one library in a fresh directory, numpy seeded with `seed`; returns its
     outcome and figure."""
     work = Path(tempfile.mkdtemp(prefix="afcompat-"))
     try:
-        (work / "prog.py").write_text(port(source, lib, prog.get("patches", [])))
+        (work / "prog.py").write_text(port(source, lib, prog.get("patches", []), seed))
+        for name in prog.get("files", []):
+            shutil.copy(_files_dir(corpus, prog) / Path(name).name, work / Path(name).name)
         for name in prog.get("data", []):
             if name == "text8.zip":
                 sys.path.insert(0, str(SHIMS))
@@ -215,13 +233,15 @@ def main(argv=None):
         source = path.read_text()
         res = {"tf": earlier.get(prog["id"], {}).get("tf", []), "af": None}
         if a.tf_python and not res["tf"]:
-            res["tf"] = [run_one(prog, source, "tensorflow", a.tf_python, a.timeout, a.keep_output, seed=k)
+            res["tf"] = [run_one(prog, source, "tensorflow", a.tf_python, a.timeout, a.keep_output, seed=k,
+                                 corpus=a.corpus)
                          for k in range(a.seeds)]
         if prog["id"] in af_earlier:
             res["af"] = af_earlier[prog["id"]]["af"]
             res["af_runs"] = af_earlier[prog["id"]].get("af_runs", [res["af"]])
         elif not a.skip_actorflow:
-            runs = [run_one(prog, source, "actorflow", sys.executable, a.timeout, a.keep_output, seed=k)
+            runs = [run_one(prog, source, "actorflow", sys.executable, a.timeout, a.keep_output, seed=k,
+                            corpus=a.corpus)
                     for k in range(a.af_runs)]
             res["af"] = runs[0]
             res["af_runs"] = runs

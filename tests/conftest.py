@@ -4,16 +4,23 @@
   every test of a file one; a test that needs the Graph object takes `graph` as an argument).
 - `run(fetches, feed=None)`: runs fetches in a fresh local session on the default graph (import it:
   `from tests.conftest import run`).
+- The cluster cookie ($ACTORFLOW_COOKIE) is a fresh file of the test run, not ~/.actorflow/cookie.
 - Every test fails if the JIT could not compile a cluster or loop it planned (the kernel then logs
   a warning and runs interpreted: right answers, so nothing else would notice).
 """
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 
 import pytest
 
 import actorflow as af
+
+# Servers and clients given no token use the user's cookie (cluster/cookie.py): the tests, and the
+# processes they start (which inherit the environment), use one of their own, not the home directory's.
+os.environ.setdefault("ACTORFLOW_COOKIE", os.path.join(tempfile.mkdtemp(prefix="af-test-cookie-"), "cookie"))
 
 
 @pytest.fixture

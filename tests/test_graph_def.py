@@ -157,3 +157,43 @@ def test_v1_behaviour_switches():
         af.enable_v2_behavior()
     with af.Graph().as_default():              # graphs build as before
         assert af.constant(1.0).op.type == "Const"
+
+
+def test_nodes_carry_every_attribute_tensorflows_importer_requires():
+    """TF's importer rejects a NodeDef without an attribute its OpDef requires ("NodeDef missing attr
+    'T'"). For a training graph with a loop, a cond, concat/split/add_n and casts, every node whose op
+    TF 2.21 knows carries each required attribute (summary/tf_op_signatures.json, from TF's OpDefs),
+    with the dtypes and counts of its tensors."""
+    from actorflow.summary.graph_def import _signatures
+    with af.Graph().as_default() as g:
+        x = af.placeholder(af.float32, [None, 3], name="x")
+        w = af.Variable(np.ones((3, 2), np.float32), name="w")
+        h = af.concat([af.nn.relu(af.matmul(x, w)), af.cast(af.reshape(af.range(af.shape(x)[0]), [-1, 1]),
+                                                             af.float32)], axis=1)
+        a, b = af.split(h, [1, 2], axis=1)
+        y = af.add_n([a, a, af.reduce_sum(b, 1, keepdims=True)])
+        _, total = af.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * 2.0), [0, af.reduce_sum(y)])
+        loss = af.cond(total > 0.0, lambda: total, lambda: -total)
+        af.train.AdamOptimizer(0.1).minimize(loss)
+        gd = g.as_graph_def()
+    sigs = _signatures()
+    checked = 0
+    for node in gd.node:
+        sig = sigs.get(node.op)
+        if sig is None:
+            continue
+        missing = [k for k in sig["required"] if k not in node.attr]
+        assert not missing, f"{node.name} ({node.op}) lacks {missing}"
+        checked += 1
+    assert checked > 100
+    by_name = {n.name: n for n in gd.node}
+    concat = next(n for n in gd.node if n.op == "ConcatV2")
+    assert concat.attr["N"].i == 2 and concat.attr["T"].type == af.float32.as_datatype_enum
+    assert concat.attr["Tidx"].type == af.int32.as_datatype_enum
+    cast = next(n for n in gd.node if n.op == "Cast")
+    assert (cast.attr["SrcT"].type, cast.attr["DstT"].type) == (af.int32.as_datatype_enum,
+                                                                 af.float32.as_datatype_enum)
+    assert by_name["MatMul"].attr["T"].type == af.float32.as_datatype_enum
+    # A scalar's shape attribute is set, though it has no dims (TF: "AttrValue missing value").
+    power = next(n for n in gd.node if n.op == "VariableV2" and n.name.endswith("beta1_power"))
+    assert power.attr["shape"].WhichOneof("value") == "shape" and not power.attr["shape"].shape.dim

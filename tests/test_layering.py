@@ -26,7 +26,8 @@ deterministic simulator replaces), console
 checkpoint_format, the file format shared by the Saver and the checkpoint kernels); and graph
 libraries that build ops on a graph and sit between graph and train (layers, losses, metrics, nn,
 rnn, rnn_cell, math, random, image, strings, lookup, initializers, debugging, data, summary, xla). client (the
-timeline) and compat import nothing; distribute re-exports the cluster's resolvers.
+timeline) and compat import nothing; distribute re-exports the cluster's resolvers; contrib (tf.contrib's
+layers, rnn, seq2seq and framework) is built on layers, nn and train.
 """
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "distribute": {"cluster"},
     "client": set(),
     "compat": {"graph"},
-    "<root>": {"serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
+    "contrib": {"train", "layers", "nn", "metrics"},  # tf.contrib's layers, rnn, seq2seq, framework over those
+    "<root>": {"contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
                "metrics", "math", "linalg", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data"},
     "sim": {"<root>", "console"},
     "graphviz": {"<root>", "console"},

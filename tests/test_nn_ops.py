@@ -563,9 +563,9 @@ def test_moments_with_tensor_axes_needs_keepdims():
     np.testing.assert_allclose(run(mean), run(x).mean(0, keepdims=True))
 
 
-def test_softmax_cross_entropy_casts_float_labels_to_the_logits_dtype():
+def test_softmax_cross_entropy_casts_labels_to_the_logits_dtype():
     """TF's v2 helper casts labels to the logits' dtype: float64 one-hot labels from numpy (as
-    tf.data gives them) with float32 logits, as a public tf.data tutorial does."""
+    tf.data gives them) with float32 logits, as a public tf.data tutorial does, or int32 ones."""
     with af.Graph().as_default(), af.Session() as sess:
         logits = af.constant([[2.0, 1.0, 0.1]], dtype=af.float32)
         labels = af.constant(np.array([[1.0, 0.0, 0.0]]), dtype=af.float64)
@@ -573,8 +573,11 @@ def test_softmax_cross_entropy_casts_float_labels_to_the_logits_dtype():
         assert loss.dtype == af.float32
         z = np.array([2.0, 1.0, 0.1])
         np.testing.assert_allclose(sess.run(loss), [np.log(np.exp(z).sum()) - 2.0], rtol=1e-6)
-        with pytest.raises(TypeError, match="must have the dtype of logits"):
-            af.nn.softmax_cross_entropy_with_logits(labels=af.constant([[1, 0, 0]]), logits=logits)
+        # int32 one-hots too (TF 2.21 casts them; stanford cs20's 03_logistic_regression_mnist_sol)
+        int_loss = af.nn.softmax_cross_entropy_with_logits(labels=af.constant([[1, 0, 0]]), logits=logits)
+        np.testing.assert_allclose(sess.run(int_loss), sess.run(loss), rtol=1e-7)
+        with pytest.raises(TypeError, match="cannot be cast to the dtype of logits"):
+            af.nn.softmax_cross_entropy_with_logits(labels=af.constant([[b"a", b"b", b"c"]]), logits=logits)
 
 
 def test_softmax_xent_flattens_and_broadcasts_labels_like_tensorflow():

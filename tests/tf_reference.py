@@ -56,8 +56,9 @@ def check(fix: dict, key: str) -> None:
         ys = list(y) if isinstance(y, (list, tuple)) else [y]
         with af.Session() as s:
             vals = s.run(ys)
-            for got, want, dt, t in zip(vals, case["values"], case["dtypes"], ys):
-                want = np.array(want, dtype=dt)
+            shapes = case.get("shapes", [None] * len(ys))
+            for got, want, dt, t, shp in zip(vals, case["values"], case["dtypes"], ys, shapes):
+                want = np.array(want, dtype=dt) if shp is None else np.array(want, dtype=dt).reshape(shp)
                 assert np.asarray(got).dtype == want.dtype, f"{key}: dtype {np.asarray(got).dtype}, TF {want.dtype}"
                 assert np.shape(got) == want.shape, f"{key}: shape {np.shape(got)}, TF {want.shape}"
                 if t.shape.is_fully_defined():

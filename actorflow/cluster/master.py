@@ -27,6 +27,7 @@ import numpy as np
 from actorflow import clock, errors
 from actorflow.actors.dispatcher import default_runtime
 from actorflow.actors.tracing import now_us, shift_step_stats
+from actorflow.cluster.cookie import user_cookie
 from actorflow.cluster.spec import ClusterSpec, parse_target, target_tls, task_key
 from actorflow.graph.device_spec import DeviceSpec
 from actorflow.scheduler.lower import LowerOptions, lower_for_cluster
@@ -66,7 +67,7 @@ def connect_master(target: str, graph, config) -> "Master":
 class Master:
     def __init__(self, target: str, graph, config):
         self.address, token = parse_target(target)
-        self.token = token or os.environ.get("ACTORFLOW_TOKEN", "")
+        self.token = token or os.environ.get("ACTORFLOW_TOKEN") or user_cookie()
         tls = target_tls(target)
         self._ssl = tls.client_context() if tls is not None else None   # afs:// targets: TLS to every task
         self._ws_heartbeat = ConnectionLimits.from_env().ws_heartbeat

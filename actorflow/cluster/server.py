@@ -24,6 +24,7 @@ from actorflow.actors.executable import Executable
 from actorflow.actors.node import DEAD
 from actorflow.actors.resource import ResourceContainer
 from actorflow.actors.tracing import StepTracer, now_us
+from actorflow.cluster.cookie import user_cookie
 from actorflow.cluster.metrics import CONTENT_TYPE, TaskMetrics
 from actorflow.cluster.spec import ClusterSpec, make_target, task_key, tf_config
 from actorflow.graph.graph import Graph
@@ -50,15 +51,13 @@ step_fault_hook = None
 
 
 def cluster_token(token: str | None = None) -> str:
-    """The token peers must present: `token` if given, else $ACTORFLOW_TOKEN, else a new random one.
-
-    A random token (`secrets.token_urlsafe(32)`) is only known to this process: a server started
-    without a token is reachable by clients of this process (through `Server.target`) and by no one
-    else, until the token is handed out (a spec file of mode 0600, the environment). A token must be
-    visible ASCII (it travels in an HTTP header); anything else is a ValueError.
+    """The token peers must present: `token` if given, else $ACTORFLOW_TOKEN, else the user's cookie
+    (cluster/cookie.py: 32 random bytes in a file of mode 0600 that only this user's processes read),
+    so that the processes a TF-1.x program forks, each with its own `Server`, agree on it. A token
+    must be visible ASCII (it travels in an HTTP header); anything else is a ValueError.
     """
     if not token:
-        token = os.environ.get("ACTORFLOW_TOKEN") or secrets.token_urlsafe(32)
+        token = os.environ.get("ACTORFLOW_TOKEN") or user_cookie()
     if not isinstance(token, str) or not token.isascii() or not token.isprintable() or " " in token:
         raise ValueError("a cluster token must be a string of visible ASCII characters (no spaces)")
     return token
@@ -462,9 +461,9 @@ class Server:
     `Server(cluster, job_name, task_index)`; with no cluster, TF_CONFIG gives it. Binds to 127.0.0.1
     unless `bind` says otherwise. `target` is the address sessions connect to; it carries the token.
 
-    Differs from TF: peers authenticate with a cluster token: `token`, else $ACTORFLOW_TOKEN, else a
-    random one that only this process knows (so tasks in other processes need the same explicit
-    token). `tls` (a TLSConfig or a dict of cert/key/ca PEM paths; else the cluster spec's, else
+    Differs from TF: peers authenticate with a cluster token: `token`, else $ACTORFLOW_TOKEN, else the
+    user's cookie (~/.actorflow/cookie, mode 0600: every process of this user agrees on it, other
+    users cannot read it). `tls` (a TLSConfig or a dict of cert/key/ca PEM paths; else the cluster spec's, else
     $ACTORFLOW_TLS_*) serves over TLS and connects to the other tasks over TLS; with a CA, TLS is
     mutual. `limits` (a ConnectionLimits; else $ACTORFLOW_* variables) bounds what connections
     without the token may cost and sets the websocket heartbeat. `transport_limits`

@@ -57,6 +57,10 @@ class GraphKeys:
     READY_OP = "ready_op"
     LOCAL_INIT_OP = "local_init_op"
     TABLE_INITIALIZERS = "table_initializer"
+    # Filled by tf.contrib's layers and legacy code (af.contrib), read by apply_regularization.
+    WEIGHTS = "weights"
+    BIASES = "biases"
+    ACTIVATIONS = "activations"
 
 
 class Tensor:

@@ -65,6 +65,20 @@ class SparseTensor(collections.namedtuple("SparseTensor", ["indices", "values", 
             raise ValueError("Cannot evaluate a SparseTensor using `eval()`: no default session is registered.")
         return sess.run(self, feed_dict)
 
+    # TF's operators on a SparseTensor: * and / with a dense tensor that broadcasts to its shape
+    # (SparseDenseCwiseMul / Div); a namedtuple's own * (repetition) would be wrong here.
+    def __mul__(self, other):
+        from actorflow.graph.ops.sparse_math_ops import SparseDenseCwiseMul, sparse_dense_cwise
+        return sparse_dense_cwise(SparseDenseCwiseMul, self, other, name="mul")
+
+    def __truediv__(self, other):
+        from actorflow.graph.ops.sparse_math_ops import sparse_dense_truediv
+        return sparse_dense_truediv(self, other)
+
+    def __div__(self, other):      # TF 1.x's `div`: integer division for integers
+        from actorflow.graph.ops.sparse_math_ops import SparseDenseCwiseDiv, sparse_dense_cwise
+        return sparse_dense_cwise(SparseDenseCwiseDiv, self, other, name="div")
+
     def __repr__(self):
         return f"SparseTensor(indices={self.indices!r}, values={self.values!r}, dense_shape={self.dense_shape!r})"
 

@@ -7,6 +7,11 @@ are Python objects of actorflow's own (callables, nested structures) are left ou
 `Graph.as_graph_def(add_shapes=True)` does, every node carries its output shapes in
 `_output_shapes`, so TensorBoard labels the edges with tensor shapes.
 
+Each node also carries the attributes TF's OpDef derives from its tensors (`T`, `N`, `Tidx`,
+`SrcT`/`DstT`...; tf_op_signatures.json, written from TF 2.21's OpDefs by
+docs/compat/dump_tf_op_signatures.py), so that TensorFlow's importer accepts the GraphDef: a graph of
+ops TF knows (frozen or not, with cond and while_loop) imports into TF and runs there.
+
 `Graph.as_graph_def()` (and so `sess.graph_def`) asks for the exact form: constants whole, and each
 node's actorflow attributes and output signature also in an `_af` attribute (msgpack, the cluster's
 graph format; TF ignores attributes whose names start with "_"). `graph_util` reads it back bit for
@@ -68,6 +73,7 @@ def _scalar_attr(v, av, tensor_util, whole=False) -> bool:
     elif isinstance(v, dtypes.DType):
         av.type = _dtype_enum(v)
     elif isinstance(v, TensorShape):
+        av.shape.SetInParent()          # a scalar's shape has no dims, but is set
         _shape_proto(v, av.shape)
     elif isinstance(v, np.ndarray):
         if v.nbytes > _MAX_CONST_BYTES and not whole:
@@ -106,6 +112,60 @@ def _list_attr(values, av) -> bool:
     return True
 
 
+_SIGNATURES = None
+
+
+def _signatures() -> dict:
+    """{op type: TF's input/output arguments and required attributes}, from tf_op_signatures.json
+    (written by docs/compat/dump_tf_op_signatures.py from TF 2.21's OpDefs)."""
+    global _SIGNATURES
+    if _SIGNATURES is None:
+        import json
+        from pathlib import Path
+        _SIGNATURES = json.loads((Path(__file__).with_name("tf_op_signatures.json")).read_text())
+    return _SIGNATURES
+
+
+def _arg_counts(args, n: int):
+    """How many of `n` tensors each of TF's argument specs takes: one each, except a list argument
+    (number_attr or type_list_attr), which takes the rest; None when that is ambiguous."""
+    lists = [i for i, a in enumerate(args) if a[2] or a[3]]
+    if len(lists) > 1 or (not lists and n != len(args)):
+        return None
+    counts = [1] * len(args)
+    if lists:
+        rest = n - (len(args) - 1)
+        if rest < 0:
+            return None
+        counts[lists[0]] = rest
+    return counts
+
+
+def _tf_signature_attrs(op, node) -> None:
+    """Fills the attributes TF's OpDef derives from the node's tensors (`T`, `N`, `Tidx`, `SrcT`,
+    `out_type`, `Tout`...) when actorflow's own attributes do not already hold them: TF's importer
+    requires them (a NodeDef without `T` is "missing attr 'T'"). Ops TF does not know are left as
+    they are."""
+    sig = _signatures().get(op.type)
+    if sig is None:
+        return
+    for args, tensors in ((sig["in"], op.inputs), (sig["out"], op.outputs)):
+        counts = _arg_counts(args, len(tensors))
+        if counts is None:
+            continue
+        pos = 0
+        for (_name, type_attr, number_attr, type_list_attr, _fixed), count in zip(args, counts):
+            group = tensors[pos:pos + count]
+            pos += count
+            if number_attr and number_attr not in node.attr:
+                node.attr[number_attr].i = count
+            if type_attr and group and type_attr not in node.attr:
+                node.attr[type_attr].type = _dtype_enum(group[0].dtype)
+            if type_list_attr and type_list_attr not in node.attr:
+                node.attr[type_list_attr].list.type.extend(_dtype_enum(t.dtype) for t in group)
+                node.attr[type_list_attr].list.SetInParent()
+
+
 def _input_name(t) -> str:
     return t.op.name if t.value_index == 0 else f"{t.op.name}:{t.value_index}"
 
@@ -139,6 +199,7 @@ def as_graph_def(graph: Graph, add_shapes: bool = True, from_version=None, exact
                 node.attr[key].CopyFrom(av)
             else:
                 log.debug("attr %r of op %s (%s) has no GraphDef form; left out", key, op.name, type(v).__name__)
+        _tf_signature_attrs(op, node)
         if exact:
             # (a Const's value is already whole in its TensorProto: not written twice)
             own = {k: v for k, v in op.attrs.items()

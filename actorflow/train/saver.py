@@ -349,7 +349,7 @@ def _encode_path(path: str, digest: str | None = None) -> np.ndarray:
 
 def _cluster_token(sess):
     """The cluster token of a distributed session (None for a local one): its master's, which is the
-    target's `?token=` or $ACTORFLOW_TOKEN. The train layer sits above the cluster layer, so it may
+    target's `?token=`, $ACTORFLOW_TOKEN or the user's cookie. The train layer sits above the cluster layer, so it may
     ask the session's cluster backend directly."""
     seen = 0
     while hasattr(sess, "_sess") and not hasattr(sess, "sess_str") and seen < 8:
@@ -359,8 +359,9 @@ def _cluster_token(sess):
         return None
     token = getattr(getattr(sess, "_backend", None), "token", None)
     if not token:
+        from actorflow.cluster.cookie import user_cookie
         from actorflow.cluster.spec import parse_target
-        token = parse_target(target)[1] or os.environ.get("ACTORFLOW_TOKEN")
+        token = parse_target(target)[1] or os.environ.get("ACTORFLOW_TOKEN") or user_cookie()
     return token or None
 
 

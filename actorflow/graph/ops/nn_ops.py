@@ -444,9 +444,11 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
             raise TypeError(f"logits must be floating-point, got {logits.dtype.name} tensor '{logits.name}'")
         labels = convert_to_tensor(labels, dtype=logits.dtype) if not isinstance(labels, Tensor) else labels
         if labels.dtype is not logits.dtype:
-            if not (labels.dtype.is_floating and logits.dtype.is_floating):
-                raise TypeError(f"labels ({labels.dtype.name}) must have the dtype of logits ({logits.dtype.name})")
-            labels = math_ops.cast(labels, logits.dtype)      # as TF's v2 helper does (e.g. float64 one-hots)
+            # TF's v2 helper casts labels of any other dtype (float64 or int32 one-hots) to logits'.
+            if not (labels.dtype.is_floating or labels.dtype.is_integer or labels.dtype.is_bool):
+                raise TypeError(f"labels ({labels.dtype.name}) cannot be cast to the dtype of logits "
+                                f"({logits.dtype.name})")
+            labels = math_ops.cast(labels, logits.dtype)
         fr, lr = logits.shape.ndims, labels.shape.ndims
         if fr is not None and lr is not None and fr != lr:
             # TF flattens both to [-1, classes] and lets the kernel broadcast them: labels [1, n, k]

@@ -1,6 +1,7 @@
 """Sparse tensors in computations: sparse_placeholder, sparse_to_dense / sparse_tensor_to_dense
-(op SparseToDense), sparse_tensor_dense_matmul (op SparseTensorDenseMatMul), sparse_reduce_sum,
-the SparseTensor of a dense tensor (sparse.from_dense), and embedding_lookup_sparse; TF 1.x's names
+(op SparseToDense), sparse_tensor_dense_matmul (op SparseTensorDenseMatMul),
+the SparseTensor of a dense tensor (sparse.from_dense), embedding_lookup_sparse and
+safe_embedding_lookup_sparse; TF 1.x's names
 and semantics, with TF's gradients (to the values and to the dense operand)."""
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from actorflow.graph.sparse_tensor import SparseTensor, _check
 from actorflow.graph.tensor_shape import TensorShape, as_shape
 
 __all__ = ["sparse_placeholder", "sparse_to_dense", "sparse_tensor_to_dense", "sparse_tensor_dense_matmul",
-           "sparse_reduce_sum", "sparse_from_dense", "embedding_lookup_sparse"]
+           "sparse_from_dense", "embedding_lookup_sparse", "safe_embedding_lookup_sparse",
+           "convert_to_tensor_or_sparse_tensor"]
 
 
 def _infer_sparse_to_dense(inputs, attrs):
@@ -137,15 +139,6 @@ def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=N
                                        adjoint_b=bool(adjoint_b))
 
 
-def sparse_reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None, name=None):
-    """The sum of a SparseTensor's values over `axis` (all axes by default), dense (tf.sparse.reduce_sum)."""
-    axis = axis if axis is not None else reduction_axes
-    keep = bool(keepdims if keepdims is not None else keep_dims)
-    with name_scope(name or "SparseReduceSum"):
-        dense = sparse_tensor_to_dense(_check(sp_input))
-        return math_ops.reduce_sum(dense, axis=axis, keepdims=keep)
-
-
 def sparse_from_dense(tensor, name=None):
     """The SparseTensor of the non-zero (non-empty, for strings) elements of `tensor` (tf.sparse.from_dense)."""
     with name_scope(name or "dense_to_sparse"):
@@ -190,3 +183,62 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
         if combiner == "sqrtn":
             wsum = math_ops.sqrt(segment_ops.segment_sum(w * w, segment_ids))
         return math_ops.div_no_nan(total, array_ops.expand_dims(wsum, 1))      # (an empty row is 0, as in TF)
+
+
+def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=None, combiner="mean", default_id=None,
+                                 name=None, partition_strategy="div", max_norm=None, allow_fast_lookup=False):
+    """embedding_lookup_sparse that tolerates bad input (tf.compat.v1.nn.safe_embedding_lookup_sparse):
+    ids < 0 are dropped, and with a "mean" or "sqrtn" combiner so are weights <= 0; a row with no id
+    left gets the embedding of `default_id`, or zeros when it is None. `sparse_ids` of rank R > 2 are
+    looked up as rows of their first R - 1 dimensions: the result is [d0, ..., d(R-2), dim].
+    `allow_fast_lookup` is accepted and changes nothing (TF's fast path computes the same values)."""
+    from actorflow.graph.ops.sparse_manip_ops import sparse_fill_empty_rows, sparse_reshape, sparse_retain
+    if embedding_weights is None or (isinstance(embedding_weights, list) and not embedding_weights):
+        raise ValueError(f"safe_embedding_lookup_sparse: missing embedding_weights {embedding_weights!r}")
+    ids = _check(sparse_ids, "sparse_ids")
+    weights = None if sparse_weights is None else _check(sparse_weights, "sparse_weights")
+    with name_scope(name or "embedding_lookup"):
+        original_shape = ids.dense_shape
+        rank = ids.dense_shape.shape.dims[0] if ids.dense_shape.shape.dims else None
+        rank_t = array_ops.size(original_shape) if rank is None else rank
+        outer = array_ops.slice(original_shape, [0], array_ops.reshape(rank_t - 1, [1]))
+        ids = sparse_reshape(ids, array_ops.stack([math_ops.reduce_prod(outer),
+                                                   array_ops.gather(original_shape, rank_t - 1)]))
+        if weights is not None:
+            weights = SparseTensor(ids.indices, weights.values, ids.dense_shape)
+        valid = math_ops.greater_equal(ids.values, 0)                   # TF's _prune_invalid_ids
+        ids = sparse_retain(ids, valid)
+        if weights is not None:
+            weights = sparse_retain(weights, valid)
+        if combiner != "sum" and weights is not None:                    # _prune_invalid_weights
+            positive = math_ops.greater(weights.values, 0)
+            ids, weights = sparse_retain(ids, positive), sparse_retain(weights, positive)
+        ids, is_row_empty = sparse_fill_empty_rows(ids, default_id or 0)
+        if weights is not None:
+            weights, _ = sparse_fill_empty_rows(weights, 1.0)
+        result = embedding_lookup_sparse(embedding_weights, ids, weights, combiner=combiner,
+                                         partition_strategy=partition_strategy, max_norm=max_norm)
+        if default_id is None:
+            empty = array_ops.tile(array_ops.reshape(is_row_empty, [-1, 1]),
+                                   array_ops.stack([1, array_ops.shape(result)[1]]))
+            result = math_ops.where(empty, array_ops.zeros_like(result), result)
+        final = array_ops.reshape(result, array_ops.concat([
+            array_ops.slice(math_ops.cast(original_shape, dtypes.int32), [0], array_ops.reshape(rank_t - 1, [1])),
+            array_ops.slice(array_ops.shape(result), [1], [-1])], 0))
+        if rank is not None:
+            final.set_shape(TensorShape([None] * (rank - 1)).concatenate(result.shape[1:]))
+        return final
+
+
+def convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None):
+    """A SparseTensor for a SparseTensor or SparseTensorValue, else convert_to_tensor(value)
+    (tf.compat.v1.convert_to_tensor_or_sparse_tensor); a dtype other than the SparseTensor's is a
+    ValueError, as in TF."""
+    from actorflow.graph.sparse_tensor import SparseTensorValue
+    if isinstance(value, (SparseTensor, SparseTensorValue)):
+        sp = _check(value, "value")
+        if dtype is not None and dtypes.as_dtype(dtype) is not dtypes.as_dtype(sp.dtype):
+            raise ValueError(f"convert_to_tensor_or_sparse_tensor: the SparseTensor's dtype {sp.dtype.name} is not "
+                             f"the requested {dtypes.as_dtype(dtype).name}")
+        return sp
+    return convert_to_tensor(value, dtype=dtype, name=name)

@@ -8,6 +8,5 @@ MODULES = ("array", "math", "matmul", "softmax", "bias", "conv", "pooling", "ran
 MODULES += ("sort", "segment")     # ordering and segment ops (graph/ops/sort_ops.py, segment_ops.py)
 MODULES += ("nn_misc",)          # selu, softsign (graph/ops/nn_misc_ops.py)
 MODULES += ("depthwise", "lrn", "space_depth", "pool_argmax")   # graph/ops/nn_conv_ops.py
-MODULES += ("tensor_proto",)     # SerializeTensor, ParseTensor (graph/ops/parsing_ops.py)
 MODULES += ("image", "image_codec", "image_colour", "image_boxes")     # resize ops, AdjustContrastv2 (graph/ops/image_ops.py), codecs
 MODULES += ("linalg",)    # dense linear algebra (graph/ops/linalg_ops.py)

@@ -1,6 +1,8 @@
 """ParseSingleExample, ParseExample and DecodeRaw (graph/ops/parsing_ops.py)."""
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from actorflow import example_proto
@@ -312,4 +314,47 @@ def decode_json_example_kernel(attrs):
         out = np.empty(x.shape, dtype=object)
         out.reshape(-1)[:] = [one(s) for s in x.reshape(-1)] if x.size else []
         return out
+    return fn
+
+
+# TF's DataType names of the types ParseTensor reports in a mismatch.
+_TYPE_NAMES = {np.dtype(object): "string", np.dtype(np.bool_): "bool"}
+
+
+@register_kernel("SerializeTensor", "CPU", releases_gil=False)
+def serialize_tensor_kernel(attrs):
+    """tf.io.serialize_tensor: TF's TensorProto bytes (kernels/cpu/tensor_proto.py), a string scalar."""
+    from actorflow.kernels.cpu import tensor_proto
+
+    def fn(x):
+        out = np.empty((), dtype=object)
+        try:
+            out[()] = tensor_proto.encode(np.asarray(x))
+        except ValueError as e:
+            raise InvalidArgumentError(f"SerializeTensor: {e}") from None
+        return out
+    return fn
+
+
+@register_kernel("ParseTensor", "CPU", releases_gil=False)
+def parse_tensor_kernel(attrs):
+    """tf.io.parse_tensor: the tensor of TensorProto bytes; its dtype must be `out_type`."""
+    from actorflow.kernels.cpu import tensor_proto
+    want = np.dtype(attrs["out_type"])
+
+    def fn(serialized):
+        s = np.asarray(serialized, dtype=object)
+        if s.ndim != 0:
+            raise InvalidArgumentError(f"ParseTensor: serialized must be a scalar, got shape {list(s.shape)}")
+        data = bytes(s[()])
+        try:
+            value = tensor_proto.decode(data)
+        except (ValueError, struct.error) as e:
+            raise InvalidArgumentError(f"ParseTensor: Could not parse `serialized` as TensorProto: {e} "
+                                       f"('{data[:40]!r}')") from None
+        if value.dtype != want:
+            raise InvalidArgumentError(f"ParseTensor: Type mismatch between parsed tensor "
+                                       f"({_TYPE_NAMES.get(value.dtype, value.dtype.name)}) and dtype "
+                                       f"({_TYPE_NAMES.get(want, want.name)})")
+        return value
     return fn

@@ -1,0 +1,13 @@
+"""af.contrib.slim: the names tf.contrib.slim (TF 1.15) gathers from tf.contrib.layers and
+tf.contrib.framework: layers, initializers, regularizers, arg_scope and the model-variable helpers,
+plus `slim.losses` (af.losses). slim's training loop (`slim.learning`) and model zoo are not here.
+"""
+from __future__ import annotations
+
+from actorflow import losses  # noqa: F401  (slim.losses)
+from actorflow.contrib.framework import *  # noqa: F401,F403
+from actorflow.contrib.framework import __all__ as _framework_all
+from actorflow.contrib.layers import *  # noqa: F401,F403
+from actorflow.contrib.layers import __all__ as _layers_all
+
+__all__ = sorted(set(_framework_all) | set(_layers_all) | {"losses"})
