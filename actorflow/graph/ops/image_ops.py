@@ -45,7 +45,7 @@ class ResizeMethod:
 # ---------------------------------------------------------------------------------------------
 # The resize ops
 
-_INTS = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.int32, dtypes.int64)     # actorflow has no uint16
+_INTS = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.int64)
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 _RESIZE_TYPES = _INTS + _FLOATS
 _NN_GRAD_TYPES = (dtypes.uint8, dtypes.int8, dtypes.int32) + _FLOATS
