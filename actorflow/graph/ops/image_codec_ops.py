@@ -129,8 +129,8 @@ def decode_png(contents, channels=0, dtype=dtypes.uint8, name=None):
 
 def encode_png(image, compression=-1, name=None):
     """`image` [height, width, channels] (uint8 or uint16, 1 to 4 channels) as a PNG string
-    (tf.io.encode_png); `compression` is zlib's level, -1 its default. The bytes differ from TF's
-    (no row filters), the pixels they decode to do not."""
+    (tf.io.encode_png); `compression` is zlib's level, -1 its default. Rows are filtered by libpng's
+    heuristic; the bytes can differ from TF's, the pixels they decode to do not."""
     with name_scope(name, "EncodePng", [image]) as scope:
         image = convert_to_tensor(image, name="image")
         return EncodePng(image, compression=int(compression), name=scope)
