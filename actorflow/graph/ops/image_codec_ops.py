@@ -139,9 +139,11 @@ def encode_png(image, compression=-1, name=None):
 def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover_truncated=False,
                 acceptable_fraction=1, dct_method="", name=None):
     """The pixels [height / ratio, width / ratio, channels] of the JPEG `contents`, uint8
-    (tf.io.decode_jpeg). Decoded by Pillow's libjpeg: within a few levels of TF's pixels, not equal;
-    `fancy_upscaling`, `try_recover_truncated`, `acceptable_fraction` and `dct_method` are accepted
-    and not used (a truncated file fails)."""
+    (tf.io.decode_jpeg), decoded by Pillow's libjpeg set as TF sets its own (`dct_method`,
+    `fancy_upscaling`): TF's exact pixels, except for chroma-subsampled colour with the fast DCT and
+    fancy upsampling (TF's defaults) or the accurate DCT without it, which Pillow cannot do: there
+    within a few levels. `try_recover_truncated` and `acceptable_fraction` are accepted and not
+    used (a truncated file fails)."""
     with name_scope(name, "DecodeJpeg", [contents]) as scope:
         return DecodeJpeg(_contents_tensor(contents), channels=int(channels), ratio=int(ratio),
                           fancy_upscaling=bool(fancy_upscaling), try_recover_truncated=bool(try_recover_truncated),

@@ -5,10 +5,13 @@ DecodeWebP and DecodeImage.
 PNG and BMP are read and written here (zlib and numpy; the PNG filters undone by a numba loop), so
 their pixels are exact: TF's libpng and actorflow agree on every sample. PNGs outside the common case
 (palettes, bit depths under 8, interlacing, a tRNS chunk) go through Pillow. JPEG, GIF and WebP go through
-Pillow (imported when first used): Pillow's libjpeg(-turbo) decodes with the accurate integer DCT and
-fancy upsampling, TF's with its own defaults, so a decoded JPEG may differ from TF's by a few levels
-per sample (tests/test_image_io.py states the bound it checks); TF's `dct_method`,
-`try_recover_truncated` and `acceptable_fraction` are accepted and not used. GIF frames are
+Pillow (imported when first used). A JPEG decodes to TF's exact pixels where Pillow's libjpeg can be
+set as TF sets its own (`_jpeg_exact`): the fast integer DCT (TF's default `dct_method`) for gray
+files, gray output, 4:4:4 colour, or without `fancy_upscaling`; the accurate DCT
+("INTEGER_ACCURATE") with fancy upsampling. TF's default on chroma-subsampled colour (the fast DCT
+with fancy upsampling) has no Pillow setting: it decodes with the accurate DCT instead, within a few
+levels of TF's (tests/test_image_io.py states the bound it checks). `try_recover_truncated` and
+`acceptable_fraction` are accepted and not used. GIF frames are
 composited by Pillow (disposal methods honoured; TF ignores them, so an animation that disposes to
 the background can differ), the first frame's transparent pixels black, as in TF.
 
@@ -298,6 +301,21 @@ def _jpeg_channels(im) -> int:
     return {"L": 1, "CMYK": 4}.get(im.mode, 3)
 
 
+def _jpeg_exact(im, want: int, attrs: dict):
+    """Pillow's libjpeg settings that reproduce TF's decode (draft flag: 1 is the fast integer DCT
+    without fancy upsampling, 0 the accurate DCT with it), and whether they do so exactly. TF's
+    default, the fast DCT with fancy upsampling, exists in Pillow only where no chroma is upsampled:
+    gray files or output, and 4:4:4 colour."""
+    method = attrs.get("dct_method", "") or ""
+    method = method.decode() if isinstance(method, bytes) else method
+    layers = getattr(im, "layer", None) or []
+    subsampled = want != 1 and len({(h, v) for _, h, v, _ in layers}) > 1
+    fancy = bool(attrs.get("fancy_upscaling", True)) and subsampled
+    if method == "INTEGER_ACCURATE":
+        return (0, True) if fancy or not subsampled else (1, False)
+    return (0, False) if fancy else (1, True)
+
+
 def _decode_jpeg(data: bytes, attrs: dict, op: str) -> np.ndarray:
     channels = int(attrs.get("channels", 0))
     ratio = int(attrs.get("ratio", 1))
@@ -309,9 +327,13 @@ def _decode_jpeg(data: bytes, attrs: dict, op: str) -> np.ndarray:
     want = channels or min(_jpeg_channels(im), 3)
     mode = "L" if want == 1 else "RGB"
     try:
+        draft, _ = _jpeg_exact(im, want, attrs)
+        scale = 1
         if ratio != 1 or want == 1:
             w, h = im.size
             im.draft(mode, (max(w // ratio, 1), max(h // ratio, 1)))     # Pillow rounds its scale down
+            scale = im.decoderconfig[0] if im.decoderconfig else 1
+        im.decoderconfig = (scale, draft)
         im.load()
         im = im.convert(mode) if im.mode != mode else im
     except Exception as e:  # noqa: BLE001
