@@ -268,7 +268,11 @@ def decode_png_kernel(attrs):
     channels, dtype = int(attrs.get("channels", 0)), attrs.get("dtype", np.uint8)
 
     def fn(contents):
-        return _decode_png(_scalar_bytes(contents, "DecodePng"), channels, dtype, "DecodePng")
+        data = _scalar_bytes(contents, "DecodePng")
+        kind = sniff(data)
+        if kind in ("png", None):
+            return _decode_png(data, channels, dtype, "DecodePng")
+        return _other_format(data, kind, "DecodePng", channels, dtype)
     return fn
 
 
@@ -345,7 +349,13 @@ def _decode_jpeg(data: bytes, attrs: dict, op: str) -> np.ndarray:
 @register_kernel("DecodeJpeg", "CPU", releases_gil=False)
 def decode_jpeg_kernel(attrs):
     """tf.io.decode_jpeg: the JPEG's pixels [h / ratio, w / ratio, channels], uint8."""
-    return lambda contents: _decode_jpeg(_scalar_bytes(contents, "DecodeJpeg"), attrs, "DecodeJpeg")
+    def fn(contents):
+        data = _scalar_bytes(contents, "DecodeJpeg")
+        kind = sniff(data)
+        if kind in ("jpeg", None):
+            return _decode_jpeg(data, attrs, "DecodeJpeg")
+        return _other_format(data, kind, "DecodeJpeg", int(attrs.get("channels", 0)))
+    return fn
 
 
 @register_kernel("DecodeAndCropJpeg", "CPU", releases_gil=False)
@@ -504,7 +514,13 @@ def _decode_gif(data: bytes, op: str) -> np.ndarray:
 @register_kernel("DecodeGif", "CPU", releases_gil=False)
 def decode_gif_kernel(attrs):
     """tf.io.decode_gif: every frame [num_frames, h, w, 3], uint8."""
-    return lambda contents: _decode_gif(_scalar_bytes(contents, "DecodeGif"), "DecodeGif")
+    def fn(contents):
+        data = _scalar_bytes(contents, "DecodeGif")
+        kind = sniff(data)
+        if kind in ("gif", None):
+            return _decode_gif(data, "DecodeGif")
+        return _other_format(data, kind, "DecodeGif", 3, frames=True)
+    return fn
 
 
 # ---------------------------------------------------------------------------------------------
@@ -541,6 +557,35 @@ def decode_webp_kernel(attrs):
     """tf.io.decode_webp: every frame [num_frames, h, w, channels], uint8."""
     channels = int(attrs.get("channels", 0))
     return lambda contents: _decode_webp(_scalar_bytes(contents, "DecodeWebP"), channels, "DecodeWebP")
+
+
+# ---------------------------------------------------------------------------------------------
+# DecodePng, DecodeJpeg and DecodeGif read each other's formats, as TF's shared kernel does
+
+def _other_format(data: bytes, kind: str | None, op: str, channels: int, dtype=np.uint8, frames=False):
+    """What TF's DecodePng/DecodeJpeg/DecodeGif return for a file of another of the three formats:
+    the image decoded by its own decoder ([1, h, w, 3] for DecodeGif); BMP and unknown data fail."""
+    if kind == "bmp":
+        raise InvalidArgumentError(f"{op}: Trying to decode BMP format using a wrong op. Use `decode_bmp` or "
+                                   "`decode_image` instead.")
+    if frames:                                              # DecodeGif: RGB frames
+        channels = 3
+    if kind == "png":
+        img, opaque = _decode_png_native(data, op)
+        img = _to_depth(_to_channels(img, channels, op, opaque), np.uint8)
+    elif kind == "jpeg":
+        img = _decode_jpeg(data, {"channels": channels}, op)      # channels 4 fails, as in TF
+    elif kind == "gif":
+        gif = _decode_gif(data, op)
+        if gif.shape[0] != 1:
+            raise InvalidArgumentError(f"{op}: Got {gif.shape[0]} frames, but animated gifs can only be decoded "
+                                       "by tf.io.decode_gif or tf.io.decode_image")
+        img = _to_channels(gif[0], channels, op)
+    else:
+        raise InvalidArgumentError(f"{op}: Unknown image file format. One of JPEG, PNG, GIF, BMP required.")
+    if frames:
+        return np.ascontiguousarray(img[None])
+    return np.ascontiguousarray(img if np.dtype(dtype) == np.uint8 else img.astype(np.uint16) << np.uint16(8))
 
 
 # ---------------------------------------------------------------------------------------------
