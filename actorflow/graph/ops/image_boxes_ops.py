@@ -172,21 +172,40 @@ def non_max_suppression_with_scores(boxes, scores, max_output_size, iou_threshol
 def non_max_suppression_padded(boxes, scores, max_output_size, iou_threshold=0.5, score_threshold=float("-inf"),
                                pad_to_max_output_size=False, name=None, sorted_input=False,
                                canonicalized_coordinates=False, tile_size=512):
-    """(selected_indices, num_valid): non_max_suppression of one image's boxes [num_boxes, 4], the
-    indices padded with zeros to `max_output_size` when `pad_to_max_output_size`
-    (tf.image.non_max_suppression_padded, op NonMaxSuppressionV4). TF 2's batched form (boxes
-    [batch, num_boxes, 4]) is not supported; `sorted_input`, `canonicalized_coordinates` and
-    `tile_size` are hints to TF's tiled algorithm, whose result this is."""
+    """(selected_indices, num_valid): non_max_suppression of boxes [num_boxes, 4], the indices padded
+    with zeros to `max_output_size` when `pad_to_max_output_size` (tf.image.non_max_suppression_padded,
+    op NonMaxSuppressionV4); boxes [..., num_boxes, 4] with scores [..., num_boxes] (TF 2's batched
+    form, padding required) give [..., max_output_size] and [...]. `sorted_input`,
+    `canonicalized_coordinates` and `tile_size` are hints to TF's tiled algorithm, whose result
+    (that of greedy NMS) this is."""
     with name_scope(name, "non_max_suppression_padded") as scope:
         boxes = convert_to_tensor(boxes, name="boxes")
-        if boxes.shape.ndims not in (None, 2):
-            raise ValueError(f"non_max_suppression_padded: actorflow supports boxes [num_boxes, 4] only, got shape "
-                             f"{boxes.shape}")
         scores = convert_to_tensor(scores, dtype=boxes.dtype, name="scores")
-        return NonMaxSuppressionV4(boxes, scores, _scalar(max_output_size, dtypes.int32, "max_output_size"),
-                                   _scalar(iou_threshold, boxes.dtype, "iou_threshold"),
-                                   _scalar(score_threshold, boxes.dtype, "score_threshold"),
-                                   pad_to_max_output_size=bool(pad_to_max_output_size), name=scope)
+        rank = boxes.shape.ndims
+        if rank is None or rank == 2:
+            return NonMaxSuppressionV4(boxes, scores, _scalar(max_output_size, dtypes.int32, "max_output_size"),
+                                       _scalar(iou_threshold, boxes.dtype, "iou_threshold"),
+                                       _scalar(score_threshold, boxes.dtype, "score_threshold"),
+                                       pad_to_max_output_size=bool(pad_to_max_output_size), name=scope)
+        if not pad_to_max_output_size:
+            raise ValueError(f"'pad_to_max_output_size' (value {pad_to_max_output_size}) must be True for batched "
+                             "input")
+        from actorflow.graph.ops.functional_ops import map_fn
+        batch_dims = array_ops.shape(boxes)[:-2]
+        n = array_ops.shape(boxes)[-2]
+        flat_boxes = array_ops.reshape(boxes, array_ops.stack([-1, n, 4]))
+        flat_scores = array_ops.reshape(scores, array_ops.stack([-1, n]))
+
+        def one(args):
+            b, sc = args
+            return tuple(NonMaxSuppressionV4(b, sc, _scalar(max_output_size, dtypes.int32, "max_output_size"),
+                                             _scalar(iou_threshold, boxes.dtype, "iou_threshold"),
+                                             _scalar(score_threshold, boxes.dtype, "score_threshold"),
+                                             pad_to_max_output_size=True))
+        idx, valid = map_fn(one, (flat_boxes, flat_scores), dtype=(dtypes.int32, dtypes.int32))
+        idx = array_ops.reshape(idx, array_ops.concat([batch_dims, array_ops.reshape(max_output_size, [1])], 0))
+        valid = array_ops.reshape(valid, batch_dims, name=scope)
+        return idx, valid
 
 
 def _infer_nms_overlaps(inputs, attrs):
