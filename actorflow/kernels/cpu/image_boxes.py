@@ -87,7 +87,11 @@ def crop_and_resize_kernel(attrs):
     return fn
 
 
-@register_kernel("CropAndResizeGradImage", "CPU")
+def _crop_cost(grads, *rest):
+    return 8 * int(np.size(grads))
+
+
+@register_kernel("CropAndResizeGradImage", "CPU", cost=_crop_cost)
 def crop_and_resize_grad_image_kernel(attrs):
     method = attrs.get("method", "bilinear")
     dtype = np.dtype(attrs.get("T", np.float32))
@@ -97,7 +101,8 @@ def crop_and_resize_grad_image_kernel(attrs):
         if len(size) != 4 or min(size) <= 0:
             raise InvalidArgumentError(f"CropAndResizeGradImage: image_size must be 4 positive elements, got {size}")
         grads = np.asarray(grads, _F)
-        _, boxes, box_ind = _check_crop("CropAndResizeGradImage", np.empty(size, np.int8), boxes, box_ind)
+        _, boxes, box_ind = _check_crop("CropAndResizeGradImage", np.empty((size[0], 1, 1, 1), np.int8), boxes,
+                                        box_ind)
         _, h, w, d = size
         out = np.zeros(size, dtype)
         _, ch, cw, _ = grads.shape
@@ -105,63 +110,71 @@ def crop_and_resize_grad_image_kernel(attrs):
             y1, x1, y2, x2 = boxes[b]
             ys, yin = _axis(y1, y2, ch, h)
             xs, xin = _axis(x1, x2, cw, w)
+            if not yin.any() or not xin.any():
+                continue
+            ys, xs = ys[yin], xs[xin]
+            g = grads[b][yin][:, xin]                       # [ny, nx, d]
             acc = out[box_ind[b]]
-            for y in np.nonzero(yin)[0]:
-                for x in np.nonzero(xin)[0]:
-                    g = grads[b, y, x]
-                    if method == "bilinear":
-                        ty, by = int(math.floor(ys[y])), int(math.ceil(ys[y]))
-                        lx, rx = int(math.floor(xs[x])), int(math.ceil(xs[x]))
-                        yl, xl = _F(ys[y] - ty), _F(xs[x] - lx)
-                        top, bottom = (_F(1) - yl) * g, yl * g
-                        acc[ty, lx] += ((_F(1) - xl) * top).astype(dtype)
-                        acc[ty, rx] += (xl * top).astype(dtype)
-                        acc[by, lx] += ((_F(1) - xl) * bottom).astype(dtype)
-                        acc[by, rx] += (xl * bottom).astype(dtype)
-                    else:
-                        acc[int(math.floor(ys[y] + 0.5)), int(math.floor(xs[x] + 0.5))] += g.astype(dtype)
+            # np.add.at visits the pixels in TF's order (rows, then columns), so the float sums agree.
+            if method == "bilinear":
+                ty, by = np.floor(ys).astype(int), np.ceil(ys).astype(int)
+                lx, rx = np.floor(xs).astype(int), np.ceil(xs).astype(int)
+                yl = (ys - ty).astype(_F)[:, None, None]
+                xl = (xs - lx).astype(_F)[None, :, None]
+                top, bottom = (_F(1) - yl) * g, yl * g
+                for rows, part in ((ty, top), (by, bottom)):
+                    np.add.at(acc, (rows[:, None], lx[None, :]), ((_F(1) - xl) * part).astype(dtype))
+                    np.add.at(acc, (rows[:, None], rx[None, :]), (xl * part).astype(dtype))
+            else:
+                cy = np.floor(ys + _F(0.5)).astype(int)
+                cx = np.floor(xs + _F(0.5)).astype(int)
+                np.add.at(acc, (cy[:, None], cx[None, :]), g.astype(dtype))
         return out
     return fn
 
 
-@register_kernel("CropAndResizeGradBoxes", "CPU")
+@register_kernel("CropAndResizeGradBoxes", "CPU", cost=_crop_cost)
 def crop_and_resize_grad_boxes_kernel(attrs):
     def fn(grads, image, boxes, box_ind):
         image, boxes, box_ind = _check_crop("CropAndResizeGradBoxes", image, boxes, box_ind)
         grads = np.asarray(grads, _F)
         _, h, w, _ = image.shape
         _, ch, cw, _ = grads.shape
-        out = np.zeros((boxes.shape[0], 4), _F)
+        out = np.zeros((boxes.shape[0], 4), np.float64)
         hr = _F(h - 1) / _F(ch - 1) if ch > 1 else _F(0)
         wr = _F(w - 1) / _F(cw - 1) if cw > 1 else _F(0)
         for b in range(boxes.shape[0]):
             y1, x1, y2, x2 = boxes[b]
-            img = image[box_ind[b]].astype(_F)
             ys, yin = _axis(y1, y2, ch, h)
             xs, xin = _axis(x1, x2, cw, w)
-            for y in np.nonzero(yin)[0]:
-                ty, by = int(math.floor(ys[y])), int(math.ceil(ys[y]))
-                yl = _F(ys[y] - ty)
-                for x in np.nonzero(xin)[0]:
-                    lx, rx = int(math.floor(xs[x])), int(math.ceil(xs[x]))
-                    xl = _F(xs[x] - lx)
-                    tl, tr, bl, br = img[ty, lx], img[ty, rx], img[by, lx], img[by, rx]
-                    gy = ((_F(1) - xl) * (bl - tl) + xl * (br - tr)) * grads[b, y, x]
-                    gx = ((_F(1) - yl) * (tr - tl) + yl * (br - bl)) * grads[b, y, x]
-                    gy, gx = _F(gy.sum(dtype=np.float64)), _F(gx.sum(dtype=np.float64))
-                    if ch > 1:
-                        out[b, 0] += gy * (_F(h - 1) - _F(y) * hr)
-                        out[b, 2] += gy * (_F(y) * hr)
-                    else:
-                        out[b, 0] += gy * _F(0.5) * _F(h - 1)
-                        out[b, 2] += gy * _F(0.5) * _F(h - 1)
-                    if cw > 1:
-                        out[b, 1] += gx * (_F(w - 1) - _F(x) * wr)
-                        out[b, 3] += gx * (_F(x) * wr)
-                    else:
-                        out[b, 1] += gx * _F(0.5) * _F(w - 1)
-                        out[b, 3] += gx * _F(0.5) * _F(w - 1)
-        return out
+            if not yin.any() or not xin.any():
+                continue
+            yi, xi = np.nonzero(yin)[0], np.nonzero(xin)[0]
+            ys, xs = ys[yin], xs[xin]
+            img = image[box_ind[b]].astype(_F)
+            ty, by = np.floor(ys).astype(int), np.ceil(ys).astype(int)
+            lx, rx = np.floor(xs).astype(int), np.ceil(xs).astype(int)
+            yl = (ys - ty).astype(_F)[:, None, None]
+            xl = (xs - lx).astype(_F)[None, :, None]
+            tl, tr = img[ty][:, lx], img[ty][:, rx]
+            bl, br = img[by][:, lx], img[by][:, rx]
+            g = grads[b][yin][:, xin]
+            gy = (((_F(1) - xl) * (bl - tl) + xl * (br - tr)) * g).sum(axis=2, dtype=np.float64)   # [ny, nx]
+            gx = (((_F(1) - yl) * (tr - tl) + yl * (br - bl)) * g).sum(axis=2, dtype=np.float64)
+            ry, rx_ = gy.sum(axis=1), gx.sum(axis=0)          # by row, by column
+            if ch > 1:
+                out[b, 0] += (ry * (np.float64(h - 1) - yi * np.float64(hr))).sum()
+                out[b, 2] += (ry * (yi * np.float64(hr))).sum()
+            else:
+                out[b, 0] += ry.sum() * 0.5 * (h - 1)
+                out[b, 2] += ry.sum() * 0.5 * (h - 1)
+            if cw > 1:
+                out[b, 1] += (rx_ * (np.float64(w - 1) - xi * np.float64(wr))).sum()
+                out[b, 3] += (rx_ * (xi * np.float64(wr))).sum()
+            else:
+                out[b, 1] += rx_.sum() * 0.5 * (w - 1)
+                out[b, 3] += rx_.sum() * 0.5 * (w - 1)
+        return out.astype(_F)
     return fn
 
 
