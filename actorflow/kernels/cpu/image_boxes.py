@@ -50,7 +50,12 @@ def _axis(lo, hi, crop, size):
     return pos, inside
 
 
-@register_kernel("CropAndResize", "CPU")
+def _crop_forward_cost(image, boxes, box_ind, crop_size) -> int:
+    cs = np.asarray(crop_size).reshape(-1)
+    return 8 * int(np.shape(boxes)[0]) * int(np.prod(cs)) * int(np.shape(image)[-1]) if cs.size == 2 else 0
+
+
+@register_kernel("CropAndResize", "CPU", cost=_crop_forward_cost)
 def crop_and_resize_kernel(attrs):
     method = attrs.get("method", "bilinear")
     extrap = _F(attrs.get("extrapolation_value", 0.0))

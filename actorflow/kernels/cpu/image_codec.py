@@ -46,6 +46,17 @@ def _string(data: bytes) -> np.ndarray:
     return out
 
 
+def _decode_cost(contents, *rest) -> int:
+    """About 100 element operations (15 ns) per compressed byte: a decode of over ~7 KB runs on
+    the kernel pool (kernels/registry.py)."""
+    a = np.asarray(contents, dtype=object)
+    return 100 * (len(a[()]) if a.ndim == 0 and isinstance(a[()], bytes) else 0)
+
+
+def _encode_cost(image, *rest) -> int:
+    return 300 * int(np.size(image))
+
+
 def _pil():
     from PIL import Image
     return Image
@@ -262,7 +273,7 @@ def encode_png_bytes(image: np.ndarray, compression: int = -1, op: str = "Encode
             + _chunk(b"IDAT", zlib.compress(raw, compression)) + _chunk(b"IEND", b""))
 
 
-@register_kernel("DecodePng", "CPU", releases_gil=False)
+@register_kernel("DecodePng", "CPU", cost=_decode_cost, releases_gil=False)
 def decode_png_kernel(attrs):
     """tf.io.decode_png: the PNG's pixels [h, w, channels] as uint8 or uint16."""
     channels, dtype = int(attrs.get("channels", 0)), attrs.get("dtype", np.uint8)
@@ -276,7 +287,7 @@ def decode_png_kernel(attrs):
     return fn
 
 
-@register_kernel("EncodePng", "CPU", releases_gil=False)
+@register_kernel("EncodePng", "CPU", cost=_encode_cost, releases_gil=False)
 def encode_png_kernel(attrs):
     """tf.io.encode_png: a [h, w, c] uint8 or uint16 image as PNG bytes."""
     compression = int(attrs.get("compression", -1))
@@ -346,7 +357,7 @@ def _decode_jpeg(data: bytes, attrs: dict, op: str) -> np.ndarray:
     return np.ascontiguousarray(arr[..., None] if arr.ndim == 2 else arr)
 
 
-@register_kernel("DecodeJpeg", "CPU", releases_gil=False)
+@register_kernel("DecodeJpeg", "CPU", cost=_decode_cost, releases_gil=False)
 def decode_jpeg_kernel(attrs):
     """tf.io.decode_jpeg: the JPEG's pixels [h / ratio, w / ratio, channels], uint8."""
     def fn(contents):
@@ -358,7 +369,7 @@ def decode_jpeg_kernel(attrs):
     return fn
 
 
-@register_kernel("DecodeAndCropJpeg", "CPU", releases_gil=False)
+@register_kernel("DecodeAndCropJpeg", "CPU", cost=_decode_cost, releases_gil=False)
 def decode_and_crop_jpeg_kernel(attrs):
     """tf.io.decode_and_crop_jpeg: the window [y, x, height, width] of the decoded JPEG."""
     def fn(contents, crop_window):
@@ -423,13 +434,13 @@ def encode_jpeg_bytes(image: np.ndarray, attrs: dict, quality: int, op: str = "E
     return buf.getvalue()
 
 
-@register_kernel("EncodeJpeg", "CPU", releases_gil=False)
+@register_kernel("EncodeJpeg", "CPU", cost=_encode_cost, releases_gil=False)
 def encode_jpeg_kernel(attrs):
     """tf.io.encode_jpeg: a [h, w, 1 or 3] uint8 image as JPEG bytes (Pillow's libjpeg)."""
     return lambda image: _string(encode_jpeg_bytes(image, attrs, int(attrs.get("quality", 95))))
 
 
-@register_kernel("EncodeJpegVariableQuality", "CPU", releases_gil=False)
+@register_kernel("EncodeJpegVariableQuality", "CPU", cost=_encode_cost, releases_gil=False)
 def encode_jpeg_variable_quality_kernel(attrs):
     """TF's EncodeJpegVariableQuality: encode_jpeg at a quality given as a tensor."""
     def fn(images, quality):
@@ -480,7 +491,7 @@ def _decode_bmp(data: bytes, channels: int, op: str) -> np.ndarray:
     return np.ascontiguousarray(px)
 
 
-@register_kernel("DecodeBmp", "CPU", releases_gil=False)
+@register_kernel("DecodeBmp", "CPU", cost=_decode_cost, releases_gil=False)
 def decode_bmp_kernel(attrs):
     """tf.io.decode_bmp: an uncompressed BMP's pixels [h, w, channels], uint8."""
     channels = int(attrs.get("channels", 0))
@@ -511,7 +522,7 @@ def _decode_gif(data: bytes, op: str) -> np.ndarray:
     return np.stack(frames)
 
 
-@register_kernel("DecodeGif", "CPU", releases_gil=False)
+@register_kernel("DecodeGif", "CPU", cost=_decode_cost, releases_gil=False)
 def decode_gif_kernel(attrs):
     """tf.io.decode_gif: every frame [num_frames, h, w, 3], uint8."""
     def fn(contents):
@@ -552,7 +563,7 @@ def _decode_webp(data: bytes, channels: int, op: str) -> np.ndarray:
     return np.stack(frames)
 
 
-@register_kernel("DecodeWebP", "CPU", releases_gil=False)
+@register_kernel("DecodeWebP", "CPU", cost=_decode_cost, releases_gil=False)
 def decode_webp_kernel(attrs):
     """tf.io.decode_webp: every frame [num_frames, h, w, channels], uint8."""
     channels = int(attrs.get("channels", 0))
@@ -605,7 +616,7 @@ def sniff(data: bytes) -> str | None:
     return None
 
 
-@register_kernel("DecodeImage", "CPU", releases_gil=False)
+@register_kernel("DecodeImage", "CPU", cost=_decode_cost, releases_gil=False)
 def decode_image_kernel(attrs):
     """TF's DecodeImage: a JPEG, PNG, GIF or BMP by its first bytes; [h, w, c], or [frames, h, w, 3]
     for a GIF with `expand_animations` (its first frame without). float32 output is scaled to [0, 1]."""
