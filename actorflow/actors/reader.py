@@ -252,6 +252,7 @@ class ReaderResource:
                 return False
             self.waiting = None
         value, error = self.works.popleft()
+        self.work = b""              # what TF's failed GetNextWorkLocked leaves
         if error is not None:
             raise error
         if isinstance(value, tuple):
