@@ -254,3 +254,31 @@ def test_names_in_compat_v1():
         assert out.key is out[0] and out.value is out[1]
         with pytest.raises(ValueError):
             af.FixedLengthRecordReader(0)
+
+
+@pytest.mark.timeout(120)
+def test_reader_on_a_parameter_server_reads_for_a_worker(tmp_path):
+    # The reader and its filename queue live on the PS (both are bound by the read's actor there);
+    # the worker batches what it reads. Paths are absolute: the PS process has its own directory.
+    from actorflow.cluster import LocalCluster
+    path = tmp_path / "d.csv"
+    path.write_text("".join(f"{i},{i * 2}\n" for i in range(8)))
+    with LocalCluster(ps=1, workers=1) as cluster, af.Graph().as_default():
+        with af.device("/job:ps/task:0"):
+            q = af.train.string_input_producer([str(path)], shuffle=False, num_epochs=1)
+            r = af.TextLineReader()
+            k, v = r.read(q)
+        with af.device("/job:worker/task:0"):
+            a, b = af.decode_csv(v, record_defaults=[[0], [0]])
+            s2 = a + b
+        with af.Session(cluster.task_target("worker", 0)) as s:
+            s.run(af.local_variables_initializer())
+            coord = af.train.Coordinator()
+            threads = af.train.start_queue_runners(sess=s, coord=coord)
+            got = []
+            with pytest.raises(af.errors.OutOfRangeError):
+                for _ in range(20):
+                    got.append(tuple(s.run([k, s2])))
+            coord.request_stop()
+            coord.join(threads)
+    assert got == [(f"{path}:{i + 1}".encode(), 3 * i) for i in range(8)]
