@@ -2,7 +2,8 @@
 
 All operations run on the owning runtime's loop, one at a time. A blocked enqueue or dequeue is a
 waiter with a callback; waiters whose step has failed (cancelled, timed out, aborted) are dropped
-the next time the queue is serviced, so nothing they carried is ever added or taken.
+the next time the queue is serviced, so nothing they carried is ever added or taken (a dequeue_many
+at the head takes elements as they arrive, as TF's does, and a dropped one puts them back in front).
 """
 from __future__ import annotations
 
