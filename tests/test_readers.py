@@ -33,7 +33,8 @@ def test_records_match_tensorflow(files, name):
     assert got.get("after") == want.get("after")
 
 
-def test_hunkim_csv_batches(tmp_path, monkeypatch):
+@pytest.mark.parametrize("batch_size", [10, 50])         # 50: a batch larger than the queue's capacity (32)
+def test_hunkim_csv_batches(tmp_path, monkeypatch, batch_size):
     monkeypatch.chdir(tmp_path)
     data = np.arange(100, dtype=np.float32).reshape(25, 4)
     np.savetxt("data.csv", data, delimiter=",", fmt="%g")
@@ -42,18 +43,18 @@ def test_hunkim_csv_batches(tmp_path, monkeypatch):
         reader = af.TextLineReader()
         key, value = reader.read(filename_queue)
         xy = af.decode_csv(value, record_defaults=[[0.], [0.], [0.], [0.]])
-        train_x_batch, train_y_batch = af.train.batch([xy[0:-1], xy[-1:]], batch_size=10)
-        assert train_x_batch.shape.as_list() == [10, 3] and train_y_batch.shape.as_list() == [10, 1]
+        train_x_batch, train_y_batch = af.train.batch([xy[0:-1], xy[-1:]], batch_size=batch_size)
+        assert train_x_batch.shape.as_list() == [batch_size, 3] and train_y_batch.shape.as_list() == [batch_size, 1]
         with af.Session() as sess:
             coord = af.train.Coordinator()
             threads = af.train.start_queue_runners(sess=sess, coord=coord)
             rows = []
-            for _ in range(5):                    # 50 rows: the 25 of the file twice (no num_epochs)
+            for _ in range(100 // batch_size):    # 100 rows: the 25 of the file 4 times (no num_epochs)
                 x, y = sess.run([train_x_batch, train_y_batch])
                 rows.append(np.concatenate([x, y], axis=1))
             coord.request_stop()
             coord.join(threads)
-    np.testing.assert_array_equal(np.concatenate(rows), np.concatenate([data, data]))
+    np.testing.assert_array_equal(np.concatenate(rows), np.concatenate([data] * 4))
 
 
 def _queue_of(names, close=True):
