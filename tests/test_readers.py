@@ -57,6 +57,30 @@ def test_hunkim_csv_batches(tmp_path, monkeypatch, batch_size):
     np.testing.assert_array_equal(np.concatenate(rows), np.concatenate([data] * 4))
 
 
+@pytest.mark.parametrize("smaller", [False, True])
+def test_num_epochs_ends_the_batches_with_out_of_range(tmp_path, monkeypatch, smaller):
+    monkeypatch.chdir(tmp_path)
+    data = np.arange(50, dtype=np.float32).reshape(25, 2)
+    np.savetxt("d.csv", data, delimiter=",", fmt="%g")
+    with af.Graph().as_default():
+        q = af.train.string_input_producer(["d.csv"], shuffle=False, num_epochs=1)
+        _, value = af.TextLineReader().read(q)
+        a, b = af.decode_csv(value, record_defaults=[[0.], [0.]])
+        batch = af.train.batch([a, b], batch_size=10, allow_smaller_final_batch=smaller)
+        with af.Session() as sess:
+            sess.run(af.local_variables_initializer())
+            coord = af.train.Coordinator()
+            threads = af.train.start_queue_runners(sess=sess, coord=coord)
+            sizes = []
+            with pytest.raises(af.errors.OutOfRangeError):
+                for _ in range(10):
+                    x, _ = sess.run(batch)
+                    sizes.append(len(x))
+            coord.request_stop()
+            coord.join(threads)
+    assert sizes == ([10, 10, 5] if smaller else [10, 10])
+
+
 def _queue_of(names, close=True):
     q = af.FIFOQueue(10, [af.string], shapes=[[]])
     return q, q.enqueue_many([names]), q.close()
