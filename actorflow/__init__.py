@@ -22,6 +22,8 @@ from actorflow.graph.ops import overloads as _overloads  # noqa: F401  (Tensor o
 from actorflow.graph.ops import compiler_ops, control_flow_ops, sendrecv_ops  # noqa: F401
 from actorflow.graph.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
 from actorflow.graph.ops.conditional_accumulator_ops import ConditionalAccumulator, SparseConditionalAccumulator
+from actorflow.graph.ops.reader_ops import (FixedLengthRecordReader, IdentityReader, ReaderBase, TextLineReader,
+                                            TFRecordReader, WholeFileReader)
 from actorflow.graph.variables import *  # noqa: F401,F403
 from actorflow.graph.variable_scope import *  # noqa: F401,F403
 from actorflow.graph.initializers import *  # noqa: F401,F403
