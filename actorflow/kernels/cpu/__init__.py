@@ -10,3 +10,4 @@ MODULES += ("nn_misc",)          # selu, softsign (graph/ops/nn_misc_ops.py)
 MODULES += ("depthwise", "lrn", "space_depth", "pool_argmax")   # graph/ops/nn_conv_ops.py
 MODULES += ("image",)     # resize ops and AdjustContrastv2 (graph/ops/image_ops.py)
 MODULES += ("linalg",)    # dense linear algebra (graph/ops/linalg_ops.py)
+MODULES += ("space_batch", "patches")   # graph/ops/array_ops/space_batch.py, patches.py

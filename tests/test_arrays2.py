@@ -1,0 +1,49 @@
+"""The names of branch arrays2 against TensorFlow 2.21 (tests/fixtures/arrays2.json, written by
+make_arrays2.py): space/batch rearrangement, patch extraction, N-d scatter, and the math and array
+names TF 1.x programs use; plus the errors they raise on bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import actorflow as af
+from tests import tf_reference
+
+FIX = tf_reference.load("arrays2.json")
+
+
+@pytest.mark.parametrize("expr", list(FIX["cases"]))
+def test_values_and_gradients_match_tensorflow(expr):
+    tf_reference.check(FIX, expr)
+
+
+def test_space_to_batch_errors_name_the_problem():
+    x = af.constant(np.zeros((1, 5, 4, 1)))
+    with pytest.raises(ValueError, match="not divisible by block_shape"):
+        af.space_to_batch_nd(x, [2, 2], [[0, 0], [0, 0]])
+    with pytest.raises(ValueError, match=r"paddings must have shape \[M, 2\]"):
+        af.space_to_batch_nd(x, [2, 2], [[0, 0, 0]])
+    p = af.placeholder(af.float64, [None, None, 4, 1])
+    y = af.space_to_batch_nd(p, [2, 2], [[0, 0], [0, 0]])
+    assert y.shape.as_list() == [None, None, 2, 1]
+    with af.Session() as s, pytest.raises(af.errors.InvalidArgumentError, match="SpaceToBatchND: padded size 5"):
+        s.run(y, {p: np.zeros((1, 5, 4, 1))})
+    with pytest.raises(ValueError, match="block_size must be an int of at least 2"):
+        af.space_to_batch(x, [[0, 0], [0, 0]], 1)
+
+
+def test_extract_patches_of_unknown_size_and_its_gradient():
+    p = af.placeholder(af.float32, [None, None, None, 2])
+    e = af.extract_image_patches(p, [1, 2, 2, 1], [1, 1, 1, 1], [1, 1, 1, 1], "VALID")
+    assert e.shape.as_list() == [None, None, None, 8]
+    (g,) = af.gradients(af.reduce_sum(e), p)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 2)).astype(np.float32)
+    with af.Session() as s:
+        ev, gv = s.run([e, g], {p: x})
+    assert ev.shape == (2, 2, 3, 8)
+    np.testing.assert_array_equal(ev[1, 1, 2].reshape(2, 2, 2), x[1, 1:3, 2:4])
+    # Each pixel's gradient counts the windows it lies in.
+    counts = np.outer([1, 2, 1], [1, 2, 2, 1])
+    np.testing.assert_array_equal(gv, np.broadcast_to(counts[None, :, :, None], x.shape))
+    with pytest.raises(ValueError, match="ksizes must be a list of 4 ints with 1 for the batch"):
+        af.extract_image_patches(p, [2, 2, 2, 1], [1, 1, 1, 1], [1, 1, 1, 1], "VALID")
