@@ -47,6 +47,8 @@ from actorflow.graph import nest  # noqa: F401
 # -- N-d gather/scatter (graph/ops/scatter_nd_ops.py; dynamic_rnn writes its outputs with them) --
 from actorflow.graph.ops.scatter_nd_ops import (gather_nd, scatter_nd, tensor_scatter_add,  # noqa: E402,F401
                                                 tensor_scatter_nd_add, tensor_scatter_nd_update, tensor_scatter_update)
+from actorflow.graph.ops.scatter_nd_ops import (tensor_scatter_nd_max, tensor_scatter_nd_min,  # noqa: E402,F401
+                                                tensor_scatter_nd_sub, tensor_scatter_sub)
 # -- ordering and segment ops (graph/ops/sort_ops.py, segment_ops.py; top_k is af.nn's and af.math's) --
 from actorflow.graph.ops.sort_ops import (argsort, cumprod, cumsum, reverse, reverse_v2, sort, unique,  # noqa: E402
                                           unique_with_counts)

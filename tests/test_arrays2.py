@@ -47,3 +47,39 @@ def test_extract_patches_of_unknown_size_and_its_gradient():
     np.testing.assert_array_equal(gv, np.broadcast_to(counts[None, :, :, None], x.shape))
     with pytest.raises(ValueError, match="ksizes must be a list of 4 ints with 1 for the batch"):
         af.extract_image_patches(p, [2, 2, 2, 1], [1, 1, 1, 1], [1, 1, 1, 1], "VALID")
+
+
+@pytest.mark.parametrize("key", list(FIX["variables"]))
+def test_variable_scatters_match_tensorflow(key):
+    case = FIX["variables"][key]
+    with af.Graph().as_default():
+        env = {"tf": af, "np": np}
+        env.update(tf_reference.inputs(FIX))
+        exec(case["program"], env)  # noqa: S102 (the fixture's own programs)
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            got = s.run(env["result"])
+            after = s.run(env["v"])
+    want = np.array(case["value"], dtype=case["dtype"])
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(after, np.array(case["after"], dtype=case["dtype"]), rtol=1e-12)
+
+
+def test_variable_scatter_errors_leave_the_variable_alone():
+    v = af.Variable(np.zeros((3, 2)))
+    with pytest.raises(ValueError, match=r"updates must have shape indices.shape\[:-1\] \+ variable.shape\[K:\]"):
+        af.scatter_nd_add(v, [[0]], np.ones((1, 3)))
+    with pytest.raises(TypeError, match="Expected a Variable"):
+        af.scatter_nd_add(af.constant(np.zeros(3)), [[0]], [1.0])
+    bad = af.scatter_nd_update(v, [[1], [3]], np.ones((2, 2)))
+    iv = af.Variable([4, 6])
+    div0 = af.scatter_div(iv, [1], [0])
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        with pytest.raises(af.errors.InvalidArgumentError, match=r"ScatterNdUpdate: indices\[1\] = \[3\]"):
+            s.run(bad)
+        with pytest.raises(af.errors.InvalidArgumentError, match="ScatterDiv: integer division by zero"):
+            s.run(div0)
+        np.testing.assert_array_equal(s.run(v), np.zeros((3, 2)))
+        np.testing.assert_array_equal(s.run(iv), [4, 6])

@@ -18,6 +18,7 @@ __all__ = ["Variable", "global_variables", "trainable_variables", "local_variabl
            "global_variables_initializer", "variables_initializer", "local_variables_initializer",
            "initialize_all_variables", "assign", "assign_add", "assign_sub", "scatter_add",
            "scatter_sub", "scatter_update", "scatter_mul", "scatter_max", "scatter_min",
+           "scatter_div", "scatter_nd_add", "scatter_nd_sub", "scatter_nd_update",
            "is_variable_initialized", "model_variables", "init_scope"]
 
 
@@ -172,6 +173,27 @@ class Variable:
     def scatter_update(self, sparse_delta, use_locking=False, name=None):
         return scatter_update(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
 
+    def scatter_mul(self, sparse_delta, use_locking=False, name=None):
+        return scatter_mul(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
+
+    def scatter_div(self, sparse_delta, use_locking=False, name=None):
+        return scatter_div(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
+
+    def scatter_max(self, sparse_delta, use_locking=False, name=None):
+        return scatter_max(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
+
+    def scatter_min(self, sparse_delta, use_locking=False, name=None):
+        return scatter_min(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
+
+    def scatter_nd_add(self, indices, updates, name=None):
+        return scatter_nd_add(self, indices, updates, name=name)
+
+    def scatter_nd_sub(self, indices, updates, name=None):
+        return scatter_nd_sub(self, indices, updates, name=name)
+
+    def scatter_nd_update(self, indices, updates, name=None):
+        return scatter_nd_update(self, indices, updates, name=name)
+
     def is_initialized(self, name=None):
         return is_variable_initialized(self, name)
 
@@ -266,6 +288,29 @@ def scatter_max(ref, indices, updates, use_locking=False, name=None):
 
 def scatter_min(ref, indices, updates, use_locking=False, name=None):
     return _scatter(state_ops.ScatterMin, ref, indices, updates, use_locking, name)
+
+
+def scatter_div(ref, indices, updates, use_locking=False, name=None):
+    """Divides rows `indices` of the variable by `updates` (tf.compat.v1.scatter_div); integer
+    variables truncate toward zero, as TF's kernel does."""
+    return _scatter(state_ops.ScatterDiv, ref, indices, updates, use_locking, name)
+
+
+def scatter_nd_add(ref, indices, updates, use_locking=False, name=None):
+    """Adds `updates` to the slices of the variable addressed by the innermost vectors of `indices`
+    (shape [..., K]); duplicates accumulate (tf.compat.v1.scatter_nd_add). Returns the variable's
+    updated value."""
+    return _scatter(state_ops.ScatterNdAdd, ref, indices, updates, use_locking, name)
+
+
+def scatter_nd_sub(ref, indices, updates, use_locking=False, name=None):
+    """Subtracts `updates` from the slices addressed by `indices` (tf.compat.v1.scatter_nd_sub)."""
+    return _scatter(state_ops.ScatterNdSub, ref, indices, updates, use_locking, name)
+
+
+def scatter_nd_update(ref, indices, updates, use_locking=True, name=None):
+    """Overwrites the slices addressed by `indices` with `updates` (tf.compat.v1.scatter_nd_update)."""
+    return _scatter(state_ops.ScatterNdUpdate, ref, indices, updates, use_locking, name)
 
 
 def is_variable_initialized(variable, name=None):
