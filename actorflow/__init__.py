@@ -139,3 +139,7 @@ def __getattr__(name):
         mod, attr = _GRAPH_PROTOS[name]
         return getattr(getattr(protos, mod), attr)
     raise AttributeError(f"module 'actorflow' has no attribute {name!r}")
+
+# -- special functions, truncating division, cross product (graph/ops/special_math_ops.py) --
+from actorflow.graph.ops.special_math_ops import (betainc, cross, igamma, igammac, lbeta,  # noqa: E402,F401
+                                                  truncatediv, truncatemod, zeta)

@@ -83,3 +83,17 @@ def test_variable_scatter_errors_leave_the_variable_alone():
             s.run(div0)
         np.testing.assert_array_equal(s.run(v), np.zeros((3, 2)))
         np.testing.assert_array_equal(s.run(iv), [4, 6])
+
+
+def test_special_math_errors_and_edges():
+    with pytest.raises(ValueError, match="innermost dimension of a and b must be 3"):
+        af.cross(af.constant(np.zeros((2, 4))), af.constant(np.zeros((2, 4))))
+    with pytest.raises(TypeError, match="floating"):
+        af.lbeta(af.constant([1, 2]))
+    q = af.truncatediv(af.constant([4, 5]), af.constant([2, 0]))
+    d = af.math.igamma(af.constant([-1.0, 2.0, 2.0]), af.constant([1.0, 0.0, -1.0]))
+    with af.Session() as s:
+        with pytest.raises(af.errors.InvalidArgumentError, match="TruncateDiv: Integer division by zero"):
+            s.run(q)
+        got = s.run(d)
+    assert np.isnan(got[0]) and got[1] == 0.0 and np.isnan(got[2])

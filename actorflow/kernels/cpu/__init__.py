@@ -11,3 +11,4 @@ MODULES += ("depthwise", "lrn", "space_depth", "pool_argmax")   # graph/ops/nn_c
 MODULES += ("image",)     # resize ops and AdjustContrastv2 (graph/ops/image_ops.py)
 MODULES += ("linalg",)    # dense linear algebra (graph/ops/linalg_ops.py)
 MODULES += ("space_batch", "patches")   # graph/ops/array_ops/space_batch.py, patches.py
+MODULES += ("special_math",)   # graph/ops/special_math_ops.py
