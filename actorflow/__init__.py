@@ -50,6 +50,7 @@ from actorflow.graph.ops.scatter_nd_ops import (gather_nd, scatter_nd, tensor_sc
 from actorflow.graph.ops.scatter_nd_ops import (tensor_scatter_nd_max, tensor_scatter_nd_min,  # noqa: E402,F401
                                                 tensor_scatter_nd_sub, tensor_scatter_sub)
 # -- ordering and segment ops (graph/ops/sort_ops.py, segment_ops.py; top_k is af.nn's and af.math's) --
+from actorflow.graph.ops.sort_ops import repeat, searchsorted  # noqa: E402,F401
 from actorflow.graph.ops.sort_ops import (argsort, cumprod, cumsum, reverse, reverse_v2, sort, unique,  # noqa: E402
                                           unique_with_counts)
 from actorflow.graph.ops.segment_ops import *  # noqa: E402,F401,F403
@@ -143,3 +144,4 @@ def __getattr__(name):
 # -- special functions, truncating division, cross product (graph/ops/special_math_ops.py) --
 from actorflow.graph.ops.special_math_ops import (betainc, cross, igamma, igammac, lbeta,  # noqa: E402,F401
                                                   truncatediv, truncatemod, zeta)
+from actorflow.graph.ops.histogram_ops import histogram_fixed_width, histogram_fixed_width_bins  # noqa: E402,F401

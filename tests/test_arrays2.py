@@ -97,3 +97,33 @@ def test_special_math_errors_and_edges():
             s.run(q)
         got = s.run(d)
     assert np.isnan(got[0]) and got[1] == 0.0 and np.isnan(got[2])
+
+
+def test_broadcast_static_shape_and_shape_errors():
+    got = af.broadcast_static_shape(af.TensorShape([2, None, 3, None]), af.TensorShape([None, 1, 1, 4]))
+    assert got.as_list() == [2, None, 3, 4]  # TF 2.21's answer
+    assert af.broadcast_static_shape(af.TensorShape([5, 1]), af.TensorShape([3])).as_list() == [5, 3]
+    with pytest.raises(ValueError, match="Incompatible shapes"):
+        af.broadcast_static_shape(af.TensorShape([2]), af.TensorShape([3]))
+    p = af.placeholder(af.int32, [2])
+    s = af.broadcast_dynamic_shape([2, 3], p)
+    with af.Session() as sess, pytest.raises(af.errors.InvalidArgumentError, match="BroadcastArgs: Incompatible"):
+        sess.run(s, {p: [4, 3]})
+
+
+def test_searchsorted_repeat_histogram_and_parallel_stack_errors():
+    with pytest.raises(ValueError, match="side must be 'left' or 'right'"):
+        af.searchsorted([[1.0, 2.0]], [[1.5]], side="middle")
+    with pytest.raises(ValueError, match="same leading dimensions"):
+        af.searchsorted(af.constant(np.zeros((2, 3))), af.constant(np.zeros((3, 1))))
+    with pytest.raises(ValueError, match="nbins must be positive"):
+        af.histogram_fixed_width([1.0, 2.0], [0.0, 1.0], nbins=0)
+    with pytest.raises(ValueError, match="must be fully defined"):
+        af.parallel_stack([af.placeholder(af.float32, [None, 2])])
+    vr, reps = af.placeholder(af.float32, [2]), af.placeholder(af.int32, [None])
+    bad_range = af.histogram_fixed_width([1.0, 2.0], vr, nbins=3)
+    r = af.repeat(af.constant([1.0, 2.0]), reps)
+    with af.Session() as s:
+        with pytest.raises(af.errors.InvalidArgumentError, match=r"value_range\[0\] < value_range\[1\]"):
+            s.run(bad_range, {vr: [2.0, 1.0]})
+        np.testing.assert_array_equal(s.run(r, {reps: [0, 3]}), [2.0, 2.0, 2.0])

@@ -12,3 +12,4 @@ MODULES += ("image",)     # resize ops and AdjustContrastv2 (graph/ops/image_ops
 MODULES += ("linalg",)    # dense linear algebra (graph/ops/linalg_ops.py)
 MODULES += ("space_batch", "patches")   # graph/ops/array_ops/space_batch.py, patches.py
 MODULES += ("special_math",)   # graph/ops/special_math_ops.py
+MODULES += ("histogram",)   # graph/ops/histogram_ops.py

@@ -50,6 +50,7 @@ from actorflow.graph.ops.array_ops.gathering import (  # noqa: F401
     DynamicStitch,
     GatherV2,
     UnsortedSegmentSum,
+    batch_gather,
     dynamic_partition,
     dynamic_stitch,
     gather,
@@ -75,7 +76,7 @@ from actorflow.graph.ops.array_ops.matrix import (  # noqa: F401
     matrix_set_diag,
     trace,
 )
-from actorflow.graph.ops.array_ops.packing import Pack, Unpack, stack, unstack  # noqa: F401
+from actorflow.graph.ops.array_ops.packing import Pack, Unpack, parallel_stack, stack, unstack  # noqa: F401
 from actorflow.graph.ops.array_ops.patches import (  # noqa: F401
     ExtractImagePatches,
     ExtractVolumePatches,
@@ -94,12 +95,15 @@ from actorflow.graph.ops.array_ops.reshaping import (  # noqa: F401
     transpose,
 )
 from actorflow.graph.ops.array_ops.shapes import (  # noqa: F401
+    BroadcastArgs,
     BroadcastGradientArgs,
     BroadcastTo,
     InvertPermutation,
     Rank,
     Shape,
     Size,
+    broadcast_dynamic_shape,
+    broadcast_static_shape,
     broadcast_to,
     invert_permutation,
     rank,
@@ -132,5 +136,6 @@ __all__ = [
     "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag", "diag", "diag_part", "eye",
     "linspace", "lin_space", "sequence_mask", "meshgrid", "tensordot", "einsum", "roll", "trace",
     "space_to_batch", "space_to_batch_nd", "batch_to_space", "batch_to_space_nd", "required_space_to_batch_paddings",
-    "extract_image_patches", "extract_volume_patches",
+    "extract_image_patches", "extract_volume_patches", "batch_gather", "parallel_stack", "broadcast_dynamic_shape",
+    "broadcast_static_shape",
 ]
