@@ -68,7 +68,8 @@ from actorflow.graph.ops.script_ops import numpy_function, py_func  # noqa: E402
 from actorflow.graph.ops.functional_ops import foldl, foldr, map_fn, scan  # noqa: E402
 from actorflow.graph.ops.tensor_array_ops import TensorArray  # noqa: E402
 from actorflow.graph.gradients import NoGradient, NotDifferentiable, RegisterGradient, no_gradient  # noqa: E402
-from actorflow.graph.custom_gradient import custom_gradient, identity_n  # noqa: E402
+from actorflow.graph.custom_gradient import custom_gradient, grad_pass_through, identity_n, recompute_grad  # noqa: E402,F401
+from actorflow.graph.gradients import AggregationMethod, UnconnectedGradients, hessians  # noqa: E402,F401
 from actorflow.graph.ops.parsing_ops import (FixedLenFeature, VarLenFeature, decode_raw, parse_example,  # noqa: E402
                                              parse_single_example)
 from actorflow.graph.sparse_tensor import SparseTensor, SparseTensorValue  # noqa: E402

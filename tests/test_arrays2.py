@@ -127,3 +127,13 @@ def test_searchsorted_repeat_histogram_and_parallel_stack_errors():
         with pytest.raises(af.errors.InvalidArgumentError, match=r"value_range\[0\] < value_range\[1\]"):
             s.run(bad_range, {vr: [2.0, 1.0]})
         np.testing.assert_array_equal(s.run(r, {reps: [0, 3]}), [2.0, 2.0, 2.0])
+
+
+def test_gradient_options_are_checked():
+    x = af.placeholder(af.float32, [None])
+    with pytest.raises(ValueError, match="must have a static shape"):
+        af.hessians(af.reduce_sum(x * x), x)
+    c = af.constant([1.0, 2.0])
+    with pytest.raises(ValueError, match="Invalid aggregation_method"):
+        af.gradients(af.reduce_sum(c), c, aggregation_method=7)
+    assert af.UnconnectedGradients("zero") is af.UnconnectedGradients.ZERO
