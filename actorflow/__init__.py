@@ -10,7 +10,7 @@ from actorflow.graph.dtypes import (DType, as_dtype, bool_ as bool, double, floa
 from actorflow.graph.graph import (Graph, GraphKeys, Operation, Tensor, add_to_collection, colocate_with,
                                    control_dependencies, convert_to_tensor, device, get_collection,
                                    get_collection_ref, get_default_graph, name_scope, reset_default_graph)
-from actorflow.graph.indexed_slices import IndexedSlices
+from actorflow.graph.indexed_slices import IndexedSlices, convert_to_tensor_or_indexed_slices  # noqa: F401
 from actorflow.graph.tensor_shape import Dimension, TensorShape, dimension_at_index, dimension_value
 from actorflow.graph.ops.constant import (constant, group, identity, no_op, placeholder, placeholder_with_default,
                                           stop_gradient)
@@ -26,7 +26,7 @@ from actorflow.graph.variables import *  # noqa: F401,F403
 from actorflow.graph.variable_scope import *  # noqa: F401,F403
 from actorflow.graph.initializers import *  # noqa: F401,F403
 from actorflow.graph.gradients import gradients
-from actorflow.graph.control_flow import case, cond, while_loop
+from actorflow.graph.control_flow import case, cond, switch_case, while_loop
 from actorflow.graph.nest import flatten as _flatten  # noqa: F401
 from actorflow.actors.session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession, OptimizerOptions,
                                       RewriterConfig, RunMetadata, RunOptions, Session, get_default_session)
@@ -146,3 +146,4 @@ def __getattr__(name):
 from actorflow.graph.ops.special_math_ops import (betainc, cross, igamma, igammac, lbeta,  # noqa: E402,F401
                                                   truncatediv, truncatemod, zeta)
 from actorflow.graph.ops.histogram_ops import histogram_fixed_width, histogram_fixed_width_bins  # noqa: E402,F401
+from actorflow.graph.device_spec import DeviceSpecV1 as DeviceSpec  # noqa: E402

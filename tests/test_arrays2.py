@@ -137,3 +137,44 @@ def test_gradient_options_are_checked():
     with pytest.raises(ValueError, match="Invalid aggregation_method"):
         af.gradients(af.reduce_sum(c), c, aggregation_method=7)
     assert af.UnconnectedGradients("zero") is af.UnconnectedGradients.ZERO
+
+
+def test_device_spec_is_tf1s():
+    # The strings are TensorFlow 2.21's tf.compat.v1.DeviceSpec answers.
+    d = af.DeviceSpec.from_string("/job:ps/task:1/gpu:2")
+    assert (d.to_string(), d.device_type) == ("/job:ps/task:1/device:GPU:2", "GPU")
+    d2 = af.DeviceSpec(job="worker", device_type="cpu")
+    assert d2.to_string() == "/job:worker/device:CPU:*"
+    d.merge_from(d2)
+    assert d.to_string() == "/job:worker/task:1/device:CPU:2"
+    assert af.DeviceSpec(device_type="GPU").to_string() == "/device:GPU:*"
+    assert af.DeviceSpec().parse_from_string("/replica:1/device:CPU:0").to_string() == "/replica:1/device:CPU:0"
+    merged = af.DeviceSpec.from_string("/job:a/task:0").make_merged_spec(af.DeviceSpec(task=3))
+    assert merged.to_string() == "/job:a/task:3"
+    with pytest.raises(ValueError, match="Malformed device specification"):
+        af.DeviceSpec.from_string("/jobs:a")
+    with af.Graph().as_default(), af.device(af.DeviceSpec(job="ps", task=0)):
+        assert af.constant(1.0).device == "/job:ps/task:0"
+
+
+def test_switch_case_runs_the_indexed_branch_or_the_default():
+    i = af.placeholder(af.int32, [])
+    c = af.constant(3.0)
+    y = af.switch_case(i, [lambda: c * 2.0, lambda: c + 1.0, lambda: -c])
+    z = af.switch_case(i, {0: lambda: c, 1: lambda: c * c}, default=lambda: c - 10.0)
+    with af.Session() as s:
+        assert [s.run(y, {i: k}) for k in (0, 1, 2, 7, -1)] == [6.0, 4.0, -3.0, -3.0, -3.0]
+        assert [s.run(z, {i: k}) for k in (0, 1, 5)] == [3.0, 9.0, -7.0]
+    with pytest.raises(ValueError, match="keys must be 0..1"):
+        af.switch_case(i, {0: lambda: c, 2: lambda: c})
+    with pytest.raises(TypeError, match="int32 scalar"):
+        af.switch_case(af.constant(1.0), [lambda: c])
+
+
+def test_convert_to_tensor_or_indexed_slices():
+    s = af.IndexedSlices(af.constant([[1.0, 2.0]]), af.constant([0]), af.constant([3, 2]))
+    assert af.convert_to_tensor_or_indexed_slices(s) is s
+    with pytest.raises(ValueError, match="requested dtype int32"):
+        af.convert_to_tensor_or_indexed_slices(s, dtype=af.int32)
+    t = af.convert_to_tensor_or_indexed_slices([1, 2], dtype=af.int64)
+    assert isinstance(t, af.Tensor) and t.dtype == af.int64
