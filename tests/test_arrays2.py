@@ -178,3 +178,23 @@ def test_convert_to_tensor_or_indexed_slices():
         af.convert_to_tensor_or_indexed_slices(s, dtype=af.int32)
     t = af.convert_to_tensor_or_indexed_slices([1, 2], dtype=af.int64)
     assert isinstance(t, af.Tensor) and t.dtype == af.int64
+
+
+@pytest.mark.parametrize("args", list(FIX["protos"]))
+def test_make_tensor_proto_writes_tfs_bytes_and_make_ndarray_reads_them(args):
+    pytest.importorskip("tensorboard")
+    want = FIX["protos"][args]
+    proto = eval(f"tf.make_tensor_proto({args})", {"tf": af, "np": np})  # noqa: S307 (the fixture's own arguments)
+    assert proto.SerializeToString().hex() == want
+    back = af.make_ndarray(type(proto).FromString(bytes.fromhex(want)))
+    np.testing.assert_array_equal(back, af.make_ndarray(proto))
+
+
+def test_make_tensor_proto_errors():
+    pytest.importorskip("tensorboard")
+    with pytest.raises(TypeError, match="Expected Tensor's shape"):
+        af.make_tensor_proto([1, 2, 3], shape=[2, 2], verify_shape=True)
+    with pytest.raises(TypeError, match="graph tensor"):
+        af.make_tensor_proto(af.constant(1.0))
+    with pytest.raises(TypeError, match="expected a TensorProto"):
+        af.make_ndarray(np.zeros(2))
