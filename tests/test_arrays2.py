@@ -198,3 +198,18 @@ def test_make_tensor_proto_errors():
         af.make_tensor_proto(af.constant(1.0))
     with pytest.raises(TypeError, match="expected a TensorProto"):
         af.make_ndarray(np.zeros(2))
+
+
+def test_variable_synchronization_and_aggregation_as_in_tf():
+    # TF 2.21 (compat.v1): ON_READ makes a variable non-trainable unless told otherwise; bad modes raise.
+    with af.Graph().as_default():
+        v = af.Variable(1.0, synchronization=af.VariableSynchronization.ON_READ)
+        assert not v.trainable and v.aggregation is af.VariableAggregation.NONE
+        w = af.Variable(1.0, aggregation=af.VariableAggregation.MEAN)
+        assert w.trainable and w.synchronization is af.VariableSynchronization.AUTO
+        assert af.Variable(1.0, synchronization=af.VariableSynchronization.ON_READ, trainable=True).trainable
+        with pytest.raises(ValueError, match="Invalid variable aggregation mode: sum"):
+            af.Variable(1.0, aggregation="sum")
+        g = af.get_variable("g", [2], synchronization=af.VariableSynchronization.ON_READ)
+        assert g not in af.trainable_variables() and w in af.trainable_variables()
+        assert af.VariableAggregation.ONLY_FIRST_TOWER is af.VariableAggregation.ONLY_FIRST_REPLICA
