@@ -213,3 +213,20 @@ def test_variable_synchronization_and_aggregation_as_in_tf():
         g = af.get_variable("g", [2], synchronization=af.VariableSynchronization.ON_READ)
         assert g not in af.trainable_variables() and w in af.trainable_variables()
         assert af.VariableAggregation.ONLY_FIRST_TOWER is af.VariableAggregation.ONLY_FIRST_REPLICA
+
+
+def test_tensor_spec_as_tf():
+    # The reprs and answers are TensorFlow 2.21's (tf.compat.v1.TensorSpec, graph mode).
+    s = af.TensorSpec([2, None], af.float32, "x")
+    assert repr(s) == "TensorSpec(shape=(2, ?), dtype=af.float32, name='x')"
+    assert (str(s.shape), s.dtype, s.name) == ("(2, ?)", af.float32, "x")
+    assert s.is_compatible_with(af.TensorSpec([2, 3])) and s.is_compatible_with(af.zeros([2, 3]))
+    assert not s.is_compatible_with(af.zeros([2, 3], af.int32)) and not s.is_compatible_with(af.TensorSpec([3, 3]))
+    p = af.placeholder(af.int32, [None], name="p")
+    assert af.TensorSpec.from_tensor(p) == af.TensorSpec([None], af.int32, "p")
+    assert af.TensorSpec([1]) == af.TensorSpec([1], af.float32)
+    assert repr(af.TensorSpec(None)) == "TensorSpec(shape=<unknown>, dtype=af.float32, name=None)"
+    assert af.TensorSpec.from_spec(s, name="y").name == "y"
+    assert len({af.TensorSpec([1]), af.TensorSpec([1])}) == 1
+    with pytest.raises(TypeError, match="Cannot convert 'nope'"):
+        af.TensorSpec([2], "nope")
