@@ -149,3 +149,4 @@ from actorflow.graph.ops.histogram_ops import histogram_fixed_width, histogram_f
 from actorflow.graph.device_spec import DeviceSpecV1 as DeviceSpec  # noqa: E402
 from actorflow.graph.tensor_util import make_ndarray, make_tensor_proto  # noqa: E402,F401
 from actorflow.graph.tensor_spec import TensorSpec  # noqa: E402,F401
+from actorflow.graph.ops.edit_distance_ops import edit_distance  # noqa: E402,F401

@@ -230,3 +230,20 @@ def test_tensor_spec_as_tf():
     assert len({af.TensorSpec([1]), af.TensorSpec([1])}) == 1
     with pytest.raises(TypeError, match="Cannot convert 'nope'"):
         af.TensorSpec([2], "nope")
+
+
+def test_edit_distance_against_an_empty_truth_and_bad_input():
+    h = af.SparseTensor([[0, 0], [0, 1]], [1, 2], [2, 2])
+    t = af.SparseTensor([[1, 0]], [1], [2, 1])
+    d = af.edit_distance(h, t)
+    raw = af.edit_distance(h, t, normalize=False)
+    assert d.shape.as_list() == [2]
+    with af.Session() as s:
+        got, got_raw = s.run([d, raw])
+    # TF's kernel: a non-empty hypothesis against an empty truth is inf when normalized.
+    np.testing.assert_array_equal(got, [np.inf, 1.0])
+    np.testing.assert_array_equal(got_raw, [2.0, 1.0])
+    with pytest.raises(ValueError, match="same dtype"):
+        af.edit_distance(h, af.SparseTensor([[0, 0]], [1.0], [2, 2]))
+    with pytest.raises(TypeError, match="truth must be a SparseTensor"):
+        af.edit_distance(h, af.constant([1]))
