@@ -247,3 +247,12 @@ def test_edit_distance_against_an_empty_truth_and_bad_input():
         af.edit_distance(h, af.SparseTensor([[0, 0]], [1.0], [2, 2]))
     with pytest.raises(TypeError, match="truth must be a SparseTensor"):
         af.edit_distance(h, af.constant([1]))
+
+
+def test_integer_scatter_div_is_exact_beyond_float_precision():
+    big = 2**62 + 1
+    v = af.Variable(np.array([[big, -7], [9, 4]], np.int64))
+    o = af.scatter_div(v, [0, 0, 1], np.array([[3, 2], [1, 1], [-4, 3]], np.int64))
+    with af.Session() as s:
+        s.run(v.initializer)
+        assert s.run(o).tolist() == [[big // 3, -3], [-2, 1]]

@@ -120,13 +120,32 @@ def _scatter(ref, indices, updates, mode):
                     ref[r, j] = updates[i, j]
         else:
             for j in range(width):
-                # Integers truncate toward zero, as C's (and TF's) `/` (the kernel refuses a 0 divisor).
+                # Floats only: integer variables divide in _int_div (exactly, truncating).
                 ref[r, j] = ref[r, j] / updates[i, j]
     return -1
 
 
 def _scatter_cost(ref, indices, updates):
     return int(np.size(updates)) + int(np.size(indices))
+
+
+def _int_div(op_name, ref, idx, upd, indices):
+    """ScatterDiv of an integer variable: rows divided in index order, rounded toward zero like C's
+    (and TF's) `/`, in integer arithmetic; a bad index or a zero divisor changes nothing."""
+    bad = np.nonzero((idx < 0) | (idx >= ref.shape[0]))[0]
+    if bad.size:
+        raise IndexError(f"{op_name}: indices[{int(bad[0])}] = {int(idx[bad[0]])} is not in [0, {ref.shape[0]}) "
+                         f"(the variable's first dimension is {ref.shape[0]})")
+    if not upd.all():
+        raise InvalidArgumentError(f"{op_name}: integer division by zero (an update of variable dtype {ref.dtype} is 0)")
+    rows = ref.reshape(ref.shape[0], -1) if ref.flags.c_contiguous else ref.reshape(ref.shape[0], -1).copy()
+    for i, r in enumerate(idx):
+        a, b = rows[r], upd[i]
+        q = np.abs(a) // np.abs(b) if ref.dtype.kind == "i" else a // b
+        rows[r] = np.where((a < 0) != (b < 0), -q, q) if ref.dtype.kind == "i" else q
+    if not ref.flags.c_contiguous:
+        np.copyto(ref, rows.reshape(ref.shape))
+    return ref
 
 
 def _scatter_kernel(op_name, mode):
@@ -144,8 +163,8 @@ def _scatter_kernel(op_name, mode):
         width = int(np.prod(ref.shape[1:]))
         upd = np.broadcast_to(updates, want) if updates.ndim == 0 else updates
         upd = np.ascontiguousarray(upd, dtype=ref.dtype).reshape(idx.shape[0], width)
-        if mode == _DIV and ref.dtype.kind in "iu" and not upd.all():
-            raise InvalidArgumentError(f"{op_name}: integer division by zero (an update of variable dtype {ref.dtype} is 0)")
+        if mode == _DIV and ref.dtype.kind in "iu":
+            return _int_div(op_name, ref, idx, upd, indices)
         if ref.flags.c_contiguous:
             bad = _scatter(ref.reshape(ref.shape[0], width), idx, upd, mode)
         else:
