@@ -1,4 +1,4 @@
-"""CPU kernels for SpaceToBatchND and BatchToSpaceND: a pad (or crop), a reshape, a transpose and a
+"""CPU kernels for SpaceToBatchND and BatchToSpaceND (and their 4-D forms SpaceToBatch, BatchToSpace): a pad (or crop), a reshape, a transpose and a
 copy each.
 
 SpaceToBatchND views the padded input [N, P_1, ..., P_M, R...] as [N, P_1/b_1, b_1, ..., P_M/b_M,
@@ -84,3 +84,23 @@ def batch_to_space_nd(attrs):
             index.append(slice(a, d - b))
         return np.ascontiguousarray(y[tuple(index)])
     return fn
+
+
+def _four_d(op, x):
+    if np.ndim(x) != 4:
+        raise InvalidArgumentError(f"{op}: input must be 4-D, got shape {list(np.shape(x))}")
+    return x
+
+
+@register_kernel("SpaceToBatch", "CPU", cost=_cost)
+def space_to_batch(attrs):
+    """tf.raw_ops.SpaceToBatch: SpaceToBatchND of a 4-D input with block [block_size, block_size]."""
+    nd, b = space_to_batch_nd(attrs), int(attrs["block_size"])
+    return lambda input, paddings: nd(_four_d("SpaceToBatch", input), np.array([b, b]), paddings)
+
+
+@register_kernel("BatchToSpace", "CPU", cost=_cost)
+def batch_to_space(attrs):
+    """tf.raw_ops.BatchToSpace: BatchToSpaceND of a 4-D input with block [block_size, block_size]."""
+    nd, b = batch_to_space_nd(attrs), int(attrs["block_size"])
+    return lambda input, crops: nd(_four_d("BatchToSpace", input), np.array([b, b]), crops)

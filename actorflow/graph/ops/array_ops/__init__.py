@@ -121,7 +121,9 @@ from actorflow.graph.ops.array_ops.slicing import (  # noqa: F401
     strided_slice,
 )
 from actorflow.graph.ops.array_ops.space_batch import (  # noqa: F401
+    BatchToSpace,
     BatchToSpaceND,
+    SpaceToBatch,
     SpaceToBatchND,
     batch_to_space,
     batch_to_space_nd,

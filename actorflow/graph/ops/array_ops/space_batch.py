@@ -1,4 +1,4 @@
-"""SpaceToBatchND, BatchToSpaceND: definitions, gradients and wrappers (tf.space_to_batch_nd,
+"""SpaceToBatchND, BatchToSpaceND and their 4-D square-block forms SpaceToBatch, BatchToSpace: definitions, gradients and wrappers (tf.space_to_batch_nd,
 tf.batch_to_space_nd, the 4-D tf.compat.v1.space_to_batch / batch_to_space, and
 tf.required_space_to_batch_paddings).
 
@@ -24,12 +24,16 @@ __all__ = ["space_to_batch_nd", "batch_to_space_nd", "space_to_batch", "batch_to
 
 def _block_and_pairs(x, block_shape, pairs, what):
     """Checks the arguments shared by both ops; returns (M, block, pairs) with the static values
-    (lists, or None when only the run time knows them)."""
-    _check_index_dtype(block_shape, "block_shape")
+    (lists, or None when only the run time knows them). `block_shape` is a tensor, or the list
+    [b, b] of the 4-D ops' block_size attribute."""
     _check_index_dtype(pairs, what)
-    _check_rank(block_shape, 1, "block_shape")
     _check_rank(pairs, 2, what)
-    m = block_shape.shape.dims[0] if block_shape.shape.ndims == 1 else None
+    if isinstance(block_shape, list):
+        m = len(block_shape)
+    else:
+        _check_index_dtype(block_shape, "block_shape")
+        _check_rank(block_shape, 1, "block_shape")
+        m = block_shape.shape.dims[0] if block_shape.shape.ndims == 1 else None
     if pairs.shape.ndims == 2:
         rows, cols = pairs.shape.dims
         if cols not in (None, 2) or (m is not None and rows not in (None, m)):
@@ -37,7 +41,7 @@ def _block_and_pairs(x, block_shape, pairs, what):
         m = m if m is not None else rows
     if m is not None and x.shape.ndims is not None and x.shape.ndims < m + 1:
         raise InferenceError(f"input must have rank at least len(block_shape) + 1 = {m + 1}, got shape {x.shape}")
-    block = _static_ints(block_shape)
+    block = block_shape if isinstance(block_shape, list) else _static_ints(block_shape)
     if block is not None and any(b < 1 for b in block):
         raise InferenceError(f"block_shape must be positive, got {block}")
     p = _static_ints(pairs)
@@ -106,6 +110,23 @@ SpaceToBatchND = define_op("SpaceToBatchND", _infer_space_to_batch)
 BatchToSpaceND = define_op("BatchToSpaceND", _infer_batch_to_space)
 
 
+def _square(infer):
+    """SpaceToBatch / BatchToSpace: the ND op of a 4-D input with a block_size x block_size block."""
+    def infer_square(inputs, attrs):
+        x, pairs = inputs
+        b = attrs.get("block_size")
+        if not isinstance(b, int) or isinstance(b, bool) or b < 2:
+            raise InferenceError(f"block_size must be an int of at least 2, got {b!r}")
+        if x.shape.ndims not in (None, 4):
+            raise InferenceError(f"input must be 4-D, got shape {x.shape}")
+        return infer([x, [b, b], pairs], attrs)
+    return infer_square
+
+
+SpaceToBatch = define_op("SpaceToBatch", _square(_infer_space_to_batch))
+BatchToSpace = define_op("BatchToSpace", _square(_infer_batch_to_space))
+
+
 @SpaceToBatchND.gradient
 def _space_to_batch_grad(op, grad):
     return [BatchToSpaceND(_dense(grad), op.inputs[1], op.inputs[2]), None, None]
@@ -114,6 +135,16 @@ def _space_to_batch_grad(op, grad):
 @BatchToSpaceND.gradient
 def _batch_to_space_grad(op, grad):
     return [SpaceToBatchND(_dense(grad), op.inputs[1], op.inputs[2]), None, None]
+
+
+@SpaceToBatch.gradient
+def _space_to_batch_square_grad(op, grad):
+    return [BatchToSpace(_dense(grad), op.inputs[1], block_size=op.attrs["block_size"]), None]
+
+
+@BatchToSpace.gradient
+def _batch_to_space_square_grad(op, grad):
+    return [SpaceToBatch(_dense(grad), op.inputs[1], block_size=op.attrs["block_size"]), None]
 
 
 def _index_pair(block_shape, pairs, names):
@@ -145,32 +176,29 @@ def _square_block(block_size, block_shape, fn):
     b = block_size if block_size is not None else block_shape
     if b is None or isinstance(b, bool) or int(b) != b or b < 2:
         raise ValueError(f"{fn}: block_size must be an int of at least 2, got {b!r}")
-    return [int(b), int(b)]
+    return int(b)
 
 
 def space_to_batch(input, paddings, block_size=None, name=None, block_shape=None):  # noqa: A002
-    """space_to_batch_nd of a 4-D NHWC `input` with a square block (tf.compat.v1.space_to_batch,
-    tf.compat.v1.nn.space_to_batch). TF builds op SpaceToBatch; this builds SpaceToBatchND, whose
-    result is the same."""
-    block = _square_block(block_size, block_shape, "space_to_batch")
+    """space_to_batch_nd of a 4-D NHWC `input` with a block_size x block_size block
+    (tf.compat.v1.space_to_batch, tf.compat.v1.nn.space_to_batch; op SpaceToBatch)."""
+    b = _square_block(block_size, block_shape, "space_to_batch")
     with _op_scope(name, "SpaceToBatch") as sc:
         x = convert_to_tensor(input, name="input")
         if x.shape.ndims not in (None, 4):
             raise ValueError(f"space_to_batch: input must be 4-D, got shape {x.shape}")
-        pads = _to_index_tensor(paddings, "paddings")
-        return sc.op(SpaceToBatchND, x, _to_index_tensor(block, "block_shape", pads.dtype), pads)
+        return sc.op(SpaceToBatch, x, _to_index_tensor(paddings, "paddings"), block_size=b)
 
 
 def batch_to_space(input, crops, block_size, name=None, block_shape=None):  # noqa: A002
-    """batch_to_space_nd of a 4-D `input` with a square block (tf.compat.v1.batch_to_space). TF
-    builds op BatchToSpace; this builds BatchToSpaceND, whose result is the same."""
-    block = _square_block(block_size, block_shape, "batch_to_space")
+    """batch_to_space_nd of a 4-D `input` with a block_size x block_size block
+    (tf.compat.v1.batch_to_space; op BatchToSpace)."""
+    b = _square_block(block_size, block_shape, "batch_to_space")
     with _op_scope(name, "BatchToSpace") as sc:
         x = convert_to_tensor(input, name="input")
         if x.shape.ndims not in (None, 4):
             raise ValueError(f"batch_to_space: input must be 4-D, got shape {x.shape}")
-        crop = _to_index_tensor(crops, "crops")
-        return sc.op(BatchToSpaceND, x, _to_index_tensor(block, "block_shape", crop.dtype), crop)
+        return sc.op(BatchToSpace, x, _to_index_tensor(crops, "crops"), block_size=b)
 
 
 def required_space_to_batch_paddings(input_shape, block_shape, base_paddings=None, name=None):
