@@ -256,3 +256,17 @@ def test_integer_scatter_div_is_exact_beyond_float_precision():
     with af.Session() as s:
         s.run(v.initializer)
         assert s.run(o).tolist() == [[big // 3, -3], [-2, 1]]
+
+
+def test_a_graph_def_tensorflow_wrote_imports_and_computes_tfs_values():
+    pytest.importorskip("tensorboard")
+    rec = FIX["graph_def"]
+    with af.Graph().as_default():
+        gd = af.GraphDef.FromString(bytes.fromhex(rec["graph_def"]))
+        outs = af.import_graph_def(gd, return_elements=rec["fetches"], name="")
+        with af.Session() as s:
+            got = s.run(outs)
+    for name, g, want, dt in zip(rec["fetches"], got, rec["values"], rec["dtypes"]):
+        want = np.array(want, dtype=dt)
+        assert np.asarray(g).dtype == want.dtype, name
+        np.testing.assert_allclose(g, want, rtol=1e-6, err_msg=name)
