@@ -10,7 +10,7 @@ from actorflow.graph.dtypes import (DType, as_dtype, bool_ as bool, double, floa
 from actorflow.graph.graph import (Graph, GraphKeys, Operation, Tensor, add_to_collection, colocate_with,
                                    control_dependencies, convert_to_tensor, device, get_collection,
                                    get_collection_ref, get_default_graph, name_scope, reset_default_graph)
-from actorflow.graph.indexed_slices import IndexedSlices
+from actorflow.graph.indexed_slices import IndexedSlices, convert_to_tensor_or_indexed_slices  # noqa: F401
 from actorflow.graph.tensor_shape import Dimension, TensorShape, dimension_at_index, dimension_value
 from actorflow.graph.ops.constant import (constant, group, identity, no_op, placeholder, placeholder_with_default,
                                           stop_gradient)
@@ -22,11 +22,13 @@ from actorflow.graph.ops import overloads as _overloads  # noqa: F401  (Tensor o
 from actorflow.graph.ops import compiler_ops, control_flow_ops, sendrecv_ops  # noqa: F401
 from actorflow.graph.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue, PriorityQueue, QueueBase, RandomShuffleQueue
 from actorflow.graph.ops.conditional_accumulator_ops import ConditionalAccumulator, SparseConditionalAccumulator
+from actorflow.graph.ops.reader_ops import (FixedLengthRecordReader, IdentityReader, ReaderBase, TextLineReader,
+                                            TFRecordReader, WholeFileReader)
 from actorflow.graph.variables import *  # noqa: F401,F403
 from actorflow.graph.variable_scope import *  # noqa: F401,F403
 from actorflow.graph.initializers import *  # noqa: F401,F403
 from actorflow.graph.gradients import gradients
-from actorflow.graph.control_flow import case, cond, while_loop
+from actorflow.graph.control_flow import case, cond, switch_case, while_loop
 from actorflow.graph.nest import flatten as _flatten  # noqa: F401
 from actorflow.actors.session import (ConfigProto, GPUOptions, GraphOptions, InteractiveSession, OptimizerOptions,
                                       RewriterConfig, RunMetadata, RunOptions, Session, get_default_session)
@@ -47,7 +49,10 @@ from actorflow.graph import nest  # noqa: F401
 # -- N-d gather/scatter (graph/ops/scatter_nd_ops.py; dynamic_rnn writes its outputs with them) --
 from actorflow.graph.ops.scatter_nd_ops import (gather_nd, scatter_nd, tensor_scatter_add,  # noqa: E402,F401
                                                 tensor_scatter_nd_add, tensor_scatter_nd_update, tensor_scatter_update)
+from actorflow.graph.ops.scatter_nd_ops import (tensor_scatter_nd_max, tensor_scatter_nd_min,  # noqa: E402,F401
+                                                tensor_scatter_nd_sub, tensor_scatter_sub)
 # -- ordering and segment ops (graph/ops/sort_ops.py, segment_ops.py; top_k is af.nn's and af.math's) --
+from actorflow.graph.ops.sort_ops import repeat, searchsorted  # noqa: E402,F401
 from actorflow.graph.ops.sort_ops import (argsort, cumprod, cumsum, reverse, reverse_v2, sort, unique,  # noqa: E402
                                           unique_with_counts)
 from actorflow.graph.ops.segment_ops import *  # noqa: E402,F401,F403
@@ -65,7 +70,8 @@ from actorflow.graph.ops.script_ops import numpy_function, py_func  # noqa: E402
 from actorflow.graph.ops.functional_ops import foldl, foldr, map_fn, scan  # noqa: E402
 from actorflow.graph.ops.tensor_array_ops import TensorArray  # noqa: E402
 from actorflow.graph.gradients import NoGradient, NotDifferentiable, RegisterGradient, no_gradient  # noqa: E402
-from actorflow.graph.custom_gradient import custom_gradient, identity_n  # noqa: E402
+from actorflow.graph.custom_gradient import custom_gradient, grad_pass_through, identity_n, recompute_grad  # noqa: E402,F401
+from actorflow.graph.gradients import AggregationMethod, UnconnectedGradients, hessians  # noqa: E402,F401
 from actorflow.graph.ops.parsing_ops import (FixedLenFeature, VarLenFeature, decode_raw, parse_example,  # noqa: E402
                                              parse_single_example)
 from actorflow.graph.sparse_tensor import SparseTensor, SparseTensorValue  # noqa: E402
@@ -109,7 +115,6 @@ from actorflow.graph.ops.string_ops import matching_files  # noqa: E402
 from actorflow.graph.ops.parsing_ops import (FixedLenSequenceFeature, SparseFeature, decode_compressed,  # noqa: E402
                                              decode_json_example, parse_single_sequence_example, parse_tensor,
                                              serialize_tensor)
-from actorflow.graph.ops.image_boxes_ops import extract_image_patches  # noqa: E402
 from actorflow.graph.ops.lookup_ops import initialize_all_tables, tables_initializer  # noqa: E402
 from actorflow import lookup  # noqa: E402
 from actorflow.graph.ops.deprecated import *  # noqa: E402,F401,F403
@@ -155,3 +160,12 @@ def __getattr__(name):
         mod, attr = _GRAPH_PROTOS[name]
         return getattr(getattr(protos, mod), attr)
     raise AttributeError(f"module 'actorflow' has no attribute {name!r}")
+
+# -- special functions, truncating division, cross product (graph/ops/special_math_ops.py) --
+from actorflow.graph.ops.special_math_ops import (betainc, cross, igamma, igammac, lbeta,  # noqa: E402,F401
+                                                  truncatediv, truncatemod, zeta)
+from actorflow.graph.ops.histogram_ops import histogram_fixed_width, histogram_fixed_width_bins  # noqa: E402,F401
+from actorflow.graph.device_spec import DeviceSpecV1 as DeviceSpec  # noqa: E402
+from actorflow.graph.tensor_util import make_ndarray, make_tensor_proto  # noqa: E402,F401
+from actorflow.graph.tensor_spec import TensorSpec  # noqa: E402,F401
+from actorflow.graph.ops.edit_distance_ops import edit_distance  # noqa: E402,F401

@@ -27,3 +27,7 @@ transpose = matrix_transpose
 __all__ = ["band_part", "diag", "diag_part", "set_diag", "eye", "einsum", "tensordot", "trace", "matmul", "transpose",
            "matrix_transpose", "qr", "inv", "det", "slogdet", "logdet", "cholesky", "cholesky_solve", "solve",
            "triangular_solve", "eigh", "eigvalsh", "svd", "lstsq", "norm", "adjoint"]
+
+from actorflow.graph.ops.special_math_ops import cross  # noqa: E402
+
+__all__ += ["cross"]

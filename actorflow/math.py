@@ -30,3 +30,8 @@ from actorflow.graph.ops.nn_ops import in_top_k, l2_normalize, log_softmax, soft
 
 __all__ += list(_more_all) + ["invert_permutation", "log_sigmoid", "rint", "divide_no_nan", "softsign",
                               "zero_fraction", "in_top_k", "l2_normalize", "log_softmax", "softmax", "softplus"]
+
+# Special functions (graph/ops/special_math_ops.py).
+from actorflow.graph.ops.special_math_ops import betainc, igamma, igammac, lbeta, zeta  # noqa: E402
+
+__all__ += ["betainc", "igamma", "igammac", "lbeta", "zeta"]

@@ -114,3 +114,7 @@ __all__ += ["conv1d", "convolution", "atrous_conv2d", "depthwise_conv2d", "depth
             "depthwise_conv2d_native_backprop_input", "depthwise_conv2d_native_backprop_filter", "separable_conv2d",
             "lrn", "local_response_normalization", "space_to_depth", "depth_to_space", "max_pool1d", "avg_pool1d",
             "max_pool_with_argmax"]
+
+from actorflow.graph.ops.array_ops.space_batch import space_to_batch  # noqa: E402  (tf.compat.v1.nn.space_to_batch)
+
+__all__ += ["space_to_batch"]

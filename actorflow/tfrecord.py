@@ -17,7 +17,7 @@ import zlib
 from actorflow import errors
 
 __all__ = ["TFRecordCompressionType", "TFRecordOptions", "masked_crc32c", "encode_record", "RecordReader",
-           "open_for_write"]
+           "open_for_write", "open_for_read"]
 
 _MASK_DELTA = 0xa282ead8
 
@@ -105,20 +105,15 @@ def open_for_write(path: str, options=None):
 class RecordReader:
     """Iterates the records of one TFRecord file, checking their CRCs."""
 
-    def __init__(self, path: str, compression=None, op: str | None = None):
+    def __init__(self, path: str, compression=None, op: str | None = None, raw=None):
         self.path = path
         self.op = op
-        kind = _compression(compression)
-        try:
-            raw = open(path, "rb")  # noqa: SIM115 - closed by close() or at the end
-        except OSError as e:
-            raise errors.NotFoundError(op, None, f"{path}: {e.strerror}") from None
-        if kind == TFRecordCompressionType.GZIP:
-            self.f = gzip.GzipFile(fileobj=raw, mode="rb")
-        elif kind == TFRecordCompressionType.ZLIB:
-            self.f = _ZlibReader(raw)
-        else:
-            self.f = raw
+        if raw is None:          # `raw`: the file, already opened in binary mode by the caller
+            try:
+                raw = open(path, "rb")  # noqa: SIM115 - closed by close() or at the end
+            except OSError as e:
+                raise errors.NotFoundError(op, None, f"{path}: {e.strerror}") from None
+        self.f = open_for_read(raw, compression)
         self.offset = 0
 
     def _damaged(self, what):
@@ -166,6 +161,32 @@ class RecordReader:
         if self.f is not None:
             self.f.close()
             self.f = None
+
+
+def open_for_read(raw, compression=None):
+    """A file object whose read(n) gives the bytes of the binary file `raw` decompressed as
+    `compression` says (a TFRecordOptions, a TFRecordCompressionType, "", "ZLIB" or "GZIP");
+    `raw` itself when it is not compressed. Closing it closes `raw`."""
+    kind = _compression(compression)
+    if kind == TFRecordCompressionType.GZIP:
+        return _GzipReader(raw)
+    if kind == TFRecordCompressionType.ZLIB:
+        return _ZlibReader(raw)
+    return raw
+
+
+class _GzipReader:
+    # A GzipFile given a file object leaves it open when it closes.
+    def __init__(self, raw):
+        self.raw = raw
+        self.g = gzip.GzipFile(fileobj=raw, mode="rb")
+
+    def read(self, n):
+        return self.g.read(n)
+
+    def close(self):
+        self.g.close()
+        self.raw.close()
 
 
 class _ZlibReader:

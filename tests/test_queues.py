@@ -291,6 +291,31 @@ def test_enqueue_many_larger_than_capacity_streams_through(sess):
     assert got == list(range(6)) and "error" not in box
 
 
+def test_dequeue_many_larger_than_capacity_fills_as_elements_come(sess):
+    # As TF's TryDequeueMany: the batch takes elements as they arrive, which unblocks the enqueuer.
+    q = af.FIFOQueue(3, [af.int32], shapes=[[]])
+    t, box = run_in_thread(sess.run, q.enqueue_many([np.arange(10, dtype=np.int32)]))
+    np.testing.assert_array_equal(sess.run(q.dequeue_many(10), timeout=10), np.arange(10))
+    t.join(10)
+    assert "error" not in box and sess.run(q.size()) == 0
+
+
+def test_dequeue_many_that_fails_puts_back_what_it_took(sess):
+    q = af.FIFOQueue(5, [af.int32], shapes=[[]])
+    v = af.placeholder(af.int32, [None])
+    sess.run(q.enqueue_many(v), {v: [7, 8]})
+    with pytest.raises(errors.DeadlineExceededError):
+        sess.run(q.dequeue_many(3), timeout=0.2)          # held 7 and 8 while it waited
+    assert sess.run(q.size()) == 2
+    t, box = run_in_thread(sess.run, q.dequeue_many(4))
+    wait_blocked(sess, q, "dequeuers", 1)
+    sess.run(q.enqueue_many(v), {v: [9]})
+    sess.run(q.close())
+    t.join(10)
+    assert isinstance(box.get("error"), errors.OutOfRangeError)
+    np.testing.assert_array_equal(sess.run(q.dequeue_up_to(4)), [7, 8, 9])
+
+
 # ---------------------------------------------------------------------------------------------------
 # Close
 # ---------------------------------------------------------------------------------------------------

@@ -282,6 +282,9 @@ def _is_initialized(exe, item, tpl):
 
 
 def _async_resource(exe, item, tpl):
+    # The op's other resources (a reader's filename queue) reach it as the values of their slots.
+    for slot, spec in item.bindings:
+        tpl[slot] = exe._resource(spec)
     return AsyncResourceActor(exe.rt, item.name, item.op_type, None, item.n_in, tpl, exe._resource(item.resource),
                               item.attrs, item.n_out)
 

@@ -2,7 +2,8 @@
 
 All operations run on the owning runtime's loop, one at a time. A blocked enqueue or dequeue is a
 waiter with a callback; waiters whose step has failed (cancelled, timed out, aborted) are dropped
-the next time the queue is serviced, so nothing they carried is ever added or taken.
+the next time the queue is serviced, so nothing they carried is ever added or taken (a dequeue_many
+at the head takes elements as they arrive, as TF's does, and a dropped one puts them back in front).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ __all__ = ["QueueResource"]
 
 
 class _Waiter:
-    __slots__ = ("step", "done", "items", "n", "partial")
+    __slots__ = ("step", "done", "items", "n", "partial", "taken")
 
     def __init__(self, step, done, items=None, n=1, partial=False):
         self.step = step
@@ -25,6 +26,7 @@ class _Waiter:
         self.items = items          # enqueue: deque of elements still to add
         self.n = n                  # dequeue: how many elements
         self.partial = partial      # dequeue_up_to: fewer allowed once closed
+        self.taken = ()             # dequeue_many at the head: the elements it took so far
 
     @property
     def cancelled(self) -> bool:
@@ -70,6 +72,7 @@ class QueueResource:
             self.close(bool(attrs.get("cancel_pending_enqueues", False)))
             return
         elif op_type == "QueueSizeV2":
+            self._service()                 # puts back what a failed step's dequeue_many held
             done(np.int32(len(self.items)), None)
             return
         elif op_type == "QueueIsClosedV2":
@@ -177,7 +180,19 @@ class QueueResource:
         # A one-component dequeue op has a single output: its value, not a 1-tuple.
         return comps[0] if len(comps) == 1 else comps
 
+    def _put_back(self, w) -> None:
+        """Returns what a dequeue_many took to the front of the queue (it failed or was cancelled)."""
+        if w.taken:
+            if self.kind == "shuffle":
+                self.items.extend(w.taken)
+            else:
+                self.items.extendleft(reversed(w.taken))
+            w.taken = ()
+
     def _service(self) -> None:
+        # A dequeue of n at the head takes elements as they come, as TF's TryDequeueMany does: a
+        # batch larger than the capacity fills while the enqueuers it unblocks go on. Should it
+        # fail (the queue closed short, its step cancelled), what it took goes back to the front.
         progress = True
         while progress:
             progress = False
@@ -199,19 +214,27 @@ class QueueResource:
                 w = self.dequeuers[0]
                 if w.cancelled:
                     self.dequeuers.popleft()
+                    self._put_back(w)
                     continue
                 single = w.n is None
                 need = 1 if single else w.n
                 avail = self._available()
-                if avail >= need:
+                have = len(w.taken)
+                if have + avail >= need:
                     self.dequeuers.popleft()
-                    taken = self._take(need)
+                    taken = [*w.taken, *self._take(need - have)] if have else self._take(need)
+                    w.taken = ()
                     w.done(self._out(taken[0] if single else self._batch(taken)), None)
                     progress = True
                     continue
                 if not self.closed:
+                    if avail > 0 and not single:
+                        w.taken = [*w.taken, *self._take(avail)]
+                        progress = True
                     break
                 # Closed: a partial dequeue_up_to takes what is left; everything else fails.
+                self._put_back(w)
+                avail = self._available()
                 self.dequeuers.popleft()
                 if w.partial and avail > 0:
                     w.done(self._out(self._batch(self._take(avail))), None)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import contextlib
 
-from actorflow.graph import nest
+from actorflow.graph import dtypes, nest
 from actorflow.graph.graph import GraphKeys, Operation, Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.ops import control_flow_ops as cfo
 from actorflow.graph.tensor_shape import TensorShape, as_shape
 
-__all__ = ["cond", "case", "while_loop", "CondContext", "WhileContext", "context_of"]
+__all__ = ["cond", "case", "switch_case", "while_loop", "CondContext", "WhileContext", "context_of"]
 
 
 def context_of(op: Operation):
@@ -254,6 +254,37 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
             p, fn = pairs[i]
             return cond(p, fn, lambda: build(i + 1))
         return build(0)
+
+
+def switch_case(branch_index, branch_fns, default=None, name="switch_case"):
+    """Runs branch `branch_index` of `branch_fns` (tf.switch_case): a list of callables, or (int,
+    callable) pairs or a dict keyed 0..n-1. An index out of range runs `default`, or the last branch
+    when there is none, as in TF. Built as a case over ``branch_index == i`` (TF builds one Case op)."""
+    if isinstance(branch_fns, dict):
+        items = sorted(branch_fns.items())
+    elif isinstance(branch_fns, (list, tuple)) and branch_fns and all(isinstance(b, (list, tuple)) for b in branch_fns):
+        items = sorted((int(k), fn) for k, fn in branch_fns)
+    else:
+        items = list(enumerate(branch_fns))
+    if not items:
+        raise ValueError("switch_case: branch_fns must not be empty")
+    if [k for k, _ in items] != list(range(len(items))):
+        raise ValueError(f"switch_case: branch_fns keys must be 0..{len(items) - 1}, got {[k for k, _ in items]}")
+    for k, fn in items:
+        if not callable(fn):
+            raise TypeError(f"switch_case: branch {k} is not callable: {fn!r}")
+    from actorflow.graph.ops import math_ops
+    g = get_default_graph()
+    with g.name_scope(name):
+        index = convert_to_tensor(branch_index, name="branch_index")
+        if index.dtype is not dtypes.int32 or index.shape.ndims not in (None, 0):
+            raise TypeError(f"switch_case: branch_index must be an int32 scalar, got {index.dtype.name} of shape "
+                            f"{index.shape}")
+        if default is None:
+            default = items[-1][1]
+            items = items[:-1]
+        pairs = [(math_ops.equal(index, k), fn) for k, fn in items]
+        return case(pairs, default=default, exclusive=True, name="case")
 
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10, back_prop=True,

@@ -16,7 +16,7 @@ from actorflow.graph.gradients import RegisterGradient
 from actorflow.graph.graph import Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.op_def import define_op
 
-__all__ = ["custom_gradient", "identity_n"]
+__all__ = ["custom_gradient", "identity_n", "grad_pass_through", "recompute_grad"]
 
 
 def _infer_identity_n(inputs, attrs):
@@ -71,4 +71,27 @@ def custom_gradient(f=None):
         with g.gradient_override_map({"IdentityN": name}):
             outs = identity_n(flat + xs)
         return nest.pack_sequence_as(result, outs[:n])
+    return wrapped
+
+
+def grad_pass_through(f):
+    """`f` with the identity as its gradient (tf.grad_pass_through): the returned function computes
+    ``f(*args)`` and hands each output's gradient straight to the matching input, as if f were the
+    identity (a straight-through estimator). f takes as many tensors as it returns."""
+    @functools.wraps(f)
+    def wrapped(*args):
+        @custom_gradient
+        def _pass_through(*xs):
+            return f(*xs), lambda *dys: list(dys) if len(dys) > 1 else dys[0]
+        return _pass_through(*args)
+    return wrapped
+
+
+def recompute_grad(f):
+    """tf.recompute_grad: TF recomputes f's forward ops during the backward pass to save memory.
+    actorflow returns f as it is: the values and gradients are the same, the forward activations
+    are kept instead of recomputed."""
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        return f(*args, **kwargs)
     return wrapped

@@ -7,13 +7,35 @@ when they are all IndexedSlices, so sparse gradients stay sparse).
 """
 from __future__ import annotations
 
+import enum
 import heapq
 
 from actorflow.graph.graph import Operation, Tensor, convert_to_tensor
 from actorflow.graph.indexed_slices import IndexedSlices
 
 __all__ = ["gradients", "aggregate_gradients", "RegisterGradient", "NotDifferentiable", "no_gradient",
-           "NoGradient", "gradient_function"]
+           "NoGradient", "gradient_function", "hessians", "AggregationMethod", "UnconnectedGradients"]
+
+
+class AggregationMethod:
+    """How gradients reaching one tensor along several paths are combined (tf.AggregationMethod).
+    actorflow always sums them with one AddN (ADD_N); the experimental methods are accepted and
+    give the same sums."""
+    ADD_N = 0
+    DEFAULT = ADD_N
+    EXPERIMENTAL_TREE = 1
+    EXPERIMENTAL_ACCUMULATE_N = 2
+
+
+class UnconnectedGradients(enum.StrEnum):
+    """What `gradients` returns for an x that ys do not depend on (tf.UnconnectedGradients): None,
+    or zeros of x's shape. A str, so "none" and "zero" are the same values."""
+    NONE = "none"
+    ZERO = "zero"
+
+
+_AGGREGATION_METHODS = (AggregationMethod.ADD_N, AggregationMethod.EXPERIMENTAL_TREE,
+                        AggregationMethod.EXPERIMENTAL_ACCUMULATE_N)
 
 # Gradients registered by name (af.RegisterGradient) for names that are not op types: the targets
 # of Graph.gradient_override_map and custom_gradient.
@@ -119,6 +141,9 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
     """
     if unconnected_gradients not in ("none", "zero"):
         raise ValueError(f"Unknown value for unconnected_gradients: {unconnected_gradients!r}")
+    if aggregation_method is not None and aggregation_method not in _AGGREGATION_METHODS:
+        raise ValueError(f"Invalid aggregation_method specified {aggregation_method!r}: expected one of "
+                         "af.AggregationMethod's")
     ys = [convert_to_tensor(y) if not isinstance(y, Tensor) else y for y in _as_list(ys)]
     xs = [_x_tensor(x) for x in _as_list(xs)]
     grad_ys = _as_list(grad_ys) if grad_ys is not None else [None] * len(ys)
@@ -223,6 +248,42 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                 gx = array_ops.zeros_like(x)
             result.append(gx)
     return result
+
+
+def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False, gate_gradients=False,
+             aggregation_method=None):
+    """The Hessian of sum(ys) with respect to each x of `xs` (tf.hessians): for an x of shape S, a
+    tensor of shape S + S whose entry [i, j] is d2 sum(ys) / dx_i dx_j, the gradient of each element
+    of the gradient. TF builds a while loop over the elements; for an x of static size this builds
+    one gradient per element (no loop), else it raises ValueError."""
+    from actorflow.graph.ops import array_ops
+    kwargs = {"colocate_gradients_with_ops": colocate_gradients_with_ops, "gate_gradients": gate_gradients,
+              "aggregation_method": aggregation_method}
+    xs = [_x_tensor(x) for x in _as_list(xs)]
+    g = xs[0].graph if xs else None
+    out = []
+    with (g.name_scope(name) if g is not None else _nullcontext()):
+        for x, grad in zip(xs, gradients(ys, xs, **kwargs)):
+            n = x.shape.num_elements()
+            if n is None:
+                raise ValueError(f"hessians: x '{x.name}' must have a static shape, got {x.shape} (actorflow builds "
+                                 "one gradient per element)")
+            if grad is None:
+                out.append(None)
+                continue
+            if isinstance(grad, IndexedSlices):
+                grad = array_ops.indexed_slices_to_dense(grad)
+            flat = array_ops.reshape(grad, [-1])
+            rows = []
+            for j in range(n):
+                (second,) = gradients(flat[j], [x], unconnected_gradients="zero", **kwargs)
+                if isinstance(second, IndexedSlices):
+                    second = array_ops.indexed_slices_to_dense(second)
+                rows.append(second)
+            shape = x.shape.as_list()
+            h = array_ops.stack(rows) if rows else array_ops.zeros([0] + shape, x.dtype)
+            out.append(array_ops.reshape(h, shape + shape))
+    return out
 
 
 def _same_op(op):

@@ -53,3 +53,16 @@ class IndexedSlices(OfValues):
 
     def __repr__(self):
         return f"IndexedSlices(values={self.values!r}, indices={self.indices!r}, dense_shape={self.dense_shape!r})"
+
+
+def convert_to_tensor_or_indexed_slices(value, dtype=None, name=None):
+    """An IndexedSlices as it is (its dtype checked against `dtype`), anything else through
+    convert_to_tensor (tf.convert_to_tensor_or_indexed_slices)."""
+    from actorflow.graph import dtypes
+    from actorflow.graph.graph import convert_to_tensor
+    if isinstance(value, IndexedSlices):
+        if dtype is not None and dtypes.as_dtype(dtype) is not value.dtype:
+            raise ValueError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} for IndexedSlices "
+                             f"with dtype {value.dtype.name}: {value!r}")
+        return value
+    return convert_to_tensor(value, dtype=dtype, name=name)

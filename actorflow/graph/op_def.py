@@ -15,7 +15,8 @@ op-type string tests there:
   its data lives: Identity, Enter, ...), or None (a compute op, placed by its kernels and dtypes).
 - `actor`: the actor rule that runs the op (see actorflow/actors/executable.py `_ACTOR_RULES`):
   "node" (a kernel; with reference inputs to variables, a variable update) by default; "resource"
-  (an operation of the queue, accumulator or iterator its input 0 refers to, run by that resource);
+  (an operation of the queue, accumulator, iterator or reader its input 0 refers to, run by that
+  resource, which gets the resources of its other reference inputs as their values: a read's queue);
   "handle" (creates a resource, which its consumers bind by reference: never run); "const",
   "placeholder", "noop", "identity", "variable", "is_initialized", "switch", "merge", "enter",
   "exit", "next_iteration", "send", "recv", "copy".

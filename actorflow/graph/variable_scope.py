@@ -23,7 +23,7 @@ import traceback
 from actorflow.graph import dtypes
 from actorflow.graph.graph import GraphKeys, Tensor, get_default_graph
 from actorflow.graph.tensor_shape import TensorShape, as_shape
-from actorflow.graph.variables import Variable
+from actorflow.graph.variables import Variable, resolve_sync_aggregation
 
 __all__ = ["variable_scope", "get_variable", "get_local_variable", "get_variable_scope", "VariableScope",
            "AUTO_REUSE", "PartitionedVariable", "fixed_size_partitioner", "variable_axis_size_partitioner"]
@@ -279,7 +279,7 @@ class _VariableStore:
         self._lock = threading.RLock()
 
     def get_variable(self, name, shape=None, dtype=dtypes.float32, initializer=None, regularizer=None, reuse=None,
-                     trainable=True, collections=None, caching_device=None, partitioner=None, validate_shape=True,
+                     trainable=None, collections=None, caching_device=None, partitioner=None, validate_shape=True,
                      use_resource=None, custom_getter=None, constraint=None, synchronization=None,
                      aggregation=None):
         if custom_getter is not None:
@@ -292,13 +292,13 @@ class _VariableStore:
                                  synchronization=synchronization, aggregation=aggregation)
         return self._true_getter(name, shape=shape, dtype=dtype, initializer=initializer, regularizer=regularizer,
                                  reuse=reuse, trainable=trainable, collections=collections, partitioner=partitioner,
-                                 validate_shape=validate_shape, constraint=constraint)
+                                 validate_shape=validate_shape, constraint=constraint,
+                                 synchronization=synchronization, aggregation=aggregation)
 
     def _true_getter(self, name, shape=None, dtype=dtypes.float32, initializer=None, regularizer=None, reuse=None,
                      trainable=None, collections=None, caching_device=None, partitioner=None, validate_shape=True,
                      use_resource=None, constraint=None, synchronization=None, aggregation=None, **unused):
-        if trainable is None:
-            trainable = True
+        _, _, trainable = resolve_sync_aggregation(synchronization, aggregation, trainable, name)
         initializing_from_value = initializer is not None and not callable(initializer)
         if shape is not None and initializing_from_value:
             raise ValueError(f"If initializer is a constant, do not specify shape (variable {name}).")

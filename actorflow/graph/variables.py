@@ -7,6 +7,7 @@ device, and outlives steps; updates are ops that take the VariableV2 output as a
 from __future__ import annotations
 
 import contextlib
+import enum
 
 from actorflow.graph import dtypes
 from actorflow.graph.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph, get_default_session
@@ -14,11 +15,46 @@ from actorflow.graph.ops import state_ops
 from actorflow.graph.ops.constant import Identity, group
 from actorflow.graph.tensor_shape import TensorShape, as_shape
 
-__all__ = ["Variable", "global_variables", "trainable_variables", "local_variables",
+__all__ = ["Variable", "VariableSynchronization", "VariableAggregation", "global_variables", "trainable_variables", "local_variables",
            "global_variables_initializer", "variables_initializer", "local_variables_initializer",
            "initialize_all_variables", "assign", "assign_add", "assign_sub", "scatter_add",
            "scatter_sub", "scatter_update", "scatter_mul", "scatter_max", "scatter_min",
+           "scatter_div", "scatter_nd_add", "scatter_nd_sub", "scatter_nd_update",
            "is_variable_initialized", "model_variables", "init_scope"]
+
+
+class VariableSynchronization(enum.Enum):
+    """When a distributed variable's copies agree (tf.VariableSynchronization). actorflow keeps one
+    copy of every variable, on its device, so the value only decides defaults: ON_READ makes a
+    variable non-trainable unless `trainable` says otherwise, as in TF."""
+    AUTO = 0
+    NONE = 1
+    ON_WRITE = 2
+    ON_READ = 3
+
+
+class VariableAggregation(enum.Enum):
+    """How the updates of a distributed variable's replicas combine (tf.compat.v1.VariableAggregation);
+    recorded on the variable, with one copy per variable nothing is combined."""
+    NONE = 0
+    SUM = 1
+    MEAN = 2
+    ONLY_FIRST_REPLICA = 3
+    ONLY_FIRST_TOWER = 3   # TF 1.x's alias
+
+
+def resolve_sync_aggregation(synchronization, aggregation, trainable, name):
+    """The (synchronization, aggregation, trainable) a variable gets: the enums checked (TF's
+    messages), None as AUTO and NONE, and trainable None as "not ON_READ"."""
+    sync = VariableSynchronization.AUTO if synchronization is None else synchronization
+    if not isinstance(sync, VariableSynchronization):
+        raise ValueError(f"Invalid variable synchronization mode: {synchronization} for variable: {name}")
+    agg = VariableAggregation.NONE if aggregation is None else aggregation
+    if not isinstance(agg, VariableAggregation):
+        raise ValueError(f"Invalid variable aggregation mode: {aggregation} for variable: {name}")
+    if trainable is None:
+        trainable = sync is not VariableSynchronization.ON_READ
+    return sync, agg, trainable
 
 
 @contextlib.contextmanager
@@ -47,12 +83,14 @@ class Variable:
     another op of the same step already read), implemented by copy-on-write in the resource actor.
     """
 
-    def __init__(self, initial_value=None, trainable=True, collections=None, validate_shape=True,
+    def __init__(self, initial_value=None, trainable=None, collections=None, validate_shape=True,
                  caching_device=None, name=None, variable_def=None, dtype=None, expected_shape=None,
                  import_scope=None, constraint=None, use_resource=None, shape=None,
                  synchronization=None, aggregation=None):
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
+        self._synchronization, self._aggregation, trainable = resolve_sync_aggregation(
+            synchronization, aggregation, trainable, name)
         g = get_default_graph()
         self._trainable = trainable
         self.constraint = constraint
@@ -100,6 +138,15 @@ class Variable:
     @property
     def op(self):
         return self._variable.op
+
+    @property
+    def synchronization(self) -> VariableSynchronization:
+        # A variable rebuilt from a MetaGraphDef (train/meta_graph.py) has the defaults.
+        return getattr(self, "_synchronization", VariableSynchronization.AUTO)
+
+    @property
+    def aggregation(self) -> VariableAggregation:
+        return getattr(self, "_aggregation", VariableAggregation.NONE)
 
     @property
     def dtype(self):
@@ -171,6 +218,27 @@ class Variable:
 
     def scatter_update(self, sparse_delta, use_locking=False, name=None):
         return scatter_update(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
+
+    def scatter_mul(self, sparse_delta, use_locking=False, name=None):
+        return scatter_mul(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
+
+    def scatter_div(self, sparse_delta, use_locking=False, name=None):
+        return scatter_div(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
+
+    def scatter_max(self, sparse_delta, use_locking=False, name=None):
+        return scatter_max(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
+
+    def scatter_min(self, sparse_delta, use_locking=False, name=None):
+        return scatter_min(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
+
+    def scatter_nd_add(self, indices, updates, name=None):
+        return scatter_nd_add(self, indices, updates, name=name)
+
+    def scatter_nd_sub(self, indices, updates, name=None):
+        return scatter_nd_sub(self, indices, updates, name=name)
+
+    def scatter_nd_update(self, indices, updates, name=None):
+        return scatter_nd_update(self, indices, updates, name=name)
 
     def is_initialized(self, name=None):
         return is_variable_initialized(self, name)
@@ -266,6 +334,29 @@ def scatter_max(ref, indices, updates, use_locking=False, name=None):
 
 def scatter_min(ref, indices, updates, use_locking=False, name=None):
     return _scatter(state_ops.ScatterMin, ref, indices, updates, use_locking, name)
+
+
+def scatter_div(ref, indices, updates, use_locking=False, name=None):
+    """Divides rows `indices` of the variable by `updates` (tf.compat.v1.scatter_div); integer
+    variables truncate toward zero, as TF's kernel does."""
+    return _scatter(state_ops.ScatterDiv, ref, indices, updates, use_locking, name)
+
+
+def scatter_nd_add(ref, indices, updates, use_locking=False, name=None):
+    """Adds `updates` to the slices of the variable addressed by the innermost vectors of `indices`
+    (shape [..., K]); duplicates accumulate (tf.compat.v1.scatter_nd_add). Returns the variable's
+    updated value."""
+    return _scatter(state_ops.ScatterNdAdd, ref, indices, updates, use_locking, name)
+
+
+def scatter_nd_sub(ref, indices, updates, use_locking=False, name=None):
+    """Subtracts `updates` from the slices addressed by `indices` (tf.compat.v1.scatter_nd_sub)."""
+    return _scatter(state_ops.ScatterNdSub, ref, indices, updates, use_locking, name)
+
+
+def scatter_nd_update(ref, indices, updates, use_locking=True, name=None):
+    """Overwrites the slices addressed by `indices` with `updates` (tf.compat.v1.scatter_nd_update)."""
+    return _scatter(state_ops.ScatterNdUpdate, ref, indices, updates, use_locking, name)
 
 
 def is_variable_initialized(variable, name=None):

@@ -307,7 +307,8 @@ class NodeItem:
     in_shapes: tuple = ()     # static input shapes (TensorShape), for the offload policy
     in_values: tuple = ()     # per input slot: a known constant value, or None
     resource: ResourceSpec | None = None   # what "variable", "is_initialized", "resource" actors bind
-    bindings: tuple = ()      # (slot, ResourceSpec): the variables an "update" writes
+    bindings: tuple = ()      # (slot, ResourceSpec): the variables an "update" writes; the resources a
+                              # "resource" op uses besides `resource` (a reader's queue)
     frame: tuple | None = None   # "enter": (frame name, is_constant, parallel_iterations, enters of the frame)
     loop_merge: bool = False  # a "merge" fed by a NextIteration
     offload: bool = False     # OpDef hint: always run on the pool

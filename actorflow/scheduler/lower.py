@@ -538,6 +538,9 @@ def emit(ir: PlanIR, plan=None) -> ExecPlan:
                 resource = _resource_spec(bounds[0][1])
             if kind == "update":
                 bindings = tuple((s, _resource_spec(b)) for s, b in bounds)
+            elif kind == "resource":
+                # The other resources the op uses (a read's filename queue): passed to it in their slots.
+                bindings = tuple((s, _resource_spec(b)) for s, b in bounds[1:])
         frame = None
         if kind == "enter":
             fname = n.attrs["frame_name"]

@@ -12,7 +12,7 @@ consumers then get OutOfRangeError once it is drained, as in TF.
 """
 from __future__ import annotations
 
-from actorflow.graph import dtypes, nest
+from actorflow.graph import dtypes
 from actorflow.graph.graph import control_dependencies, convert_to_tensor, name_scope
 from actorflow.graph.ops import array_ops, math_ops
 from actorflow.graph.ops.constant import identity
@@ -105,10 +105,18 @@ def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None, 
 
 
 def _flat_tensors(tensors):
-    flat = [convert_to_tensor(t) for t in nest.flatten(tensors)]
-    if not flat:
+    """TF's _as_tensor_list and _validate: a dict's values in the order of its sorted keys, a list's
+    or tuple's elements, or one tensor; each element becomes one tensor, so a list of tensors in it
+    is packed (`batch([xy[0:-1], xy[-1:]])` batches a vector and a 1-vector, as in TF)."""
+    if isinstance(tensors, dict):
+        items = [tensors[k] for k in sorted(tensors, key=str)]
+    elif isinstance(tensors, (list, tuple)):
+        items = list(tensors)
+    else:
+        items = [tensors]
+    if not items:
         raise ValueError("Expected at least one tensor in batch().")
-    return flat
+    return [convert_to_tensor(t) for t in items]
 
 
 def _shapes(flat, shapes, enqueue_many, dynamic_pad):
@@ -126,8 +134,11 @@ def _shapes(flat, shapes, enqueue_many, dynamic_pad):
 
 
 def _pack_like(tensors, flat_out):
-    if isinstance(tensors, dict) or isinstance(tensors, (list, tuple)):
-        return nest.pack_sequence_as(tensors, flat_out)
+    """TF's _as_original_type: a dict for a dict, a list for a list or tuple, else the one tensor."""
+    if isinstance(tensors, dict):
+        return {k: flat_out[i] for i, k in enumerate(sorted(tensors, key=str))}
+    if isinstance(tensors, (list, tuple)):
+        return list(flat_out)
     return flat_out[0]
 
 

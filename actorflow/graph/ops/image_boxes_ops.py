@@ -19,8 +19,7 @@ from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["crop_and_resize", "non_max_suppression", "non_max_suppression_with_scores", "non_max_suppression_padded",
            "non_max_suppression_overlaps", "combined_non_max_suppression", "draw_bounding_boxes",
-           "sample_distorted_bounding_box", "extract_image_patches", "extract_patches",
-           "extract_glimpse"]
+           "sample_distorted_bounding_box", "extract_glimpse"]
 
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 _IMAGE_TYPES = (dtypes.uint8, dtypes.uint16, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64) + _FLOATS
@@ -341,82 +340,6 @@ def sample_distorted_bounding_box(image_size, bounding_boxes, seed=None, seed2=N
             area_range=tuple(float(v) for v in (area_range or (0.05, 1.0))),
             max_attempts=int(max_attempts or 100),
             use_image_if_no_bounding_boxes=bool(use_image_if_no_bounding_boxes), name=scope)
-
-
-
-# ---------------------------------------------------------------------------------------------
-# ExtractImagePatches
-
-def _window(in_size, k, s, r, padding):
-    if in_size is None:
-        return None
-    k_eff = k + (k - 1) * (r - 1)
-    if padding == "VALID" and in_size < k_eff:
-        raise InferenceError(f"ExtractImagePatches: Computed output size would be negative: {in_size - k_eff + 1 - 1} "
-                             f"[input_size: {in_size}, effective_filter_size: {k_eff}, stride: {s}]")
-    return -(-(in_size - k_eff + 1) // s) if padding == "VALID" else -(-in_size // s)
-
-
-def _infer_patches(inputs, attrs):
-    images = inputs[0]
-    op = "ExtractImagePatches"
-    if images.shape.ndims not in (None, 4):
-        raise InferenceError(f"{op}: images must be 4-D, but '{images.name}' has shape {images.shape}")
-    for name in ("ksizes", "strides", "rates"):
-        v = list(attrs[name])
-        if len(v) != 4 or v[0] != 1 or v[3] != 1 or min(v) < 1:
-            raise InferenceError(f"{op}: {name} must be [1, rows, cols, 1] with positive entries, got {v}")
-    if attrs.get("padding") not in ("SAME", "VALID"):
-        raise InferenceError(f"{op}: padding must be 'SAME' or 'VALID', got {attrs.get('padding')!r}")
-    dims = images.shape.dims or [None] * 4
-    ks, st, rt = attrs["ksizes"], attrs["strides"], attrs["rates"]
-    depth = None if dims[3] is None else dims[3] * ks[1] * ks[2]
-    return [(images.dtype, TensorShape([dims[0], _window(dims[1], ks[1], st[1], rt[1], attrs["padding"]),
-                                        _window(dims[2], ks[2], st[2], rt[2], attrs["padding"]), depth]))]
-
-
-def _infer_patches_grad(inputs, attrs):
-    from actorflow.graph.ops.infer import constant_value
-    v = constant_value(inputs[1])
-    return [(inputs[0].dtype, TensorShape([int(d) for d in v]) if v is not None else TensorShape([None] * 4))]
-
-
-ExtractImagePatches = define_op("ExtractImagePatches", _infer_patches)
-ExtractImagePatchesGrad = define_op("ExtractImagePatchesGrad", _infer_patches_grad)
-
-
-@ExtractImagePatches.gradient
-def _extract_image_patches_grad(op, grad):
-    """TF's _ExtractImagePatchesGrad, as one kernel: each patch element's gradient summed into the
-    pixel it copied (padding dropped)."""
-    x = op.inputs[0]
-    if grad is None or not x.dtype.is_floating:
-        return [None]
-    shape = (convert_to_tensor(np.array(x.shape.as_list(), np.int32)) if x.shape.is_fully_defined()
-             else array_ops.shape(x))
-    keep = {k: op.attrs[k] for k in ("ksizes", "strides", "rates", "padding")}
-    return [ExtractImagePatchesGrad(convert_to_tensor(grad), shape, **keep)]
-
-
-ExtractImagePatchesGrad.gradient(lambda op, *grads: [None, None])
-
-
-def extract_patches(images, sizes, strides, rates, padding, name=None):
-    """Patches of `images` [batch, height, width, depth]: for each window of `sizes` [1, rows,
-    cols, 1] moved by `strides` and dilated by `rates`, its pixels flattened (row, column, depth)
-    into the last dimension: [batch, out_rows, out_cols, rows * cols * depth]; SAME padding pads
-    with zeros (tf.image.extract_patches, op ExtractImagePatches)."""
-    with name_scope(name, "ExtractImagePatches", [images]) as scope:
-        images = convert_to_tensor(images, name="images")
-        return ExtractImagePatches(images, ksizes=tuple(int(v) for v in sizes),
-                                   strides=tuple(int(v) for v in strides), rates=tuple(int(v) for v in rates),
-                                   padding=str(padding), name=scope)
-
-
-def extract_image_patches(images, ksizes=None, strides=None, rates=None, padding=None, name=None, sizes=None):
-    """tf.compat.v1.image.extract_image_patches: extract_patches with TF 1.x's argument names
-    (`ksizes`, or `sizes`)."""
-    return extract_patches(images, ksizes if ksizes is not None else sizes, strides, rates, padding, name)
 
 
 

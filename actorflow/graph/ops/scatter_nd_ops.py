@@ -1,6 +1,7 @@
 """N-dimensional gather and scatter (tf.gather_nd, tf.scatter_nd, tf.tensor_scatter_nd_update).
 
-Op types defined here: GatherNd, ScatterNd, TensorScatterUpdate, TensorScatterAdd. `indices` has shape
+Op types defined here: GatherNd, ScatterNd, TensorScatterUpdate, TensorScatterAdd, TensorScatterSub,
+TensorScatterMax, TensorScatterMin. `indices` has shape
 ``[..., K]``: each innermost vector of K integers addresses a slice ``params[i0, ..., iK-1]`` of
 shape ``params.shape[K:]``. TensorScatterUpdate is functional: it returns a copy of its tensor with
 the addressed slices replaced, which is how `af.nn.dynamic_rnn` writes one time step of its output
@@ -12,11 +13,13 @@ from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.indexed_slices import IndexedSlices
 from actorflow.graph.op_def import InferenceError, define_op
-from actorflow.graph.ops import array_ops
+from actorflow.graph.ops import array_ops, math_ops
 from actorflow.graph.ops.infer import constant_shape
 from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["gather_nd", "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_update"]
+__all__ = ["gather_nd", "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_update", "tensor_scatter_nd_add",
+           "tensor_scatter_add", "tensor_scatter_nd_sub", "tensor_scatter_sub", "tensor_scatter_nd_max",
+           "tensor_scatter_nd_min"]
 
 
 def _check_indices(indices):
@@ -74,6 +77,9 @@ GatherNd = define_op("GatherNd", _infer_gather_nd)
 ScatterNd = define_op("ScatterNd", _infer_scatter_nd)
 TensorScatterUpdate = define_op("TensorScatterUpdate", _infer_tensor_scatter_update)
 TensorScatterAdd = define_op("TensorScatterAdd", _infer_tensor_scatter_update)
+TensorScatterSub = define_op("TensorScatterSub", _infer_tensor_scatter_update)
+TensorScatterMax = define_op("TensorScatterMax", _infer_tensor_scatter_update)
+TensorScatterMin = define_op("TensorScatterMin", _infer_tensor_scatter_update)
 
 
 def _dense(grad):
@@ -109,6 +115,31 @@ def _tensor_scatter_add_grad(op, grad):
     _, indices, _ = op.inputs
     grad = _dense(grad)
     return [grad, None, GatherNd(grad, indices)]
+
+
+@TensorScatterSub.gradient
+def _tensor_scatter_sub_grad(op, grad):
+    _, indices, _ = op.inputs
+    grad = _dense(grad)
+    return [grad, None, math_ops.negative(GatherNd(grad, indices))]
+
+
+def _tensor_scatter_min_or_max_grad(op, grad):
+    """TF's _TensorScatterMinOrMaxGrad: the gradient goes to every input equal to the output,
+    shared equally among ties."""
+    x, indices, y = op.inputs
+    out = op.outputs[0]
+    grad = _dense(grad)
+    x_ind = math_ops.cast(math_ops.equal(x, out), grad.dtype)
+    y_ind = math_ops.cast(math_ops.equal(y, GatherNd(out, indices)), grad.dtype)
+    ys_ind = ScatterNd(indices, y_ind, array_ops.shape(x, out_type=indices.dtype))
+    ind = math_ops.add(x_ind, ys_ind)
+    return [math_ops.divide(math_ops.multiply(grad, x_ind), ind), None,
+            math_ops.multiply(GatherNd(math_ops.divide(grad, ind), indices), y_ind)]
+
+
+TensorScatterMax.gradient(_tensor_scatter_min_or_max_grad)
+TensorScatterMin.gradient(_tensor_scatter_min_or_max_grad)
 
 
 def gather_nd(params, indices, name=None, batch_dims=0):
@@ -155,3 +186,30 @@ def tensor_scatter_nd_add(tensor, indices, updates, name=None):
 
 
 tensor_scatter_add = tensor_scatter_nd_add
+
+
+def _tensor_scatter(op_def, default, tensor, indices, updates, name):
+    with name_scope(name, default, [tensor, indices, updates]) as scope:
+        tensor = convert_to_tensor(tensor)
+        return op_def(tensor, convert_to_tensor(indices), convert_to_tensor(updates, dtype=tensor.dtype), name=scope)
+
+
+def tensor_scatter_nd_sub(tensor, indices, updates, name=None):
+    """A copy of `tensor` with `updates` subtracted from the slices at `indices`, duplicates summed
+    (tf.tensor_scatter_nd_sub)."""
+    return _tensor_scatter(TensorScatterSub, "TensorScatterSub", tensor, indices, updates, name)
+
+
+tensor_scatter_sub = tensor_scatter_nd_sub
+
+
+def tensor_scatter_nd_max(tensor, indices, updates, name=None):
+    """A copy of `tensor` with each slice at `indices` the element-wise maximum of itself and its
+    updates (tf.tensor_scatter_nd_max)."""
+    return _tensor_scatter(TensorScatterMax, "TensorScatterMax", tensor, indices, updates, name)
+
+
+def tensor_scatter_nd_min(tensor, indices, updates, name=None):
+    """A copy of `tensor` with each slice at `indices` the element-wise minimum of itself and its
+    updates (tf.tensor_scatter_nd_min)."""
+    return _tensor_scatter(TensorScatterMin, "TensorScatterMin", tensor, indices, updates, name)

@@ -310,3 +310,75 @@ def unique_with_counts(x, out_idx=dtypes.int32, name=None):
         t = convert_to_tensor(x, name="x")
         return sc.op(UniqueWithCounts, t, out_idx=dtypes.as_dtype(out_idx))
 
+
+
+# ---------------------------------------------------------------------------------------------
+# LowerBound, UpperBound (searchsorted) and repeat, whose gather indices searchsorted finds
+
+def _infer_bound(inputs, attrs):
+    seq, values = inputs
+    if seq.dtype is not values.dtype:
+        raise _DTypeError(f"sorted_sequence ({seq.dtype.name}) and values ({values.dtype.name}) must have the same "
+                          "dtype")
+    _check_real(seq, "sorted_sequence")
+    out = attrs.get("out_type", dtypes.int32)
+    if out not in (dtypes.int32, dtypes.int64):
+        raise InferenceError(f"out_type must be int32 or int64, got {out}")
+    sd, vd = seq.shape.dims, values.shape.dims
+    if sd is not None and len(sd) < 1:
+        raise InferenceError("sorted_sequence must have rank at least 1, got a scalar")
+    if vd is not None and len(vd) < 1:
+        raise InferenceError("values must have rank at least 1, got a scalar")
+    if sd is not None and vd is not None:
+        if len(sd) != len(vd) or not TensorShape(sd[:-1]).is_compatible_with(TensorShape(vd[:-1])):
+            raise InferenceError(f"sorted_sequence {seq.shape} and values {values.shape} must have the same leading "
+                                 "dimensions (all but the last)")
+    return [(out, values.shape)]
+
+
+LowerBound = define_op("LowerBound", _infer_bound)
+UpperBound = define_op("UpperBound", _infer_bound)
+
+
+def searchsorted(sorted_sequence, values, side="left", out_type=dtypes.int32, name=None):
+    """For each of `values[..., j]` the index into the sorted innermost rows of `sorted_sequence`
+    where it would go to keep them sorted: before equal elements for side='left' (op LowerBound),
+    after them for 'right' (UpperBound) (tf.searchsorted). The leading dimensions of the two must
+    agree."""
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    op = LowerBound if side == "left" else UpperBound
+    with _op_scope(name, "SearchSorted") as sc:
+        seq = convert_to_tensor(sorted_sequence, name="sorted_sequence")
+        vals = convert_to_tensor(values, dtype=seq.dtype, name="values")
+        return sc.op(op, seq, vals, out_type=dtypes.as_dtype(out_type))
+
+
+def repeat(input, repeats, axis=None, name=None):  # noqa: A002
+    """Repeats each element (each slice along `axis`) of `input` `repeats` times, `repeats` a scalar or
+    one count per element (tf.repeat); with axis None the flattened input. Built as a gather, whose
+    indices are ``searchsorted(cumsum(repeats), range(total), 'right')``, so it differentiates
+    as a gather."""
+    with name_scope(name, "Repeat", [input, repeats]):
+        x = convert_to_tensor(input, name="input")
+        if axis is None:
+            x = reshaping.reshape(x, _int_const([-1]))
+            axis = 0
+        if x.shape.ndims is None:
+            raise ValueError("repeat: input must have a known rank")
+        axis = _normalize(int(axis), max(x.shape.ndims, 1), "repeat: axis")
+        r = _to_index_tensor(repeats, "repeats")
+        if r.shape.ndims is not None and r.shape.ndims > 1:
+            raise ValueError(f"repeat: repeats must be a scalar or a vector, got shape {r.shape}")
+        r = _cast(r, dtypes.int32)
+        n = shapes.shape(x)[axis]
+        r = math_ops.multiply(r, filling.ones(reshaping.reshape(n, _int_const([1])), dtypes.int32))  # to [n]
+        ends = Cumsum(r, _int_const(0), exclusive=False, reverse=False)
+        total = math_ops.reduce_sum(r)
+        positions = filling.Range(_int_const(0), total, _int_const(1))
+        index = UpperBound(reshaping.reshape(ends, _int_const([1, -1])),
+                           reshaping.reshape(positions, _int_const([1, -1])), out_type=dtypes.int32)
+        return GatherV2(x, reshaping.reshape(index, _int_const([-1])), _int_const(axis), batch_dims=0)
+
+
+__all__ += ["searchsorted", "repeat"]

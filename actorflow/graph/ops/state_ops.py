@@ -87,3 +87,34 @@ ScatterUpdate = define_op("ScatterUpdate", _infer_scatter, ref_inputs=(0,), stat
 ScatterMul = define_op("ScatterMul", _infer_scatter, ref_inputs=(0,), stateful=True)
 ScatterMax = define_op("ScatterMax", _infer_scatter, ref_inputs=(0,), stateful=True)
 ScatterMin = define_op("ScatterMin", _infer_scatter, ref_inputs=(0,), stateful=True)
+ScatterDiv = define_op("ScatterDiv", _infer_scatter, ref_inputs=(0,), stateful=True)
+
+
+def _infer_scatter_nd(inputs, attrs):
+    """ScatterNd{Add,Sub,Update}: each innermost vector of K indices addresses the slice
+    ``ref[i0, ..., iK-1]``; updates have shape ``indices.shape[:-1] + ref.shape[K:]``."""
+    _check_ref(inputs)
+    ref, indices, updates = inputs
+    if indices.dtype not in (dtypes.int32, dtypes.int64):
+        raise InferenceError(f"indices must be int32 or int64, got {indices.dtype.name}")
+    if updates.dtype is not ref.dtype:
+        raise InferenceError(f"updates of dtype {updates.dtype.name} do not match variable '{ref.op.name}' of dtype "
+                             f"{ref.dtype.name}")
+    idims, rdims = indices.shape.dims, ref.shape.dims
+    if idims is not None and len(idims) < 1:
+        raise InferenceError("indices must be at least rank 1, got a scalar")
+    if idims is not None and rdims is not None and idims[-1] is not None:
+        k = idims[-1]
+        if k > len(rdims):
+            raise InferenceError(f"indices.shape[-1] ({k}) must be <= the rank of variable '{ref.op.name}' "
+                                 f"({len(rdims)})")
+        want = TensorShape(list(idims[:-1]) + list(rdims[k:]))
+        if not want.is_compatible_with(updates.shape):
+            raise InferenceError(f"updates must have shape indices.shape[:-1] + variable.shape[K:] = {want}, "
+                                 f"got {updates.shape}")
+    return [(ref.dtype, ref.shape)]
+
+
+ScatterNdAdd = define_op("ScatterNdAdd", _infer_scatter_nd, ref_inputs=(0,), stateful=True)
+ScatterNdSub = define_op("ScatterNdSub", _infer_scatter_nd, ref_inputs=(0,), stateful=True)
+ScatterNdUpdate = define_op("ScatterNdUpdate", _infer_scatter_nd, ref_inputs=(0,), stateful=True)

@@ -10,3 +10,7 @@ MODULES += ("nn_misc",)          # selu, softsign (graph/ops/nn_misc_ops.py)
 MODULES += ("depthwise", "lrn", "space_depth", "pool_argmax")   # graph/ops/nn_conv_ops.py
 MODULES += ("image", "image_codec", "image_colour", "image_boxes")     # resize ops, AdjustContrastv2 (graph/ops/image_ops.py), codecs
 MODULES += ("linalg",)    # dense linear algebra (graph/ops/linalg_ops.py)
+MODULES += ("space_batch", "patches")   # graph/ops/array_ops/space_batch.py, patches.py
+MODULES += ("special_math",)   # graph/ops/special_math_ops.py
+MODULES += ("histogram",)   # graph/ops/histogram_ops.py
+MODULES += ("edit_distance",)   # graph/ops/edit_distance_ops.py

@@ -656,6 +656,20 @@ def broadcast_gradient_args(s0, s1):
 _register_fn("BroadcastGradientArgs", broadcast_gradient_args, cost=_unit_cost, releases_gil=False)
 
 
+def broadcast_args(s0, s1):
+    """tf.raw_ops.BroadcastArgs: the shape `s0` and `s1` broadcast to, in their dtype."""
+    x = _int_list(s0, "BroadcastArgs", "s0")
+    y = _int_list(s1, "BroadcastArgs", "s1")
+    try:
+        out = np.broadcast_shapes(tuple(x), tuple(y))
+    except ValueError:
+        raise InvalidArgumentError(f"BroadcastArgs: Incompatible shapes: {x} vs. {y}") from None
+    return np.array(out, dtype=np.asarray(s0).dtype)
+
+
+_register_fn("BroadcastArgs", broadcast_args, cost=_unit_cost, releases_gil=False)
+
+
 # ---------------------------------------------------------------------------------------------
 # Gather.
 

@@ -1,4 +1,4 @@
-"""CPU kernels for GatherNd, ScatterNd and TensorScatterUpdate (numpy fancy indexing).
+"""CPU kernels for GatherNd, ScatterNd and the TensorScatter family (numpy fancy indexing).
 
 Indices are checked against the addressed shape first: numpy would wrap negative ones silently,
 TF raises InvalidArgumentError naming the bad index.
@@ -25,7 +25,7 @@ def _index_tuple(op: str, indices, shape) -> tuple:
         bound = np.asarray(shape[:k], dtype=np.int64)
         bad = np.nonzero(((flat < 0) | (flat >= bound)).any(axis=1))[0]
         if bad.size:
-            raise InvalidArgumentError(f"{op}: indices{list(np.unravel_index(bad[0], idx.shape[:-1]))} = "
+            raise InvalidArgumentError(f"{op}: indices{[int(i) for i in np.unravel_index(bad[0], idx.shape[:-1])]} = "
                                        f"{flat[bad[0]].tolist()} does not index into shape {list(shape)}")
     return tuple(idx[..., j] for j in range(k))
 
@@ -87,3 +87,23 @@ def tensor_scatter_update(attrs):
 def tensor_scatter_add(attrs):
     """tf.raw_ops.TensorScatterAdd: a copy of `tensor` with `updates` added at `indices` (duplicates summed)."""
     return _tensor_scatter("TensorScatterAdd", np.add.at)
+
+
+@register_kernel("TensorScatterSub", "CPU")
+def tensor_scatter_sub(attrs):
+    """tf.raw_ops.TensorScatterSub: a copy of `tensor` with `updates` subtracted at `indices`."""
+    return _tensor_scatter("TensorScatterSub", np.subtract.at)
+
+
+@register_kernel("TensorScatterMax", "CPU")
+def tensor_scatter_max(attrs):
+    """tf.raw_ops.TensorScatterMax: a copy of `tensor`, each addressed element the maximum of itself and
+    its updates."""
+    return _tensor_scatter("TensorScatterMax", np.maximum.at)
+
+
+@register_kernel("TensorScatterMin", "CPU")
+def tensor_scatter_min(attrs):
+    """tf.raw_ops.TensorScatterMin: a copy of `tensor`, each addressed element the minimum of itself and
+    its updates."""
+    return _tensor_scatter("TensorScatterMin", np.minimum.at)

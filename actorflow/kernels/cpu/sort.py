@@ -161,3 +161,28 @@ def unique_kernel(attrs):
 def unique_with_counts_kernel(attrs):
     out_idx = np.dtype(attrs.get("out_idx", np.int32))
     return lambda x: _unique("UniqueWithCounts", x, out_idx)
+
+
+def _bound(op, side):
+    def factory(attrs):
+        out = np.dtype(attrs.get("out_type", np.int32))
+
+        def fn(sorted_sequence, values):
+            seq, vals = np.asarray(sorted_sequence), np.asarray(values)
+            if seq.ndim < 1 or vals.ndim < 1 or seq.shape[:-1] != vals.shape[:-1]:
+                raise InvalidArgumentError(f"{op}: sorted_sequence {list(seq.shape)} and values {list(vals.shape)} "
+                                           "must have the same leading dimensions and rank at least 1")
+            if seq.shape[-1] > np.iinfo(out).max:
+                raise InvalidArgumentError(f"{op}: sorted_sequence's last dimension {seq.shape[-1]} does not fit "
+                                           f"out_type {out}")
+            s2, v2 = seq.reshape(-1, seq.shape[-1]), vals.reshape(-1, vals.shape[-1])
+            res = np.empty(v2.shape, out)
+            for i in range(s2.shape[0]):
+                res[i] = np.searchsorted(s2[i], v2[i], side=side)
+            return res.reshape(vals.shape)
+        return fn
+    return factory
+
+
+register_kernel("LowerBound", "CPU")(_bound("LowerBound", "left"))
+register_kernel("UpperBound", "CPU")(_bound("UpperBound", "right"))

@@ -1,4 +1,5 @@
-"""CPU kernels for variable updates: Assign, AssignAdd/Sub and the Scatter family.
+"""CPU kernels for variable updates: Assign, AssignAdd/Sub, the Scatter family and
+ScatterNd{Add,Sub,Update}.
 
 Input 0 is the variable's buffer, handed over writable and exclusively owned by its resource actor;
 every kernel updates it in place and returns it. The one exception is an Assign that changes the
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from actorflow.errors import OutOfRangeError
+from actorflow.errors import InvalidArgumentError, OutOfRangeError
+from actorflow.kernels.cpu.scatter_nd import _check_updates, _index_tuple
 from actorflow.kernels.lazy_numba import njit
 from actorflow.kernels.registry import register_kernel
 
@@ -80,11 +82,11 @@ def assign_sub(attrs):
     return update_in_place("AssignSub", np.subtract)
 
 
-# Scatter modes, one numba kernel for all six so they share one compiled loop per dtype.
-_ADD, _SUB, _UPDATE, _MUL, _MAX, _MIN = range(6)
+# Scatter modes, one numba kernel for all seven so they share one compiled loop per dtype.
+_ADD, _SUB, _UPDATE, _MUL, _MAX, _MIN, _DIV = range(7)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")  # x / 0.0 is inf, not an exception
 def _scatter(ref, indices, updates, mode):
     """Applies updates[i] to row indices[i] of ref (2-D views); returns -1, or the position of the
     first out-of-range index (then ref is untouched)."""
@@ -112,15 +114,38 @@ def _scatter(ref, indices, updates, mode):
             for j in range(width):
                 if updates[i, j] > ref[r, j]:
                     ref[r, j] = updates[i, j]
-        else:
+        elif mode == 5:
             for j in range(width):
                 if updates[i, j] < ref[r, j]:
                     ref[r, j] = updates[i, j]
+        else:
+            for j in range(width):
+                # Floats only: integer variables divide in _int_div (exactly, truncating).
+                ref[r, j] = ref[r, j] / updates[i, j]
     return -1
 
 
 def _scatter_cost(ref, indices, updates):
     return int(np.size(updates)) + int(np.size(indices))
+
+
+def _int_div(op_name, ref, idx, upd, indices):
+    """ScatterDiv of an integer variable: rows divided in index order, rounded toward zero like C's
+    (and TF's) `/`, in integer arithmetic; a bad index or a zero divisor changes nothing."""
+    bad = np.nonzero((idx < 0) | (idx >= ref.shape[0]))[0]
+    if bad.size:
+        raise IndexError(f"{op_name}: indices[{int(bad[0])}] = {int(idx[bad[0]])} is not in [0, {ref.shape[0]}) "
+                         f"(the variable's first dimension is {ref.shape[0]})")
+    if not upd.all():
+        raise InvalidArgumentError(f"{op_name}: integer division by zero (an update of variable dtype {ref.dtype} is 0)")
+    rows = ref.reshape(ref.shape[0], -1) if ref.flags.c_contiguous else ref.reshape(ref.shape[0], -1).copy()
+    for i, r in enumerate(idx):
+        a, b = rows[r], upd[i]
+        q = np.abs(a) // np.abs(b) if ref.dtype.kind == "i" else a // b
+        rows[r] = np.where((a < 0) != (b < 0), -q, q) if ref.dtype.kind == "i" else q
+    if not ref.flags.c_contiguous:
+        np.copyto(ref, rows.reshape(ref.shape))
+    return ref
 
 
 def _scatter_kernel(op_name, mode):
@@ -138,6 +163,8 @@ def _scatter_kernel(op_name, mode):
         width = int(np.prod(ref.shape[1:]))
         upd = np.broadcast_to(updates, want) if updates.ndim == 0 else updates
         upd = np.ascontiguousarray(upd, dtype=ref.dtype).reshape(idx.shape[0], width)
+        if mode == _DIV and ref.dtype.kind in "iu":
+            return _int_div(op_name, ref, idx, upd, indices)
         if ref.flags.c_contiguous:
             bad = _scatter(ref.reshape(ref.shape[0], width), idx, upd, mode)
         else:
@@ -189,6 +216,47 @@ def scatter_max(attrs):
 def scatter_min(attrs):
     """tf.raw_ops.ScatterMin: ``ref[indices] = min(ref[indices], updates)``."""
     return _scatter_kernel("ScatterMin", _MIN)
+
+
+@register_kernel("ScatterDiv", "CPU", cost=_scatter_cost)
+def scatter_div(attrs):
+    """tf.raw_ops.ScatterDiv: ``ref[indices] /= updates``; duplicate indices divide in turn."""
+    return _scatter_kernel("ScatterDiv", _DIV)
+
+
+def _scatter_nd_kernel(op_name, apply):
+    def fn(ref, indices, updates):
+        updates = value_of(op_name, ref, updates)
+        indices = np.asarray(indices)
+        _check_updates(op_name, updates, indices, ref.shape)
+        index = _index_tuple(op_name, indices, ref.shape)
+        apply(ref, index, updates.astype(ref.dtype, copy=False))
+        return ref
+    return fn
+
+
+def _set(ref, index, updates):
+    ref[index] = updates
+
+
+@register_kernel("ScatterNdAdd", "CPU", cost=_scatter_cost)
+def scatter_nd_add(attrs):
+    """tf.raw_ops.ScatterNdAdd: ``ref[indices] += updates`` over the slices that the innermost index
+    vectors address; duplicates accumulate."""
+    return _scatter_nd_kernel("ScatterNdAdd", np.add.at)
+
+
+@register_kernel("ScatterNdSub", "CPU", cost=_scatter_cost)
+def scatter_nd_sub(attrs):
+    """tf.raw_ops.ScatterNdSub: ``ref[indices] -= updates``; duplicates accumulate."""
+    return _scatter_nd_kernel("ScatterNdSub", np.subtract.at)
+
+
+@register_kernel("ScatterNdUpdate", "CPU", cost=_scatter_cost)
+def scatter_nd_update(attrs):
+    """tf.raw_ops.ScatterNdUpdate: ``ref[indices] = updates``; of duplicates the last wins (TF leaves the
+    order unspecified)."""
+    return _scatter_nd_kernel("ScatterNdUpdate", _set)
 
 
 @register_kernel("CountUpToIncrement", "CPU", releases_gil=False)

@@ -14,6 +14,8 @@ formulas), and its public wrapper beside it, one module per family:
 - `masking`: Where (the coordinates of true elements) and boolean_mask;
 - `contraction`: tensordot, Einsum (einsum);
 - `generators`: LinSpace (linspace), sequence_mask, meshgrid;
+- `space_batch`: SpaceToBatchND, BatchToSpaceND (space_to_batch*, batch_to_space*);
+- `patches`: ExtractImagePatches, ExtractVolumePatches;
 - `matrix`: MatrixBandPart, MatrixDiag, MatrixDiagPart, MatrixSetDiag, Diag, DiagPart, and eye;
 - `_infer` and `_args`: the inference helpers and the wrappers' argument conversion they share.
 A module refers to another family's wrappers through its module (`shapes.shape(x)`), so the
@@ -48,6 +50,7 @@ from actorflow.graph.ops.array_ops.gathering import (  # noqa: F401
     DynamicStitch,
     GatherV2,
     UnsortedSegmentSum,
+    batch_gather,
     dynamic_partition,
     dynamic_stitch,
     gather,
@@ -73,7 +76,14 @@ from actorflow.graph.ops.array_ops.matrix import (  # noqa: F401
     matrix_set_diag,
     trace,
 )
-from actorflow.graph.ops.array_ops.packing import Pack, Unpack, stack, unstack  # noqa: F401
+from actorflow.graph.ops.array_ops.packing import Pack, Unpack, parallel_stack, stack, unstack  # noqa: F401
+from actorflow.graph.ops.array_ops.patches import (  # noqa: F401
+    ExtractImagePatches,
+    ExtractVolumePatches,
+    extract_image_patches,
+    extract_patches,
+    extract_volume_patches,
+)
 from actorflow.graph.ops.array_ops.reshaping import (  # noqa: F401
     ExpandDims,
     Reshape,
@@ -85,12 +95,15 @@ from actorflow.graph.ops.array_ops.reshaping import (  # noqa: F401
     transpose,
 )
 from actorflow.graph.ops.array_ops.shapes import (  # noqa: F401
+    BroadcastArgs,
     BroadcastGradientArgs,
     BroadcastTo,
     InvertPermutation,
     Rank,
     Shape,
     Size,
+    broadcast_dynamic_shape,
+    broadcast_static_shape,
     broadcast_to,
     invert_permutation,
     rank,
@@ -107,10 +120,24 @@ from actorflow.graph.ops.array_ops.slicing import (  # noqa: F401
     slice,
     strided_slice,
 )
+from actorflow.graph.ops.array_ops.space_batch import (  # noqa: F401
+    BatchToSpace,
+    BatchToSpaceND,
+    SpaceToBatch,
+    SpaceToBatchND,
+    batch_to_space,
+    batch_to_space_nd,
+    required_space_to_batch_paddings,
+    space_to_batch,
+    space_to_batch_nd,
+)
 from actorflow.graph.ops.array_ops.tiling import MirrorPad, Pad, PadV2, Roll, Tile, pad, roll, tile  # noqa: F401
 
 __all__ = [
     "reshape", "transpose", "expand_dims", "squeeze", "concat", "split", "slice", "strided_slice", "tile", "pad", "stack", "unstack", "gather", "one_hot", "fill", "zeros", "ones", "zeros_like", "ones_like", "range", "shape", "size", "rank", "broadcast_to", "unsorted_segment_sum", "dynamic_partition", "dynamic_stitch", "invert_permutation", "newaxis", "boolean_mask",
     "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag", "diag", "diag_part", "eye",
     "linspace", "lin_space", "sequence_mask", "meshgrid", "tensordot", "einsum", "roll", "trace",
+    "space_to_batch", "space_to_batch_nd", "batch_to_space", "batch_to_space_nd", "required_space_to_batch_paddings",
+    "extract_image_patches", "extract_volume_patches", "batch_gather", "parallel_stack", "broadcast_dynamic_shape",
+    "broadcast_static_shape",
 ]

@@ -38,7 +38,7 @@ from actorflow.graph.ops.constant import constant
 from actorflow.graph.ops.infer import constant_shape, constant_value
 from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["gather", "unsorted_segment_sum", "dynamic_partition", "dynamic_stitch"]
+__all__ = ["gather", "unsorted_segment_sum", "dynamic_partition", "dynamic_stitch", "batch_gather"]
 
 
 def _infer_gather(inputs, attrs):
@@ -303,6 +303,19 @@ def gather(params, indices, validate_indices=None, name=None, axis=None, batch_d
         i = convert_to_tensor(indices, name="indices")
         a = _to_index_tensor(axis, "axis")
         return sc.op(GatherV2, p, i, a, batch_dims=int(batch_dims))
+
+
+def batch_gather(params, indices, name=None):
+    """For each batch position of `indices` (all its dimensions but the last), the elements of the
+    matching row of `params` it lists: ``gather(params, indices, batch_dims=rank(indices) - 1)``
+    (tf.compat.v1.batch_gather, deprecated in TF for that). `indices` must have a known rank."""
+    with _op_scope(name, "BatchGather") as sc:
+        p = convert_to_tensor(params, name="params")
+        i = convert_to_tensor(indices, name="indices")
+        if i.shape.ndims is None:
+            raise ValueError(f"batch_gather: indices must have a known rank, got shape {i.shape}")
+        b = max(i.shape.ndims - 1, 0)
+        return sc.op(GatherV2, p, i, _to_index_tensor(b, "axis"), batch_dims=b)
 
 
 def unsorted_segment_sum(data, segment_ids, num_segments, name=None):

@@ -9,7 +9,7 @@ from actorflow.graph.ops.array_ops._infer import _normalize, _same_dtype, _unkno
 from actorflow.graph.ops.constant import constant
 from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["stack", "unstack"]
+__all__ = ["stack", "unstack", "parallel_stack"]
 
 
 def _infer_pack(inputs, attrs):
@@ -97,3 +97,20 @@ def unstack(value, num=None, axis=0, name="unstack"):
                 raise ValueError(f"Cannot infer argument `num` from shape {x.shape}")
             num = dims[axis]
         return _as_list(sc.op(Unpack, x, num=int(num), axis=int(axis)), int(num))
+
+
+def parallel_stack(values, name="parallel_stack"):
+    """Stacks a list of rank-R tensors into one rank-(R+1) tensor along a new first axis
+    (tf.parallel_stack). TF copies every input into a preallocated output (ParallelConcat) and so
+    needs every input's shape known when building, and has no gradient; this is a Pack, with the
+    same shape requirement, which differentiates like stack."""
+    with _op_scope(name, "parallel_stack") as sc:
+        ts = _convert_same_dtype(list(values))
+        if not ts:
+            raise ValueError("parallel_stack: values must not be empty")
+        shape = ts[0].shape
+        for t in ts[1:]:
+            shape = shape.merge_with(t.shape)
+        if not shape.is_fully_defined():
+            raise ValueError(f"parallel_stack: the input shape must be fully defined, got {shape}")
+        return sc.op(Pack, *ts, N=len(ts), axis=0)

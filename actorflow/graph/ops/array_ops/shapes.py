@@ -1,4 +1,4 @@
-"""Shape, Size, Rank, BroadcastTo, BroadcastGradientArgs, InvertPermutation: definitions, gradients
+"""Shape, Size, Rank, BroadcastTo, BroadcastGradientArgs, BroadcastArgs, InvertPermutation: definitions, gradients
 and wrappers."""
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from actorflow.graph.ops.array_ops._infer import (
     _unknown,
 )
 from actorflow.graph.ops.infer import constant_shape
-from actorflow.graph.tensor_shape import TensorShape
+from actorflow.graph.tensor_shape import TensorShape, as_shape
 
-__all__ = ["shape", "size", "rank", "broadcast_to", "invert_permutation"]
+__all__ = ["shape", "size", "rank", "broadcast_to", "invert_permutation", "broadcast_dynamic_shape",
+           "broadcast_static_shape"]
 
 
 def _out_type(attrs):
@@ -88,6 +89,25 @@ def _infer_invert_permutation(inputs, attrs):
 InvertPermutation = define_op("InvertPermutation", _infer_invert_permutation)
 
 
+def _infer_broadcast_args(inputs, attrs):
+    s0, s1 = inputs
+    for t, what in ((s0, "s0"), (s1, "s1")):
+        _check_index_dtype(t, what)
+        _check_rank(t, 1, what)
+    if s0.dtype is not s1.dtype:
+        raise _DTypeError(f"s0 and s1 must have the same dtype, got {s0.dtype.name} and {s1.dtype.name}")
+    a, b = _static_ints(s0), _static_ints(s1)
+    n = None
+    if a is not None and b is not None:
+        n = len(broadcast_static_shape(TensorShape(a), TensorShape(b)).dims)
+    elif s0.shape.is_fully_defined() and s1.shape.is_fully_defined():
+        n = max(s0.shape.dims[0], s1.shape.dims[0])
+    return [(s0.dtype, TensorShape([n]))]
+
+
+BroadcastArgs = define_op("BroadcastArgs", _infer_broadcast_args)
+
+
 @BroadcastTo.gradient
 def _broadcast_to_grad(op, grad):
     return [math_ops.reduce_to_shape(_dense(grad), op.inputs[0]), None]
@@ -140,3 +160,35 @@ def invert_permutation(x, name=None):
 for _d in (Shape, Size, Rank, BroadcastGradientArgs, InvertPermutation):
     _d.gradient(_no_gradient)
 del _d
+
+
+def broadcast_dynamic_shape(shape_x, shape_y):
+    """The shape that `shape_x` and `shape_y` (1-D integer tensors) broadcast to, as a tensor
+    (tf.broadcast_dynamic_shape; op BroadcastArgs). Incompatible shapes fail when it runs."""
+    with _op_scope(None, "BroadcastArgs") as sc:
+        x = _to_index_tensor(shape_x, "shape_x")
+        return sc.op(BroadcastArgs, x, _to_index_tensor(shape_y, "shape_y", x.dtype))
+
+
+def broadcast_static_shape(shape_x, shape_y):
+    """The TensorShape that `shape_x` and `shape_y` broadcast to, unknown dimensions kept unknown
+    (tf.broadcast_static_shape). Raises ValueError when they are incompatible."""
+    x, y = as_shape(shape_x), as_shape(shape_y)
+    if x.dims is None or y.dims is None:
+        return TensorShape(None)
+    n = max(len(x.dims), len(y.dims))
+    a = [1] * (n - len(x.dims)) + list(x.dims)
+    b = [1] * (n - len(y.dims)) + list(y.dims)
+    out = []
+    for da, db in zip(a, b):
+        if da is None or db is None:
+            # An unknown dimension against 1 is that dimension; against anything else it must equal it.
+            known = db if da is None else da
+            out.append(None if known in (None, 1) else known)
+        elif da == db or db == 1:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        else:
+            raise ValueError(f"Incompatible shapes for broadcasting: {x} and {y}")
+    return TensorShape(out)

@@ -1,0 +1,159 @@
+"""Special functions of tf.math (TF 1.x names): the Hurwitz zeta function, the regularized incomplete
+gamma and beta functions, lbeta; and the truncating integer division, its remainder, and the cross
+product.
+
+Op types defined here: Zeta, Igamma, Igammac, IgammaGradA, Betainc, TruncateDiv, TruncateMod, Cross.
+The kernels (kernels/cpu/special_math.py) call scipy.special. Gradients are TF's: zeta and betainc
+differentiate only in q and x (TF gives a and b none either); igamma's derivative in `a` is
+IgammaGradA.
+"""
+from __future__ import annotations
+
+from actorflow.graph.graph import convert_to_tensor, name_scope
+from actorflow.graph.op_def import InferenceError, define_op
+from actorflow.graph.ops import math_ops
+from actorflow.graph.ops.infer import broadcast_shapes
+from actorflow.graph.ops.math_ops import _binary, _check_kind, _check_same_dtype, reduce_to_shape
+
+__all__ = ["zeta", "igamma", "igammac", "betainc", "lbeta", "truncatediv", "truncatemod", "cross"]
+
+Zeta = define_op("Zeta", _binary("float"))
+Igamma = define_op("Igamma", _binary("float"))
+Igammac = define_op("Igammac", _binary("float"))
+IgammaGradA = define_op("IgammaGradA", _binary("float"))
+TruncateDiv = define_op("TruncateDiv", _binary("numeric"))
+TruncateMod = define_op("TruncateMod", _binary("numeric"))
+
+
+def _infer_betainc(inputs, attrs):
+    a, b, x = inputs
+    _check_same_dtype(a, b, "a", "b")
+    _check_same_dtype(a, x, "a", "x")
+    _check_kind(a, "float", "inputs")
+    return [(a.dtype, broadcast_shapes(broadcast_shapes(a.shape, b.shape), x.shape))]
+
+
+Betainc = define_op("Betainc", _infer_betainc)
+
+
+def _infer_cross(inputs, attrs):
+    a, b = inputs
+    _check_same_dtype(a, b, "a", "b")
+    _check_kind(a, "numeric", "inputs")
+    if not a.shape.is_compatible_with(b.shape):
+        raise InferenceError(f"a and b must have the same shape, got {a.shape} and {b.shape}")
+    shape = a.shape.merge_with(b.shape)
+    if shape.ndims == 0 or (shape.dims is not None and shape.dims[-1] not in (None, 3)):
+        raise InferenceError(f"the innermost dimension of a and b must be 3, got shape {shape}")
+    return [(a.dtype, shape)]
+
+
+Cross = define_op("Cross", _infer_cross)
+
+
+@Zeta.gradient
+def _zeta_grad(op, grad):
+    x, q = op.inputs
+    # d/dq zeta(x, q) = -x * zeta(x + 1, q); TF gives x no gradient.
+    dq = math_ops.multiply(grad, math_ops.multiply(math_ops.negative(x), Zeta(math_ops.add(x, 1.0), q)))
+    return [None, reduce_to_shape(dq, q)]
+
+
+def _igamma_dx(a, x):
+    """d/dx P(a, x) = exp(-x + (a - 1) log x - lgamma(a))."""
+    return math_ops.exp(math_ops.subtract(math_ops.subtract(math_ops.multiply(math_ops.subtract(a, 1.0),
+                                                                             math_ops.log(x)), x),
+                                          math_ops.lgamma(a)))
+
+
+@Igamma.gradient
+def _igamma_grad(op, grad):
+    a, x = op.inputs
+    return [reduce_to_shape(math_ops.multiply(grad, IgammaGradA(a, x)), a),
+            reduce_to_shape(math_ops.multiply(grad, _igamma_dx(a, x)), x)]
+
+
+@Igammac.gradient
+def _igammac_grad(op, grad):
+    a, x = op.inputs
+    return [reduce_to_shape(math_ops.negative(math_ops.multiply(grad, IgammaGradA(a, x))), a),
+            reduce_to_shape(math_ops.negative(math_ops.multiply(grad, _igamma_dx(a, x))), x)]
+
+
+@Betainc.gradient
+def _betainc_grad(op, grad):
+    a, b, x = op.inputs
+    # d/dx I_x(a, b) = x^(a-1) (1-x)^(b-1) / B(a, b), as TF computes it (log-space).
+    log_beta = math_ops.subtract(math_ops.add(math_ops.lgamma(a), math_ops.lgamma(b)),
+                                 math_ops.lgamma(math_ops.add(a, b)))
+    partial = math_ops.exp(math_ops.subtract(
+        math_ops.add(math_ops.multiply(math_ops.subtract(b, 1.0), math_ops.log1p(math_ops.negative(x))),
+                     math_ops.multiply(math_ops.subtract(a, 1.0), math_ops.log(x))), log_beta))
+    return [None, None, reduce_to_shape(math_ops.multiply(grad, partial), x)]
+
+
+@TruncateDiv.gradient
+def _truncate_div_grad(op, grad):
+    return [None, None]
+
+
+@Cross.gradient
+def _cross_grad(op, grad):
+    u, v = op.inputs
+    return [Cross(v, grad), Cross(grad, u)]
+
+
+def zeta(x, q, name=None):
+    """The Hurwitz zeta function sum_n (q + n) ** -x (tf.math.zeta); differentiable in q only, as in TF."""
+    return Zeta(*math_ops._pair(x, q), name=name)
+
+
+def igamma(a, x, name=None):
+    """The lower regularized incomplete gamma function P(a, x) (tf.math.igamma)."""
+    return Igamma(*math_ops._pair(a, x), name=name)
+
+
+def igammac(a, x, name=None):
+    """The upper regularized incomplete gamma function Q(a, x) = 1 - P(a, x) (tf.math.igammac)."""
+    return Igammac(*math_ops._pair(a, x), name=name)
+
+
+def betainc(a, b, x, name=None):
+    """The regularized incomplete beta function I_x(a, b) (tf.math.betainc); differentiable in x
+    only, as in TF. The three arguments broadcast (TF wants equal shapes or scalars)."""
+    with name_scope(name, "Betainc", [a, b, x]) as scope:
+        a = convert_to_tensor(a, name="a")
+        b = convert_to_tensor(b, dtype=a.dtype, name="b")
+        x = convert_to_tensor(x, dtype=a.dtype, name="x")
+        return Betainc(a, b, x, name=scope)
+
+
+def lbeta(x, name=None):
+    """log |Beta(x)| over the last dimension: sum(lgamma(x), -1) - lgamma(sum(x, -1)) (tf.math.lbeta);
+    an empty last dimension gives 0 (log Beta of no arguments is log 1)."""
+    with name_scope(name, "lbeta", [x]):
+        x = convert_to_tensor(x, name="x")
+        if not x.dtype.is_floating:
+            raise TypeError(f"lbeta: x must be of a floating dtype, got {x.dtype.name}")
+        log_prod = math_ops.reduce_sum(math_ops.lgamma(x), axis=-1)
+        log_sum = math_ops.lgamma(math_ops.reduce_sum(x, axis=-1))
+        return math_ops.subtract(log_prod, log_sum)
+
+
+def truncatediv(x, y, name=None):
+    """Integer division rounded toward zero (C's `/`; tf.truncatediv); true division for floats. A
+    zero integer divisor is an InvalidArgumentError."""
+    return TruncateDiv(*math_ops._pair(x, y), name=name)
+
+
+def truncatemod(x, y, name=None):
+    """The remainder of truncatediv, with the sign of x (C's fmod; tf.truncatemod). No gradient, as in TF."""
+    return TruncateMod(*math_ops._pair(x, y), name=name)
+
+
+def cross(a, b, name=None):
+    """The cross product of the 3-vectors in the last dimension of `a` and `b` (tf.linalg.cross, tf.cross)."""
+    with name_scope(name, "Cross", [a, b]) as scope:
+        a = convert_to_tensor(a, name="a")
+        return Cross(a, convert_to_tensor(b, dtype=a.dtype, name="b"), name=scope)
+
