@@ -290,3 +290,11 @@ def test_animated_webp_frames():
             s.run(af.io.decode_webp(buf.getvalue(), channels=4))
         with pytest.raises(af.errors.InvalidArgumentError, match="DecodeWebP"):
             s.run(af.io.decode_webp(b"RIFF\x00\x00\x00\x00WEBPjunk"))
+
+
+def test_corrupt_gif_frames_fail():
+    data = FILES["gif1"]
+    with af.Graph().as_default(), af.Session() as s:
+        for bad in (data[:len(data) // 2], data[:13] + b"\x2c" + b"\x00" * 9 + b"\x0c\x00"):
+            with pytest.raises(af.errors.InvalidArgumentError, match="DecodeGif: Invalid GIF data"):
+                s.run(af.io.decode_gif(bad))

@@ -3,8 +3,8 @@ DecodeAndCropJpeg, ExtractJpegShape, DecodeBmp, DecodeGif and DecodeImage, with 
 (`tf.io.decode_png`, `tf.image.decode_jpeg`, ...) and `is_jpeg`.
 
 TF-1.x counterparts: `tf.compat.v1.image.*` and `tf.compat.v1.io.*` of the same names. The kernels
-(kernels/cpu/image_codec.py) say where the pixels can differ from TF's (JPEG, by a few levels; GIF
-disposal methods). None of these ops has a gradient: strings are not differentiable, as in TF.
+(kernels/cpu/image_codec.py) say where the pixels can differ from TF's (JPEG decoded with TF's default
+fast DCT and fancy upsampling of subsampled chroma, by a few levels). None of these ops has a gradient: strings are not differentiable, as in TF.
 """
 from __future__ import annotations
 
@@ -199,7 +199,8 @@ def decode_bmp(contents, channels=0, name=None):
 
 def decode_gif(contents, name=None):
     """Every frame [num_frames, height, width, 3] of the GIF `contents`, uint8 (tf.io.decode_gif);
-    each frame drawn over the one before, the first frame's transparent pixels black."""
+    each frame drawn over the one before (disposal methods ignored, as TF ignores them), the first
+    frame's transparent pixels black."""
     with name_scope(name, "DecodeGif", [contents]) as scope:
         return DecodeGif(_contents_tensor(contents), name=scope)
 

@@ -4,16 +4,15 @@ DecodeWebP and DecodeImage.
 
 PNG and BMP are read and written here (zlib and numpy; the PNG filters undone by a numba loop), so
 their pixels are exact: TF's libpng and actorflow agree on every sample. PNGs outside the common case
-(palettes, bit depths under 8, interlacing, a tRNS chunk) go through Pillow. JPEG, GIF and WebP go through
+(palettes, bit depths under 8, interlacing, a tRNS chunk) go through Pillow. JPEG and WebP go through
 Pillow (imported when first used). A JPEG decodes to TF's exact pixels where Pillow's libjpeg can be
 set as TF sets its own (`_jpeg_exact`): the fast integer DCT (TF's default `dct_method`) for gray
 files, gray output, 4:4:4 colour, or without `fancy_upscaling`; the accurate DCT
 ("INTEGER_ACCURATE") with fancy upsampling. TF's default on chroma-subsampled colour (the fast DCT
 with fancy upsampling) has no Pillow setting: it decodes with the accurate DCT instead, within a few
 levels of TF's (tests/test_image_io.py states the bound it checks). `try_recover_truncated` and
-`acceptable_fraction` are accepted and not used. GIF frames are
-composited by Pillow (disposal methods honoured; TF ignores them, so an animation that disposes to
-the background can differ), the first frame's transparent pixels black, as in TF.
+`acceptable_fraction` are accepted and not used. GIFs are read here (the LZW codes by a numba loop)
+and composited as TF composites them (disposal methods ignored, as TF ignores them).
 
 Every decoder fails on input it cannot read with InvalidArgumentError naming the op.
 """
@@ -501,25 +500,175 @@ def decode_bmp_kernel(attrs):
 # ---------------------------------------------------------------------------------------------
 # GIF
 
+@njit(nogil=True, cache=True)
+def _lzw(data, min_size, npix):
+    """GIF's LZW: the first `npix` colour indices of the frame's data; fewer when it ends early."""
+    out = np.zeros(npix, np.uint8)
+    prefix = np.zeros(4096, np.int32)
+    suffix = np.zeros(4096, np.uint8)
+    clear = 1 << min_size
+    end = clear + 1
+    for i in range(clear):
+        prefix[i] = -1
+        suffix[i] = i
+    size = min_size + 1
+    nxt = end + 1
+    prev = -1
+    bits = 0
+    nbits = 0
+    n = 0
+    stack = np.zeros(4097, np.uint8)
+    for byte in data:
+        bits |= np.int64(byte) << nbits
+        nbits += 8
+        while nbits >= size:
+            code = np.int32(bits & ((1 << size) - 1))
+            bits >>= size
+            nbits -= size
+            if code == clear:
+                size = min_size + 1
+                nxt = end + 1
+                prev = -1
+                continue
+            if code == end:
+                return out, n
+            if prev == -1:
+                if code >= clear:
+                    return out, -1
+                if n < npix:
+                    out[n] = suffix[code]
+                n += 1
+                prev = code
+                continue
+            if code < nxt:
+                c = code
+            elif code == nxt:
+                c = prev
+            else:
+                return out, -1
+            # unwind c
+            k = 0
+            cc = c
+            while cc != -1:
+                stack[k] = suffix[cc]
+                k += 1
+                cc = prefix[cc]
+            first = stack[k - 1]
+            for j in range(k - 1, -1, -1):
+                if n < npix:
+                    out[n] = stack[j]
+                n += 1
+            if code == nxt:
+                if n < npix:
+                    out[n] = first
+                n += 1
+            if nxt < 4096:
+                prefix[nxt] = prev
+                suffix[nxt] = first
+                nxt += 1
+                if nxt == (1 << size) and size < 12:
+                    size += 1
+            prev = code
+    return out, n
+
+
+def _gif_blocks(data: bytes, pos: int):
+    """The concatenated data sub-blocks from `pos`, and the position after their terminator."""
+    parts = []
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated data sub-blocks")
+        n = data[pos]
+        pos += 1
+        if n == 0:
+            return b"".join(parts), pos
+        parts.append(data[pos:pos + n])
+        pos += n
+
+
+def _gif_frames(data: bytes):
+    """(width, height, frames): each frame (left, top, w, h, indices [h, w], colour table [n, 3],
+    transparent index or -1), de-interlaced, as giflib's DGifSlurp reads them."""
+    if len(data) < 13 or data[:6] not in (b"GIF87a", b"GIF89a"):
+        raise ValueError("no GIF signature")
+    width, height, packed = struct.unpack_from("<HHB", data, 6)
+    pos = 13
+    global_table = None
+    if packed & 0x80:
+        n = 2 << (packed & 7)
+        global_table = np.frombuffer(data, np.uint8, 3 * n, pos).reshape(n, 3)
+        pos += 3 * n
+    frames, transparent = [], -1
+    while pos < len(data):
+        tag = data[pos]
+        pos += 1
+        if tag == 0x3B:
+            break
+        if tag == 0x21:
+            label = data[pos]
+            body, pos = _gif_blocks(data, pos + 1)
+            if label == 0xF9 and len(body) >= 4:
+                transparent = body[3] if body[0] & 1 else -1
+            continue
+        if tag != 0x2C:
+            raise ValueError(f"unknown block 0x{tag:02x}")
+        left, top, w, h, fp = struct.unpack_from("<HHHHB", data, pos)
+        pos += 9
+        table = global_table
+        if fp & 0x80:
+            n = 2 << (fp & 7)
+            table = np.frombuffer(data, np.uint8, 3 * n, pos).reshape(n, 3)
+            pos += 3 * n
+        min_size = data[pos]
+        raster, pos = _gif_blocks(data, pos + 1)
+        if not 2 <= min_size <= 11:
+            raise ValueError(f"bad LZW code size {min_size}")
+        idx, got = _lzw(np.frombuffer(raster, np.uint8), min_size, w * h)
+        if got < w * h:
+            raise ValueError(f"frame {len(frames)} holds {max(got, 0)} of its {w * h} pixels")
+        idx = idx.reshape(h, w)
+        if fp & 0x40 and h:                          # interlaced: rows 0::8, 4::8, 2::4, 1::2
+            order = np.concatenate([np.arange(s0, h, st) for s0, st in ((0, 8), (4, 8), (2, 4), (1, 2))])
+            rows = np.empty_like(idx)
+            rows[order] = idx
+            idx = rows
+        frames.append((left, top, w, h, idx, table, transparent))
+        transparent = -1
+    if not frames:
+        raise ValueError("Gif file does not contain any image")
+    return width, height, frames
+
+
 def _decode_gif(data: bytes, op: str) -> np.ndarray:
+    """Every frame [frames, h, w, 3], composited as TF's gif_io.cc does: each frame starts as a copy
+    of the one before (disposal methods ignored), its rectangle's pixels drawn from its colour table
+    except its transparent index, which keeps the pixel below (black on the first frame, as is all
+    of the first frame outside its rectangle)."""
     if data[:4] != b"GIF8":
         raise InvalidArgumentError(f"{op}: Invalid GIF data (size {len(data)}): no GIF signature")
-    Image = _pil()
-    frames = []
     try:
-        im = Image.open(io.BytesIO(data), formats=["GIF"])
-        for k in range(getattr(im, "n_frames", 1)):
-            im.seek(k)
-            rgba = np.asarray(im.convert("RGBA"), dtype=np.uint8)
-            rgb = rgba[..., :3].copy()
-            if k == 0:
-                rgb[rgba[..., 3] == 0] = 0        # TF: the first frame's transparent pixels are black
-            frames.append(rgb)
-    except InvalidArgumentError:
-        raise
-    except Exception as e:  # noqa: BLE001
+        width, height, frames = _gif_frames(data)
+    except (ValueError, struct.error, IndexError) as e:
         raise InvalidArgumentError(f"{op}: Invalid GIF data (size {len(data)}): {e}") from None
-    return np.stack(frames)
+    out = np.zeros((len(frames), height, width, 3), np.uint8)
+    for k, (left, top, w, h, idx, table, transparent) in enumerate(frames):
+        if k:
+            out[k] = out[k - 1]
+        if table is None:
+            raise InvalidArgumentError(f"{op}: Missing color map.")
+        y0, x0, y1, x1 = max(top, 0), max(left, 0), min(top + h, height), min(left + w, width)
+        if y1 <= y0 or x1 <= x0:
+            continue
+        part = idx[y0 - top:y1 - top, x0 - left:x1 - left]
+        opaque = part != transparent
+        if (part[opaque] >= table.shape[0]).any():
+            raise InvalidArgumentError(f"{op}: Found color index {int(part[opaque].max())} outside of color map "
+                                       f"range {table.shape[0]}")
+        region = out[k, y0:y1, x0:x1]
+        region[opaque] = table[part[opaque]]
+        if k == 0:
+            region[~opaque] = 0
+    return out
 
 
 @register_kernel("DecodeGif", "CPU", cost=_decode_cost, releases_gil=False)
