@@ -1,0 +1,10 @@
+"""af.estimator: TF 1.x's high-level training API (tf.estimator, TF 1.15's semantics), over
+af.train's MonitoredTrainingSession, checkpoint hooks and Saver, af.metrics and af.data."""
+from __future__ import annotations
+
+from actorflow.estimator import inputs
+from actorflow.estimator.estimator import Estimator, WarmStartSettings
+from actorflow.estimator.model_fn import EstimatorSpec, ModeKeys
+from actorflow.estimator.run_config import RunConfig
+
+__all__ = ["Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "WarmStartSettings", "inputs"]
