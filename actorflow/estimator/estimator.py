@@ -270,7 +270,9 @@ class Estimator:
             if self._warm_start is not None and self.latest_checkpoint() is None and scaffold.init_fn is None:
                 scaffold.init_fn = self._warm_start_fn()
             cfg = self._config
-            all_hooks = [StopAtStepHook(num_steps=steps, last_step=max_steps), NanTensorHook(spec.loss)]
+            all_hooks = [NanTensorHook(spec.loss)]
+            if steps is not None or max_steps is not None:
+                all_hooks.insert(0, StopAtStepHook(num_steps=steps, last_step=max_steps))
             if cfg.log_step_count_steps:
                 all_hooks.append(LoggingTensorHook({"loss": spec.loss, "step": global_step},
                                                    every_n_iter=cfg.log_step_count_steps))
