@@ -276,3 +276,66 @@ def test_pandas_input_fn():
     assert sorted(batches[0][0]) == ["a", "b"] and batches[1][1].tolist() == [3]
     with pytest.raises(ValueError, match="Index for x and y are mismatched"):
         af.estimator.inputs.pandas_input_fn(x, y.reset_index(drop=True), shuffle=False)
+
+
+class _Listener(af.estimator.CheckpointSaverListener):
+    def __init__(self):
+        self.calls = []
+
+    def begin(self):
+        self.calls.append("begin")
+
+    def after_save(self, session, global_step_value):
+        self.calls.append(global_step_value)
+        return global_step_value >= 6                 # asks training to stop
+
+    def end(self, session, global_step_value):
+        self.calls.append(("end", global_step_value))
+
+
+def test_saving_listeners_see_each_checkpoint_and_can_stop_training(digits, tmp_path):
+    xtr, ytr, _, _ = digits
+    cfg = af.estimator.RunConfig(save_checkpoints_steps=3)
+    est = af.estimator.Estimator(_linear_model_fn, model_dir=str(tmp_path), config=cfg, params={"lr": 0.5})
+    li = _Listener()
+    est.train(af.estimator.inputs.numpy_input_fn({"x": xtr}, ytr, num_epochs=None, shuffle=True), steps=20,
+              saving_listeners=[li])
+    assert li.calls == ["begin", 0, 3, 6, ("end", 6)]
+    assert est.get_variable_value("global_step") == 6
+
+
+def test_train_and_evaluate_alternates_and_ends_at_max_steps(digits, tmp_path):
+    xtr, ytr, xte, yte = digits
+    cfg = af.estimator.RunConfig(save_checkpoints_steps=5)
+    est = af.estimator.Estimator(_linear_model_fn, model_dir=str(tmp_path), config=cfg, params={"lr": 0.5})
+    evaluated = []
+
+    class Count(af.train.SessionRunHook):
+        def end(self, session):
+            evaluated.append(1)
+
+    train_spec = af.estimator.TrainSpec(
+        af.estimator.inputs.numpy_input_fn({"x": xtr}, ytr, batch_size=50, num_epochs=None, shuffle=True),
+        max_steps=15)
+    eval_spec = af.estimator.EvalSpec(af.estimator.inputs.numpy_input_fn({"x": xte}, yte, shuffle=False),
+                                      steps=None, hooks=[Count()], throttle_secs=0)
+    metrics, exports = af.estimator.train_and_evaluate(est, train_spec, eval_spec)
+    assert metrics["global_step"] == 15 and metrics["accuracy"] > 0.7 and exports == []
+    assert len(evaluated) == 3                            # the checkpoints of steps 5, 10 and 15
+    with pytest.raises(ValueError, match="max_steps > 0"):
+        af.estimator.TrainSpec(lambda: None, max_steps=0)
+    with pytest.raises(TypeError, match="must be callable"):
+        af.estimator.EvalSpec(None)
+
+
+def test_export_saved_model_serves_the_checkpoint(linear, digits, tmp_path):
+    _, _, xte, _ = digits
+    fn = af.estimator.export.build_raw_serving_input_receiver_fn({"x": af.placeholder(af.float32, [None, 64])})
+    path = linear.export_saved_model(str(tmp_path), fn)
+    assert isinstance(path, bytes)
+    with af.Graph().as_default():
+        with af.Session() as sess:
+            mg = af.saved_model.loader.load(sess, [af.saved_model.tag_constants.SERVING], path.decode())
+            sig = mg.signature_def["serving_default"]
+            out = sess.run(sig.outputs["logits"].name, {sig.inputs["x"].name: xte})
+    np.testing.assert_allclose(out, _manual(linear, xte), rtol=1e-5, atol=1e-5)

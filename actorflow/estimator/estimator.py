@@ -280,9 +280,11 @@ class Estimator:
             chief_hooks = list(spec.training_chief_hooks)
             if cfg.save_checkpoints_steps or cfg.save_checkpoints_secs:
                 chief_hooks.append(CheckpointSaverHook(self._model_dir, save_secs=cfg.save_checkpoints_secs,
-                                                       save_steps=cfg.save_checkpoints_steps, scaffold=scaffold))
-            for listener in saving_listeners or ():
-                log.warning("saving listener %r is ignored: checkpoints are saved by CheckpointSaverHook", listener)
+                                                       save_steps=cfg.save_checkpoints_steps, scaffold=scaffold,
+                                                       listeners=saving_listeners))
+            elif saving_listeners:
+                raise ValueError("There should be a CheckpointSaverHook to use saving_listeners. Please set one "
+                                 "of the RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs.")
             loss = None
             with _Closing(MonitoredTrainingSession(
                     checkpoint_dir=self._model_dir, scaffold=scaffold, hooks=all_hooks, chief_only_hooks=chief_hooks,
@@ -385,6 +387,57 @@ class Estimator:
                             raise ValueError("Prediction values should have a batch dimension with "
                                              "yield_single_examples=True; given a scalar.")
                         yield from values
+
+    # -- export ----------------------------------------------------------------------------------------------
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
+                           checkpoint_path=None, experimental_mode=ModeKeys.PREDICT):
+        """Exports the checkpoint (the latest by default) as a SavedModel in a new timestamped directory
+        under `export_dir_base`, with the PREDICT graph fed by `serving_input_receiver_fn()`'s receiver
+        tensors (Estimator.export_saved_model). The signatures are the spec's export_outputs, else its
+        predictions as the 'serving_default' predict signature. Returns the directory, as bytes (TF)."""
+        from actorflow.actors.session import Session
+        from actorflow.estimator.export import PredictOutput, ServingInputReceiver
+        from actorflow.saved_model import signature_constants as sc
+        from actorflow.saved_model import tag_constants
+        from actorflow.saved_model.builder import SavedModelBuilder
+        if assets_extra:
+            raise NotImplementedError("export_saved_model: assets_extra is not supported")
+        if checkpoint_path is None:
+            checkpoint_path = self._require_checkpoint()
+        g = self._new_graph()
+        with g.as_default():
+            receiver = serving_input_receiver_fn()
+            if not isinstance(receiver, ServingInputReceiver):
+                raise ValueError(f"serving_input_receiver_fn must return a ServingInputReceiver, given {receiver!r}")
+            spec = self._call_model_fn(receiver.features, None, experimental_mode)
+            outputs = spec.export_outputs
+            if not outputs:
+                outputs = {sc.DEFAULT_SERVING_SIGNATURE_DEF_KEY: PredictOutput(spec.predictions)}
+            signatures = {k: out.as_signature_def(receiver.receiver_tensors) for k, out in outputs.items()}
+            self._ensure_saver(spec, g)
+            spec.scaffold.finalize()
+            export_dir = _timestamped_dir(export_dir_base)
+            with Session(config=self._config.session_config) as sess:
+                spec.scaffold.saver.restore(sess, checkpoint_path)
+                if spec.scaffold.local_init_op is not None:
+                    sess.run(spec.scaffold.local_init_op)
+                builder = SavedModelBuilder(export_dir)
+                builder.add_meta_graph_and_variables(sess, [tag_constants.SERVING], signature_def_map=signatures)
+                builder.save(as_text=as_text)
+        return os.fsencode(export_dir)
+
+    export_savedmodel = export_saved_model
+
+
+def _timestamped_dir(base):
+    """base/<seconds since the epoch>, a new one (TF's get_timestamped_export_dir)."""
+    import time
+    os.makedirs(base, exist_ok=True)
+    t = int(time.time())
+    while os.path.exists(os.path.join(base, str(t))):
+        t += 1
+    return os.path.join(os.fspath(base), str(t))
+
 
 def _batch_length(values: dict) -> int:
     n = None
