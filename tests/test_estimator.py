@@ -339,3 +339,103 @@ def test_export_saved_model_serves_the_checkpoint(linear, digits, tmp_path):
             sig = mg.signature_def["serving_default"]
             out = sess.run(sig.outputs["logits"].name, {sig.inputs["x"].name: xte})
     np.testing.assert_allclose(out, _manual(linear, xte), rtol=1e-5, atol=1e-5)
+
+
+# -- feature columns and the premade estimators ---------------------------------------------------------------
+def test_input_layer_builds_each_column_in_name_order():
+    fc = af.feature_column
+    with af.Graph().as_default():
+        feats = {"age": af.constant([[25.0], [40.0], [70.0]]), "color": af.constant(["red", "blue", "zz"]),
+                 "n": af.constant([1, 3, 0], af.int64), "tags": af.constant([["a", "b"], ["c", ""], ["a", "a"]])}
+        age = fc.numeric_column("age", normalizer_fn=lambda t: t / 10.0)
+        color = fc.categorical_column_with_vocabulary_list("color", ["red", "blue"])
+        tags = fc.categorical_column_with_hash_bucket("tags", 10)
+        emb = fc.embedding_column(tags, 3, combiner="mean")
+        cols = [emb, fc.indicator_column(fc.categorical_column_with_identity("n", 4)), fc.indicator_column(color),
+                fc.bucketized_column(fc.numeric_column("age"), [30, 50]), age]
+        out = fc.input_layer(feats, cols)
+        hashed = af.string_to_hash_bucket_fast(feats["tags"], 10)
+        with af.Session() as sess:
+            sess.run([af.global_variables_initializer(), af.tables_initializer()])
+            got, h = sess.run([out, hashed])
+            (w,) = [sess.run(v) for v in af.global_variables() if "embedding_weights" in v.name]
+    assert got.shape == (3, 1 + 3 + 2 + 4 + 3)
+    np.testing.assert_allclose(got[:, 0], [2.5, 4.0, 7.0])                                 # age
+    np.testing.assert_array_equal(got[:, 1:4], [[1, 0, 0], [0, 1, 0], [0, 0, 1]])           # age_bucketized
+    np.testing.assert_array_equal(got[:, 4:6], [[1, 0], [0, 1], [0, 0]])                    # color_indicator
+    np.testing.assert_array_equal(got[:, 6:10], np.eye(4)[[1, 3, 0]])                        # n_indicator
+    expected = np.stack([(w[h[0, 0]] + w[h[0, 1]]) / 2, w[h[1, 0]], w[h[2, 0]]])             # '' is missing
+    np.testing.assert_allclose(got[:, 10:], expected, rtol=1e-6)                             # tags_embedding
+    with pytest.raises(ValueError, match="_DenseColumn"):
+        fc.input_layer({}, [color])
+    with pytest.raises(ValueError, match="boundaries must be a sorted list"):
+        fc.bucketized_column(fc.numeric_column("a"), [3, 1])
+    with pytest.raises(ValueError, match="Duplicate keys"):
+        fc.categorical_column_with_vocabulary_list("c", ["a", "a"])
+
+
+def test_vocabulary_oov_buckets_crossed_columns_and_linear_model():
+    fc = af.feature_column
+    with af.Graph().as_default():
+        feats = {"c": af.constant([["red"], ["green"], ["blue"]]), "n": af.constant([[1], [2], [1]], af.int64)}
+        c = fc.categorical_column_with_vocabulary_list("c", ["red", "blue"], num_oov_buckets=3)
+        ids = c._ids(feats)
+        crossed = fc.crossed_column(["c", "n"], 1000)
+        x_ids = crossed._ids(feats)
+        cols_to_vars = {}
+        pred = fc.linear_model(feats, [c, fc.numeric_column("n")], units=1, cols_to_vars=cols_to_vars)
+        with af.Session() as sess:
+            sess.run([af.global_variables_initializer(), af.tables_initializer()])
+            i, xi = sess.run([ids, x_ids])
+            sess.run(cols_to_vars[c][0].assign(np.arange(5, dtype=np.float32).reshape(5, 1)))
+            sess.run(cols_to_vars["bias"][0].assign([0.5]))
+            p = sess.run(pred)
+    assert i[0, 0] == 0 and i[2, 0] == 1 and 2 <= i[1, 0] < 5
+    assert xi[0, 0] != xi[1, 0] and 0 <= xi.min() and xi.max() < 1000
+    np.testing.assert_allclose(p[:, 0], [0 + 0.5, i[1, 0] + 0.5, 1 + 0.5])                  # n's weights are 0
+
+
+def test_dnn_classifier_learns_iris_and_predicts_its_classes(tmp_path):
+    from sklearn.datasets import load_iris
+    d = load_iris()
+    perm = np.random.RandomState(0).permutation(150)
+    x, y = d.data.astype(np.float32)[perm], d.target[perm]
+    cols = [af.feature_column.numeric_column("f", shape=(4,))]
+    est = af.estimator.DNNClassifier([16, 16], cols, model_dir=str(tmp_path), n_classes=3, optimizer="Adam",
+                                     dropout=0.1, config=af.estimator.RunConfig(tf_random_seed=0))
+    est.train(af.estimator.inputs.numpy_input_fn({"f": x[:120]}, y[:120], batch_size=32, num_epochs=None,
+                                                 shuffle=True), steps=200)
+    e = est.evaluate(af.estimator.inputs.numpy_input_fn({"f": x[120:]}, y[120:], shuffle=False))
+    assert e["accuracy"] >= 0.9 and e["global_step"] == 200 and "average_loss" in e
+    preds = list(est.predict(af.estimator.inputs.numpy_input_fn({"f": x[120:]}, shuffle=False)))
+    ids = np.array([p["class_ids"][0] for p in preds])
+    assert np.mean(ids == y[120:]) == pytest.approx(e["accuracy"], abs=1e-6)
+    assert preds[0]["probabilities"].shape == (3,) and preds[0]["classes"][0] == str(ids[0]).encode()
+    assert "dnn/hiddenlayer_0/kernel" in est.get_variable_names()
+
+
+def test_linear_classifier_binary_head_and_the_regressors(tmp_path):
+    from sklearn.datasets import load_iris
+    x = load_iris().data.astype(np.float32)
+    cols = [af.feature_column.numeric_column("f", shape=(4,))]
+    yb = (load_iris().target == 0).astype(np.int64)
+    lin = af.estimator.LinearClassifier(cols, model_dir=str(tmp_path / "lc"), label_vocabulary=["no", "yes"])
+    words = np.array(["no", "yes"])[yb]
+    lin.train(af.estimator.inputs.numpy_input_fn({"f": x}, words, batch_size=30, num_epochs=None, shuffle=True),
+              steps=60)
+    e = lin.evaluate(af.estimator.inputs.numpy_input_fn({"f": x}, words, shuffle=False))
+    assert e["accuracy"] > 0.95 and e["auc"] > 0.95 and {"precision", "recall", "label/mean"} <= set(e)
+    p = next(lin.predict(af.estimator.inputs.numpy_input_fn({"f": x[:1]}, shuffle=False)))
+    assert p["classes"][0] == b"yes" and p["logistic"].shape == (1,)
+    target = x @ np.array([1.0, -2.0, 0.5, 0.0], np.float32)
+    for est in (af.estimator.LinearRegressor(cols, model_dir=str(tmp_path / "lr"), optimizer="Adam"),
+                af.estimator.DNNRegressor([8], cols, model_dir=str(tmp_path / "dr"),
+                                          optimizer=lambda: af.train.AdamOptimizer(0.01))):
+        fn = af.estimator.inputs.numpy_input_fn({"f": x}, target, batch_size=30, num_epochs=None, shuffle=True)
+        before = est.train(fn, steps=1).evaluate(af.estimator.inputs.numpy_input_fn({"f": x}, target, shuffle=False))
+        est.train(fn, steps=150)
+        after = est.evaluate(af.estimator.inputs.numpy_input_fn({"f": x}, target, shuffle=False))
+        assert after["average_loss"] < 0.3 * before["average_loss"], (before, after)
+    with pytest.raises(ValueError, match="Unsupported optimizer name"):
+        af.estimator.DNNClassifier([4], cols, optimizer="Nope").train(
+            af.estimator.inputs.numpy_input_fn({"f": x}, yb, shuffle=False), steps=1)

@@ -12,6 +12,7 @@ import collections
 import numpy as np
 
 from actorflow.data.dataset import Dataset
+from actorflow.graph.ops.constant import constant
 
 __all__ = ["numpy_input_fn", "pandas_input_fn"]
 
@@ -56,13 +57,21 @@ def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_
         if len(set(lengths.values())) > 1:
             raise ValueError("Length of tensors in x and y is mismatched. All elements in x and y must have the same "
                              "length.\n" + "\n".join(f"{k}: {n}" for k, n in lengths.items()))
-        ds = Dataset.from_tensor_slices(xs if ys is None else (xs, ys))
+        ds = Dataset.from_tensor_slices(_strings_as_tensors(xs) if ys is None
+                                        else (_strings_as_tensors(xs), _strings_as_tensors(ys)))
         if shuffle:
             ds = ds.shuffle(queue_capacity)
         ds = ds.repeat(num_epochs).batch(batch_size)
         return ds.make_one_shot_iterator().get_next()
 
     return input_fn
+
+
+def _strings_as_tensors(part):
+    """String arrays as af.string constants (a dataset takes strings only as tensors)."""
+    def one(v):
+        return constant(v.astype(object)) if v.dtype.kind in "OSU" else v
+    return {k: one(v) for k, v in part.items()} if isinstance(part, dict) else one(part)
 
 
 def pandas_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_capacity=1000, num_threads=1,
