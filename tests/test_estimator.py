@@ -439,3 +439,18 @@ def test_linear_classifier_binary_head_and_the_regressors(tmp_path):
     with pytest.raises(ValueError, match="Unsupported optimizer name"):
         af.estimator.DNNClassifier([4], cols, optimizer="Nope").train(
             af.estimator.inputs.numpy_input_fn({"f": x}, yb, shuffle=False), steps=1)
+
+
+def test_warm_start_and_an_input_fn_that_returns_a_dataset(linear, digits, tmp_path):
+    xtr, ytr, xte, yte = digits
+
+    def input_fn(params):                       # input_fn may take params, and may return a Dataset
+        assert "lr" in params
+        return af.data.Dataset.from_tensor_slices(({"x": xte}, yte)).batch(100)
+
+    est = af.estimator.Estimator(_linear_model_fn, model_dir=str(tmp_path), params={"lr": 1e-9},
+                                 warm_start_from=linear.model_dir)
+    est.train(input_fn, steps=1)                # a learning rate of ~0: w stays where the warm start put it
+    np.testing.assert_allclose(est.get_variable_value("w"), linear.get_variable_value("w"), atol=1e-6)
+    assert est.get_variable_value("global_step") == 1                 # the global step is not warm-started
+    assert est.evaluate(input_fn)["accuracy"] == pytest.approx(linear.evaluate(input_fn)["accuracy"], abs=1e-6)
