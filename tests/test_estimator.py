@@ -2,6 +2,8 @@
 functions, train_and_evaluate, and the premade estimators over af.feature_column."""
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
@@ -132,6 +134,17 @@ def test_evaluate_and_predict_agree_with_a_manual_run_of_the_checkpoint(linear, 
     assert [len(b["classes"]) for b in only] == [5, 2]
     with pytest.raises(ValueError, match="Expected to run at least one output"):
         next(linear.predict(af.estimator.inputs.numpy_input_fn({"x": xte}, shuffle=False), predict_keys=["nope"]))
+
+
+def test_evaluate_writes_its_metrics_for_tensorboard(linear, digits):
+    pytest.importorskip("tensorboard")
+    _, _, xte, yte = digits
+    e = linear.evaluate(af.estimator.inputs.numpy_input_fn({"x": xte}, yte, shuffle=False), name="tb")
+    events = [ev for f in sorted((pathlib.Path(linear.model_dir) / "eval_tb").iterdir())
+              for ev in af.train.summary_iterator(str(f))]
+    tags = {v.tag: v.simple_value for ev in events if ev.step == 28 for v in ev.summary.value}
+    assert tags["accuracy"] == pytest.approx(e["accuracy"]) and tags["loss"] == pytest.approx(e["loss"])
+    assert "global_step" not in tags
 
 
 def test_evaluate_steps_limits_the_batches(linear, digits):

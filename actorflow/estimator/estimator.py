@@ -336,6 +336,8 @@ class Estimator:
                         break
                     n += 1
         results = {k: _scalar(v) for k, v in final.final_ops_values.items()}
+        eval_dir = os.path.join(self._model_dir, "eval" if not name else f"eval_{name}")
+        _write_eval_summary(eval_dir, results)
         log.info("Saving dict for global step %d: %s", results["global_step"],
                  ", ".join(f"{k} = {v}" for k, v in sorted(results.items())))
         return results
@@ -427,6 +429,23 @@ class Estimator:
         return os.fsencode(export_dir)
 
     export_savedmodel = export_saved_model
+
+
+def _write_eval_summary(eval_dir, results):
+    """Writes the scalar metrics to an event file in `eval_dir` at the evaluated global step, for
+    TensorBoard (TF's _write_dict_to_summary); skipped, with a log line, when the summary protobufs
+    (the `summary` extra) are not installed."""
+    from actorflow import summary
+    try:
+        proto = summary.Summary
+    except (ImportError, AttributeError):
+        log.info("not writing the evaluation summary: TensorBoard's protobufs are not installed")
+        return
+    values = [proto.Value(tag=k, simple_value=float(v)) for k, v in sorted(results.items())
+              if k != "global_step" and isinstance(v, (int, float, np.number)) and not isinstance(v, bool)]
+    writer = summary.FileWriterCache.get(eval_dir)
+    writer.add_summary(proto(value=values), results["global_step"])
+    writer.flush()
 
 
 def _timestamped_dir(base):
