@@ -467,3 +467,14 @@ def test_warm_start_and_an_input_fn_that_returns_a_dataset(linear, digits, tmp_p
     np.testing.assert_allclose(est.get_variable_value("w"), linear.get_variable_value("w"), atol=1e-6)
     assert est.get_variable_value("global_step") == 1                 # the global step is not warm-started
     assert est.evaluate(input_fn)["accuracy"] == pytest.approx(linear.evaluate(input_fn)["accuracy"], abs=1e-6)
+
+
+def test_train_writes_the_loss_summary(digits, tmp_path):
+    pytest.importorskip("tensorboard")
+    xtr, ytr, _, _ = digits
+    cfg = af.estimator.RunConfig(save_summary_steps=2)
+    est = af.estimator.Estimator(_linear_model_fn, model_dir=str(tmp_path), config=cfg, params={"lr": 0.5})
+    est.train(af.estimator.inputs.numpy_input_fn({"x": xtr}, ytr, num_epochs=None, shuffle=True), steps=5)
+    steps = sorted(ev.step for f in tmp_path.glob("events.out.tfevents.*") for ev in af.train.summary_iterator(str(f))
+                   for v in ev.summary.value if v.tag == "loss")
+    assert steps == [1, 3, 5], steps                       # the global step after each summarized run, as TF

@@ -266,6 +266,9 @@ class Estimator:
             features, labels = self._call_input_fn(input_fn, ModeKeys.TRAIN)
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN)
             self._ensure_saver(spec, g)
+            if not any(t.op.name == "loss" for t in g.get_collection(GraphKeys.SUMMARIES)):
+                from actorflow import summary
+                summary.scalar("loss", spec.loss)      # as TF's Estimator: the loss curve in TensorBoard
             scaffold = spec.scaffold
             if self._warm_start is not None and self.latest_checkpoint() is None and scaffold.init_fn is None:
                 scaffold.init_fn = self._warm_start_fn()
