@@ -478,3 +478,28 @@ def test_train_writes_the_loss_summary(digits, tmp_path):
     steps = sorted(ev.step for f in tmp_path.glob("events.out.tfevents.*") for ev in af.train.summary_iterator(str(f))
                    for v in ev.summary.value if v.tag == "loss")
     assert steps == [1, 3, 5], steps                       # the global step after each summarized run, as TF
+
+
+def test_feature_columns_match_tensorflow():
+    """input_layer and linear_model as TF 2.21's tf.compat.v1.feature_column give them for the same
+    columns and features (tests/fixtures/make_feature_column.py; linear weights set to a ramp)."""
+    import importlib.util
+    import json
+    here = pathlib.Path(__file__).resolve().parent / "fixtures"
+    spec = importlib.util.spec_from_file_location("make_feature_column", here / "make_feature_column.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    want = json.loads((here / "feature_column.json").read_text())
+    with af.Graph().as_default():
+        feats = gen.feeds(af.constant, af.string, af.int64)
+        out = af.feature_column.input_layer(feats, gen.columns(af.feature_column))
+        cols_to_vars = {}
+        lin = af.feature_column.linear_model(feats, gen.linear_columns(af.feature_column), units=2,
+                                             cols_to_vars=cols_to_vars)
+        assigns = [v.assign(gen.ramp(v.shape.as_list())) for vs in cols_to_vars.values() for v in vs]
+        with af.Session() as sess:
+            sess.run([af.global_variables_initializer(), af.tables_initializer()])
+            sess.run(assigns)
+            got_in, got_lin = sess.run([out, lin])
+    np.testing.assert_array_equal(got_in, want["input_layer"])
+    np.testing.assert_allclose(got_lin, want["linear_model"], rtol=1e-6)
