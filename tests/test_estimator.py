@@ -503,3 +503,13 @@ def test_feature_columns_match_tensorflow():
             got_in, got_lin = sess.run([out, lin])
     np.testing.assert_array_equal(got_in, want["input_layer"])
     np.testing.assert_allclose(got_lin, want["linear_model"], rtol=1e-6)
+
+
+def test_predict_leaves_the_callers_default_graph_alone(linear, digits):
+    _, _, xte, _ = digits
+    outer = af.get_default_graph()
+    gen = linear.predict(af.estimator.inputs.numpy_input_fn({"x": xte[:3]}, shuffle=False))
+    next(gen)
+    assert af.get_default_graph() is outer
+    gen.close()                                     # abandoning it closes its session
+    assert af.get_default_graph() is outer

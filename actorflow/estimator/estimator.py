@@ -374,24 +374,30 @@ class Estimator:
             self._ensure_saver(spec, g)
             creator = ChiefSessionCreator(spec.scaffold, config=self._config.session_config,
                                           checkpoint_filename_with_path=checkpoint_path)
-            with _Closing(MonitoredSession(creator, hooks + list(spec.prediction_hooks))) as sess:
-                while not sess.should_stop():
-                    try:
-                        values = sess.run(predictions)
-                    except errors.OutOfRangeError:
-                        break
-                    if not yield_single_examples:
-                        yield values
-                        continue
-                    if isinstance(values, dict):
-                        n = _batch_length(values)
-                        for i in range(n):
-                            yield {k: v[i] for k, v in values.items()}
-                    else:
-                        if np.ndim(values) == 0:
-                            raise ValueError("Prediction values should have a batch dimension with "
-                                             "yield_single_examples=True; given a scalar.")
-                        yield from values
+            sess = MonitoredSession(creator, hooks + list(spec.prediction_hooks))
+        # The loop runs outside `g.as_default()`: a generator suspended inside it would leave g the
+        # caller's default graph between items.
+        try:
+            while not sess.should_stop():
+                try:
+                    values = sess.run(predictions)
+                except errors.OutOfRangeError:
+                    break
+                if not yield_single_examples:
+                    yield values
+                    continue
+                if isinstance(values, dict):
+                    n = _batch_length(values)
+                    for i in range(n):
+                        yield {k: v[i] for k, v in values.items()}
+                else:
+                    if np.ndim(values) == 0:
+                        raise ValueError("Prediction values should have a batch dimension with "
+                                         "yield_single_examples=True; given a scalar.")
+                    yield from values
+        finally:
+            with g.as_default():
+                sess.close()
 
     # -- export ----------------------------------------------------------------------------------------------
     def export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra=None, as_text=False,
