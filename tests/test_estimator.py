@@ -513,3 +513,21 @@ def test_predict_leaves_the_callers_default_graph_alone(linear, digits):
     assert af.get_default_graph() is outer
     gen.close()                                     # abandoning it closes its session
     assert af.get_default_graph() is outer
+
+
+def test_canned_training_loss_follows_loss_reduction_and_weight_column(tmp_path):
+    x = np.array([[0.0], [1.0], [2.0], [3.0]], np.float32)
+    y = np.array([1.0, 1.0, 1.0, 1.0], np.float32)
+    w = np.array([1.0, 2.0, 0.0, 3.0], np.float32)
+    cols = [af.feature_column.numeric_column("x")]
+    fn = af.estimator.inputs.numpy_input_fn({"x": x, "w": w}, y, batch_size=4, shuffle=False)
+    # Untrained, a linear model predicts 0: each example's squared error is 1.
+    for reduction, want in ((af.losses.Reduction.SUM, 6.0), (af.losses.Reduction.MEAN, 1.0),
+                            (af.losses.Reduction.SUM_OVER_BATCH_SIZE, 1.5),
+                            (af.losses.Reduction.SUM_BY_NONZERO_WEIGHTS, 2.0)):
+        est = af.estimator.LinearRegressor(cols, model_dir=str(tmp_path / reduction), weight_column="w",
+                                           loss_reduction=reduction)
+        e = est.evaluate(fn)
+        assert e["loss"] == pytest.approx(want) and e["average_loss"] == pytest.approx(1.0), reduction
+    with pytest.raises(ValueError, match="Invalid loss_reduction"):
+        af.estimator.LinearRegressor(cols, loss_reduction="none")

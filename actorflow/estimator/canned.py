@@ -7,7 +7,8 @@ logit, sigmoid cross-entropy) when n_classes is 2, else softmax over n_classes l
 'accuracy', 'average_loss' (and, binary, 'auc', 'precision', 'recall', 'prediction/mean',
 'label/mean'). The regression head: squared error; predictions 'predictions'; eval 'average_loss',
 'prediction/mean', 'label/mean'. The training loss is the weighted sum over the batch, TF v1's
-default loss_reduction (SUM); Estimator.evaluate's 'loss' is its mean over the batches.
+default loss_reduction (SUM; `loss_reduction` picks another af.losses.Reduction); Estimator.evaluate's
+'loss' is its mean over the batches.
 """
 from __future__ import annotations
 
@@ -25,11 +26,13 @@ from actorflow.graph.ops import array_ops, math_ops, nn_ops, string_ops
 from actorflow.graph.ops.constant import constant
 from actorflow.graph.ops.lookup_ops import KeyValueTensorInitializer, StaticHashTable
 from actorflow.graph.variable_scope import variable_scope
+from actorflow.losses import Reduction, compute_weighted_loss
 from actorflow.train.training_util import get_global_step
 
 __all__ = ["DNNClassifier", "DNNRegressor", "LinearClassifier", "LinearRegressor"]
 
-SUM = "weighted_sum"
+SUM = Reduction.SUM
+_REDUCTIONS = {Reduction.SUM, Reduction.MEAN, Reduction.SUM_OVER_BATCH_SIZE, Reduction.SUM_BY_NONZERO_WEIGHTS}
 
 
 def _optimizer(opt, default_lr):
@@ -69,15 +72,19 @@ def _train_op(loss, optimizer):
         return optimizer.minimize(loss, global_step=get_global_step())
 
 
-def _reduce(per_example, weights):
-    """TF v1 heads' training loss: the weighted sum over the batch (losses.Reduction.SUM)."""
-    if weights is not None:
-        per_example = per_example * weights
-    return math_ops.reduce_sum(per_example)
+def _check_reduction(loss_reduction):
+    if loss_reduction not in _REDUCTIONS:
+        raise ValueError(f"Invalid loss_reduction: {loss_reduction}. Expected one of {sorted(_REDUCTIONS)}")
+    return loss_reduction
+
+
+def _reduce(per_example, weights, reduction):
+    """The training loss from per-example losses, by `reduction` (TF v1 heads: SUM by default)."""
+    return compute_weighted_loss(per_example, weights=1.0 if weights is None else weights, reduction=reduction)
 
 
 class _ClassificationHead:
-    def __init__(self, n_classes, weight_column, label_vocabulary):
+    def __init__(self, n_classes, weight_column, label_vocabulary, loss_reduction):
         if n_classes is None or n_classes < 2:
             raise ValueError(f"n_classes must be > 1 for classification: {n_classes}")
         if label_vocabulary is not None:
@@ -86,6 +93,7 @@ class _ClassificationHead:
             if len(label_vocabulary) != n_classes:
                 raise ValueError(f"label_vocabulary has {len(label_vocabulary)} entries, n_classes is {n_classes}")
         self.n_classes, self.weight_column, self.vocab = n_classes, weight_column, label_vocabulary
+        self.reduction = _check_reduction(loss_reduction)
         self.logits_dimension = 1 if n_classes == 2 else n_classes
 
     def _label_ids(self, labels):
@@ -124,7 +132,7 @@ class _ClassificationHead:
             per_example = array_ops.expand_dims(nn_ops.sparse_softmax_cross_entropy_with_logits(
                 labels=ids[:, 0], logits=logits), 1)
         weights = _weights(features, self.weight_column)
-        loss = _reduce(per_example, weights)
+        loss = _reduce(per_example, weights, self.reduction)
         if mode == ModeKeys.TRAIN:
             return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=_train_op(loss, optimizer))
         eval_ops = {"accuracy": metrics.accuracy(ids, class_ids, weights=weights),
@@ -140,10 +148,11 @@ class _ClassificationHead:
 
 
 class _RegressionHead:
-    def __init__(self, label_dimension, weight_column):
+    def __init__(self, label_dimension, weight_column, loss_reduction):
         if label_dimension is None or label_dimension < 1:
             raise ValueError(f"Invalid label_dimension {label_dimension}.")
         self.logits_dimension, self.weight_column = label_dimension, weight_column
+        self.reduction = _check_reduction(loss_reduction)
 
     def spec(self, features, mode, logits, labels, optimizer):
         predictions = {"predictions": logits}
@@ -152,7 +161,7 @@ class _RegressionHead:
         labels = array_ops.reshape(math_ops.cast(labels, dtypes.float32), [-1, self.logits_dimension])
         per_example = math_ops.square(logits - labels)
         weights = _weights(features, self.weight_column)
-        loss = _reduce(per_example, weights)
+        loss = _reduce(per_example, weights, self.reduction)
         if mode == ModeKeys.TRAIN:
             return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=_train_op(loss, optimizer))
         eval_ops = {"average_loss": metrics.mean(per_example, weights=weights),
@@ -193,7 +202,7 @@ class DNNClassifier(Estimator):
         _check_dnn(hidden_units, feature_columns, dropout)
         if batch_norm:
             raise NotImplementedError("DNNClassifier: batch_norm is not supported")
-        head = _ClassificationHead(n_classes, weight_column, label_vocabulary)
+        head = _ClassificationHead(n_classes, weight_column, label_vocabulary, loss_reduction)
         columns, units = list(feature_columns), list(hidden_units)
 
         def model_fn(features, labels, mode, config):
@@ -212,7 +221,7 @@ class DNNRegressor(Estimator):
         _check_dnn(hidden_units, feature_columns, dropout)
         if batch_norm:
             raise NotImplementedError("DNNRegressor: batch_norm is not supported")
-        head = _RegressionHead(label_dimension, weight_column)
+        head = _RegressionHead(label_dimension, weight_column, loss_reduction)
         columns, units = list(feature_columns), list(hidden_units)
 
         def model_fn(features, labels, mode, config):
@@ -236,7 +245,7 @@ class LinearClassifier(Estimator):
                  sparse_combiner="sum"):
         if not feature_columns:
             raise ValueError("feature_columns must not be empty.")
-        head = _ClassificationHead(n_classes, weight_column, label_vocabulary)
+        head = _ClassificationHead(n_classes, weight_column, label_vocabulary, loss_reduction)
         columns = list(feature_columns)
 
         def model_fn(features, labels, mode, config):
@@ -255,7 +264,7 @@ class LinearRegressor(Estimator):
                  config=None, partitioner=None, warm_start_from=None, loss_reduction=SUM, sparse_combiner="sum"):
         if not feature_columns:
             raise ValueError("feature_columns must not be empty.")
-        head = _RegressionHead(label_dimension, weight_column)
+        head = _RegressionHead(label_dimension, weight_column, loss_reduction)
         columns = list(feature_columns)
 
         def model_fn(features, labels, mode, config):
