@@ -155,6 +155,8 @@ def test_evaluate_steps_limits_the_batches(linear, digits):
     assert e["accuracy"] == pytest.approx(np.mean(np.argmax(logits, 1) == yte[:20]), abs=1e-6)
     with pytest.raises(ValueError, match="Must specify steps > 0"):
         linear.evaluate(fn, steps=0)
+    with pytest.raises(TypeError, match="SessionRunHook"):
+        linear.evaluate(fn, hooks=[print])
 
 
 def test_evaluate_an_explicit_earlier_checkpoint(digits, tmp_path):

@@ -249,10 +249,7 @@ class Estimator:
             raise ValueError(f"Must specify steps > 0, given: {steps}")
         if max_steps is not None and max_steps <= 0:
             raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
-        hooks = list(hooks or [])
-        for h in hooks:
-            if not isinstance(h, SessionRunHook):
-                raise TypeError(f"All hooks must be SessionRunHook instances, given: {h!r}")
+        hooks = _check_hooks(hooks)
         if max_steps is not None:
             ckpt = self.latest_checkpoint()
             if ckpt is not None:
@@ -311,7 +308,7 @@ class Estimator:
         mean loss over the batches) and 'global_step'."""
         if steps is not None and steps <= 0:
             raise ValueError(f"Must specify steps > 0, given: {steps}")
-        hooks = list(hooks or [])
+        hooks = _check_hooks(hooks)
         if checkpoint_path is None:
             checkpoint_path = self.latest_checkpoint()
             if checkpoint_path is None:
@@ -350,7 +347,7 @@ class Estimator:
         """Yields predictions of the checkpoint (the latest by default) for `input_fn`'s features until
         the input ends (Estimator.predict): one example at a time, or whole batches when
         `yield_single_examples` is False; dicts restricted to `predict_keys` when given."""
-        hooks = list(hooks or [])
+        hooks = _check_hooks(hooks)
         if checkpoint_path is None:
             checkpoint_path = self.latest_checkpoint()
             if checkpoint_path is None:
@@ -465,6 +462,14 @@ def _timestamped_dir(base):
     while os.path.exists(os.path.join(base, str(t))):
         t += 1
     return os.path.join(os.fspath(base), str(t))
+
+
+def _check_hooks(hooks) -> list:
+    hooks = list(hooks or [])
+    for h in hooks:
+        if not isinstance(h, SessionRunHook):
+            raise TypeError(f"All hooks must be SessionRunHook instances, given: {h!r}")
+    return hooks
 
 
 def _batch_length(values: dict) -> int:
