@@ -149,6 +149,10 @@ def __getattr__(name):
     if name == "contrib":
         import importlib
         return importlib.import_module("actorflow.contrib")
+    # af.estimator and af.feature_column (tf.estimator, tf.feature_column), likewise.
+    if name in ("estimator", "feature_column"):
+        import importlib
+        return importlib.import_module(f"actorflow.{name}")
     # af.Summary, af.Event, af.SessionLog are TensorBoard's protobuf classes, loaded on first use so
     # that `import actorflow` works without the `summary` extra.
     if name in ("Summary", "Event", "SessionLog", "SummaryMetadata", "HistogramProto"):

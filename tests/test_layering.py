@@ -89,8 +89,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     "distribute": {"cluster"},
     "client": set(),
     "compat": {"graph"},
-    "contrib": {"train", "layers", "nn", "metrics"},  # tf.contrib's layers, rnn, seq2seq, framework over those
-    "<root>": {"contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
+    "contrib": {"train", "layers", "nn", "metrics"},
+    "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
+    "estimator": {"train", "metrics", "data", "feature_column", "layers", "nn", "saved_model"},  # tf.contrib's layers, rnn, seq2seq, framework over those
+    "<root>": {"estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
                "metrics", "math", "linalg", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data"},
     "sim": {"<root>", "console"},
     "graphviz": {"<root>", "console"},

@@ -11,7 +11,7 @@ import numpy as np
 
 from actorflow import clock
 
-__all__ = ["SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues", "StopAtStepHook",
+__all__ = ["SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues", "StopAtStepHook", "CheckpointSaverListener",
            "CheckpointSaverHook", "LoggingTensorHook", "NanTensorHook", "NanLossDuringTrainingError",
            "StepCounterHook"]
 
@@ -102,8 +102,27 @@ class StopAtStepHook(SessionRunHook):
                 run_context.request_stop()
 
 
+class CheckpointSaverListener:
+    """Called around each save of a CheckpointSaverHook (tf.train.CheckpointSaverListener): `begin()`,
+    `before_save(session, global_step)`, `after_save(session, global_step)` (returning True asks the
+    training loop to stop), `end(session, global_step)`."""
+
+    def begin(self):
+        pass
+
+    def before_save(self, session, global_step_value):
+        pass
+
+    def after_save(self, session, global_step_value):
+        pass
+
+    def end(self, session, global_step_value):
+        pass
+
+
 class CheckpointSaverHook(SessionRunHook):
-    """Saves a checkpoint every `save_secs` seconds or `save_steps` steps, and at the end."""
+    """Saves a checkpoint every `save_secs` seconds or `save_steps` steps, and at the end, calling
+    `listeners` (CheckpointSaverListeners) around each save (tf.train.CheckpointSaverHook)."""
 
     def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None, checkpoint_basename="model.ckpt",
                  scaffold=None, listeners=None):
@@ -117,10 +136,13 @@ class CheckpointSaverHook(SessionRunHook):
         self._path = os.path.join(checkpoint_dir, checkpoint_basename)
         self._last_time = None
         self._last_step = None
+        self._listeners = list(listeners or [])
         self.saves = 0
 
     def begin(self):
         self._gs = _global_step_tensor()
+        for li in self._listeners:
+            li.begin()
         if self._saver is None:
             if self._scaffold is not None and self._scaffold.saver is not None:
                 self._saver = self._scaffold.saver
@@ -142,20 +164,31 @@ class CheckpointSaverHook(SessionRunHook):
         step = int(run_values.results) + 1
         due = (self._save_steps is not None and step - self._last_step >= self._save_steps) or \
               (self._save_secs is not None and clock.monotonic() - self._last_time >= self._save_secs)
-        if due:
-            self._save(run_context.session, int(run_context.session.run(self._gs)))
+        if due and self._save(run_context.session, int(run_context.session.run(self._gs))):
+            run_context.request_stop()
 
     def end(self, session):
         step = int(session.run(self._gs))
         if step != self._last_step:
             self._save(session, step)
+        for li in self._listeners:
+            li.end(session, step)
 
-    def _save(self, session, step):
+    def _save(self, session, step) -> bool:
+        """Saves; True when a listener asks to stop."""
+        for li in self._listeners:
+            li.before_save(session, step)
         self._saver.save(session, self._path, global_step=step)
         self._last_time = clock.monotonic()
         self._last_step = step
         self.saves += 1
         log.info("saved checkpoint for step %d in %s", step, self._dir)
+        stop = False
+        for li in self._listeners:
+            if li.after_save(session, step):
+                log.info("a CheckpointSaverListener requested that training be stopped (%r)", li)
+                stop = True
+        return stop
 
 
 class LoggingTensorHook(SessionRunHook):
