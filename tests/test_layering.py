@@ -51,13 +51,14 @@ MAY_IMPORT: dict[str, set[str]] = {
     "script_registry": set(),
     "tfrecord": {"errors", "gfile"},
     "example_proto": set(),
+    "protowire": set(),
     "python_io": {"tfrecord"},
     "checkpoint_format": {"errors", "clock"},
     "app": {"flags"},
     "tfio": {"gfile", "python_io", "graph"},
     # the peers above errors
     "graph": {"errors", "protos", "script_registry"},
-    "kernels": {"errors", "protos", "checkpoint_format", "script_registry", "example_proto"},
+    "kernels": {"errors", "protos", "checkpoint_format", "script_registry", "example_proto", "protowire"},
     "transport": {"errors"},
     # the main stack
     "scheduler": {"graph", "kernels"},     # emit binds each node to its kernel factory

@@ -25,6 +25,7 @@ import numpy as np
 
 from actorflow import errors, tfrecord
 from actorflow.actors.resource import register_resource
+from actorflow.protowire import decode_varint, encode_varint
 
 __all__ = ["ReaderResource"]
 
@@ -78,26 +79,13 @@ class _Op:
 
 # ReaderBaseState (tensorflow/core/framework/reader_base.proto): work_started = 1,
 # work_finished = 2, num_records_produced = 3 (int64), current_work = 4 (bytes).
-def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7f
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _encode_state(started: int, finished: int, produced: int, work: bytes) -> bytes:
     out = b""
     for field, v in ((1, started), (2, finished), (3, produced)):
         if v:
-            out += bytes([field << 3]) + _varint(v)
+            out += bytes([field << 3]) + encode_varint(v)
     if work:
-        out += bytes([4 << 3 | 2]) + _varint(len(work)) + work
+        out += bytes([4 << 3 | 2]) + encode_varint(len(work)) + work
     return out
 
 
@@ -108,16 +96,8 @@ def _decode_state(data: bytes):
 
     def varint():
         nonlocal i
-        shift = v = 0
-        while True:
-            if i >= n or shift > 63:
-                raise ValueError("truncated varint")
-            b = data[i]
-            i += 1
-            v |= (b & 0x7f) << shift
-            shift += 7
-            if not b & 0x80:
-                return v
+        v, i = decode_varint(data, i)
+        return v
     while i < n:
         tag = varint()
         field, wire = tag >> 3, tag & 7

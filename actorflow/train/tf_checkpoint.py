@@ -24,6 +24,7 @@ import struct
 import numpy as np
 
 from actorflow import errors
+from actorflow.protowire import decode_varint
 
 __all__ = ["load_checkpoint", "NewCheckpointReader", "init_from_checkpoint", "is_tf_checkpoint",
            "write_tf_checkpoint", "save_tf_checkpoint"]
@@ -83,21 +84,6 @@ def _unmask(c: int) -> int:
     return ((rot >> 17) | (rot << 15)) & 0xffffffff
 
 
-def _varint(buf, pos):
-    result = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise ValueError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7f) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-
-
 def _block(path, data, offset, size):
     """The contents of the table block at offset/size, its trailer's checksum checked."""
     if offset + size + 5 > len(data):
@@ -118,9 +104,9 @@ def _entries(raw):
     end = len(raw) - 4 - 4 * n_restarts
     pos, key = 0, b""
     while pos < end:
-        shared, pos = _varint(raw, pos)
-        unshared, pos = _varint(raw, pos)
-        vlen, pos = _varint(raw, pos)
+        shared, pos = decode_varint(raw, pos)
+        unshared, pos = decode_varint(raw, pos)
+        vlen, pos = decode_varint(raw, pos)
         key = key[:shared] + bytes(raw[pos:pos + unshared])
         pos += unshared
         yield key, bytes(raw[pos:pos + vlen])
@@ -267,15 +253,15 @@ class TFCheckpointReader:
         header_cls, entry_cls = _protos()
         try:
             pos = len(data) - 48
-            _, pos = _varint(data, pos)                   # metaindex handle: unused
-            _, pos = _varint(data, pos)
-            idx_off, pos = _varint(data, pos)
-            idx_size, pos = _varint(data, pos)
+            _, pos = decode_varint(data, pos)                   # metaindex handle: unused
+            _, pos = decode_varint(data, pos)
+            idx_off, pos = decode_varint(data, pos)
+            idx_size, pos = decode_varint(data, pos)
             self._entries = {}
             header = None
             for _, handle in _entries(_block(path, data, idx_off, idx_size)):
-                off, p = _varint(handle, 0)
-                size, _ = _varint(handle, p)
+                off, p = decode_varint(handle, 0)
+                size, _ = decode_varint(handle, p)
                 for key, value in _entries(_block(path, data, off, size)):
                     if key == b"":
                         header = header_cls.FromString(value)

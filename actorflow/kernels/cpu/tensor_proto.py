@@ -12,6 +12,8 @@ import struct
 
 import numpy as np
 
+from actorflow.protowire import decode_varint, encode_varint, length_delimited
+
 __all__ = ["encode", "decode", "DTYPE_ENUM"]
 
 # types.proto's DataType numbers of the dtypes actorflow has (string: numpy object arrays of bytes).
@@ -22,64 +24,35 @@ DTYPE_ENUM = {np.dtype(np.float32): 1, np.dtype(np.float64): 2, np.dtype(np.int3
 _ENUM_DTYPE = {v: k for k, v in DTYPE_ENUM.items()}
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _field(num: int, payload: bytes) -> bytes:
-    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
-
-
 def encode(a: np.ndarray) -> bytes:
     """The serialized TensorProto of `a`."""
     a = np.asarray(a)
     if a.dtype not in DTYPE_ENUM:
         raise ValueError(f"no TensorProto dtype for {a.dtype}")
-    shape = b"".join(_field(2, b"" if d == 0 else b"\x08" + _varint(int(d))) for d in a.shape)
-    out = b"\x08" + _varint(DTYPE_ENUM[a.dtype]) + _field(2, shape)
+    shape = b"".join(length_delimited(2, b"" if d == 0 else b"\x08" + encode_varint(int(d))) for d in a.shape)
+    out = b"\x08" + encode_varint(DTYPE_ENUM[a.dtype]) + length_delimited(2, shape)
     if a.dtype.kind == "O":
         for s in a.reshape(-1):
-            out += _field(8, s.encode() if isinstance(s, str) else bytes(s))
+            out += length_delimited(8, s.encode() if isinstance(s, str) else bytes(s))
     elif a.size:
-        out += _field(4, np.ascontiguousarray(a, a.dtype.newbyteorder("<")).tobytes())
+        out += length_delimited(4, np.ascontiguousarray(a, a.dtype.newbyteorder("<")).tobytes())
     return out
-
-
-def _read_varint(buf: bytes, i: int):
-    n = shift = 0
-    while True:
-        if i >= len(buf):
-            raise ValueError("truncated varint")
-        b = buf[i]
-        i += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return n, i
 
 
 def _fields(buf: bytes):
     """(field number, wire type, value) of each field: ints for varints, bytes otherwise."""
     i = 0
     while i < len(buf):
-        key, i = _read_varint(buf, i)
+        key, i = decode_varint(buf, i)
         num, wire = key >> 3, key & 7
         if wire == 0:
-            v, i = _read_varint(buf, i)
+            v, i = decode_varint(buf, i)
         elif wire == 1:
             v, i = buf[i:i + 8], i + 8
         elif wire == 5:
             v, i = buf[i:i + 4], i + 4
         elif wire == 2:
-            n, i = _read_varint(buf, i)
+            n, i = decode_varint(buf, i)
             v, i = buf[i:i + n], i + n
         else:
             raise ValueError(f"unsupported wire type {wire}")
@@ -127,7 +100,7 @@ def decode(buf: bytes) -> np.ndarray:
             elif wire == 2:                             # packed varints
                 j = 0
                 while j < len(v):
-                    x, j = _read_varint(v, j)
+                    x, j = decode_varint(v, j)
                     typed.append(x)
             elif wire in (1, 5):
                 typed.append(struct.unpack("<d" if wire == 1 else "<f", v)[0])
