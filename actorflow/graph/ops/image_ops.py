@@ -816,121 +816,45 @@ def _safe_reciprocal(x):
 
 @RGBToHSV.gradient
 def _rgb_to_hsv_grad(op, grad):
-    """TF's _RGBToHSVGrad (image_grad.py, Apache 2.0), term for term: the partial derivatives of
-    hue, saturation and value by each channel, ties broken as TF breaks them."""
+    """d(h, s, v)/d(r, g, b), derived per pixel from which channel is the largest (M) and which the
+    smallest (m), with the ties resolved as TF resolves them (largest: r before g before b; smallest:
+    b before g before r). With v = x_M, D = v - x_m, s = D / v and h = (x_a - x_b) / (6 D) + const,
+    where (a, b) are the channels after M in the order r, g, b, r, g:
+
+        dv/dx_c = [c = M]
+        ds/dx_c = [x_c > 0] ([c = M] x_m / v^2 - [c = m] / v)
+        dh/dx_c = [v > 0] ([c = M] (-(x_a - x_b)) / D^2 + ([c = a] - [c = b]) / D
+                           + [c = m, c != M] (x_a - x_b) / D^2) / 6
+
+    Zero denominators give zero (div_no_nan), as TF's gradient does on grey pixels.
+    """
+    x = op.inputs[0]
+    dtype = x.dtype
+    r, g, b = x[..., 0], x[..., 1], x[..., 2]
+
+    def mask(*conds):
+        return math_ops.cast(conds[0] & conds[1], dtype)
+    biggest = array_ops.stack([mask(r >= g, r >= b), mask(g > r, g >= b), mask(b > r, b > g)], axis=-1)
+    smallest = array_ops.stack([mask(r < g, r < b), mask(g <= r, g < b), mask(b <= r, b <= g)], axis=-1)
+    after_1 = array_ops.concat([biggest[..., 2:], biggest[..., :2]], axis=-1)     # c = a: c - 1 is M
+    after_2 = array_ops.concat([biggest[..., 1:], biggest[..., :1]], axis=-1)     # c = b: c - 2 is M
+
+    def channel_sum(t):
+        return math_ops.reduce_sum(t, axis=-1, keepdims=True)
+    v = channel_sum(x * biggest)
+    lo = channel_sum(x * smallest)
+    d = v - lo
+    diff = channel_sum(x * (after_1 - after_2))                                    # x_a - x_b
+    one = math_ops.cast(1.0, dtype)
+    inv_d = math_ops.div_no_nan(one, d)
+    inv_v = math_ops.div_no_nan(one, v)
+    positive_v = math_ops.cast(v > 0, dtype)
+    dv = biggest
+    ds = math_ops.cast(x > 0, dtype) * (biggest * lo * inv_v * inv_v - smallest * inv_v)
+    dh = positive_v * (-biggest * diff * inv_d * inv_d + (after_1 - after_2) * inv_d
+                       + smallest * (one - biggest) * diff * inv_d * inv_d) / 6
     grad = convert_to_tensor(grad)
-    reds = op.inputs[0][..., 0]
-    greens = op.inputs[0][..., 1]
-    blues = op.inputs[0][..., 2]
-    saturation = op.outputs[0][..., 1]
-    value = op.outputs[0][..., 2]
-
-    dtype = op.inputs[0].dtype
-
-    red_biggest = math_ops.cast((reds >= blues) & \
-                                  (reds >= greens), dtype)
-    green_biggest = math_ops.cast((greens > reds) & \
-                                      (greens >= blues), dtype)
-    blue_biggest = math_ops.cast((blues > reds) & \
-                                    (blues > greens), dtype)
-    red_smallest = math_ops.cast((reds < blues) & \
-                                    (reds < greens), dtype)
-    green_smallest = math_ops.cast((greens <= reds) & \
-                                        (greens < blues), dtype)
-    blue_smallest = math_ops.cast((blues <= reds) & \
-                                      (blues <= greens), dtype)
-
-    dv_dr = red_biggest
-    dv_dg = green_biggest
-    dv_db = blue_biggest
-
-
-    ds_dr = math_ops.cast(reds > 0, dtype) * math_ops.add(
-            red_biggest * math_ops.add(green_smallest * greens, blue_smallest * blues)
-            * _safe_reciprocal(math_ops.square(reds)), red_smallest * -1 *
-            _safe_reciprocal((green_biggest * greens) + (blue_biggest * blues)))
-    ds_dg = math_ops.cast(greens > 0, dtype) * math_ops.add(
-            green_biggest * math_ops.add(red_smallest * reds, blue_smallest * blues) *
-            _safe_reciprocal(math_ops.square(greens)), green_smallest * -1 *
-            _safe_reciprocal((red_biggest * reds) + (blue_biggest * blues)))
-    ds_db = math_ops.cast(blues > 0, dtype) * math_ops.add(
-            blue_biggest * math_ops.add(green_smallest * greens, red_smallest * reds)
-            * _safe_reciprocal(math_ops.square(blues)), blue_smallest * -1 *
-            _safe_reciprocal((green_biggest * greens) + (red_biggest * reds)))
-
-
-    dh_dr_1 = 60 * (
-            math_ops.cast(reds > 0, dtype) * red_biggest * -1 *
-            (greens - blues) * _safe_reciprocal(math_ops.square(saturation)) *
-            _safe_reciprocal(math_ops.square(value)))
-    dh_dr_2 = 60 * (
-            math_ops.cast(greens > 0, dtype) * green_biggest * red_smallest *
-            (blues - greens) * _safe_reciprocal(math_ops.square(reds - greens)))
-    dh_dr_3 = 60 * (
-            math_ops.cast(greens > 0, dtype) * green_biggest * blue_smallest * -1 *
-            _safe_reciprocal(greens - blues))
-    dh_dr_4 = 60 * (
-            math_ops.cast(blues > 0, dtype) * blue_biggest * red_smallest *
-            (blues - greens) * _safe_reciprocal(math_ops.square(blues - reds)))
-    dh_dr_5 = 60 * (
-            math_ops.cast(blues > 0, dtype) * blue_biggest * green_smallest *
-            _safe_reciprocal(blues - greens))
-
-    dh_dr = dh_dr_1 + dh_dr_2 + dh_dr_3 + dh_dr_4 + dh_dr_5
-    dh_dr = dh_dr / 360
-
-    dh_dg_1 = 60 * (
-            math_ops.cast(greens > 0, dtype) * green_biggest * -1 *
-            (blues - reds) * _safe_reciprocal(math_ops.square(saturation)) *
-            _safe_reciprocal(math_ops.square(value)))
-    dh_dg_2 = 60 * (
-            math_ops.cast(reds > 0, dtype) * red_biggest * green_smallest *
-            (reds - blues) * _safe_reciprocal(math_ops.square(reds - greens)))
-    dh_dg_3 = 60 * (
-            math_ops.cast(reds > 0, dtype) * red_biggest * blue_smallest *
-            _safe_reciprocal(reds - blues))
-    dh_dg_4 = 60 * (
-            math_ops.cast(blues > 0, dtype) * blue_biggest * green_smallest *
-            (reds - blues) * _safe_reciprocal(math_ops.square(blues - greens)))
-    dh_dg_5 = 60 * (
-            math_ops.cast(blues > 0, dtype) * blue_biggest * red_smallest * -1 *
-            _safe_reciprocal(blues - reds))
-
-    dh_dg = dh_dg_1 + dh_dg_2 + dh_dg_3 + dh_dg_4 + dh_dg_5
-    dh_dg = dh_dg / 360
-
-    dh_db_1 = 60 * (
-            math_ops.cast(blues > 0, dtype) * blue_biggest * -1 *
-            (reds - greens) * _safe_reciprocal(math_ops.square(saturation)) *
-            _safe_reciprocal(math_ops.square(value)))
-    dh_db_2 = 60 * (
-            math_ops.cast(reds > 0, dtype) * red_biggest * blue_smallest *
-            (greens - reds) * _safe_reciprocal(math_ops.square(reds - blues)))
-    dh_db_3 = 60 * (
-            math_ops.cast(reds > 0, dtype) * red_biggest * green_smallest * -1 *
-            _safe_reciprocal(reds - greens))
-    dh_db_4 = 60 * (
-            math_ops.cast(greens > 0, dtype) * green_biggest * blue_smallest *
-            (greens - reds) * _safe_reciprocal(math_ops.square(greens - blues)))
-    dh_db_5 = 60 * (
-            math_ops.cast(greens > 0, dtype) * green_biggest * red_smallest *
-            _safe_reciprocal(greens - reds))
-
-    dh_db = dh_db_1 + dh_db_2 + dh_db_3 + dh_db_4 + dh_db_5
-    dh_db = dh_db / 360
-
-    dv_drgb = array_ops.stack(
-            [grad[..., 2] * dv_dr, grad[..., 2] * dv_dg, grad[..., 2] * dv_db],
-            axis=-1)
-    ds_drgb = array_ops.stack(
-            [grad[..., 1] * ds_dr, grad[..., 1] * ds_dg, grad[..., 1] * ds_db],
-            axis=-1)
-    dh_drgb = array_ops.stack(
-            [grad[..., 0] * dh_dr, grad[..., 0] * dh_dg, grad[..., 0] * dh_db],
-            axis=-1)
-
-    gradient_input = math_ops.add(math_ops.add(dv_drgb, ds_drgb), dh_drgb)
-    return [gradient_input]
+    return [grad[..., 0:1] * dh + grad[..., 1:2] * ds + grad[..., 2:3] * dv]
 
 
 @HSVToRGB.gradient
