@@ -40,6 +40,9 @@ from actorflow.graph.ops.nn_ops import l2_normalize  # noqa: E402
 
 matrix_rank, matvec, normalize, pinv = _more.matrix_rank, _more.matvec, _more.normalize, _more.pinv
 tridiagonal_matmul, tridiagonal_solve = _more.tridiagonal_matmul, _more.tridiagonal_solve
+expm, sqrtm, lu, lu_solve = _more.expm, _more.sqrtm, _more.lu, _more.lu_solve
+lu_reconstruct, lu_matrix_inverse = _more.lu_reconstruct, _more.lu_matrix_inverse
 
 __all__ += ["tensor_diag", "tensor_diag_part", "global_norm", "l2_normalize", "normalize", "matvec", "matrix_rank",
-            "pinv", "tridiagonal_matmul", "tridiagonal_solve"]
+            "pinv", "tridiagonal_matmul", "tridiagonal_solve", "expm", "sqrtm", "lu", "lu_solve", "lu_reconstruct",
+            "lu_matrix_inverse"]

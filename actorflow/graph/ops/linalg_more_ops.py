@@ -1,22 +1,30 @@
 """The rest of tf.linalg's dense functions, as TF builds them (tensorflow/python/ops/linalg/linalg_impl.py):
 composites over the ops of linalg_ops.py and array_ops (normalize, matvec, matrix_rank, pinv,
-tridiagonal_matmul, tridiagonal_solve), whose gradients are those of their parts.
+tridiagonal_matmul, tridiagonal_solve, lu_solve, lu_reconstruct, lu_matrix_inverse), whose gradients
+are those of their parts; and three ops with CPU kernels (kernels/cpu/linalg_more.py): MatrixExponential
+(expm, differentiated by the block-matrix identity), MatrixSquareRoot (sqrtm, TF's Kronecker-product
+gradient) and Lu (no gradient, as in TF).
 
 Works on the innermost two dimensions, batched over the leading ones, float32 and float64 (actorflow
 has no complex dtypes). The tridiagonal functions need a statically known rank.
 """
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 
 from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor
+from actorflow.graph.op_def import define_op
 from actorflow.graph.ops import array_ops, math_ops
 from actorflow.graph.ops.array_ops._args import _op_scope
-from actorflow.graph.ops.linalg_ops import adjoint, matrix_solve, svd
+from actorflow.graph.ops.linalg_ops import _infer_same, adjoint, matrix_solve, matrix_triangular_solve, svd
 from actorflow.graph.ops.math_more_ops import norm
+from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["normalize", "matvec", "matrix_rank", "pinv", "tridiagonal_matmul", "tridiagonal_solve"]
+__all__ = ["normalize", "matvec", "matrix_rank", "pinv", "tridiagonal_matmul", "tridiagonal_solve", "expm", "sqrtm",
+           "lu", "lu_solve", "lu_reconstruct", "lu_matrix_inverse"]
 
 
 def normalize(tensor, ord="euclidean", axis=None, name=None):  # noqa: A002 (TF's name)
@@ -190,3 +198,129 @@ def tridiagonal_solve(diagonals, rhs, diagonals_format="compact", transpose_rhs=
             raise ValueError(f"Expected number of left-hand sided and right-hand sides to be equal, got {m} and {k}")
         x = matrix_solve(_dense_tridiagonal(sup, main, sub), b)
         return array_ops.squeeze(x, axis=[-1]) if vector else x
+
+
+# ---------------------------------------------------------------------------------------------
+# Matrix functions and the LU factorization
+# ---------------------------------------------------------------------------------------------
+
+def _infer_lu(inputs, attrs):
+    [(dt, shape)] = _infer_same(inputs, attrs)
+    idx = attrs.get("output_idx_type", dtypes.int32)
+    return [(dt, shape), (dtypes.as_dtype(idx), TensorShape(None) if shape.ndims is None else shape[:-1])]
+
+
+MatrixExponential = define_op("MatrixExponential", _infer_same)
+MatrixSquareRoot = define_op("MatrixSquareRoot", _infer_same)
+Lu = define_op("Lu", _infer_lu)
+
+
+def _static_order(x, what):
+    n = x.shape.dims[-1] if x.shape.ndims else None
+    if n is None:
+        raise ValueError(f"the gradient of {what} needs a statically known matrix size, '{x.name}' has {x.shape}")
+    return n
+
+
+@MatrixExponential.gradient
+def _matrix_exponential_grad(op, grad):
+    # d expm(A)[E] is the upper right block of expm([[A, E], [0, A]]); the adjoint map takes G to the
+    # upper right block of expm([[A^T, G], [0, A^T]]).
+    a = op.inputs[0]
+    n = _static_order(a, "expm")
+    at = adjoint(a)
+    g = convert_to_tensor(grad)
+    top = array_ops.concat([at, g], -1)
+    bottom = array_ops.concat([array_ops.zeros_like(at), at], -1)
+    big = MatrixExponential(array_ops.concat([top, bottom], -2))
+    return [big[..., :n, n:]]
+
+
+def _kron(b1, b2):
+    """Kronecker products of two batches of square matrices [..., n, n] -> [..., n*n, n*n]."""
+    n = _static_order(b1, "sqrtm")
+    prod = (array_ops.expand_dims(array_ops.expand_dims(b1, -1), -3)
+            * array_ops.expand_dims(array_ops.expand_dims(b2, -3), -2))
+    return array_ops.reshape(prod, array_ops.concat([array_ops.shape(prod)[:-4], [n * n, n * n]], 0))
+
+
+@MatrixSquareRoot.gradient
+def _matrix_square_root_grad(op, grad):
+    # TF's: R dR + dR R = dA, solved for the adjoint as one (n^2 x n^2) linear system.
+    r = op.outputs[0]
+    n = _static_order(r, "sqrtm")
+    eye = array_ops.eye(n, dtype=r.dtype) + array_ops.zeros_like(r)
+    ksum = _kron(eye, adjoint(r)) + _kron(r, eye)
+    batch = array_ops.shape(r)[:-2]
+    vec_da = array_ops.reshape(adjoint(convert_to_tensor(grad)), array_ops.concat([batch, [n * n, 1]], 0))
+    vec = matrix_solve(ksum, vec_da)
+    return [adjoint(array_ops.reshape(vec, array_ops.shape(r)))]
+
+
+def expm(input, name=None):  # noqa: A002 (TF's name)
+    """exp of each innermost square matrix (tf.linalg.expm): scaling and squaring with a Pade
+    approximant (scipy's, where TF has its own Pade 3/5/7/9/13 choice; the two agree to rounding).
+    float32 is computed in float64 and rounded. The gradient is exact: the block-matrix identity."""
+    with _op_scope(name, "matrix_exponential") as sc:
+        return sc.op(MatrixExponential, convert_to_tensor(input, name="input"))
+
+
+def sqrtm(input, name=None):  # noqa: A002 (TF's name)
+    """The principal square root of each innermost square matrix (tf.linalg.sqrtm,
+    tf.matrix_square_root), by the Schur method; where no real square root exists (a negative real
+    eigenvalue) the result is NaN. float32 is computed in float64 and rounded."""
+    with _op_scope(name, "MatrixSquareRoot") as sc:
+        return sc.op(MatrixSquareRoot, convert_to_tensor(input, name="input"))
+
+
+LuResult = collections.namedtuple("Lu", ["lu", "p"])
+
+
+def lu(input, output_idx_type=dtypes.int32, name=None):  # noqa: A002 (TF's name)
+    """LU factorization with partial pivoting of each innermost square matrix (tf.linalg.lu): (lu, p)
+    with lu holding L (unit diagonal, below) and U (on and above the diagonal), and p the row
+    permutation with input[..., p, :] = L U. A singular matrix fails the step ("Input is not
+    invertible."); no gradient (af.gradients raises LookupError, as TF)."""
+    with _op_scope(name, "Lu") as sc:
+        return LuResult(*sc.op(Lu, convert_to_tensor(input, name="input"),
+                               output_idx_type=dtypes.as_dtype(output_idx_type)))
+
+
+def _lower_unit(lower_upper):
+    return array_ops.matrix_set_diag(array_ops.matrix_band_part(lower_upper, -1, 0),
+                                     array_ops.ones_like(array_ops.matrix_diag_part(lower_upper)))
+
+
+def _perm_matrix(perm, dtype):
+    """P with P[..., i, perm[i]] = 1, so P @ x = x[perm] (a matmul where TF gathers: the same values)."""
+    perm = convert_to_tensor(perm, name="perm")
+    if perm.dtype not in (dtypes.int32, dtypes.int64):
+        raise ValueError(f"perm must be int32 or int64, got {perm.dtype.name} ('{perm.name}')")
+    return array_ops.one_hot(perm, array_ops.shape(perm)[-1], dtype=dtype)
+
+
+def lu_reconstruct(lower_upper, perm, validate_args=False, name=None):
+    """The matrix whose lu() is (lower_upper, perm): L U with its rows put back (tf.linalg.lu_reconstruct)."""
+    with _op_scope(name, "lu_reconstruct"):
+        lu_ = convert_to_tensor(lower_upper, name="lower_upper")
+        x = math_ops.matmul(_lower_unit(lu_), array_ops.matrix_band_part(lu_, 0, -1))
+        return math_ops.matmul(_perm_matrix(perm, lu_.dtype), x, transpose_a=True)
+
+
+def lu_solve(lower_upper, perm, rhs, validate_args=False, name=None):
+    """X with A X = rhs given lu(A) = (lower_upper, perm) (tf.linalg.lu_solve); batch dimensions
+    broadcast."""
+    with _op_scope(name, "lu_solve"):
+        lu_ = convert_to_tensor(lower_upper, name="lower_upper")
+        rhs = convert_to_tensor(rhs, dtype=lu_.dtype, name="rhs")
+        permuted = math_ops.matmul(_perm_matrix(perm, lu_.dtype), rhs)
+        y = matrix_triangular_solve(_lower_unit(lu_), permuted, lower=True)
+        return matrix_triangular_solve(lu_, y, lower=False)
+
+
+def lu_matrix_inverse(lower_upper, perm, validate_args=False, name=None):
+    """The inverse of A given lu(A) = (lower_upper, perm) (tf.linalg.lu_matrix_inverse)."""
+    with _op_scope(name, "lu_matrix_inverse"):
+        lu_ = convert_to_tensor(lower_upper, name="lower_upper")
+        s = array_ops.shape(lu_)
+        return lu_solve(lu_, perm, array_ops.eye(s[-1], batch_shape=s[:-2], dtype=lu_.dtype))
