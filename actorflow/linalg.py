@@ -46,3 +46,9 @@ lu_reconstruct, lu_matrix_inverse = _more.lu_reconstruct, _more.lu_matrix_invers
 __all__ += ["tensor_diag", "tensor_diag_part", "global_norm", "l2_normalize", "normalize", "matvec", "matrix_rank",
             "pinv", "tridiagonal_matmul", "tridiagonal_solve", "expm", "sqrtm", "lu", "lu_solve", "lu_reconstruct",
             "lu_matrix_inverse"]
+
+from actorflow.graph.ops import linear_operator as _lo  # noqa: E402
+
+for _name in _lo.__all__:
+    globals()[_name] = getattr(_lo, _name)
+__all__ += list(_lo.__all__)
