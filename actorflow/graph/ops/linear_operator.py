@@ -255,8 +255,7 @@ class LinearOperator:
 
     def cholesky(self, name=None):
         if not self.is_positive_definite or not self.is_self_adjoint:
-            raise ValueError("Cholesky decomposition is only defined for an operator that is self-adjoint and "
-                             "positive definite (set is_self_adjoint=True and is_positive_definite=True).")
+            raise ValueError("Cannot take the Cholesky decomposition: Not a positive definite self adjoint matrix.")
         return self._cholesky()
 
     def _cholesky(self):
@@ -811,7 +810,10 @@ class LinearOperatorZeros(LinearOperator):
         self._m, self._batch = _eye_shape(num_rows, batch_shape)
         self._n = self._m if num_columns is None else int(num_columns)
         square = self._m == self._n
-        super().__init__(dtype or dtypes.float32, None, False, is_self_adjoint if square else False, False, square,
+        if is_square and not square:
+            raise ValueError(f"LinearOperatorZeros initialized as is_square=True, but got num_rows({self._m}) != "
+                             f"num_columns({self._n})")
+        super().__init__(dtype or dtypes.float32, None, False, is_self_adjoint, False, is_square,
                          name, {"num_rows": num_rows, "num_columns": num_columns, "batch_shape": batch_shape})
 
     def _shape(self):
