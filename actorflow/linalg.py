@@ -42,10 +42,11 @@ matrix_rank, matvec, normalize, pinv = _more.matrix_rank, _more.matvec, _more.no
 tridiagonal_matmul, tridiagonal_solve = _more.tridiagonal_matmul, _more.tridiagonal_solve
 expm, sqrtm, lu, lu_solve = _more.expm, _more.sqrtm, _more.lu, _more.lu_solve
 lu_reconstruct, lu_matrix_inverse = _more.lu_reconstruct, _more.lu_matrix_inverse
+eigh_tridiagonal = _more.eigh_tridiagonal
 
 __all__ += ["tensor_diag", "tensor_diag_part", "global_norm", "l2_normalize", "normalize", "matvec", "matrix_rank",
             "pinv", "tridiagonal_matmul", "tridiagonal_solve", "expm", "sqrtm", "lu", "lu_solve", "lu_reconstruct",
-            "lu_matrix_inverse"]
+            "lu_matrix_inverse", "eigh_tridiagonal"]
 
 from actorflow.graph.ops import linear_operator as _lo  # noqa: E402
 

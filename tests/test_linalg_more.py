@@ -70,3 +70,11 @@ def test_sqrtm_without_a_real_root_is_nan():
         r = af.linalg.sqrtm(af.constant([[-1.0, 0.0], [0.0, 4.0]], af.float64))
         with af.Session() as s:
             assert np.isnan(s.run(r)).any()
+
+
+def test_eigh_tridiagonal_gradient_against_finite_differences():
+    from tests.gradcheck import check_gradients
+    alpha, beta = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.5, 0.3, -0.2])
+    check_gradients(lambda a, b: af.linalg.eigh_tridiagonal(a, b), [alpha, beta], rtol=1e-5, atol=1e-6)
+    with af.Graph().as_default(), pytest.raises(ValueError, match="select"):
+        af.linalg.eigh_tridiagonal(alpha, beta, select="x")

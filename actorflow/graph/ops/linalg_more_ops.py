@@ -24,7 +24,7 @@ from actorflow.graph.ops.math_more_ops import norm
 from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["normalize", "matvec", "matrix_rank", "pinv", "tridiagonal_matmul", "tridiagonal_solve", "expm", "sqrtm",
-           "lu", "lu_solve", "lu_reconstruct", "lu_matrix_inverse"]
+           "lu", "lu_solve", "lu_reconstruct", "lu_matrix_inverse", "eigh_tridiagonal"]
 
 
 def normalize(tensor, ord="euclidean", axis=None, name=None):  # noqa: A002 (TF's name)
@@ -324,3 +324,35 @@ def lu_matrix_inverse(lower_upper, perm, validate_args=False, name=None):
         lu_ = convert_to_tensor(lower_upper, name="lower_upper")
         s = array_ops.shape(lu_)
         return lu_solve(lu_, perm, array_ops.eye(s[-1], batch_shape=s[:-2], dtype=lu_.dtype))
+
+
+def eigh_tridiagonal(alpha, beta, eigvals_only=True, select="a", select_range=None, tol=None, name=None):
+    """Eigenvalues (ascending), and with eigvals_only=False eigenvectors (columns), of the symmetric
+    tridiagonal matrix with diagonal alpha [n] and off-diagonal beta [n-1] (tf.linalg.eigh_tridiagonal).
+    select 'a' (all), 'i' (indices select_range[0]..select_range[1], inclusive) or 'v' (eigenvalues in
+    (select_range[0], select_range[1]]). Differs from TF: computed by the dense symmetric
+    eigensolver (self_adjoint_eig) rather than bisection and inverse iteration, so `tol` is ignored,
+    eigenvectors' signs may differ, and the gradient is the exact eigenvalue derivative; real inputs only."""
+    from actorflow.graph.ops.array_ops import boolean_mask
+    from actorflow.graph.ops.linalg_ops import self_adjoint_eig
+    if select not in ("a", "i", "v"):
+        raise ValueError(f"select must be one of 'a', 'i' or 'v', got {select!r}")
+    if select != "a" and select_range is None:
+        raise ValueError(f"select={select!r} needs a select_range")
+    with _op_scope(name, "eigh_tridiagonal"):
+        alpha = convert_to_tensor(alpha, name="alpha")
+        beta = convert_to_tensor(beta, dtype=alpha.dtype, name="beta")
+        if alpha.shape.ndims not in (None, 1) or beta.shape.ndims not in (None, 1):
+            raise ValueError(f"alpha and beta must be vectors, got shapes {alpha.shape} and {beta.shape}")
+        zero = array_ops.zeros_like(alpha[:1])
+        dense = _dense_tridiagonal(array_ops.concat([beta, zero], 0), alpha, array_ops.concat([zero, beta], 0))
+        e, v = self_adjoint_eig(dense)
+        if select == "i":
+            lo, hi = select_range
+            e, v = e[lo:hi + 1], v[:, lo:hi + 1]
+        elif select == "v":
+            lo, hi = (convert_to_tensor(t, dtype=alpha.dtype) for t in select_range)
+            keep = math_ops.logical_and(e > lo, e <= hi)
+            e = boolean_mask(e, keep)
+            v = adjoint(boolean_mask(adjoint(v), keep))
+        return e if eigvals_only else (e, v)
