@@ -7,7 +7,7 @@ overrides what its structure makes cheaper or exact (a diagonal's solve is a div
 one a triangular solve, a permutation's determinant its sign). Real dtypes only: an adjoint is a
 transpose. Differs from TF: batch shapes of an operator and its argument must be equal or broadcast
 as the dense op does (matmul broadcasts; matrix_solve needs equal batch shapes), no assert_* methods,
-and no Circulant or BlockLowerTriangular operators.
+and no Circulant operators (no FFT).
 """
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ __all__ = ["LinearOperator", "LinearOperatorFullMatrix", "LinearOperatorDiag", "
            "LinearOperatorScaledIdentity", "LinearOperatorLowerTriangular", "LinearOperatorComposition",
            "LinearOperatorAdjoint", "LinearOperatorInversion", "LinearOperatorBlockDiag", "LinearOperatorKronecker",
            "LinearOperatorLowRankUpdate", "LinearOperatorZeros", "LinearOperatorPermutation",
-           "LinearOperatorHouseholder", "LinearOperatorToeplitz", "LinearOperatorTridiag"]
+           "LinearOperatorHouseholder", "LinearOperatorToeplitz", "LinearOperatorTridiag",
+           "LinearOperatorBlockLowerTriangular"]
 
 
 def _swap(x, adjoint_arg):
@@ -692,6 +693,78 @@ class LinearOperatorBlockDiag(LinearOperator):
         out = self._operators[0].log_abs_determinant()
         for op in self._operators[1:]:
             out = out + op.log_abs_determinant()
+        return out
+
+
+class LinearOperatorBlockLowerTriangular(LinearOperator):
+    """A block lower-triangular operator from rows of operators [[A11], [A21, A22], ...], the diagonal
+    blocks square (tf.linalg.LinearOperatorBlockLowerTriangular); sizes known statically here. The
+    determinant is the product of the diagonal blocks'; solves go through the dense matrix."""
+
+    def __init__(self, operators, is_non_singular=None, is_self_adjoint=None, is_positive_definite=None,
+                 is_square=None, name="LinearOperatorBlockLowerTriangular"):
+        rows = [list(r) for r in operators]
+        if not rows:
+            raise ValueError("Expected a non-empty list of operators.")
+        for i, row in enumerate(rows):
+            if len(row) != i + 1:
+                raise ValueError(f"Argument `operators[{i}]` must contain `{i + 1}` blocks, got {len(row)}.")
+        diag = [row[-1] for row in rows]
+        for op in diag:
+            if op.is_square is False:
+                raise ValueError(f"The diagonal operators must be square, {op.name} is not.")
+        if all(op.is_non_singular for op in diag):
+            is_non_singular = _hint(is_non_singular, True)
+        self._rows = rows
+        self._sizes = [_static_dims(op, "LinearOperatorBlockLowerTriangular")[0] for op in diag]
+        for i, row in enumerate(rows):
+            for j, op in enumerate(row):
+                if _static_dims(op, "LinearOperatorBlockLowerTriangular") != (self._sizes[i], self._sizes[j]):
+                    raise ValueError(f"operators[{i}][{j}] ({op.name}) has shape {op.shape}, expected "
+                                     f"[..., {self._sizes[i]}, {self._sizes[j]}]")
+        super().__init__(diag[0].dtype, None, is_non_singular, is_self_adjoint, is_positive_definite, True, name,
+                         {"operators": operators})
+
+    @property
+    def operators(self):
+        return [list(r) for r in self._rows]
+
+    def _shape(self):
+        from actorflow.graph.ops.infer import broadcast_shapes
+        batch = TensorShape([])
+        for row in self._rows:
+            for op in row:
+                batch = broadcast_shapes(batch, op.batch_shape)
+        n = sum(self._sizes)
+        return batch.concatenate([n, n])
+
+    def _to_dense(self):
+        batch = self.batch_shape.as_list()
+        n = sum(self._sizes)
+        out = []
+        for i, row in enumerate(self._rows):
+            blocks = []
+            for op in row:
+                d = op.to_dense()
+                if batch and d.shape.as_list()[:-2] != batch:
+                    d = array_ops.broadcast_to(d, batch + d.shape.as_list()[-2:])
+                blocks.append(d)
+            rest = n - sum(self._sizes[:i + 1])
+            if rest:
+                blocks.append(array_ops.zeros(batch + [self._sizes[i], rest], dtype=self.dtype))
+            out.append(array_ops.concat(blocks, -1))
+        return array_ops.concat(out, -2)
+
+    def _determinant(self):
+        out = self._rows[0][-1].determinant()
+        for row in self._rows[1:]:
+            out = out * row[-1].determinant()
+        return out
+
+    def _log_abs_determinant(self):
+        out = self._rows[0][-1].log_abs_determinant()
+        for row in self._rows[1:]:
+            out = out + row[-1].log_abs_determinant()
         return out
 
 
