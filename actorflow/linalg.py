@@ -48,8 +48,15 @@ __all__ += ["tensor_diag", "tensor_diag_part", "global_norm", "l2_normalize", "n
             "pinv", "tridiagonal_matmul", "tridiagonal_solve", "expm", "sqrtm", "lu", "lu_solve", "lu_reconstruct",
             "lu_matrix_inverse", "eigh_tridiagonal"]
 
+import types as _types  # noqa: E402
+
 from actorflow.graph.ops import linear_operator as _lo  # noqa: E402
 
 for _name in _lo.__all__:
     globals()[_name] = getattr(_lo, _name)
-__all__ += list(_lo.__all__)
+__all__ += [n for n in _lo.__all__ if n != "conjugate_gradient"]
+del globals()["conjugate_gradient"]
+
+experimental = _types.SimpleNamespace(conjugate_gradient=_lo.conjugate_gradient)
+"""tf.linalg.experimental: conjugate_gradient."""
+__all__ += ["experimental"]

@@ -11,6 +11,8 @@ and no Circulant operators (no FFT).
 """
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 
 from actorflow.graph import dtypes
@@ -32,7 +34,7 @@ __all__ = ["LinearOperator", "LinearOperatorFullMatrix", "LinearOperatorDiag", "
            "LinearOperatorAdjoint", "LinearOperatorInversion", "LinearOperatorBlockDiag", "LinearOperatorKronecker",
            "LinearOperatorLowRankUpdate", "LinearOperatorZeros", "LinearOperatorPermutation",
            "LinearOperatorHouseholder", "LinearOperatorToeplitz", "LinearOperatorTridiag",
-           "LinearOperatorBlockLowerTriangular"]
+           "LinearOperatorBlockLowerTriangular", "conjugate_gradient"]
 
 
 def _swap(x, adjoint_arg):
@@ -1087,3 +1089,50 @@ def _shift_vec(d, up):
     if up:
         return array_ops.pad(d[..., 1:], [[0, 0]] * (r - 1) + [[0, 1]])
     return array_ops.pad(d[..., :-1], [[0, 0]] * (r - 1) + [[1, 0]])
+
+
+CGState = collections.namedtuple("CGState", ["i", "x", "r", "p", "gamma"])
+
+
+def conjugate_gradient(operator, rhs, preconditioner=None, x=None, tol=1e-5, max_iter=20,
+                       name="conjugate_gradient"):
+    """Solves operator x = rhs for a self-adjoint positive definite operator by (preconditioned)
+    conjugate gradients, stopping after max_iter steps or when every residual's norm is at most
+    tol * |rhs| (tf.linalg.experimental.conjugate_gradient). Returns CGState(i, x, r, p, gamma)."""
+    from actorflow.graph.control_flow import while_loop
+    from actorflow.graph.ops.constant import constant
+    from actorflow.graph.ops.math_more_ops import norm
+    if not (operator.is_self_adjoint and operator.is_positive_definite):
+        raise ValueError("Expected a self-adjoint, positive definite operator.")
+
+    def dot(a, b):
+        return math_ops.reduce_sum(a * b, axis=-1)
+
+    def cond(i, x, r, p, gamma):
+        return math_ops.logical_and(i < max_iter, math_ops.reduce_any(norm(r, axis=-1) > tol_))
+
+    def body(i, x, r, p, gamma):
+        z = operator.matvec(p)
+        alpha = gamma / dot(p, z)
+        x = x + array_ops.expand_dims(alpha, -1) * p
+        r = r - array_ops.expand_dims(alpha, -1) * z
+        q = r if preconditioner is None else preconditioner.matvec(r)
+        new_gamma = dot(r, q)
+        p = q + array_ops.expand_dims(new_gamma / gamma, -1) * p
+        return i + 1, x, r, p, new_gamma
+
+    rhs = convert_to_tensor(rhs, dtype=operator.dtype, name="rhs")
+    batch = operator.batch_shape
+    if preconditioner is not None:
+        from actorflow.graph.ops.infer import broadcast_shapes
+        batch = broadcast_shapes(batch, preconditioner.batch_shape)
+    r0 = _batch_matmul_shape(batch, array_ops.expand_dims(rhs, -1))[..., 0]
+    tol_ = tol * norm(r0, axis=-1)
+    if x is None:
+        x = array_ops.zeros_like(r0)
+    else:
+        x = convert_to_tensor(x, dtype=operator.dtype, name="x")
+        r0 = rhs - operator.matvec(x)
+    p0 = r0 if preconditioner is None else preconditioner.matvec(r0)
+    out = while_loop(cond, body, [constant(0, dtype=dtypes.int32), x, r0, p0, dot(r0, p0)], name=name)
+    return CGState(*out)
