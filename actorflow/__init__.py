@@ -98,6 +98,7 @@ from actorflow.graph.ops.linalg_ops import (cholesky, cholesky_solve, matrix_det
                                             matrix_inverse, matrix_solve, matrix_solve_ls, matrix_triangular_solve,
                                             self_adjoint_eig, self_adjoint_eigvals, svd)
 from actorflow.graph.ops.misc_ops import qr  # noqa: E402
+from actorflow.graph.ops.linalg_more_ops import sqrtm as matrix_square_root  # noqa: E402
 from actorflow import saved_model  # noqa: E402,F401
 from actorflow import serving  # noqa: E402,F401
 

@@ -31,3 +31,32 @@ __all__ = ["band_part", "diag", "diag_part", "set_diag", "eye", "einsum", "tenso
 from actorflow.graph.ops.special_math_ops import cross  # noqa: E402
 
 __all__ += ["cross"]
+
+from actorflow.graph.ops import linalg_more_ops as _more  # noqa: E402
+from actorflow.graph.ops.array_ops import diag as tensor_diag  # noqa: E402
+from actorflow.graph.ops.array_ops import diag_part as tensor_diag_part  # noqa: E402
+from actorflow.graph.ops.clip_ops import global_norm  # noqa: E402
+from actorflow.graph.ops.nn_ops import l2_normalize  # noqa: E402
+
+matrix_rank, matvec, normalize, pinv = _more.matrix_rank, _more.matvec, _more.normalize, _more.pinv
+tridiagonal_matmul, tridiagonal_solve = _more.tridiagonal_matmul, _more.tridiagonal_solve
+expm, sqrtm, lu, lu_solve = _more.expm, _more.sqrtm, _more.lu, _more.lu_solve
+lu_reconstruct, lu_matrix_inverse = _more.lu_reconstruct, _more.lu_matrix_inverse
+eigh_tridiagonal = _more.eigh_tridiagonal
+
+__all__ += ["tensor_diag", "tensor_diag_part", "global_norm", "l2_normalize", "normalize", "matvec", "matrix_rank",
+            "pinv", "tridiagonal_matmul", "tridiagonal_solve", "expm", "sqrtm", "lu", "lu_solve", "lu_reconstruct",
+            "lu_matrix_inverse", "eigh_tridiagonal"]
+
+import types as _types  # noqa: E402
+
+from actorflow.graph.ops import linear_operator as _lo  # noqa: E402
+
+for _name in _lo.__all__:
+    globals()[_name] = getattr(_lo, _name)
+__all__ += [n for n in _lo.__all__ if n != "conjugate_gradient"]
+del globals()["conjugate_gradient"]
+
+experimental = _types.SimpleNamespace(conjugate_gradient=_lo.conjugate_gradient)
+"""tf.linalg.experimental: conjugate_gradient."""
+__all__ += ["experimental"]
