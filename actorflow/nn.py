@@ -118,3 +118,17 @@ __all__ += ["conv1d", "convolution", "atrous_conv2d", "depthwise_conv2d", "depth
 from actorflow.graph.ops.array_ops.space_batch import space_to_batch  # noqa: E402  (tf.compat.v1.nn.space_to_batch)
 
 __all__ += ["space_to_batch"]
+
+# -- 3-D convolution and pooling (graph/ops/nn_conv3d_ops.py) ----------------------------------
+from actorflow.graph.ops.nn_conv3d_ops import (  # noqa: E402
+    avg_pool3d,
+    conv3d,
+    conv3d_backprop_filter,
+    conv3d_backprop_filter_v2,
+    conv3d_backprop_input_v2,
+    conv3d_transpose,
+    max_pool3d,
+)
+
+__all__ += ["conv3d", "conv3d_transpose", "conv3d_backprop_filter", "conv3d_backprop_filter_v2",
+            "conv3d_backprop_input_v2", "max_pool3d", "avg_pool3d"]
