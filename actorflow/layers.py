@@ -22,7 +22,7 @@ import numpy as np
 from actorflow.graph import dtypes
 from actorflow.graph.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.initializers import ones_initializer, zeros_initializer
-from actorflow.graph.ops import array_ops, math_ops, nn_ops
+from actorflow.graph.ops import array_ops, math_ops, nn_conv3d_ops, nn_ops
 from actorflow.graph.ops.constant import identity
 from actorflow.graph.ops.infer import constant_value
 from actorflow.graph.variable_scope import VariableScope, get_variable, variable_scope
@@ -35,7 +35,9 @@ _ONES = ones_initializer()
 __all__ = ["dense", "conv1d", "conv2d", "conv2d_transpose", "max_pooling1d", "average_pooling1d", "max_pooling2d",
            "average_pooling2d", "flatten", "dropout", "batch_normalization",
            "Layer", "Dense", "Conv1D", "Conv2D", "Conv2DTranspose", "MaxPooling1D", "MaxPooling2D", "AveragePooling1D",
-           "AveragePooling2D", "Dropout", "Flatten", "BatchNormalization"]
+           "AveragePooling2D", "Dropout", "Flatten", "BatchNormalization",
+           "conv3d", "conv3d_transpose", "max_pooling3d", "average_pooling3d",
+           "Conv3D", "Conv3DTranspose", "MaxPooling3D", "AveragePooling3D"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -56,6 +58,19 @@ def _pair(v, what, layer):
     if len(v) != 2:
         raise ValueError(f"Layer {layer}: `{what}` must be an int or a pair of ints, got {v}")
     return v
+
+
+def _triple(v, what, layer):
+    if isinstance(v, numbers.Integral):
+        return (int(v),) * 3
+    v = tuple(int(d) for d in v)
+    if len(v) != 3:
+        raise ValueError(f"Layer {layer}: `{what}` must be an int or a tuple of 3 ints, got {v}")
+    return v
+
+
+def _tuple_arg(rank):
+    return {1: _single, 2: _pair, 3: _triple}[rank]
 
 
 def _padding(padding, layer) -> str:
@@ -406,7 +421,7 @@ class _Conv(Layer):
                  kernel_constraint, bias_constraint, trainable, name, **kwargs):
         super().__init__(trainable=trainable, name=name, activity_regularizer=activity_regularizer, **kwargs)
         layer = self._layer
-        tup = _pair if self._rank == 2 else _single
+        tup = _tuple_arg(self._rank)
         self.filters = int(filters)
         self.kernel_size = tup(kernel_size, "kernel_size", layer)
         self.strides = tup(strides, "strides", layer)
@@ -596,19 +611,122 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
                            name=name, _scope=name, _reuse=reuse)(inputs)
 
 
+class Conv3D(_Conv):
+    """3-D convolution layer (tf.compat.v1.layers.Conv3D): `<scope>/kernel` [kd, kh, kw, in, filters]
+    and `<scope>/bias` [filters]; inputs [batch, depth, height, width, channels] ("channels_last")
+    or channels first."""
+    _rank = 3
+    _layer = "conv3d"
+
+    def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", data_format="channels_last",
+                 dilation_rate=(1, 1, 1), activation=None, use_bias=True, kernel_initializer=None,
+                 bias_initializer=_ZEROS, kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, trainable=True, name=None, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias,
+                         kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
+                         activity_regularizer, kernel_constraint, bias_constraint, trainable, name, **kwargs)
+
+    def build(self, input_shape):
+        in_ch = self._in_channels(input_shape)
+        self.kernel = self.add_weight("kernel", [*self.kernel_size, in_ch, self.filters],
+                                      initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self._make_bias()
+        self.built = True
+
+    def call(self, inputs):
+        x = _float_input(inputs, self._layer)
+        self._in_channels(x.shape)
+        fmt3 = "NDHWC" if self._fmt == "NHWC" else "NCDHW"
+        out = nn_conv3d_ops.conv3d(x, self.kernel, strides=list(self.strides), padding=self.padding,
+                                   data_format=fmt3, dilations=list(self.dilation_rate))
+        return _add_bias_activation(self, out, self._fmt)
+
+
+class Conv3DTranspose(_Conv):
+    """Transposed 3-D convolution layer (tf.compat.v1.layers.Conv3DTranspose): `<scope>/kernel`
+    [kd, kh, kw, filters, in_channels] and `<scope>/bias` [filters]; each spatial size becomes
+    `size * stride` ("same") or `size * stride + max(kernel - stride, 0)` ("valid"), as Keras's
+    deconv_output_length."""
+    _rank = 3
+    _layer = "conv3d_transpose"
+
+    def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", data_format="channels_last",
+                 activation=None, use_bias=True, kernel_initializer=None, bias_initializer=_ZEROS,
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, trainable=True, name=None, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, (1, 1, 1), activation, use_bias,
+                         kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
+                         activity_regularizer, kernel_constraint, bias_constraint, trainable, name, **kwargs)
+
+    def build(self, input_shape):
+        in_ch = self._in_channels(input_shape)
+        self.kernel = self.add_weight("kernel", [*self.kernel_size, self.filters, in_ch],
+                                      initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self._make_bias()
+        self.built = True
+
+    def call(self, inputs):
+        x = _float_input(inputs, self._layer)
+        self._in_channels(x.shape)
+        channels_last = self._fmt == "NHWC"
+        axes = (1, 2, 3) if channels_last else (2, 3, 4)
+        dyn = array_ops.shape(x)
+        outs = []
+        for a, k, st in zip(axes, self.kernel_size, self.strides):
+            size = x.shape[a] if x.shape[a] is not None else dyn[a]
+            outs.append(size * st if self.padding == "SAME" else size * st + max(k - st, 0))
+        batch = dyn[0]
+        output_shape = [batch, *outs, self.filters] if channels_last else [batch, self.filters, *outs]
+        out = nn_conv3d_ops.conv3d_transpose(x, self.kernel, output_shape, strides=list(self.strides),
+                                             padding=self.padding, data_format="NDHWC" if channels_last else "NCDHW")
+        static = [o if isinstance(o, int) else None for o in outs]
+        static = [x.shape[0], *static, self.filters] if channels_last else [x.shape[0], self.filters, *static]
+        out.set_shape(static)
+        return _add_bias_activation(self, out, self._fmt)
+
+
+def conv3d(inputs, filters, kernel_size, strides=(1, 1, 1), padding="valid", data_format="channels_last",
+           dilation_rate=(1, 1, 1), activation=None, use_bias=True, kernel_initializer=None,
+           bias_initializer=_ZEROS, kernel_regularizer=None, bias_regularizer=None,
+           activity_regularizer=None, kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
+           reuse=None):
+    """Functional form of Conv3D (tf.compat.v1.layers.conv3d)."""
+    return Conv3D(filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
+                  dilation_rate=dilation_rate, activation=activation, use_bias=use_bias,
+                  kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                  kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                  activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
+                  bias_constraint=bias_constraint, trainable=trainable, name=name, _scope=name, _reuse=reuse)(inputs)
+
+
+def conv3d_transpose(inputs, filters, kernel_size, strides=(1, 1, 1), padding="valid", data_format="channels_last",
+                     activation=None, use_bias=True, kernel_initializer=None, bias_initializer=_ZEROS,
+                     kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                     bias_constraint=None, trainable=True, name=None, reuse=None):
+    """Functional form of Conv3DTranspose (tf.compat.v1.layers.conv3d_transpose)."""
+    return Conv3DTranspose(filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
+                           activation=activation, use_bias=use_bias, kernel_initializer=kernel_initializer,
+                           bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+                           bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                           kernel_constraint=kernel_constraint, bias_constraint=bias_constraint, trainable=trainable,
+                           name=name, _scope=name, _reuse=reuse)(inputs)
+
+
 # ---------------------------------------------------------------------------------------------
 # Pooling
 # ---------------------------------------------------------------------------------------------
 
 class _Pooling(Layer):
-    """Max or average pooling over 1-D or 2-D windows; no variables."""
+    """Max or average pooling over 1-D, 2-D or 3-D windows; no variables."""
     _rank = 2
     _max = True
 
     def __init__(self, pool_size, strides, padding="valid", data_format="channels_last", name=None, **kwargs):
         super().__init__(name=name, **kwargs)
         layer = _snake_case(type(self).__name__)
-        tup = _pair if self._rank == 2 else _single
+        tup = _tuple_arg(self._rank)
         self.pool_size = tup(pool_size, "pool_size", layer)
         self.strides = tup(strides, "strides", layer)
         self.padding = _padding(padding, layer)
@@ -623,6 +741,11 @@ class _Pooling(Layer):
             raise ValueError(f"Input 0 of layer {layer} is incompatible with the layer: expected ndim={nd}, found "
                              f"ndim={x.shape.ndims}. Full shape received: {x.shape}")
         fmt = self._fmt
+        if self._rank == 3:
+            fmt3 = "NDHWC" if fmt == "NHWC" else "NCDHW"
+            pool3 = nn_conv3d_ops.max_pool3d if self._max else nn_conv3d_ops.avg_pool3d
+            return pool3(x, ksize=list(self.pool_size), strides=list(self.strides), padding=self.padding,
+                         data_format=fmt3)
         full = (lambda a, b: [1, a, b, 1]) if fmt == "NHWC" else (lambda a, b: [1, 1, a, b])
         pool = nn_ops.max_pool if self._max else nn_ops.avg_pool
         if self._rank == 2:
@@ -674,6 +797,29 @@ def max_pooling1d(inputs, pool_size, strides, padding="valid", data_format="chan
 def average_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
     """Average pooling over `pool_size` steps (tf.compat.v1.layers.average_pooling1d)."""
     return AveragePooling1D(pool_size, strides, padding=padding, data_format=data_format, name=name,
+                            _scope=name)(inputs)
+
+
+class MaxPooling3D(_Pooling):
+    """Max pooling over `pool_size` (depth, height, width) windows (tf.compat.v1.layers.MaxPooling3D)."""
+    _rank = 3
+
+
+class AveragePooling3D(_Pooling):
+    """Average pooling over `pool_size` (depth, height, width) windows
+    (tf.compat.v1.layers.AveragePooling3D)."""
+    _rank = 3
+    _max = False
+
+
+def max_pooling3d(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
+    """Max pooling over `pool_size` windows (tf.compat.v1.layers.max_pooling3d)."""
+    return MaxPooling3D(pool_size, strides, padding=padding, data_format=data_format, name=name, _scope=name)(inputs)
+
+
+def average_pooling3d(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
+    """Average pooling over `pool_size` windows (tf.compat.v1.layers.average_pooling3d)."""
+    return AveragePooling3D(pool_size, strides, padding=padding, data_format=data_format, name=name,
                             _scope=name)(inputs)
 
 
