@@ -125,10 +125,27 @@ from actorflow.graph.ops.nn_conv3d_ops import (  # noqa: E402
     conv3d,
     conv3d_backprop_filter,
     conv3d_backprop_filter_v2,
-    conv3d_backprop_input_v2,
     conv3d_transpose,
     max_pool3d,
 )
 
-__all__ += ["conv3d", "conv3d_transpose", "conv3d_backprop_filter", "conv3d_backprop_filter_v2",
-            "conv3d_backprop_input_v2", "max_pool3d", "avg_pool3d"]
+__all__ += ["conv3d", "conv3d_transpose", "conv3d_backprop_filter", "conv3d_backprop_filter_v2", "max_pool3d",
+            "avg_pool3d"]
+
+# -- conv transposes, backprop names, N-D pooling (graph/ops/nn_conv_extra_ops.py) ---------------
+from actorflow.graph.ops.nn_conv_extra_ops import (  # noqa: E402
+    atrous_conv2d_transpose,
+    avg_pool_v2,
+    conv1d_transpose,
+    conv2d_backprop_filter,
+    conv_transpose,
+    depthwise_conv2d_backprop_filter,
+    depthwise_conv2d_backprop_input,
+    max_pool_v2,
+    pool,
+    with_space_to_batch,
+)
+
+__all__ += ["atrous_conv2d_transpose", "avg_pool_v2", "conv1d_transpose", "conv2d_backprop_filter", "conv_transpose",
+            "depthwise_conv2d_backprop_filter", "depthwise_conv2d_backprop_input", "max_pool_v2", "pool",
+            "with_space_to_batch"]
