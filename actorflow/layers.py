@@ -22,7 +22,7 @@ import numpy as np
 from actorflow.graph import dtypes
 from actorflow.graph.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.initializers import ones_initializer, zeros_initializer
-from actorflow.graph.ops import array_ops, math_ops, nn_conv3d_ops, nn_ops
+from actorflow.graph.ops import array_ops, math_ops, nn_conv3d_ops, nn_conv_ops, nn_ops
 from actorflow.graph.ops.constant import identity
 from actorflow.graph.ops.infer import constant_value
 from actorflow.graph.variable_scope import VariableScope, get_variable, variable_scope
@@ -37,7 +37,8 @@ __all__ = ["dense", "conv1d", "conv2d", "conv2d_transpose", "max_pooling1d", "av
            "Layer", "Dense", "Conv1D", "Conv2D", "Conv2DTranspose", "MaxPooling1D", "MaxPooling2D", "AveragePooling1D",
            "AveragePooling2D", "Dropout", "Flatten", "BatchNormalization",
            "conv3d", "conv3d_transpose", "max_pooling3d", "average_pooling3d",
-           "Conv3D", "Conv3DTranspose", "MaxPooling3D", "AveragePooling3D"]
+           "Conv3D", "Conv3DTranspose", "MaxPooling3D", "AveragePooling3D",
+           "separable_conv1d", "separable_conv2d", "SeparableConv1D", "SeparableConv2D"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -712,6 +713,139 @@ def conv3d_transpose(inputs, filters, kernel_size, strides=(1, 1, 1), padding="v
                            bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
                            kernel_constraint=kernel_constraint, bias_constraint=bias_constraint, trainable=trainable,
                            name=name, _scope=name, _reuse=reuse)(inputs)
+
+
+class _SeparableConv(_Conv):
+    """What SeparableConv1D and SeparableConv2D share: `<scope>/depthwise_kernel` [*kernel_size, in,
+    depth_multiplier], `<scope>/pointwise_kernel` [*ones, in * depth_multiplier, filters] and
+    `<scope>/bias` [filters], made in that order, as TF's layers make them."""
+
+    def __init__(self, filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
+                 activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                 depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                 depthwise_constraint, pointwise_constraint, bias_constraint, trainable, name, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias,
+                         None, bias_initializer, None, bias_regularizer, activity_regularizer, None,
+                         bias_constraint, trainable, name, **kwargs)
+        self.depth_multiplier = int(depth_multiplier)
+        self.depthwise_initializer, self.pointwise_initializer = depthwise_initializer, pointwise_initializer
+        self.depthwise_regularizer, self.pointwise_regularizer = depthwise_regularizer, pointwise_regularizer
+        self.depthwise_constraint, self.pointwise_constraint = depthwise_constraint, pointwise_constraint
+        self.depthwise_kernel = self.pointwise_kernel = None
+
+    def build(self, input_shape):
+        in_ch = self._in_channels(input_shape)
+        ks = self.kernel_size if self._rank == 2 else (self.kernel_size,)
+        self.depthwise_kernel = self.add_weight("depthwise_kernel", [*ks, in_ch, self.depth_multiplier],
+                                                initializer=self.depthwise_initializer,
+                                                regularizer=self.depthwise_regularizer,
+                                                constraint=self.depthwise_constraint)
+        self.pointwise_kernel = self.add_weight("pointwise_kernel",
+                                                [1] * self._rank + [in_ch * self.depth_multiplier, self.filters],
+                                                initializer=self.pointwise_initializer,
+                                                regularizer=self.pointwise_regularizer,
+                                                constraint=self.pointwise_constraint)
+        self._make_bias()
+        self.built = True
+
+
+class SeparableConv2D(_SeparableConv):
+    """Depthwise separable 2-D convolution layer (tf.compat.v1.layers.SeparableConv2D): a depthwise
+    convolution then a 1x1 convolution (nn.separable_conv2d), plus the bias."""
+    _layer = "separable_conv2d"
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format="channels_last",
+                 dilation_rate=(1, 1), depth_multiplier=1, activation=None, use_bias=True, depthwise_initializer=None,
+                 pointwise_initializer=None, bias_initializer=_ZEROS, depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None, trainable=True, name=None,
+                 **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
+                         activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                         depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                         depthwise_constraint, pointwise_constraint, bias_constraint, trainable, name, **kwargs)
+
+    def call(self, inputs):
+        x = _float_input(inputs, self._layer)
+        self._in_channels(x.shape)
+        out = nn_conv_ops.separable_conv2d(x, self.depthwise_kernel, self.pointwise_kernel,
+                                           strides=self._full(*self.strides), padding=self.padding,
+                                           rate=list(self.dilation_rate), data_format=self._fmt)
+        return _add_bias_activation(self, out, self._fmt)
+
+
+class SeparableConv1D(_SeparableConv):
+    """Depthwise separable 1-D convolution layer (tf.compat.v1.layers.SeparableConv1D): as TF, a
+    separable 2-D convolution over a height of 1; "causal" padding pads the sequence's start."""
+    _rank = 1
+    _layer = "separable_conv1d"
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format="channels_last",
+                 dilation_rate=1, depth_multiplier=1, activation=None, use_bias=True, depthwise_initializer=None,
+                 pointwise_initializer=None, bias_initializer=_ZEROS, depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None, trainable=True, name=None,
+                 **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
+                         activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                         depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                         depthwise_constraint, pointwise_constraint, bias_constraint, trainable, name, **kwargs)
+
+    def call(self, inputs):
+        x = _float_input(inputs, self._layer)
+        self._in_channels(x.shape)
+        padding = self.padding
+        t_axis = 1 if self._fmt == "NHWC" else 2
+        if padding == "CAUSAL":
+            pads = [[0, 0], [0, 0], [0, 0]]
+            pads[t_axis] = [self.dilation_rate * (self.kernel_size - 1), 0]
+            x = array_ops.pad(x, pads)
+            padding = "VALID"
+        # NWC -> N,1,W,C (NHWC); NCW -> N,C,1,W (NCHW), as Keras's SeparableConv1D, which also strides the
+        # height-1 axis (depthwise convolution needs equal strides; one row gives one row either way)
+        x4 = array_ops.expand_dims(x, t_axis)
+        out = nn_conv_ops.separable_conv2d(x4, array_ops.expand_dims(self.depthwise_kernel, 0),
+                                           array_ops.expand_dims(self.pointwise_kernel, 0),
+                                           strides=self._full(self.strides, self.strides), padding=padding,
+                                           rate=[1, self.dilation_rate], data_format=self._fmt)
+        out = array_ops.squeeze(out, [t_axis])
+        return _add_bias_activation(self, out, self._fmt)
+
+
+def separable_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", data_format="channels_last",
+                     dilation_rate=(1, 1), depth_multiplier=1, activation=None, use_bias=True,
+                     depthwise_initializer=None, pointwise_initializer=None, bias_initializer=_ZEROS,
+                     depthwise_regularizer=None, pointwise_regularizer=None, bias_regularizer=None,
+                     activity_regularizer=None, depthwise_constraint=None, pointwise_constraint=None,
+                     bias_constraint=None, trainable=True, name=None, reuse=None):
+    """Functional form of SeparableConv2D (tf.compat.v1.layers.separable_conv2d)."""
+    return SeparableConv2D(filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
+                           dilation_rate=dilation_rate, depth_multiplier=depth_multiplier, activation=activation,
+                           use_bias=use_bias, depthwise_initializer=depthwise_initializer,
+                           pointwise_initializer=pointwise_initializer, bias_initializer=bias_initializer,
+                           depthwise_regularizer=depthwise_regularizer, pointwise_regularizer=pointwise_regularizer,
+                           bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                           depthwise_constraint=depthwise_constraint, pointwise_constraint=pointwise_constraint,
+                           bias_constraint=bias_constraint, trainable=trainable, name=name, _scope=name,
+                           _reuse=reuse)(inputs)
+
+
+def separable_conv1d(inputs, filters, kernel_size, strides=1, padding="valid", data_format="channels_last",
+                     dilation_rate=1, depth_multiplier=1, activation=None, use_bias=True, depthwise_initializer=None,
+                     pointwise_initializer=None, bias_initializer=_ZEROS, depthwise_regularizer=None,
+                     pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                     depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None, trainable=True,
+                     name=None, reuse=None):
+    """Functional form of SeparableConv1D (tf.compat.v1.layers.separable_conv1d)."""
+    return SeparableConv1D(filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
+                           dilation_rate=dilation_rate, depth_multiplier=depth_multiplier, activation=activation,
+                           use_bias=use_bias, depthwise_initializer=depthwise_initializer,
+                           pointwise_initializer=pointwise_initializer, bias_initializer=bias_initializer,
+                           depthwise_regularizer=depthwise_regularizer, pointwise_regularizer=pointwise_regularizer,
+                           bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                           depthwise_constraint=depthwise_constraint, pointwise_constraint=pointwise_constraint,
+                           bias_constraint=bias_constraint, trainable=trainable, name=name, _scope=name,
+                           _reuse=reuse)(inputs)
 
 
 # ---------------------------------------------------------------------------------------------
