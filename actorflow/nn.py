@@ -149,3 +149,7 @@ from actorflow.graph.ops.nn_conv_extra_ops import (  # noqa: E402
 __all__ += ["atrous_conv2d_transpose", "avg_pool_v2", "conv1d_transpose", "conv2d_backprop_filter", "conv_transpose",
             "depthwise_conv2d_backprop_filter", "depthwise_conv2d_backprop_input", "max_pool_v2", "pool",
             "with_space_to_batch"]
+
+from actorflow.graph.ops.nn_morph_ops import dilation2d, erosion2d  # noqa: E402  (graph/ops/nn_morph_ops.py)
+
+__all__ += ["dilation2d", "erosion2d"]
