@@ -153,3 +153,7 @@ __all__ += ["atrous_conv2d_transpose", "avg_pool_v2", "conv1d_transpose", "conv2
 from actorflow.graph.ops.nn_morph_ops import dilation2d, erosion2d  # noqa: E402  (graph/ops/nn_morph_ops.py)
 
 __all__ += ["dilation2d", "erosion2d"]
+
+from actorflow.graph.ops.nn_frac_ops import fractional_avg_pool, fractional_max_pool  # noqa: E402  (nn_frac_ops.py)
+
+__all__ += ["fractional_max_pool", "fractional_avg_pool"]
