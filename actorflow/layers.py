@@ -531,7 +531,7 @@ class Conv1D(_Conv):
 class Conv2DTranspose(_Conv):
     """Transposed 2-D convolution layer (tf.compat.v1.layers.Conv2DTranspose): `<scope>/kernel`
     [kh, kw, filters, in_channels] and `<scope>/bias` [filters]; each spatial size becomes
-    `size * stride` ("same") or `(size - 1) * stride + kernel` ("valid"), as in TF."""
+    `size * stride` ("same") or `size * stride + max(kernel - stride, 0)` ("valid"), as in TF."""
     _layer = "conv2d_transpose"
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format="channels_last",
@@ -558,7 +558,7 @@ class Conv2DTranspose(_Conv):
         (kh, kw), (sh, sw), filters = self.kernel_size, self.strides, self.filters
 
         def out_size(size, k, st):          # `size` is an int, or a scalar tensor when it is not known statically
-            return size * st if pad == "SAME" else (size - 1) * st + k
+            return size * st if pad == "SAME" else size * st + max(k - st, 0)   # Keras's deconv_output_length
         dyn = array_ops.shape(x)
         sizes = [x.shape[i] if x.shape[i] is not None else dyn[i] for i in range(4)]
         out_h, out_w = out_size(sizes[h_axis], kh, sh), out_size(sizes[w_axis], kw, sw)

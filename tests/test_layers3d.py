@@ -133,3 +133,15 @@ def test_layer_argument_errors():
             layers.Conv3D(2, (2, 2))
         with pytest.raises(ValueError, match="ndim=5"):
             layers.conv3d(af.placeholder(af.float32, [None, 4, 4, 3]), 2, 2)
+
+
+def test_conv2d_transpose_valid_output_size_with_kernel_below_stride_is_keras():
+    """TF's layers (Keras's deconv_output_length): size * stride + max(kernel - stride, 0); a 2x2
+    kernel at stride 3 turns 3 into 9 (TF 2.21 gives (1, 9, 9, 1)), not (3 - 1) * 3 + 2 = 8."""
+    with af.Graph().as_default():
+        y = layers.conv2d_transpose(af.constant(np.ones((1, 3, 3, 1))), 1, 2, strides=3)
+        assert y.shape.as_list() == [1, 9, 9, 1]
+        yv, k, b = _run([y, af.global_variables()[0], af.global_variables()[1]])
+        assert yv.shape == (1, 9, 9, 1)
+        np.testing.assert_allclose(yv[0, 6:8, 6:8, 0], k[:, :, 0, 0] + b[0])      # the last input's taps
+        np.testing.assert_allclose(yv[0, 8, :, 0], b[0])                          # the extra row: bias only

@@ -9,13 +9,9 @@ row-major order.
 """
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from actorflow.kernels.registry import register_kernel
-
-_counter = itertools.count()
 
 
 def _sequence(rng, n_in, n_out, pseudo_random):
