@@ -2,9 +2,10 @@
 functions, max_pool3d and avg_pool3d.
 
 Op types defined here: Conv3D, Conv3DBackpropInputV2, Conv3DBackpropFilterV2, MaxPool3D, MaxPool3DGrad,
-AvgPool3D, AvgPool3DGrad (kernels: kernels/cpu/conv3d.py). Gradients are TF's: the convolution and its
+MaxPool3DGradGrad, AvgPool3D, AvgPool3DGrad (kernels: kernels/cpu/conv3d.py). Gradients are TF's: the convolution and its
 two backprop ops are linear in their operands, each one's gradient made of the other two (as Conv2D's);
-MaxPool3D's gradient is MaxPool3DGrad, AvgPool3D's AvgPool3DGrad, and AvgPool3DGrad's gradient AvgPool3D.
+MaxPool3D's gradient is MaxPool3DGrad (whose gradient is MaxPool3DGradGrad), AvgPool3D's AvgPool3DGrad,
+and AvgPool3DGrad's gradient AvgPool3D.
 """
 from __future__ import annotations
 
@@ -169,8 +170,20 @@ def _infer_avg_pool3d_grad(inputs, attrs):
     return [(grad.dtype, in_shape)]
 
 
+def _infer_max_pool3d_grad_grad(inputs, attrs):
+    orig_in, orig_out, grad = inputs
+    _check_float(grad, "grad")
+    _check_same_dtype(orig_in, grad, "orig_input", "grad")
+    want = _pool3d_output_shape(orig_in.shape, attrs)
+    _check_compatible(orig_in.shape, grad.shape, f"grad shape {grad.shape} does not match orig_input {orig_in.shape}")
+    _check_compatible(want, orig_out.shape, f"orig_output shape {orig_out.shape} does not match the pooled shape "
+                                            f"{want} of orig_input {orig_in.shape}")
+    return [(grad.dtype, want)]
+
+
 MaxPool3D = define_op("MaxPool3D", _infer_pool3d)
 MaxPool3DGrad = define_op("MaxPool3DGrad", _infer_max_pool3d_grad)
+MaxPool3DGradGrad = define_op("MaxPool3DGradGrad", _infer_max_pool3d_grad_grad)
 AvgPool3D = define_op("AvgPool3D", _infer_pool3d)
 AvgPool3DGrad = define_op("AvgPool3DGrad", _infer_avg_pool3d_grad)
 
@@ -182,6 +195,12 @@ def _pool_attrs(op) -> dict:
 @MaxPool3D.gradient
 def _max_pool3d_grad(op, grad):
     return [MaxPool3DGrad(op.inputs[0], op.outputs[0], grad, **_pool_attrs(op))]
+
+
+@MaxPool3DGrad.gradient
+def _max_pool3d_grad_grad(op, grad):
+    x, y, _ = op.inputs
+    return [array_ops.zeros_like(x), array_ops.zeros_like(y), MaxPool3DGradGrad(x, y, grad, **_pool_attrs(op))]
 
 
 @AvgPool3D.gradient

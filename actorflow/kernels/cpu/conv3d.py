@@ -262,3 +262,30 @@ def avg_pool3d_grad(attrs):
             dxp[sl] += share
         return geo.from_ndhwc(np.ascontiguousarray(_crop(dxp, before, shape[1:4])))
     return fn
+
+
+@register_kernel("MaxPool3DGradGrad", "CPU")
+def max_pool3d_grad_grad(attrs):
+    """tf.raw_ops.MaxPool3DGradGrad: the gradient of MaxPool3DGrad with respect to its grad input:
+    each window takes the (input-shaped) `grad` at its first input element (row-major) equal to the
+    window's max, as TF's kernel (unlike MaxPool3DGrad, which feeds every tie)."""
+    geo = _Geometry(attrs, "MaxPool3DGradGrad", "ksize")
+
+    def fn(orig_input, orig_output, grad):
+        x = geo.to_ndhwc(_input5("MaxPool3DGradGrad", "orig_input", orig_input, geo.fmt))
+        y = geo.to_ndhwc(_input5("MaxPool3DGradGrad", "orig_output", orig_output, geo.fmt))
+        g = geo.to_ndhwc(_input5("MaxPool3DGradGrad", "grad", grad, geo.fmt))
+        if g.shape != x.shape:
+            raise ValueError(f"MaxPool3DGradGrad: grad has shape {g.shape} but orig_input has shape {x.shape}")
+        outs, before, after = geo.resolve(x.shape[1:4], geo.ksize)
+        _check_out("MaxPool3DGradGrad", "orig_output", y, (x.shape[0], *outs, x.shape[4]))
+        xp = _padded(x, before, after, _lowest(x.dtype))
+        gp = _padded(g, before, after)
+        out = np.zeros(y.shape, g.dtype)
+        found = np.zeros(y.shape, bool)
+        for _, sl in geo.offsets(geo.ksize, outs):        # row-major window order: the first maximum wins
+            take = (xp[sl] == y) & ~found
+            out = np.where(take, gp[sl], out)
+            found |= take
+        return geo.from_ndhwc(out)
+    return fn
