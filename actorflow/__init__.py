@@ -58,6 +58,7 @@ from actorflow.graph.ops.sort_ops import (argsort, cumprod, cumsum, reverse, rev
 from actorflow.graph.ops.segment_ops import *  # noqa: E402,F401,F403
 from actorflow import random  # noqa: E402,F401  (af.random: tf.random's names, candidate samplers)
 from actorflow.graph.ops.nn_conv_ops import depth_to_space, space_to_depth  # noqa: E402,F401  (tf 1.x top level)
+from actorflow.graph.ops.nn_conv_extra_ops import conv2d_backprop_filter_v2, conv2d_backprop_input_v2  # noqa: E402,F401,I001  (tf 1.x top level)
 from actorflow import image  # noqa: E402,F401  (af.image: tf.image's resize, crop, flip, colour)
 from actorflow.graph.dtypes import variant  # noqa: E402,F401
 # af.data (input pipelines) and af.compat.v1 (this module, under TF 2's compat name).

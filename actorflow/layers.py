@@ -22,7 +22,7 @@ import numpy as np
 from actorflow.graph import dtypes
 from actorflow.graph.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.initializers import ones_initializer, zeros_initializer
-from actorflow.graph.ops import array_ops, math_ops, nn_ops
+from actorflow.graph.ops import array_ops, math_ops, nn_conv3d_ops, nn_conv_ops, nn_ops
 from actorflow.graph.ops.constant import identity
 from actorflow.graph.ops.infer import constant_value
 from actorflow.graph.variable_scope import VariableScope, get_variable, variable_scope
@@ -35,7 +35,10 @@ _ONES = ones_initializer()
 __all__ = ["dense", "conv1d", "conv2d", "conv2d_transpose", "max_pooling1d", "average_pooling1d", "max_pooling2d",
            "average_pooling2d", "flatten", "dropout", "batch_normalization",
            "Layer", "Dense", "Conv1D", "Conv2D", "Conv2DTranspose", "MaxPooling1D", "MaxPooling2D", "AveragePooling1D",
-           "AveragePooling2D", "Dropout", "Flatten", "BatchNormalization"]
+           "AveragePooling2D", "Dropout", "Flatten", "BatchNormalization",
+           "conv3d", "conv3d_transpose", "max_pooling3d", "average_pooling3d",
+           "Conv3D", "Conv3DTranspose", "MaxPooling3D", "AveragePooling3D",
+           "separable_conv1d", "separable_conv2d", "SeparableConv1D", "SeparableConv2D"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -56,6 +59,19 @@ def _pair(v, what, layer):
     if len(v) != 2:
         raise ValueError(f"Layer {layer}: `{what}` must be an int or a pair of ints, got {v}")
     return v
+
+
+def _triple(v, what, layer):
+    if isinstance(v, numbers.Integral):
+        return (int(v),) * 3
+    v = tuple(int(d) for d in v)
+    if len(v) != 3:
+        raise ValueError(f"Layer {layer}: `{what}` must be an int or a tuple of 3 ints, got {v}")
+    return v
+
+
+def _tuple_arg(rank):
+    return {1: _single, 2: _pair, 3: _triple}[rank]
 
 
 def _padding(padding, layer) -> str:
@@ -406,7 +422,7 @@ class _Conv(Layer):
                  kernel_constraint, bias_constraint, trainable, name, **kwargs):
         super().__init__(trainable=trainable, name=name, activity_regularizer=activity_regularizer, **kwargs)
         layer = self._layer
-        tup = _pair if self._rank == 2 else _single
+        tup = _tuple_arg(self._rank)
         self.filters = int(filters)
         self.kernel_size = tup(kernel_size, "kernel_size", layer)
         self.strides = tup(strides, "strides", layer)
@@ -515,7 +531,7 @@ class Conv1D(_Conv):
 class Conv2DTranspose(_Conv):
     """Transposed 2-D convolution layer (tf.compat.v1.layers.Conv2DTranspose): `<scope>/kernel`
     [kh, kw, filters, in_channels] and `<scope>/bias` [filters]; each spatial size becomes
-    `size * stride` ("same") or `(size - 1) * stride + kernel` ("valid"), as in TF."""
+    `size * stride` ("same") or `size * stride + max(kernel - stride, 0)` ("valid"), as in TF."""
     _layer = "conv2d_transpose"
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format="channels_last",
@@ -542,7 +558,7 @@ class Conv2DTranspose(_Conv):
         (kh, kw), (sh, sw), filters = self.kernel_size, self.strides, self.filters
 
         def out_size(size, k, st):          # `size` is an int, or a scalar tensor when it is not known statically
-            return size * st if pad == "SAME" else (size - 1) * st + k
+            return size * st if pad == "SAME" else size * st + max(k - st, 0)   # Keras's deconv_output_length
         dyn = array_ops.shape(x)
         sizes = [x.shape[i] if x.shape[i] is not None else dyn[i] for i in range(4)]
         out_h, out_w = out_size(sizes[h_axis], kh, sh), out_size(sizes[w_axis], kw, sw)
@@ -596,19 +612,255 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
                            name=name, _scope=name, _reuse=reuse)(inputs)
 
 
+class Conv3D(_Conv):
+    """3-D convolution layer (tf.compat.v1.layers.Conv3D): `<scope>/kernel` [kd, kh, kw, in, filters]
+    and `<scope>/bias` [filters]; inputs [batch, depth, height, width, channels] ("channels_last")
+    or channels first."""
+    _rank = 3
+    _layer = "conv3d"
+
+    def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", data_format="channels_last",
+                 dilation_rate=(1, 1, 1), activation=None, use_bias=True, kernel_initializer=None,
+                 bias_initializer=_ZEROS, kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, trainable=True, name=None, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias,
+                         kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
+                         activity_regularizer, kernel_constraint, bias_constraint, trainable, name, **kwargs)
+
+    def build(self, input_shape):
+        in_ch = self._in_channels(input_shape)
+        self.kernel = self.add_weight("kernel", [*self.kernel_size, in_ch, self.filters],
+                                      initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self._make_bias()
+        self.built = True
+
+    def call(self, inputs):
+        x = _float_input(inputs, self._layer)
+        self._in_channels(x.shape)
+        fmt3 = "NDHWC" if self._fmt == "NHWC" else "NCDHW"
+        out = nn_conv3d_ops.conv3d(x, self.kernel, strides=list(self.strides), padding=self.padding,
+                                   data_format=fmt3, dilations=list(self.dilation_rate))
+        return _add_bias_activation(self, out, self._fmt)
+
+
+class Conv3DTranspose(_Conv):
+    """Transposed 3-D convolution layer (tf.compat.v1.layers.Conv3DTranspose): `<scope>/kernel`
+    [kd, kh, kw, filters, in_channels] and `<scope>/bias` [filters]; each spatial size becomes
+    `size * stride` ("same") or `size * stride + max(kernel - stride, 0)` ("valid"), as Keras's
+    deconv_output_length."""
+    _rank = 3
+    _layer = "conv3d_transpose"
+
+    def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", data_format="channels_last",
+                 activation=None, use_bias=True, kernel_initializer=None, bias_initializer=_ZEROS,
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, trainable=True, name=None, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, (1, 1, 1), activation, use_bias,
+                         kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
+                         activity_regularizer, kernel_constraint, bias_constraint, trainable, name, **kwargs)
+
+    def build(self, input_shape):
+        in_ch = self._in_channels(input_shape)
+        self.kernel = self.add_weight("kernel", [*self.kernel_size, self.filters, in_ch],
+                                      initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self._make_bias()
+        self.built = True
+
+    def call(self, inputs):
+        x = _float_input(inputs, self._layer)
+        self._in_channels(x.shape)
+        channels_last = self._fmt == "NHWC"
+        axes = (1, 2, 3) if channels_last else (2, 3, 4)
+        dyn = array_ops.shape(x)
+        outs = []
+        for a, k, st in zip(axes, self.kernel_size, self.strides):
+            size = x.shape[a] if x.shape[a] is not None else dyn[a]
+            outs.append(size * st if self.padding == "SAME" else size * st + max(k - st, 0))
+        batch = dyn[0]
+        output_shape = [batch, *outs, self.filters] if channels_last else [batch, self.filters, *outs]
+        out = nn_conv3d_ops.conv3d_transpose(x, self.kernel, output_shape, strides=list(self.strides),
+                                             padding=self.padding, data_format="NDHWC" if channels_last else "NCDHW")
+        static = [o if isinstance(o, int) else None for o in outs]
+        static = [x.shape[0], *static, self.filters] if channels_last else [x.shape[0], self.filters, *static]
+        out.set_shape(static)
+        return _add_bias_activation(self, out, self._fmt)
+
+
+def conv3d(inputs, filters, kernel_size, strides=(1, 1, 1), padding="valid", data_format="channels_last",
+           dilation_rate=(1, 1, 1), activation=None, use_bias=True, kernel_initializer=None,
+           bias_initializer=_ZEROS, kernel_regularizer=None, bias_regularizer=None,
+           activity_regularizer=None, kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
+           reuse=None):
+    """Functional form of Conv3D (tf.compat.v1.layers.conv3d)."""
+    return Conv3D(filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
+                  dilation_rate=dilation_rate, activation=activation, use_bias=use_bias,
+                  kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                  kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                  activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
+                  bias_constraint=bias_constraint, trainable=trainable, name=name, _scope=name, _reuse=reuse)(inputs)
+
+
+def conv3d_transpose(inputs, filters, kernel_size, strides=(1, 1, 1), padding="valid", data_format="channels_last",
+                     activation=None, use_bias=True, kernel_initializer=None, bias_initializer=_ZEROS,
+                     kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                     bias_constraint=None, trainable=True, name=None, reuse=None):
+    """Functional form of Conv3DTranspose (tf.compat.v1.layers.conv3d_transpose)."""
+    return Conv3DTranspose(filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
+                           activation=activation, use_bias=use_bias, kernel_initializer=kernel_initializer,
+                           bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+                           bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                           kernel_constraint=kernel_constraint, bias_constraint=bias_constraint, trainable=trainable,
+                           name=name, _scope=name, _reuse=reuse)(inputs)
+
+
+class _SeparableConv(_Conv):
+    """What SeparableConv1D and SeparableConv2D share: `<scope>/depthwise_kernel` [*kernel_size, in,
+    depth_multiplier], `<scope>/pointwise_kernel` [*ones, in * depth_multiplier, filters] and
+    `<scope>/bias` [filters], made in that order, as TF's layers make them."""
+
+    def __init__(self, filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
+                 activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                 depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                 depthwise_constraint, pointwise_constraint, bias_constraint, trainable, name, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias,
+                         None, bias_initializer, None, bias_regularizer, activity_regularizer, None,
+                         bias_constraint, trainable, name, **kwargs)
+        self.depth_multiplier = int(depth_multiplier)
+        self.depthwise_initializer, self.pointwise_initializer = depthwise_initializer, pointwise_initializer
+        self.depthwise_regularizer, self.pointwise_regularizer = depthwise_regularizer, pointwise_regularizer
+        self.depthwise_constraint, self.pointwise_constraint = depthwise_constraint, pointwise_constraint
+        self.depthwise_kernel = self.pointwise_kernel = None
+
+    def build(self, input_shape):
+        in_ch = self._in_channels(input_shape)
+        ks = self.kernel_size if self._rank == 2 else (self.kernel_size,)
+        self.depthwise_kernel = self.add_weight("depthwise_kernel", [*ks, in_ch, self.depth_multiplier],
+                                                initializer=self.depthwise_initializer,
+                                                regularizer=self.depthwise_regularizer,
+                                                constraint=self.depthwise_constraint)
+        self.pointwise_kernel = self.add_weight("pointwise_kernel",
+                                                [1] * self._rank + [in_ch * self.depth_multiplier, self.filters],
+                                                initializer=self.pointwise_initializer,
+                                                regularizer=self.pointwise_regularizer,
+                                                constraint=self.pointwise_constraint)
+        self._make_bias()
+        self.built = True
+
+
+class SeparableConv2D(_SeparableConv):
+    """Depthwise separable 2-D convolution layer (tf.compat.v1.layers.SeparableConv2D): a depthwise
+    convolution then a 1x1 convolution (nn.separable_conv2d), plus the bias."""
+    _layer = "separable_conv2d"
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format="channels_last",
+                 dilation_rate=(1, 1), depth_multiplier=1, activation=None, use_bias=True, depthwise_initializer=None,
+                 pointwise_initializer=None, bias_initializer=_ZEROS, depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None, trainable=True, name=None,
+                 **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
+                         activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                         depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                         depthwise_constraint, pointwise_constraint, bias_constraint, trainable, name, **kwargs)
+
+    def call(self, inputs):
+        x = _float_input(inputs, self._layer)
+        self._in_channels(x.shape)
+        out = nn_conv_ops.separable_conv2d(x, self.depthwise_kernel, self.pointwise_kernel,
+                                           strides=self._full(*self.strides), padding=self.padding,
+                                           rate=list(self.dilation_rate), data_format=self._fmt)
+        return _add_bias_activation(self, out, self._fmt)
+
+
+class SeparableConv1D(_SeparableConv):
+    """Depthwise separable 1-D convolution layer (tf.compat.v1.layers.SeparableConv1D): as TF, a
+    separable 2-D convolution over a height of 1; "causal" padding pads the sequence's start."""
+    _rank = 1
+    _layer = "separable_conv1d"
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format="channels_last",
+                 dilation_rate=1, depth_multiplier=1, activation=None, use_bias=True, depthwise_initializer=None,
+                 pointwise_initializer=None, bias_initializer=_ZEROS, depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None, trainable=True, name=None,
+                 **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, depth_multiplier,
+                         activation, use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                         depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                         depthwise_constraint, pointwise_constraint, bias_constraint, trainable, name, **kwargs)
+
+    def call(self, inputs):
+        x = _float_input(inputs, self._layer)
+        self._in_channels(x.shape)
+        padding = self.padding
+        t_axis = 1 if self._fmt == "NHWC" else 2
+        if padding == "CAUSAL":
+            pads = [[0, 0], [0, 0], [0, 0]]
+            pads[t_axis] = [self.dilation_rate * (self.kernel_size - 1), 0]
+            x = array_ops.pad(x, pads)
+            padding = "VALID"
+        # NWC -> N,1,W,C (NHWC); NCW -> N,C,1,W (NCHW), as Keras's SeparableConv1D, which also strides the
+        # height-1 axis (depthwise convolution needs equal strides; one row gives one row either way)
+        x4 = array_ops.expand_dims(x, t_axis)
+        out = nn_conv_ops.separable_conv2d(x4, array_ops.expand_dims(self.depthwise_kernel, 0),
+                                           array_ops.expand_dims(self.pointwise_kernel, 0),
+                                           strides=self._full(self.strides, self.strides), padding=padding,
+                                           rate=[1, self.dilation_rate], data_format=self._fmt)
+        out = array_ops.squeeze(out, [t_axis])
+        return _add_bias_activation(self, out, self._fmt)
+
+
+def separable_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", data_format="channels_last",
+                     dilation_rate=(1, 1), depth_multiplier=1, activation=None, use_bias=True,
+                     depthwise_initializer=None, pointwise_initializer=None, bias_initializer=_ZEROS,
+                     depthwise_regularizer=None, pointwise_regularizer=None, bias_regularizer=None,
+                     activity_regularizer=None, depthwise_constraint=None, pointwise_constraint=None,
+                     bias_constraint=None, trainable=True, name=None, reuse=None):
+    """Functional form of SeparableConv2D (tf.compat.v1.layers.separable_conv2d)."""
+    return SeparableConv2D(filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
+                           dilation_rate=dilation_rate, depth_multiplier=depth_multiplier, activation=activation,
+                           use_bias=use_bias, depthwise_initializer=depthwise_initializer,
+                           pointwise_initializer=pointwise_initializer, bias_initializer=bias_initializer,
+                           depthwise_regularizer=depthwise_regularizer, pointwise_regularizer=pointwise_regularizer,
+                           bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                           depthwise_constraint=depthwise_constraint, pointwise_constraint=pointwise_constraint,
+                           bias_constraint=bias_constraint, trainable=trainable, name=name, _scope=name,
+                           _reuse=reuse)(inputs)
+
+
+def separable_conv1d(inputs, filters, kernel_size, strides=1, padding="valid", data_format="channels_last",
+                     dilation_rate=1, depth_multiplier=1, activation=None, use_bias=True, depthwise_initializer=None,
+                     pointwise_initializer=None, bias_initializer=_ZEROS, depthwise_regularizer=None,
+                     pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                     depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None, trainable=True,
+                     name=None, reuse=None):
+    """Functional form of SeparableConv1D (tf.compat.v1.layers.separable_conv1d)."""
+    return SeparableConv1D(filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
+                           dilation_rate=dilation_rate, depth_multiplier=depth_multiplier, activation=activation,
+                           use_bias=use_bias, depthwise_initializer=depthwise_initializer,
+                           pointwise_initializer=pointwise_initializer, bias_initializer=bias_initializer,
+                           depthwise_regularizer=depthwise_regularizer, pointwise_regularizer=pointwise_regularizer,
+                           bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                           depthwise_constraint=depthwise_constraint, pointwise_constraint=pointwise_constraint,
+                           bias_constraint=bias_constraint, trainable=trainable, name=name, _scope=name,
+                           _reuse=reuse)(inputs)
+
+
 # ---------------------------------------------------------------------------------------------
 # Pooling
 # ---------------------------------------------------------------------------------------------
 
 class _Pooling(Layer):
-    """Max or average pooling over 1-D or 2-D windows; no variables."""
+    """Max or average pooling over 1-D, 2-D or 3-D windows; no variables."""
     _rank = 2
     _max = True
 
     def __init__(self, pool_size, strides, padding="valid", data_format="channels_last", name=None, **kwargs):
         super().__init__(name=name, **kwargs)
         layer = _snake_case(type(self).__name__)
-        tup = _pair if self._rank == 2 else _single
+        tup = _tuple_arg(self._rank)
         self.pool_size = tup(pool_size, "pool_size", layer)
         self.strides = tup(strides, "strides", layer)
         self.padding = _padding(padding, layer)
@@ -623,6 +875,11 @@ class _Pooling(Layer):
             raise ValueError(f"Input 0 of layer {layer} is incompatible with the layer: expected ndim={nd}, found "
                              f"ndim={x.shape.ndims}. Full shape received: {x.shape}")
         fmt = self._fmt
+        if self._rank == 3:
+            fmt3 = "NDHWC" if fmt == "NHWC" else "NCDHW"
+            pool3 = nn_conv3d_ops.max_pool3d if self._max else nn_conv3d_ops.avg_pool3d
+            return pool3(x, ksize=list(self.pool_size), strides=list(self.strides), padding=self.padding,
+                         data_format=fmt3)
         full = (lambda a, b: [1, a, b, 1]) if fmt == "NHWC" else (lambda a, b: [1, 1, a, b])
         pool = nn_ops.max_pool if self._max else nn_ops.avg_pool
         if self._rank == 2:
@@ -674,6 +931,29 @@ def max_pooling1d(inputs, pool_size, strides, padding="valid", data_format="chan
 def average_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
     """Average pooling over `pool_size` steps (tf.compat.v1.layers.average_pooling1d)."""
     return AveragePooling1D(pool_size, strides, padding=padding, data_format=data_format, name=name,
+                            _scope=name)(inputs)
+
+
+class MaxPooling3D(_Pooling):
+    """Max pooling over `pool_size` (depth, height, width) windows (tf.compat.v1.layers.MaxPooling3D)."""
+    _rank = 3
+
+
+class AveragePooling3D(_Pooling):
+    """Average pooling over `pool_size` (depth, height, width) windows
+    (tf.compat.v1.layers.AveragePooling3D)."""
+    _rank = 3
+    _max = False
+
+
+def max_pooling3d(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
+    """Max pooling over `pool_size` windows (tf.compat.v1.layers.max_pooling3d)."""
+    return MaxPooling3D(pool_size, strides, padding=padding, data_format=data_format, name=name, _scope=name)(inputs)
+
+
+def average_pooling3d(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
+    """Average pooling over `pool_size` windows (tf.compat.v1.layers.average_pooling3d)."""
+    return AveragePooling3D(pool_size, strides, padding=padding, data_format=data_format, name=name,
                             _scope=name)(inputs)
 
 

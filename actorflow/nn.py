@@ -118,3 +118,42 @@ __all__ += ["conv1d", "convolution", "atrous_conv2d", "depthwise_conv2d", "depth
 from actorflow.graph.ops.array_ops.space_batch import space_to_batch  # noqa: E402  (tf.compat.v1.nn.space_to_batch)
 
 __all__ += ["space_to_batch"]
+
+# -- 3-D convolution and pooling (graph/ops/nn_conv3d_ops.py) ----------------------------------
+from actorflow.graph.ops.nn_conv3d_ops import (  # noqa: E402
+    avg_pool3d,
+    conv3d,
+    conv3d_backprop_filter,
+    conv3d_backprop_filter_v2,
+    conv3d_transpose,
+    max_pool3d,
+)
+
+__all__ += ["conv3d", "conv3d_transpose", "conv3d_backprop_filter", "conv3d_backprop_filter_v2", "max_pool3d",
+            "avg_pool3d"]
+
+# -- conv transposes, backprop names, N-D pooling (graph/ops/nn_conv_extra_ops.py) ---------------
+from actorflow.graph.ops.nn_conv_extra_ops import (  # noqa: E402
+    atrous_conv2d_transpose,
+    avg_pool_v2,
+    conv1d_transpose,
+    conv2d_backprop_filter,
+    conv_transpose,
+    depthwise_conv2d_backprop_filter,
+    depthwise_conv2d_backprop_input,
+    max_pool_v2,
+    pool,
+    with_space_to_batch,
+)
+
+__all__ += ["atrous_conv2d_transpose", "avg_pool_v2", "conv1d_transpose", "conv2d_backprop_filter", "conv_transpose",
+            "depthwise_conv2d_backprop_filter", "depthwise_conv2d_backprop_input", "max_pool_v2", "pool",
+            "with_space_to_batch"]
+
+from actorflow.graph.ops.nn_morph_ops import dilation2d, erosion2d  # noqa: E402  (graph/ops/nn_morph_ops.py)
+
+__all__ += ["dilation2d", "erosion2d"]
+
+from actorflow.graph.ops.nn_frac_ops import fractional_avg_pool, fractional_max_pool  # noqa: E402  (nn_frac_ops.py)
+
+__all__ += ["fractional_max_pool", "fractional_avg_pool"]

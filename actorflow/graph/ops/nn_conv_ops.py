@@ -134,12 +134,12 @@ def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu
 
 def convolution(input, filter=None, padding=None, strides=None, dilation_rate=None, name=None,  # noqa: A002
                 data_format=None, filters=None, dilations=None):
-    """1-D or 2-D convolution, optionally atrous (tf.compat.v1.nn.convolution).
+    """1-D, 2-D or 3-D convolution, optionally atrous (tf.compat.v1.nn.convolution).
 
     The number of spatial dimensions comes from the filter's rank (else the input's): 1 runs
-    `conv1d`, 2 runs `conv2d`, each with `dilation_rate` as dilations. As in TF, strides above 1
-    cannot be combined with a dilation rate above 1. `filters` and `dilations` are TF's aliases of
-    `filter` and `dilation_rate`. 3-D convolution is not supported.
+    `conv1d`, 2 runs `conv2d`, 3 runs `conv3d`, each with `dilation_rate` as dilations. As in TF,
+    strides above 1 cannot be combined with a dilation rate above 1. `filters` and `dilations` are
+    TF's aliases of `filter` and `dilation_rate`.
     """
     if (filter is None) == (filters is None):
         raise ValueError("convolution needs exactly one of filter and filters")
@@ -152,9 +152,9 @@ def convolution(input, filter=None, padding=None, strides=None, dilation_rate=No
     n = f.shape.ndims - 2 if f.shape.ndims else (x.shape.ndims - 2 if x.shape.ndims else None)
     if n is None:
         raise ValueError(f"convolution: the rank of input '{x.name}' or of filter '{f.name}' must be known")
-    if n not in (1, 2):
-        raise ValueError(f"convolution: only 1-D and 2-D convolutions are supported, got {n} spatial dimensions "
-                         f"(filter shape {f.shape}, input shape {x.shape})")
+    if n not in (1, 2, 3):
+        raise ValueError(f"convolution: only 1-D, 2-D and 3-D convolutions are supported, got {n} spatial "
+                         f"dimensions (filter shape {f.shape}, input shape {x.shape})")
     channel_index = n + 1 if data_format is None or not str(data_format).startswith("NC") else 1
     rates = _get_sequence(rate, n, channel_index, "dilations")
     strides_ = _get_sequence(strides, n, channel_index, "strides")
@@ -165,6 +165,10 @@ def convolution(input, filter=None, padding=None, strides=None, dilation_rate=No
     with name_scope(name, "convolution", [x, f]) as scope:
         if n == 1:
             return conv1d(x, f, strides_, padding, data_format=data_format, dilations=rates, name=scope)
+        if n == 3:
+            from actorflow.graph.ops.nn_conv3d_ops import conv3d  # (that module imports this one)
+            return conv3d(x, f, strides_, padding, data_format="NCDHW" if channel_index == 1 else "NDHWC",
+                          dilations=rates, name=scope)
         return conv2d(x, f, strides_, padding, data_format=_fmt_2d(data_format, "convolution"), dilations=rates,
                       name=scope)
 

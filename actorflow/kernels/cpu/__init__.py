@@ -14,3 +14,4 @@ MODULES += ("space_batch", "patches")   # graph/ops/array_ops/space_batch.py, pa
 MODULES += ("special_math",)   # graph/ops/special_math_ops.py
 MODULES += ("histogram",)   # graph/ops/histogram_ops.py
 MODULES += ("edit_distance",)   # graph/ops/edit_distance_ops.py
+MODULES += ("conv3d", "morphology", "fractional_pool")   # nn_conv3d_ops.py, nn_morph_ops.py, nn_frac_ops.py
