@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from actorflow import errors
 from actorflow.graph.dtypes import (DType, as_dtype, bool_ as bool, double, float16, float32, float64, half,  # noqa: A004
-                                    int8, int16, int32, int64, uint8, uint16)
+                                    int8, int16, int32, int64, uint8, uint16, complex64, complex128)
 from actorflow.graph.graph import (Graph, GraphKeys, Operation, Tensor, add_to_collection, colocate_with,
                                    control_dependencies, convert_to_tensor, device, get_collection,
                                    get_collection_ref, get_default_graph, name_scope, reset_default_graph)
