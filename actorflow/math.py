@@ -35,3 +35,8 @@ __all__ += list(_more_all) + ["invert_permutation", "log_sigmoid", "rint", "divi
 from actorflow.graph.ops.special_math_ops import betainc, igamma, igammac, lbeta, zeta  # noqa: E402
 
 __all__ += ["betainc", "igamma", "igammac", "lbeta", "zeta"]
+
+# Complex numbers (graph/ops/complex_ops.py).
+from actorflow.graph.ops.complex_ops import angle, conj, imag, real  # noqa: E402
+
+__all__ += ["angle", "conj", "imag", "real"]
