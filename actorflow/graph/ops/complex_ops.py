@@ -8,6 +8,8 @@ by for the same reason.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.op_def import define_op
@@ -142,9 +144,9 @@ def imag(input, name=None):  # noqa: A002
 def angle(input, name=None):  # noqa: A002
     """The argument atan2(imag, real) (tf.math.angle); for a real tensor, pi where it is negative
     and 0 elsewhere, as TF."""
-    def real_angle(x):
-        from actorflow.graph.ops.math_ops import atan2
-        return atan2(_zeros(x), x)
+    def real_angle(x):    # a selection, so no gradient reaches x, as in TF
+        from actorflow.graph.ops.math_ops import Less, SelectV2
+        return SelectV2(Less(x, _zeros(x)), _scalar(np.pi, x.dtype), _zeros(x))
     return _part(Angle, input, name, real_angle)
 
 
