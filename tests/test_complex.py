@@ -55,3 +55,31 @@ def test_real_parts_of_the_wrong_type_are_refused_naming_the_op():
             af.complex(af.constant([1, 2]), af.constant([3, 4]))
         with pytest.raises(TypeError, match="complex"):
             af.abs(af.complex(af.constant([1.0]), af.constant([2.0]))) + af.constant([1j], dtype=af.complex64)
+
+
+def test_complex_tensors_cross_tasks_of_a_cluster():
+    """Send/Recv carry complex64 and complex128 tensors through the wire codec, both ways."""
+    from actorflow.cluster.local import free_ports
+    spec = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
+    servers = [af.train.Server(spec, "worker", i, token="complex-token") for i in range(2)]
+    try:
+        g = af.Graph()
+        with g.as_default():
+            with af.device("/job:worker/task:0"):
+                p = af.placeholder(af.complex128, [None], name="p")
+                q = af.cast(p * 1j, af.complex64)
+            with af.device("/job:worker/task:1"):
+                r = af.conj(q) + af.constant(np.complex64(1 - 1j))
+                back = af.cast(r, af.complex128)
+            with af.device("/job:worker/task:0"):
+                total = af.reduce_sum(back * p)
+            value = np.array([1 + 2j, -0.5j, 3.0])
+            with af.Session(servers[1].target, graph=g) as sess:
+                got_r, got_total = sess.run([r, total], {p: value}, timeout=30)
+        want_r = np.conj((value * 1j).astype(np.complex64)) + np.complex64(1 - 1j)
+        assert got_r.dtype == np.complex64
+        np.testing.assert_allclose(got_r, want_r, rtol=1e-6)
+        np.testing.assert_allclose(got_total, np.sum(want_r.astype(np.complex128) * value), rtol=1e-6)
+    finally:
+        for s in servers:
+            s.stop()
