@@ -88,6 +88,8 @@ from actorflow.graph.ops.sparse_manip_ops import (deserialize_many_sparse, seria
                                                   sparse_to_indicator, sparse_transpose)
 from actorflow import sparse  # noqa: E402
 from actorflow.graph.ops.complex_ops import angle, complex, conj, imag, real  # noqa: E402,A004
+from actorflow.graph.ops.fft_ops import fft, fft2d, fft3d, ifft, ifft2d, ifft3d  # noqa: E402
+from actorflow import signal, spectral  # noqa: E402
 from actorflow.graph.ops.math_more_ops import bincount, confusion_matrix, norm, saturate_cast  # noqa: E402
 from actorflow.graph.ops.random_more_ops import multinomial, random_gamma, random_poisson, random_shuffle  # noqa: E402
 from actorflow.graph.ops.misc_ops import (assert_variables_initialized, count_up_to, ensure_shape,  # noqa: E402

@@ -13,5 +13,5 @@ MODULES += ("linalg",)    # dense linear algebra (graph/ops/linalg_ops.py)
 MODULES += ("space_batch", "patches")   # graph/ops/array_ops/space_batch.py, patches.py
 MODULES += ("special_math",)   # graph/ops/special_math_ops.py
 MODULES += ("histogram",)   # graph/ops/histogram_ops.py
-MODULES += ("complex",)   # graph/ops/complex_ops.py
+MODULES += ("complex", "fft")   # graph/ops/complex_ops.py, fft_ops.py
 MODULES += ("edit_distance",)   # graph/ops/edit_distance_ops.py
