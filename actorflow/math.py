@@ -46,22 +46,23 @@ __all__ += ["angle", "conj", "imag", "real"]
 import types as _types  # noqa: E402
 
 from actorflow.graph.ops.sort_ops import cumulative_logsumexp  # noqa: E402
-from actorflow.graph.ops.special_math_ops import (  # noqa: E402  # noqa: E402  # noqa: E402
-                              bessel_i0,
-                              bessel_i0e,
-                              bessel_i1,
-                              bessel_i1e,
-                              erfinv,
-                              multiply_no_nan,
-                              ndtri,
-                              nextafter,
-                              polyval,
-                              xdivy,
-                              xlog1py,
-                              xlogy,
+from actorflow.graph.ops.special_math_ops import (  # noqa: E402
+    bessel_i0,
+    bessel_i0e,
+    bessel_i1,
+    bessel_i1e,
+    erfcinv,
+    erfinv,
+    multiply_no_nan,
+    ndtri,
+    nextafter,
+    polyval,
+    xdivy,
+    xlog1py,
+    xlogy,
 )
 
 special = _types.SimpleNamespace(bessel_i0=bessel_i0, bessel_i0e=bessel_i0e, bessel_i1=bessel_i1,
                                  bessel_i1e=bessel_i1e)
-__all__ += ["bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e", "erfinv", "multiply_no_nan", "ndtri",
+__all__ += ["bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e", "erfcinv", "erfinv", "multiply_no_nan", "ndtri",
             "nextafter", "polyval", "xdivy", "xlog1py", "xlogy", "cumulative_logsumexp", "special"]

@@ -35,7 +35,7 @@ __all__ = [
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_not", "logical_xor", "where", "where_v2",
     # casts
-    "cast", "to_float", "to_double", "to_int32", "to_int64",
+    "cast", "to_float", "to_double", "to_complex64", "to_complex128", "to_int32", "to_int64",
     # reductions and matrices
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_all",
     "reduce_any", "reduce_logsumexp", "count_nonzero", "argmax", "argmin", "matmul",
@@ -1434,6 +1434,16 @@ def to_float(x, name="ToFloat"):
 def to_double(x, name="ToDouble"):
     """Casts to float64 (tf.compat.v1.to_double)."""
     return cast(x, dtypes.float64, name=name)
+
+
+def to_complex64(x, name="ToComplex64"):
+    """Casts to complex64 (tf.compat.v1.to_complex64)."""
+    return cast(x, dtypes.complex64, name=name)
+
+
+def to_complex128(x, name="ToComplex128"):
+    """Casts to complex128 (tf.compat.v1.to_complex128)."""
+    return cast(x, dtypes.complex128, name=name)
 
 
 def to_int32(x, name="ToInt32"):

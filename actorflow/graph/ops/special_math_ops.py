@@ -19,7 +19,7 @@ from actorflow.graph.ops.math_ops import _binary, _check_kind, _check_same_dtype
 
 __all__ = ["zeta", "igamma", "igammac", "betainc", "lbeta", "truncatediv", "truncatemod", "cross",
            "xlogy", "xdivy", "xlog1py", "multiply_no_nan", "erfinv", "ndtri", "bessel_i0", "bessel_i0e",
-           "bessel_i1", "bessel_i1e", "polyval", "nextafter"]
+           "bessel_i1", "bessel_i1e", "polyval", "nextafter", "erfcinv"]
 
 Zeta = define_op("Zeta", _binary("float"))
 Igamma = define_op("Igamma", _binary("float"))
@@ -293,6 +293,15 @@ nextafter = _binary_fn(NextAfter, "nextafter",
                        "The next representable value after x1 towards x2 (tf.math.nextafter; no gradient).")
 erfinv = _unary_fn(Erfinv, "erfinv", "The inverse of erf (tf.math.erfinv).")
 ndtri = _unary_fn(Ndtri, "ndtri", "The inverse of the standard normal CDF (tf.math.ndtri).")
+
+
+def erfcinv(x, name=None):
+    """The inverse of erfc (tf.math.erfcinv): -ndtri(x / 2) / sqrt(2), TF's formula."""
+    with name_scope(name, "erfcinv", [x]):
+        x = convert_to_tensor(x)
+        return math_ops.multiply(math_ops.negative(Ndtri(math_ops.multiply(x, 0.5))), np.sqrt(0.5))
+
+
 bessel_i0 = _unary_fn(BesselI0, "bessel_i0", "The modified Bessel function I0 (tf.math.bessel_i0).")
 bessel_i0e = _unary_fn(BesselI0e, "bessel_i0e", "exp(-|x|) * I0(x) (tf.math.bessel_i0e).")
 bessel_i1 = _unary_fn(BesselI1, "bessel_i1", "The modified Bessel function I1 (tf.math.bessel_i1).")
