@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from actorflow import errors
 from actorflow.graph.dtypes import (DType, as_dtype, bool_ as bool, double, float16, float32, float64, half,  # noqa: A004
-                                    int8, int16, int32, int64, uint8, uint16)
+                                    int8, int16, int32, int64, uint8, uint16, complex64, complex128)
 from actorflow.graph.graph import (Graph, GraphKeys, Operation, Tensor, add_to_collection, colocate_with,
                                    control_dependencies, convert_to_tensor, device, get_collection,
                                    get_collection_ref, get_default_graph, name_scope, reset_default_graph)
@@ -88,6 +88,9 @@ from actorflow.graph.ops.sparse_manip_ops import (deserialize_many_sparse, seria
                                                   sparse_reshape, sparse_retain, sparse_slice, sparse_split,
                                                   sparse_to_indicator, sparse_transpose)
 from actorflow import sparse  # noqa: E402
+from actorflow.graph.ops.complex_ops import angle, complex, conj, imag, real  # noqa: E402,A004
+from actorflow.graph.ops.fft_ops import fft, fft2d, fft3d, ifft, ifft2d, ifft3d  # noqa: E402
+from actorflow import signal, spectral  # noqa: E402
 from actorflow.graph.ops.math_more_ops import bincount, confusion_matrix, norm, saturate_cast  # noqa: E402
 from actorflow.graph.ops.random_more_ops import multinomial, random_gamma, random_poisson, random_shuffle  # noqa: E402
 from actorflow.graph.ops.misc_ops import (assert_variables_initialized, count_up_to, ensure_shape,  # noqa: E402

@@ -35,3 +35,34 @@ __all__ += list(_more_all) + ["invert_permutation", "log_sigmoid", "rint", "divi
 from actorflow.graph.ops.special_math_ops import betainc, igamma, igammac, lbeta, zeta  # noqa: E402
 
 __all__ += ["betainc", "igamma", "igammac", "lbeta", "zeta"]
+
+# Complex numbers (graph/ops/complex_ops.py).
+from actorflow.graph.ops.complex_ops import angle, conj, imag, real  # noqa: E402
+
+__all__ += ["angle", "conj", "imag", "real"]
+
+# x * log(y) and friends, erfinv, ndtri, Bessel functions, polyval, nextafter (special_math_ops.py),
+# cumulative_logsumexp (sort_ops.py); tf.math.special's Bessel functions.
+import types as _types  # noqa: E402
+
+from actorflow.graph.ops.sort_ops import cumulative_logsumexp  # noqa: E402
+from actorflow.graph.ops.special_math_ops import (  # noqa: E402
+    bessel_i0,
+    bessel_i0e,
+    bessel_i1,
+    bessel_i1e,
+    erfcinv,
+    erfinv,
+    multiply_no_nan,
+    ndtri,
+    nextafter,
+    polyval,
+    xdivy,
+    xlog1py,
+    xlogy,
+)
+
+special = _types.SimpleNamespace(bessel_i0=bessel_i0, bessel_i0e=bessel_i0e, bessel_i1=bessel_i1,
+                                 bessel_i1e=bessel_i1e)
+__all__ += ["bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e", "erfcinv", "erfinv", "multiply_no_nan", "ndtri",
+            "nextafter", "polyval", "xdivy", "xlog1py", "xlogy", "cumulative_logsumexp", "special"]

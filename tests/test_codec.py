@@ -50,6 +50,10 @@ def _bits(dt: np.dtype):
     if dt.kind == "f":
         uint = np.dtype(f"<u{dt.itemsize}")
         return st.integers(0, 2 ** (8 * dt.itemsize) - 1).map(lambda i: np.array(i, uint).view(dt)[()])
+    if dt.kind == "c":      # two floats' bit patterns
+        uint = np.dtype(f"<u{dt.itemsize // 2}")
+        return st.tuples(*[st.integers(0, 2 ** (4 * dt.itemsize) - 1)] * 2).map(
+            lambda p: np.array(p, uint).view(dt)[0])
     return None
 
 
@@ -145,7 +149,7 @@ def test_python_scalars_and_lists():
     assert [o.tolist() for o in out] == [3, 2.5, True, [1, 2, 3]]
 
 
-@pytest.mark.parametrize("value", [np.zeros(2, ">f4"), np.zeros(2, np.complex64), np.array(["a"]),
+@pytest.mark.parametrize("value", [np.zeros(2, ">f4"), np.zeros(2, ">c8"), np.array(["a"]),
                                    np.array([object()], dtype=object), np.zeros(2, "M8[s]")])
 def test_unsendable_dtypes_are_refused_by_encode(value):
     with pytest.raises(FrameError):
@@ -278,7 +282,7 @@ def test_declared_total_disagreeing_with_specs_is_refused():
     refused(raw_frame({"t": spec}, a.tobytes()))                # "n" missing means 0
 
 
-@pytest.mark.parametrize("ds", ["<c8", ">f4", ">i4", "|O", "<U1", "|S4", "<M8[s]", "V4", "f4", "float32", "",
+@pytest.mark.parametrize("ds", [">c8", ">f4", ">i4", "|O", "<U1", "|S4", "<M8[s]", "V4", "f4", "float32", "",
                                 "<f3", "<i16", 4, None, True, 1.5, b"<f4", [], {}, ["<f4"], {"<f4": 1}])
 def test_bad_dtype_strings_are_refused(ds):
     refused(raw_frame({"t": [[ds, [1], 4]], "n": 4}, b"\0" * 4))

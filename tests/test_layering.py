@@ -68,6 +68,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "initializers": {"graph"},
     "math": {"graph"},
     "linalg": {"graph"},
+    "signal": {"graph"},
+    "spectral": {"graph"},
     "sparse": {"graph"},
     "random": {"graph"},
     "image": {"graph"},
@@ -94,7 +96,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
     "estimator": {"train", "metrics", "data", "feature_column", "layers", "nn", "saved_model"},  # tf.contrib's layers, rnn, seq2seq, framework over those
     "<root>": {"estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
-               "metrics", "math", "linalg", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data"},
+               "metrics", "math", "linalg", "signal", "spectral", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data"},
     "sim": {"<root>", "console"},
     "graphviz": {"<root>", "console"},
     "dashboard": {"<root>"},

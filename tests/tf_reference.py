@@ -10,7 +10,7 @@ import pathlib
 import numpy as np
 
 import actorflow as af
-from tests.fixtures.tf_expressions import weights
+from tests.fixtures.tf_expressions import decode, weights
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
@@ -22,7 +22,7 @@ def load(name: str) -> dict:
 def tolerance(want: np.ndarray) -> dict:
     """float64: rtol 1e-10; lower precisions: rtol 1e-5, with an absolute floor of 1e-5 of the largest
     magnitude (sums of products cancel)."""
-    if want.dtype == np.float64:
+    if want.dtype in (np.float64, np.complex128):
         return {"rtol": 1e-10, "atol": 1e-12}
     scale = float(np.max(np.abs(want))) if want.size else 0.0
     return {"rtol": 1e-5, "atol": 1e-5 * max(scale, 1e-30)}
@@ -30,7 +30,7 @@ def tolerance(want: np.ndarray) -> dict:
 
 def inputs(fix: dict) -> dict:
     dts = fix.get("input_dtypes", {})
-    return {k: af.constant(np.array(v, dtype=dts.get(k, "float64"))) for k, v in fix["inputs"].items()}
+    return {k: af.constant(decode(v, dts.get(k, "float64"))) for k, v in fix["inputs"].items()}
 
 
 def _close(got, want, msg):
@@ -58,7 +58,7 @@ def check(fix: dict, key: str) -> None:
             vals = s.run(ys)
             shapes = case.get("shapes", [None] * len(ys))
             for got, want, dt, t, shp in zip(vals, case["values"], case["dtypes"], ys, shapes):
-                want = np.array(want, dtype=dt) if shp is None else np.array(want, dtype=dt).reshape(shp)
+                want = decode(want, dt) if shp is None else decode(want, dt).reshape(shp)
                 assert np.asarray(got).dtype == want.dtype, f"{key}: dtype {np.asarray(got).dtype}, TF {want.dtype}"
                 assert np.shape(got) == want.shape, f"{key}: shape {np.shape(got)}, TF {want.shape}"
                 if t.shape.is_fully_defined():
@@ -78,7 +78,7 @@ def check(fix: dict, key: str) -> None:
                     assert g is None, f"{key}: TF has no gradient for {k}"
                     continue
                 assert g is not None, f"{key}: no gradient for {k}"
-                want = np.array(want, dtype=fix.get("input_dtypes", {}).get(k, "float64"))
+                want = decode(want, fix.get("input_dtypes", {}).get(k, "float64"))
                 got = s.run(af.convert_to_tensor(g))
                 assert got.dtype == want.dtype, f"{key} d/d{k}: dtype {got.dtype}, TF {want.dtype}"
                 _close(got, want, f"{key} d/d{k}")

@@ -30,6 +30,10 @@ class DType:
         return self._np.kind == "f"
 
     @property
+    def is_complex(self) -> bool:
+        return self._np.kind == "c"
+
+    @property
     def is_integer(self) -> bool:
         return self._np.kind in "iu"
 
@@ -43,13 +47,13 @@ class DType:
 
     @property
     def is_numeric(self) -> bool:
-        return self._np.kind in "iuf"
+        return self._np.kind in "iufc"
 
     @property
     def is_differentiable(self) -> bool:
-        """Gradients flow through tensors of this type: floats, and variants (tensor lists, whose
-        gradients are lists of gradients), as TF's backprop-able types."""
-        return self.is_floating or self.name == "variant"
+        """Gradients flow through tensors of this type: floats, complex numbers, and variants (tensor
+        lists, whose gradients are lists of gradients), as TF's backprop-able types."""
+        return self.is_floating or self.is_complex or self.name == "variant"
 
     @property
     def size(self) -> int:
@@ -86,6 +90,8 @@ int64 = DType("int64", np.int64)
 uint8 = DType("uint8", np.uint8)
 uint16 = DType("uint16", np.uint16)     # 16-bit PNG images (af.image.decode_png / encode_png)
 bool_ = DType("bool", np.bool_)
+complex64 = DType("complex64", np.complex64)
+complex128 = DType("complex128", np.complex128)
 half = float16
 double = float64
 resource = DType("resource", np.object_)   # a handle to step-local runtime state (accumulators)
@@ -93,14 +99,14 @@ resource = DType("resource", np.object_)   # a handle to step-local runtime stat
 string = DType("string", np.object_)
 variant = DType("variant", np.object_)     # an opaque host value: a dataset definition (af.data)
 
-_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, bool_, string)
+_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, bool_, complex64, complex128, string)
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update({"half": float16, "double": float64, "float": float32, "int": int32, "resource": resource,
                  "variant": variant, "string": string})
 _BY_NP = {d.np: d for d in _ALL}
 # TF's DataType enum (tensorflow/core/framework/types.proto) for the types actorflow has.
-_ENUM = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "string": 7, "int64": 9,
-         "bool": 10, "uint16": 17, "float16": 19, "resource": 20, "variant": 21}
+_ENUM = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "string": 7, "complex64": 8,
+         "int64": 9, "bool": 10, "uint16": 17, "complex128": 18, "float16": 19, "resource": 20, "variant": 21}
 _BY_ENUM = {v: _BY_NAME[k] for k, v in _ENUM.items()}
 
 
@@ -118,6 +124,8 @@ def as_dtype(value) -> DType:
         return int32
     if value is bool:
         return bool_
+    if value is complex:
+        return complex128
     if value in (str, bytes):
         return string
     try:

@@ -180,9 +180,9 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         grads: dict[Tensor, list] = {}
         for y, gy in zip(ys, grad_ys):
             if gy is None:
-                if not y.dtype.is_floating:
+                if not (y.dtype.is_floating or y.dtype.is_complex):
                     raise TypeError(f"Gradients of a {y.dtype.name} tensor ('{y.name}') are not defined; "
-                                    "ys must be floating point")
+                                    "ys must be floating point or complex")
                 gy = array_ops.ones_like(y, name=f"grad_ys_{len(grads)}")
             elif not isinstance(gy, (Tensor, IndexedSlices)):
                 gy = convert_to_tensor(gy, dtype=y.dtype)

@@ -29,7 +29,8 @@ MAX_HEADER = 1 << 20            # a header larger than this is refused
 MAX_FRAME = 4 << 30             # a frame (header + payload) larger than this is refused
 MAX_RANK = 32                   # tensors of higher rank are refused
 MAX_DIM = 1 << 40               # and so are dimensions larger than this
-ALLOWED_DTYPES = frozenset(["<f2", "<f4", "<f8", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "|b1"])
+ALLOWED_DTYPES = frozenset(["<f2", "<f4", "<f8", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "|b1",
+                           "<c8", "<c16"])
 _U32 = struct.Struct("<I")
 STRING_TAG = "str"              # the dtype tag of a string tensor (length-prefixed bytes)
 

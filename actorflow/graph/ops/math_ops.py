@@ -35,7 +35,7 @@ __all__ = [
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_not", "logical_xor", "where", "where_v2",
     # casts
-    "cast", "to_float", "to_double", "to_int32", "to_int64",
+    "cast", "to_float", "to_double", "to_complex64", "to_complex128", "to_int32", "to_int64",
     # reductions and matrices
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_all",
     "reduce_any", "reduce_logsumexp", "count_nonzero", "argmax", "argmin", "matmul",
@@ -53,6 +53,8 @@ class _DTypeError(InferenceError, TypeError):
 def _kind_ok(dtype, kind: str) -> bool:
     if kind == "float":
         return dtype.is_floating
+    if kind == "inexact":
+        return dtype.is_floating or dtype.is_complex
     if kind == "numeric":
         return dtype.is_numeric
     if kind == "bool":
@@ -60,7 +62,7 @@ def _kind_ok(dtype, kind: str) -> bool:
     return True  # "any"
 
 
-_KIND_WORDS = {"float": "a floating-point", "numeric": "a numeric", "bool": "a bool"}
+_KIND_WORDS = {"float": "a floating-point", "inexact": "a floating-point or complex", "numeric": "a numeric", "bool": "a bool"}
 
 
 def _check_kind(t, kind: str, what: str) -> None:
@@ -128,17 +130,30 @@ def _grad(op_def, dense: bool = True):
     """
     def deco(fn):
         def grad_fn(op, *grads):
-            if not any(t.dtype.is_floating for t in op.inputs):
+            if not any(_differentiable(t) for t in op.inputs):
                 return [None] * len(op.inputs)
             if dense:
                 grads = [g if g is None or isinstance(g, Tensor) else convert_to_tensor(g) for g in grads]
             out = fn(op, *grads)
-            return [g if t.dtype.is_floating else None for g, t in zip(out, op.inputs, strict=True)]
+            return [g if _differentiable(t) else None for g, t in zip(out, op.inputs, strict=True)]
         grad_fn.__name__ = fn.__name__
         grad_fn.__doc__ = fn.__doc__
         op_def.gradient(grad_fn)
         return fn
     return deco
+
+
+def _differentiable(t) -> bool:
+    return t.dtype.is_floating or t.dtype.is_complex
+
+
+def _conj(x):
+    """conj(x) for a complex tensor, x itself otherwise: TF's gradients of a real loss with respect
+    to a complex input are grad * conj(f'(z)), so the formulas below conjugate what they multiply by."""
+    if not x.dtype.is_complex:
+        return x
+    from actorflow.graph.ops import complex_ops
+    return complex_ops.Conj(x)
 
 
 def _no_grad(*op_defs):
@@ -206,13 +221,13 @@ def _binary_grads(op, gx, gy):
 # ---------------------------------------------------------------------------------------------
 
 Neg = define_op("Neg", _unary("numeric"))
-Exp = define_op("Exp", _unary("float"))
-Log = define_op("Log", _unary("float"))
+Exp = define_op("Exp", _unary("inexact"))
+Log = define_op("Log", _unary("inexact"))
 Log1p = define_op("Log1p", _unary("float"))
 Expm1 = define_op("Expm1", _unary("float"))
 Sin = define_op("Sin", _unary("float"))
 Cos = define_op("Cos", _unary("float"))
-Sqrt = define_op("Sqrt", _unary("float"))
+Sqrt = define_op("Sqrt", _unary("inexact"))
 Rsqrt = define_op("Rsqrt", _unary("float"))
 Square = define_op("Square", _unary("numeric"))
 Abs = define_op("Abs", _unary("numeric"))
@@ -246,8 +261,8 @@ Digamma = define_op("Digamma", _unary("float"))
 SigmoidGrad = define_op("SigmoidGrad", _same_shape_pair("float", ("y", "dy")))
 TanhGrad = define_op("TanhGrad", _same_shape_pair("float", ("y", "dy")))
 RsqrtGrad = define_op("RsqrtGrad", _same_shape_pair("float", ("y", "dy")))
-SqrtGrad = define_op("SqrtGrad", _same_shape_pair("float", ("y", "dy")))
-ReciprocalGrad = define_op("ReciprocalGrad", _same_shape_pair("float", ("y", "dy")))
+SqrtGrad = define_op("SqrtGrad", _same_shape_pair("inexact", ("y", "dy")))
+ReciprocalGrad = define_op("ReciprocalGrad", _same_shape_pair("inexact", ("y", "dy")))
 ReluGrad = define_op("ReluGrad", _same_shape_pair("numeric", ("gradients", "features")))
 Relu6Grad = define_op("Relu6Grad", _same_shape_pair("numeric", ("gradients", "features")))
 EluGrad = define_op("EluGrad", _same_shape_pair("float", ("gradients", "outputs")))
@@ -263,12 +278,12 @@ def _neg_grad(op, grad):
 
 @_grad(Exp)
 def _exp_grad(op, grad):
-    return [Mul(grad, op.outputs[0])]
+    return [Mul(grad, _conj(op.outputs[0]))]
 
 
 @_grad(Log)
 def _log_grad(op, grad):
-    return [Mul(grad, Reciprocal(op.inputs[0]))]
+    return [Mul(grad, Reciprocal(_conj(op.inputs[0])))]
 
 
 @_grad(Log1p)
@@ -376,7 +391,7 @@ def _digamma_grad(op, grad):
 
 @_grad(Sqrt)
 def _sqrt_grad(op, grad):
-    return [SqrtGrad(op.outputs[0], grad)]
+    return [SqrtGrad(_conj(op.outputs[0]), grad)]
 
 
 @_grad(Rsqrt)
@@ -387,7 +402,7 @@ def _rsqrt_grad(op, grad):
 @_grad(Square)
 def _square_grad(op, grad):
     x = op.inputs[0]
-    return [Mul(grad, Mul(_scalar(2, x.dtype), x))]
+    return [Mul(grad, Mul(_scalar(2, x.dtype), _conj(x)))]
 
 
 @_grad(Abs)
@@ -397,7 +412,7 @@ def _abs_grad(op, grad):
 
 @_grad(Reciprocal)
 def _reciprocal_grad(op, grad):
-    return [ReciprocalGrad(op.outputs[0], grad)]
+    return [ReciprocalGrad(_conj(op.outputs[0]), grad)]
 
 
 @_grad(Relu)
@@ -484,7 +499,7 @@ Sub = define_op("Sub", _binary("numeric"))
 Mul = define_op("Mul", _binary("numeric"))
 # RealDiv is float-only here: truediv casts integers first, and an integer RealDiv kernel would
 # have to truncate (TF's semantics) rather than return floats.
-RealDiv = define_op("RealDiv", _binary("float"))
+RealDiv = define_op("RealDiv", _binary("inexact"))
 Div = define_op("Div", _binary("numeric"))
 FloorDiv = define_op("FloorDiv", _binary("numeric"))
 FloorMod = define_op("FloorMod", _binary("numeric"))
@@ -492,7 +507,7 @@ Pow = define_op("Pow", _binary("numeric"))
 Maximum = define_op("Maximum", _binary("numeric"))
 Minimum = define_op("Minimum", _binary("numeric"))
 SquaredDifference = define_op("SquaredDifference", _binary("numeric"))
-DivNoNan = define_op("DivNoNan", _binary("float"))
+DivNoNan = define_op("DivNoNan", _binary("inexact"))
 Atan2 = define_op("Atan2", _binary("float"))           # Atan2(y, x)
 # Polygamma(a, x): the a-th derivative of digamma; NaN where a is not a non-negative integer.
 Polygamma = define_op("Polygamma", _binary("float"))
@@ -522,12 +537,13 @@ def _sub_grad(op, grad):
 @_grad(Mul)
 def _mul_grad(op, grad):
     x, y = op.inputs
-    return _binary_grads(op, Mul(grad, y), Mul(x, grad))
+    return _binary_grads(op, Mul(grad, _conj(y)), Mul(_conj(x), grad))
 
 
 def _div_grads(op, grad):
     x, y = op.inputs
-    return _binary_grads(op, RealDiv(grad, y), Mul(grad, RealDiv(RealDiv(Neg(x), y), y)))
+    xc, yc = _conj(x), _conj(y)
+    return _binary_grads(op, RealDiv(grad, yc), Mul(grad, RealDiv(RealDiv(Neg(xc), yc), yc)))
 
 
 # Div shares RealDiv's formula: for the floats that get gradients the two ops agree.
@@ -538,7 +554,8 @@ _grad(Div)(_div_grads)
 @_grad(DivNoNan)
 def _div_no_nan_grad(op, grad):
     x, y = op.inputs
-    return _binary_grads(op, DivNoNan(grad, y), Mul(grad, DivNoNan(DivNoNan(Neg(x), y), y)))
+    xc, yc = _conj(x), _conj(y)
+    return _binary_grads(op, DivNoNan(grad, yc), Mul(grad, DivNoNan(DivNoNan(Neg(xc), yc), yc)))
 
 
 @_grad(Atan2)
@@ -615,7 +632,7 @@ Cast = define_op("Cast", _infer_cast)
 @Cast.gradient
 def _cast_grad(op, grad):
     src, dst = op.inputs[0].dtype, op.outputs[0].dtype
-    if src.is_floating and dst.is_floating and grad is not None:
+    if (src.is_floating or src.is_complex) and (dst.is_floating or dst.is_complex) and grad is not None:
         return [cast(grad, src)]   # keeps a sparse (IndexedSlices) gradient sparse
     return [None]
 
@@ -888,7 +905,7 @@ MatMul = define_op("MatMul", _infer_matmul)
 
 @_grad(MatMul)
 def _matmul_grad(op, grad):
-    a, b = op.inputs
+    a, b = _conj(op.inputs[0]), _conj(op.inputs[1])   # adjoints, as TF's for complex operands
     ta, tb = op.attrs.get("transpose_a", False), op.attrs.get("transpose_b", False)
     if not ta and not tb:
         return [MatMul(grad, b, transpose_a=False, transpose_b=True),
@@ -1248,8 +1265,12 @@ def square(x, name=None):
 def abs(x, name=None):  # noqa: A001  (TF's name)
     """Absolute value element-wise (tf.math.abs); for an IndexedSlices, of its values."""
     if isinstance(x, IndexedSlices):
-        return IndexedSlices(Abs(x.values, name=name), x.indices, x.dense_shape)
-    return Abs(_t(x), name=name)
+        return IndexedSlices(abs(x.values, name=name), x.indices, x.dense_shape)
+    x = _t(x)
+    if x.dtype.is_complex:      # |z|, a real tensor (op ComplexAbs), as tf.math.abs
+        from actorflow.graph.ops import complex_ops
+        return complex_ops.ComplexAbs(x, Tout=complex_ops.real_dtype(x.dtype), name=name)
+    return Abs(x, name=name)
 
 
 def sign(x, name=None):
@@ -1413,6 +1434,16 @@ def to_float(x, name="ToFloat"):
 def to_double(x, name="ToDouble"):
     """Casts to float64 (tf.compat.v1.to_double)."""
     return cast(x, dtypes.float64, name=name)
+
+
+def to_complex64(x, name="ToComplex64"):
+    """Casts to complex64 (tf.compat.v1.to_complex64)."""
+    return cast(x, dtypes.complex64, name=name)
+
+
+def to_complex128(x, name="ToComplex128"):
+    """Casts to complex128 (tf.compat.v1.to_complex128)."""
+    return cast(x, dtypes.complex128, name=name)
 
 
 def to_int32(x, name="ToInt32"):

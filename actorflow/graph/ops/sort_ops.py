@@ -229,6 +229,37 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
     return _cumulative(Cumsum, x, axis, exclusive, reverse, name)
 
 
+CumulativeLogsumexp = define_op("CumulativeLogsumexp", _infer_cumulative)
+
+
+@CumulativeLogsumexp.gradient
+def _cumulative_logsumexp_grad(op, grad):
+    """TF's: the gradient split by sign, each part a cumulative logsumexp the other way round
+    (so that no exp overflows), exponentiated back and subtracted."""
+    x, axis = op.inputs
+    if grad is None or not x.dtype.is_floating:
+        return [None, None]
+    out = op.outputs[0]
+    ex, rev = op.attrs["exclusive"], op.attrs["reverse"]
+    ninf = math_ops.constant(-np.inf, dtype=grad.dtype)
+    zero = math_ops.constant(0, dtype=grad.dtype)
+
+    def part(cond, mag):
+        safe = math_ops.SelectV2(cond, mag, math_ops.constant(1, dtype=grad.dtype))
+        log_g = math_ops.SelectV2(cond, math_ops.Log(safe), ninf)
+        acc = CumulativeLogsumexp(math_ops.Sub(log_g, out), axis, exclusive=ex, reverse=not rev)
+        return math_ops.Exp(math_ops.AddV2(acc, x))
+    pos = part(math_ops.Greater(grad, zero), grad)
+    neg = part(math_ops.Less(grad, zero), math_ops.Neg(grad))
+    return [math_ops.Sub(pos, neg), None]
+
+
+def cumulative_logsumexp(x, axis=0, exclusive=False, reverse=False, name=None):
+    """log(cumsum(exp(x))) along `axis`, computed stably (tf.math.cumulative_logsumexp, op
+    CumulativeLogsumexp); `exclusive` gives -inf first."""
+    return _cumulative(CumulativeLogsumexp, x, axis, exclusive, reverse, name)
+
+
 def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
     """The cumulative product of `x` along `axis` (tf.math.cumprod, op Cumprod)."""
     return _cumulative(Cumprod, x, axis, exclusive, reverse, name)

@@ -13,5 +13,6 @@ MODULES += ("linalg", "linalg_more")    # dense linear algebra (graph/ops/linalg
 MODULES += ("space_batch", "patches")   # graph/ops/array_ops/space_batch.py, patches.py
 MODULES += ("special_math",)   # graph/ops/special_math_ops.py
 MODULES += ("histogram",)   # graph/ops/histogram_ops.py
+MODULES += ("complex", "fft")   # graph/ops/complex_ops.py, fft_ops.py
 MODULES += ("edit_distance",)   # graph/ops/edit_distance_ops.py
 MODULES += ("conv3d", "morphology", "fractional_pool")   # nn_conv3d_ops.py, nn_morph_ops.py, nn_frac_ops.py

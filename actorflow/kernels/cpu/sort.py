@@ -110,6 +110,7 @@ def cumulative(xp, op: str, accumulate, identity, x, axis, exclusive: bool, reve
 
 _cumulative("Cumsum", np.add)
 _cumulative("Cumprod", np.multiply)
+_cumulative("CumulativeLogsumexp", np.logaddexp)
 
 
 @register_kernel("ReverseV2", "CPU")

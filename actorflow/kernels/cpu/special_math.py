@@ -106,3 +106,29 @@ def cross(attrs):
                                        f"{list(a.shape)} and {list(b.shape)}")
         return np.cross(a, b).astype(a.dtype, copy=False)
     return fn
+
+
+# Xlogy, Xlog1py, Erfinv, Ndtri and the Bessel functions are scipy.special's; Xdivy, MulNoNan and
+# NextAfter numpy with TF's zero rules.
+for _op, _name in (("Xlogy", "xlogy"), ("Xlog1py", "xlog1py"), ("Erfinv", "erfinv"), ("Ndtri", "ndtri"),
+                   ("BesselI0", "i0"), ("BesselI0e", "i0e"), ("BesselI1", "i1"), ("BesselI1e", "i1e")):
+    register_kernel(_op, "CPU")(_scipy(_name))
+
+
+def xdivy(x, y):
+    """x / y, 0 where x == 0 (raw op Xdivy)."""
+    with np.errstate(all="ignore"):
+        q = np.true_divide(x, y)
+    return np.where(np.asarray(x) == 0, q.dtype.type(0), q)
+
+
+def mul_no_nan(x, y):
+    """x * y, 0 where y == 0 (raw op MulNoNan)."""
+    with np.errstate(all="ignore"):
+        p = np.multiply(x, y)
+    return np.where(np.asarray(y) == 0, p.dtype.type(0), p)
+
+
+register_kernel("Xdivy", "CPU", cost=_broadcast_size)(lambda attrs: xdivy)
+register_kernel("MulNoNan", "CPU", cost=_broadcast_size)(lambda attrs: mul_no_nan)
+register_kernel("NextAfter", "CPU", cost=_broadcast_size)(lambda attrs: np.nextafter)
