@@ -118,3 +118,8 @@ __all__ += ["conv1d", "convolution", "atrous_conv2d", "depthwise_conv2d", "depth
 from actorflow.graph.ops.array_ops.space_batch import space_to_batch  # noqa: E402  (tf.compat.v1.nn.space_to_batch)
 
 __all__ += ["space_to_batch"]
+
+# -- connectionist temporal classification (graph/ops/ctc_ops.py) -------------------------------
+from actorflow.graph.ops.ctc_ops import ctc_loss, ctc_loss_v2  # noqa: E402
+
+__all__ += ["ctc_loss", "ctc_loss_v2"]

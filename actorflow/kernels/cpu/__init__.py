@@ -14,3 +14,4 @@ MODULES += ("space_batch", "patches")   # graph/ops/array_ops/space_batch.py, pa
 MODULES += ("special_math",)   # graph/ops/special_math_ops.py
 MODULES += ("histogram",)   # graph/ops/histogram_ops.py
 MODULES += ("edit_distance",)   # graph/ops/edit_distance_ops.py
+MODULES += ("ctc",)   # graph/ops/ctc_ops.py

@@ -1,0 +1,134 @@
+"""Connectionist temporal classification (tf.nn.ctc_loss, ctc_loss_v2; ops CTCLoss,
+CTCGreedyDecoder, CTCBeamSearchDecoder), as TF 1.x's ctc_ops.py.
+
+CTCLoss takes time-major logits [max_time, batch, num_classes], the labels as a SparseTensor's
+indices (int64 [n, 2]: batch, position) and values (int32), and sequence_length [batch]; the last
+class is the blank. Its outputs are the loss [batch] and the gradient of each loss with respect to
+the logits [max_time, batch, num_classes] (zero past each sequence's length); the op's gradient is
+that second output scaled by the incoming gradient of the loss, as TF's _CTCLossGrad (so no second
+derivative, as in TF, where it is prevented).
+"""
+from __future__ import annotations
+
+from actorflow.graph import dtypes
+from actorflow.graph.graph import convert_to_tensor, name_scope
+from actorflow.graph.op_def import InferenceError, define_op
+from actorflow.graph.ops import array_ops, math_ops
+from actorflow.graph.ops.scatter_nd_ops import gather_nd
+from actorflow.graph.sparse_tensor import SparseTensor, SparseTensorValue
+from actorflow.graph.tensor_shape import TensorShape
+
+__all__ = ["ctc_loss", "ctc_loss_v2"]
+
+
+def _infer_ctc_loss(inputs, attrs):
+    x, idx, vals, seq = inputs
+    if x.dtype not in (dtypes.float32, dtypes.float64):
+        raise InferenceError(f"inputs must be float32 or float64, got {x.dtype.name}")
+    if idx.dtype is not dtypes.int64:
+        raise InferenceError(f"labels_indices must be int64, got {idx.dtype.name}")
+    if vals.dtype is not dtypes.int32 or seq.dtype is not dtypes.int32:
+        raise InferenceError(f"labels_values and sequence_length must be int32, got {vals.dtype.name} and "
+                             f"{seq.dtype.name}")
+    xs = x.shape if x.shape.ndims is not None else TensorShape([None, None, None])
+    if xs.ndims != 3:
+        raise InferenceError(f"inputs must be 3-D [max_time, batch, num_classes], got shape {x.shape}")
+    batch = TensorShape([xs[1]])
+    if seq.shape.ndims is not None:
+        if seq.shape.ndims != 1:
+            raise InferenceError(f"sequence_length must be a vector, got shape {seq.shape}")
+        if not batch.is_compatible_with(seq.shape):
+            raise InferenceError(f"sequence_length {seq.shape} does not match the batch of inputs {xs}")
+        batch = batch.merge_with(seq.shape)
+    return [(x.dtype, batch), (x.dtype, TensorShape([xs[0], batch[0], xs[2]]))]
+
+
+CTCLoss = define_op("CTCLoss", _infer_ctc_loss)
+
+
+@CTCLoss.gradient
+def _ctc_loss_grad(op, grad_loss, _grad_gradient=None):
+    # TF's _BroadcastMul: the per-example gradient [batch] over the time-major gradient.
+    return [math_ops.multiply(array_ops.expand_dims(grad_loss, -1), op.outputs[1]), None, None, None]
+
+
+def _as_sparse(labels):
+    if isinstance(labels, SparseTensorValue):
+        return SparseTensor.from_value(labels)
+    return labels
+
+
+def ctc_loss(labels, inputs=None, sequence_length=None, preprocess_collapse_repeated=False, ctc_merge_repeated=True,
+             ignore_longer_outputs_than_inputs=False, time_major=True, logits=None):
+    """The CTC loss [batch] of `inputs` (logits, time-major unless `time_major=False`) against the
+    label sequences of the SparseTensor `labels` (int32 values; the blank is the last class)
+    (tf.compat.v1.nn.ctc_loss)."""
+    if inputs is not None and logits is not None:
+        raise ValueError("ctc_loss: give either inputs or logits (its deprecated name), not both")
+    inputs = logits if inputs is None else inputs
+    labels = _as_sparse(labels)
+    if not isinstance(labels, SparseTensor):
+        raise TypeError(f"Expected argument `labels` to be a SparseTensor. Received labels={labels} of type: "
+                        f"{type(labels).__name__}")
+    if sequence_length is None:
+        raise ValueError("ctc_loss: sequence_length is required")
+    with name_scope(None, "CTCLoss", [inputs]):
+        x = convert_to_tensor(inputs, name="logits")
+        if not time_major:
+            x = array_ops.transpose(x, [1, 0, 2])
+        orig = x.dtype
+        if orig is dtypes.float16:
+            x = math_ops.cast(x, dtypes.float32)
+        seq = math_ops.cast(convert_to_tensor(sequence_length), dtypes.int32) \
+            if convert_to_tensor(sequence_length).dtype is not dtypes.int32 else convert_to_tensor(sequence_length)
+        loss, _ = CTCLoss(x, labels.indices, labels.values, seq,
+                          preprocess_collapse_repeated=bool(preprocess_collapse_repeated),
+                          ctc_merge_repeated=bool(ctc_merge_repeated),
+                          ignore_longer_outputs_than_inputs=bool(ignore_longer_outputs_than_inputs))
+        return math_ops.cast(loss, orig) if orig is not x.dtype else loss
+
+
+def _num_classes(logits):
+    n = logits.shape[2] if logits.shape.ndims == 3 else None
+    return n if n is not None else array_ops.shape(logits)[2]
+
+
+def ctc_loss_v2(labels, logits, label_length, logit_length, logits_time_major=True, unique=None, blank_index=None,
+                name=None):
+    """The CTC loss [batch] of `logits` against `labels`: dense [batch, max_label_length] with
+    `label_length`, or a SparseTensor (then `blank_index` is required); the blank is class
+    `blank_index` (0 by default for dense labels; negative counts from the end)
+    (tf.compat.v1.nn.ctc_loss_v2, tf.nn.ctc_loss in TF 2). `unique` only speeds up TF's TPU path and
+    is accepted and unused. Dense labels go through the same kernel as sparse ones (TF composes a
+    dense forward-backward from smaller ops); values and gradients agree."""
+    del unique
+    labels = _as_sparse(labels)
+    with name_scope(name, "ctc_loss_dense", [logits, labels, label_length, logit_length]):
+        logits = convert_to_tensor(logits, name="logits")
+        if not isinstance(labels, SparseTensor):
+            if blank_index is None:
+                blank_index = 0
+            labels = convert_to_tensor(labels, name="labels")
+            if label_length is None:
+                raise ValueError("ctc_loss_v2: label_length is required with dense labels")
+            maxlen = array_ops.shape(labels)[1]
+            mask = array_ops.sequence_mask(label_length, maxlen)
+            idx = math_ops.where(mask)
+            labels = SparseTensor(idx, math_ops.cast(gather_nd(labels, idx), dtypes.int32),
+                                  math_ops.cast(array_ops.shape(labels), dtypes.int64))
+        elif blank_index is None:
+            raise ValueError("Argument `blank_index` must be provided when labels is a SparseTensor.")
+        n = _num_classes(logits)
+        if not isinstance(n, int):
+            raise ValueError("ctc_loss_v2: logits need a known number of classes (their last dimension)")
+        if blank_index < 0:
+            blank_index += n
+        if not 0 <= blank_index < n:
+            raise ValueError(f"ctc_loss_v2: blank_index {blank_index} is outside [0, {n})")
+        vals = math_ops.cast(labels.values, dtypes.int32)
+        if blank_index != n - 1:
+            logits = array_ops.concat([logits[:, :, :blank_index], logits[:, :, blank_index + 1:],
+                                       logits[:, :, blank_index:blank_index + 1]], axis=2)
+            vals = math_ops.where(vals < blank_index, vals, vals - 1)
+        return ctc_loss(SparseTensor(labels.indices, vals, labels.dense_shape), logits, logit_length,
+                        time_major=logits_time_major)
