@@ -120,6 +120,12 @@ from actorflow.graph.ops.array_ops.space_batch import space_to_batch  # noqa: E4
 __all__ += ["space_to_batch"]
 
 # -- connectionist temporal classification (graph/ops/ctc_ops.py) -------------------------------
-from actorflow.graph.ops.ctc_ops import ctc_loss, ctc_loss_v2  # noqa: E402
+from actorflow.graph.ops.ctc_ops import (  # noqa: E402
+    ctc_beam_search_decoder,
+    ctc_beam_search_decoder_v2,
+    ctc_greedy_decoder,
+    ctc_loss,
+    ctc_loss_v2,
+)
 
-__all__ += ["ctc_loss", "ctc_loss_v2"]
+__all__ += ["ctc_loss", "ctc_loss_v2", "ctc_greedy_decoder", "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2"]

@@ -18,7 +18,7 @@ from actorflow.graph.ops.scatter_nd_ops import gather_nd
 from actorflow.graph.sparse_tensor import SparseTensor, SparseTensorValue
 from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["ctc_loss", "ctc_loss_v2"]
+__all__ = ["ctc_loss", "ctc_loss_v2", "ctc_greedy_decoder", "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2"]
 
 
 def _infer_ctc_loss(inputs, attrs):
@@ -132,3 +132,79 @@ def ctc_loss_v2(labels, logits, label_length, logit_length, logits_time_major=Tr
             vals = math_ops.where(vals < blank_index, vals, vals - 1)
         return ctc_loss(SparseTensor(labels.indices, vals, labels.dense_shape), logits, logit_length,
                         time_major=logits_time_major)
+
+
+def _decoder_inputs(inputs, seq):
+    if inputs.dtype not in (dtypes.float32, dtypes.float64):
+        raise InferenceError(f"inputs must be float32 or float64, got {inputs.dtype.name}")
+    if seq.dtype is not dtypes.int32:
+        raise InferenceError(f"sequence_length must be int32, got {seq.dtype.name}")
+    xs = inputs.shape if inputs.shape.ndims is not None else TensorShape([None, None, None])
+    if xs.ndims != 3:
+        raise InferenceError(f"inputs must be 3-D [max_time, batch, num_classes], got shape {inputs.shape}")
+    batch = TensorShape([xs[1]])
+    if seq.shape.ndims is not None:
+        if not batch.is_compatible_with(seq.shape):
+            raise InferenceError(f"sequence_length {seq.shape} does not match the batch of inputs {xs}")
+        batch = batch.merge_with(seq.shape)
+    return batch[0]
+
+
+_SPARSE_OUT = [(dtypes.int64, TensorShape([None, 2])), (dtypes.int64, TensorShape([None])),
+               (dtypes.int64, TensorShape([2]))]
+
+
+def _infer_greedy(inputs, attrs):
+    b = _decoder_inputs(*inputs)
+    return [*_SPARSE_OUT, (inputs[0].dtype, TensorShape([b, 1]))]
+
+
+def _infer_beam(inputs, attrs):
+    b = _decoder_inputs(*inputs)
+    k = int(attrs.get("top_paths", 1))
+    if k < 1 or k > int(attrs.get("beam_width", 100)):
+        raise InferenceError(f"top_paths must lie in [1, beam_width], got {k}")
+    return [_SPARSE_OUT[0]] * k + [_SPARSE_OUT[1]] * k + [_SPARSE_OUT[2]] * k + [(inputs[0].dtype, TensorShape([b, k]))]
+
+
+CTCGreedyDecoder = define_op("CTCGreedyDecoder", _infer_greedy)
+CTCBeamSearchDecoder = define_op("CTCBeamSearchDecoder", _infer_beam)
+CTCGreedyDecoder.gradient(lambda op, *grads: [None, None])
+CTCBeamSearchDecoder.gradient(lambda op, *grads: [None, None])
+
+
+def _int32(x):
+    x = convert_to_tensor(x)
+    return x if x.dtype is dtypes.int32 else math_ops.cast(x, dtypes.int32)
+
+
+def ctc_greedy_decoder(inputs, sequence_length, merge_repeated=True, blank_index=None):
+    """Best-path decoding of time-major logits: the most likely class per frame, repeats merged
+    (unless `merge_repeated=False`) and blanks (`blank_index`, the last class by default) dropped
+    (tf.nn.ctc_greedy_decoder). Returns ([SparseTensor of int64 [batch, max_length]], minus the
+    summed largest logit per sequence [batch, 1])."""
+    with name_scope(None, "CTCGreedyDecoder", [inputs]):
+        ix, val, shape, logp = CTCGreedyDecoder(convert_to_tensor(inputs), _int32(sequence_length),
+                                                merge_repeated=bool(merge_repeated),
+                                                blank_index=-1 if blank_index is None else int(blank_index))
+        return [SparseTensor(ix, val, shape)], logp
+
+
+def ctc_beam_search_decoder(inputs, sequence_length, beam_width=100, top_paths=1, merge_repeated=True):
+    """TF's prefix beam search over time-major logits (blank the last class): the `top_paths` best
+    label sequences as SparseTensors and their log probabilities [batch, top_paths]
+    (tf.compat.v1.nn.ctc_beam_search_decoder)."""
+    top_paths = int(top_paths)
+    with name_scope(None, "CTCBeamSearchDecoder", [inputs]):
+        outs = CTCBeamSearchDecoder(convert_to_tensor(inputs), _int32(sequence_length), beam_width=int(beam_width),
+                                    top_paths=top_paths, merge_repeated=bool(merge_repeated))
+        outs = list(outs)
+        k = top_paths
+        return [SparseTensor(i, v, s) for i, v, s in zip(outs[:k], outs[k:2 * k], outs[2 * k:3 * k])], outs[-1]
+
+
+def ctc_beam_search_decoder_v2(inputs, sequence_length, beam_width=100, top_paths=1):
+    """ctc_beam_search_decoder without merging repeated labels (tf.nn.ctc_beam_search_decoder in TF 2,
+    tf.compat.v1.nn.ctc_beam_search_decoder_v2)."""
+    return ctc_beam_search_decoder(inputs, sequence_length, beam_width=beam_width, top_paths=top_paths,
+                                   merge_repeated=False)

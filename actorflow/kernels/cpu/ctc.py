@@ -164,3 +164,178 @@ def ctc_loss(attrs):
             grad[:n, b] = g
         return loss, grad
     return fn
+
+
+@register_kernel("CTCGreedyDecoder", "CPU", releases_gil=True)
+def ctc_greedy_decoder(attrs):
+    """tf.raw_ops.CTCGreedyDecoder: the best class of each frame, blanks dropped (and repeats merged
+    when `merge_repeated`); log_probability [batch, 1] is minus the sum of each frame's largest logit, as TF."""
+    merge = bool(attrs.get("merge_repeated", True))
+    blank_attr = int(attrs.get("blank_index", -1))
+
+    def fn(inputs, sequence_length):
+        x = np.asarray(inputs)
+        if x.ndim != 3:
+            raise InvalidArgumentError(f"CTCGreedyDecoder: inputs must be 3-D [max_time, batch, num_classes], got "
+                                       f"{list(x.shape)}")
+        T, B, C = x.shape
+        seq = _check_seq(sequence_length, B, T, "CTCGreedyDecoder")
+        blank = blank_attr + C if blank_attr < 0 else blank_attr
+        if not 0 <= blank < C:
+            raise InvalidArgumentError(f"CTCGreedyDecoder: blank_index {blank_attr} is outside [-{C}, {C})")
+        best = x.argmax(axis=2) if C else np.zeros((T, B), np.int64)
+        logp = np.zeros((B, 1), x.dtype)
+        seqs = []
+        for b in range(B):
+            n = int(seq[b])
+            logp[b, 0] = -x[:n, b].max(axis=1).sum() if n else 0
+            out, prev = [], -1
+            for c in best[:n, b].tolist():
+                if c != blank and not (merge and c == prev):
+                    out.append(c)
+                prev = c
+            seqs.append(out)
+        return (*_to_sparse(seqs), logp)
+    return fn
+
+
+def _check_seq(sequence_length, B, T, op):
+    seq = np.asarray(sequence_length).reshape(-1)
+    if seq.shape != (B,):
+        raise InvalidArgumentError(f"{op}: len(sequence_length) != batch_size: {seq.size} vs. {B}")
+    if seq.size and (seq.min() < 0 or seq.max() > T):
+        raise InvalidArgumentError(f"{op}: sequence_length {seq.tolist()} must lie in [0, max_time = {T}]")
+    return seq
+
+
+def _to_sparse(seqs):
+    idx = np.array([[b, i] for b, s in enumerate(seqs) for i in range(len(s))], np.int64).reshape(-1, 2)
+    vals = np.array([v for s in seqs for v in s], np.int64)
+    shape = np.array([len(seqs), max((len(s) for s in seqs), default=0)], np.int64)
+    return idx, vals, shape
+
+
+class _Beam:
+    """A node of TF's beam tree (ctc_beam_entry.h): a prefix, its probabilities at the previous
+    (old) and the current (new) frame, each split into ending in a blank or in its label."""
+    __slots__ = ("parent", "label", "children", "old", "new")
+
+    def __init__(self, parent, label):
+        self.parent, self.label, self.children = parent, label, {}
+        self.old = [_NEG_INF, _NEG_INF, _NEG_INF]     # total, blank, label
+        self.new = [_NEG_INF, _NEG_INF, _NEG_INF]
+
+    def active(self):
+        return self.new[0] != _NEG_INF
+
+    def labels(self, merge):
+        out, prev, c = [], -1, self
+        while c.parent is not None:
+            if not merge or c.label != prev:
+                out.append(c.label)
+            prev, c = c.label, c.parent
+        return out[::-1]
+
+
+def _beam_search(frames, beam_width, blank):
+    """TF's CTCBeamSearchDecoder::Step over the frames [n, C] of one sequence, in the frames'
+    precision (its log-sum-exp's inner terms in single precision, as TF's), with its default
+    scorer (no language model); returns the leaves."""
+    _F32 = frames.dtype.type
+    f32 = np.float32
+
+    def _lse32(a, b):
+        if a == _NEG_INF:
+            return b
+        if b == _NEG_INF:
+            return a
+        hi, lo = (a, b) if a > b else (b, a)
+        return _F32(hi + _F32(f32(math.log1p(f32(math.exp(f32(lo - hi)))))))
+
+    root = _Beam(None, -1)
+    root.new = [_F32(0.0), _F32(0.0), _NEG_INF]
+    leaves = [root]
+    C = frames.shape[1]
+    order = [c for c in range(C) if c != blank]
+
+    def bottom():
+        return min(leaves, key=lambda e: e.new[0])
+
+    def candidate(total):
+        return total > _NEG_INF and (len(leaves) < beam_width or total > bottom().new[0])
+
+    for row in frames:
+        # TF's kernel steps over each frame's log-softmax (in float), so that the scores are log
+        # probabilities of the label sequences.
+        row = row - row.max()
+        row = row - np.log(np.exp(row).sum())
+        mx = _F32(0.0)
+        branches = sorted(leaves, key=lambda e: -e.new[0])
+        leaves = []
+        for e in branches:
+            e.old = list(e.new)
+        for e in branches:
+            if e.parent is not None:
+                if e.parent.active():
+                    prev = e.parent.old[1] if e.label == e.parent.label else e.parent.old[0]
+                    e.new[2] = _lse32(e.new[2], prev)
+                e.new[2] = _F32(e.new[2] + _F32(row[e.label] - mx))
+            e.new[1] = _F32(e.old[0] + _F32(row[blank] - mx))
+            e.new[0] = _lse32(e.new[1], e.new[2])
+            leaves.append(e)
+        for e in branches:
+            if not candidate(e.old[0]):
+                continue
+            for lab in order:
+                c = e.children.get(lab)
+                if c is None:
+                    c = e.children[lab] = _Beam(e, lab)
+                if c.active():
+                    continue
+                prev = e.old[1] if lab == e.label else e.old[0]
+                c.new = [_NEG_INF, _NEG_INF, _F32(_F32(row[lab] - mx) + prev)]
+                c.new[0] = c.new[2]
+                if candidate(c.new[0]):
+                    if len(leaves) == beam_width:
+                        b = bottom()
+                        b.new = [_NEG_INF, _NEG_INF, _NEG_INF]
+                        leaves.remove(b)
+                    leaves.append(c)
+                else:
+                    c.old = [_NEG_INF, _NEG_INF, _NEG_INF]
+                    c.new = [_NEG_INF, _NEG_INF, _NEG_INF]
+    return leaves
+
+
+@register_kernel("CTCBeamSearchDecoder", "CPU", releases_gil=False)
+def ctc_beam_search_decoder(attrs):
+    """tf.raw_ops.CTCBeamSearchDecoder: TF's prefix beam search (the blank is the last class), the
+    `top_paths` best prefixes per sequence and their log probabilities [batch, top_paths]."""
+    beam_width = int(attrs.get("beam_width", 100))
+    top_paths = int(attrs.get("top_paths", 1))
+    merge = bool(attrs.get("merge_repeated", True))
+
+    def fn(inputs, sequence_length):
+        x = np.asarray(inputs)
+        if x.ndim != 3:
+            raise InvalidArgumentError(f"CTCBeamSearchDecoder: inputs must be 3-D [max_time, batch, num_classes], "
+                                       f"got {list(x.shape)}")
+        T, B, C = x.shape
+        seq = _check_seq(sequence_length, B, T, "CTCBeamSearchDecoder")
+        if top_paths > beam_width:
+            raise InvalidArgumentError(f"CTCBeamSearchDecoder: requested more paths ({top_paths}) than the beam width "
+                                       f"({beam_width})")
+        paths = [[] for _ in range(top_paths)]
+        logp = np.zeros((B, top_paths), x.dtype)
+        for b in range(B):
+            leaves = _beam_search(x[: int(seq[b]), b], beam_width, C - 1)
+            if len(leaves) < top_paths:
+                raise InvalidArgumentError(f"CTCBeamSearchDecoder: less leaves in the beam search ({len(leaves)}) than "
+                                           f"requested ({top_paths}) in batch {b}")
+            best = sorted(leaves, key=lambda e: -e.new[0])[:top_paths]
+            for p, e in enumerate(best):
+                paths[p].append(e.labels(merge))
+                logp[b, p] = e.new[0]
+        outs = [_to_sparse(p) for p in paths]
+        return (*[o[0] for o in outs], *[o[1] for o in outs], *[o[2] for o in outs], logp)
+    return fn
