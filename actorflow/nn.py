@@ -121,11 +121,15 @@ __all__ += ["space_to_batch"]
 
 # -- connectionist temporal classification (graph/ops/ctc_ops.py) -------------------------------
 from actorflow.graph.ops.ctc_ops import (  # noqa: E402
+    collapse_repeated,
     ctc_beam_search_decoder,
     ctc_beam_search_decoder_v2,
     ctc_greedy_decoder,
     ctc_loss,
     ctc_loss_v2,
+    ctc_unique_labels,
 )
+from actorflow.graph.ops.loss_scaling_ops import compute_average_loss, scale_regularization_loss  # noqa: E402
 
-__all__ += ["ctc_loss", "ctc_loss_v2", "ctc_greedy_decoder", "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2"]
+__all__ += ["ctc_loss", "ctc_loss_v2", "ctc_greedy_decoder", "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2",
+            "collapse_repeated", "ctc_unique_labels", "compute_average_loss", "scale_regularization_loss"]

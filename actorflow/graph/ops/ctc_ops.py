@@ -18,7 +18,8 @@ from actorflow.graph.ops.scatter_nd_ops import gather_nd
 from actorflow.graph.sparse_tensor import SparseTensor, SparseTensorValue
 from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["ctc_loss", "ctc_loss_v2", "ctc_greedy_decoder", "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2"]
+__all__ = ["ctc_loss", "ctc_loss_v2", "ctc_greedy_decoder", "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2",
+           "collapse_repeated", "ctc_unique_labels"]
 
 
 def _infer_ctc_loss(inputs, attrs):
@@ -208,3 +209,49 @@ def ctc_beam_search_decoder_v2(inputs, sequence_length, beam_width=100, top_path
     tf.compat.v1.nn.ctc_beam_search_decoder_v2)."""
     return ctc_beam_search_decoder(inputs, sequence_length, beam_width=beam_width, top_paths=top_paths,
                                    merge_repeated=False)
+
+
+def _dim(x, i):
+    d = x.shape[i] if x.shape.ndims is not None else None
+    return d if d is not None else array_ops.shape(x)[i]
+
+
+def collapse_repeated(labels, seq_length, name=None):
+    """Merges runs of equal labels in each row of the dense `labels` [batch, max_length] (within
+    its `seq_length`), left-aligned and zero-padded to the longest result; returns (labels,
+    new seq_length) (tf.nn.collapse_repeated, the same composition of ops as TF's)."""
+    from actorflow.graph.ops.scatter_nd_ops import scatter_nd
+    with name_scope(name, "collapse_repeated_labels", [labels, seq_length]):
+        labels = convert_to_tensor(labels, name="labels")
+        seq_length = convert_to_tensor(seq_length, name="seq_length")
+        label_mask = array_ops.concat([array_ops.ones_like(labels[:, :1], dtypes.bool_),
+                                       math_ops.not_equal(labels[:, 1:], labels[:, :-1])], axis=1)
+        seq_mask = array_ops.sequence_mask(seq_length, maxlen=_dim(labels, 1))
+        label_mask = math_ops.logical_and(label_mask, seq_mask)
+        new_seq_len = math_ops.reduce_sum(math_ops.cast(label_mask, dtypes.int32), axis=1)
+        new_maxlen = math_ops.reduce_max(new_seq_len)
+        idx_mask = array_ops.sequence_mask(new_seq_len, maxlen=new_maxlen)
+        flat_labels = array_ops.reshape(labels, [-1])
+        flat_label_mask = array_ops.reshape(label_mask, [-1])
+        flat_idx_mask = array_ops.reshape(idx_mask, [-1])
+        idx = array_ops.range(_dim(flat_idx_mask, 0))
+        flat = scatter_nd(array_ops.expand_dims(array_ops.boolean_mask(idx, flat_idx_mask), axis=1),
+                          array_ops.boolean_mask(flat_labels, flat_label_mask), array_ops.shape(flat_idx_mask))
+        return (array_ops.reshape(flat, array_ops.stack([_dim(labels, 0), new_maxlen])),
+                math_ops.cast(new_seq_len, seq_length.dtype))
+
+
+def ctc_unique_labels(labels, name=None):
+    """Per row of `labels` [batch, max_length]: its unique labels in order of first appearance,
+    zero-padded (int64), and each entry's index into them (int32) (tf.nn.ctc_unique_labels)."""
+    from actorflow.graph.ops.functional_ops import map_fn
+    from actorflow.graph.ops.sort_ops import unique
+    with name_scope(name, "ctc_unique_labels", [labels]):
+        labels = convert_to_tensor(labels, name="labels")
+
+        def _unique(x):
+            y, idx = unique(x)
+            y = array_ops.pad(y, [[0, _dim(idx, 0) - _dim(y, 0)]])
+            return [math_ops.cast(y, dtypes.int64), idx]
+
+        return map_fn(_unique, labels, dtype=[dtypes.int64, dtypes.int32])
