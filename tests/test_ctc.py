@@ -62,3 +62,4 @@ def test_errors_name_the_problem():
                 s.run(blank_label)
     with pytest.raises(TypeError, match="SparseTensor"):
         af.nn.ctc_loss(np.zeros((1, 2), np.int32), x, [2])
+
