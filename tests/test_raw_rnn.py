@@ -7,7 +7,6 @@ import pytest
 import actorflow as af
 from tests import tf_reference
 
-
 RAW_RNN = tf_reference.load("raw_rnn.json")
 
 
