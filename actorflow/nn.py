@@ -45,9 +45,17 @@ __all__ = [
 
 # -- recurrent networks (rnn_cell.py, rnn.py) ---------------------------------------------------
 from actorflow import rnn_cell  # noqa: E402
-from actorflow.rnn import bidirectional_dynamic_rnn, dynamic_rnn, raw_rnn, static_bidirectional_rnn, static_rnn  # noqa: E402
+from actorflow.rnn import (  # noqa: E402
+    bidirectional_dynamic_rnn,
+    dynamic_rnn,
+    raw_rnn,
+    static_bidirectional_rnn,
+    static_rnn,
+    static_state_saving_rnn,
+)
 
-__all__ += ["rnn_cell", "dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn", "raw_rnn"]
+__all__ += ["rnn_cell", "dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn", "raw_rnn",
+            "static_state_saving_rnn"]
 
 from actorflow.graph.ops.sort_ops import top_k  # noqa: E402  (graph/ops/sort_ops.py)
 

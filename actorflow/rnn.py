@@ -16,7 +16,7 @@ import numbers
 
 from actorflow.graph import dtypes, nest
 from actorflow.graph.control_flow import while_loop
-from actorflow.graph.graph import Tensor, convert_to_tensor, name_scope
+from actorflow.graph.graph import Tensor, control_dependencies, convert_to_tensor, name_scope
 from actorflow.graph.ops import array_ops, math_ops
 from actorflow.graph.ops.constant import constant, identity
 from actorflow.graph.ops.scatter_nd_ops import tensor_scatter_nd_update
@@ -25,7 +25,8 @@ from actorflow.graph.tensor_shape import TensorShape
 from actorflow.graph.variable_scope import variable_scope
 from actorflow.rnn_cell import _zero_state_tensors
 
-__all__ = ["dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn", "raw_rnn"]
+__all__ = ["dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn", "raw_rnn",
+           "static_state_saving_rnn"]
 
 
 def _check_cell(cell, what="cell"):
@@ -407,3 +408,33 @@ def raw_rnn(cell, loop_fn, parallel_iterations=None, swap_memory=False, scope=No
                               parallel_iterations=parallel_iterations or 32, swap_memory=swap_memory)
         emit_ta, final_state, final_loop_state = returned[-3:]
         return emit_ta, final_state, (None if init_loop_state is None else final_loop_state)
+
+
+def static_state_saving_rnn(cell, inputs, state_saver, state_name, sequence_length=None, scope=None):
+    """static_rnn whose initial state comes from `state_saver.state(name)` and whose final state is
+    saved with `state_saver.save_state(name, state)` before the last output and the returned state
+    can be read (tf.compat.v1.nn.static_state_saving_rnn). `state_name` is a string, or a structure
+    of them matching a nested `cell.state_size`."""
+    state_is_tuple = nest.is_nested(cell.state_size)
+    if state_is_tuple != nest.is_nested(state_name):
+        raise ValueError(f"static_state_saving_rnn: state_name should be the same type as cell.state_size. "
+                         f"state_name: {state_name!s}, cell.state_size: {cell.state_size!s}")
+    if state_is_tuple:
+        nest.assert_same_structure(state_name, cell.state_size)
+        initial_state = nest.pack_sequence_as(cell.state_size,
+                                              [state_saver.state(n) for n in nest.flatten(state_name)])
+    else:
+        initial_state = state_saver.state(state_name)
+    outputs, state = static_rnn(cell, inputs, initial_state=initial_state, sequence_length=sequence_length,
+                                scope=scope)
+    outputs = list(outputs)
+    flat_state = nest.flatten(state)
+    if state_is_tuple:
+        save = [state_saver.save_state(n, s) for n, s in zip(nest.flatten(state_name), flat_state)]
+    else:
+        save = [state_saver.save_state(state_name, state)]
+    with control_dependencies(save):
+        last = outputs[-1]
+        outputs[-1] = nest.pack_sequence_as(last, [identity(o) for o in nest.flatten(last)])
+        state = nest.pack_sequence_as(state, [identity(s) for s in flat_state])
+    return outputs, state
