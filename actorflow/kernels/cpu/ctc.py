@@ -258,8 +258,12 @@ def _beam_search(frames, beam_width, blank):
     C = frames.shape[1]
     order = [c for c in range(C) if c != blank]
 
+    bot = [None]                    # the lowest leaf, cached while the leaves do not change
+
     def bottom():
-        return min(leaves, key=lambda e: e.new[0])
+        if bot[0] is None:
+            bot[0] = min(leaves, key=lambda e: e.new[0])
+        return bot[0]
 
     def candidate(total):
         return total > _NEG_INF and (len(leaves) < beam_width or total > bottom().new[0])
@@ -272,6 +276,7 @@ def _beam_search(frames, beam_width, blank):
         mx = _F32(0.0)
         branches = sorted(leaves, key=lambda e: -e.new[0])
         leaves = []
+        bot[0] = None
         for e in branches:
             e.old = list(e.new)
         for e in branches:
@@ -283,6 +288,7 @@ def _beam_search(frames, beam_width, blank):
             e.new[1] = _F32(e.old[0] + _F32(row[blank] - mx))
             e.new[0] = _lse32(e.new[1], e.new[2])
             leaves.append(e)
+        bot[0] = None
         for e in branches:
             if not candidate(e.old[0]):
                 continue
@@ -301,6 +307,7 @@ def _beam_search(frames, beam_width, blank):
                         b.new = [_NEG_INF, _NEG_INF, _NEG_INF]
                         leaves.remove(b)
                     leaves.append(c)
+                    bot[0] = None
                 else:
                     c.old = [_NEG_INF, _NEG_INF, _NEG_INF]
                     c.new = [_NEG_INF, _NEG_INF, _NEG_INF]
