@@ -80,8 +80,7 @@ def ctc_loss(labels, inputs=None, sequence_length=None, preprocess_collapse_repe
         orig = x.dtype
         if orig is dtypes.float16:
             x = math_ops.cast(x, dtypes.float32)
-        seq = math_ops.cast(convert_to_tensor(sequence_length), dtypes.int32) \
-            if convert_to_tensor(sequence_length).dtype is not dtypes.int32 else convert_to_tensor(sequence_length)
+        seq = _int32(sequence_length)
         loss, _ = CTCLoss(x, labels.indices, labels.values, seq,
                           preprocess_collapse_repeated=bool(preprocess_collapse_repeated),
                           ctc_merge_repeated=bool(ctc_merge_repeated),
@@ -101,7 +100,9 @@ def ctc_loss_v2(labels, logits, label_length, logit_length, logits_time_major=Tr
     `blank_index` (0 by default for dense labels; negative counts from the end)
     (tf.compat.v1.nn.ctc_loss_v2, tf.nn.ctc_loss in TF 2). `unique` only speeds up TF's TPU path and
     is accepted and unused. Dense labels go through the same kernel as sparse ones (TF composes a
-    dense forward-backward from smaller ops); values and gradients agree."""
+    dense forward-backward from smaller ops); values and gradients agree, but a label sequence longer
+    than its logit_length is an InvalidArgumentError here, where TF's dense path returns a large
+    finite loss (about 700)."""
     del unique
     labels = _as_sparse(labels)
     with name_scope(name, "ctc_loss_dense", [logits, labels, label_length, logit_length]):
