@@ -45,9 +45,17 @@ __all__ = [
 
 # -- recurrent networks (rnn_cell.py, rnn.py) ---------------------------------------------------
 from actorflow import rnn_cell  # noqa: E402
-from actorflow.rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn, static_rnn  # noqa: E402
+from actorflow.rnn import (  # noqa: E402
+    bidirectional_dynamic_rnn,
+    dynamic_rnn,
+    raw_rnn,
+    static_bidirectional_rnn,
+    static_rnn,
+    static_state_saving_rnn,
+)
 
-__all__ += ["rnn_cell", "dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn"]
+__all__ += ["rnn_cell", "dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn", "raw_rnn",
+            "static_state_saving_rnn"]
 
 from actorflow.graph.ops.sort_ops import top_k  # noqa: E402  (graph/ops/sort_ops.py)
 
@@ -157,3 +165,17 @@ __all__ += ["dilation2d", "erosion2d"]
 from actorflow.graph.ops.nn_frac_ops import fractional_avg_pool, fractional_max_pool  # noqa: E402  (nn_frac_ops.py)
 
 __all__ += ["fractional_max_pool", "fractional_avg_pool"]
+# -- connectionist temporal classification (graph/ops/ctc_ops.py) -------------------------------
+from actorflow.graph.ops.ctc_ops import (  # noqa: E402
+    collapse_repeated,
+    ctc_beam_search_decoder,
+    ctc_beam_search_decoder_v2,
+    ctc_greedy_decoder,
+    ctc_loss,
+    ctc_loss_v2,
+    ctc_unique_labels,
+)
+from actorflow.graph.ops.loss_scaling_ops import compute_average_loss, scale_regularization_loss  # noqa: E402
+
+__all__ += ["ctc_loss", "ctc_loss_v2", "ctc_greedy_decoder", "ctc_beam_search_decoder", "ctc_beam_search_decoder_v2",
+            "collapse_repeated", "ctc_unique_labels", "compute_average_loss", "scale_regularization_loss"]

@@ -16,15 +16,17 @@ import numbers
 
 from actorflow.graph import dtypes, nest
 from actorflow.graph.control_flow import while_loop
-from actorflow.graph.graph import Tensor, convert_to_tensor, name_scope
+from actorflow.graph.graph import Tensor, control_dependencies, convert_to_tensor, name_scope
 from actorflow.graph.ops import array_ops, math_ops
 from actorflow.graph.ops.constant import constant, identity
 from actorflow.graph.ops.scatter_nd_ops import tensor_scatter_nd_update
+from actorflow.graph.ops.tensor_array_ops import TensorArray
 from actorflow.graph.tensor_shape import TensorShape
 from actorflow.graph.variable_scope import variable_scope
 from actorflow.rnn_cell import _zero_state_tensors
 
-__all__ = ["dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn"]
+__all__ = ["dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn", "raw_rnn",
+           "static_state_saving_rnn"]
 
 
 def _check_cell(cell, what="cell"):
@@ -318,3 +320,121 @@ def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None, in
                for f, b_ in zip(out_fw, out_bw)]
     return outputs, state_fw, state_bw
 
+
+
+def _emit_zeros(batch_size, size, dtype):
+    """Zeros [batch_size] + size; `size` a TensorShape or an int32 shape tensor."""
+    if isinstance(size, Tensor):
+        b = batch_size if isinstance(batch_size, Tensor) else constant(int(batch_size), dtype=dtypes.int32)
+        return array_ops.zeros(array_ops.concat([array_ops.reshape(math_ops.cast(b, dtypes.int32), [1]), size], 0),
+                               dtype=dtype)
+    return _zero_state_tensors(size, batch_size, dtype)
+
+
+def raw_rnn(cell, loop_fn, parallel_iterations=None, swap_memory=False, scope=None):
+    """An RNN whose inputs, state and emitted outputs `loop_fn` decides step by step
+    (tf.compat.v1.nn.raw_rnn): `loop_fn(time, cell_output, cell_state, loop_state)` returns
+    (finished [batch] bool, next_input, next_cell_state, emit_output, next_loop_state); it is called
+    once with cell_output None to start (then next_cell_state is the initial state and
+    emit_output, if not None, the structure of what is emitted), and after each cell call. The loop
+    runs while some row is not finished; finished rows emit zeros and keep their state. Returns
+    (emit_ta: TensorArrays of the emitted outputs over time, final_state, final_loop_state)."""
+    _check_cell(cell)
+    if not callable(loop_fn):
+        raise TypeError(f"Argument `loop_fn` must be a callable. Received: {loop_fn}.")
+    with variable_scope(scope or "rnn"):
+        time = constant(0, dtype=dtypes.int32)
+        elements_finished, next_input, initial_state, emit_structure, init_loop_state = loop_fn(time, None, None, None)
+        flat_input = [convert_to_tensor(x) for x in nest.flatten(next_input)]
+        next_input = nest.pack_sequence_as(next_input, flat_input)
+        loop_state = init_loop_state if init_loop_state is not None else constant(0, dtype=dtypes.int32)
+        static_batch = TensorShape([None])
+        for x in flat_input:
+            if x.shape.ndims == 0:
+                raise ValueError(f"raw_rnn: input '{x.name}' must have a batch dimension")
+            b = TensorShape([None]) if x.shape.ndims is None else TensorShape([x.shape[0]])
+            if not static_batch.is_compatible_with(b):
+                raise ValueError(f"raw_rnn: the inputs' batch sizes differ: {static_batch} and {b}")
+            static_batch = static_batch.merge_with(b)
+        const_batch = static_batch[0]
+        batch_size = const_batch if const_batch is not None else array_ops.shape(flat_input[0])[0]
+        nest.assert_same_structure(initial_state, cell.state_size)
+        flat_state = [convert_to_tensor(x) for x in nest.flatten(initial_state)]
+        state = nest.pack_sequence_as(initial_state, flat_state)
+        if emit_structure is not None:
+            flat_emit = [convert_to_tensor(e) for e in nest.flatten(emit_structure)]
+            emit_sizes = [e.shape if e.shape.is_fully_defined() else array_ops.shape(e) for e in flat_emit]
+            emit_dtypes = [e.dtype for e in flat_emit]
+        else:
+            emit_structure = cell.output_size
+            emit_sizes = [TensorShape(_sizes_list(s)) for s in nest.flatten(emit_structure)]
+            emit_dtypes = [flat_state[0].dtype] * len(emit_sizes)
+        flat_ta = [TensorArray(dtype=dt, dynamic_size=True, size=0, name=f"rnn_output_{i}",
+                               element_shape=TensorShape([const_batch]).concatenate(
+                                   sz if isinstance(sz, TensorShape) else TensorShape(None)))
+                   for i, (dt, sz) in enumerate(zip(emit_dtypes, emit_sizes))]
+        emit_ta = nest.pack_sequence_as(emit_structure, flat_ta)
+        zero_emit = nest.pack_sequence_as(emit_structure, [_emit_zeros(batch_size, sz, dt)
+                                                           for sz, dt in zip(emit_sizes, emit_dtypes)])
+
+        def body(time, finished, current_input, emit_ta, state, loop_state):
+            next_output, cell_state = cell(current_input, state)
+            nest.assert_same_structure(state, cell_state)
+            nest.assert_same_structure(cell.output_size, next_output)
+            next_time = time + 1
+            next_finished, next_input, next_state, emit_output, next_loop_state = loop_fn(
+                next_time, next_output, cell_state, loop_state)
+            nest.assert_same_structure(state, next_state)
+            nest.assert_same_structure(current_input, next_input)
+            nest.assert_same_structure(emit_ta, emit_output)
+            loop_state = loop_state if next_loop_state is None else next_loop_state
+
+            def copy_some_through(current, candidate):
+                def copy_fn(cur, cand):
+                    cand = convert_to_tensor(cand)
+                    if cur.shape.ndims == 0:       # scalars pass through, as in TF
+                        return cand
+                    return _copy_through(finished, cur, cand)
+                return nest.map_structure(copy_fn, current, candidate)
+
+            emit_output = copy_some_through(zero_emit, emit_output)
+            next_state = copy_some_through(state, next_state)
+            emit_ta = nest.map_structure(lambda ta, e: ta.write(time, e), emit_ta, emit_output)
+            finished = math_ops.logical_or(finished, next_finished)
+            return next_time, finished, next_input, emit_ta, next_state, loop_state
+
+        returned = while_loop(lambda t, finished, *_: math_ops.logical_not(math_ops.reduce_all(finished)), body,
+                              [time, convert_to_tensor(elements_finished), next_input, emit_ta, state, loop_state],
+                              parallel_iterations=parallel_iterations or 32, swap_memory=swap_memory)
+        emit_ta, final_state, final_loop_state = returned[-3:]
+        return emit_ta, final_state, (None if init_loop_state is None else final_loop_state)
+
+
+def static_state_saving_rnn(cell, inputs, state_saver, state_name, sequence_length=None, scope=None):
+    """static_rnn whose initial state comes from `state_saver.state(name)` and whose final state is
+    saved with `state_saver.save_state(name, state)` before the last output and the returned state
+    can be read (tf.compat.v1.nn.static_state_saving_rnn). `state_name` is a string, or a structure
+    of them matching a nested `cell.state_size`."""
+    state_is_tuple = nest.is_nested(cell.state_size)
+    if state_is_tuple != nest.is_nested(state_name):
+        raise ValueError(f"static_state_saving_rnn: state_name should be the same type as cell.state_size. "
+                         f"state_name: {state_name!s}, cell.state_size: {cell.state_size!s}")
+    if state_is_tuple:
+        nest.assert_same_structure(state_name, cell.state_size)
+        initial_state = nest.pack_sequence_as(cell.state_size,
+                                              [state_saver.state(n) for n in nest.flatten(state_name)])
+    else:
+        initial_state = state_saver.state(state_name)
+    outputs, state = static_rnn(cell, inputs, initial_state=initial_state, sequence_length=sequence_length,
+                                scope=scope)
+    outputs = list(outputs)
+    flat_state = nest.flatten(state)
+    if state_is_tuple:
+        save = [state_saver.save_state(n, s) for n, s in zip(nest.flatten(state_name), flat_state)]
+    else:
+        save = [state_saver.save_state(state_name, state)]
+    with control_dependencies(save):
+        last = outputs[-1]
+        outputs[-1] = nest.pack_sequence_as(last, [identity(o) for o in nest.flatten(last)])
+        state = nest.pack_sequence_as(state, [identity(s) for s in flat_state])
+    return outputs, state

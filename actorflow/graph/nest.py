@@ -8,6 +8,11 @@ def _is_seq(x) -> bool:
     return isinstance(x, (list, tuple, Mapping))
 
 
+def is_nested(x) -> bool:
+    """Whether `x` is a structure (list, tuple, namedtuple, dict) rather than a leaf (tf.nest.is_nested)."""
+    return _is_seq(x)
+
+
 def flatten(structure) -> list:
     """Leaves of a nested list/tuple/namedtuple/dict, dicts in sorted key order (tf.nest.flatten)."""
     if isinstance(structure, Mapping):

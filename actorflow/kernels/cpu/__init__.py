@@ -16,3 +16,4 @@ MODULES += ("histogram",)   # graph/ops/histogram_ops.py
 MODULES += ("complex", "fft")   # graph/ops/complex_ops.py, fft_ops.py
 MODULES += ("edit_distance",)   # graph/ops/edit_distance_ops.py
 MODULES += ("conv3d", "morphology", "fractional_pool")   # nn_conv3d_ops.py, nn_morph_ops.py, nn_frac_ops.py
+MODULES += ("ctc",)   # graph/ops/ctc_ops.py
