@@ -22,7 +22,7 @@ from actorflow.train.session_run_hook import (
     StepCounterHook,
 )
 
-__all__ = ["Scaffold", "ChiefSessionCreator", "WorkerSessionCreator", "MonitoredSession",
+__all__ = ["Scaffold", "SessionCreator", "ChiefSessionCreator", "WorkerSessionCreator", "MonitoredSession",
            "MonitoredTrainingSession", "SingularMonitoredSession"]
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,16 @@ def _retry(fn, max_wait_secs: float, what: str):
             delay = min(delay * 2, 1.0)
 
 
-class ChiefSessionCreator:
+class SessionCreator:
+    """A factory of sessions for MonitoredSession (tf.compat.v1.train.SessionCreator): subclasses
+    implement `create_session()`, which MonitoredSession calls at start and again after an
+    AbortedError or UnavailableError to recover."""
+
+    def create_session(self):
+        raise NotImplementedError(f"{type(self).__name__} must implement create_session()")
+
+
+class ChiefSessionCreator(SessionCreator):
     """Creates the chief's session: restores or initializes the variables only when they are missing."""
 
     def __init__(self, scaffold=None, master="", config=None, checkpoint_dir=None, checkpoint_filename_with_path=None,
@@ -174,7 +183,7 @@ class ChiefSessionCreator:
             return path
 
 
-class WorkerSessionCreator:
+class WorkerSessionCreator(SessionCreator):
     """Creates a non-chief session: waits until the chief has made every variable ready."""
 
     def __init__(self, scaffold=None, master="", config=None, max_wait_secs=7200, poll_secs=0.1):
