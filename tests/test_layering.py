@@ -84,7 +84,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "nn": {"rnn"},
     "summary": {"graph", "gfile"},
     # above the runtime
-    "train": {"cluster", "summary", "checkpoint_format"},
+    "train": {"cluster", "summary", "checkpoint_format", "client"},  # client: ProfilerHook writes timelines
     "saved_model": {"train"},
     "serving": {"saved_model", "console"},
     "distribute": {"cluster"},

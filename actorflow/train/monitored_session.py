@@ -275,7 +275,7 @@ class MonitoredSession:
         failures = 0
         while True:
             try:
-                return self._run_with_hooks(fetches, feed_dict, options)
+                return self._run_with_hooks(fetches, feed_dict, options, run_metadata)
             except _RECOVERABLE as e:
                 failures += 1
                 self.recoveries += 1
@@ -290,10 +290,13 @@ class MonitoredSession:
                     pass
                 self._create()
 
-    def _run_with_hooks(self, fetches, feed_dict, options):
+    def _run_with_hooks(self, fetches, feed_dict, options, run_metadata=None):
+        from actorflow.actors.session import RunMetadata, RunOptions
         ctx = SessionRunContext((fetches, feed_dict), self._sess)
         extra = {}
         feeds = dict(feed_dict or {})
+        user_trace = getattr(options, "trace_level", 0) or 0
+        trace = user_trace
         for i, h in enumerate(self._hooks):
             args = h.before_run(ctx)
             if args is not None:
@@ -306,11 +309,19 @@ class MonitoredSession:
                     if options is None or not getattr(options, "timeout_in_ms", 0) or \
                             args.options.timeout_in_ms < options.timeout_in_ms:
                         options = args.options
-        results = self._sess.run({"user": fetches, "hooks": extra}, feeds or None, options=options)
+                if args.options is not None:
+                    # As TF's MonitoredSession: the highest trace level any hook asks for wins.
+                    trace = max(trace, getattr(args.options, "trace_level", 0) or 0)
+        if trace > (getattr(options, "trace_level", 0) or 0):
+            options = RunOptions(timeout_in_ms=getattr(options, "timeout_in_ms", 0) or 0, trace_level=trace)
+        if trace and run_metadata is None:
+            run_metadata = RunMetadata()
+        results = self._sess.run({"user": fetches, "hooks": extra}, feeds or None, options=options,
+                                 run_metadata=run_metadata)
         if self._planted_double_apply and self.recoveries:
             results = self._sess.run({"user": fetches, "hooks": extra}, feeds or None, options=options)
         for i, h in enumerate(self._hooks):
-            h.after_run(ctx, SessionRunValues(results["hooks"].get(i)))
+            h.after_run(ctx, SessionRunValues(results["hooks"].get(i), options, run_metadata))
         if ctx.stop_requested:
             self._stop = True
         return results["user"]
