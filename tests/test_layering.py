@@ -69,7 +69,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "math": {"graph"},
     "linalg": {"graph"},
     "sparse": {"graph"},
-    "random": {"graph"},
+    "random": {"graph", "random_generator"},
+    "random_generator": {"graph"},     # tf.random.Generator: a state variable over the stateless samplers
     "image": {"graph"},
     "strings": {"graph"},
     "lookup": {"graph"},
