@@ -134,3 +134,11 @@ def test_errors_name_the_problem(tmp_path):
         with pytest.raises(ValueError, match="max_to_keep"):
             af.train.CheckpointManager(af.train.Checkpoint(v=v), str(tmp_path), max_to_keep=0)
         assert af.train.CheckpointOptions(experimental_io_device="/cpu:0").experimental_io_device == "/cpu:0"
+
+
+def test_generate_checkpoint_state_proto_as_tf():
+    # TF 2.21: relative save_dir makes relative paths relative to it; absolute ones stay as given
+    st = af.train.generate_checkpoint_state_proto("d", "d/ckpt-2", ["d/ckpt-1"])
+    assert st.model_checkpoint_path == "ckpt-2" and st.all_model_checkpoint_paths == ["ckpt-1", "ckpt-2"]
+    st = af.train.generate_checkpoint_state_proto("/abs/d", "/abs/d/ckpt-2", ["/abs/d/ckpt-1"])
+    assert st.all_model_checkpoint_paths == ["/abs/d/ckpt-1", "/abs/d/ckpt-2"]
