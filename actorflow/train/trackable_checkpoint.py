@@ -5,7 +5,8 @@ A Checkpoint tracks the objects given as keyword arguments: Variables (and Parti
 optimizers (their slot variables for tracked variables, and their own variables, e.g. Adam's
 beta powers), other Checkpoints (nested) and objects exposing `variables()`. Each variable is saved
 under the key of its object path, spelled as TF's object graph spells it
-("model/kernel/.ATTRIBUTES/VARIABLE_VALUE", "v/.OPTIMIZER_SLOT/opt/m"), but the file is an
+("model/kernel/.ATTRIBUTES/VARIABLE_VALUE", "v/.OPTIMIZER_SLOT/opt/m/.ATTRIBUTES/VARIABLE_VALUE";
+checked against TF 2.21 for variables, nested checkpoints and Adam), but the file is an
 actorflow checkpoint (safetensors shards plus index, see af.train.Saver), not TF's object graph
 proto: TF cannot read it, and restoring matches keys, not the object graph. Restoration is not
 deferred: an object added after `restore` is not restored when created.
@@ -172,7 +173,7 @@ class Checkpoint:
             for slot in opt.get_slot_names():
                 for var, slot_var in opt._slots.get(slot, {}).items():
                     if id(var) in var_keys:
-                        out[f"{var_keys[id(var)]}/.OPTIMIZER_SLOT/{path}/{slot}"] = slot_var
+                        out[f"{var_keys[id(var)]}/.OPTIMIZER_SLOT/{path}/{slot}/{_VALUE}"] = slot_var
             for (n, g), v in sorted(opt._non_slot_dict.items(), key=lambda kv: kv[0][0]):
                 if g is v.graph:
                     out[f"{path}/{n}/{_VALUE}"] = v
