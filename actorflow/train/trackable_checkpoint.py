@@ -251,10 +251,14 @@ class CheckpointManager:
     Checkpoints are `directory/checkpoint_name-N`, N the `checkpoint_number` given to `save` or the
     checkpoint's incremented `save_counter`. Older ones are deleted beyond `max_to_keep` (None keeps
     all), except one every `keep_checkpoint_every_n_hours`. The `checkpoint` state file lists the
-    kept ones; a new manager over the same directory picks them up, as in TF."""
+    kept ones; a new manager over the same directory picks them up, as in TF. `step_counter` and
+    `checkpoint_interval` (and `save`'s `check_interval`) are accepted but not supported: every
+    `save` writes."""
 
     def __init__(self, checkpoint, directory, max_to_keep, keep_checkpoint_every_n_hours=None,
                  checkpoint_name="ckpt", step_counter=None, checkpoint_interval=None, init_fn=None):
+        if checkpoint_interval is not None:
+            raise NotImplementedError("CheckpointManager: checkpoint_interval is not supported")
         if not isinstance(checkpoint, Checkpoint):
             raise TypeError(f"CheckpointManager: expected a Checkpoint, got {type(checkpoint).__name__}")
         if max_to_keep is not None and max_to_keep <= 0:
