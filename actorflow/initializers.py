@@ -5,6 +5,8 @@ from __future__ import annotations
 from actorflow.graph.initializers import constant_initializer as constant
 from actorflow.graph.initializers import glorot_normal_initializer as glorot_normal
 from actorflow.graph.initializers import glorot_uniform_initializer as glorot_uniform
+from actorflow.graph.initializers import he_normal, he_uniform, lecun_normal, lecun_uniform
+from actorflow.graph.initializers import identity_initializer as identity
 from actorflow.graph.initializers import ones_initializer as ones
 from actorflow.graph.initializers import orthogonal_initializer as orthogonal
 from actorflow.graph.initializers import random_normal_initializer as random_normal
@@ -13,11 +15,13 @@ from actorflow.graph.initializers import truncated_normal_initializer as truncat
 from actorflow.graph.initializers import uniform_unit_scaling_initializer as uniform_unit_scaling
 from actorflow.graph.initializers import variance_scaling_initializer as variance_scaling
 from actorflow.graph.initializers import zeros_initializer as zeros
+from actorflow.graph.ops.lookup_ops import tables_initializer
 from actorflow.graph.variables import global_variables_initializer, local_variables_initializer
 from actorflow.graph.variables import variables_initializer as variables
 
 __all__ = ["constant", "glorot_normal", "glorot_uniform", "ones", "random_normal", "random_uniform",
-           "truncated_normal", "variance_scaling", "zeros", "orthogonal", "uniform_unit_scaling", "global_variables", "local_variables", "variables"]
+           "truncated_normal", "variance_scaling", "zeros", "orthogonal", "uniform_unit_scaling", "global_variables", "local_variables", "variables",
+           "he_normal", "he_uniform", "lecun_normal", "lecun_uniform", "identity", "tables_initializer"]
 
 
 def global_variables():

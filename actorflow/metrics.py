@@ -21,7 +21,10 @@ __all__ = ["accuracy", "mean", "mean_squared_error", "mean_absolute_error", "roo
            "auc", "mean_iou", "metric_variable", "true_positives_at_thresholds", "false_positives_at_thresholds",
            "true_negatives_at_thresholds", "false_negatives_at_thresholds", "precision_at_thresholds",
            "recall_at_thresholds", "mean_per_class_accuracy", "mean_relative_error", "mean_cosine_distance",
-           "percentage_below", "mean_tensor"]
+           "percentage_below", "mean_tensor",
+           "sensitivity_at_specificity", "specificity_at_sensitivity", "precision_at_k", "recall_at_k",
+           "precision_at_top_k", "recall_at_top_k", "average_precision_at_k", "sparse_precision_at_k",
+           "sparse_average_precision_at_k"]
 
 
 def metric_variable(shape, dtype, validate_shape=True, name=None) -> Variable:
@@ -445,3 +448,243 @@ def mean_iou(labels, predictions, num_classes, weights=None, metrics_collections
 
 def _eye(n):
     return [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
+
+
+def _sens_spec_at(labels, predictions, target, weights, num_thresholds, last_threshold, default_name,
+                  find, metrics_collections, updates_collections, name):
+    if not 0 <= target <= 1:
+        raise ValueError(f"{default_name}: the target rate must be in [0, 1], got {target}")
+    if num_thresholds < 2:
+        raise ValueError(f"{default_name}: `num_thresholds` must be > 1, got {num_thresholds}")
+    with variable_scope(name, default_name):
+        kepsilon = 1e-7
+        ths = ([0.0 - kepsilon] + [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+               + [last_threshold])
+        values, updates = _confusion_at_thresholds(labels, predictions, ths, weights)
+        return _collect(find(values, "value"), find(updates, "update_op"), metrics_collections,
+                        updates_collections)
+
+
+def sensitivity_at_specificity(labels, predictions, specificity, weights=None, num_thresholds=200,
+                               metrics_collections=None, updates_collections=None, name=None):
+    """The running sensitivity tp / (tp + fn) at the threshold whose specificity is closest to
+    `specificity` (the first such threshold), over `num_thresholds` thresholds spread over [0, 1]
+    (tf.compat.v1.metrics.sensitivity_at_specificity); `predictions` are probabilities."""
+    kepsilon = 1e-7
+
+    def find(c, name):
+        spec = math_ops.divide(c["tn"], math_ops.add(math_ops.add(c["tn"], c["fp"]), kepsilon))
+        i = math_ops.cast(math_ops.argmin(math_ops.abs(math_ops.subtract(spec, specificity)), 0), dtypes.int32)
+        tp, fn = array_ops.gather(c["tp"], i), array_ops.gather(c["fn"], i)
+        return math_ops.divide(tp, math_ops.add(math_ops.add(tp, fn), kepsilon), name=name)
+    return _sens_spec_at(labels, predictions, specificity, weights, num_thresholds, 1.0 + kepsilon,
+                         "sensitivity_at_specificity", find, metrics_collections, updates_collections, name)
+
+
+def specificity_at_sensitivity(labels, predictions, sensitivity, weights=None, num_thresholds=200,
+                               metrics_collections=None, updates_collections=None, name=None):
+    """The running specificity tn / (tn + fp) at the threshold whose sensitivity is closest to
+    `sensitivity` (the last such threshold, as TF's cumsum/argmax tie-break), over `num_thresholds`
+    thresholds spread over [0, 1] (tf.compat.v1.metrics.specificity_at_sensitivity)."""
+    kepsilon = 1e-7
+
+    def find(c, name):
+        sens = math_ops.divide(c["tp"], math_ops.add(math_ops.add(c["tp"], c["fn"]), kepsilon))
+        dist = math_ops.abs(math_ops.subtract(sens, sensitivity))
+        at_min = math_ops.cast(math_ops.equal(dist, math_ops.reduce_min(dist)), dtypes.int64)
+        i = math_ops.cast(math_ops.argmax(_cumsum(at_min), 0), dtypes.int32)
+        tn, fp = array_ops.gather(c["tn"], i), array_ops.gather(c["fp"], i)
+        return math_ops.divide(tn, math_ops.add(math_ops.add(tn, fp), kepsilon), name=name)
+    return _sens_spec_at(labels, predictions, sensitivity, weights, num_thresholds, 1.0 - kepsilon,
+                         "specificity_at_sensitivity", find, metrics_collections, updates_collections, name)
+
+
+# -- top-k metrics over class ids ---------------------------------------------------------------
+# TF computes these with set operations over (possibly sparse) label sets. Here labels are a dense
+# int tensor, [batch] or [batch, num_labels], predictions [batch, num_classes] (or the top-k ids
+# [batch, k]); membership is an equality broadcast, and a label repeated within a row counts once
+# (set semantics). As in TF with dense labels, a negative label is an ordinary (never predicted)
+# class for precision/recall, so it counts as a false negative, while average_precision ignores
+# it. SparseTensor labels and batch ranks above one are not supported.
+
+def _cumsum(x, axis=0):
+    from actorflow.graph.ops.sort_ops import cumsum
+    return cumsum(x, axis=axis)
+
+
+def _at_k_name(name, k=None, class_id=None):
+    if k is not None:
+        name = f"{name}_at_{k}"
+    if class_id is not None:
+        name = f"{name}_class{class_id}"
+    return name
+
+
+def _topk_inputs(labels, predictions_idx, who):
+    labels = math_ops.cast(_tensor(labels, "labels"), dtypes.int64)
+    ids = math_ops.cast(_tensor(predictions_idx, "predictions_idx"), dtypes.int64)
+    if ids.shape.ndims != 2 or ids.shape[-1] is None:
+        raise ValueError(f"{who}: predictions (ids) must be [batch, k] with k known, got {ids.shape} ('{ids.name}')")
+    if labels.shape.ndims == 1:
+        labels = array_ops.expand_dims(labels, -1)
+    if labels.shape.ndims != 2:
+        raise ValueError(f"{who}: labels must be [batch] or [batch, num_labels], got {labels.shape} "
+                         f"('{labels.name}')")
+    return labels, ids
+
+
+def _row_weights(weights, like: Tensor) -> Tensor | None:
+    if weights is None:
+        return None
+    w = math_ops.cast(_tensor(weights, "weights"), dtypes.float64)
+    if w.shape.ndims == 2:
+        w = array_ops.squeeze(w, [-1])
+    return math_ops.multiply(w, array_ops.ones_like(like))
+
+
+def _topk_counts(labels, ids, class_id):
+    """Per row (float64, [batch]): true positives, false positives, false negatives."""
+    labels_distinct = _distinct_labels(labels)                                  # [B, L] bool
+    in_labels = math_ops.reduce_any(math_ops.equal(array_ops.expand_dims(ids, -1),
+                                                   array_ops.expand_dims(labels, 1)), axis=-1)  # [B, k]
+    if class_id is not None:
+        cid = constant(int(class_id), dtype=dtypes.int64)
+        pred_has = math_ops.reduce_any(math_ops.equal(ids, cid), axis=-1)
+        lab_has = math_ops.reduce_any(math_ops.logical_and(math_ops.equal(labels, cid), labels_distinct), axis=-1)
+        f = lambda b: math_ops.cast(b, dtypes.float64)  # noqa: E731
+        return (f(math_ops.logical_and(pred_has, lab_has)),
+                f(math_ops.logical_and(pred_has, math_ops.logical_not(lab_has))),
+                f(math_ops.logical_and(lab_has, math_ops.logical_not(pred_has))))
+    ids_distinct = _distinct_labels(ids)
+    tp = math_ops.reduce_sum(math_ops.cast(math_ops.logical_and(in_labels, ids_distinct), dtypes.float64), axis=-1)
+    n_pred = math_ops.reduce_sum(math_ops.cast(ids_distinct, dtypes.float64), axis=-1)
+    n_lab = math_ops.reduce_sum(math_ops.cast(labels_distinct, dtypes.float64), axis=-1)
+    return tp, math_ops.subtract(n_pred, tp), math_ops.subtract(n_lab, tp)
+
+
+def _distinct_labels(x: Tensor, drop_negative=False) -> Tensor:
+    """[B, L] bool: x[b, j] differs from every x[b, j'] with j' < j (and, with drop_negative,
+    is non-negative)."""
+    n = x.shape[-1]
+    if n is None:
+        raise ValueError(f"the last dimension of '{x.name}' must be known")
+    earlier = constant([[j2 < j for j2 in range(n)] for j in range(n)], dtype=dtypes.bool_)  # [j, j']
+    same = math_ops.equal(array_ops.expand_dims(x, -1), array_ops.expand_dims(x, 1))         # [B, j, j']
+    dup = math_ops.reduce_any(math_ops.logical_and(same, earlier), axis=-1)
+    if not drop_negative:
+        return math_ops.logical_not(dup)
+    return math_ops.logical_and(math_ops.greater_equal(x, 0), math_ops.logical_not(dup))
+
+
+def _topk_ratio(labels, predictions_idx, k, class_id, weights, other, default_name, metrics_collections,
+                updates_collections, name):
+    with variable_scope(name, _at_k_name(default_name, k, class_id)):
+        labels, ids = _topk_inputs(labels, predictions_idx, f"metrics.{default_name}")
+        tp_row, fp_row, fn_row = _topk_counts(labels, ids, class_id)
+        w = _row_weights(weights, tp_row)
+        if w is not None:
+            tp_row, fp_row, fn_row = (math_ops.multiply(t, w) for t in (tp_row, fp_row, fn_row))
+        k_name = "" if k is None else f"_at_{k}"
+        tp = metric_variable([], dtypes.float64, name=f"true_positive{k_name}")
+        o = metric_variable([], dtypes.float64, name=f"{other}{k_name}")
+        tp_up = assign_add(tp, math_ops.reduce_sum(tp_row))
+        o_up = assign_add(o, math_ops.reduce_sum(fp_row if other == "false_positive" else fn_row))
+        value = math_ops.divide(tp.value(), math_ops.add(tp.value(), o.value()), name="value")
+        update = math_ops.divide(tp_up, math_ops.add(tp_up, o_up), name="update")
+        return _collect(value, update, metrics_collections, updates_collections)
+
+
+def precision_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None, metrics_collections=None,
+                       updates_collections=None, name=None):
+    """Running precision of the top-k class ids `predictions_idx` ([batch, k]) against the label
+    ids: tp / (tp + fp), float64, NaN before any prediction (as TF's divide)
+    (tf.compat.v1.metrics.precision_at_top_k). With `class_id`, only that class counts."""
+    return _topk_ratio(labels, predictions_idx, k, class_id, weights, "false_positive", "precision",
+                       metrics_collections, updates_collections, name)
+
+
+def recall_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None, metrics_collections=None,
+                    updates_collections=None, name=None):
+    """Running recall of the top-k class ids `predictions_idx` against the label ids:
+    tp / (tp + fn), float64 (tf.compat.v1.metrics.recall_at_top_k)."""
+    return _topk_ratio(labels, predictions_idx, k, class_id, weights, "false_negative", "recall",
+                       metrics_collections, updates_collections, name)
+
+
+def _top_k_ids(predictions, k):
+    from actorflow.graph.ops.sort_ops import top_k
+    return top_k(_tensor(predictions, "predictions"), k)[1]
+
+
+def _drop_out_of_range(labels, predictions):
+    # TF replaces labels >= num_classes by -1, which are then ignored.
+    labels = math_ops.cast(_tensor(labels, "labels"), dtypes.int64)
+    num_classes = math_ops.cast(array_ops.shape(predictions)[-1], dtypes.int64)
+    return math_ops.where(math_ops.greater_equal(labels, num_classes),
+                          math_ops.multiply(array_ops.ones_like(labels), constant(-1, dtype=dtypes.int64)), labels)
+
+
+def precision_at_k(labels, predictions, k, class_id=None, weights=None, metrics_collections=None,
+                   updates_collections=None, name=None):
+    """Running precision@k of the `k` highest-scoring classes of `predictions` ([batch, num_classes])
+    against the label ids (tf.compat.v1.metrics.precision_at_k)."""
+    return precision_at_top_k(labels, _top_k_ids(predictions, k), k, class_id, weights, metrics_collections,
+                              updates_collections, name)
+
+
+def recall_at_k(labels, predictions, k, class_id=None, weights=None, metrics_collections=None,
+                updates_collections=None, name=None):
+    """Running recall@k of the `k` highest-scoring classes of `predictions` against the label ids
+    (tf.compat.v1.metrics.recall_at_k)."""
+    return recall_at_top_k(labels, _top_k_ids(predictions, k), k, class_id, weights, metrics_collections,
+                           updates_collections, name)
+
+
+def sparse_precision_at_k(labels, predictions, k, class_id=None, weights=None, metrics_collections=None,
+                          updates_collections=None, name=None):
+    """precision_at_k under its deprecated name (tf.compat.v1.metrics.sparse_precision_at_k)."""
+    return precision_at_k(labels, predictions, k, class_id, weights, metrics_collections, updates_collections,
+                          name)
+
+
+def average_precision_at_k(labels, predictions, k, weights=None, metrics_collections=None,
+                           updates_collections=None, name=None):
+    """The running (weighted) mean over rows of average precision@k: per row, the sum of
+    precision@i over the ranks i <= k that hit a label, divided by min(#labels, k); labels
+    >= num_classes and negative labels are ignored (tf.compat.v1.metrics.average_precision_at_k).
+    float64; 0 before any row."""
+    if k < 1:
+        raise ValueError(f"metrics.average_precision_at_k: k must be >= 1, got {k}")
+    with variable_scope(name, _at_k_name("average_precision", k)):
+        predictions = _tensor(predictions, "predictions")
+        labels, ids = _topk_inputs(_drop_out_of_range(labels, predictions), _top_k_ids(predictions, k),
+                                   "metrics.average_precision_at_k")
+        distinct = _distinct_labels(labels, drop_negative=True)
+        hit = math_ops.reduce_any(math_ops.logical_and(
+            math_ops.equal(array_ops.expand_dims(ids, -1), array_ops.expand_dims(labels, 1)),
+            array_ops.expand_dims(distinct, 1)), axis=-1)                             # [B, k]
+        rel = math_ops.cast(hit, dtypes.float64)
+        ranks = constant([float(i + 1) for i in range(k)], dtype=dtypes.float64)
+        prec = math_ops.divide(_cumsum(rel, axis=-1), ranks)
+        n_rel = math_ops.minimum(math_ops.reduce_sum(math_ops.cast(
+            math_ops.greater_equal(labels, 0), dtypes.float64), axis=-1), float(k))
+        ap = math_ops.divide(math_ops.reduce_sum(math_ops.multiply(prec, rel), axis=-1), n_rel)
+        w = _row_weights(weights, ap)
+        if w is None:
+            batch_max = math_ops.cast(array_ops.size(ap), dtypes.float64)
+        else:
+            ap = math_ops.multiply(ap, w)
+            batch_max = math_ops.reduce_sum(w)
+        max_var = metric_variable([], dtypes.float64, name="max")
+        total_var = metric_variable([], dtypes.float64, name="total")
+        max_up = assign_add(max_var, batch_max)
+        total_up = assign_add(total_var, math_ops.reduce_sum(ap))
+        value = math_ops.div_no_nan(total_var.value(), max_var.value(), name="mean")
+        update = math_ops.div_no_nan(total_up, max_up, name="update")
+        return _collect(value, update, metrics_collections, updates_collections)
+
+
+def sparse_average_precision_at_k(labels, predictions, k, weights=None, metrics_collections=None,
+                                  updates_collections=None, name=None):
+    """average_precision_at_k under its deprecated name (tf.compat.v1.metrics.sparse_average_precision_at_k)."""
+    return average_precision_at_k(labels, predictions, k, weights, metrics_collections, updates_collections, name)

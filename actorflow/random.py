@@ -12,9 +12,15 @@ from actorflow.graph.ops.candidate_sampling_ops import (
 )
 from actorflow.graph.ops.random_more_ops import (
     categorical,
+    fold_in,
     multinomial,
+    split,
+    stateless_binomial,
     stateless_categorical,
+    stateless_gamma,
     stateless_normal,
+    stateless_parameterized_truncated_normal,
+    stateless_poisson,
     stateless_truncated_normal,
     stateless_uniform,
 )
@@ -24,9 +30,24 @@ from actorflow.graph.ops.random_more_ops import random_shuffle as shuffle
 from actorflow.graph.ops.random_ops import get_seed, set_random_seed, truncated_normal
 from actorflow.graph.ops.random_ops import random_normal as normal
 from actorflow.graph.ops.random_ops import random_uniform as uniform
+from actorflow.random_generator import (
+    Algorithm,
+    Generator,
+    create_rng_state,
+    get_global_generator,
+    set_global_generator,
+)
 
 __all__ = ["normal", "uniform", "truncated_normal", "set_random_seed", "get_seed", "categorical", "multinomial",
            "shuffle", "gamma", "poisson", "stateless_uniform", "stateless_normal", "stateless_truncated_normal",
            "stateless_categorical", "log_uniform_candidate_sampler",
            "uniform_candidate_sampler", "fixed_unigram_candidate_sampler", "learned_unigram_candidate_sampler",
-           "all_candidate_sampler"]
+           "all_candidate_sampler", "fold_in", "split", "stateless_binomial", "stateless_gamma", "stateless_poisson",
+           "stateless_parameterized_truncated_normal", "stateless_multinomial", "Algorithm", "Generator", "create_rng_state",
+           "get_global_generator", "set_global_generator"]
+
+
+def stateless_multinomial(logits, num_samples, seed, output_dtype=None, name=None):
+    """stateless_categorical under its deprecated name and argument (tf.random.stateless_multinomial)."""
+    from actorflow.graph import dtypes
+    return stateless_categorical(logits, num_samples, seed, dtype=output_dtype or dtypes.int64, name=name)

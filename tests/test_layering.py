@@ -71,7 +71,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "signal": {"graph"},
     "spectral": {"graph"},
     "sparse": {"graph"},
-    "random": {"graph"},
+    "random": {"graph", "random_generator"},
+    "random_generator": {"graph"},     # tf.random.Generator: a state variable over the stateless samplers
     "image": {"graph"},
     "strings": {"graph"},
     "lookup": {"graph"},
@@ -86,7 +87,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "nn": {"rnn"},
     "summary": {"graph", "gfile"},
     # above the runtime
-    "train": {"cluster", "summary", "checkpoint_format"},
+    "train": {"cluster", "summary", "checkpoint_format", "client"},  # client: ProfilerHook writes timelines
     "saved_model": {"train"},
     "serving": {"saved_model", "console"},
     "distribute": {"cluster"},

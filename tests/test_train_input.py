@@ -97,3 +97,22 @@ def test_string_input_producer_and_shape_errors():
             af.train.batch([af.placeholder(af.float32, [None])], batch_size=2)
         with pytest.raises(ValueError, match="num_epochs must be > 0"):
             af.train.limit_epochs(af.constant(1), 0)
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_maybe_batch_join_keeps_only_when_keep_input(shuffle):
+    def run(keep):
+        with af.Graph().as_default():
+            a = af.train.range_input_producer(3, num_epochs=1, shuffle=False).dequeue()
+            b = af.train.range_input_producer(3, num_epochs=1, shuffle=False).dequeue() + 10
+            if shuffle:
+                out = af.train.maybe_shuffle_batch_join([[a], [b]], 2, capacity=8, min_after_dequeue=0,
+                                                        keep_input=af.constant(keep), seed=1,
+                                                        allow_smaller_final_batch=True)
+            else:
+                out = af.train.maybe_batch_join([[a], [b]], af.constant(keep), 2, allow_smaller_final_batch=True)
+            with af.Session() as s:
+                _init(s)
+                return sorted(int(x) for batch in _drain(s, out) for x in np.ravel(batch))
+    assert run(True) == [0, 1, 2, 10, 11, 12]
+    assert run(False) == []

@@ -18,7 +18,7 @@ from actorflow.graph import dtypes
 from actorflow.graph.tensor_shape import as_shape
 
 # The names TF 1.x has at top level (tf.zeros_initializer, ...). Also public here, for an
-# `initializers` namespace: Initializer, PartitionInfo, he_normal, he_uniform, lecun_normal, lecun_uniform.
+# `initializers` namespace: Initializer, PartitionInfo, identity_initializer, he_normal, he_uniform, lecun_normal, lecun_uniform.
 __all__ = ["zeros_initializer", "ones_initializer", "constant_initializer", "random_normal_initializer",
            "truncated_normal_initializer", "random_uniform_initializer", "variance_scaling_initializer",
            "glorot_uniform_initializer", "glorot_normal_initializer", "orthogonal_initializer",
@@ -323,6 +323,31 @@ class uniform_unit_scaling_initializer(Initializer):  # noqa: N801
 
     def get_config(self):
         return {"factor": self.factor, "seed": self.seed, "dtype": self.dtype.name}
+
+
+class identity_initializer(Initializer):  # noqa: N801
+    """`gain` times the identity matrix; only for 2-D variables (tf.compat.v1.initializers.identity).
+    Under a partitioner the full matrix is built and the shard's slice of it returned, as in TF."""
+
+    def __init__(self, gain=1.0, dtype=dtypes.float32):
+        self.gain = gain
+        self.dtype = _float_dtype(dtype, "identity_initializer")
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        from actorflow.graph.ops import array_ops, math_ops
+        from actorflow.graph.ops.array_ops.matrix import eye
+        dtype = _float_dtype(dtype or self.dtype, "identity_initializer")
+        full = _shape_list(shape if partition_info is None else partition_info.full_shape)
+        if len(full) != 2:
+            raise ValueError(f"identity_initializer: the tensor to initialize must be two-dimensional, "
+                             f"got shape {full}")
+        out = eye(full[0], full[1], dtype=dtype)
+        if partition_info is not None:
+            out = array_ops.slice(out, partition_info.var_offset, _shape_list(shape))
+        return math_ops.multiply(out, math_ops.cast(self.gain, dtype))
+
+    def get_config(self):
+        return {"gain": self.gain, "dtype": self.dtype.name}
 
 
 def he_normal(seed=None):

@@ -32,3 +32,11 @@ def _export_all() -> None:
 
 _export_all()
 del _export_all
+
+
+def __getattr__(name):
+    # The protobuf classes load tensorboard's generated modules (an optional extra) on first use.
+    from actorflow.train import proto_defs
+    if name in proto_defs._NAMES:
+        return proto_defs.lookup(name)
+    raise AttributeError(f"module 'actorflow.train' has no attribute '{name}'")

@@ -25,7 +25,7 @@ from actorflow.train.queue_runner import QueueRunner, add_queue_runner
 
 __all__ = ["limit_epochs", "input_producer", "string_input_producer", "range_input_producer",
            "slice_input_producer", "batch", "shuffle_batch", "batch_join", "shuffle_batch_join", "maybe_batch",
-           "maybe_shuffle_batch"]
+           "maybe_shuffle_batch", "maybe_batch_join", "maybe_shuffle_batch_join"]
 
 
 def limit_epochs(tensor, num_epochs=None, name=None):
@@ -36,9 +36,12 @@ def limit_epochs(tensor, num_epochs=None, name=None):
     if num_epochs <= 0:
         raise ValueError(f"num_epochs must be > 0 not {num_epochs}.")
     with name_scope(name or "limit_epochs"):
-        from actorflow.graph.initializers import zeros_initializer
-        from actorflow.graph.variable_scope import get_local_variable
-        epochs = get_local_variable("epochs", shape=[], dtype=dtypes.int64, initializer=zeros_initializer())
+        from actorflow.graph.graph import GraphKeys
+        from actorflow.graph.variables import Variable
+        # A Variable, not get_variable: get_variable ignores name scopes, so two producers with
+        # num_epochs in one graph would collide on "epochs" (TF uses VariableV1 here too).
+        epochs = Variable(array_ops.zeros([], dtypes.int64), name="epochs", trainable=False,
+                          collections=[GraphKeys.LOCAL_VARIABLES])
         counter = count_up_to(epochs, num_epochs)
         with control_dependencies([counter]):
             return identity(tensor, name="limit_epochs")
@@ -230,3 +233,25 @@ def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, se
                   shared_name, name, "shuffle_batch_join", shuffle=True, min_after_dequeue=min_after_dequeue,
                   seed=seed)
 
+
+
+def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32, enqueue_many=False, shapes=None,
+                     dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
+    """`batch_join`, each list enqueuing an element only when the scalar `keep_input` is true
+    (tf.compat.v1.train.maybe_batch_join). A vector `keep_input` (with enqueue_many) is not supported."""
+    if enqueue_many:
+        raise NotImplementedError("maybe_batch_join with enqueue_many=True (a vector keep_input) is not supported")
+    return _batch(list(tensors_list), batch_size, 1, capacity, enqueue_many, shapes, dynamic_pad,
+                  allow_smaller_final_batch, shared_name, name, "batch_join", keep_input=keep_input)
+
+
+def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, keep_input, seed=None,
+                             enqueue_many=False, shapes=None, allow_smaller_final_batch=False, shared_name=None,
+                             name=None):
+    """`shuffle_batch_join`, enqueuing only when the scalar `keep_input` is true
+    (tf.compat.v1.train.maybe_shuffle_batch_join). A vector `keep_input` is not supported."""
+    if enqueue_many:
+        raise NotImplementedError("maybe_shuffle_batch_join with enqueue_many=True is not supported")
+    return _batch(list(tensors_list), batch_size, 1, capacity, enqueue_many, shapes, False, allow_smaller_final_batch,
+                  shared_name, name, "shuffle_batch_join", shuffle=True, min_after_dequeue=min_after_dequeue,
+                  seed=seed, keep_input=keep_input)

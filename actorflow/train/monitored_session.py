@@ -22,7 +22,7 @@ from actorflow.train.session_run_hook import (
     StepCounterHook,
 )
 
-__all__ = ["Scaffold", "ChiefSessionCreator", "WorkerSessionCreator", "MonitoredSession",
+__all__ = ["Scaffold", "SessionCreator", "ChiefSessionCreator", "WorkerSessionCreator", "MonitoredSession",
            "MonitoredTrainingSession", "SingularMonitoredSession"]
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,16 @@ def _retry(fn, max_wait_secs: float, what: str):
             delay = min(delay * 2, 1.0)
 
 
-class ChiefSessionCreator:
+class SessionCreator:
+    """A factory of sessions for MonitoredSession (tf.compat.v1.train.SessionCreator): subclasses
+    implement `create_session()`, which MonitoredSession calls at start and again after an
+    AbortedError or UnavailableError to recover."""
+
+    def create_session(self):
+        raise NotImplementedError(f"{type(self).__name__} must implement create_session()")
+
+
+class ChiefSessionCreator(SessionCreator):
     """Creates the chief's session: restores or initializes the variables only when they are missing."""
 
     def __init__(self, scaffold=None, master="", config=None, checkpoint_dir=None, checkpoint_filename_with_path=None,
@@ -174,7 +183,7 @@ class ChiefSessionCreator:
             return path
 
 
-class WorkerSessionCreator:
+class WorkerSessionCreator(SessionCreator):
     """Creates a non-chief session: waits until the chief has made every variable ready."""
 
     def __init__(self, scaffold=None, master="", config=None, max_wait_secs=7200, poll_secs=0.1):
@@ -266,7 +275,7 @@ class MonitoredSession:
         failures = 0
         while True:
             try:
-                return self._run_with_hooks(fetches, feed_dict, options)
+                return self._run_with_hooks(fetches, feed_dict, options, run_metadata)
             except _RECOVERABLE as e:
                 failures += 1
                 self.recoveries += 1
@@ -281,10 +290,13 @@ class MonitoredSession:
                     pass
                 self._create()
 
-    def _run_with_hooks(self, fetches, feed_dict, options):
+    def _run_with_hooks(self, fetches, feed_dict, options, run_metadata=None):
+        from actorflow.actors.session import RunMetadata, RunOptions
         ctx = SessionRunContext((fetches, feed_dict), self._sess)
         extra = {}
         feeds = dict(feed_dict or {})
+        user_trace = getattr(options, "trace_level", 0) or 0
+        trace = user_trace
         for i, h in enumerate(self._hooks):
             args = h.before_run(ctx)
             if args is not None:
@@ -297,11 +309,19 @@ class MonitoredSession:
                     if options is None or not getattr(options, "timeout_in_ms", 0) or \
                             args.options.timeout_in_ms < options.timeout_in_ms:
                         options = args.options
-        results = self._sess.run({"user": fetches, "hooks": extra}, feeds or None, options=options)
+                if args.options is not None:
+                    # As TF's MonitoredSession: the highest trace level any hook asks for wins.
+                    trace = max(trace, getattr(args.options, "trace_level", 0) or 0)
+        if trace > (getattr(options, "trace_level", 0) or 0):
+            options = RunOptions(timeout_in_ms=getattr(options, "timeout_in_ms", 0) or 0, trace_level=trace)
+        if trace and run_metadata is None:
+            run_metadata = RunMetadata()
+        results = self._sess.run({"user": fetches, "hooks": extra}, feeds or None, options=options,
+                                 run_metadata=run_metadata)
         if self._planted_double_apply and self.recoveries:
             results = self._sess.run({"user": fetches, "hooks": extra}, feeds or None, options=options)
         for i, h in enumerate(self._hooks):
-            h.after_run(ctx, SessionRunValues(results["hooks"].get(i)))
+            h.after_run(ctx, SessionRunValues(results["hooks"].get(i), options, run_metadata))
         if ctx.stop_requested:
             self._stop = True
         return results["user"]

@@ -39,7 +39,7 @@ from actorflow.graph.variables import Variable
 
 __all__ = ["Saver", "latest_checkpoint", "list_variables", "load_variable", "checkpoint_exists",
            "get_checkpoint_state", "update_checkpoint_state", "CheckpointState", "NewCheckpointReader",
-           "CheckpointReader"]
+           "CheckpointReader", "generate_checkpoint_state_proto"]
 
 log = logging.getLogger(__name__)
 
@@ -167,12 +167,8 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None, *, key=None):
     return st
 
 
-def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoint_paths=None, latest_filename=None,
-                            all_model_checkpoint_timestamps=None, last_preserved_timestamp=None,
-                            save_relative_paths=True):
-    """Rewrites the "checkpoint" state file of `save_dir` atomically and durably
-    (tf.compat.v1.train.update_checkpoint_state). `model_checkpoint_path` is the newest checkpoint;
-    with `save_relative_paths`, paths inside `save_dir` are stored relative to it."""
+def _state_for(save_dir, model_checkpoint_path, all_model_checkpoint_paths, all_model_checkpoint_timestamps,
+               last_preserved_timestamp, save_relative_paths) -> CheckpointState:
     paths = list(all_model_checkpoint_paths or [])
     if not paths or paths[-1] != model_checkpoint_path:
         paths = [p for p in paths if p != model_checkpoint_path] + [model_checkpoint_path]
@@ -184,8 +180,36 @@ def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoin
         if save_relative_paths and os.path.dirname(os.path.abspath(p)) == os.path.abspath(save_dir):
             return os.path.basename(p)
         return p
-    st = CheckpointState(rel(model_checkpoint_path), [rel(p) for p in paths],
-                         list(all_model_checkpoint_timestamps or []), float(last_preserved_timestamp or 0.0))
+    return CheckpointState(rel(model_checkpoint_path), [rel(p) for p in paths],
+                           list(all_model_checkpoint_timestamps or []), float(last_preserved_timestamp or 0.0))
+
+
+def generate_checkpoint_state_proto(save_dir, model_checkpoint_path, all_model_checkpoint_paths=None,
+                                    all_model_checkpoint_timestamps=None, last_preserved_timestamp=None):
+    """A CheckpointState for these arguments, as TF builds it: `model_checkpoint_path` listed last;
+    when `save_dir` is relative, relative paths are made relative to it
+    (tf.compat.v1.train.generate_checkpoint_state_proto; a dataclass, not TF's proto class)."""
+    paths = list(all_model_checkpoint_paths or [])
+    if not paths or paths[-1] != model_checkpoint_path:
+        paths.append(model_checkpoint_path)
+    stamps = list(all_model_checkpoint_timestamps or [])
+    if stamps and len(stamps) != len(paths):
+        raise ValueError(f"generate_checkpoint_state_proto: {len(stamps)} timestamps for {len(paths)} checkpoints")
+    if not os.path.isabs(save_dir):
+        def rel(p):
+            return p if os.path.isabs(p) else os.path.relpath(p, save_dir)
+        model_checkpoint_path, paths = rel(model_checkpoint_path), [rel(p) for p in paths]
+    return CheckpointState(model_checkpoint_path, paths, stamps, float(last_preserved_timestamp or 0.0))
+
+
+def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoint_paths=None, latest_filename=None,
+                            all_model_checkpoint_timestamps=None, last_preserved_timestamp=None,
+                            save_relative_paths=True):
+    """Rewrites the "checkpoint" state file of `save_dir` atomically and durably
+    (tf.compat.v1.train.update_checkpoint_state). `model_checkpoint_path` is the newest checkpoint;
+    with `save_relative_paths`, paths inside `save_dir` are stored relative to it."""
+    st = _state_for(save_dir, model_checkpoint_path, all_model_checkpoint_paths, all_model_checkpoint_timestamps,
+                    last_preserved_timestamp, save_relative_paths)
     ckpt_io.atomic_write(os.path.join(save_dir, latest_filename or _STATE_FILE), _format_state(st).encode())
 
 

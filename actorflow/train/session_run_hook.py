@@ -11,7 +11,7 @@ import numpy as np
 
 from actorflow import clock
 
-__all__ = ["SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues", "StopAtStepHook", "CheckpointSaverListener",
+__all__ = ["ProfilerHook", "SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues", "StopAtStepHook", "CheckpointSaverListener",
            "CheckpointSaverHook", "LoggingTensorHook", "NanTensorHook", "NanLossDuringTrainingError",
            "StepCounterHook"]
 
@@ -292,3 +292,50 @@ class StepCounterHook(SessionRunHook):
             self._summary_writer.add_summary(Summary(value=[Summary.Value(tag=self._summary_tag, simple_value=rate)]),
                                              step)
         log.info("%s: %.3g", self._summary_tag, rate)
+
+
+class ProfilerHook(SessionRunHook):
+    """Traces one step every `save_steps` steps or `save_secs` seconds (FULL_TRACE) and writes its
+    Chrome trace-event timeline to `output_dir/timeline-<global step>.json`
+    (tf.compat.v1.train.ProfilerHook; open the files in chrome://tracing or ui.perfetto.dev). As in
+    TF, the first step is never traced: it only starts the timer. The timeline is
+    af.client.timeline's (see its docstring for how it differs from TF's)."""
+
+    def __init__(self, save_steps=None, save_secs=None, output_dir="", show_dataflow=True, show_memory=False):
+        if (save_steps is None) == (save_secs is None):
+            raise ValueError("ProfilerHook: exactly one of save_steps and save_secs should be provided.")
+        from actorflow.train.summary_hooks import SecondOrStepTimer
+        self._output_file = os.path.join(output_dir, "timeline-{}.json")
+        self._show_dataflow, self._show_memory = show_dataflow, show_memory
+        self._timer = SecondOrStepTimer(every_steps=save_steps, every_secs=save_secs)
+        self.written: list = []      # the paths written, in order
+
+    def begin(self):
+        self._next_step = None
+        self._gs = _global_step_tensor()
+
+    def before_run(self, run_context):
+        from actorflow.actors.session import RunOptions
+        self._request = self._next_step is not None and self._timer.should_trigger_for_step(self._next_step)
+        opts = RunOptions(trace_level=RunOptions.FULL_TRACE) if self._request else None
+        return SessionRunArgs({"global_step": self._gs}, options=opts)
+
+    def after_run(self, run_context, run_values):
+        stale = int(run_values.results["global_step"])
+        if self._next_step is None:
+            self._timer.update_last_triggered_step(stale)
+        step = stale + 1
+        if self._request:
+            step = int(run_context.session.run(self._gs))
+            self._timer.update_last_triggered_step(step)
+            self._save(self._output_file.format(step), run_values.run_metadata.step_stats)
+        self._next_step = step + 1
+
+    def _save(self, path, step_stats):
+        from actorflow.client import timeline
+        from actorflow.gfile import GFile
+        trace = timeline.Timeline(step_stats).generate_chrome_trace_format(
+            show_dataflow=self._show_dataflow, show_memory=self._show_memory)
+        with GFile(path, "w") as f:
+            f.write(trace)
+        self.written.append(path)

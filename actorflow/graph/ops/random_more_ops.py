@@ -14,7 +14,9 @@ from actorflow.graph.ops.random_ops import _output_shape, _seed_attrs, _shape_te
 from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["multinomial", "categorical", "random_shuffle", "random_gamma", "random_poisson", "stateless_uniform",
-           "stateless_normal", "stateless_truncated_normal", "stateless_categorical"]
+           "stateless_normal", "stateless_truncated_normal", "stateless_categorical", "stateless_gamma",
+           "stateless_poisson", "stateless_binomial", "stateless_parameterized_truncated_normal",
+           "stateless_uniform_full_int", "split", "fold_in"]
 
 
 def _infer_multinomial(inputs, attrs):
@@ -166,3 +168,104 @@ def stateless_categorical(logits, num_samples, seed, dtype=dtypes.int64, name=No
         n = convert_to_tensor(num_samples, dtype=dtypes.int32, name="num_samples")
         s = convert_to_tensor(seed, name="seed")
         return StatelessMultinomial(logits, n, s, output_dtype=dtypes.as_dtype(dtype))
+
+
+# -- more stateless samplers: parameters broadcast against the full output `shape` -------------------
+# As the samplers above, their values are a function of `seed` alone (actorflow's Philox stream, not
+# TF's bits: the distributions match TF's, the numbers do not). No gradients (TF's stateless_gamma
+# has one with respect to alpha; here it is not differentiable).
+
+def _infer_stateless_params(inputs, attrs):
+    _infer_stateless(inputs[:2], {"dtype": attrs.get("dtype", inputs[2].dtype)})
+    dtype = dtypes.as_dtype(attrs["dtype"]) if "dtype" in attrs else inputs[2].dtype
+    return [(dtype, _output_shape(inputs[0]))]
+
+
+StatelessRandomGammaV2 = define_op("StatelessRandomGammaV2", _infer_stateless_params)
+StatelessRandomPoisson = define_op("StatelessRandomPoisson", _infer_stateless_params)
+StatelessRandomBinomial = define_op("StatelessRandomBinomial", _infer_stateless_params)
+StatelessParameterizedTruncatedNormal = define_op("StatelessParameterizedTruncatedNormal", _infer_stateless_params)
+StatelessRandomUniformFullInt = define_op("StatelessRandomUniformFullInt", _infer_stateless)
+for _d in (StatelessRandomGammaV2, StatelessRandomPoisson, StatelessRandomBinomial,
+           StatelessParameterizedTruncatedNormal, StatelessRandomUniformFullInt):
+    _d.gradient(_no_gradient)
+
+
+def _seed(seed):
+    s = convert_to_tensor(seed, name="seed")
+    if s.dtype not in (dtypes.int32, dtypes.int64):
+        s = convert_to_tensor(seed, dtype=dtypes.int64, name="seed")
+    return s
+
+
+def stateless_gamma(shape, seed, alpha, beta=None, dtype=dtypes.float32, name=None):
+    """Gamma(alpha, beta) samples of shape `shape` (alpha and beta broadcast to it), a function of
+    `seed` (tf.random.stateless_gamma); beta is the inverse scale (rate)."""
+    dtype = dtypes.as_dtype(dtype)
+    if not dtype.is_floating:
+        raise ValueError(f"stateless_gamma: dtype must be a floating-point type, got {dtype.name}")
+    with name_scope(name or "stateless_random_gamma"):
+        a = convert_to_tensor(alpha, dtype=dtype, name="alpha")
+        sample = StatelessRandomGammaV2(_shape_tensor(shape), _seed(seed), a)
+        return sample if beta is None else sample / convert_to_tensor(beta, dtype=dtype, name="beta")
+
+
+def stateless_poisson(shape, seed, lam, dtype=dtypes.int32, name=None):
+    """Poisson(lam) samples of shape `shape` (lam broadcast to it), a function of `seed`
+    (tf.random.stateless_poisson)."""
+    with name_scope(name or "stateless_random_poisson"):
+        rate = convert_to_tensor(lam, name="lam")
+        if not rate.dtype.is_floating:
+            rate = convert_to_tensor(lam, dtype=dtypes.float32, name="lam")
+        return StatelessRandomPoisson(_shape_tensor(shape), _seed(seed), rate, dtype=dtypes.as_dtype(dtype))
+
+
+def stateless_binomial(shape, seed, counts, probs, output_dtype=dtypes.int32, name=None):
+    """Binomial(counts, probs) samples of shape `shape` (counts and probs broadcast to it), a function
+    of `seed` (tf.random.stateless_binomial)."""
+    with name_scope(name or "stateless_random_binomial"):
+        p = convert_to_tensor(probs, name="probs")
+        if not p.dtype.is_floating:
+            p = convert_to_tensor(probs, dtype=dtypes.float32, name="probs")
+        n = convert_to_tensor(counts, dtype=p.dtype, name="counts")
+        return StatelessRandomBinomial(_shape_tensor(shape), _seed(seed), n, p, dtype=dtypes.as_dtype(output_dtype))
+
+
+def stateless_parameterized_truncated_normal(shape, seed, means=0.0, stddevs=1.0, minvals=-2.0, maxvals=2.0,
+                                             name=None):
+    """Normal(means, stddevs) samples truncated to [minvals, maxvals], each parameter broadcast to
+    `shape`, a function of `seed` (tf.random.stateless_parameterized_truncated_normal)."""
+    with name_scope(name or "stateless_parameterized_truncated_normal"):
+        m = convert_to_tensor(means, name="means")
+        if not m.dtype.is_floating:
+            m = convert_to_tensor(means, dtype=dtypes.float32, name="means")
+        args = [convert_to_tensor(x, dtype=m.dtype) for x in (stddevs, minvals, maxvals)]
+        return StatelessParameterizedTruncatedNormal(_shape_tensor(shape), _seed(seed), m, *args)
+
+
+def stateless_uniform_full_int(shape, seed, dtype=dtypes.int64, name=None):
+    """Integers uniform over `dtype`'s whole range, a function of `seed` (tf.random.stateless_uniform
+    with minval=maxval=None and an integer dtype)."""
+    dtype = dtypes.as_dtype(dtype)
+    if dtype not in (dtypes.int32, dtypes.int64):
+        raise ValueError(f"full-range stateless ints need int32 or int64, got {dtype.name}")
+    with name_scope(name or "stateless_random_uniform"):
+        return StatelessRandomUniformFullInt(_shape_tensor(shape), _seed(seed), dtype=dtype)
+
+
+def split(seed, num=2, alg="auto_select", name=None):
+    """`num` new seeds, an int tensor [num, 2], derived from `seed` (tf.random.split)."""
+    with name_scope(name or "split"):
+        s = _seed(seed)
+        return stateless_uniform_full_int([num, 2], s, dtype=s.dtype)
+
+
+def fold_in(seed, data, alg="auto_select", name=None):
+    """A new seed [2] from `seed` and the integer `data`: [an int drawn from seed, data]
+    (tf.random.fold_in)."""
+    from actorflow.graph.ops import array_ops
+    with name_scope(name or "fold_in"):
+        s = _seed(seed)
+        d = convert_to_tensor(data, dtype=s.dtype, name="data")
+        first = stateless_uniform_full_int([], s, dtype=s.dtype)
+        return array_ops.stack([first, d])

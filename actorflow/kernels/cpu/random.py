@@ -240,3 +240,79 @@ def random_shuffle(attrs):
             return v
         return v[rng.permutation(v.shape[0])]
     return fn
+
+
+def _broadcast_param(op, x, dims):
+    a = np.asarray(x)
+    try:
+        return np.broadcast_to(a, dims)
+    except ValueError:
+        raise InvalidArgumentError(f"{op}: a parameter of shape {list(a.shape)} does not broadcast to the "
+                                   f"output shape {list(dims)}") from None
+
+
+@register_kernel("StatelessRandomGammaV2", "CPU", cost=_cost_from_shape)
+def stateless_random_gamma(attrs):
+    def fn(shape, seed, alpha):
+        dims = _shape("StatelessRandomGammaV2", shape)
+        a = _broadcast_param("StatelessRandomGammaV2", alpha, dims)
+        if (a <= 0).any():
+            raise InvalidArgumentError("StatelessRandomGammaV2: alpha must be positive")
+        return _seeded(seed).standard_gamma(a).astype(np.asarray(alpha).dtype)
+    return fn
+
+
+@register_kernel("StatelessRandomPoisson", "CPU", cost=_cost_from_shape)
+def stateless_random_poisson(attrs):
+    out = np.dtype(attrs.get("dtype", np.int32))
+
+    def fn(shape, seed, lam):
+        dims = _shape("StatelessRandomPoisson", shape)
+        r = _broadcast_param("StatelessRandomPoisson", np.asarray(lam, np.float64), dims)
+        if (r < 0).any():
+            raise InvalidArgumentError("StatelessRandomPoisson: lam must be non-negative")
+        return _seeded(seed).poisson(r).astype(out)
+    return fn
+
+
+@register_kernel("StatelessRandomBinomial", "CPU", cost=_cost_from_shape)
+def stateless_random_binomial(attrs):
+    out = np.dtype(attrs.get("dtype", np.int32))
+
+    def fn(shape, seed, counts, probs):
+        dims = _shape("StatelessRandomBinomial", shape)
+        n = _broadcast_param("StatelessRandomBinomial", counts, dims)
+        p = _broadcast_param("StatelessRandomBinomial", np.asarray(probs, np.float64), dims)
+        if (n < 0).any() or (p < 0).any() or (p > 1).any():
+            raise InvalidArgumentError("StatelessRandomBinomial: counts must be >= 0 and probs in [0, 1]")
+        return _seeded(seed).binomial(n.astype(np.int64), p).astype(out)
+    return fn
+
+
+@register_kernel("StatelessParameterizedTruncatedNormal", "CPU", cost=_cost_from_shape)
+def stateless_parameterized_truncated_normal(attrs):
+    def fn(shape, seed, means, stddevs, minvals, maxvals):
+        op = "StatelessParameterizedTruncatedNormal"
+        dims = _shape(op, shape)
+        m, s, lo, hi = (_broadcast_param(op, np.asarray(x, np.float64), dims)
+                        for x in (means, stddevs, minvals, maxvals))
+        if (s <= 0).any() or (lo >= hi).any():
+            raise InvalidArgumentError(f"{op}: stddevs must be positive and minvals < maxvals")
+        # Inverse-CDF sampling of the standard normal between the standardized bounds.
+        from scipy.special import ndtr, ndtri
+        a, b = ndtr((lo - m) / s), ndtr((hi - m) / s)
+        u = _seeded(seed).random(dims)
+        z = ndtri(np.clip(a + u * (b - a), 1e-300, 1 - 1e-16))
+        return np.clip(m + s * z, lo, hi).astype(np.asarray(means).dtype)
+    return fn
+
+
+@register_kernel("StatelessRandomUniformFullInt", "CPU", cost=_cost_from_shape)
+def stateless_random_uniform_full_int(attrs):
+    out = np.dtype(attrs.get("dtype", np.int64))
+
+    def fn(shape, seed):
+        dims = _shape("StatelessRandomUniformFullInt", shape)
+        info = np.iinfo(out)
+        return _seeded(seed).integers(info.min, info.max, size=dims, dtype=out, endpoint=True)
+    return fn
