@@ -548,7 +548,7 @@ GARBAGE = {
     "header-not-a-map": _raw_frame([1, 2, 3]),
     "too-short": b"\x01\x00",
     "lying-sizes": _raw_frame({"k": "t", "t": [["<f4", [2], 8]], "n": 8}, b"\0" * 3),
-    "bad-dtype": _raw_frame({"k": "t", "t": [["<c8", [1], 8]], "n": 8}, b"\0" * 8),
+    "bad-dtype": _raw_frame({"k": "t", "t": [["<M8", [1], 8]], "n": 8}, b"\0" * 8),
     "unhashable-dtype": _raw_frame({"k": "t", "t": [[[], [1], 4]], "n": 4}, b"\0" * 4),
     "too-many-dims": _raw_frame({"k": "t", "t": [["<f4", [1] * 65, 4]], "n": 4}, b"\0" * 4),
 }
