@@ -13,7 +13,6 @@ from actorflow.graph import dtypes
 from actorflow.graph.graph import Tensor, convert_to_tensor, name_scope
 from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.ops import array_ops, math_ops
-from actorflow.graph.ops.infer import constant_shape
 from actorflow.graph.ops.nn_conv_ops import _get_sequence
 from actorflow.graph.ops.nn_ops import (
     _check_compatible,
@@ -21,8 +20,10 @@ from actorflow.graph.ops.nn_ops import (
     _check_same_dtype,
     _out_size,
     _padding_arg,
+    _sizes_input,
     _with_rank,
     conv_gradients,
+    conv_inferences,
 )
 from actorflow.graph.tensor_shape import TensorShape
 
@@ -99,43 +100,8 @@ def _pool3d_output_shape(x: TensorShape, attrs) -> TensorShape:
     return _shape5(axes, x[0], spatial, x[axes[3]])
 
 
-def _sizes5(t: Tensor, what: str) -> TensorShape:
-    if t.dtype not in (dtypes.int32, dtypes.int64):
-        raise InferenceError(f"{what} must be an int32 vector, got {t.dtype.name}")
-    if t.shape.dims is not None and t.shape.dims != (5,):
-        raise InferenceError(f"{what} must be a vector of 5 sizes, got shape {t.shape}")
-    s = constant_shape(t)
-    return TensorShape([None] * 5) if s.dims is None else _with_rank(s, 5, what)
-
-
-def _infer_conv3d(inputs, attrs):
-    x, f = inputs
-    _check_float(x, "input")
-    _check_same_dtype(x, f, "input", "filter")
-    return [(x.dtype, _conv3d_output_shape(x.shape, f.shape, attrs))]
-
-
-def _infer_conv3d_backprop_input(inputs, attrs):
-    sizes, f, dy = inputs
-    _check_float(f, "filter")
-    _check_same_dtype(f, dy, "filter", "out_backprop")
-    in_shape = _sizes5(sizes, "input_sizes")
-    want = _conv3d_output_shape(in_shape, f.shape, attrs)
-    _check_compatible(want, dy.shape, f"out_backprop shape {dy.shape} does not match the forward output shape "
-                                      f"{want} of an input of shape {in_shape}")
-    return [(f.dtype, in_shape)]
-
-
-def _infer_conv3d_backprop_filter(inputs, attrs):
-    x, sizes, dy = inputs
-    _check_float(x, "input")
-    _check_same_dtype(x, dy, "input", "out_backprop")
-    f_shape = _sizes5(sizes, "filter_sizes")
-    want = _conv3d_output_shape(x.shape, f_shape, attrs)
-    _check_compatible(want, dy.shape, f"out_backprop shape {dy.shape} does not match the forward output shape "
-                                      f"{want} of input {x.shape} and filter {f_shape}")
-    return [(x.dtype, f_shape)]
-
+_infer_conv3d, _infer_conv3d_backprop_input, _infer_conv3d_backprop_filter = \
+    conv_inferences(_conv3d_output_shape, rank=5)
 
 Conv3D = define_op("Conv3D", _infer_conv3d)
 Conv3DBackpropInputV2 = define_op("Conv3DBackpropInputV2", _infer_conv3d_backprop_input)
@@ -163,7 +129,7 @@ def _infer_max_pool3d_grad(inputs, attrs):
 def _infer_avg_pool3d_grad(inputs, attrs):
     sizes, grad = inputs
     _check_float(grad, "grad")
-    in_shape = _sizes5(sizes, "orig_input_shape")
+    in_shape = _sizes_input(sizes, "orig_input_shape", 5)
     want = _pool3d_output_shape(in_shape, attrs)
     _check_compatible(want, grad.shape, f"grad shape {grad.shape} does not match the pooled shape {want} "
                                         f"of an input of shape {in_shape}")

@@ -157,14 +157,15 @@ def _pool_output_shape(x: TensorShape, attrs) -> TensorShape:
     return _image_shape(axes, x[0], oh, ow, x[axes[2]])
 
 
-def _sizes_input(t: Tensor, what: str) -> TensorShape:
-    """The static knowledge of an int32 [4] sizes input (Conv2DBackprop*, AvgPoolGrad)."""
+def _sizes_input(t: Tensor, what: str, rank: int = 4) -> TensorShape:
+    """The static knowledge of an int32 [rank] sizes input (Conv2DBackprop*, AvgPoolGrad; rank 5 for
+    their 3-D forms)."""
     if t.dtype not in (dtypes.int32, dtypes.int64):
         raise InferenceError(f"{what} must be an int32 vector, got {t.dtype.name}")
-    if t.shape.dims is not None and t.shape.dims != (4,):
-        raise InferenceError(f"{what} must be a vector of 4 sizes, got shape {t.shape}")
+    if t.shape.dims is not None and t.shape.dims != (rank,):
+        raise InferenceError(f"{what} must be a vector of {rank} sizes, got shape {t.shape}")
     s = constant_shape(t)
-    return TensorShape([None] * 4) if s.dims is None else _with_rank(s, 4, what)
+    return TensorShape([None] * rank) if s.dims is None else _with_rank(s, rank, what)
 
 
 def _check_compatible(a: TensorShape, b: TensorShape, msg: str) -> None:
@@ -633,9 +634,10 @@ def xw_plus_b(x, weights, biases, name=None):
 # Convolution
 # ---------------------------------------------------------------------------------------------
 
-def conv_inferences(output_shape):
+def conv_inferences(output_shape, rank: int = 4):
     """The shape inference of a convolution, of its input gradient and of its filter gradient, from
-    `output_shape(input_shape, filter_shape, attrs)` (Conv2D's, DepthwiseConv2dNative's)."""
+    `output_shape(input_shape, filter_shape, attrs)` (Conv2D's, DepthwiseConv2dNative's; Conv3D's with
+    rank 5)."""
     def forward(inputs, attrs):
         x, f = inputs
         _check_float(x, "input")
@@ -646,7 +648,7 @@ def conv_inferences(output_shape):
         sizes, f, dy = inputs
         _check_float(f, "filter")
         _check_same_dtype(f, dy, "filter", "out_backprop")
-        in_shape = _sizes_input(sizes, "input_sizes")
+        in_shape = _sizes_input(sizes, "input_sizes", rank)
         want = output_shape(in_shape, f.shape, attrs)
         _check_compatible(want, dy.shape, f"out_backprop shape {dy.shape} does not match the forward output shape "
                                           f"{want} of an input of shape {in_shape}")
@@ -656,7 +658,7 @@ def conv_inferences(output_shape):
         x, sizes, dy = inputs
         _check_float(x, "input")
         _check_same_dtype(x, dy, "input", "out_backprop")
-        f_shape = _sizes_input(sizes, "filter_sizes")
+        f_shape = _sizes_input(sizes, "filter_sizes", rank)
         want = output_shape(x.shape, f_shape, attrs)
         _check_compatible(want, dy.shape, f"out_backprop shape {dy.shape} does not match the forward output shape "
                                           f"{want} of input {x.shape} and filter {f_shape}")
