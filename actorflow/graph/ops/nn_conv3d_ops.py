@@ -20,6 +20,7 @@ from actorflow.graph.ops.nn_ops import (
     _check_same_dtype,
     _out_size,
     _padding_arg,
+    _pool_attrs,
     _sizes_input,
     _with_rank,
     conv_gradients,
@@ -152,10 +153,6 @@ MaxPool3DGrad = define_op("MaxPool3DGrad", _infer_max_pool3d_grad)
 MaxPool3DGradGrad = define_op("MaxPool3DGradGrad", _infer_max_pool3d_grad_grad)
 AvgPool3D = define_op("AvgPool3D", _infer_pool3d)
 AvgPool3DGrad = define_op("AvgPool3DGrad", _infer_avg_pool3d_grad)
-
-
-def _pool_attrs(op) -> dict:
-    return {k: op.attrs[k] for k in ("ksize", "strides", "padding", "data_format") if k in op.attrs}
 
 
 @MaxPool3D.gradient

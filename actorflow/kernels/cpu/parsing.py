@@ -13,6 +13,15 @@ _KIND = {np.dtype(np.float32): ("float_list", "float"), np.dtype(np.int64): ("in
          np.dtype(object): ("bytes_list", "string")}
 
 
+def _parse(message_class, record, op):
+    """`record` parsed as `message_class` (Example, SequenceExample); InvalidArgumentError naming `op`."""
+    try:
+        return message_class.FromString(bytes(record))
+    except Exception:  # noqa: BLE001 - DecodeError and friends
+        raise InvalidArgumentError(f"{op}: Could not parse example input, value: '{bytes(record)[:40]!r}'") \
+            from None
+
+
 def _parser(attrs, batched):
     keys = tuple(attrs["dense_keys"])
     skeys = tuple(attrs.get("sparse_keys", ()))
@@ -23,11 +32,7 @@ def _parser(attrs, batched):
     Example = example_proto.Example
 
     def one(record, defaults, index):
-        try:
-            ex = Example.FromString(bytes(record))
-        except Exception:  # noqa: BLE001 - DecodeError and friends
-            raise InvalidArgumentError(f"{op}: Could not parse example input, value: '{bytes(record)[:40]!r}'") \
-                from None
+        ex = _parse(Example, record, op)
         feats = ex.features.feature
         sparse = []
         for key, dt in zip(skeys, stypes):
@@ -193,11 +198,7 @@ def _sequence_parser(attrs, batched):
     SequenceExample = example_proto.SequenceExample
 
     def one(record, defaults, index):
-        try:
-            ex = SequenceExample.FromString(bytes(record))
-        except Exception:  # noqa: BLE001 - DecodeError and friends
-            raise InvalidArgumentError(f"{op}: Could not parse example input, value: '{bytes(record)[:40]!r}'") \
-                from None
+        ex = _parse(SequenceExample, record, op)
         ctx, lists = ex.context.feature, ex.feature_lists.feature_list
         c_sparse = [_feature_values(ctx[k], t, op, k, index) if k in ctx else np.zeros(0, t)
                     for k, t in zip(c_skeys, c_stypes)]
