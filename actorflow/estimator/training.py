@@ -11,19 +11,12 @@ import os
 
 from actorflow import clock
 from actorflow.estimator.estimator import Estimator
-from actorflow.train.session_run_hook import CheckpointSaverListener, SessionRunHook
+from actorflow.estimator.model_fn import _check_hooks
+from actorflow.train.session_run_hook import CheckpointSaverListener
 
 __all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]
 
 log = logging.getLogger(__name__)
-
-
-def _check_hooks(hooks):
-    hooks = tuple(hooks or ())
-    for h in hooks:
-        if not isinstance(h, SessionRunHook):
-            raise TypeError(f"All hooks must be SessionRunHook instances, given: {h!r}")
-    return hooks
 
 
 class TrainSpec:
