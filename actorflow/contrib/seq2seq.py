@@ -4,7 +4,7 @@ of a batch of logit sequences, and dynamic decoding: `dynamic_decode` running a 
 forcing) and `GreedyEmbeddingHelper` (feeding back the argmax's embedding until `end_token`).
 
 `AttentionWrapper` adds Bahdanau (additive) or Luong (multiplicative) attention over a memory to
-any cell. Beam search is not here.
+any cell. `BeamSearchDecoder` decodes by beam search, `gather_tree` tracing the beams back.
 """
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from actorflow.graph.control_flow import cond, while_loop
 from actorflow.graph.graph import Tensor, convert_to_tensor, name_scope
 from actorflow.graph.initializers import constant_initializer, ones_initializer, zeros_initializer
 from actorflow.graph.ops import array_ops, math_ops, nn_ops
+from actorflow.graph.ops.beam_search_ops import gather_tree
+from actorflow.graph.ops.sort_ops import top_k
 from actorflow.graph.ops.tensor_array_ops import TensorArray
 from actorflow.graph.tensor_shape import TensorShape
 from actorflow.graph.variable_scope import get_variable, variable_scope
@@ -25,7 +27,9 @@ from actorflow.rnn_cell import RNNCell
 
 __all__ = ["sequence_loss", "Helper", "TrainingHelper", "GreedyEmbeddingHelper", "Decoder", "BasicDecoder",
            "BasicDecoderOutput", "dynamic_decode", "BahdanauAttention", "LuongAttention", "AttentionWrapper",
-           "AttentionWrapperState", "SampleEmbeddingHelper", "tile_batch"]
+           "AttentionWrapperState", "SampleEmbeddingHelper", "tile_batch", "CustomHelper", "InferenceHelper", "hardmax",
+           "BeamSearchDecoder", "BeamSearchDecoderState", "BeamSearchDecoderOutput", "FinalBeamSearchDecoderOutput",
+           "gather_tree"]
 
 
 def sequence_loss(logits, targets, weights, average_across_timesteps=True, average_across_batch=True,
@@ -656,3 +660,305 @@ class AttentionWrapper(RNNCell):
                                            attention_state=next_attention_state, alignments=alignments,
                                            alignment_history=history)
         return (attention if self._output_attention else cell_output), next_state
+
+
+# ---------------------------------------------------------------------------------------------
+# More helpers, and beam search
+# ---------------------------------------------------------------------------------------------
+
+class CustomHelper(Helper):
+    """A helper made of three functions (tf.contrib.seq2seq.CustomHelper): `initialize_fn()` ->
+    (finished, inputs), `sample_fn(time, outputs, state)` -> sample ids, `next_inputs_fn(time,
+    outputs, state, sample_ids)` -> (finished, next inputs, next state)."""
+
+    def __init__(self, initialize_fn, sample_fn, next_inputs_fn, sample_ids_shape=None, sample_ids_dtype=None):
+        self._initialize_fn, self._sample_fn, self._next_inputs_fn = initialize_fn, sample_fn, next_inputs_fn
+        self._sample_ids_shape = TensorShape(sample_ids_shape or [])
+        self._sample_ids_dtype = dtypes.as_dtype(sample_ids_dtype or dtypes.int32)
+        self._batch_size = None
+
+    @property
+    def batch_size(self):
+        if self._batch_size is None:
+            raise ValueError("CustomHelper: batch_size is known only after initialize() has been called")
+        return self._batch_size
+
+    @property
+    def sample_ids_shape(self):
+        return self._sample_ids_shape
+
+    @property
+    def sample_ids_dtype(self):
+        return self._sample_ids_dtype
+
+    def initialize(self, name=None):
+        with name_scope(name, "CustomHelperInitialize"):
+            finished, inputs = self._initialize_fn()
+            if self._batch_size is None:
+                self._batch_size = array_ops.size(finished)
+            return finished, inputs
+
+    def sample(self, time, outputs, state, name=None):
+        with name_scope(name, "CustomHelperSample"):
+            return self._sample_fn(time=time, outputs=outputs, state=state)
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        with name_scope(name, "CustomHelperNextInputs"):
+            return self._next_inputs_fn(time=time, outputs=outputs, state=state, sample_ids=sample_ids)
+
+
+class InferenceHelper(Helper):
+    """Inference that feeds back `sample_fn(outputs)` itself, or `next_inputs_fn` of it, with no
+    embedding (tf.contrib.seq2seq.InferenceHelper); a row is finished when `end_fn(sample_ids)`."""
+
+    def __init__(self, sample_fn, sample_shape, sample_dtype, start_inputs, end_fn, next_inputs_fn=None):
+        self._sample_fn, self._end_fn = sample_fn, end_fn
+        self._sample_shape = TensorShape(sample_shape)
+        self._sample_dtype = dtypes.as_dtype(sample_dtype)
+        self._next_inputs_fn = next_inputs_fn
+        self._start_inputs = convert_to_tensor(start_inputs, name="start_inputs")
+        self._batch_size = array_ops.shape(self._start_inputs)[0]
+
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    @property
+    def sample_ids_shape(self):
+        return self._sample_shape
+
+    @property
+    def sample_ids_dtype(self):
+        return self._sample_dtype
+
+    def initialize(self, name=None):
+        return array_ops.fill(array_ops.reshape(self._batch_size, [1]), False), self._start_inputs
+
+    def sample(self, time, outputs, state, name=None):
+        return self._sample_fn(outputs)
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        finished = self._end_fn(sample_ids)
+        next_inputs = sample_ids if self._next_inputs_fn is None else self._next_inputs_fn(sample_ids)
+        return finished, next_inputs, state
+
+
+def hardmax(logits, name=None):
+    """One-hot of the argmax over the last axis, in the logits' dtype (tf.contrib.seq2seq.hardmax)."""
+    with name_scope(name, "Hardmax", [logits]):
+        logits = convert_to_tensor(logits, name="logits")
+        depth = logits.shape[-1] if logits.shape.ndims and logits.shape[-1] is not None else array_ops.shape(logits)[-1]
+        return array_ops.one_hot(math_ops.argmax(logits, -1), depth, dtype=logits.dtype)
+
+
+class BeamSearchDecoderState(collections.namedtuple("BeamSearchDecoderState", (
+        "cell_state", "log_probs", "finished", "lengths", "accumulated_attention_probs"))):
+    """A beam search's state, every field [batch, beam, ...]: the cell's state, each beam's total
+    log probability, whether it has emitted end_token, and its length (end_token included)."""
+
+    __slots__ = ()
+
+
+class BeamSearchDecoderOutput(collections.namedtuple("BeamSearchDecoderOutput",
+                                                     ("scores", "predicted_ids", "parent_ids"))):
+    """One beam search step, [batch, beam] each: the beams' scores, the tokens they chose and the
+    beams of the previous step they extend."""
+
+    __slots__ = ()
+
+
+class FinalBeamSearchDecoderOutput(collections.namedtuple("FinalBeamSearchDecoderOutput",
+                                                          ("predicted_ids", "beam_search_decoder_output"))):
+    """What dynamic_decode returns for a beam search: every beam's whole token sequence (traced back
+    with gather_tree), and the steps' raw BeamSearchDecoderOutput."""
+
+    __slots__ = ()
+
+
+def _length_penalty(lengths, weight, dtype):
+    """GNMT's length normalisation, ((5 + length) / 6) ** weight; 1 when the weight is 0."""
+    if isinstance(weight, (int, float)) and weight == 0:
+        return None
+    lengths = math_ops.cast(lengths, dtype)
+    return math_ops.pow((5.0 + lengths) / 6.0, math_ops.cast(weight, dtype))
+
+
+class BeamSearchDecoder(Decoder):
+    """Beam search over a cell's outputs (tf.contrib.seq2seq.BeamSearchDecoder).
+
+    `initial_state` is the cell's state for batch * beam_width rows (tile an encoder's state with
+    `tile_batch`). Every step extends each of the `beam_width` beams of a batch entry by every token,
+    scores the candidates by total log probability (over ``((5 + length) / 6) **
+    length_penalty_weight``) and keeps the best `beam_width` of the batch entry's beam * vocab
+    candidates, ties going to the lower beam, then the lower token. A beam that has emitted
+    `end_token` only continues with end_token, at no cost, and stops growing. Decoding starts from
+    beam 0 alone (the others at -inf) and stops when every beam of every entry has finished, or at
+    dynamic_decode's `maximum_iterations`. dynamic_decode returns a `FinalBeamSearchDecoderOutput`
+    (predicted_ids [batch, time, beam], best beam first) and the final `BeamSearchDecoderState`.
+    """
+
+    def __init__(self, cell, embedding, start_tokens, end_token, initial_state, beam_width, output_layer=None,
+                 length_penalty_weight=0.0, coverage_penalty_weight=0.0, reorder_tensor_arrays=True):
+        if not callable(cell):
+            raise TypeError(f"cell must be an RNNCell, received: {type(cell).__name__}")
+        if output_layer is not None and not callable(output_layer):
+            raise TypeError(f"output_layer must be a Layer, received: {type(output_layer).__name__}")
+        if coverage_penalty_weight:
+            raise NotImplementedError("BeamSearchDecoder: coverage_penalty_weight is not supported by actorflow "
+                                      "(it needs the attention's accumulated alignments); use 0.0")
+        self._cell, self._output_layer = cell, output_layer
+        self._reorder_tensor_arrays = reorder_tensor_arrays
+        if callable(embedding):
+            self._embed = embedding
+        else:
+            params = convert_to_tensor(embedding, name="embedding")
+            self._embed = lambda ids: nn_ops.embedding_lookup(params, ids)
+        self._start_tokens = convert_to_tensor(start_tokens, dtype=dtypes.int32, name="start_tokens")
+        self._end_token = convert_to_tensor(end_token, dtype=dtypes.int32, name="end_token")
+        if self._start_tokens.shape.ndims != 1:
+            raise ValueError("start_tokens must be a vector")
+        if self._end_token.shape.ndims != 0:
+            raise ValueError("end_token must be a scalar")
+        self._beam_width = int(beam_width)
+        if self._beam_width < 1:
+            raise ValueError(f"beam_width must be at least 1, got {beam_width}")
+        self._length_penalty_weight = length_penalty_weight
+        self._batch_size = array_ops.size(self._start_tokens)
+        self._static_batch = self._start_tokens.shape[0]
+        self._initial_cell_state = nest.map_structure(self._split, initial_state)
+        self._start_tokens = array_ops.tile(array_ops.expand_dims(self._start_tokens, 1), [1, self._beam_width])
+        self._start_inputs = self._embed(self._start_tokens)
+        first = array_ops.zeros(array_ops.reshape(self._batch_size, [1]), dtype=dtypes.int32)
+        self._finished = array_ops.one_hot(first, self._beam_width, on_value=False, off_value=True, dtype=dtypes.bool_)
+        self._first = first
+
+    def _split(self, t):
+        """A [batch * beam, ...] tensor as [batch, beam, ...] (TensorArrays and scalars as they are)."""
+        if isinstance(t, TensorArray):
+            return t
+        t = convert_to_tensor(t)
+        if t.shape.ndims is None:
+            raise ValueError(f"BeamSearchDecoder: the cell state '{t.name}' must have a static rank")
+        if t.shape.ndims == 0:
+            return t
+        rest = array_ops.shape(t)[1:]
+        out = array_ops.reshape(t, array_ops.concat([array_ops.stack([self._batch_size, self._beam_width]), rest], 0))
+        lead = t.shape[0]
+        if lead is not None and self._static_batch is not None and lead != self._static_batch * self._beam_width:
+            raise ValueError(f"BeamSearchDecoder: the cell state '{t.name}' has {lead} rows, not batch * beam_width = "
+                             f"{self._static_batch * self._beam_width}; tile it with tile_batch")
+        out.set_shape(TensorShape([self._static_batch, self._beam_width]).concatenate(t.shape[1:]))
+        return out
+
+    def _merge(self, t):
+        """A [batch, beam, ...] tensor as [batch * beam, ...]."""
+        if isinstance(t, TensorArray) or t.shape.ndims == 0:
+            return t
+        out = array_ops.reshape(t, array_ops.concat([array_ops.reshape(self._batch_size * self._beam_width, [1]),
+                                                     array_ops.shape(t)[2:]], 0))
+        lead = None if self._static_batch is None else self._static_batch * self._beam_width
+        out.set_shape(TensorShape([lead]).concatenate(t.shape[2:]))
+        return out
+
+    def _gather_beams(self, t, parents):
+        """`t` [batch, beam, ...] with each beam replaced by its parent's row."""
+        if isinstance(t, TensorArray) or t.shape.ndims is None or t.shape.ndims < 2:
+            return t
+        offsets = array_ops.expand_dims(array_ops.range(self._batch_size) * self._beam_width, 1)
+        rows = array_ops.reshape(parents + offsets, [-1])
+        out = array_ops.reshape(array_ops.gather(self._merge(t), rows), array_ops.shape(t))
+        out.set_shape(t.shape)
+        return out
+
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    @property
+    def output_size(self):
+        beams = TensorShape([self._beam_width])
+        return BeamSearchDecoderOutput(scores=beams, predicted_ids=beams, parent_ids=beams)
+
+    @property
+    def output_dtype(self):
+        dtype = nest.flatten(self._initial_cell_state)[0].dtype
+        return BeamSearchDecoderOutput(scores=dtype, predicted_ids=dtypes.int32, parent_ids=dtypes.int32)
+
+    @property
+    def tracks_own_finished(self):
+        return True
+
+    def initialize(self, name=None):
+        with name_scope(name, "BeamSearchDecoderInitialize"):
+            dtype = nest.flatten(self._initial_cell_state)[0].dtype
+            log_probs = array_ops.one_hot(self._first, self._beam_width, on_value=convert_to_tensor(0.0, dtype=dtype),
+                                          off_value=convert_to_tensor(float("-inf"), dtype=dtype), dtype=dtype)
+            lengths = array_ops.zeros(array_ops.stack([self._batch_size, self._beam_width]), dtype=dtypes.int64)
+            state = BeamSearchDecoderState(cell_state=self._initial_cell_state, log_probs=log_probs,
+                                           finished=self._finished, lengths=lengths, accumulated_attention_probs=())
+            return self._finished, self._start_inputs, state
+
+    def step(self, time, inputs, state, name=None):
+        with name_scope(name, "BeamSearchDecoderStep"):
+            cell_state = nest.map_structure(self._merge, state.cell_state)
+            outputs, next_cell_state = self._cell(self._merge(inputs), cell_state)
+            if self._output_layer is not None:
+                outputs = self._output_layer(outputs)
+            logits = self._split(outputs)
+            next_cell_state = nest.map_structure(self._split, next_cell_state)
+            output, next_state = self._search_step(logits, next_cell_state, state)
+            finished = next_state.finished
+            next_inputs = cond(math_ops.reduce_all(finished), lambda: self._start_inputs,
+                               lambda: self._embed(output.predicted_ids))
+        return output, next_state, next_inputs, finished
+
+    def _search_step(self, logits, cell_state, state):
+        dtype = logits.dtype
+        vocab = logits.shape[-1] if logits.shape[-1] is not None else array_ops.shape(logits)[2]
+        was_finished = state.finished
+        step_log_probs = nn_ops.log_softmax(logits)
+        # A finished beam continues only with end_token, at no cost.
+        eos_only = array_ops.one_hot(self._end_token, vocab, on_value=convert_to_tensor(0.0, dtype=dtype),
+                                     off_value=convert_to_tensor(dtype.min, dtype=dtype), dtype=dtype)
+        step_log_probs = math_ops.where_v2(array_ops.expand_dims(was_finished, 2), eos_only, step_log_probs)
+        total = array_ops.expand_dims(state.log_probs, 2) + step_log_probs          # [batch, beam, vocab]
+        scores = total
+        not_eos = 1 - array_ops.one_hot(self._end_token, vocab, dtype=dtypes.int64)
+        grows = array_ops.expand_dims(math_ops.cast(math_ops.logical_not(was_finished), dtypes.int64), 2)
+        penalty = _length_penalty(array_ops.expand_dims(state.lengths, 2) + grows * not_eos,
+                                  self._length_penalty_weight, dtype)
+        if penalty is not None:
+            scores = total / penalty
+        flat = array_ops.reshape(scores, array_ops.stack([self._batch_size, -1]))
+        best_scores, best = top_k(flat, k=self._beam_width)    # ties: the lower beam, then token
+        best_scores.set_shape([self._static_batch, self._beam_width])
+        best.set_shape([self._static_batch, self._beam_width])
+        word_ids = math_ops.floormod(best, vocab)
+        parents = math_ops.floordiv(best, vocab)
+        offsets = array_ops.expand_dims(array_ops.range(self._batch_size) * (self._beam_width * vocab), 1)
+        log_probs = array_ops.reshape(array_ops.gather(array_ops.reshape(total, [-1]), best + offsets),
+                                      array_ops.shape(best))
+        log_probs.set_shape(best.shape)
+        was_finished = self._gather_beams_flat(was_finished, parents)
+        finished = math_ops.logical_or(was_finished, math_ops.equal(word_ids, self._end_token))
+        lengths = self._gather_beams_flat(state.lengths, parents) + math_ops.cast(math_ops.logical_not(was_finished),
+                                                                                   dtypes.int64)
+        cell_state = nest.map_structure(lambda t: self._gather_beams(t, parents), cell_state)
+        next_state = BeamSearchDecoderState(cell_state=cell_state, log_probs=log_probs, finished=finished,
+                                            lengths=lengths, accumulated_attention_probs=())
+        return BeamSearchDecoderOutput(scores=best_scores, predicted_ids=word_ids, parent_ids=parents), next_state
+
+    def _gather_beams_flat(self, t, parents):
+        """A [batch, beam] tensor's entries taken from each beam's parent."""
+        offsets = array_ops.expand_dims(array_ops.range(self._batch_size) * self._beam_width, 1)
+        out = array_ops.reshape(array_ops.gather(array_ops.reshape(t, [-1]), parents + offsets), array_ops.shape(t))
+        out.set_shape(t.shape)
+        return out
+
+    def finalize(self, outputs, final_state, sequence_lengths):
+        """Traces every beam's sequence back through the parent ids (gather_tree), up to the longest
+        beam of each batch entry."""
+        lengths = math_ops.cast(math_ops.reduce_max(final_state.lengths, axis=1), dtypes.int32)
+        predicted = gather_tree(outputs.predicted_ids, outputs.parent_ids, lengths, self._end_token)
+        return FinalBeamSearchDecoderOutput(predicted_ids=predicted, beam_search_decoder_output=outputs), final_state
+
