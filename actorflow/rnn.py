@@ -118,13 +118,15 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         state = _initial_state(cell, initial_state, batch_size, dtype)
         inputs = nest.pack_sequence_as(inputs, flat_input)
         outputs, final_state = _dynamic_rnn_loop(cell, inputs, state, parallel_iterations, sequence_length,
-                                                 batch_size)
+                                                 batch_size, dtypes.as_dtype(dtype) if dtype else None)
         if not time_major:
             outputs = nest.map_structure(_transpose_batch_time, outputs)
         return outputs, final_state
 
 
-def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations, sequence_length, batch_size):
+def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations, sequence_length, batch_size, dtype=None):
+    """The loop of dynamic_rnn. Its outputs (and their zeros past a row's length) are of `dtype`
+    when given, else of the state's dtype, as in TF (crf_decode's int32 backpointers rely on it)."""
     state = initial_state
     flat_input = nest.flatten(inputs)
     for x in flat_input:
@@ -141,7 +143,8 @@ def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations, sequence
     if const_time == 0:
         raise ValueError("dynamic_rnn: the inputs have 0 time steps")
     first_state = nest.flatten(state)[0]
-    dtype = first_state.dtype if isinstance(first_state, Tensor) else flat_input[0].dtype
+    if dtype is None:
+        dtype = first_state.dtype if isinstance(first_state, Tensor) else flat_input[0].dtype
 
     with name_scope("dynamic_rnn"):
         zero_output = _zero_state_tensors(cell.output_size, batch_size, dtype)

@@ -1,8 +1,9 @@
 """af.contrib: the parts of tf.contrib (TF 1.15) that TF-1.x programs use most, so that they port
 by their import: `tf.contrib.layers` (slim's layers, initializers, regularizers, optimize_loss),
 `tf.contrib.rnn`, `tf.contrib.seq2seq` (sequence_loss, dynamic_decode with the basic decoder, its
-training and greedy helpers, Bahdanau and Luong attention), `tf.contrib.legacy_seq2seq` and
+training, greedy and custom helpers, Bahdanau and Luong attention, beam search), `tf.contrib.legacy_seq2seq` and
 `tf.contrib.framework` (arg_scope, model variables, the global step),
+`tf.contrib.crf` (linear-chain CRF: log-likelihood, Viterbi decoding),
 `tf.contrib.training` (bucket_by_sequence_length, HParams), `tf.contrib.metrics`' streaming metrics and
 `tf.contrib.slim`'s layer and scope names.
 
@@ -10,6 +11,6 @@ Everything here is built from actorflow's own layers, cells and ops; it defines 
 """
 from __future__ import annotations
 
-from actorflow.contrib import framework, layers, legacy_seq2seq, metrics, rnn, seq2seq, slim, training
+from actorflow.contrib import crf, framework, layers, legacy_seq2seq, metrics, rnn, seq2seq, slim, training
 
-__all__ = ["framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
+__all__ = ["crf", "framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
