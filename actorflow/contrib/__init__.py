@@ -3,7 +3,7 @@ by their import: `tf.contrib.layers` (slim's layers, initializers, regularizers,
 `tf.contrib.rnn`, `tf.contrib.seq2seq` (sequence_loss, dynamic_decode with the basic decoder, its
 training, greedy and custom helpers, Bahdanau and Luong attention, beam search), `tf.contrib.legacy_seq2seq` and
 `tf.contrib.framework` (arg_scope, model variables, the global step),
-`tf.contrib.crf` (linear-chain CRF: log-likelihood, Viterbi decoding),
+`tf.contrib.crf` (linear-chain CRF: log-likelihood, Viterbi decoding), `tf.contrib.factorization.KMeans`,
 `tf.contrib.learn.preprocessing.VocabularyProcessor`, `tf.contrib.tensorboard.plugins.projector`,
 `tf.contrib.training` (bucket_by_sequence_length, HParams), `tf.contrib.metrics`' streaming metrics and
 `tf.contrib.slim`'s layer and scope names.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from actorflow.contrib import (
     crf,
+    factorization,
     framework,
     layers,
     learn,
@@ -26,4 +27,4 @@ from actorflow.contrib import (
     training,
 )
 
-__all__ = ["crf", "learn", "tensorboard", "framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
+__all__ = ["crf", "factorization", "learn", "tensorboard", "framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
