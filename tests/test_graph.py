@@ -190,3 +190,24 @@ def test_lists_holding_tensors_are_packed_like_tensorflow():
             yv, zv = s.run([y, z], {x: np.arange(6, dtype=np.float32).reshape(2, 3)})
     np.testing.assert_array_equal(yv, np.arange(6).reshape(1, 2, 3))
     np.testing.assert_array_equal(zv, [[0, 2], [3.5, 4]])
+
+
+def test_device_function_reads_the_ops_node_def():
+    # The multi-tower idiom: variables to the parameter device by a function of the op's NodeDef.
+    ps_ops = ["Variable", "VariableV2", "AutoReloadVariable"]
+
+    def assign_to_device(device, ps_device="/cpu:0"):
+        def _assign(op):
+            node_def = op if isinstance(op, af.NodeDef) else op.node_def
+            return "/" + ps_device if node_def.op in ps_ops else device
+        return _assign
+
+    g = af.Graph()
+    with g.as_default(), af.device(assign_to_device("/cpu:1")):
+        v = af.Variable(2.0, name="w")
+        y = af.multiply(v, 3.0, name="y")
+    assert v.op.device == "/device:CPU:0"
+    assert y.op.device == "/device:CPU:1"
+    nd = y.op.node_def
+    assert isinstance(nd, af.NodeDef) and nd.name == "y" and nd.op == "Mul"
+    assert list(nd.input) == ["w/read", "Const"] and nd.device == "/device:CPU:1"
