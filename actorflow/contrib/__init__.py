@@ -4,6 +4,7 @@ by their import: `tf.contrib.layers` (slim's layers, initializers, regularizers,
 training, greedy and custom helpers, Bahdanau and Luong attention, beam search), `tf.contrib.legacy_seq2seq` and
 `tf.contrib.framework` (arg_scope, model variables, the global step),
 `tf.contrib.crf` (linear-chain CRF: log-likelihood, Viterbi decoding), `tf.contrib.factorization.KMeans`,
+`tf.contrib.opt` (LazyAdam, AdamW/MomentumW, ScipyOptimizerInterface),
 `tf.contrib.learn.preprocessing.VocabularyProcessor`, `tf.contrib.tensorboard.plugins.projector`,
 `tf.contrib.training` (bucket_by_sequence_length, HParams), `tf.contrib.metrics`' streaming metrics and
 `tf.contrib.slim`'s layer and scope names.
@@ -20,6 +21,7 @@ from actorflow.contrib import (
     learn,
     legacy_seq2seq,
     metrics,
+    opt,
     rnn,
     seq2seq,
     slim,
@@ -27,4 +29,4 @@ from actorflow.contrib import (
     training,
 )
 
-__all__ = ["crf", "factorization", "learn", "tensorboard", "framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
+__all__ = ["crf", "factorization", "opt", "learn", "tensorboard", "framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
