@@ -59,7 +59,7 @@ class Bernoulli(distribution.Distribution):
 
     def _log_prob(self, event):
         if self.validate_args:
-            event = embed_check_integer_casting_closed(event, dtypes.bool, owner(self.name))
+            event = embed_check_integer_casting_closed(event, dtypes.bool_, owner(self.name))
         event = math_ops.cast(event, self.logits.dtype)
         logits = self.logits
         if not (event.shape.is_fully_defined() and logits.shape.is_fully_defined() and event.shape == logits.shape):

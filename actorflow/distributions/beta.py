@@ -114,16 +114,16 @@ class Beta(distribution.Distribution):
         one = array_ops.ones([], dtype=self.dtype)
         return with_dependencies([
             check_ops.assert_less(one, self.concentration1,
-                                  message=f"{owner(self.name)}: Mode undefined for concentration1 <= 1."),
+                                  message=f"{owner(self.name)}: Mode undefined for concentration1 <= 1"),
             check_ops.assert_less(one, self.concentration0,
-                                  message=f"{owner(self.name)}: Mode undefined for concentration0 <= 1.")], mode)
+                                  message=f"{owner(self.name)}: Mode undefined for concentration0 <= 1")], mode)
 
     @staticmethod
     def _maybe_assert_valid_concentration(concentration, validate_args, owner_name):
         if not validate_args:
             return concentration
         return with_dependencies([check_ops.assert_positive(
-            concentration, message=f"{owner_name}: Concentration parameter must be positive.")], concentration)
+            concentration, message=f"{owner_name}: Concentration parameter must be positive")], concentration)
 
     def _maybe_assert_valid_sample(self, x):
         if not self.validate_args:
@@ -131,7 +131,7 @@ class Beta(distribution.Distribution):
         return with_dependencies([
             check_ops.assert_positive(x, message=f"{owner(self.name)}: sample must be positive"),
             check_ops.assert_less(x, array_ops.ones([], self.dtype),
-                                  message=f"{owner(self.name)}: sample must be less than `1`.")], x)
+                                  message=f"{owner(self.name)}: sample must be less than `1`")], x)
 
 
 @RegisterKL(Beta, Beta)

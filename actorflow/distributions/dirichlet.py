@@ -110,11 +110,11 @@ class Dirichlet(distribution.Distribution):
             return concentration
         return with_dependencies([
             check_ops.assert_positive(concentration,
-                                      message=f"{owner_name}: Concentration parameter must be positive."),
+                                      message=f"{owner_name}: Concentration parameter must be positive"),
             check_ops.assert_rank_at_least(concentration, 1,
-                                           message=f"{owner_name}: Concentration parameter must have >=1 dimensions."),
+                                           message=f"{owner_name}: Concentration parameter must have >=1 dimensions"),
             check_ops.assert_less(1, array_ops.shape(concentration)[-1],
-                                  message=f"{owner_name}: Concentration parameter must have event_size >= 2.")],
+                                  message=f"{owner_name}: Concentration parameter must have event_size >= 2")],
             concentration)
 
     def _maybe_assert_valid_sample(self, x):

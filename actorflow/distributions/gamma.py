@@ -24,8 +24,8 @@ class Gamma(distribution.Distribution):
         with name_scope(name) as name:
             p = convert_params({"concentration": concentration, "rate": rate}, owner(name))
             checks = [check_ops.assert_positive(p["concentration"],
-                                                message=f"{owner(name)}: concentration must be positive."),
-                      check_ops.assert_positive(p["rate"], message=f"{owner(name)}: rate must be positive.")] \
+                                                message=f"{owner(name)}: concentration must be positive"),
+                      check_ops.assert_positive(p["rate"], message=f"{owner(name)}: rate must be positive")] \
                 if validate_args else []
             self._concentration = with_dependencies(checks, identity(p["concentration"], name="concentration"))
             self._rate = with_dependencies(checks, identity(p["rate"], name="rate"))
@@ -102,7 +102,7 @@ class Gamma(distribution.Distribution):
             raise TypeError(f"{owner(self.name)}: x has dtype {x.dtype.name}, expected {self.dtype.name}")
         if not self.validate_args:
             return x
-        return with_dependencies([check_ops.assert_positive(x, message=f"{owner(self.name)}: x must be positive.")], x)
+        return with_dependencies([check_ops.assert_positive(x, message=f"{owner(self.name)}: x must be positive")], x)
 
 
 @RegisterKL(Gamma, Gamma)

@@ -25,9 +25,9 @@ class Laplace(distribution.Distribution):
         parameters = dict(locals())
         with name_scope(name) as name:
             p = convert_params({"loc": loc, "scale": scale}, owner(name))
-            checks = [check_ops.assert_positive(p["scale"], message=f"{owner(name)}: scale must be positive.")] \
+            checks = [check_ops.assert_positive(p["scale"], message=f"{owner(name)}: scale must be positive")] \
                 if validate_args else []
-            self._loc = identity(p["loc"], name="loc")
+            self._loc = with_dependencies(checks, identity(p["loc"], name="loc"))
             self._scale = with_dependencies(checks, identity(p["scale"], name="scale"))
         super().__init__(dtype=self._loc.dtype, reparameterization_type=distribution.FULLY_REPARAMETERIZED,
                          validate_args=validate_args, allow_nan_stats=allow_nan_stats, parameters=parameters,

@@ -136,7 +136,7 @@ class DirichletMultinomial(distribution.Distribution):
                                                                          "total_count")
                 c = embed_check_categorical_event_shape(c, owner(name))
                 c = with_dependencies([check_ops.assert_positive(
-                    c, message=f"{owner(name)}: Concentration parameter must be positive.")], c)
+                    c, message=f"{owner(name)}: Concentration parameter must be positive")], c)
             self._concentration = identity(c, name="concentration")
             self._total_concentration = math_ops.reduce_sum(self._concentration, -1)
         super().__init__(dtype=self._concentration.dtype, validate_args=validate_args,

@@ -44,7 +44,7 @@ def largest_integer(dt) -> int:
         return int(2 ** (np.finfo(dt.as_numpy_dtype).nmant + 1))
     if dt.is_integer:
         return int(np.iinfo(dt.as_numpy_dtype).max)
-    if dt.base_dtype == dtypes.bool:
+    if dt.base_dtype == dtypes.bool_:
         return 1
     raise TypeError(f"Unrecognized dtype: {dt.name}")
 
@@ -57,9 +57,9 @@ def assert_integer_form(x, message):
 def embed_check_nonnegative_integer_form(x, owner_name, what="x"):
     """`x` after assertions that it is non-negative and integer-valued."""
     x = convert_to_tensor(x, name=what)
-    checks = [check_ops.assert_non_negative(x, message=f"{owner_name}: '{what}' must be non-negative.")]
+    checks = [check_ops.assert_non_negative(x, message=f"{owner_name}: '{what}' must be non-negative")]
     if not x.dtype.is_integer:
-        checks.append(assert_integer_form(x, f"{owner_name}: '{what}' cannot contain fractional components."))
+        checks.append(assert_integer_form(x, f"{owner_name}: '{what}' cannot contain fractional components"))
     return with_dependencies(checks, x)
 
 
@@ -67,16 +67,16 @@ def embed_check_integer_casting_closed(x, target_dtype, owner_name):
     """`x` after assertions that it is a non-negative value of `target_dtype` (an integer, or for
     bool, 0 or 1), as a sample of a discrete distribution must be."""
     x = convert_to_tensor(x, name="x")
-    checks = [check_ops.assert_non_negative(x, message=f"{owner_name}: Elements must be non-negative.")]
+    checks = [check_ops.assert_non_negative(x, message=f"{owner_name}: Elements must be non-negative")]
     if x.dtype.is_floating:
-        checks.append(assert_integer_form(x, f"{owner_name}: Elements must be {target_dtype.name}-equivalent."))
-        if target_dtype == dtypes.bool:
+        checks.append(assert_integer_form(x, f"{owner_name}: Elements must be {target_dtype.name}-equivalent"))
+        if target_dtype == dtypes.bool_:
             checks.append(check_ops.assert_less_equal(x, math_ops.cast(1, x.dtype),
-                                                      message=f"{owner_name}: Elements cannot exceed 1."))
+                                                      message=f"{owner_name}: Elements cannot exceed 1"))
     elif largest_integer(x.dtype) > largest_integer(target_dtype):
         top = largest_integer(target_dtype)
         checks.append(check_ops.assert_less_equal(x, math_ops.cast(top, x.dtype),
-                                                  message=f"{owner_name}: Elements cannot exceed {top}."))
+                                                  message=f"{owner_name}: Elements cannot exceed {top}"))
     return with_dependencies(checks, x)
 
 
@@ -97,10 +97,10 @@ def embed_check_categorical_event_shape(param, owner_name):
         return x
     return with_dependencies([
         check_ops.assert_rank_at_least(
-            x, 1, message=f"{owner_name}: A categorical-distribution parameter must have at least 1 dimension."),
+            x, 1, message=f"{owner_name}: A categorical-distribution parameter must have at least 1 dimension"),
         check_ops.assert_greater_equal(
             array_ops.shape(x)[-1], 2,
-            message=f"{owner_name}: A categorical-distribution parameter must have at least 2 events.")], x)
+            message=f"{owner_name}: A categorical-distribution parameter must have at least 2 events")], x)
 
 
 def get_logits_and_probs(logits=None, probs=None, multidimensional=False, validate_args=False, owner_name="",
@@ -124,14 +124,14 @@ def get_logits_and_probs(logits=None, probs=None, multidimensional=False, valida
     if validate_args:
         with name_scope("validate_probs"):
             one = math_ops.cast(1.0, probs.dtype)
-            checks = [check_ops.assert_non_negative(probs, message=f"{owner_name}: probs must be non-negative.")]
+            checks = [check_ops.assert_non_negative(probs, message=f"{owner_name}: probs must be non-negative")]
             if multidimensional:
                 probs = embed_check_categorical_event_shape(probs, owner_name)
                 checks.append(check_ops.assert_near(math_ops.reduce_sum(probs, -1), one,
-                                                    message=f"{owner_name}: probs does not sum to 1."))
+                                                    message=f"{owner_name}: probs does not sum to 1"))
             else:
                 checks.append(check_ops.assert_less_equal(
-                    probs, one, message=f"{owner_name}: probs has components greater than 1."))
+                    probs, one, message=f"{owner_name}: probs has components greater than 1"))
             probs = with_dependencies(checks, probs)
     with name_scope("logits"):
         if multidimensional:

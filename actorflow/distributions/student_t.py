@@ -25,11 +25,11 @@ class StudentT(distribution.Distribution):
         parameters = dict(locals())
         with name_scope(name) as name:
             p = convert_params({"df": df, "loc": loc, "scale": scale}, owner(name))
-            checks = [check_ops.assert_positive(p["df"], message=f"{owner(name)}: df must be positive.")] \
+            checks = [check_ops.assert_positive(p["df"], message=f"{owner(name)}: df must be positive")] \
                 if validate_args else []
             self._df = with_dependencies(checks, identity(p["df"], name="df"))
-            self._loc = identity(p["loc"], name="loc")
-            self._scale = identity(p["scale"], name="scale")
+            self._loc = with_dependencies(checks, identity(p["loc"], name="loc"))
+            self._scale = with_dependencies(checks, identity(p["scale"], name="scale"))
         super().__init__(dtype=self._scale.dtype, reparameterization_type=distribution.FULLY_REPARAMETERIZED,
                          validate_args=validate_args, allow_nan_stats=allow_nan_stats, parameters=parameters,
                          graph_parents=[self._df, self._loc, self._scale], name=name)

@@ -23,7 +23,7 @@ class Uniform(distribution.Distribution):
         with name_scope(name) as name:
             p = convert_params({"low": low, "high": high}, owner(name))
             checks = [check_ops.assert_less(p["low"], p["high"],
-                                            message=f"{owner(name)}: uniform not defined when low >= high.")] \
+                                            message=f"{owner(name)}: uniform not defined when low >= high")] \
                 if validate_args else []
             self._low = with_dependencies(checks, identity(p["low"], name="low"))
             self._high = with_dependencies(checks, identity(p["high"], name="high"))
