@@ -252,6 +252,10 @@ def test_parameters_copy_and_name():
             assert s.run(e.stddev()) == 5.0
         assert tfd.Normal.param_static_shapes([3])["loc"].as_list() == [3]
         assert isinstance(d, tfd.Distribution)
+        # Python numbers take the dtype of the tensor or variable parameters
+        v = af.Variable(np.zeros(2))
+        assert tfd.Normal(v, 1.0).dtype == af.float64 and tfd.Gamma(2.0, v + 1.0).dtype == af.float64
+        assert tfd.Beta(1.0, 2.0).dtype == af.float32 and tfd.Uniform().dtype == af.float32
 
 
 def test_validate_args_errors_name_the_distribution():

@@ -158,22 +158,26 @@ def where_defined(defined, value):
     return math_ops.where_v2(defined, value, np.array(np.nan, dtype=value.dtype.as_numpy_dtype))
 
 
+def _is_literal(v) -> bool:
+    return isinstance(v, (bool, int, float, list, tuple, np.ndarray, np.generic))
+
+
 def convert_params(params: dict, owner_name: str, dtype=None) -> dict:
     """The float parameters as tensors of one dtype: `dtype` if given, else the dtype of those that
-    are already tensors (float32 when none is); a TypeError naming the distribution when tensors
-    disagree or are not floating (TF raises there too)."""
-    from actorflow.graph.graph import Tensor
-    if dtype is None:
-        given = [v for v in params.values() if isinstance(v, Tensor)]
-        if given:
-            dtype = same_float_dtype(given, owner_name)
-        else:
-            # numpy float64 arrays keep their precision; Python numbers and lists are float32, as in TF
-            dtype = dtypes.float64 if any(isinstance(v, (np.ndarray, np.generic)) and v.dtype == np.float64
-                                          for v in params.values()) else dtypes.float32
+    are tensors or variables (float32 when none is, float64 for a float64 numpy array); Python numbers
+    and arrays take that dtype. A TypeError naming the distribution when tensors disagree or are not
+    floating (TF raises there too)."""
+    params = {k: v if _is_literal(v) else convert_to_tensor(v, name=k) for k, v in params.items()}
+    given = [v for v in params.values() if not _is_literal(v)]
+    if dtype is None and given:
+        dtype = same_float_dtype(given, owner_name)
+    elif dtype is None:
+        # numpy float64 arrays keep their precision; Python numbers and lists are float32, as in TF
+        dtype = dtypes.float64 if any(isinstance(v, (np.ndarray, np.generic)) and v.dtype == np.float64
+                                      for v in params.values()) else dtypes.float32
     out = {}
     for k, v in params.items():
-        if isinstance(v, Tensor) and v.dtype.base_dtype != dtype:
+        if not _is_literal(v) and v.dtype.base_dtype != dtype:
             raise TypeError(f"{owner_name}: {k} has dtype {v.dtype.name}, expected {dtype.name}")
         out[k] = convert_to_tensor(v, dtype=dtype, name=k)
     return out
