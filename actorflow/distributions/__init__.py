@@ -10,7 +10,9 @@ Where it differs from TF: random draws come from actorflow's generators (a seed 
 values on every run, not TF's values); Python numbers given with a tensor parameter take the
 tensor's dtype instead of failing; Multinomial samples by drawing max(total_count) classes per row and
 counting the first total_count, rather than mapping over rows; Dirichlet's mode is NaN per batch
-member where any concentration <= 1 (TF's broadcasts that test along the event axis).
+member where any concentration <= 1, and a batch of DirichletMultinomial total_counts lines up with
+the batch axes (TF broadcasts both against the event axis instead); a validate_args error's message
+starts with the distribution's name scope ("Normal: scale must be positive").
 """
 from actorflow.distributions.bernoulli import Bernoulli
 from actorflow.distributions.beta import Beta
