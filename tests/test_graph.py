@@ -211,3 +211,23 @@ def test_device_function_reads_the_ops_node_def():
     nd = y.op.node_def
     assert isinstance(nd, af.NodeDef) and nd.name == "y" and nd.op == "Mul"
     assert list(nd.input) == ["w/read", "Const"] and nd.device == "/device:CPU:1"
+
+
+def test_tensor_shape_assertions_and_arithmetic():
+    from actorflow.graph import tensor_shape
+    s = af.TensorShape([None, 3])
+    s.assert_is_compatible_with([2, 3])
+    s.assert_same_rank([4, 5])
+    s.assert_has_rank(2)
+    with pytest.raises(ValueError, match="incompatible"):
+        s.assert_is_compatible_with([2, 4])
+    with pytest.raises(ValueError, match="same rank"):
+        s.assert_same_rank([1])
+    with pytest.raises(ValueError, match="not fully defined"):
+        s.assert_is_fully_defined()
+    assert s.with_rank_at_least(1) is s and s.with_rank_at_most(2) is s
+    with pytest.raises(ValueError, match="at least 3"):
+        s.with_rank_at_least(3)
+    assert (s + [7]).as_list() == [None, 3, 7] and ([1] + s).as_list() == [1, None, 3]
+    assert af.TensorShape([2, 3]).most_specific_compatible_shape([2, 4]).as_list() == [2, None]
+    assert tensor_shape.scalar().as_list() == [] and tensor_shape.matrix(2, None).as_list() == [2, None]
