@@ -114,3 +114,24 @@ def test_projector_config_is_written_for_tensorboard(tmp_path):
     assert back.embeddings[0].metadata_path == "metadata.tsv"
     with pytest.raises(TypeError, match="ProjectorConfig"):
         projector.visualize_embeddings(writer, {"embeddings": []})
+
+
+def test_predictor_from_saved_model(tmp_path):
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 2], name="x")
+        w = af.Variable(np.array([[1.0], [-1.0]], np.float32), name="w")
+        y = af.matmul(x, w, name="y")
+        with af.Session() as sess:
+            sess.run(w.initializer)
+            af.saved_model.simple_save(sess, str(tmp_path / "m"), inputs={"x": x}, outputs={"y": y})
+    predict = af.contrib.predictor.from_saved_model(str(tmp_path / "m"))
+    out = predict({"x": np.array([[3.0, 1.0]], np.float32)})
+    np.testing.assert_allclose(out["y"], [[2.0]])
+    with pytest.raises(ValueError, match="unknown input keys"):
+        predict({"z": np.zeros((1, 2))})
+    by_name = af.contrib.predictor.from_saved_model(str(tmp_path / "m"), input_names={"in": "x:0"},
+                                                    output_names={"out": "y:0"})
+    np.testing.assert_allclose(by_name({"in": np.array([[1.0, 1.0]], np.float32)})["out"], [[0.0]])
+    with pytest.raises(ValueError, match="no signature 'nope'"):
+        af.contrib.predictor.from_saved_model(str(tmp_path / "m"), signature_def_key="nope")

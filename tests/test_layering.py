@@ -94,7 +94,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "distribute": {"cluster"},
     "client": set(),
     "compat": {"graph"},
-    "contrib": {"train", "layers", "nn", "metrics", "distributions"},
+    "contrib": {"train", "layers", "nn", "metrics", "distributions", "saved_model"},
     "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
     "estimator": {"train", "metrics", "data", "feature_column", "layers", "nn", "saved_model"},  # tf.contrib's layers, rnn, seq2seq, framework over those
     "<root>": {"estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
