@@ -13,3 +13,8 @@ from actorflow.keras import activations, backend, constraints, initializers, lay
 __all__ = ["activations", "backend", "constraints", "initializers", "layers", "regularizers", "Input"]
 
 Input = layers.Input
+
+from actorflow.keras import callbacks, datasets, losses, metrics, models, optimizers, utils  # noqa: E402
+from actorflow.keras.models import Model, Sequential  # noqa: E402
+
+__all__ += ["callbacks", "datasets", "losses", "metrics", "models", "optimizers", "utils", "Model", "Sequential"]

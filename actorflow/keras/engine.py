@@ -16,6 +16,7 @@ Keras's additions:
 from __future__ import annotations
 
 import inspect
+import itertools
 import weakref
 
 import numpy as np
@@ -43,12 +44,17 @@ def keras_history(t):
         return None
 
 
-class Node:
-    """One call of a layer: its inputs and outputs (nested as given and returned) and the call's
-    other arguments."""
+_NODE_SEQ = itertools.count()
 
-    def __init__(self, layer, inputs, outputs, args, kwargs):
+
+class Node:
+    """One call of a layer: its inputs and outputs (nested as given and returned), the call's
+    other arguments, and the update ops and losses the call added."""
+
+    def __init__(self, layer, inputs, outputs, args, kwargs, updates=(), losses=()):
+        self.seq = next(_NODE_SEQ)
         self.layer, self.inputs, self.outputs = layer, inputs, outputs
+        self.updates, self.losses = list(updates), list(losses)
         self.args, self.kwargs = tuple(args), dict(kwargs)
         self.input_tensors = [t for t in nest.flatten(inputs) if isinstance(t, Tensor)]
         self.output_tensors = [t for t in nest.flatten(outputs) if isinstance(t, Tensor)]
@@ -128,15 +134,16 @@ class Layer(_tfl.Layer):
         if self._call_takes_training and kwargs.get("training") is None and not args:
             kwargs["training"] = K.learning_phase()
         inputs = nest.map_structure(lambda t: t.value() if isinstance(t, Variable) else t, inputs)
+        n_updates, n_losses = len(self.updates), len(self.losses)
         outputs = super().__call__(inputs, *args, **kwargs)
         if getattr(self, "_initial_weights", None) is not None:
             weights, self._initial_weights = self._initial_weights, None
             self.set_weights(weights)
-        self._record(inputs, outputs, args, kwargs)
+        self._record(inputs, outputs, args, kwargs, self.updates[n_updates:], self.losses[n_losses:])
         return outputs
 
-    def _record(self, inputs, outputs, args, kwargs):
-        node = Node(self, inputs, outputs, args, kwargs)
+    def _record(self, inputs, outputs, args, kwargs, updates=(), losses=()):
+        node = Node(self, inputs, outputs, args, kwargs, updates, losses)
         self._inbound_nodes.append(node)
         for i, t in enumerate(node.output_tensors):
             _HISTORY[t] = (self, len(self._inbound_nodes) - 1, i)
