@@ -545,9 +545,9 @@ class Model(Layer):
                                   "verbose": verbose, "do_validation": val is not None,
                                   "metrics": names + ["val_" + m for m in names] if val is not None else names})
         self.stop_training = False
-        callback_list.on_train_begin()
+        callback_list.on_train_begin({})
         for epoch in range(initial_epoch, epochs):
-            callback_list.on_epoch_begin(epoch)
+            callback_list.on_epoch_begin(epoch, {})
             index = np.arange(n)
             if shuffle == "batch":
                 batches = [index[i:i + batch_size] for i in range(0, n, batch_size)]
@@ -576,7 +576,7 @@ class Model(Layer):
             callback_list.on_epoch_end(epoch, epoch_logs)
             if self.stop_training:
                 break
-        callback_list.on_train_end()
+        callback_list.on_train_end({})
         return self.history
 
     def _evaluate_arrays(self, xs, ys, sws, batch_size):

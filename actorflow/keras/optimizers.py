@@ -32,7 +32,14 @@ class Optimizer:
 
     _defaults: dict = {}
 
-    def __init__(self, **kwargs):
+    def __init__(self, *args, **kwargs):
+        if len(args) > len(self._defaults):
+            raise TypeError(f"{type(self).__name__} takes at most {len(self._defaults)} positional arguments "
+                            f"({', '.join(self._defaults)}), got {len(args)}")
+        for k, v in zip(self._defaults, args):
+            if k in kwargs or (k == "lr" and "learning_rate" in kwargs):
+                raise TypeError(f"{type(self).__name__}: got multiple values for argument {k!r}")
+            kwargs[k] = v
         if "learning_rate" in kwargs:
             kwargs["lr"] = kwargs.pop("learning_rate")
         self.clipnorm = kwargs.pop("clipnorm", None)

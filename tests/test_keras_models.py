@@ -1,0 +1,367 @@
+"""af.keras models: Sequential and functional Model compiled and trained through actorflow
+Sessions, checked against the same steps written with af.train and against numpy."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import actorflow as af
+from actorflow import keras
+from actorflow.keras import backend as K
+
+L = keras.layers
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    K.clear_session()
+    yield
+    K.clear_session()
+
+
+def _blobs(n=200, seed=0):
+    rng = np.random.RandomState(seed)
+    x = rng.randn(n, 4).astype(np.float32)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(np.int64)
+    return x, y
+
+
+def test_sequential_fit_lowers_the_loss_on_a_separable_problem():
+    x, y = _blobs()
+    model = keras.Sequential([L.Dense(16, activation="relu", input_shape=(4,)), L.Dense(2, activation="softmax")])
+    assert [layer.name for layer in model.layers] == ["dense", "dense_1"] and model.built
+    model.compile(keras.optimizers.Adam(lr=0.05), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    assert model.metrics_names == ["loss", "acc"]
+    hist = model.fit(x, y, batch_size=32, epochs=8, verbose=0, validation_split=0.25)
+    assert isinstance(hist, keras.callbacks.History) and hist.epoch == list(range(8))
+    assert set(hist.history) == {"loss", "acc", "val_loss", "val_acc"}
+    assert hist.history["loss"][-1] < 0.5 * hist.history["loss"][0]
+    assert hist.history["acc"][-1] > 0.9
+    loss, acc = model.evaluate(x, y, verbose=0)
+    assert acc > 0.9
+    probs = model.predict(x, batch_size=64)
+    assert probs.shape == (200, 2)
+    np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-5)
+    assert (model.predict_classes(x) == probs.argmax(1)).all()
+    # evaluate's loss is the mean cross-entropy of predict's outputs
+    np.testing.assert_allclose(loss, -np.log(probs[np.arange(200), y]).mean(), rtol=1e-4)
+    np.testing.assert_allclose(model.predict_on_batch(x[:5]), probs[:5], rtol=1e-5)
+    lines = []
+    model.summary(print_fn=lines.append)
+    assert any("dense_1 (Dense)" in s and "(None, 2)" in s and "34" in s for s in lines)
+    assert "Total params: 114" in lines
+
+
+def _hand_model(x_ph):
+    h = L.Dense(6, activation="tanh")(x_ph)
+    return L.Dense(3)(h)
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+def test_fit_equals_the_same_steps_written_with_af_train(opt):
+    rng = np.random.RandomState(1)
+    x = rng.randn(48, 5).astype(np.float32)
+    y = rng.randint(0, 3, size=48)
+    model = keras.Sequential([L.Dense(6, activation="tanh", input_shape=(5,)), L.Dense(3)])
+    keras_opt = keras.optimizers.SGD(lr=0.1) if opt == "sgd" else keras.optimizers.Adam(lr=0.01)
+    model.compile(keras_opt, keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    init = model.get_weights()
+    model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    trained = model.get_weights()
+
+    g = af.Graph()
+    with g.as_default():
+        xp, yp = af.placeholder(af.float32, [None, 5]), af.placeholder(af.int64, [None])
+        logits = _hand_model(xp)
+        loss = af.reduce_mean(af.nn.sparse_softmax_cross_entropy_with_logits(labels=yp, logits=logits))
+        tf_opt = af.train.GradientDescentOptimizer(0.1) if opt == "sgd" else af.train.AdamOptimizer(0.01,
+                                                                                                  epsilon=1e-7)
+        step = tf_opt.minimize(loss)
+        with af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            for v, value in zip(af.trainable_variables(), init):
+                v.load(value, sess)
+            for _ in range(2):
+                for start in range(0, 48, 16):
+                    sess.run(step, {xp: x[start:start + 16], yp: y[start:start + 16]})
+            hand = sess.run(af.trainable_variables())
+    for a, b in zip(trained, hand):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
+
+
+def _one_step_numpy(name, w, g, it, state, **hp):
+    """Keras 2's update rules (TF 1.13's keras/optimizers.py) on numpy arrays."""
+    lr, eps = hp.get("lr"), 1e-7
+    t = it + 1
+    if name == "SGD":
+        v = hp["momentum"] * state.get("m", 0) - lr * g
+        state["m"] = v
+        return (w + hp["momentum"] * v - lr * g) if hp.get("nesterov") else w + v
+    if name == "RMSprop":
+        a = 0.9 * state.get("a", 0) + 0.1 * g * g
+        state["a"] = a
+        return w - lr * g / (np.sqrt(a) + eps)
+    if name == "Adagrad":
+        a = state.get("a", 0) + g * g
+        state["a"] = a
+        return w - lr * g / (np.sqrt(a) + eps)
+    if name == "Adadelta":
+        a = 0.95 * state.get("a", 0) + 0.05 * g * g
+        d = state.get("d", 0)
+        upd = g * np.sqrt(d + eps) / np.sqrt(a + eps)
+        state["a"], state["d"] = a, 0.95 * d + 0.05 * upd * upd
+        return w - lr * upd
+    if name == "Adam":
+        m = 0.9 * state.get("m", 0) + 0.1 * g
+        v = 0.999 * state.get("v", 0) + 0.001 * g * g
+        state["m"], state["v"] = m, v
+        return w - lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + eps)
+    if name == "Adamax":
+        m = 0.9 * state.get("m", 0) + 0.1 * g
+        u = np.maximum(0.999 * state.get("u", 0), np.abs(g))
+        state["m"], state["u"] = m, u
+        return w - lr / (1 - 0.9 ** t) * m / (u + eps)
+    if name == "Nadam":
+        sd = 0.004
+        mc_t = 0.9 * (1 - 0.5 * 0.96 ** (t * sd))
+        mc_t1 = 0.9 * (1 - 0.5 * 0.96 ** ((t + 1) * sd))
+        s_new = state.get("s", 1.0) * mc_t
+        s_next = s_new * mc_t1
+        state["s"] = s_new
+        m = 0.9 * state.get("m", 0) + 0.1 * g
+        v = 0.999 * state.get("v", 0) + 0.001 * g * g
+        state["m"], state["v"] = m, v
+        m_bar = (1 - mc_t) * g / (1 - s_new) + mc_t1 * m / (1 - s_next)
+        return w - lr * m_bar / (np.sqrt(v / (1 - 0.999 ** t)) + eps)
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", {"lr": 0.1, "momentum": 0.9}), ("SGD", {"learning_rate": 0.1, "momentum": 0.5, "nesterov": True}),
+    ("RMSprop", {"lr": 0.01}), ("Adagrad", {"lr": 0.1}), ("Adadelta", {"lr": 1.0}), ("Adam", {"lr": 0.01}),
+    ("Adamax", {"lr": 0.02}), ("Nadam", {"lr": 0.02})])
+def test_keras_optimizers_follow_keras_update_rules(name, kwargs):
+    c = np.array([1.0, -2.0, 3.0], np.float32)
+    w0 = np.array([0.5, 0.5, -1.0], np.float32)
+    w = K.variable(w0)
+    loss = K.sum(K.square(w) * K.constant(c))          # gradient 2 c w
+    opt = getattr(keras.optimizers, name)(**kwargs)
+    step = af.group(*opt.get_updates(loss, [w]))
+    sess = K.get_session()
+    hp = {k if k != "learning_rate" else "lr": v for k, v in kwargs.items()}
+    hp.setdefault("momentum", 0.0)
+    ref, state = w0.astype(np.float64), {}
+    for it in range(3):
+        sess.run(step)
+        ref = _one_step_numpy(name, ref, 2 * c * ref, it, state, **hp)
+    np.testing.assert_allclose(K.get_value(w), ref, rtol=1e-4, atol=1e-6)
+    assert K.get_value(opt.iterations) == 3
+
+
+def test_decay_and_set_value_on_lr():
+    w = K.variable([1.0])
+    opt = keras.optimizers.SGD(lr=0.5, decay=1.0)
+    step = af.group(*opt.get_updates(K.sum(w), [w]))
+    sess = K.get_session()
+    sess.run(step)                                   # lr 0.5 / (1 + 0)
+    sess.run(step)                                   # lr 0.5 / (1 + 1)
+    np.testing.assert_allclose(K.get_value(w), [1 - 0.5 - 0.25])
+    K.set_value(opt.lr, 0.0)
+    sess.run(step)
+    np.testing.assert_allclose(K.get_value(w), [0.25])
+    with pytest.raises(TypeError, match="unexpected"):
+        keras.optimizers.Adam(betas=1)
+    with pytest.raises(ValueError, match="Unknown optimizer"):
+        keras.optimizers.get("lbfgs")
+
+
+def test_functional_model_multi_io_loss_dict_and_replay():
+    rng = np.random.RandomState(2)
+    a_in, b_in = keras.Input(shape=(3,), name="a"), keras.Input(shape=(2,), name="b")
+    merged = L.concatenate([L.Dense(4, activation="relu")(a_in), b_in])
+    reg = L.Dense(1, name="reg")(merged)
+    cls = L.Dense(3, activation="softmax", name="cls")(merged)
+    model = keras.Model(inputs=[a_in, b_in], outputs=[reg, cls])
+    assert [layer.name for layer in model.layers][:2] == ["a", "b"] and model.output_names == ["reg", "cls"]
+    model.compile("rmsprop", loss={"reg": "mse", "cls": "categorical_crossentropy"},
+                  loss_weights={"reg": 0.5, "cls": 1.0}, metrics=["mae"])
+    # a metric given by a short name is reported under its function's name, as TF 1.x Keras does
+    assert model.metrics_names == ["loss", "reg_loss", "cls_loss", "reg_mean_absolute_error",
+                                   "cls_mean_absolute_error"]
+    av, bv = rng.randn(20, 3).astype(np.float32), rng.randn(20, 2).astype(np.float32)
+    yr = rng.randn(20, 1).astype(np.float32)
+    yc = keras.utils.to_categorical(rng.randint(0, 3, 20), 3)
+    out = model.evaluate({"a": av, "b": bv}, {"reg": yr, "cls": yc}, verbose=0)
+    pr, pc = model.predict([av, bv])
+    mse = ((pr - yr) ** 2).mean()
+    cce = -(yc * np.log(np.clip(pc, 1e-7, 1))).sum(1).mean()
+    np.testing.assert_allclose(out[:3], [0.5 * mse + cce, mse, cce], rtol=1e-4)
+    hist = model.fit([av, bv], [yr, yc], epochs=2, batch_size=8, verbose=0)
+    assert "cls_loss" in hist.history
+    # calling the model on new tensors shares its weights
+    a2, b2 = af.placeholder(af.float32, [None, 3]), af.placeholder(af.float32, [None, 2])
+    r2, c2 = model([a2, b2])
+    got = K.get_session().run([r2, c2], {a2: av, b2: bv})
+    pr, pc = model.predict([av, bv])
+    np.testing.assert_allclose(got[0], pr, rtol=1e-5)
+    np.testing.assert_allclose(got[1], pc, rtol=1e-5)
+    n_vars = len(af.trainable_variables())
+    assert n_vars == len(model.trainable_weights) == 6
+
+
+def test_nested_model_in_sequential_and_deferred_build():
+    x, y = _blobs(seed=3)
+    inner_in = keras.Input(shape=(4,))
+    inner = keras.Model(inner_in, L.Dense(8, activation="relu")(inner_in), name="features")
+    model = keras.Sequential()
+    model.add(inner)
+    model.add(L.Dense(1, activation="sigmoid"))
+    assert not model.built
+    model.compile(keras.optimizers.Adam(0.05), "binary_crossentropy", metrics=["accuracy"])
+    hist = model.fit(x, y, epochs=6, verbose=0)
+    assert model.built and len(model.weights) == 4
+    assert hist.history["acc"][-1] > 0.85
+
+
+def test_subclassed_model():
+    class TwoLayer(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d1 = L.Dense(8, activation="relu")
+            self.d2 = L.Dense(1)
+
+        def call(self, inputs, training=None):
+            return self.d2(self.d1(inputs))
+
+    x, y = _blobs(seed=4)
+    model = TwoLayer()
+    assert model.name == "two_layer"
+    model.compile("adam", "mse")
+    first = model.evaluate(x, y.astype(np.float32), verbose=0)
+    model.fit(x, y.astype(np.float32), epochs=5, verbose=0)
+    assert model.evaluate(x, y.astype(np.float32), verbose=0) < first
+    assert len(model.trainable_weights) == 4
+
+
+def test_batch_norm_updates_run_with_fit_and_regularization_enters_the_loss():
+    rng = np.random.RandomState(5)
+    x = (rng.randn(64, 3) * 3 + 2).astype(np.float32)
+    y = rng.randn(64, 1).astype(np.float32)
+    bn = L.BatchNormalization(input_shape=(3,))
+    dense = L.Dense(1, kernel_regularizer=keras.regularizers.l2(0.5))
+    model = keras.Sequential([bn, dense])
+    model.compile(keras.optimizers.SGD(lr=0.0), "mse")
+    model.fit(x, y, batch_size=64, epochs=1, verbose=0)
+    moving_mean = K.get_value(bn.moving_mean)
+    np.testing.assert_allclose(moving_mean, 0.01 * x.mean(0), rtol=1e-4)
+    W, b = dense.get_weights()
+    gamma, beta, mm, mv = bn.get_weights()
+    pred = (x - mm) / np.sqrt(mv + 1e-3) * gamma + beta
+    expect = ((pred @ W + b - y) ** 2).mean() + 0.5 * (W ** 2).sum()
+    np.testing.assert_allclose(model.evaluate(x, y, verbose=0), expect, rtol=1e-4)
+
+
+def test_constraints_apply_after_each_step():
+    x, y = _blobs(seed=6)
+    dense = L.Dense(3, kernel_constraint=keras.constraints.max_norm(0.1), input_shape=(4,))
+    model = keras.Sequential([dense, L.Dense(1)])
+    model.compile(keras.optimizers.SGD(lr=0.5), "mse")
+    model.fit(x, y.astype(np.float32), epochs=2, verbose=0)
+    assert np.linalg.norm(dense.get_weights()[0], axis=0).max() <= 0.1 + 1e-5
+
+
+def test_compile_with_an_af_train_optimizer_and_loss_functions():
+    x, y = _blobs(seed=7)
+    model = keras.Sequential([L.Dense(1, input_shape=(4,))])
+    model.compile(af.train.GradientDescentOptimizer(0.1), loss=keras.losses.mean_absolute_error,
+                  metrics=["mse"])
+    first = model.evaluate(x, y.astype(np.float32), verbose=0)
+    model.fit(x, y.astype(np.float32), epochs=3, verbose=0)
+    assert model.evaluate(x, y.astype(np.float32), verbose=0)[0] < first[0]
+    assert K.get_value(model.optimizer.iterations) == 3 * 7
+
+
+def test_train_and_test_on_batch():
+    x, y = _blobs(seed=8)
+    model = keras.Sequential([L.Dense(2, activation="softmax", input_shape=(4,))])
+    model.compile(keras.optimizers.SGD(lr=0.5), "sparse_categorical_crossentropy")
+    before = model.test_on_batch(x, y)
+    assert model.train_on_batch(x, y) == pytest.approx(before, rel=1e-5)
+    assert model.test_on_batch(x, y) < before
+
+
+def test_save_and_load_weights(tmp_path):
+    x, _ = _blobs(seed=9)
+    model = keras.Sequential([L.Dense(3, input_shape=(4,)), L.Dense(2)])
+    model.compile("sgd", "mse")
+    path = str(tmp_path / "weights")
+    model.save_weights(path)
+    saved = model.get_weights()
+    pred = model.predict(x)
+    model.set_weights([np.zeros_like(w) for w in saved])
+    model.load_weights(path)
+    np.testing.assert_allclose(model.predict(x), pred)
+    # h5py is not a dependency: an .h5 path names it
+    try:
+        import h5py  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="h5py"):
+            model.save_weights(str(tmp_path / "w.h5"))
+        with pytest.raises(ImportError, match="h5"):
+            model.load_weights(str(tmp_path / "w.h5"))
+
+
+def test_callbacks(tmp_path):
+    x, y = _blobs(seed=10)
+    model = keras.Sequential([L.Dense(2, activation="softmax", input_shape=(4,))])
+    model.compile(keras.optimizers.SGD(lr=0.1), "sparse_categorical_crossentropy", metrics=["acc"])
+    seen = {"epochs": [], "batches": 0, "begin": 0}
+    lam = keras.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: seen["epochs"].append((e, dict(logs))),
+                                         on_batch_end=lambda b, logs: seen.__setitem__("batches", seen["batches"] + 1),
+                                         on_train_begin=lambda logs: seen.__setitem__("begin", 1))
+    sched = keras.callbacks.LearningRateScheduler(lambda epoch: 0.1 / (epoch + 1))
+    ckpt = keras.callbacks.ModelCheckpoint(str(tmp_path / "w-{epoch:02d}"), save_weights_only=True)
+    hist = model.fit(x, y, batch_size=50, epochs=3, initial_epoch=1, verbose=0, callbacks=[lam, sched, ckpt])
+    assert [e for e, _ in seen["epochs"]] == [1, 2] and seen["batches"] == 8 and seen["begin"] == 1
+    assert hist.history["lr"] == pytest.approx([0.05, 0.1 / 3])
+    assert K.get_value(model.optimizer.lr) == pytest.approx(0.1 / 3)
+    assert os.path.exists(str(tmp_path / "w-02.index")) and os.path.exists(str(tmp_path / "w-03.index"))
+
+    # EarlyStopping: a monitored value that never improves stops after `patience` epochs
+    model.compile(keras.optimizers.SGD(lr=0.0), "sparse_categorical_crossentropy")
+    stop = keras.callbacks.EarlyStopping(monitor="loss", patience=2, min_delta=1e-4)
+    hist = model.fit(x, y, epochs=20, verbose=0, callbacks=[stop])
+    assert len(hist.epoch) == 3 and stop.stopped_epoch == 2
+
+
+def test_tensorboard_writes_an_event_file(tmp_path):
+    pytest.importorskip("tensorboard")
+    x, y = _blobs(seed=11)
+    model = keras.Sequential([L.Dense(1, input_shape=(4,))])
+    model.compile("sgd", "mse")
+    model.fit(x, y.astype(np.float32), epochs=2, verbose=0,
+              callbacks=[keras.callbacks.TensorBoard(log_dir=str(tmp_path), write_graph=False)])
+    events = [f for f in os.listdir(tmp_path) if "tfevents" in f]
+    assert events and os.path.getsize(tmp_path / events[0]) > 0
+
+
+def test_clear_errors():
+    x, y = _blobs(seed=12)
+    model = keras.Sequential([L.Dense(1, input_shape=(4,))])
+    with pytest.raises(RuntimeError, match="compile"):
+        model.fit(x, y)
+    model.compile("sgd", "mse")
+    with pytest.raises(ValueError, match=r"expected dense_input to have shape \(4,\)"):
+        model.fit(np.zeros((3, 5)), np.zeros(3))
+    with pytest.raises(ValueError, match="same number of samples"):
+        model.fit(x, y[:10])
+    with pytest.raises(ValueError, match="Unknown loss"):
+        model.compile("sgd", "nope")
+
+
+def test_to_categorical_and_normalize():
+    np.testing.assert_array_equal(keras.utils.to_categorical([[1], [0], [2]]), np.eye(3)[[1, 0, 2]])
+    assert keras.utils.to_categorical([1, 0], 4).shape == (2, 4)
+    np.testing.assert_allclose(keras.utils.normalize(np.array([[3.0, 4.0]])), [[0.6, 0.8]])
