@@ -61,7 +61,9 @@ def _load_npz(path) -> dict:
             with z.open(name) as f:
                 buf = io.BytesIO(f.read())
             version = np.lib.format.read_magic(buf)
-            shape, fortran, dtype = np.lib.format._read_array_header(buf, version)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read_header(buf)
             if dtype.hasobject:
                 arr = _safe_pickle(buf.read(), encoding="latin1")
             else:
