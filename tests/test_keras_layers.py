@@ -326,3 +326,35 @@ def test_regularizers_and_constraints():
         np.testing.assert_allclose(nn, [0.0, 2.0])
         un = sess.run(keras.constraints.unit_norm(axis=1)(af.constant([[3.0, 4.0]])))
         np.testing.assert_allclose(un, [[0.6, 0.8]], rtol=1e-5)
+
+
+def test_a_custom_layer_with_keras_add_weight_and_training_argument():
+    class Scale(L.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight(name="w", shape=(int(input_shape[-1]),), initializer="ones",
+                                     regularizer="l2", constraint="non_neg")
+            self.c = self.add_weight(name="c", shape=(), initializer=keras.initializers.Constant(2.0),
+                                     trainable=False)
+            super().build(input_shape)
+
+        def call(self, inputs, training=None):
+            return K.in_train_phase(inputs * self.w * self.c, inputs * self.w, training=training)
+
+    x = af.placeholder(af.float32, [None, 3])
+    layer = Scale()
+    y = layer(x)
+    assert layer.name == "scale" and [w.name for w in layer.weights] == ["scale/w:0", "scale/c:0"]
+    assert len(layer.trainable_weights) == 1 and len(layer.losses) == 1
+    assert layer.w.constraint is not None
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with _sess() as sess:
+        np.testing.assert_allclose(sess.run(y, {x: xv}), xv)
+        np.testing.assert_allclose(sess.run(y, {x: xv, K.learning_phase(): 1}), 2 * xv)
+
+
+def test_pad_sequences():
+    pad = keras.preprocessing.sequence.pad_sequences
+    np.testing.assert_array_equal(pad([[1, 2], [3]]), [[1, 2], [0, 3]])
+    np.testing.assert_array_equal(pad([[1, 2, 3], [4]], maxlen=2, padding="post", truncating="post"),
+                                  [[1, 2], [4, 0]])
+    np.testing.assert_array_equal(pad([[1, 2, 3]], maxlen=2), [[2, 3]])

@@ -14,7 +14,7 @@ __all__ = ["activations", "backend", "constraints", "initializers", "layers", "r
 
 Input = layers.Input
 
-from actorflow.keras import callbacks, datasets, losses, metrics, models, optimizers, utils  # noqa: E402
+from actorflow.keras import callbacks, datasets, losses, metrics, models, optimizers, preprocessing, utils  # noqa: E402
 from actorflow.keras.models import Model, Sequential  # noqa: E402
 
-__all__ += ["callbacks", "datasets", "losses", "metrics", "models", "optimizers", "utils", "Model", "Sequential"]
+__all__ += ["preprocessing", "callbacks", "datasets", "losses", "metrics", "models", "optimizers", "utils", "Model", "Sequential"]

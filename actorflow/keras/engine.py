@@ -128,6 +128,18 @@ class Layer(_tfl.Layer):
         kwargs = self._keras_prelude(kwargs)
         return name or _keras_name(type(self).__name__), kwargs
 
+    def add_weight(self, name=None, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,
+                   constraint=None, **kwargs):
+        """Creates a weight of this layer (tf.keras.layers.Layer.add_weight): initializer,
+        regularizer and constraint by name or object; an af Variable named `<layer scope>/<name>`."""
+        if name is None:
+            raise ValueError(f"Layer {self.name}: add_weight needs a name")
+        shape = [] if shape is None else [int(d) if d is not None else None for d in shape]
+        return super().add_weight(name, shape, dtype=dtype, initializer=initializers.get(initializer),
+                                  regularizer=regularizers.get(regularizer),
+                                  trainable=True if trainable is None else bool(trainable),
+                                  constraint=constraints.get(constraint), **kwargs)
+
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, inputs, *args, **kwargs):
         """Calls the layer on graph tensors (built on the first call) and records the call."""
