@@ -267,8 +267,9 @@ def test_constraints_apply_after_each_step():
     x, y = _blobs(seed=6)
     dense = L.Dense(3, kernel_constraint=keras.constraints.max_norm(0.1), input_shape=(4,))
     model = keras.Sequential([dense, L.Dense(1)])
-    model.compile(keras.optimizers.SGD(lr=0.5), "mse")
+    model.compile(keras.optimizers.SGD(lr=0.05), "mse")
     model.fit(x, y.astype(np.float32), epochs=2, verbose=0)
+    assert np.isfinite(dense.get_weights()[0]).all()
     assert np.linalg.norm(dense.get_weights()[0], axis=0).max() <= 0.1 + 1e-5
 
 
@@ -365,3 +366,18 @@ def test_to_categorical_and_normalize():
     np.testing.assert_array_equal(keras.utils.to_categorical([[1], [0], [2]]), np.eye(3)[[1, 0, 2]])
     assert keras.utils.to_categorical([1, 0], 4).shape == (2, 4)
     np.testing.assert_allclose(keras.utils.normalize(np.array([[3.0, 4.0]])), [[0.6, 0.8]])
+
+
+def test_model_io_properties_calling_an_unbuilt_model_and_freezing():
+    x = af.placeholder(af.float32, [None, 4])
+    model = keras.Sequential([L.Dense(3), L.Dense(2)])
+    y = model(x)                                   # built on x itself: no second copy of the layers
+    assert model.input is not None and model.output is y and model.output_shape == (None, 2)
+    assert len(model.layers[0]._inbound_nodes) == 1
+    model.trainable = False
+    model.compile("sgd", "mse")
+    xv = np.ones((2, 4), np.float32)
+    before = model.get_weights()
+    model.fit(xv, np.zeros((2, 2), np.float32), verbose=0)
+    for a, b in zip(before, model.get_weights()):
+        np.testing.assert_array_equal(a, b)

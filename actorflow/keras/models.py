@@ -144,6 +144,29 @@ class Model(Layer):
             self._compile_graph()
 
     @property
+    def input(self):
+        """The model's input tensor (a list for several)."""
+        return self._one(self.inputs, "input")
+
+    @property
+    def output(self):
+        """The model's output tensor (a list for several)."""
+        return self._one(self.outputs, "output")
+
+    @property
+    def input_shape(self):
+        return nest.map_structure(K.int_shape, self.input)
+
+    @property
+    def output_shape(self):
+        return nest.map_structure(K.int_shape, self.output)
+
+    def _one(self, tensors, what):
+        if not tensors:
+            raise AttributeError(f"Model {self.name} is not built yet: it has no {what}")
+        return tensors[0] if len(tensors) == 1 else list(tensors)
+
+    @property
     def layers(self) -> list:
         """The model's layers, input layers first, in the order they were called."""
         return list(self._layers_list)
@@ -240,7 +263,7 @@ class Model(Layer):
             except AttributeError:
                 shape = "multiple"
             params = layer.count_params() if layer.built else 0
-            print_fn(f"{layer.name + ' (' + type(layer).__name__ + ')':<29}{str(shape):<26}{params:<10}")
+            print_fn(f"{layer.name + ' (' + type(layer).__name__ + ')':<28} {str(shape):<25} {params:<10}")
         trainable = int(sum(np.prod(w.shape.as_list()) for w in self.trainable_weights))
         total = self.count_params()
         print_fn("=" * width)
@@ -277,10 +300,14 @@ class Model(Layer):
         return nest.pack_sequence_as(self._nested_outputs, result)
 
     def __call__(self, inputs, *args, **kwargs):
-        """Calls the model on new tensors: its layers' weights are shared."""
+        """Calls the model on new tensors: its layers' weights are shared. A model not yet built
+        is built on these tensors (its inputs wrap them), and returns its outputs."""
+        training = kwargs.get("training")
+        if not self.built and all(isinstance(t, Tensor) for t in nest.flatten(inputs)):
+            self._build_on(inputs)
+            return self._nested_outputs
         if not self.built:
             self._build_on(inputs)
-        training = kwargs.get("training")
         before = {id(layer): len(layer._inbound_nodes) for layer in self._all_layers()}
         if self._is_subclassed():
             out = type(self).call(self, inputs, *args, **kwargs)
@@ -414,16 +441,12 @@ class Model(Layer):
         if op is None:
             g = get_default_graph()
             with g.name_scope(None):
-                updates = self.optimizer.get_updates(self.total_loss, self._trainable_for_training())
+                params = self.trainable_weights
+                # A frozen model still runs its layers' updates (and reports its loss), as Keras does.
+                updates = self.optimizer.get_updates(self.total_loss, params) if params else []
                 op = group(*(updates + list(self.updates)), name="keras_train_step")
             self._fns["train"] = op
         return op
-
-    def _trainable_for_training(self):
-        params = self.trainable_weights
-        if not params:
-            raise ValueError(f"Model {self.name} has no trainable weights")
-        return params
 
     # -- data ---------------------------------------------------------------------------------
     def _arrays(self, data, tensors, names, what, expand=False):
