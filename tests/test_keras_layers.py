@@ -15,6 +15,7 @@ L = keras.layers
 @pytest.fixture(autouse=True)
 def _fresh_graph():
     af.reset_default_graph()
+    af.set_random_seed(0)
     yield
     af.reset_default_graph()
 
