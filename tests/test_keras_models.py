@@ -383,3 +383,19 @@ def test_model_io_properties_calling_an_unbuilt_model_and_freezing():
     model.fit(xv, np.zeros((2, 2), np.float32), verbose=0)
     for a, b in zip(before, model.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_nested_models_weight_regularization_reaches_the_outer_loss():
+    inner_in = keras.Input(shape=(3,))
+    dense = L.Dense(2, kernel_regularizer=keras.regularizers.l2(1.0))
+    inner = keras.Model(inner_in, dense(inner_in))
+    outer = keras.Sequential([inner, L.Dense(1, activity_regularizer=keras.regularizers.l1(0.5))])
+    outer.compile("sgd", "mse")
+    x = np.ones((4, 3), np.float32)
+    outer.predict(x)
+    assert len(outer.losses) == 2
+    W = dense.get_weights()[0]
+    pred = outer.predict(x)
+    # the activity penalty is divided by the batch size, as TF 1.x Keras does
+    expect = (pred ** 2).mean() + (W ** 2).sum() + 0.5 * np.abs(pred).sum() / 4
+    np.testing.assert_allclose(outer.evaluate(x, np.zeros((4, 1), np.float32), verbose=0), expect, rtol=1e-4)

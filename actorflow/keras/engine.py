@@ -25,6 +25,7 @@ from actorflow import layers as _tfl
 from actorflow.graph import dtypes, nest
 from actorflow.graph.graph import Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.initializers import Initializer
+from actorflow.graph.ops import array_ops, math_ops
 from actorflow.graph.ops.constant import placeholder
 from actorflow.graph.variables import Variable
 from actorflow.keras import activations, constraints, initializers, regularizers
@@ -135,10 +136,21 @@ class Layer(_tfl.Layer):
         if name is None:
             raise ValueError(f"Layer {self.name}: add_weight needs a name")
         shape = [] if shape is None else [int(d) if d is not None else None for d in shape]
-        return super().add_weight(name, shape, dtype=dtype, initializer=initializers.get(initializer),
-                                  regularizer=regularizers.get(regularizer),
-                                  trainable=True if trainable is None else bool(trainable),
-                                  constraint=constraints.get(constraint), **kwargs)
+        n_losses = len(self._losses)
+        v = super().add_weight(name, shape, dtype=dtype, initializer=initializers.get(initializer),
+                               regularizer=regularizers.get(regularizer),
+                               trainable=True if trainable is None else bool(trainable),
+                               constraint=constraints.get(constraint), **kwargs)
+        if not hasattr(self, "_weight_losses"):
+            self._weight_losses = []
+        self._weight_losses.extend(self._losses[n_losses:])
+        return v
+
+    @property
+    def weight_losses(self) -> list:
+        """The regularization losses of this layer's weights (not of its outputs): what a model
+        that calls the layer adds to its loss whichever call built it."""
+        return list(getattr(self, "_weight_losses", []))
 
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, inputs, *args, **kwargs):
@@ -147,7 +159,19 @@ class Layer(_tfl.Layer):
             kwargs["training"] = K.learning_phase()
         inputs = nest.map_structure(lambda t: t.value() if isinstance(t, Variable) else t, inputs)
         n_updates, n_losses = len(self.updates), len(self.losses)
-        outputs = super().__call__(inputs, *args, **kwargs)
+        self._in_base_call = True
+        try:
+            outputs = super().__call__(inputs, *args, **kwargs)
+        finally:
+            self._in_base_call = False
+        reg = self.activity_regularizer
+        if reg is not None:
+            g = get_default_graph()
+            with g.name_scope(f"{self.name}_activity_regularizer"):
+                for out in nest.flatten(outputs):
+                    loss = reg(out)
+                    # TF 1.x Keras makes the strength independent of the batch size.
+                    self.add_loss(loss / math_ops.cast(array_ops.shape(out)[0], loss.dtype))
         if getattr(self, "_initial_weights", None) is not None:
             weights, self._initial_weights = self._initial_weights, None
             self.set_weights(weights)
@@ -159,6 +183,15 @@ class Layer(_tfl.Layer):
         self._inbound_nodes.append(node)
         for i, t in enumerate(node.output_tensors):
             _HISTORY[t] = (self, len(self._inbound_nodes) - 1, i)
+
+    @property
+    def activity_regularizer(self):
+        """The regularizer of the layer's outputs (its loss is divided by the batch size, as in TF 1.x Keras)."""
+        return None if getattr(self, "_in_base_call", False) else getattr(self, "_activity_reg", None)
+
+    @activity_regularizer.setter
+    def activity_regularizer(self, value):
+        self._activity_reg = regularizers.get(value)
 
     # -- facts --------------------------------------------------------------------------------
     def _node(self, what):

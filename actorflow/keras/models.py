@@ -81,6 +81,15 @@ def _walk(inputs, outputs):
     return sorted(nodes.values(), key=lambda n: n.seq), raw[0]
 
 
+def _dedup(items) -> list:
+    out, seen = [], set()
+    for x in items:
+        if id(x) not in seen:
+            seen.add(id(x))
+            out.append(x)
+    return out
+
+
 def _as_list(x):
     if x is None:
         return []
@@ -218,12 +227,15 @@ class Model(Layer):
         return out
 
     @property
+    def weight_losses(self):
+        """The regularization losses of the weights of the model's layers."""
+        return _dedup(w for layer in self.layers for w in layer.weight_losses)
+
+    @property
     def losses(self):
-        """The regularization losses of the layer calls inside this model."""
-        out = []
-        for n in self._nodes:
-            out.extend(n.losses)
-        return out
+        """The regularization losses of the model's weights and of the layer calls inside it
+        (activity regularizers)."""
+        return _dedup(list(self.weight_losses) + [x for n in self._nodes for x in n.losses])
 
     @property
     def state_updates(self):

@@ -356,6 +356,10 @@ class Wrapper(Layer):
     def losses(self):
         return [x for lyr in self._inner() for x in lyr.losses]
 
+    @property
+    def weight_losses(self):
+        return [x for lyr in self._inner() for x in lyr.weight_losses]
+
 
 class TimeDistributed(Wrapper):
     """Applies `layer` to every step of [batch, time, ...] (tf.keras.layers.TimeDistributed), as
