@@ -2,6 +2,7 @@
 Sessions, checked against the same steps written with af.train and against numpy."""
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -93,73 +94,34 @@ def test_fit_equals_the_same_steps_written_with_af_train(opt):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
 
 
-def _one_step_numpy(name, w, g, it, state, **hp):
-    """Keras 2's update rules (TF 1.13's keras/optimizers.py) on numpy arrays."""
-    lr, eps = hp.get("lr"), 1e-7
-    t = it + 1
-    if name == "SGD":
-        v = hp["momentum"] * state.get("m", 0) - lr * g
-        state["m"] = v
-        return (w + hp["momentum"] * v - lr * g) if hp.get("nesterov") else w + v
-    if name == "RMSprop":
-        a = 0.9 * state.get("a", 0) + 0.1 * g * g
-        state["a"] = a
-        return w - lr * g / (np.sqrt(a) + eps)
-    if name == "Adagrad":
-        a = state.get("a", 0) + g * g
-        state["a"] = a
-        return w - lr * g / (np.sqrt(a) + eps)
-    if name == "Adadelta":
-        a = 0.95 * state.get("a", 0) + 0.05 * g * g
-        d = state.get("d", 0)
-        upd = g * np.sqrt(d + eps) / np.sqrt(a + eps)
-        state["a"], state["d"] = a, 0.95 * d + 0.05 * upd * upd
-        return w - lr * upd
-    if name == "Adam":
-        m = 0.9 * state.get("m", 0) + 0.1 * g
-        v = 0.999 * state.get("v", 0) + 0.001 * g * g
-        state["m"], state["v"] = m, v
-        return w - lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + eps)
-    if name == "Adamax":
-        m = 0.9 * state.get("m", 0) + 0.1 * g
-        u = np.maximum(0.999 * state.get("u", 0), np.abs(g))
-        state["m"], state["u"] = m, u
-        return w - lr / (1 - 0.9 ** t) * m / (u + eps)
-    if name == "Nadam":
-        sd = 0.004
-        mc_t = 0.9 * (1 - 0.5 * 0.96 ** (t * sd))
-        mc_t1 = 0.9 * (1 - 0.5 * 0.96 ** ((t + 1) * sd))
-        s_new = state.get("s", 1.0) * mc_t
-        s_next = s_new * mc_t1
-        state["s"] = s_new
-        m = 0.9 * state.get("m", 0) + 0.1 * g
-        v = 0.999 * state.get("v", 0) + 0.001 * g * g
-        state["m"], state["v"] = m, v
-        m_bar = (1 - mc_t) * g / (1 - s_new) + mc_t1 * m / (1 - s_next)
-        return w - lr * m_bar / (np.sqrt(v / (1 - 0.999 ** t)) + eps)
-    raise AssertionError(name)
+with open(os.path.join(os.path.dirname(__file__), "fixtures", "keras.json")) as _f:
+    OPTIMIZER_CASES = json.load(_f)["optimizers"]
 
 
-@pytest.mark.parametrize("name,kwargs", [
-    ("SGD", {"lr": 0.1, "momentum": 0.9}), ("SGD", {"learning_rate": 0.1, "momentum": 0.5, "nesterov": True}),
-    ("RMSprop", {"lr": 0.01}), ("Adagrad", {"lr": 0.1}), ("Adadelta", {"lr": 1.0}), ("Adam", {"lr": 0.01}),
-    ("Adamax", {"lr": 0.02}), ("Nadam", {"lr": 0.02})])
-def test_keras_optimizers_follow_keras_update_rules(name, kwargs):
-    c = np.array([1.0, -2.0, 3.0], np.float32)
-    w0 = np.array([0.5, 0.5, -1.0], np.float32)
+@pytest.mark.parametrize("case", OPTIMIZER_CASES, ids=[f"{c['name']}-{i}" for i, c in enumerate(OPTIMIZER_CASES)])
+def test_keras_optimizers_match_tf_keras(case):
+    """Three steps on sum(c * w**2) against tf_keras's legacy optimizers (TF 1.15's
+    OptimizerV2; tests/fixtures/make_keras.py), with the arguments given as `learning_rate`."""
+    c, w0 = np.array(case["c"], np.float32), np.array(case["w0"], np.float32)
     w = K.variable(w0)
-    loss = K.sum(K.square(w) * K.constant(c))          # gradient 2 c w
-    opt = getattr(keras.optimizers, name)(**kwargs)
+    loss = K.sum(K.square(w) * K.constant(c))
+    opt = getattr(keras.optimizers, case["name"])(**case["kwargs"])
     step = af.group(*opt.get_updates(loss, [w]))
     sess = K.get_session()
-    hp = {k if k != "learning_rate" else "lr": v for k, v in kwargs.items()}
-    hp.setdefault("momentum", 0.0)
-    ref, state = w0.astype(np.float64), {}
-    for it in range(3):
+    for i, ref in enumerate(case["steps"]):
         sess.run(step)
-        ref = _one_step_numpy(name, ref, 2 * c * ref, it, state, **hp)
-    np.testing.assert_allclose(K.get_value(w), ref, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(K.get_value(w), ref, rtol=1e-5, atol=1e-6, err_msg=f"step {i + 1}")
     assert K.get_value(opt.iterations) == 3
+
+
+def test_optimizer_defaults_and_lr_alias():
+    assert keras.optimizers.Adagrad().get_config()["lr"] == 0.001
+    assert keras.optimizers.Adadelta().get_config()["lr"] == 0.001
+    assert keras.optimizers.SGD(0.3).get_config()["lr"] == 0.3
+    opt = keras.optimizers.Adam(lr=0.2)
+    assert K.get_value(opt.learning_rate) == pytest.approx(0.2) and opt.lr is opt.learning_rate
+    with pytest.raises(TypeError, match="multiple values"):
+        keras.optimizers.SGD(0.1, lr=0.2)
 
 
 def test_decay_and_set_value_on_lr():

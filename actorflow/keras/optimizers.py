@@ -1,5 +1,6 @@
-"""af.keras.optimizers: Keras's optimizers with Keras's update rules and argument names
-(tf.keras.optimizers of TF 1.13: SGD, RMSprop, Adagrad, Adadelta, Adam, Adamax, Nadam).
+"""af.keras.optimizers: Keras's optimizers with their update rules, defaults and argument names
+as TF 1.14/1.15 ship them (tf.keras.optimizers, the OptimizerV2 family: SGD, RMSprop, Adagrad,
+Adadelta, Adam, Adamax, Nadam); checked against tf_keras's legacy optimizers (the same classes).
 
 An optimizer keeps its hyper-parameters as variables (`lr`, alias `learning_rate`, `decay`, ...)
 and the step counter `iterations`, made in the graph on first use, so that
@@ -83,8 +84,8 @@ class Optimizer:
 
     def __getattr__(self, name):
         values = self.__dict__.get("_values")
-        if values is not None and name in values and name not in ("epsilon", "nesterov", "amsgrad",
-                                                                  "schedule_decay"):
+        if values is not None and name in values and name not in ("epsilon", "nesterov", "amsgrad", "centered",
+                                                                  "schedule_decay", "initial_accumulator_value"):
             return self._hyper(name)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
 
@@ -131,11 +132,11 @@ class Optimizer:
                 out.append(self.iterations.assign_add(constant(1, dtype=dtypes.int64), read_value=False))
         return out
 
-    def _slots(self, params, what):
+    def _slots(self, params, what, value=0.0):
         slots = []
         for p in params:
             name = p.op.name.replace("/", "_") + "_" + what
-            slots.append(self._var(name, np.zeros(p.shape.as_list()), p.dtype.base_dtype))
+            slots.append(self._var(name, np.full(p.shape.as_list(), value), p.dtype.base_dtype))
         self.weights = [self.iterations] + [v for (gr, n), v in self._vars.items() if gr is get_default_graph()
                                             and n not in ("iterations",)]
         return slots
@@ -169,7 +170,7 @@ def _r(v):
 
 class SGD(Optimizer):
     """v = momentum * v - lr * g; p += v (nesterov: p += momentum * v - lr * g) (keras.optimizers.SGD)."""
-    _defaults = {"lr": 0.01, "momentum": 0.0, "decay": 0.0, "nesterov": False}
+    _defaults = {"lr": 0.01, "momentum": 0.0, "nesterov": False, "decay": 0.0}
 
     def _rule(self, params, grads):
         lr = self._lr_t()
@@ -188,29 +189,49 @@ class SGD(Optimizer):
 
 
 class RMSprop(Optimizer):
-    """a = rho * a + (1 - rho) * g**2; p -= lr * g / (sqrt(a) + epsilon) (keras.optimizers.RMSprop)."""
-    _defaults = {"lr": 0.001, "rho": 0.9, "epsilon": None, "decay": 0.0}
+    """RMSprop (keras.optimizers.RMSprop): a = rho * a + (1 - rho) * g**2 (with `centered`, the
+    denominator is a - mg**2, mg the mean gradient); without momentum p -= lr * g / (sqrt(a) + eps),
+    with it mom = momentum * mom + lr * g / sqrt(a + eps) and p -= mom (TF's ApplyRMSProp)."""
+    _defaults = {"lr": 0.001, "rho": 0.9, "momentum": 0.0, "epsilon": 1e-7, "centered": False, "decay": 0.0}
 
     def _rule(self, params, grads):
         lr, rho = self._lr_t(), self._hyper("rho").value()
         eps = constant(self._values["epsilon"])
+        momentum = self._values["momentum"]
+        centered = self._values["centered"]
+        moms = self._slots(params, "momentum") if momentum else [None] * len(params)
+        mgs = self._slots(params, "mg") if centered else [None] * len(params)
         out = []
-        for p, g, a in zip(params, grads, self._slots(params, "rms")):
+        for p, g, a, mom, mg in zip(params, grads, self._slots(params, "rms"), moms, mgs):
             new_a = math_ops.add(math_ops.multiply(rho, _r(a)), math_ops.multiply(1.0 - rho, math_ops.square(g)))
             out.append((a, new_a))
-            out.append((p, math_ops.subtract(_r(p), math_ops.divide(math_ops.multiply(lr, g),
-                                                                    math_ops.add(math_ops.sqrt(new_a), eps)))))
+            denom = new_a
+            if mg is not None:
+                new_mg = math_ops.add(math_ops.multiply(rho, _r(mg)), math_ops.multiply(1.0 - rho, g))
+                out.append((mg, new_mg))
+                denom = math_ops.subtract(new_a, math_ops.square(new_mg))
+            if mom is not None:
+                new_mom = math_ops.add(math_ops.multiply(self._hyper("momentum").value(), _r(mom)),
+                                       math_ops.divide(math_ops.multiply(lr, g),
+                                                       math_ops.sqrt(math_ops.add(denom, eps))))
+                out.append((mom, new_mom))
+                out.append((p, math_ops.subtract(_r(p), new_mom)))
+            else:
+                out.append((p, math_ops.subtract(_r(p), math_ops.divide(math_ops.multiply(lr, g),
+                                                                        math_ops.add(math_ops.sqrt(denom), eps)))))
         return out
 
 
 class Adagrad(Optimizer):
-    """a += g**2; p -= lr * g / (sqrt(a) + epsilon) (keras.optimizers.Adagrad)."""
-    _defaults = {"lr": 0.01, "epsilon": None, "decay": 0.0}
+    """a += g**2 (a starting at `initial_accumulator_value`); p -= lr * g / (sqrt(a) + epsilon)
+    (keras.optimizers.Adagrad)."""
+    _defaults = {"lr": 0.001, "initial_accumulator_value": 0.1, "epsilon": 1e-7, "decay": 0.0}
 
     def _rule(self, params, grads):
         lr, eps = self._lr_t(), constant(self._values["epsilon"])
         out = []
-        for p, g, a in zip(params, grads, self._slots(params, "accumulator")):
+        init = float(self._values["initial_accumulator_value"])
+        for p, g, a in zip(params, grads, self._slots(params, "accumulator", init)):
             new_a = math_ops.add(_r(a), math_ops.square(g))
             out.append((a, new_a))
             out.append((p, math_ops.subtract(_r(p), math_ops.divide(math_ops.multiply(lr, g),
@@ -221,7 +242,7 @@ class Adagrad(Optimizer):
 class Adadelta(Optimizer):
     """Adadelta (keras.optimizers.Adadelta): a = rho*a + (1-rho)*g**2;
     u = g * sqrt(d + eps) / sqrt(a + eps); p -= lr * u; d = rho*d + (1-rho)*u**2."""
-    _defaults = {"lr": 1.0, "rho": 0.95, "epsilon": None, "decay": 0.0}
+    _defaults = {"lr": 0.001, "rho": 0.95, "epsilon": 1e-7, "decay": 0.0}
 
     def _rule(self, params, grads):
         lr, rho, eps = self._lr_t(), self._hyper("rho").value(), constant(self._values["epsilon"])
@@ -245,7 +266,7 @@ def _t(opt):
 class Adam(Optimizer):
     """Adam (keras.optimizers.Adam): lr_t = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t);
     p -= lr_t * m / (sqrt(v) + epsilon) (with amsgrad, the running max of v)."""
-    _defaults = {"lr": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": None, "decay": 0.0, "amsgrad": False}
+    _defaults = {"lr": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7, "amsgrad": False, "decay": 0.0}
 
     def _rule(self, params, grads):
         lr, t = self._lr_t(), _t(self)
@@ -271,7 +292,7 @@ class Adam(Optimizer):
 
 class Adamax(Optimizer):
     """Adamax (keras.optimizers.Adamax): u = max(beta_2 * u, |g|); p -= lr / (1 - beta_1^t) * m / (u + eps)."""
-    _defaults = {"lr": 0.002, "beta_1": 0.9, "beta_2": 0.999, "epsilon": None, "decay": 0.0}
+    _defaults = {"lr": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7, "decay": 0.0}
 
     def _rule(self, params, grads):
         lr, t = self._lr_t(), _t(self)
@@ -290,7 +311,7 @@ class Adamax(Optimizer):
 
 class Nadam(Optimizer):
     """Nesterov Adam (keras.optimizers.Nadam), with Keras's momentum schedule (schedule_decay)."""
-    _defaults = {"lr": 0.002, "beta_1": 0.9, "beta_2": 0.999, "epsilon": None, "schedule_decay": 0.004}
+    _defaults = {"lr": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7, "schedule_decay": 0.004}
 
     def _rule(self, params, grads):
         lr, t = self._lr_t(), _t(self)
