@@ -359,3 +359,14 @@ def test_pad_sequences():
     np.testing.assert_array_equal(pad([[1, 2, 3], [4]], maxlen=2, padding="post", truncating="post"),
                                   [[1, 2], [4, 0]])
     np.testing.assert_array_equal(pad([[1, 2, 3]], maxlen=2), [[2, 3]])
+
+
+def test_compute_output_shape():
+    assert L.Dense(5).compute_output_shape((None, 3)) == (None, 5)
+    assert L.Conv2D(4, 3, strides=2).compute_output_shape((None, 9, 9, 2)) == (None, 4, 4, 4)
+    assert L.Concatenate().compute_output_shape([(None, 2), (None, 3)]) == (None, 5)
+    x = af.placeholder(af.float32, [None, 7])
+    d = L.Dense(2)
+    d(x)
+    assert d.compute_output_shape((None, 7)) == (None, 2)
+    assert len(af.trainable_variables()) == 2           # the scratch graph's copies stay out of this one

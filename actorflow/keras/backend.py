@@ -187,12 +187,6 @@ def set_learning_phase(value) -> None:
     _PHASE_VALUE[get_default_graph()] = int(value)
 
 
-def _phase_tensor_or_none():
-    """The learning-phase placeholder, when the phase is not fixed and the graph has one."""
-    g = get_default_graph()
-    return None if g in _PHASE_VALUE else _PHASE_TENSOR.get(g)
-
-
 # -- tensors and variables -------------------------------------------------------------------
 
 def _dtype(dtype):

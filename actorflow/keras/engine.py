@@ -27,6 +27,7 @@ from actorflow.graph.graph import Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.initializers import Initializer
 from actorflow.graph.ops import array_ops, math_ops
 from actorflow.graph.ops.constant import placeholder
+from actorflow.graph.tensor_shape import TensorShape
 from actorflow.graph.variables import Variable
 from actorflow.keras import activations, constraints, initializers, regularizers
 from actorflow.keras import backend as K
@@ -246,12 +247,24 @@ class Layer(_tfl.Layer):
         K.batch_set_value(list(zip(params, weights)))
 
     def compute_output_shape(self, input_shape):
-        """The output shape for `input_shape`, from the layer's first call when its input shape
-        was the same (graph mode has the static shapes of every call)."""
-        if self._inbound_nodes and tuple(nest.flatten(self.input_shape)) == tuple(nest.flatten(input_shape)):
-            return self.output_shape
-        raise NotImplementedError(f"{type(self).__name__}.compute_output_shape: call the layer on a tensor of "
-                                  f"shape {input_shape} and read its output's shape")
+        """The output shape for inputs of `input_shape` (a tuple with None for unknown sizes, or a
+        list of them): from the layer's first call when its input shape was the same, else by
+        calling a copy of the layer (from its config) on placeholders in a scratch graph."""
+        def is_one(s):
+            return isinstance(s, TensorShape) or not s or not isinstance(s[0], (tuple, list, TensorShape))
+        shapes = [input_shape] if is_one(input_shape) else list(input_shape)
+        shapes = [tuple(TensorShape(s).as_list()) for s in shapes]
+        if self._inbound_nodes:
+            seen = self.input_shape
+            if (seen if not is_one(input_shape) else [seen]) == shapes:
+                return self.output_shape
+        from actorflow.graph.graph import Graph
+        with Graph().as_default():
+            clone = type(self).from_config(self.get_config())
+            dtype = self._dtype or dtypes.as_dtype(K.floatx())
+            phs = [placeholder(dtype, shape=list(s)) for s in shapes]
+            out = clone(phs[0] if is_one(input_shape) else phs)
+            return nest.map_structure(K.int_shape, out)
 
     # -- configuration ------------------------------------------------------------------------
     _config_keys: tuple = ()
