@@ -159,3 +159,15 @@ def test_initializer_and_activation_lookups():
     assert keras.activations.get(None) is keras.activations.linear
     assert keras.regularizers.get("l2").l2 == 0.01
     assert isinstance(keras.constraints.get("non_neg"), keras.constraints.NonNeg)
+
+
+def test_learning_phase_first_asked_for_inside_a_loop_is_usable_outside():
+    def body(i, acc):
+        d = keras.layers.Dropout(0.5)(af.ones([4]))
+        return i + 1, acc + af.reduce_sum(d)
+    _, total = af.while_loop(lambda i, acc: i < 3, body, [af.constant(0), af.constant(0.0)])
+    x = af.placeholder(af.float32, [None, 2])
+    y = keras.layers.Dropout(0.5)(x)           # the same placeholder, made in the root frame
+    sess = K.get_session()
+    assert sess.run(total) == 12.0
+    np.testing.assert_array_equal(sess.run(y, {x: np.ones((1, 2))}), np.ones((1, 2)))

@@ -26,7 +26,7 @@ from actorflow.graph.ops.constant import (
 )
 from actorflow.graph.ops.constant import placeholder as _placeholder
 from actorflow.graph.tensor_shape import TensorShape
-from actorflow.graph.variables import Variable, assign, global_variables, is_variable_initialized
+from actorflow.graph.variables import Variable, assign, global_variables, init_scope, is_variable_initialized
 
 __all__ = ["get_session", "set_session", "clear_session", "learning_phase", "set_learning_phase", "placeholder",
            "variable", "constant", "function", "eval", "get_value", "set_value", "batch_get_value",
@@ -174,7 +174,8 @@ def learning_phase():
         return _PHASE_VALUE[g]
     t = _PHASE_TENSOR.get(g)
     if t is None:
-        with g.name_scope(None):
+        # Outside any cond or loop context: a layer first called in a loop body shares it with the rest.
+        with init_scope(), g.name_scope(None):
             t = placeholder_with_default(False, shape=(), name="keras_learning_phase")
         _PHASE_TENSOR[g] = t
     return t
@@ -274,7 +275,7 @@ def _assign_op(x):
     table = _ASSIGNS.setdefault(g, {})
     entry = table.get(x.name)
     if entry is None:
-        with g.as_default(), g.name_scope(None), g.control_dependencies(None):
+        with g.as_default(), init_scope(), g.name_scope(None):
             ph = _placeholder(x.dtype.base_dtype, shape=x.shape, name=x.op.name.replace("/", "_") + "_assign_value")
             op = assign(x, ph, read_value=False)
         entry = table[x.name] = (ph, op)
