@@ -370,3 +370,69 @@ def test_compute_output_shape():
     d(x)
     assert d.compute_output_shape((None, 7)) == (None, 2)
     assert len(af.trainable_variables()) == 2           # the scratch graph's copies stay out of this one
+
+
+def test_more_convolutions_against_numpy():
+    rng = np.random.RandomState(8)
+    xv = rng.randn(2, 5, 5, 3).astype(np.float32)
+    x = af.placeholder(af.float32, [None, 5, 5, 3])
+    dw = L.DepthwiseConv2D(3, depth_multiplier=2)
+    sep = L.SeparableConv2D(4, 3, padding="same")
+    c3 = L.Conv3D(2, 2)
+    vol = af.placeholder(af.float32, [None, 3, 3, 3, 1])
+    outs = [dw(x), sep(x), c3(vol)]
+    assert outs[1].shape.as_list() == [None, 5, 5, 4] and outs[2].shape.as_list() == [None, 2, 2, 2, 2]
+    assert [w.name.split("/")[-1] for w in sep.weights] == ["depthwise_kernel:0", "pointwise_kernel:0", "bias:0"]
+    vv = rng.randn(1, 3, 3, 3, 1).astype(np.float32)
+    with _sess() as sess, sess.as_default():
+        got, _, got3 = sess.run(outs, {x: xv, vol: vv})
+        Kd, bd = dw.get_weights()
+        W3, b3 = c3.get_weights()
+    ref = np.zeros((2, 3, 3, 6), np.float32)
+    for i in range(3):
+        for j in range(3):
+            patch = xv[:, i:i + 3, j:j + 3, :]                       # [n, 3, 3, c]
+            ref[:, i, j, :] = np.einsum("nhwc,hwcm->ncm", patch, Kd).reshape(2, 6)
+    np.testing.assert_allclose(got, ref + bd, rtol=1e-4, atol=1e-5)
+    ref3 = np.zeros((1, 2, 2, 2, 2), np.float32)
+    for a in range(2):
+        for b in range(2):
+            for c in range(2):
+                ref3[:, a, b, c] = np.einsum("ndhwc,dhwcf->nf", vv[:, a:a + 2, b:b + 2, c:c + 2], W3) + b3
+    np.testing.assert_allclose(got3, ref3, rtol=1e-4, atol=1e-5)
+
+
+def test_cropping_noise_dot_prelu_thresholded_relu():
+    rng = np.random.RandomState(9)
+    img = af.placeholder(af.float32, [None, 5, 6, 2])
+    iv = rng.randn(2, 5, 6, 2).astype(np.float32)
+    seq = af.placeholder(af.float32, [None, 6, 3])
+    sv = rng.randn(2, 6, 3).astype(np.float32)
+    a, b = af.placeholder(af.float32, [None, 4]), af.placeholder(af.float32, [None, 4])
+    av, bv = rng.randn(3, 4).astype(np.float32), rng.randn(3, 4).astype(np.float32)
+    prelu = L.PReLU(alpha_initializer=keras.initializers.Constant(0.25), shared_axes=[1])
+    outs = {
+        "crop2": (L.Cropping2D(((1, 2), (0, 1)))(img), iv[:, 1:3, 0:5]),
+        "crop1": (L.Cropping1D((2, 1))(seq), sv[:, 2:5]),
+        "dot": (L.dot([a, b], axes=1), (av * bv).sum(1, keepdims=True)),
+        "cos": (L.Dot(axes=-1, normalize=True)([a, b]),
+                ((av / np.linalg.norm(av, axis=1, keepdims=True)) *
+                 (bv / np.linalg.norm(bv, axis=1, keepdims=True))).sum(1, keepdims=True)),
+        "prelu": (prelu(seq), np.where(sv > 0, sv, 0.25 * sv)),
+        "trelu": (L.ThresholdedReLU(0.5)(a), np.where(av > 0.5, av, 0)),
+        "noise_off": (L.GaussianNoise(1.0)(a), av),
+        "gdrop_off": (L.GaussianDropout(0.3)(a), av),
+    }
+    assert prelu.weights[0].shape.as_list() == [1, 3]
+    with _sess() as sess:
+        got = sess.run({k: v[0] for k, v in outs.items()}, {img: iv, seq: sv, a: av, b: bv})
+        for k, (_, ref) in outs.items():
+            np.testing.assert_allclose(got[k], ref, rtol=1e-5, atol=1e-6, err_msg=k)
+        noisy = sess.run(L.GaussianNoise(1.0)(a), {a: av, K.learning_phase(): True})
+        assert 0.5 < np.std(noisy - av) < 1.6
+        sd = L.SpatialDropout1D(0.5)(seq)
+        out = sess.run(sd, {seq: np.ones((4, 6, 50), np.float32)[:, :, :3] + 0, K.learning_phase(): True})
+        assert ((out == 0).all(axis=1) | (out != 0).all(axis=1)).all()     # whole channels dropped
+    reg = L.ActivityRegularization(l1=0.5)
+    reg(a)
+    assert len(reg.losses) == 1

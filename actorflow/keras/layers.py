@@ -30,7 +30,9 @@ __all__ = ["Layer", "Input", "InputLayer", "Dense", "Conv1D", "Conv2D", "Conv2DT
            "Subtract", "subtract", "Average", "average", "Maximum", "maximum", "Minimum", "minimum",
            "ZeroPadding1D", "ZeroPadding2D", "UpSampling1D", "UpSampling2D", "LeakyReLU", "ReLU", "ELU", "Softmax",
            "SimpleRNN", "LSTM", "GRU", "Bidirectional", "TimeDistributed", "Wrapper", "RNN", "SimpleRNNCell",
-           "LSTMCell", "GRUCell"]
+           "LSTMCell", "GRUCell", "Conv3D", "SeparableConv1D", "SeparableConv2D", "SeparableConvolution2D",
+           "DepthwiseConv2D", "Cropping1D", "Cropping2D", "SpatialDropout1D", "SpatialDropout2D", "GaussianNoise",
+           "GaussianDropout", "ActivityRegularization", "Dot", "dot", "PReLU", "ThresholdedReLU"]
 
 _KERNEL_KEYS = ("activation", "use_bias", "kernel_initializer", "bias_initializer", "kernel_regularizer",
                 "bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint")
@@ -637,6 +639,296 @@ class Softmax(Layer):
 
     def call(self, inputs):
         return nn_ops.softmax(inputs, axis=self.axis)
+
+
+# ---------------------------------------------------------------------------------------------
+# More convolutions, cropping, noise, and the remaining element-wise layers
+# ---------------------------------------------------------------------------------------------
+
+class Conv3D(Layer, _tfl.Conv3D):
+    """3-D convolution (tf.keras.layers.Conv3D); `kernel` [kd, kh, kw, in, filters]."""
+    _config_keys = _CONV_KEYS
+
+    def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", data_format=None,
+                 dilation_rate=(1, 1, 1), activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, name=None, **kwargs):
+        name, kwargs = self._init_keras(name, kwargs)
+        _tfl.Conv3D.__init__(self, filters, kernel_size, strides=strides, padding=padding,
+                             data_format=_fmt(data_format), dilation_rate=dilation_rate, name=name, **kwargs,
+                             **_kernel_kwargs(activation, use_bias, kernel_initializer, bias_initializer,
+                                              kernel_regularizer, bias_regularizer, activity_regularizer,
+                                              kernel_constraint, bias_constraint))
+        self._keras_post()
+
+
+def _separable_class(base, rank, defaults):
+    class Sep(Layer, base):
+        _config_keys = ("filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate",
+                        "depth_multiplier", "depthwise_initializer", "pointwise_initializer") + _KERNEL_KEYS[:1] + \
+            ("use_bias", "bias_initializer")
+
+        def __init__(self, filters, kernel_size, strides=defaults[0], padding="valid", data_format=defaults[1],
+                     dilation_rate=defaults[0], depth_multiplier=1, activation=None, use_bias=True,
+                     depthwise_initializer="glorot_uniform", pointwise_initializer="glorot_uniform",
+                     bias_initializer="zeros", depthwise_regularizer=None, pointwise_regularizer=None,
+                     bias_regularizer=None, activity_regularizer=None, depthwise_constraint=None,
+                     pointwise_constraint=None, bias_constraint=None, name=None, **kwargs):
+            name, kwargs = self._init_keras(name, kwargs)
+            base.__init__(self, filters, kernel_size, strides=strides, padding=padding,
+                          data_format=_fmt(data_format), dilation_rate=dilation_rate,
+                          depth_multiplier=depth_multiplier, activation=_act(activation), use_bias=use_bias,
+                          depthwise_initializer=_init(depthwise_initializer),
+                          pointwise_initializer=_init(pointwise_initializer), bias_initializer=_init(bias_initializer),
+                          depthwise_regularizer=_reg(depthwise_regularizer),
+                          pointwise_regularizer=_reg(pointwise_regularizer), bias_regularizer=_reg(bias_regularizer),
+                          activity_regularizer=_reg(activity_regularizer),
+                          depthwise_constraint=_con(depthwise_constraint),
+                          pointwise_constraint=_con(pointwise_constraint), bias_constraint=_con(bias_constraint),
+                          name=name, **kwargs)
+            self._keras_post()
+
+    Sep.__name__ = Sep.__qualname__ = base.__name__
+    Sep.__doc__ = (f"Depthwise-separable {rank}-D convolution (tf.keras.layers.{base.__name__}): "
+                   f"`depthwise_kernel`, `pointwise_kernel`, `bias`.")
+    return Sep
+
+
+SeparableConv2D = _separable_class(_tfl.SeparableConv2D, 2, ((1, 1), None))
+SeparableConv1D = _separable_class(_tfl.SeparableConv1D, 1, (1, "channels_last"))
+SeparableConvolution2D = SeparableConv2D
+
+
+class DepthwiseConv2D(Layer):
+    """Depthwise 2-D convolution (tf.keras.layers.DepthwiseConv2D): `depthwise_kernel`
+    [kh, kw, in, depth_multiplier], output channels in * depth_multiplier."""
+    _config_keys = ("kernel_size", "strides", "padding", "depth_multiplier", "data_format", "activation",
+                    "use_bias", "depthwise_initializer", "bias_initializer")
+
+    def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1, data_format=None,
+                 activation=None, use_bias=True, depthwise_initializer="glorot_uniform", bias_initializer="zeros",
+                 depthwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, bias_constraint=None, name=None, **kwargs):
+        super().__init__(name=name, activity_regularizer=activity_regularizer, **kwargs)
+        self.kernel_size = _tfl._pair(kernel_size, "kernel_size", "depthwise_conv2d")
+        self.strides = _tfl._pair(strides, "strides", "depthwise_conv2d")
+        self.padding = _tfl._padding(padding, "depthwise_conv2d")
+        self.depth_multiplier = int(depth_multiplier)
+        self.data_format = _fmt(data_format)
+        self.activation, self.use_bias = _act(activation), bool(use_bias)
+        self.depthwise_initializer, self.bias_initializer = _init(depthwise_initializer), _init(bias_initializer)
+        self.depthwise_regularizer, self.bias_regularizer = _reg(depthwise_regularizer), _reg(bias_regularizer)
+        self.depthwise_constraint, self.bias_constraint = _con(depthwise_constraint), _con(bias_constraint)
+
+    def build(self, input_shape):
+        axis = -1 if self.data_format == "channels_last" else 1
+        cin = input_shape[axis]
+        if input_shape.ndims != 4 or cin is None:
+            raise ValueError(f"Inputs to `DepthwiseConv2D` should have rank 4 and a known channel dimension. "
+                             f"Received input shape: {input_shape}")
+        cin = int(cin)
+        self.depthwise_kernel = self.add_weight("depthwise_kernel", (*self.kernel_size, cin, self.depth_multiplier),
+                                                initializer=self.depthwise_initializer,
+                                                regularizer=self.depthwise_regularizer,
+                                                constraint=self.depthwise_constraint)
+        self.bias = self.add_weight("bias", (cin * self.depth_multiplier,), initializer=self.bias_initializer,
+                                    regularizer=self.bias_regularizer,
+                                    constraint=self.bias_constraint) if self.use_bias else None
+        self.built = True
+
+    def call(self, inputs):
+        from actorflow.graph.ops.nn_conv_ops import depthwise_conv2d
+        fmt = "NHWC" if self.data_format == "channels_last" else "NCHW"
+        st = [1, *self.strides, 1] if fmt == "NHWC" else [1, 1, *self.strides]
+        out = depthwise_conv2d(_float(inputs, self), self.depthwise_kernel, st, self.padding, data_format=fmt)
+        if self.bias is not None:
+            out = nn_ops.bias_add(out, self.bias, data_format=fmt)
+        return self.activation(out)
+
+
+class Cropping1D(Layer):
+    """Drops `cropping` = (start, end) steps of [batch, steps, features] (tf.keras.layers.Cropping1D)."""
+    _config_keys = ("cropping",)
+
+    def __init__(self, cropping=(1, 1), name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.cropping = _int_pair(cropping, "cropping")
+
+    def call(self, inputs):
+        a, b = self.cropping
+        x = convert_to_tensor(inputs)
+        return x[:, a:(-b if b else None), :]
+
+
+class Cropping2D(Layer):
+    """Drops rows and columns at the edges (tf.keras.layers.Cropping2D): `cropping` an int,
+    (rows, cols), or ((top, bottom), (left, right))."""
+    _config_keys = ("cropping", "data_format")
+
+    def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        if isinstance(cropping, numbers.Integral):
+            cropping = ((cropping, cropping), (cropping, cropping))
+        elif all(isinstance(c, numbers.Integral) for c in cropping):
+            cropping = ((cropping[0], cropping[0]), (cropping[1], cropping[1]))
+        self.cropping = tuple(tuple(int(v) for v in c) for c in cropping)
+        self.data_format = _fmt(data_format)
+
+    def call(self, inputs):
+        (t, b), (l, r) = self.cropping  # noqa: E741
+        x = convert_to_tensor(inputs)
+        rows, cols = slice(t, -b if b else None), slice(l, -r if r else None)
+        if self.data_format == "channels_last":
+            return x[:, rows, cols, :]
+        return x[:, :, rows, cols]
+
+
+class SpatialDropout1D(Layer, _tfl.Dropout):
+    """Drops whole feature maps of [batch, steps, channels] in the training phase
+    (tf.keras.layers.SpatialDropout1D): one mask per example and channel."""
+    _config_keys = ("rate",)
+
+    def __init__(self, rate, name=None, **kwargs):
+        name, kwargs = self._init_keras(name, kwargs)
+        _tfl.Dropout.__init__(self, rate=rate, name=name, **kwargs)
+        self._keras_post()
+
+    def call(self, inputs, training=False):
+        x = convert_to_tensor(inputs)
+        shape = array_ops.shape(x)
+        self.noise_shape = self._noise_shape(shape)
+        return _tfl.Dropout.call(self, x, training=training)
+
+    def _noise_shape(self, shape):
+        return array_ops.stack([shape[0], constant(1), shape[2]])
+
+
+class SpatialDropout2D(SpatialDropout1D):
+    """Drops whole feature maps of an image batch in the training phase (tf.keras.layers.SpatialDropout2D)."""
+    _config_keys = ("rate", "data_format")
+
+    def __init__(self, rate, data_format=None, name=None, **kwargs):
+        super().__init__(rate, name=name, **kwargs)
+        self.data_format = _fmt(data_format)
+
+    def _noise_shape(self, shape):
+        if self.data_format == "channels_last":
+            return array_ops.stack([shape[0], constant(1), constant(1), shape[3]])
+        return array_ops.stack([shape[0], shape[1], constant(1), constant(1)])
+
+
+class GaussianNoise(Layer):
+    """Adds N(0, stddev**2) noise in the training phase (tf.keras.layers.GaussianNoise)."""
+    _config_keys = ("stddev",)
+
+    def __init__(self, stddev, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.stddev = float(stddev)
+
+    def call(self, inputs, training=None):
+        x = _float(inputs, self)
+        return K.in_train_phase(lambda: math_ops.add(x, K.random_normal(array_ops.shape(x), stddev=self.stddev,
+                                                                         dtype=x.dtype)), x, training=training)
+
+
+class GaussianDropout(Layer):
+    """Multiplies by N(1, rate / (1 - rate)) noise in the training phase (tf.keras.layers.GaussianDropout)."""
+    _config_keys = ("rate",)
+
+    def __init__(self, rate, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.rate = float(rate)
+
+    def call(self, inputs, training=None):
+        x = _float(inputs, self)
+        if not 0 < self.rate < 1:
+            return x
+        std = float(np.sqrt(self.rate / (1.0 - self.rate)))
+        return K.in_train_phase(lambda: math_ops.multiply(x, K.random_normal(array_ops.shape(x), mean=1.0,
+                                                                              stddev=std, dtype=x.dtype)),
+                                x, training=training)
+
+
+class ActivityRegularization(Layer):
+    """The identity, adding l1 * sum(|x|) + l2 * sum(x**2) (per batch example) to the losses
+    (tf.keras.layers.ActivityRegularization)."""
+    _config_keys = ("l1", "l2")
+
+    def __init__(self, l1=0.0, l2=0.0, name=None, **kwargs):  # noqa: E741
+        from actorflow.keras.regularizers import L1L2
+        super().__init__(name=name, activity_regularizer=L1L2(l1=l1, l2=l2), **kwargs)
+        self.l1, self.l2 = float(l1), float(l2)
+
+
+class Dot(_Merge):
+    """Dot products of two [batch, n] (or [batch, m, n]) tensors along `axes`
+    (tf.keras.layers.Dot); `normalize` l2-normalizes first (cosine proximity)."""
+    _config_keys = ("axes", "normalize")
+
+    def __init__(self, axes, normalize=False, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.axes, self.normalize = axes, bool(normalize)
+
+    def call(self, inputs):
+        a, b = self._inputs(inputs)[:2]
+        axes = (self.axes, self.axes) if isinstance(self.axes, numbers.Integral) else tuple(self.axes)
+        axes = tuple(ax % t.shape.ndims for ax, t in zip(axes, (a, b)))
+        if self.normalize:
+            a, b = nn_ops.l2_normalize(a, axis=axes[0]), nn_ops.l2_normalize(b, axis=axes[1])
+        if a.shape.ndims == 2 and b.shape.ndims == 2:
+            return math_ops.reduce_sum(math_ops.multiply(a, b), 1, keepdims=True)
+        if a.shape.ndims == 3 and b.shape.ndims == 3:
+            a = a if axes[0] == 2 else array_ops.transpose(a, [0, 2, 1])
+            b = b if axes[1] == 1 else array_ops.transpose(b, [0, 2, 1])
+            return math_ops.matmul(a, b)
+        raise NotImplementedError(f"Dot {self.name}: inputs of rank 2 or 3 only, got {a.shape} and {b.shape}")
+
+
+def dot(inputs, axes, normalize=False, **kwargs):
+    """Functional form of Dot."""
+    return Dot(axes, normalize=normalize, **kwargs)(inputs)
+
+
+class PReLU(Layer):
+    """max(x, 0) + alpha * min(x, 0) with a learned `alpha` per element (tf.keras.layers.PReLU);
+    `shared_axes` share it along those axes."""
+    _config_keys = ("alpha_initializer", "shared_axes")
+
+    def __init__(self, alpha_initializer="zeros", alpha_regularizer=None, alpha_constraint=None, shared_axes=None,
+                 name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.alpha_initializer, self.alpha_regularizer = _init(alpha_initializer), _reg(alpha_regularizer)
+        self.alpha_constraint = _con(alpha_constraint)
+        self.shared_axes = None if shared_axes is None else \
+            [int(a) for a in (shared_axes if isinstance(shared_axes, (list, tuple)) else [shared_axes])]
+
+    def build(self, input_shape):
+        shape = list(input_shape.as_list()[1:])
+        for a in self.shared_axes or []:
+            shape[a - 1] = 1
+        if any(d is None for d in shape):
+            raise ValueError(f"PReLU {self.name}: the non-batch shape must be static, got {input_shape}")
+        self.alpha = self.add_weight("alpha", shape, initializer=self.alpha_initializer,
+                                     regularizer=self.alpha_regularizer, constraint=self.alpha_constraint)
+        self.built = True
+
+    def call(self, inputs):
+        x = _float(inputs, self)
+        neg = math_ops.multiply(self.alpha, math_ops.subtract(x, nn_ops.relu(x)))
+        return math_ops.add(nn_ops.relu(x), neg)
+
+
+class ThresholdedReLU(Layer):
+    """x where x > theta, else 0 (tf.keras.layers.ThresholdedReLU)."""
+    _config_keys = ("theta",)
+
+    def __init__(self, theta=1.0, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.theta = float(theta)
+
+    def call(self, inputs):
+        x = _float(inputs, self)
+        return math_ops.multiply(x, math_ops.cast(math_ops.greater(x, constant(self.theta, dtype=x.dtype)), x.dtype))
 
 
 from actorflow.keras.recurrent import (  # noqa: E402
