@@ -171,3 +171,31 @@ def test_learning_phase_first_asked_for_inside_a_loop_is_usable_outside():
     sess = K.get_session()
     assert sess.run(total) == 12.0
     np.testing.assert_array_equal(sess.run(y, {x: np.ones((1, 2))}), np.ones((1, 2)))
+
+
+def test_convolution_pooling_and_functional_wrappers():
+    rng = np.random.RandomState(3)
+    xv = rng.randn(1, 4, 4, 2).astype(np.float32)
+    kv = rng.randn(3, 3, 2, 1).astype(np.float32)
+    sv = rng.randn(1, 5, 2).astype(np.float32)
+    k1 = rng.randn(2, 2, 1).astype(np.float32)
+    x, k = K.constant(xv), K.constant(kv)
+    outs = K.get_session().run({
+        "conv": K.conv2d(x, k), "pool": K.pool2d(x, (2, 2), strides=(2, 2)),
+        "avg": K.pool2d(x, (2, 2), strides=(2, 2), pool_mode="avg"),
+        "causal": K.conv1d(K.constant(sv), K.constant(k1), padding="causal"),
+        "map": K.map_fn(lambda r: r * 2.0, K.constant([1.0, 2.0])), "arange": K.arange(1, 7, 2),
+        "foldl": K.foldl(lambda a, e: a + e, K.constant([1.0, 2.0, 3.0])),
+        "pad": K.spatial_2d_padding(x), "tpad": K.temporal_padding(K.constant(sv), (1, 2)),
+    })
+    ref = np.array([[np.einsum("hwc,hwcf->f", xv[0, i:i + 3, j:j + 3], kv) for j in range(2)] for i in range(2)])
+    np.testing.assert_allclose(outs["conv"][0], ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(outs["pool"], xv.reshape(1, 2, 2, 2, 2, 2).max(axis=(2, 4)))
+    np.testing.assert_allclose(outs["avg"], xv.reshape(1, 2, 2, 2, 2, 2).mean(axis=(2, 4)), rtol=1e-6)
+    padded = np.pad(sv, [(0, 0), (1, 0), (0, 0)])
+    causal = np.stack([np.einsum("kc,kcf->f", padded[0, t:t + 2], k1) for t in range(5)])
+    np.testing.assert_allclose(outs["causal"][0], causal, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(outs["map"], [2.0, 4.0])
+    np.testing.assert_array_equal(outs["arange"], [1, 3, 5])
+    assert outs["foldl"] == 6.0
+    assert outs["pad"].shape == (1, 6, 6, 2) and outs["tpad"].shape == (1, 8, 2)

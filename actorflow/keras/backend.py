@@ -41,7 +41,10 @@ __all__ = ["get_session", "set_session", "clear_session", "learning_phase", "set
            "categorical_crossentropy", "sparse_categorical_crossentropy", "binary_crossentropy", "gradients",
            "stop_gradient", "update", "update_add", "update_sub", "random_normal", "random_uniform",
            "count_params", "switch", "in_train_phase", "in_test_phase", "bias_add", "manual_variable_initialization",
-           "logsumexp", "cumsum", "identity", "get_graph"]
+           "logsumexp", "cumsum", "identity", "get_graph", "conv1d", "conv2d", "conv2d_transpose", "pool2d",
+           "temporal_padding", "spatial_2d_padding", "normalize_batch_in_training", "batch_normalization",
+           "moving_average_update", "map_fn", "foldl", "foldr", "arange", "print_tensor", "cast_to_floatx",
+           "truncated_normal", "random_binomial", "get_variable_shape", "resize_images"]
 
 _FLOATX = ["float32"]
 _EPSILON = [1e-7]
@@ -740,3 +743,135 @@ def in_test_phase(x, alt, training=None):
     """`x` in the test phase, else `alt`."""
     return in_train_phase(alt, x, training=training)
 
+
+
+# -- convolutions, pooling, padding, normalization, functional ------------------------------
+
+def _nhwc(data_format, rank=2):
+    fmt = data_format or image_data_format()
+    if fmt not in ("channels_last", "channels_first"):
+        raise ValueError(f"Unknown data_format: {data_format!r}")
+    return {1: ("NWC", "NCW"), 2: ("NHWC", "NCHW")}[rank][fmt == "channels_first"]
+
+
+def conv1d(x, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
+    """1-D convolution of [batch, steps, channels] by kernel [k, in, out]; padding "causal" pads the start."""
+    x = convert_to_tensor(_tensor(x))
+    if padding == "causal":
+        k = int_shape(kernel)[0]
+        x = array_ops.pad(x, [[0, 0], [dilation_rate * (k - 1), 0], [0, 0]])
+        padding = "valid"
+    k4 = array_ops.expand_dims(_tensor(kernel), 0)
+    out = nn_ops.conv2d(array_ops.expand_dims(x, 1), k4, [1, 1, strides, 1], padding.upper(),
+                        dilations=[1, 1, dilation_rate, 1])
+    return array_ops.squeeze(out, [1])
+
+
+def conv2d(x, kernel, strides=(1, 1), padding="valid", data_format=None, dilation_rate=(1, 1)):
+    """2-D convolution by kernel [kh, kw, in, out] (tf.keras.backend.conv2d)."""
+    fmt = _nhwc(data_format)
+    st = [1, *strides, 1] if fmt == "NHWC" else [1, 1, *strides]
+    dl = [1, *dilation_rate, 1] if fmt == "NHWC" else [1, 1, *dilation_rate]
+    return nn_ops.conv2d(_tensor(x), _tensor(kernel), st, padding.upper(), data_format=fmt, dilations=dl)
+
+
+def conv2d_transpose(x, kernel, output_shape, strides=(1, 1), padding="valid", data_format=None):
+    """Transposed 2-D convolution by kernel [kh, kw, out, in] to `output_shape`."""
+    fmt = _nhwc(data_format)
+    st = [1, *strides, 1] if fmt == "NHWC" else [1, 1, *strides]
+    return nn_ops.conv2d_transpose(_tensor(x), _tensor(kernel), output_shape, st, padding=padding.upper(),
+                                   data_format=fmt)
+
+
+def pool2d(x, pool_size, strides=(1, 1), padding="valid", data_format=None, pool_mode="max"):
+    """Max or average 2-D pooling (tf.keras.backend.pool2d)."""
+    fmt = _nhwc(data_format)
+    ks = [1, *pool_size, 1] if fmt == "NHWC" else [1, 1, *pool_size]
+    st = [1, *strides, 1] if fmt == "NHWC" else [1, 1, *strides]
+    if pool_mode not in ("max", "avg"):
+        raise ValueError(f"Invalid pool_mode: {pool_mode!r}")
+    pool = nn_ops.max_pool if pool_mode == "max" else nn_ops.avg_pool
+    return pool(_tensor(x), ks, st, padding.upper(), data_format=fmt)
+
+
+def temporal_padding(x, padding=(1, 1)):
+    """Zeros before and after the steps of [batch, steps, features]."""
+    return array_ops.pad(x, [[0, 0], list(padding), [0, 0]])
+
+
+def spatial_2d_padding(x, padding=((1, 1), (1, 1)), data_format=None):
+    """Zero rows and columns around an image batch."""
+    pads = [[0, 0], list(padding[0]), list(padding[1]), [0, 0]]
+    if _nhwc(data_format) == "NCHW":
+        pads = [[0, 0], [0, 0], list(padding[0]), list(padding[1])]
+    return array_ops.pad(x, pads)
+
+
+def normalize_batch_in_training(x, gamma, beta, reduction_axes, epsilon=1e-3):
+    """(normalized, mean, variance) of `x` over `reduction_axes`, scaled by gamma and shifted by beta."""
+    mean, variance = nn_ops.moments(x, list(reduction_axes))
+    return nn_ops.batch_normalization(x, mean, variance, beta, gamma, epsilon), mean, variance
+
+
+def batch_normalization(x, mean, var, beta, gamma, axis=-1, epsilon=1e-3):
+    """(x - mean) / sqrt(var + epsilon) * gamma + beta."""
+    return nn_ops.batch_normalization(x, mean, var, beta, gamma, epsilon)
+
+
+def moving_average_update(x, value, momentum):
+    """An op setting variable x to x * momentum + value * (1 - momentum)."""
+    return assign(x, math_ops.add(math_ops.multiply(_tensor(x), momentum),
+                                  math_ops.multiply(value, 1.0 - momentum)))
+
+
+def map_fn(fn, elems, name=None, dtype=None):
+    """fn over the first axis of elems (tf.keras.backend.map_fn)."""
+    from actorflow.graph.ops.functional_ops import map_fn as _map_fn
+    return _map_fn(fn, elems, name=name, dtype=dtype)
+
+
+def foldl(fn, elems, initializer=None, name=None):
+    from actorflow.graph.ops.functional_ops import foldl as _foldl
+    return _foldl(fn, elems, initializer=initializer, name=name)
+
+
+def foldr(fn, elems, initializer=None, name=None):
+    from actorflow.graph.ops.functional_ops import foldr as _foldr
+    return _foldr(fn, elems, initializer=initializer, name=name)
+
+
+def arange(start, stop=None, step=1, dtype="int32"):
+    """A 1-D tensor of start, start + step, ... below stop."""
+    from actorflow.graph.ops.array_ops import range as _range
+    return math_ops.cast(_range(start, stop, step), dtype)
+
+
+def print_tensor(x, message=""):
+    """`x`, printing `message` and its value when it is computed."""
+    from actorflow.graph.ops.string_ops import Print
+    return Print(x, [x], message)
+
+
+def cast_to_floatx(x):
+    """A numpy array of floatx()."""
+    return np.asarray(x, dtype=floatx())
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    return random_ops.truncated_normal(shape, mean=mean, stddev=stddev, dtype=_dtype(dtype), seed=seed)
+
+
+def random_binomial(shape, p=0.0, dtype=None, seed=None):
+    """1 with probability p, else 0."""
+    u = random_ops.random_uniform(shape, dtype=_dtype(dtype), seed=seed)
+    return math_ops.cast(math_ops.less(u, p), _dtype(dtype))
+
+
+def get_variable_shape(x):
+    return int_shape(x)
+
+
+def resize_images(x, height_factor, width_factor, data_format=None, interpolation="nearest"):
+    """Nearest-neighbour upsampling by integer factors (needs static height and width)."""
+    from actorflow.keras.layers import UpSampling2D
+    return UpSampling2D((height_factor, width_factor), data_format=data_format, interpolation=interpolation).call(x)
