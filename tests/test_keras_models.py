@@ -361,3 +361,27 @@ def test_a_nested_models_weight_regularization_reaches_the_outer_loss():
     # the activity penalty is divided by the batch size, as TF 1.x Keras does
     expect = (pred ** 2).mean() + (W ** 2).sum() + 0.5 * np.abs(pred).sum() / 4
     np.testing.assert_allclose(outer.evaluate(x, np.zeros((4, 1), np.float32), verbose=0), expect, rtol=1e-4)
+
+
+def test_models_over_plain_graph_ops_and_placeholders():
+    """TF 1.x programs mix graph ops into Keras models: a model whose output is a plain op on a
+    layer's output, and one whose input is a plain placeholder, both train through fit."""
+    x, y = _blobs(seed=13)
+    inp = keras.Input(shape=(4,))
+    dense = L.Dense(2)
+    out = af.nn.softmax(dense(inp) * 2.0)
+    model = keras.Model(inp, out)
+    assert model.output_names == ["output_1"] and dense in model.layers
+    model.compile(keras.optimizers.Adam(0.05), "sparse_categorical_crossentropy", metrics=["acc"])
+    hist = model.fit(x, y, epochs=5, verbose=0)
+    assert hist.history["acc"][-1] > 0.85
+    with pytest.raises(NotImplementedError, match="Lambda"):
+        model(af.placeholder(af.float32, [None, 4]))
+
+    ph = af.placeholder(af.float32, [None, 4], name="features")
+    model2 = keras.Model(ph, L.Dense(1, activation="sigmoid")(ph))
+    assert model2.input_names == ["features"]
+    model2.compile("adam", "binary_crossentropy")
+    first = model2.evaluate(x, y, verbose=0)
+    model2.fit(x, y, epochs=3, verbose=0)
+    assert model2.evaluate(x, y, verbose=0) < first
