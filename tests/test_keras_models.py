@@ -385,3 +385,47 @@ def test_models_over_plain_graph_ops_and_placeholders():
     first = model2.evaluate(x, y, verbose=0)
     model2.fit(x, y, epochs=3, verbose=0)
     assert model2.evaluate(x, y, verbose=0) < first
+
+
+def test_fit_evaluate_predict_generators():
+    x, y = _blobs(seed=14)
+
+    class Batches(keras.utils.Sequence):
+        def __init__(self):
+            self.epochs_ended = 0
+
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, i):
+            return x[40 * i:40 * (i + 1)], y[40 * i:40 * (i + 1)]
+
+        def on_epoch_end(self):
+            self.epochs_ended += 1
+
+    def endless():
+        while True:
+            for i in range(5):
+                yield x[40 * i:40 * (i + 1)], y[40 * i:40 * (i + 1)]
+
+    model = keras.Sequential([L.Dense(2, activation="softmax", input_shape=(4,))])
+    model.compile(keras.optimizers.Adam(0.05), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    seq = Batches()
+    hist = model.fit_generator(seq, epochs=3, verbose=0, validation_data=(x, y))
+    assert seq.epochs_ended == 3 and set(hist.history) == {"loss", "acc", "val_loss", "val_acc"}
+    hist = model.fit_generator(endless(), steps_per_epoch=5, epochs=2, verbose=0, validation_data=Batches())
+    assert hist.history["val_acc"][-1] > 0.85
+    np.testing.assert_allclose(model.evaluate_generator(Batches()), model.evaluate(x, y, batch_size=40, verbose=0),
+                               rtol=1e-5)
+    np.testing.assert_allclose(model.predict_generator(endless(), steps=5), model.predict(x), rtol=1e-5)
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        model.fit_generator(endless(), verbose=0)
+
+
+def test_fit_takes_a_generator_as_tf_1_14_does():
+    x, y = _blobs(seed=15)
+    model = keras.Sequential([L.Dense(1, input_shape=(4,))])
+    model.compile("sgd", "mse")
+    gen = ((x[i:i + 50], y[i:i + 50].astype(np.float32)) for _ in range(10) for i in range(0, 200, 50))
+    hist = model.fit(gen, steps_per_epoch=4, epochs=2, verbose=0)
+    assert len(hist.history["loss"]) == 2 and K.get_value(model.optimizer.iterations) == 8

@@ -90,6 +90,26 @@ def _dedup(items) -> list:
     return out
 
 
+def _is_generator(x) -> bool:
+    from actorflow.keras.utils import Sequence
+    return isinstance(x, Sequence) or (hasattr(x, "__next__") and not hasattr(x, "shape"))
+
+
+def _steps(generator, steps, what):
+    if steps is None:
+        if hasattr(generator, "__len__"):
+            return len(generator)
+        raise ValueError(f"`{what}` is needed with a generator that has no length")
+    return int(steps)
+
+
+def _unpack(batch):
+    if not isinstance(batch, tuple) or len(batch) not in (2, 3):
+        raise ValueError(f"A generator should yield (x, y) or (x, y, sample_weight) tuples, got {type(batch).__name__}"
+                         + (f" of length {len(batch)}" if isinstance(batch, tuple) else ""))
+    return batch if len(batch) == 3 else (batch[0], batch[1], None)
+
+
 def _as_list(x):
     if x is None:
         return []
@@ -545,6 +565,12 @@ class Model(Layer):
         last `validation_split` of the arrays, taken before shuffling)."""
         if kwargs:
             raise TypeError(f"fit: unexpected keyword arguments {sorted(kwargs)}")
+        if _is_generator(x):
+            # TF 1.14+: fit takes a generator or a Sequence, as fit_generator does.
+            return self.fit_generator(x, steps_per_epoch=steps_per_epoch, epochs=epochs, verbose=verbose,
+                                      callbacks=callbacks, validation_data=validation_data,
+                                      validation_steps=validation_steps, class_weight=class_weight,
+                                      shuffle=shuffle, initial_epoch=initial_epoch)
         if class_weight is not None:
             raise NotImplementedError("fit: class_weight is not supported; pass sample_weight")
         if steps_per_epoch is not None:
@@ -664,6 +690,110 @@ class Model(Layer):
         """The outputs for one batch."""
         xs, _, _ = self._standardize(x)
         outs = self._run(self.outputs, self._feed(xs))
+        return outs[0] if len(outs) == 1 else outs
+
+    # -- generators ---------------------------------------------------------------------------
+    def fit_generator(self, generator, steps_per_epoch=None, epochs=1, verbose=1, callbacks=None,
+                      validation_data=None, validation_steps=None, class_weight=None, max_queue_size=10, workers=1,
+                      use_multiprocessing=False, shuffle=True, initial_epoch=0):
+        """Trains on batches from a generator (yielding (x, y) or (x, y, sample_weight)) or a
+        keras.utils.Sequence, `steps_per_epoch` batches an epoch (a Sequence's length by default);
+        `validation_data` is arrays, a generator or a Sequence (tf.keras.Model.fit_generator).
+        Batches are drawn in this thread (`workers` and the queue are accepted and not used)."""
+        if class_weight is not None:
+            raise NotImplementedError("fit_generator: class_weight is not supported")
+        from actorflow.keras.utils import Sequence
+        steps = _steps(generator, steps_per_epoch, "steps_per_epoch")
+        self.history = cbks.History()
+        callback_list = cbks.CallbackList(([cbks.ProgbarLogger()] if verbose else []) + _as_list(callbacks) +
+                                          [self.history])
+        callback_list.set_model(self)
+        self.stop_training = False
+        it = None
+        started = False
+        for epoch in range(initial_epoch, epochs):
+            order = list(range(steps))
+            if isinstance(generator, Sequence):
+                if shuffle:
+                    np.random.shuffle(order)
+            elif it is None:
+                it = iter(generator)
+            totals, seen, names = None, 0, None
+            for b, i in enumerate(order):
+                batch = generator[i] if isinstance(generator, Sequence) else next(it)
+                x, y, sw = _unpack(batch)
+                xs, ys, sws = self._standardize(x, y, sw)
+                if not started:
+                    names = self.metrics_names
+                    callback_list.set_params({"epochs": epochs, "steps": steps, "verbose": verbose,
+                                              "do_validation": validation_data is not None, "metrics": names,
+                                              "samples": None})
+                    callback_list.on_train_begin({})
+                    started = True
+                if b == 0:
+                    callback_list.on_epoch_begin(epoch, {})
+                names = self.metrics_names
+                n = xs[0].shape[0]
+                logs = {"batch": b, "size": n}
+                callback_list.on_batch_begin(b, logs)
+                outs = self._run(list(self._eval_fetches) + [self._train_op()],
+                                 self._feed(xs, ys, sws, training=True))[:-1]
+                outs = [float(o) for o in outs]
+                logs.update(zip(names, outs))
+                callback_list.on_batch_end(b, logs)
+                totals = np.asarray(outs) * n if totals is None else totals + np.asarray(outs) * n
+                seen += n
+                if self.stop_training:
+                    break
+            if totals is None:
+                raise ValueError("fit_generator: the generator gave no batch")
+            if isinstance(generator, Sequence):
+                generator.on_epoch_end()
+            epoch_logs = {k: float(v / max(seen, 1)) for k, v in zip(names, totals)}
+            if validation_data is not None:
+                if isinstance(validation_data, (tuple, list)):
+                    val = self.evaluate(*validation_data, verbose=0)
+                else:
+                    val = self.evaluate_generator(validation_data, steps=validation_steps)
+                epoch_logs.update({"val_" + k: v for k, v in zip(names, _as_list(val))})
+            callback_list.on_epoch_end(epoch, epoch_logs)
+            if self.stop_training:
+                break
+        if started:
+            callback_list.on_train_end({})
+        return self.history
+
+    def evaluate_generator(self, generator, steps=None, callbacks=None, max_queue_size=10, workers=1,
+                           use_multiprocessing=False, verbose=0):
+        """The loss and metrics over `steps` batches of a generator or Sequence, weighted by batch size."""
+        from actorflow.keras.utils import Sequence
+        steps = _steps(generator, steps, "steps")
+        it = None if isinstance(generator, Sequence) else iter(generator)
+        totals, seen = None, 0
+        for i in range(steps):
+            x, y, sw = _unpack(generator[i] if it is None else next(it))
+            xs, ys, sws = self._standardize(x, y, sw)
+            outs = np.asarray([float(o) for o in self._run(self._eval_fetches, self._feed(xs, ys, sws))])
+            n = xs[0].shape[0]
+            totals = outs * n if totals is None else totals + outs * n
+            seen += n
+        outs = [float(v / max(seen, 1)) for v in totals]
+        return outs[0] if len(outs) == 1 else outs
+
+    def predict_generator(self, generator, steps=None, callbacks=None, max_queue_size=10, workers=1,
+                          use_multiprocessing=False, verbose=0):
+        """The outputs for `steps` batches of inputs from a generator or Sequence, concatenated."""
+        from actorflow.keras.utils import Sequence
+        steps = _steps(generator, steps, "steps")
+        it = None if isinstance(generator, Sequence) else iter(generator)
+        parts = None
+        for i in range(steps):
+            batch = generator[i] if it is None else next(it)
+            x = batch[0] if isinstance(batch, tuple) else batch
+            out = self.predict_on_batch(x)
+            out = out if isinstance(out, list) else [out]
+            parts = [[o] for o in out] if parts is None else [p + [o] for p, o in zip(parts, out)]
+        outs = [np.concatenate(p) for p in parts]
         return outs[0] if len(outs) == 1 else outs
 
     # -- weights on disk ----------------------------------------------------------------------

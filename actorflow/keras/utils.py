@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["to_categorical", "normalize"]
+__all__ = ["to_categorical", "normalize", "Sequence"]
 
 
 def to_categorical(y, num_classes=None, dtype="float32"):
@@ -30,3 +30,22 @@ def normalize(x, axis=-1, order=2):
     norm = np.atleast_1d(np.linalg.norm(x, order, axis))
     norm[norm == 0] = 1
     return x / np.expand_dims(norm, axis)
+
+
+class Sequence:
+    """A data set as batches (tf.keras.utils.Sequence): `__getitem__(i)` gives batch i as
+    (x, y) or (x, y, sample_weight), `__len__` the number of batches; `on_epoch_end` runs after
+    each epoch of `fit_generator`."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError
+
+    def __len__(self):
+        raise NotImplementedError
+
+    def on_epoch_end(self):
+        pass
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
