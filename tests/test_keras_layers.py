@@ -436,3 +436,25 @@ def test_cropping_noise_dot_prelu_thresholded_relu():
     reg = L.ActivityRegularization(l1=0.5)
     reg(a)
     assert len(reg.losses) == 1
+
+
+@pytest.mark.parametrize("kind", ["SimpleRNN", "LSTM", "GRU"])
+def test_recurrent_dropout_only_in_the_training_phase(kind):
+    rng = np.random.RandomState(10)
+    xv = rng.randn(8, 5, 3).astype(np.float32)
+    x = af.placeholder(af.float32, [None, 5, 3])
+    plain = getattr(L, kind)(4)
+    dropped = getattr(L, kind)(4, dropout=0.5, recurrent_dropout=0.5)
+    outs = [plain(x), dropped(x)]
+    with _sess() as sess, sess.as_default():
+        dropped.set_weights(plain.get_weights())
+        a, b = sess.run(outs, {x: xv})
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+        a, b = sess.run(outs, {x: xv, K.learning_phase(): True})
+        assert np.abs(a - b).max() > 1e-3
+        _, ref_h, _ = _np_rnn(kind, xv, plain.get_weights(), 4)
+        np.testing.assert_allclose(a, ref_h, rtol=1e-4, atol=1e-5)
+        # the gradient flows through the masked loop
+        loss = af.reduce_sum(af.square(outs[1]))
+        grads = af.gradients(loss, dropped.trainable_weights)
+        assert all(np.isfinite(g).all() for g in sess.run(grads, {x: xv, K.learning_phase(): True}))
