@@ -429,3 +429,38 @@ def test_fit_takes_a_generator_as_tf_1_14_does():
     gen = ((x[i:i + 50], y[i:i + 50].astype(np.float32)) for _ in range(10) for i in range(0, 200, 50))
     hist = model.fit(gen, steps_per_epoch=4, epochs=2, verbose=0)
     assert len(hist.history["loss"]) == 2 and K.get_value(model.optimizer.iterations) == 8
+
+
+def test_to_json_and_model_from_json_rebuild_the_architecture():
+    rng = np.random.RandomState(16)
+    seq = keras.Sequential([L.Conv1D(4, 3, padding="causal", input_shape=(6, 2)), L.BatchNormalization(),
+                            L.Bidirectional(L.LSTM(3, return_sequences=True)), L.TimeDistributed(L.Dense(2)),
+                            L.GlobalMaxPooling1D(), L.Dropout(0.3), L.Dense(1, kernel_regularizer="l2")])
+    x = rng.randn(5, 6, 2).astype(np.float32)
+    clone = keras.models.model_from_json(seq.to_json())
+    assert [type(layer).__name__ for layer in clone.layers] == [type(layer).__name__ for layer in seq.layers]
+    clone.set_weights(seq.get_weights())
+    np.testing.assert_allclose(clone.predict(x), seq.predict(x), rtol=1e-5, atol=1e-6)
+    assert len(clone.losses) == 1
+
+    a, b = keras.Input(shape=(3,), name="a"), keras.Input(shape=(3,), name="b")
+    shared = L.Dense(4, activation="tanh")
+    inner = keras.Sequential([L.Dense(2, input_shape=(8,))])
+    out = inner(L.concatenate([shared(a), shared(b)]))
+    model = keras.Model([a, b], [out, L.Activation("sigmoid")(out)])
+    cfg = model.get_config()
+    assert [n for n in cfg["input_layers"]] == [["a", 0, 0], ["b", 0, 0]]
+    rebuilt = keras.models.model_from_config({"class_name": "Model", "config": cfg})
+    rebuilt.set_weights(model.get_weights())
+    av, bv = rng.randn(4, 3).astype(np.float32), rng.randn(4, 3).astype(np.float32)
+    for p, q in zip(rebuilt.predict([av, bv]), model.predict([av, bv])):
+        np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6)
+    assert len(rebuilt.trainable_weights) == 4
+
+    def negate(t):
+        return -t
+
+    lam = keras.Sequential([L.Lambda(negate, input_shape=(2,))])
+    with pytest.raises(ValueError, match="custom_objects"):
+        keras.models.model_from_json(lam.to_json())
+    keras.models.model_from_json(lam.to_json(), custom_objects={"negate": negate})

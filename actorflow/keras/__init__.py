@@ -17,4 +17,6 @@ Input = layers.Input
 from actorflow.keras import callbacks, datasets, losses, metrics, models, optimizers, preprocessing, utils  # noqa: E402
 from actorflow.keras.models import Model, Sequential  # noqa: E402
 
+layers.deserialize = models.deserialize_layer
+
 __all__ += ["preprocessing", "callbacks", "datasets", "losses", "metrics", "models", "optimizers", "utils", "Model", "Sequential"]

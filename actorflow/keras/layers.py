@@ -385,6 +385,16 @@ class Lambda(Layer):
         cfg.update(function=getattr(self.function, "__name__", repr(self.function)), arguments=self.arguments)
         return cfg
 
+    @classmethod
+    def _from_config_with(cls, config, custom_objects=None):
+        config = dict(config)
+        fn = (custom_objects or {}).get(config["function"])
+        if fn is None:
+            raise ValueError(f"Lambda layer {config.get('name')}: its function '{config['function']}' is code, not "
+                             f"config; pass it in custom_objects")
+        config["function"] = fn
+        return cls(**config)
+
 
 class _Merge(Layer):
     """A layer on a list of tensors of one shape (the merge layers)."""

@@ -31,7 +31,7 @@ from actorflow.keras import metrics as metrics_mod
 from actorflow.keras import optimizers
 from actorflow.keras.engine import Input, InputLayer, Layer, keras_history
 
-__all__ = ["Model", "Sequential"]
+__all__ = ["Model", "Sequential", "model_from_config", "model_from_json", "deserialize_layer"]
 
 _H5 = (".h5", ".hdf5", ".keras")
 
@@ -796,6 +796,75 @@ class Model(Layer):
         outs = [np.concatenate(p) for p in parts]
         return outs[0] if len(outs) == 1 else outs
 
+    # -- architecture as a config -------------------------------------------------------------
+    def get_config(self) -> dict:
+        """The architecture as Keras's functional config: each layer's class and config and the
+        calls between them (by layer name, node index and tensor index)."""
+        if self._is_subclassed():
+            raise NotImplementedError(f"Model {self.name}: a subclassed model has no config (its call is code)")
+        if self._raw_ops:
+            raise NotImplementedError(f"Model {self.name} has graph ops between its layers that are not Keras "
+                                      f"layers: it has no config (wrap them in Lambda layers)")
+        index = {}                       # (id(layer), its node index) -> the node's index within this model
+        for layer in self.layers:
+            ks = [i for i, n in enumerate(layer._inbound_nodes)
+                  if n in self._nodes or isinstance(layer, InputLayer) and i == 0]
+            for k, i in enumerate(ks):
+                index[(id(layer), i)] = k
+
+        def ref(t):
+            layer, ni, ti = keras_history(t)
+            return [layer.name, index[(id(layer), ni)], ti]
+        layers = []
+        for layer in self.layers:
+            nodes = []
+            for n in (x for x in self._nodes if x.layer is layer):
+                kw = {k: v for k, v in n.kwargs.items() if isinstance(v, (bool, int, float, str))}
+                nodes.append([ref(t) + [kw] for t in n.input_tensors])
+            layers.append({"name": layer.name, "class_name": type(layer).__name__, "config": layer.get_config(),
+                           "inbound_nodes": nodes})
+        return {"name": self.name, "layers": layers, "input_layers": [ref(t) for t in self.inputs],
+                "output_layers": [ref(t) for t in self.outputs]}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A functional model rebuilt from `get_config()` in the default graph (new weights)."""
+        created, tensors = {}, {}
+        pending = []
+        for spec in config["layers"]:
+            layer = deserialize_layer({"class_name": spec["class_name"], "config": spec["config"]}, custom_objects)
+            created[spec["name"]] = layer
+            if isinstance(layer, InputLayer):
+                tensors[(spec["name"], 0, 0)] = layer.output
+            for k, node in enumerate(spec["inbound_nodes"]):
+                pending.append((spec["name"], k, node))
+        while pending:
+            progress = False
+            for item in list(pending):
+                name, k, node = item
+                keys = [(n, ni, ti) for n, ni, ti, _ in node]
+                if not all(key in tensors for key in keys):
+                    continue
+                ins = [tensors[key] for key in keys]
+                kwargs = node[0][3] if node else {}
+                out = created[name](ins[0] if len(ins) == 1 else ins, **kwargs)
+                for ti, t in enumerate(x for x in nest.flatten(out) if isinstance(x, Tensor)):
+                    tensors[(name, k, ti)] = t
+                pending.remove(item)
+                progress = True
+            if not progress:
+                raise ValueError(f"Model config '{config.get('name')}': the layer calls {[p[0] for p in pending]} "
+                                 f"wait on tensors no layer makes")
+        ins = [tensors[tuple(r)] for r in config["input_layers"]]
+        outs = [tensors[tuple(r)] for r in config["output_layers"]]
+        return Model(ins if len(ins) > 1 else ins[0], outs if len(outs) > 1 else outs[0])
+
+    def to_json(self, **kwargs) -> str:
+        """The architecture as JSON ({"class_name", "config", "keras_version", "backend"})."""
+        import json
+        return json.dumps({"class_name": type(self).__name__, "config": self.get_config(),
+                           "keras_version": "2.2.4-tf", "backend": "tensorflow"}, default=_json_default, **kwargs)
+
     # -- weights on disk ----------------------------------------------------------------------
     def _get_saver(self):
         if self._saver is None or self._saver[0] != [w.name for w in self.weights]:
@@ -893,6 +962,24 @@ class Sequential(Model):
     def _takes_ints(self):
         return bool(self._stack) and type(self._stack[0]).__name__ == "Embedding"
 
+    def get_config(self) -> dict:
+        """{"name", "layers": [{"class_name", "config"}, ...]}; the first layer carries the input shape."""
+        layers = []
+        for i, layer in enumerate(self._stack):
+            c = layer.get_config()
+            if i == 0 and self.inputs and "batch_input_shape" not in c:
+                c["batch_input_shape"] = K.int_shape(self.inputs[0])
+            layers.append({"class_name": type(layer).__name__, "config": c})
+        return {"name": self.name, "layers": layers}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A Sequential model rebuilt from `get_config()` (new weights)."""
+        model = cls()
+        for spec in config["layers"]:
+            model.add(deserialize_layer(spec, custom_objects))
+        return model
+
     def _forward(self, inputs):
         x = inputs
         for layer in self._stack:
@@ -916,3 +1003,40 @@ class Sequential(Model):
         return self.predict(x, batch_size=batch_size)
 
 
+
+
+def _json_default(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    raise TypeError(f"to_json: cannot serialize {v!r}")
+
+
+def deserialize_layer(spec, custom_objects=None):
+    """A layer (or model) from {"class_name", "config"} (tf.keras.layers.deserialize); config names
+    are kept."""
+    from actorflow.keras import layers as layers_mod
+    name = spec["class_name"]
+    cls = (custom_objects or {}).get(name) or {"Model": Model, "Sequential": Sequential}.get(name) \
+        or getattr(layers_mod, name, None)
+    if cls is None or not isinstance(cls, type):
+        raise ValueError(f"Unknown layer: {name}; pass it in custom_objects")
+    config = dict(spec["config"])
+    if issubclass(cls, Model):
+        return cls.from_config(config, custom_objects)
+    if hasattr(cls, "_from_config_with"):
+        return cls._from_config_with(config, custom_objects)
+    return cls(**config)
+
+
+def model_from_config(config, custom_objects=None):
+    """A model from {"class_name", "config"} (tf.keras.models.model_from_config)."""
+    return deserialize_layer(config, custom_objects)
+
+
+def model_from_json(json_string, custom_objects=None):
+    """A model from `to_json()`'s string (tf.keras.models.model_from_json); new weights (load them
+    with `load_weights`)."""
+    import json
+    return deserialize_layer(json.loads(json_string), custom_objects)

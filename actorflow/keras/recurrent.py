@@ -333,6 +333,25 @@ class Wrapper(Layer):
     def _inner(self):
         return [self.layer]
 
+    def get_config(self):
+        cfg = super().get_config()
+        cfg["layer"] = {"class_name": type(self.layer).__name__, "config": self.layer.get_config()}
+        return cfg
+
+    @classmethod
+    def _from_config_with(cls, config, custom_objects=None):
+        from actorflow.keras.models import deserialize_layer
+        config = dict(config)
+        inner = dict(config.pop("layer"))
+        inner["config"] = {k: v for k, v in inner["config"].items() if k != "name"}
+        return cls(deserialize_layer(inner, custom_objects), **config)
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config.pop("name", None)
+        return cls._from_config_with(config)
+
     @property
     def trainable_weights(self):
         return [w for lyr in self._inner() for w in lyr.trainable_weights] if self.trainable else []
