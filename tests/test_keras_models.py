@@ -464,3 +464,32 @@ def test_to_json_and_model_from_json_rebuild_the_architecture():
     with pytest.raises(ValueError, match="custom_objects"):
         keras.models.model_from_json(lam.to_json())
     keras.models.model_from_json(lam.to_json(), custom_objects={"negate": negate})
+
+
+def test_save_and_load_model(tmp_path):
+    x, y = _blobs(seed=17)
+    model = keras.Sequential([L.Dense(8, activation="relu", input_shape=(4,)), L.Dense(2, activation="softmax")])
+    model.compile(keras.optimizers.Adam(lr=0.02), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.fit(x, y, epochs=2, verbose=0)
+    path = str(tmp_path / "saved")
+    model.save(path)
+    before = model.predict(x)
+    K.clear_session()
+    loaded = keras.models.load_model(path)
+    np.testing.assert_allclose(loaded.predict(x), before, rtol=1e-5, atol=1e-6)
+    assert loaded.metrics_names == ["loss", "acc"]
+    assert K.get_value(loaded.optimizer.lr) == pytest.approx(0.02)
+    loaded.fit(x, y, epochs=1, verbose=0)
+    with pytest.raises(FileNotFoundError, match="model.json"):
+        keras.models.load_model(str(tmp_path / "nothing"))
+
+
+def test_model_checkpoint_saves_the_model_unless_weights_only(tmp_path):
+    x, y = _blobs(seed=18)
+    model = keras.Sequential([L.Dense(1, input_shape=(4,))])
+    model.compile("sgd", "mse")
+    ckpt = keras.callbacks.ModelCheckpoint(str(tmp_path / "m-{epoch}"), monitor="loss", save_best_only=True)
+    model.fit(x, y.astype(np.float32), epochs=2, verbose=0, callbacks=[ckpt])
+    assert (tmp_path / "m-1" / "model.json").exists() and (tmp_path / "m-2" / "model.json").exists()
+    loaded = keras.models.load_model(str(tmp_path / "m-2"))
+    np.testing.assert_allclose(loaded.predict(x), model.predict(x), rtol=1e-5)

@@ -3,8 +3,8 @@ EarlyStopping, ModelCheckpoint, LambdaCallback, LearningRateScheduler, ReduceLRO
 TerminateOnNaN, CSVLogger, ProgbarLogger and TensorBoard (epoch scalars through
 af.summary.FileWriter).
 
-Difference from TF: ModelCheckpoint always writes weights (af's checkpoint format, as
-`save_weights`); af.keras has no whole-model file, the architecture is the program's.
+ModelCheckpoint writes what `save_weights` or `Model.save` write (actorflow's formats; an `.h5`
+path needs h5py).
 """
 from __future__ import annotations
 
@@ -163,7 +163,8 @@ class EarlyStopping(Callback):
 class ModelCheckpoint(Callback):
     """Saves the model's weights after every `period` epochs to `filepath`, which may hold
     `{epoch:02d}` and the logs' names (`{val_loss:.2f}`); with `save_best_only`, only when
-    `monitor` improved (tf.keras.callbacks.ModelCheckpoint, weights only)."""
+    `monitor` improved (tf.keras.callbacks.ModelCheckpoint): the weights with `save_weights_only`,
+    else the model (`Model.save`'s directory)."""
 
     def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False, save_weights_only=False,
                  mode="auto", period=1, save_freq="epoch"):
@@ -189,7 +190,10 @@ class ModelCheckpoint(Callback):
             if not self.monitor_op(current, self.best):
                 return
             self.best = current
-        self.model.save_weights(path, overwrite=True)
+        if self.save_weights_only:
+            self.model.save_weights(path, overwrite=True)
+        else:
+            self.model.save(path, overwrite=True)
 
 
 class LambdaCallback(Callback):

@@ -31,7 +31,7 @@ from actorflow.keras import metrics as metrics_mod
 from actorflow.keras import optimizers
 from actorflow.keras.engine import Input, InputLayer, Layer, keras_history
 
-__all__ = ["Model", "Sequential", "model_from_config", "model_from_json", "deserialize_layer"]
+__all__ = ["Model", "Sequential", "model_from_config", "model_from_json", "deserialize_layer", "load_model"]
 
 _H5 = (".h5", ".hdf5", ".keras")
 
@@ -891,9 +891,48 @@ class Model(Layer):
         self._get_saver().restore(K.get_session(), str(filepath))
 
     def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None):
-        """Not available: af.keras has no whole-model file (use save_weights; the program builds the model)."""
-        raise NotImplementedError("Model.save: af.keras has no whole-model file format; use save_weights and "
-                                  "rebuild the model in code")
+        """Saves the architecture, the weights and the compile settings to the directory
+        `filepath`: `model.json` (to_json plus the training config) and a `weights` checkpoint in
+        actorflow's format; `load_model` reads it back. An `.h5` path needs h5py. Differences from
+        TF: the optimizer's slots are not saved (a loaded model restarts its optimizer)."""
+        import json
+        import os
+        if _is_h5(filepath, save_format):
+            _need_h5py(filepath)
+            raise NotImplementedError(f"Model.save('{filepath}'): af.keras writes a directory (model.json and an "
+                                      f"actorflow checkpoint), not HDF5; give a path without an .h5 suffix")
+        if os.path.exists(filepath) and not overwrite:
+            raise FileExistsError(f"Model.save: '{filepath}' exists and overwrite=False")
+        os.makedirs(filepath, exist_ok=True)
+        doc = json.loads(self.to_json())
+        if self._is_compiled and include_optimizer:
+            doc["training_config"] = self._training_config()
+        tmp = os.path.join(filepath, "model.json.tmp")
+        with open(tmp, "w") as f:
+            json.dump(doc, f)
+        os.replace(tmp, os.path.join(filepath, "model.json"))
+        self.save_weights(os.path.join(filepath, "weights"))
+
+    def _training_config(self):
+        def name_of(x):
+            if x is None or isinstance(x, (str, int, float)):
+                return x
+            if isinstance(x, dict):
+                return {k: name_of(v) for k, v in x.items()}
+            if isinstance(x, (list, tuple)):
+                return [name_of(v) for v in x]
+            n = getattr(x, "__name__", None)
+            if n is None:
+                raise NotImplementedError(f"Model.save: the compile argument {x!r} is an object with no name; "
+                                          f"save with include_optimizer=False")
+            return n
+        opt = self.optimizer
+        if isinstance(opt, optimizers.TFOptimizer):
+            opt_cfg = None
+        else:
+            opt_cfg = optimizers.serialize(opt)
+        return {"optimizer_config": opt_cfg, "loss": name_of(self.loss), "metrics": name_of(self._compile_metrics),
+                "loss_weights": self.loss_weights}
 
     def reset_states(self):
         """Recurrent layers here are not stateful: nothing to reset."""
@@ -1040,3 +1079,27 @@ def model_from_json(json_string, custom_objects=None):
     with `load_weights`)."""
     import json
     return deserialize_layer(json.loads(json_string), custom_objects)
+
+
+def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
+    """A model saved by `Model.save` (a directory): rebuilt from model.json in the default
+    graph, its weights restored, and compiled as it was when its training config allows
+    (tf.keras.models.load_model). An `.h5` file needs h5py."""
+    import json
+    import os
+    if _is_h5(filepath):
+        _need_h5py(filepath)
+        raise NotImplementedError(f"load_model('{filepath}'): af.keras reads the directories Model.save writes, "
+                                  f"not HDF5")
+    path = os.path.join(filepath, "model.json")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"load_model: no model.json in '{filepath}' (a directory written by Model.save)")
+    with open(path) as f:
+        doc = json.load(f)
+    model = deserialize_layer(doc, custom_objects)
+    model.load_weights(os.path.join(filepath, "weights"))
+    tc = doc.get("training_config")
+    if compile and tc and tc.get("optimizer_config"):
+        model.compile(optimizers.deserialize(tc["optimizer_config"], custom_objects), loss=tc["loss"],
+                      metrics=tc.get("metrics"), loss_weights=tc.get("loss_weights"))
+    return model
