@@ -866,17 +866,34 @@ class Model(Layer):
                            "keras_version": "2.2.4-tf", "backend": "tensorflow"}, default=_json_default, **kwargs)
 
     # -- weights on disk ----------------------------------------------------------------------
+    def _weight_keys(self) -> dict:
+        """Checkpoint key -> weight: `layer_with_weights-<j>/weight-<k>`, the k-th weight of the j-th
+        layer that has weights (Keras's TF-format checkpoints key by object path likewise), so a
+        model rebuilt in another graph, whose variables are named differently, reads them."""
+        keys, seen, j = {}, set(), 0
+        for layer in self.layers:
+            ws = layer.weights
+            if not ws:
+                continue
+            for k, w in enumerate(ws):
+                if id(w) not in seen:
+                    seen.add(id(w))
+                    keys[f"layer_with_weights-{j}/weight-{k}"] = w
+            j += 1
+        return keys
+
     def _get_saver(self):
-        if self._saver is None or self._saver[0] != [w.name for w in self.weights]:
+        keys = self._weight_keys()
+        sig = [(k, w.name) for k, w in keys.items()]
+        if self._saver is None or self._saver[0] != sig:
             from actorflow.train.saver import Saver
-            ws = self.weights
-            self._saver = ([w.name for w in ws], Saver(var_list={w.op.name: w for w in ws}, max_to_keep=None))
+            self._saver = (sig, Saver(var_list=keys, max_to_keep=None))
         return self._saver[1]
 
     def save_weights(self, filepath, overwrite=True, save_format=None):
-        """Writes the weights to `filepath` in actorflow's checkpoint format (restored by
-        `load_weights`, or by an af.train.Saver over the same variable names). An `.h5` path
-        needs h5py."""
+        """Writes the weights to `filepath` in actorflow's checkpoint format, keyed by layer and
+        weight position (`_weight_keys`), read back by `load_weights` of this model or of the same
+        architecture rebuilt. An `.h5` path needs h5py."""
         if _is_h5(filepath, save_format):
             _need_h5py(filepath)
             raise NotImplementedError(f"save_weights('{filepath}'): af.keras writes actorflow checkpoints only; "
@@ -884,7 +901,7 @@ class Model(Layer):
         self._get_saver().save(K.get_session(), str(filepath), write_meta_graph=False, write_state=False)
 
     def load_weights(self, filepath, by_name=False):
-        """Reads weights written by `save_weights` (matched by variable name)."""
+        """Reads weights written by `save_weights` (matched by layer and weight position)."""
         if _is_h5(filepath):
             _need_h5py(filepath)
             raise NotImplementedError(f"load_weights('{filepath}'): af.keras reads actorflow checkpoints only")
