@@ -489,9 +489,13 @@ class Model(Layer):
             if missing:
                 raise ValueError(f"No data provided for {missing}. Need data for each key in: {names}")
             data = [data[n] for n in names]
-        data = _as_list(data) if isinstance(data, (list, tuple)) and len(tensors) > 1 else \
-            (list(data) if isinstance(data, (list, tuple)) and len(data) == len(tensors) and
-             all(hasattr(d, "shape") for d in data) else [data])
+        # A list is one array per input, except for a single input, where a plain list (of
+        # numbers or rows) is the array itself unless it holds exactly one array.
+        one_array_list = isinstance(data, (list, tuple)) and len(data) == 1 and hasattr(data[0], "shape")
+        if isinstance(data, (list, tuple)) and (len(tensors) > 1 or one_array_list):
+            data = list(data)
+        else:
+            data = [data]
         if len(data) != len(tensors):
             raise ValueError(f"Error when checking model {what}: the list of Numpy arrays that you are passing to "
                              f"your model is not the size the model expected. Expected to see {len(tensors)} "
