@@ -58,3 +58,9 @@ def test_examples_run_as_programs():
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("test accuracy: ")
     assert "digits mlp" in proc.stderr            # the tqdm bar
+
+
+def test_keras_digits_reaches_97_percent(capsys):
+    acc = load_example("keras_digits").main(["--quiet", "--epochs", "10", "--seed", "2"])
+    assert acc >= 0.97
+    assert f"test accuracy: {acc:.4f}" in capsys.readouterr().out

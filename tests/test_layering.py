@@ -27,7 +27,8 @@ checkpoint_format, the file format shared by the Saver and the checkpoint kernel
 libraries that build ops on a graph and sit between graph and train (layers, losses, metrics, nn,
 rnn, rnn_cell, math, distributions, random, image, strings, lookup, initializers, debugging, data, summary, xla). client (the
 timeline) and compat import nothing; distribute re-exports the cluster's resolvers; contrib (tf.contrib's
-layers, rnn, seq2seq and framework) is built on layers, nn and train.
+layers, rnn, seq2seq and framework) is built on layers, nn and train; keras (tf.keras of TF 1.x) on
+layers, nn, losses, metrics and train, beside estimator.
 """
 from __future__ import annotations
 
@@ -97,7 +98,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "contrib": {"train", "layers", "nn", "metrics", "distributions", "saved_model"},
     "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
     "estimator": {"train", "metrics", "data", "feature_column", "layers", "nn", "saved_model"},  # tf.contrib's layers, rnn, seq2seq, framework over those
-    "<root>": {"estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
+    # tf.keras of TF 1.x: layers over af.layers and rnn, models trained with train's Saver and sessions
+    "keras": {"train", "layers", "nn", "losses", "metrics", "summary", "gfile"},
+    "<root>": {"keras", "estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
                "metrics", "math", "linalg", "distributions", "signal", "spectral", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data"},
     "sim": {"<root>", "console"},
     "graphviz": {"<root>", "console"},

@@ -1,0 +1,1126 @@
+"""Keras models in graph mode: the functional `Model(inputs, outputs)`, `Sequential`, and
+training (tf.keras.Model / tf.keras.Sequential of TF 1.x).
+
+A model is a set of input placeholders and output tensors of the default graph, and the layers
+between them (found by walking back from the outputs through the layers' call history). `compile`
+adds a target placeholder and a sample-weight input per output, the total loss (the weighted
+mean per output, plus the layers' regularization losses) and the metric tensors; the first
+`fit`/`train_on_batch` adds the optimizer's update ops and the layers' updates (BatchNormalization's
+moving averages). Each step is one `Session.run` in `backend.get_session()`, feeding the batch and
+the learning phase (True when training). `fit` with `shuffle` uses numpy's global random state,
+as Keras does.
+
+A model is a layer too: called on new tensors it replays its layers (Sequential: in order; a
+functional model: its recorded calls, which must all be Keras layers). A subclassed Model
+(overriding `call`) is built on its first data, with placeholders of the data's shapes.
+`save_weights`/`load_weights` use af's checkpoint format (a `.h5` path needs h5py, which is
+not a dependency).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from actorflow.graph import nest
+from actorflow.graph.graph import Tensor, get_default_graph
+from actorflow.graph.ops import array_ops, math_ops
+from actorflow.graph.ops.constant import group, placeholder, placeholder_with_default
+from actorflow.keras import backend as K
+from actorflow.keras import callbacks as cbks
+from actorflow.keras import losses as losses_mod
+from actorflow.keras import metrics as metrics_mod
+from actorflow.keras import optimizers
+from actorflow.keras.engine import Input, InputLayer, Layer, keras_history
+
+__all__ = ["Model", "Sequential", "model_from_config", "model_from_json", "deserialize_layer", "load_model"]
+
+_H5 = (".h5", ".hdf5", ".keras")
+
+
+def _is_h5(path, save_format=None):
+    return save_format in ("h5", "keras") or str(path).lower().endswith(_H5)
+
+
+def _need_h5py(path):
+    try:
+        import h5py  # noqa: F401
+    except ImportError:
+        raise ImportError(f"Saving or loading Keras weights in HDF5 (h5) format needs h5py, which is not installed "
+                          f"(path '{path}'); install h5py, or give a path without an .h5 suffix to use "
+                          f"actorflow's checkpoint format") from None
+
+
+def _walk(inputs, outputs):
+    """The nodes between `inputs` and `outputs` in creation order, and whether plain graph ops
+    (not Keras layers) sit between them."""
+    input_ids = {id(t) for t in inputs}
+    nodes, seen_nodes, seen_ops = {}, set(), set()
+    raw = [False]
+    stack = list(outputs)
+    while stack:
+        t = stack.pop()
+        if id(t) in input_ids:
+            continue
+        hist = keras_history(t)
+        if hist is not None:
+            layer, ni, _ = hist
+            key = (id(layer), ni)
+            if key in seen_nodes:
+                continue
+            seen_nodes.add(key)
+            node = layer._inbound_nodes[ni]
+            nodes[key] = node
+            stack.extend(node.input_tensors)
+            continue
+        op = t.op
+        if id(op) in seen_ops:
+            continue
+        seen_ops.add(id(op))
+        if op.inputs:
+            raw[0] = True
+        stack.extend(op.inputs)
+    return sorted(nodes.values(), key=lambda n: n.seq), raw[0]
+
+
+def _dedup(items) -> list:
+    out, seen = [], set()
+    for x in items:
+        if id(x) not in seen:
+            seen.add(id(x))
+            out.append(x)
+    return out
+
+
+def _is_generator(x) -> bool:
+    from actorflow.keras.utils import Sequence
+    return isinstance(x, Sequence) or (hasattr(x, "__next__") and not hasattr(x, "shape"))
+
+
+def _steps(generator, steps, what):
+    if steps is None:
+        if hasattr(generator, "__len__"):
+            return len(generator)
+        raise ValueError(f"`{what}` is needed with a generator that has no length")
+    return int(steps)
+
+
+def _unpack(batch):
+    if not isinstance(batch, tuple) or len(batch) not in (2, 3):
+        raise ValueError(f"A generator should yield (x, y) or (x, y, sample_weight) tuples, got {type(batch).__name__}"
+                         + (f" of length {len(batch)}" if isinstance(batch, tuple) else ""))
+    return batch if len(batch) == 3 else (batch[0], batch[1], None)
+
+
+def _as_list(x):
+    if x is None:
+        return []
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+class Model(Layer):
+    """A functional model `Model(inputs, outputs)` (tf.keras.Model, graph mode); subclass it and
+    override `call` for a subclassed model."""
+
+    def __init__(self, *args, **kwargs):
+        inputs = kwargs.pop("inputs", args[0] if args else None)
+        outputs = kwargs.pop("outputs", args[1] if len(args) > 1 else None)
+        name = kwargs.pop("name", None)
+        super().__init__(name=name, **kwargs)
+        self._is_compiled = False
+        self.optimizer = None
+        self.stop_training = False
+        self.history = None
+        self.inputs, self.outputs = [], []
+        self._nodes: list = []
+        self._layers_list: list = []
+        self._fns: dict = {}
+        self._saver = None
+        if inputs is not None:
+            if outputs is None:
+                raise ValueError("Model needs both `inputs` and `outputs`")
+            self._init_graph_network(inputs, outputs)
+
+    # -- structure ----------------------------------------------------------------------------
+    def _init_graph_network(self, inputs, outputs):
+        self._nested_inputs, self._nested_outputs = inputs, outputs
+        self.inputs = [t for t in nest.flatten(inputs)]
+        self.outputs = [t for t in nest.flatten(outputs)]
+        for t in self.inputs + self.outputs:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"Model {self.name}: inputs and outputs must be graph tensors, got {t!r}")
+        self._nodes, self._raw_ops = _walk(self.inputs, self.outputs)
+        layers, seen = [], set()
+        for t in self.inputs:
+            hist = keras_history(t)
+            if hist is not None and id(hist[0]) not in seen:
+                seen.add(id(hist[0]))
+                layers.append(hist[0])
+        for n in self._nodes:
+            if id(n.layer) not in seen:
+                seen.add(id(n.layer))
+                layers.append(n.layer)
+        self._layers_list = layers
+        self.input_names = [keras_history(t)[0].name if keras_history(t) else t.op.name for t in self.inputs]
+        self.output_names = []
+        for i, t in enumerate(self.outputs):
+            hist = keras_history(t)
+            name = hist[0].name if hist is not None else f"output_{i + 1}"
+            if name in self.output_names:
+                name = f"{name}_{i + 1}"
+            self.output_names.append(name)
+        self.built = True
+        self._fns = {}
+        if self._is_compiled:
+            self._compile_graph()
+
+    @property
+    def input(self):
+        """The model's input tensor (a list for several)."""
+        return self._one(self.inputs, "input")
+
+    @property
+    def output(self):
+        """The model's output tensor (a list for several)."""
+        return self._one(self.outputs, "output")
+
+    @property
+    def input_shape(self):
+        return nest.map_structure(K.int_shape, self.input)
+
+    @property
+    def output_shape(self):
+        return nest.map_structure(K.int_shape, self.output)
+
+    def _one(self, tensors, what):
+        if not tensors:
+            raise AttributeError(f"Model {self.name} is not built yet: it has no {what}")
+        return tensors[0] if len(tensors) == 1 else list(tensors)
+
+    @property
+    def layers(self) -> list:
+        """The model's layers, input layers first, in the order they were called."""
+        return list(self._layers_list)
+
+    def get_layer(self, name=None, index=None):
+        """The layer named `name`, or at `index`."""
+        if index is not None:
+            if len(self.layers) <= index:
+                raise ValueError(f"Was asked to retrieve layer at index {index} but model only has "
+                                 f"{len(self.layers)} layers.")
+            return self.layers[index]
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"No such layer: {name}")
+
+    def _unique(self, attr):
+        out, seen = [], set()
+        for layer in self.layers:
+            for w in getattr(layer, attr):
+                if id(w) not in seen:
+                    seen.add(id(w))
+                    out.append(w)
+        return out
+
+    @property
+    def trainable_weights(self):
+        return self._unique("trainable_weights") if self.trainable else []
+
+    @property
+    def non_trainable_weights(self):
+        if not self.trainable:
+            return self._unique("trainable_weights") + self._unique("non_trainable_weights")
+        return self._unique("non_trainable_weights")
+
+    @property
+    def weights(self):
+        return self.trainable_weights + self.non_trainable_weights
+
+    trainable_variables = trainable_weights
+    variables = weights
+
+    @property
+    def updates(self):
+        """The update ops of the layer calls inside this model (BatchNormalization's moving averages)."""
+        out = []
+        for n in self._nodes:
+            out.extend(n.updates)
+        return out
+
+    @property
+    def weight_losses(self):
+        """The regularization losses of the weights of the model's layers."""
+        return _dedup(w for layer in self.layers for w in layer.weight_losses)
+
+    @property
+    def losses(self):
+        """The regularization losses of the model's weights and of the layer calls inside it
+        (activity regularizers)."""
+        return _dedup(list(self.weight_losses) + [x for n in self._nodes for x in n.losses])
+
+    @property
+    def state_updates(self):
+        return self.updates
+
+    @property
+    def metrics_names(self) -> list:
+        """"loss", the per-output losses when there are several outputs, then the metrics' names."""
+        return list(getattr(self, "_metrics_names", ["loss"]))
+
+    def count_params(self) -> int:
+        return int(sum(np.prod(w.shape.as_list(), dtype=np.int64) for w in self.weights))
+
+    def get_weights(self):
+        return K.batch_get_value(self.weights)
+
+    def set_weights(self, weights):
+        params, weights = self.weights, list(weights)
+        if len(params) != len(weights):
+            raise ValueError(f"Model {self.name}: set_weights got {len(weights)} arrays for {len(params)} weights")
+        K.batch_set_value(list(zip(params, weights)))
+
+    def summary(self, line_length=None, positions=None, print_fn=None):
+        """Prints (or gives `print_fn`) one line per layer: name, type, output shape, parameters."""
+        if not self.built:
+            raise ValueError("This model has not yet been built. Build the model first by calling it on data, or "
+                             "give the first layer an `input_shape`.")
+        print_fn = print_fn or print
+        width = line_length or 65
+        print_fn(f'Model: "{self.name}"')
+        print_fn("_" * width)
+        print_fn(f"{'Layer (type)':<29}{'Output Shape':<26}{'Param #':<10}")
+        print_fn("=" * width)
+        for layer in self.layers:
+            try:
+                shape = layer.output_shape
+            except AttributeError:
+                shape = "multiple"
+            params = layer.count_params() if layer.built else 0
+            print_fn(f"{layer.name + ' (' + type(layer).__name__ + ')':<28} {str(shape):<25} {params:<10}")
+        trainable = int(sum(np.prod(w.shape.as_list()) for w in self.trainable_weights))
+        total = self.count_params()
+        print_fn("=" * width)
+        print_fn(f"Total params: {total:,}")
+        print_fn(f"Trainable params: {trainable:,}")
+        print_fn(f"Non-trainable params: {total - trainable:,}")
+        print_fn("_" * width)
+
+    # -- calling ------------------------------------------------------------------------------
+    def _is_subclassed(self):
+        return type(self).call is not Model.call and not isinstance(self, Sequential)
+
+    def call(self, inputs, training=None, mask=None):
+        """Replays the model's layer calls on `inputs` (a functional model)."""
+        if self._raw_ops:
+            raise NotImplementedError(f"Model {self.name} has graph ops between its layers that are not Keras "
+                                      f"layers; only models made of Keras layers can be called on new inputs "
+                                      f"(wrap the ops in a Lambda layer)")
+        flat = nest.flatten(inputs)
+        if len(flat) != len(self.inputs):
+            raise ValueError(f"Model {self.name} expects {len(self.inputs)} input(s), got {len(flat)}")
+        mapping = {id(t): x for t, x in zip(self.inputs, flat)}
+
+        def sub(t):
+            return mapping.get(id(t), t) if isinstance(t, Tensor) else t
+        for node in self._nodes:
+            kwargs = dict(node.kwargs)
+            if training is not None and "training" in kwargs:
+                kwargs["training"] = training
+            out = node.layer(nest.map_structure(sub, node.inputs), *node.args, **kwargs)
+            for old, new in zip(node.output_tensors, [t for t in nest.flatten(out) if isinstance(t, Tensor)]):
+                mapping[id(old)] = new
+        result = [mapping[id(t)] for t in self.outputs]
+        return nest.pack_sequence_as(self._nested_outputs, result)
+
+    def __call__(self, inputs, *args, **kwargs):
+        """Calls the model on new tensors: its layers' weights are shared. A model not yet built
+        is built on these tensors (its inputs wrap them), and returns its outputs."""
+        training = kwargs.get("training")
+        if not self.built and all(isinstance(t, Tensor) for t in nest.flatten(inputs)):
+            self._build_on(inputs)
+            return self._nested_outputs
+        if not self.built:
+            self._build_on(inputs)
+        before = {id(layer): len(layer._inbound_nodes) for layer in self._all_layers()}
+        if self._is_subclassed():
+            out = type(self).call(self, inputs, *args, **kwargs)
+        else:
+            out = self.call(inputs, training=training)
+        updates, losses = [], []
+        for layer in self._all_layers():
+            for node in layer._inbound_nodes[before.get(id(layer), 0):]:
+                updates += node.updates
+                losses += node.losses
+        self._record(inputs, out, (), {"training": training} if training is not None else {}, updates, losses)
+        return out
+
+    def _all_layers(self):
+        return [n.layer for n in self._nodes] + list(self.layers)
+
+    def _build_on(self, inputs):
+        """Builds a not-yet-built model on tensors (or arrays: placeholders of their shapes)."""
+        flat = nest.flatten(inputs)
+        ins = []
+        for i, x in enumerate(flat):
+            if isinstance(x, Tensor):
+                ins.append(Input(tensor=x))
+            else:
+                x = np.asarray(x)
+                dtype = x.dtype.name if np.issubdtype(x.dtype, np.integer) and self._takes_ints() else K.floatx()
+                ins.append(Input(batch_shape=(None,) + x.shape[1:], dtype=dtype,
+                                 name=f"input_{i + 1}" if len(flat) > 1 else None))
+        nested_in = nest.pack_sequence_as(inputs, ins) if isinstance(inputs, (list, tuple)) else ins[0]
+        outputs = self._forward(nested_in)
+        self._init_graph_network(nested_in, outputs)
+
+    def _takes_ints(self):
+        return False
+
+    def _forward(self, inputs):
+        if self._is_subclassed():
+            return type(self).call(self, inputs)
+        raise ValueError(f"Model {self.name} has no inputs; create it with Model(inputs, outputs)")
+
+    # -- compiling ----------------------------------------------------------------------------
+    def compile(self, optimizer, loss=None, metrics=None, loss_weights=None, sample_weight_mode=None,
+                weighted_metrics=None, target_tensors=None, **kwargs):
+        """Sets the optimizer (a name, a Keras optimizer or an af.train optimizer), the loss(es) by
+        name, function or Loss object (one, a list per output, or a dict by output name), the
+        metrics and the outputs' loss weights (tf.keras.Model.compile)."""
+        if kwargs:
+            raise TypeError(f"compile: unexpected keyword arguments {sorted(kwargs)}")
+        if loss is None:
+            raise ValueError("compile needs a `loss`")
+        if sample_weight_mode not in (None, "samplewise"):
+            raise NotImplementedError("compile: sample_weight_mode='temporal' is not supported")
+        self.optimizer = optimizers.get(optimizer)
+        self.loss, self.loss_weights = loss, loss_weights
+        self._compile_metrics = metrics
+        self._target_tensors = target_tensors
+        self._is_compiled = True
+        self._fns = {}
+        if self.built:
+            self._compile_graph()
+
+    def _per_output(self, spec, what, default=None):
+        n = len(self.outputs)
+        if isinstance(spec, dict):
+            unknown = set(spec) - set(self.output_names)
+            if unknown:
+                raise ValueError(f"Unknown entries in {what} dictionary: {sorted(unknown)}. Only expected the "
+                                 f"following keys: {self.output_names}")
+            return [spec.get(name, default) for name in self.output_names]
+        if isinstance(spec, (list, tuple)) and what != "metrics":
+            if len(spec) != n:
+                raise ValueError(f"When passing a list as {what}, it should have one entry per model output. The "
+                                 f"model has {n} outputs, but you passed {what}={spec}")
+            return list(spec)
+        return [spec] * n
+
+    def _compile_graph(self):
+        g = get_default_graph()
+        loss_fns = [losses_mod.get(lf) for lf in self._per_output(self.loss, "loss")]
+        weights = self._per_output(self.loss_weights, "loss_weights", 1.0) if self.loss_weights is not None \
+            else [1.0] * len(self.outputs)
+        metrics = self._compile_metrics
+        per_output_metrics = [_as_list(m) for m in self._per_output(metrics, "metrics")] \
+            if isinstance(metrics, dict) else [_as_list(metrics)] * len(self.outputs)
+        targets = _as_list(self._target_tensors)
+        self.targets, self.sample_weights, self._output_losses = [], [], []
+        metric_tensors, metric_names = [], []
+        total = None
+        with g.name_scope(None), g.name_scope("loss"):
+            for i, (out, fn) in enumerate(zip(self.outputs, loss_fns)):
+                name = self.output_names[i]
+                if i < len(targets) and targets[i] is not None:
+                    target = targets[i]
+                else:
+                    target = placeholder(out.dtype.base_dtype, shape=[None] * (out.shape.ndims or 1),
+                                         name=f"{name}_target")
+                per = losses_mod.per_sample(fn)(target, out)
+                if per.shape.ndims and per.shape.ndims > 1:
+                    per = math_ops.reduce_mean(per, list(range(1, per.shape.ndims)))
+                sw = placeholder_with_default(array_ops.ones_like(per), [None], name=f"{name}_sample_weights")
+                weighted = math_ops.multiply(per, sw)
+                nonzero = math_ops.reduce_mean(math_ops.cast(math_ops.not_equal(sw, 0.0), per.dtype))
+                out_loss = math_ops.divide(math_ops.reduce_mean(weighted), math_ops.maximum(nonzero, 1e-12))
+                self.targets.append(target)
+                self.sample_weights.append(sw)
+                self._output_losses.append(out_loss)
+                term = out_loss if weights[i] == 1.0 else math_ops.multiply(out_loss, float(weights[i]))
+                total = term if total is None else math_ops.add(total, term)
+                for m in per_output_metrics[i]:
+                    mname, mfn = metrics_mod.resolve(m, fn, out)
+                    value = math_ops.reduce_mean(mfn(target, out))
+                    prefix = f"{name}_" if len(self.outputs) > 1 else ""
+                    metric_names.append(prefix + mname)
+                    metric_tensors.append(value)
+            reg = self.losses
+            if reg:
+                total = math_ops.add(total, math_ops.add_n([math_ops.cast(r, total.dtype) for r in reg]))
+        self.total_loss = total
+        names = ["loss"]
+        fetch_losses = [total]
+        if len(self.outputs) > 1:
+            names += [f"{n}_loss" for n in self.output_names]
+            fetch_losses += self._output_losses
+        self._metrics_names = names + metric_names
+        self._eval_fetches = fetch_losses + metric_tensors
+        self.metrics_tensors = metric_tensors
+        self._fns = {}
+
+    def _train_op(self):
+        op = self._fns.get("train")
+        if op is None:
+            g = get_default_graph()
+            with g.name_scope(None):
+                params = self.trainable_weights
+                # A frozen model still runs its layers' updates (and reports its loss), as Keras does.
+                updates = self.optimizer.get_updates(self.total_loss, params) if params else []
+                op = group(*(updates + list(self.updates)), name="keras_train_step")
+            self._fns["train"] = op
+        return op
+
+    # -- data ---------------------------------------------------------------------------------
+    def _arrays(self, data, tensors, names, what, expand=False):
+        if data is None:
+            return None
+        if isinstance(data, dict):
+            missing = [n for n in names if n not in data]
+            if missing:
+                raise ValueError(f"No data provided for {missing}. Need data for each key in: {names}")
+            data = [data[n] for n in names]
+        # A list is one array per input, except for a single input, where a plain list (of
+        # numbers or rows) is the array itself unless it holds exactly one array.
+        one_array_list = isinstance(data, (list, tuple)) and len(data) == 1 and hasattr(data[0], "shape")
+        if isinstance(data, (list, tuple)) and (len(tensors) > 1 or one_array_list):
+            data = list(data)
+        else:
+            data = [data]
+        if len(data) != len(tensors):
+            raise ValueError(f"Error when checking model {what}: the list of Numpy arrays that you are passing to "
+                             f"your model is not the size the model expected. Expected to see {len(tensors)} "
+                             f"array(s), but instead got {len(data)}")
+        out = []
+        for arr, t, n in zip(data, tensors, names):
+            arr = np.asarray(arr)
+            rank = t.shape.ndims
+            if expand and rank is not None and arr.ndim == rank - 1:
+                arr = arr[..., None]
+            if rank is not None:
+                if arr.ndim != rank:
+                    raise ValueError(f"Error when checking {what}: expected {n} to have {rank} dimensions, but got "
+                                     f"array with shape {arr.shape}")
+                want = t.shape.as_list()
+                for d, (a, b) in enumerate(zip(arr.shape, want)):
+                    if d > 0 and b is not None and a != b:
+                        raise ValueError(f"Error when checking {what}: expected {n} to have shape "
+                                         f"{tuple(want[1:])} but got array with shape {arr.shape[1:]}")
+            out.append(arr)
+        sizes = {a.shape[0] for a in out}
+        if len(sizes) > 1:
+            raise ValueError(f"All {what} arrays should have the same number of samples. Got array shapes: "
+                             f"{[a.shape for a in out]}")
+        return out
+
+    def _standardize(self, x, y=None, sample_weight=None):
+        if not self.built:
+            self._build_on(x)
+        if self._is_compiled and not hasattr(self, "total_loss"):
+            self._compile_graph()
+        xs = self._arrays(x, self.inputs, self.input_names, "input")
+        ys = None
+        if y is not None:
+            if not self._is_compiled:
+                raise RuntimeError("You must compile your model before training/testing. Use "
+                                   "`model.compile(optimizer, loss)`.")
+            ys = self._arrays(y, self.targets, self.output_names, "target", expand=True)
+            if ys[0].shape[0] != xs[0].shape[0]:
+                raise ValueError(f"Input arrays should have the same number of samples as target arrays. Found "
+                                 f"{xs[0].shape[0]} input samples and {ys[0].shape[0]} target samples.")
+        sws = None
+        if sample_weight is not None:
+            sws = [np.asarray(s, dtype=np.float32) for s in (sample_weight if isinstance(sample_weight, (list, tuple))
+                                                              else [sample_weight] * len(self.outputs))]
+        return xs, ys, sws
+
+    def _feed(self, xs, ys=None, sws=None, idx=None, training=False):
+        def take(a):
+            return a if idx is None else a[idx]
+        feed = {t: take(a) for t, a in zip(self.inputs, xs)}
+        if ys is not None:
+            feed.update({t: take(a) for t, a in zip(self.targets, ys)})
+        if sws is not None:
+            feed.update({t: take(a) for t, a in zip(self.sample_weights, sws)})
+        phase = K.learning_phase()
+        if isinstance(phase, Tensor):
+            feed[phase] = bool(training)
+        return feed
+
+    def _run(self, fetches, feed):
+        return K.get_session().run(fetches, feed_dict=feed)
+
+    # -- training and inference ---------------------------------------------------------------
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None, validation_split=0.0,
+            validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
+            steps_per_epoch=None, validation_steps=None, **kwargs):
+        """Trains for `epochs` over the arrays in batches of `batch_size` (32 by default); returns
+        the History (tf.keras.Model.fit). Epoch logs are the sample-weighted means over the batches
+        of the loss and metrics, and `val_` ones on the validation data (`validation_data`, or the
+        last `validation_split` of the arrays, taken before shuffling)."""
+        if kwargs:
+            raise TypeError(f"fit: unexpected keyword arguments {sorted(kwargs)}")
+        if _is_generator(x):
+            # TF 1.14+: fit takes a generator or a Sequence, as fit_generator does.
+            return self.fit_generator(x, steps_per_epoch=steps_per_epoch, epochs=epochs, verbose=verbose,
+                                      callbacks=callbacks, validation_data=validation_data,
+                                      validation_steps=validation_steps, class_weight=class_weight,
+                                      shuffle=shuffle, initial_epoch=initial_epoch)
+        if class_weight is not None:
+            raise NotImplementedError("fit: class_weight is not supported; pass sample_weight")
+        if steps_per_epoch is not None:
+            raise NotImplementedError("fit: steps_per_epoch (input tensors instead of arrays) is not supported")
+        if x is None:
+            raise ValueError("fit needs input arrays `x`")
+        batch_size = int(batch_size or 32)
+        xs, ys, sws = self._standardize(x, y, sample_weight)
+        if ys is None:
+            raise ValueError("fit needs target arrays `y`")
+        val = None
+        if validation_data is not None:
+            if len(validation_data) not in (2, 3):
+                raise ValueError("When passing validation_data, it must contain 2 (x_val, y_val) or 3 (x_val, y_val, "
+                                 f"val_sample_weights) items, however it contains {len(validation_data)} items")
+            val = self._standardize(*validation_data)
+        elif validation_split and 0.0 < validation_split < 1.0:
+            n = xs[0].shape[0]
+            split_at = int(n * (1.0 - validation_split))
+            val = ([a[split_at:] for a in xs], [a[split_at:] for a in ys],
+                   [a[split_at:] for a in sws] if sws is not None else None)
+            xs, ys = [a[:split_at] for a in xs], [a[:split_at] for a in ys]
+            sws = [a[:split_at] for a in sws] if sws is not None else None
+        n = xs[0].shape[0]
+        train_op = self._train_op()
+        fetches = list(self._eval_fetches)
+        names = self.metrics_names
+        self.history = cbks.History()
+        callback_list = [cbks.ProgbarLogger()] if verbose else []
+        callback_list = cbks.CallbackList(callback_list + _as_list(callbacks) + [self.history])
+        callback_list.set_model(self)
+        callback_list.set_params({"batch_size": batch_size, "epochs": epochs, "steps": None, "samples": n,
+                                  "verbose": verbose, "do_validation": val is not None,
+                                  "metrics": names + ["val_" + m for m in names] if val is not None else names})
+        self.stop_training = False
+        callback_list.on_train_begin({})
+        for epoch in range(initial_epoch, epochs):
+            callback_list.on_epoch_begin(epoch, {})
+            index = np.arange(n)
+            if shuffle == "batch":
+                batches = [index[i:i + batch_size] for i in range(0, n, batch_size)]
+                np.random.shuffle(batches)
+                index = np.concatenate(batches) if batches else index
+            elif shuffle:
+                np.random.shuffle(index)
+            totals = np.zeros(len(names))
+            seen = 0
+            for b, start in enumerate(range(0, n, batch_size)):
+                idx = index[start:start + batch_size]
+                logs = {"batch": b, "size": len(idx)}
+                callback_list.on_batch_begin(b, logs)
+                outs = self._run(fetches + [train_op], self._feed(xs, ys, sws, idx, training=True))[:-1]
+                outs = [float(o) for o in outs]
+                logs.update(zip(names, outs))
+                callback_list.on_batch_end(b, logs)
+                totals += np.asarray(outs) * len(idx)
+                seen += len(idx)
+                if self.stop_training:
+                    break
+            epoch_logs = {k: float(v / max(seen, 1)) for k, v in zip(names, totals)}
+            if val is not None:
+                val_outs = self._evaluate_arrays(*val, batch_size=batch_size)
+                epoch_logs.update({"val_" + k: v for k, v in zip(names, val_outs)})
+            callback_list.on_epoch_end(epoch, epoch_logs)
+            if self.stop_training:
+                break
+        callback_list.on_train_end({})
+        return self.history
+
+    def _evaluate_arrays(self, xs, ys, sws, batch_size):
+        n = xs[0].shape[0]
+        totals = np.zeros(len(self._eval_fetches))
+        for start in range(0, n, batch_size):
+            idx = np.arange(start, min(start + batch_size, n))
+            outs = self._run(self._eval_fetches, self._feed(xs, ys, sws, idx, training=False))
+            totals += np.asarray([float(o) for o in outs]) * len(idx)
+        return [float(v / max(n, 1)) for v in totals]
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose=1, sample_weight=None, steps=None, callbacks=None):
+        """The loss and metrics over the arrays, computed in batches (tf.keras.Model.evaluate): a
+        scalar when there are no metrics, else a list in `metrics_names` order."""
+        xs, ys, sws = self._standardize(x, y, sample_weight)
+        if ys is None:
+            raise ValueError("evaluate needs target arrays `y`")
+        outs = self._evaluate_arrays(xs, ys, sws, int(batch_size or 32))
+        return outs[0] if len(outs) == 1 else outs
+
+    def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None):
+        """The outputs for the input arrays, computed in batches in the inference phase."""
+        xs, _, _ = self._standardize(x)
+        batch_size = int(batch_size or 32)
+        n = xs[0].shape[0]
+        parts = [[] for _ in self.outputs]
+        for start in range(0, n, batch_size):
+            idx = np.arange(start, min(start + batch_size, n))
+            for p, o in zip(parts, self._run(self.outputs, self._feed(xs, idx=idx))):
+                p.append(o)
+        outs = [np.concatenate(p) if p else np.zeros((0,)) for p in parts]
+        return outs[0] if len(outs) == 1 else outs
+
+    def train_on_batch(self, x, y, sample_weight=None, class_weight=None, reset_metrics=True):
+        """One training step on one batch; the loss (and metrics) before the update."""
+        if class_weight is not None:
+            raise NotImplementedError("train_on_batch: class_weight is not supported; pass sample_weight")
+        xs, ys, sws = self._standardize(x, y, sample_weight)
+        outs = self._run(list(self._eval_fetches) + [self._train_op()], self._feed(xs, ys, sws, training=True))[:-1]
+        outs = [float(o) for o in outs]
+        return outs[0] if len(outs) == 1 else outs
+
+    def test_on_batch(self, x, y, sample_weight=None, reset_metrics=True):
+        """The loss (and metrics) on one batch, in the inference phase."""
+        xs, ys, sws = self._standardize(x, y, sample_weight)
+        outs = [float(o) for o in self._run(self._eval_fetches, self._feed(xs, ys, sws))]
+        return outs[0] if len(outs) == 1 else outs
+
+    def predict_on_batch(self, x):
+        """The outputs for one batch."""
+        xs, _, _ = self._standardize(x)
+        outs = self._run(self.outputs, self._feed(xs))
+        return outs[0] if len(outs) == 1 else outs
+
+    # -- generators ---------------------------------------------------------------------------
+    def fit_generator(self, generator, steps_per_epoch=None, epochs=1, verbose=1, callbacks=None,
+                      validation_data=None, validation_steps=None, class_weight=None, max_queue_size=10, workers=1,
+                      use_multiprocessing=False, shuffle=True, initial_epoch=0):
+        """Trains on batches from a generator (yielding (x, y) or (x, y, sample_weight)) or a
+        keras.utils.Sequence, `steps_per_epoch` batches an epoch (a Sequence's length by default);
+        `validation_data` is arrays, a generator or a Sequence (tf.keras.Model.fit_generator).
+        Batches are drawn in this thread (`workers` and the queue are accepted and not used)."""
+        if class_weight is not None:
+            raise NotImplementedError("fit_generator: class_weight is not supported")
+        from actorflow.keras.utils import Sequence
+        steps = _steps(generator, steps_per_epoch, "steps_per_epoch")
+        self.history = cbks.History()
+        callback_list = cbks.CallbackList(([cbks.ProgbarLogger()] if verbose else []) + _as_list(callbacks) +
+                                          [self.history])
+        callback_list.set_model(self)
+        self.stop_training = False
+        it = None
+        started = False
+        for epoch in range(initial_epoch, epochs):
+            order = list(range(steps))
+            if isinstance(generator, Sequence):
+                if shuffle:
+                    np.random.shuffle(order)
+            elif it is None:
+                it = iter(generator)
+            totals, seen, names = None, 0, None
+            for b, i in enumerate(order):
+                batch = generator[i] if isinstance(generator, Sequence) else next(it)
+                x, y, sw = _unpack(batch)
+                xs, ys, sws = self._standardize(x, y, sw)
+                if not started:
+                    names = self.metrics_names
+                    callback_list.set_params({"epochs": epochs, "steps": steps, "verbose": verbose,
+                                              "do_validation": validation_data is not None, "metrics": names,
+                                              "samples": None})
+                    callback_list.on_train_begin({})
+                    started = True
+                if b == 0:
+                    callback_list.on_epoch_begin(epoch, {})
+                names = self.metrics_names
+                n = xs[0].shape[0]
+                logs = {"batch": b, "size": n}
+                callback_list.on_batch_begin(b, logs)
+                outs = self._run(list(self._eval_fetches) + [self._train_op()],
+                                 self._feed(xs, ys, sws, training=True))[:-1]
+                outs = [float(o) for o in outs]
+                logs.update(zip(names, outs))
+                callback_list.on_batch_end(b, logs)
+                totals = np.asarray(outs) * n if totals is None else totals + np.asarray(outs) * n
+                seen += n
+                if self.stop_training:
+                    break
+            if totals is None:
+                raise ValueError("fit_generator: the generator gave no batch")
+            if isinstance(generator, Sequence):
+                generator.on_epoch_end()
+            epoch_logs = {k: float(v / max(seen, 1)) for k, v in zip(names, totals)}
+            if validation_data is not None:
+                if isinstance(validation_data, (tuple, list)):
+                    val = self.evaluate(*validation_data, verbose=0)
+                else:
+                    val = self.evaluate_generator(validation_data, steps=validation_steps)
+                epoch_logs.update({"val_" + k: v for k, v in zip(names, _as_list(val))})
+            callback_list.on_epoch_end(epoch, epoch_logs)
+            if self.stop_training:
+                break
+        if started:
+            callback_list.on_train_end({})
+        return self.history
+
+    def evaluate_generator(self, generator, steps=None, callbacks=None, max_queue_size=10, workers=1,
+                           use_multiprocessing=False, verbose=0):
+        """The loss and metrics over `steps` batches of a generator or Sequence, weighted by batch size."""
+        from actorflow.keras.utils import Sequence
+        steps = _steps(generator, steps, "steps")
+        it = None if isinstance(generator, Sequence) else iter(generator)
+        totals, seen = None, 0
+        for i in range(steps):
+            x, y, sw = _unpack(generator[i] if it is None else next(it))
+            xs, ys, sws = self._standardize(x, y, sw)
+            outs = np.asarray([float(o) for o in self._run(self._eval_fetches, self._feed(xs, ys, sws))])
+            n = xs[0].shape[0]
+            totals = outs * n if totals is None else totals + outs * n
+            seen += n
+        outs = [float(v / max(seen, 1)) for v in totals]
+        return outs[0] if len(outs) == 1 else outs
+
+    def predict_generator(self, generator, steps=None, callbacks=None, max_queue_size=10, workers=1,
+                          use_multiprocessing=False, verbose=0):
+        """The outputs for `steps` batches of inputs from a generator or Sequence, concatenated."""
+        from actorflow.keras.utils import Sequence
+        steps = _steps(generator, steps, "steps")
+        it = None if isinstance(generator, Sequence) else iter(generator)
+        parts = None
+        for i in range(steps):
+            batch = generator[i] if it is None else next(it)
+            x = batch[0] if isinstance(batch, tuple) else batch
+            out = self.predict_on_batch(x)
+            out = out if isinstance(out, list) else [out]
+            parts = [[o] for o in out] if parts is None else [p + [o] for p, o in zip(parts, out)]
+        outs = [np.concatenate(p) for p in parts]
+        return outs[0] if len(outs) == 1 else outs
+
+    # -- architecture as a config -------------------------------------------------------------
+    def get_config(self) -> dict:
+        """The architecture as Keras's functional config: each layer's class and config and the
+        calls between them (by layer name, node index and tensor index)."""
+        if self._is_subclassed():
+            raise NotImplementedError(f"Model {self.name}: a subclassed model has no config (its call is code)")
+        if self._raw_ops:
+            raise NotImplementedError(f"Model {self.name} has graph ops between its layers that are not Keras "
+                                      f"layers: it has no config (wrap them in Lambda layers)")
+        index = {}                       # (id(layer), its node index) -> the node's index within this model
+        for layer in self.layers:
+            ks = [i for i, n in enumerate(layer._inbound_nodes)
+                  if n in self._nodes or isinstance(layer, InputLayer) and i == 0]
+            for k, i in enumerate(ks):
+                index[(id(layer), i)] = k
+
+        def ref(t):
+            layer, ni, ti = keras_history(t)
+            return [layer.name, index[(id(layer), ni)], ti]
+        layers = []
+        for layer in self.layers:
+            nodes = []
+            for n in (x for x in self._nodes if x.layer is layer):
+                kw = {k: v for k, v in n.kwargs.items() if isinstance(v, (bool, int, float, str))}
+                nodes.append([ref(t) + [kw] for t in n.input_tensors])
+            layers.append({"name": layer.name, "class_name": type(layer).__name__, "config": layer.get_config(),
+                           "inbound_nodes": nodes})
+        return {"name": self.name, "layers": layers, "input_layers": [ref(t) for t in self.inputs],
+                "output_layers": [ref(t) for t in self.outputs]}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A functional model rebuilt from `get_config()` in the default graph (new weights)."""
+        created, tensors = {}, {}
+        pending = []
+        for spec in config["layers"]:
+            layer = deserialize_layer({"class_name": spec["class_name"], "config": spec["config"]}, custom_objects)
+            created[spec["name"]] = layer
+            if isinstance(layer, InputLayer):
+                tensors[(spec["name"], 0, 0)] = layer.output
+            for k, node in enumerate(spec["inbound_nodes"]):
+                pending.append((spec["name"], k, node))
+        while pending:
+            progress = False
+            for item in list(pending):
+                name, k, node = item
+                keys = [(n, ni, ti) for n, ni, ti, _ in node]
+                if not all(key in tensors for key in keys):
+                    continue
+                ins = [tensors[key] for key in keys]
+                kwargs = node[0][3] if node else {}
+                out = created[name](ins[0] if len(ins) == 1 else ins, **kwargs)
+                for ti, t in enumerate(x for x in nest.flatten(out) if isinstance(x, Tensor)):
+                    tensors[(name, k, ti)] = t
+                pending.remove(item)
+                progress = True
+            if not progress:
+                raise ValueError(f"Model config '{config.get('name')}': the layer calls {[p[0] for p in pending]} "
+                                 f"wait on tensors no layer makes")
+        ins = [tensors[tuple(r)] for r in config["input_layers"]]
+        outs = [tensors[tuple(r)] for r in config["output_layers"]]
+        return Model(ins if len(ins) > 1 else ins[0], outs if len(outs) > 1 else outs[0])
+
+    def to_json(self, **kwargs) -> str:
+        """The architecture as JSON ({"class_name", "config", "keras_version", "backend"})."""
+        import json
+        return json.dumps({"class_name": type(self).__name__, "config": self.get_config(),
+                           "keras_version": "2.2.4-tf", "backend": "tensorflow"}, default=_json_default, **kwargs)
+
+    # -- weights on disk ----------------------------------------------------------------------
+    def _weight_keys(self) -> dict:
+        """Checkpoint key -> weight: `layer_with_weights-<j>/weight-<k>`, the k-th weight of the j-th
+        layer that has weights (Keras's TF-format checkpoints key by object path likewise), so a
+        model rebuilt in another graph, whose variables are named differently, reads them."""
+        keys, seen, j = {}, set(), 0
+        for layer in self.layers:
+            ws = layer.weights
+            if not ws:
+                continue
+            for k, w in enumerate(ws):
+                if id(w) not in seen:
+                    seen.add(id(w))
+                    keys[f"layer_with_weights-{j}/weight-{k}"] = w
+            j += 1
+        return keys
+
+    def _get_saver(self):
+        keys = self._weight_keys()
+        sig = [(k, w.name) for k, w in keys.items()]
+        if self._saver is None or self._saver[0] != sig:
+            from actorflow.train.saver import Saver
+            self._saver = (sig, Saver(var_list=keys, max_to_keep=None))
+        return self._saver[1]
+
+    def save_weights(self, filepath, overwrite=True, save_format=None):
+        """Writes the weights to `filepath` in actorflow's checkpoint format, keyed by layer and
+        weight position (`_weight_keys`), read back by `load_weights` of this model or of the same
+        architecture rebuilt. An `.h5` path needs h5py."""
+        if _is_h5(filepath, save_format):
+            _need_h5py(filepath)
+            raise NotImplementedError(f"save_weights('{filepath}'): af.keras writes actorflow checkpoints only; "
+                                      f"give a path without an .h5 suffix")
+        self._get_saver().save(K.get_session(), str(filepath), write_meta_graph=False, write_state=False)
+
+    def load_weights(self, filepath, by_name=False):
+        """Reads weights written by `save_weights` (matched by layer and weight position)."""
+        if _is_h5(filepath):
+            _need_h5py(filepath)
+            raise NotImplementedError(f"load_weights('{filepath}'): af.keras reads actorflow checkpoints only")
+        self._get_saver().restore(K.get_session(), str(filepath))
+
+    def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None):
+        """Saves the architecture, the weights and the compile settings to the directory
+        `filepath`: `model.json` (to_json plus the training config) and a `weights` checkpoint in
+        actorflow's format; `load_model` reads it back. An `.h5` path needs h5py. Differences from
+        TF: the optimizer's slots are not saved (a loaded model restarts its optimizer)."""
+        import json
+        import os
+        if _is_h5(filepath, save_format):
+            _need_h5py(filepath)
+            raise NotImplementedError(f"Model.save('{filepath}'): af.keras writes a directory (model.json and an "
+                                      f"actorflow checkpoint), not HDF5; give a path without an .h5 suffix")
+        if os.path.exists(filepath) and not overwrite:
+            raise FileExistsError(f"Model.save: '{filepath}' exists and overwrite=False")
+        os.makedirs(filepath, exist_ok=True)
+        doc = json.loads(self.to_json())
+        if self._is_compiled and include_optimizer:
+            doc["training_config"] = self._training_config()
+        tmp = os.path.join(filepath, "model.json.tmp")
+        with open(tmp, "w") as f:
+            json.dump(doc, f)
+        os.replace(tmp, os.path.join(filepath, "model.json"))
+        self.save_weights(os.path.join(filepath, "weights"))
+
+    def _training_config(self):
+        def name_of(x):
+            if x is None or isinstance(x, (str, int, float)):
+                return x
+            if isinstance(x, dict):
+                return {k: name_of(v) for k, v in x.items()}
+            if isinstance(x, (list, tuple)):
+                return [name_of(v) for v in x]
+            n = getattr(x, "__name__", None)
+            if n is None:
+                raise NotImplementedError(f"Model.save: the compile argument {x!r} is an object with no name; "
+                                          f"save with include_optimizer=False")
+            return n
+        opt = self.optimizer
+        if isinstance(opt, optimizers.TFOptimizer):
+            opt_cfg = None
+        else:
+            opt_cfg = optimizers.serialize(opt)
+        return {"optimizer_config": opt_cfg, "loss": name_of(self.loss), "metrics": name_of(self._compile_metrics),
+                "loss_weights": self.loss_weights}
+
+    def reset_states(self):
+        """Recurrent layers here are not stateful: nothing to reset."""
+
+
+class Sequential(Model):
+    """A linear stack of layers (tf.keras.Sequential). Built as soon as its first layer has an
+    input shape (`input_shape=`, or an InputLayer), else on its first data or call."""
+
+    def __init__(self, layers=None, name=None):
+        super().__init__(name=name)
+        self._stack: list = []
+        self._input_layer = None
+        for layer in layers or []:
+            self.add(layer)
+
+    @property
+    def layers(self):
+        """The layers added, without the input layer Keras makes for `input_shape`."""
+        return list(self._stack)
+
+    def add(self, layer):
+        """Appends `layer`; if the model has an input, calls the layer on the current output."""
+        if not isinstance(layer, Layer):
+            raise TypeError(f"The added layer must be an instance of class Layer. Found: {layer!r}")
+        if isinstance(layer, InputLayer):
+            if self._stack or self._input_layer is not None:
+                raise ValueError("An InputLayer can only be the first layer of a Sequential model")
+            self._input_layer = layer
+            self._set_network(layer.output, layer.output)
+            return
+        if not self.outputs:
+            shape = layer._batch_input_shape
+            if shape is not None and not self._stack:
+                x = Input(batch_shape=shape, dtype=layer.dtype.name if layer.dtype else None,
+                          name=f"{layer.name}_input")
+                self._input_layer = keras_history(x)[0]
+                self._stack.append(layer)
+                self._set_network(x, layer(x))
+                return
+            self._stack.append(layer)
+            return
+        out = layer(self.outputs[0])
+        if len(nest.flatten(out)) != 1:
+            raise TypeError("All layers in a Sequential model should have a single output tensor. For multi-output "
+                            "layers, use the functional API.")
+        self._stack.append(layer)
+        self._set_network(self.inputs[0], out)
+
+    def _set_network(self, inputs, outputs):
+        self._init_graph_network(inputs, outputs)
+        self._layers_list = ([self._input_layer] if self._input_layer is not None else []) + list(self._stack)
+
+    def pop(self):
+        """Removes the last layer (the model is then rebuilt on the previous output)."""
+        if not self._stack:
+            raise TypeError("There are no layers in the model.")
+        self._stack.pop()
+        if self.outputs:
+            if self._stack:
+                self._set_network(self.inputs[0], self._stack[-1].get_output_at(-1))
+            else:
+                self.outputs = []
+                self.built = False
+
+    def _takes_ints(self):
+        return bool(self._stack) and type(self._stack[0]).__name__ == "Embedding"
+
+    def get_config(self) -> dict:
+        """{"name", "layers": [{"class_name", "config"}, ...]}; the first layer carries the input shape."""
+        layers = []
+        for i, layer in enumerate(self._stack):
+            c = layer.get_config()
+            if i == 0 and self.inputs and "batch_input_shape" not in c:
+                c["batch_input_shape"] = K.int_shape(self.inputs[0])
+            layers.append({"class_name": type(layer).__name__, "config": c})
+        return {"name": self.name, "layers": layers}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A Sequential model rebuilt from `get_config()` (new weights)."""
+        model = cls()
+        for spec in config["layers"]:
+            model.add(deserialize_layer(spec, custom_objects))
+        return model
+
+    def _forward(self, inputs):
+        x = inputs
+        for layer in self._stack:
+            x = layer(x)
+        return x
+
+    def call(self, inputs, training=None, mask=None):
+        x = inputs
+        for layer in self._stack:
+            kw = {"training": training} if training is not None and layer._call_takes_training else {}
+            x = layer(x, **kw)
+        return x
+
+    def predict_classes(self, x, batch_size=32, verbose=0):
+        """argmax of the predictions, or (p > 0.5) for a single output unit."""
+        p = self.predict(x, batch_size=batch_size)
+        return p.argmax(-1) if p.shape[-1] > 1 else (p > 0.5).astype("int32")
+
+    def predict_proba(self, x, batch_size=32, verbose=0):
+        """The predictions (probabilities for a softmax or sigmoid output)."""
+        return self.predict(x, batch_size=batch_size)
+
+
+
+
+def _json_default(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    raise TypeError(f"to_json: cannot serialize {v!r}")
+
+
+def deserialize_layer(spec, custom_objects=None):
+    """A layer (or model) from {"class_name", "config"} (tf.keras.layers.deserialize); config names
+    are kept."""
+    from actorflow.keras import layers as layers_mod
+    name = spec["class_name"]
+    cls = (custom_objects or {}).get(name) or {"Model": Model, "Sequential": Sequential}.get(name) \
+        or getattr(layers_mod, name, None)
+    if cls is None or not isinstance(cls, type):
+        raise ValueError(f"Unknown layer: {name}; pass it in custom_objects")
+    config = dict(spec["config"])
+    if issubclass(cls, Model):
+        return cls.from_config(config, custom_objects)
+    if hasattr(cls, "_from_config_with"):
+        return cls._from_config_with(config, custom_objects)
+    return cls(**config)
+
+
+def model_from_config(config, custom_objects=None):
+    """A model from {"class_name", "config"} (tf.keras.models.model_from_config)."""
+    return deserialize_layer(config, custom_objects)
+
+
+def model_from_json(json_string, custom_objects=None):
+    """A model from `to_json()`'s string (tf.keras.models.model_from_json); new weights (load them
+    with `load_weights`)."""
+    import json
+    return deserialize_layer(json.loads(json_string), custom_objects)
+
+
+def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
+    """A model saved by `Model.save` (a directory): rebuilt from model.json in the default
+    graph, its weights restored, and compiled as it was when its training config allows
+    (tf.keras.models.load_model). An `.h5` file needs h5py."""
+    import json
+    import os
+    if _is_h5(filepath):
+        _need_h5py(filepath)
+        raise NotImplementedError(f"load_model('{filepath}'): af.keras reads the directories Model.save writes, "
+                                  f"not HDF5")
+    path = os.path.join(filepath, "model.json")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"load_model: no model.json in '{filepath}' (a directory written by Model.save)")
+    with open(path) as f:
+        doc = json.load(f)
+    model = deserialize_layer(doc, custom_objects)
+    model.load_weights(os.path.join(filepath, "weights"))
+    tc = doc.get("training_config")
+    if compile and tc and tc.get("optimizer_config"):
+        model.compile(optimizers.deserialize(tc["optimizer_config"], custom_objects), loss=tc["loss"],
+                      metrics=tc.get("metrics"), loss_weights=tc.get("loss_weights"))
+    return model

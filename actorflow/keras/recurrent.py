@@ -1,0 +1,464 @@
+"""The recurrent layers of tf.keras (TF 1.x): SimpleRNN, LSTM, GRU, the generic RNN over Keras
+cells, and the Bidirectional and TimeDistributed wrappers.
+
+A recurrent layer creates its weights when built (Keras's layout: `kernel` [in, gates*units],
+`recurrent_kernel` [units, gates*units], `bias`), then runs its cell over the time axis with
+af's dynamic_rnn (a while loop), the weights read as loop invariants. The step arithmetic is
+Keras's: LSTM gates in the order i, f, c, o with `unit_forget_bias`; GRU gates z, r, h, with
+TF 1.x's default `reset_after=False` (the reset gate applied before the recurrent product) and
+`reset_after=True` (CuDNN's form); recurrent activation `hard_sigmoid` by default, as in TF 1.x.
+`dropout` masks the inputs and `recurrent_dropout` the previous output, one mask per gate held for
+the whole sequence, in the training phase only. Masking, `stateful` and `unroll` are not supported.
+"""
+from __future__ import annotations
+
+import copy
+
+from actorflow.graph import nest
+from actorflow.graph.graph import convert_to_tensor
+from actorflow.graph.ops import array_ops, math_ops, nn_ops
+from actorflow.graph.ops.constant import constant
+from actorflow.graph.ops.sort_ops import reverse as _reverse
+from actorflow.keras import backend as K
+from actorflow.keras.engine import Layer, _act, _con, _init, _reg
+from actorflow.rnn import dynamic_rnn
+
+__all__ = ["RNN", "SimpleRNN", "LSTM", "GRU", "SimpleRNNCell", "LSTMCell", "GRUCell", "Bidirectional",
+           "TimeDistributed", "Wrapper"]
+
+
+class _KerasCell:
+    """What a Keras recurrent cell shares: arguments and weights (made by the layer that runs it)."""
+    _gates = 1
+
+    def __init__(self, units, activation="tanh", recurrent_activation="hard_sigmoid", use_bias=True,
+                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
+                 unit_forget_bias=True, kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
+                 kernel_constraint=None, recurrent_constraint=None, bias_constraint=None, dropout=0.0,
+                 recurrent_dropout=0.0, implementation=1, reset_after=False, **kwargs):
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}: unexpected keyword arguments {sorted(kwargs)}")
+        self.units = int(units)
+        self.activation = _act(activation)
+        self.recurrent_activation = _act(recurrent_activation)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = _init(kernel_initializer)
+        self.recurrent_initializer = _init(recurrent_initializer)
+        self.bias_initializer = _init(bias_initializer)
+        self.unit_forget_bias = bool(unit_forget_bias)
+        self.kernel_regularizer, self.recurrent_regularizer = _reg(kernel_regularizer), _reg(recurrent_regularizer)
+        self.bias_regularizer = _reg(bias_regularizer)
+        self.kernel_constraint, self.recurrent_constraint = _con(kernel_constraint), _con(recurrent_constraint)
+        self.bias_constraint = _con(bias_constraint)
+        self.dropout = min(1.0, max(0.0, float(dropout)))
+        self.recurrent_dropout = min(1.0, max(0.0, float(recurrent_dropout)))
+        self.implementation = implementation
+        self.reset_after = bool(reset_after)
+
+    @property
+    def state_size(self):
+        return self.units
+
+    def _bias_initializer(self):
+        return self.bias_initializer
+
+    def build(self, layer, input_dim):
+        g = self._gates
+        self.kernel = layer.add_weight("kernel", [input_dim, g * self.units], initializer=self.kernel_initializer,
+                                       regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
+        self.recurrent_kernel = layer.add_weight("recurrent_kernel", [self.units, g * self.units],
+                                                 initializer=self.recurrent_initializer,
+                                                 regularizer=self.recurrent_regularizer,
+                                                 constraint=self.recurrent_constraint)
+        if self.use_bias:
+            shape = [2, g * self.units] if self.reset_after else [g * self.units]
+            self.bias = layer.add_weight("bias", shape, initializer=self._bias_initializer(),
+                                         regularizer=self.bias_regularizer, constraint=self.bias_constraint)
+        else:
+            self.bias = None
+
+    def config(self) -> dict:
+        from actorflow.keras.engine import _serial
+        keys = ("units", "activation", "recurrent_activation", "use_bias", "kernel_initializer",
+                "recurrent_initializer", "bias_initializer", "unit_forget_bias", "kernel_regularizer",
+                "recurrent_regularizer", "bias_regularizer", "kernel_constraint", "recurrent_constraint",
+                "bias_constraint", "dropout", "recurrent_dropout", "implementation", "reset_after")
+        return {k: _serial(getattr(self, k)) for k in keys}
+
+    def _split(self, t, n):
+        u = self.units
+        return [t[:, i * u:(i + 1) * u] for i in range(n)]
+
+
+class SimpleRNNCell(_KerasCell):
+    """h = activation(x W + h U + b) (tf.keras.layers.SimpleRNNCell)."""
+
+    def step(self, x, h, xm, hm):
+        if xm is not None:
+            x = math_ops.multiply(x, xm[0])
+        if hm is not None:
+            h = math_ops.multiply(h, hm[0])
+        z = math_ops.add(math_ops.matmul(x, self.kernel.value()), math_ops.matmul(h, self.recurrent_kernel.value()))
+        if self.bias is not None:
+            z = nn_ops.bias_add(z, self.bias.value())
+        out = self.activation(z)
+        return out, out
+
+
+class LSTMCell(_KerasCell):
+    """Keras's LSTM step, gates i, f, c, o (tf.keras.layers.LSTMCell); state [h, c]."""
+    _gates = 4
+
+    @property
+    def state_size(self):
+        return (self.units, self.units)
+
+    def _bias_initializer(self):
+        if not self.unit_forget_bias:
+            return self.bias_initializer
+        base, u = self.bias_initializer, self.units
+
+        def init(shape, dtype=None, partition_info=None):
+            return array_ops.concat([base([u], dtype=dtype), array_ops.ones([u], dtype=dtype),
+                                     base([2 * u], dtype=dtype)], 0)
+        return init
+
+    def step(self, x, state, xm, hm):
+        h, c = state
+        k = self._split(self.kernel.value(), 4)
+        r = self._split(self.recurrent_kernel.value(), 4)
+        b = self._split(array_ops.expand_dims(self.bias.value(), 0), 4) if self.bias is not None else None
+        zs = []
+        for i in range(4):
+            xi = math_ops.multiply(x, xm[i]) if xm is not None else x
+            hi = math_ops.multiply(h, hm[i]) if hm is not None else h
+            z = math_ops.add(math_ops.matmul(xi, k[i]), math_ops.matmul(hi, r[i]))
+            if b is not None:
+                z = math_ops.add(z, b[i])
+            zs.append(z)
+        i_g = self.recurrent_activation(zs[0])
+        f_g = self.recurrent_activation(zs[1])
+        c = math_ops.add(math_ops.multiply(f_g, c), math_ops.multiply(i_g, self.activation(zs[2])))
+        o_g = self.recurrent_activation(zs[3])
+        h = math_ops.multiply(o_g, self.activation(c))
+        return h, (h, c)
+
+
+class GRUCell(_KerasCell):
+    """Keras's GRU step, gates z, r, h (tf.keras.layers.GRUCell); `reset_after` False by default."""
+    _gates = 3
+
+    def step(self, x, h, xm, hm):
+        k = self._split(self.kernel.value(), 3)
+        r = self._split(self.recurrent_kernel.value(), 3)
+        if self.bias is None:
+            bx = bh = None
+        elif self.reset_after:
+            bx = self._split(array_ops.expand_dims(self.bias.value()[0], 0), 3)
+            bh = self._split(array_ops.expand_dims(self.bias.value()[1], 0), 3)
+        else:
+            bx, bh = self._split(array_ops.expand_dims(self.bias.value(), 0), 3), None
+        xs = []
+        for i in range(3):
+            xi = math_ops.multiply(x, xm[i]) if xm is not None else x
+            v = math_ops.matmul(xi, k[i])
+            xs.append(math_ops.add(v, bx[i]) if bx is not None else v)
+        hs = [math_ops.multiply(h, hm[i]) if hm is not None else h for i in range(3)]
+        inner = [math_ops.matmul(hs[i], r[i]) for i in range(3)]
+        if bh is not None:
+            inner = [math_ops.add(v, bh[i]) for i, v in enumerate(inner)]
+        z = self.recurrent_activation(math_ops.add(xs[0], inner[0]))
+        rg = self.recurrent_activation(math_ops.add(xs[1], inner[1]))
+        if self.reset_after:
+            hh = self.activation(math_ops.add(xs[2], math_ops.multiply(rg, inner[2])))
+        else:
+            hh = self.activation(math_ops.add(xs[2], math_ops.matmul(math_ops.multiply(rg, hs[2]), r[2])))
+        one = constant(1.0, dtype=h.dtype)
+        out = math_ops.add(math_ops.multiply(z, h), math_ops.multiply(math_ops.subtract(one, z), hh))
+        return out, out
+
+
+class _LoopCell:
+    """An RNNCell for dynamic_rnn that runs a Keras cell's step with fixed dropout masks."""
+
+    def __init__(self, cell, xm, hm):
+        self.cell, self.xm, self.hm = cell, xm, hm
+
+    @property
+    def state_size(self):
+        return self.cell.state_size
+
+    @property
+    def output_size(self):
+        return self.cell.units
+
+    def __call__(self, inputs, state, scope=None):
+        return self.cell.step(inputs, state, self.xm, self.hm)
+
+
+def _masks(rate, like, n, training):
+    """n dropout masks of ones shaped like `like` ([batch, dim]), in the training phase only."""
+    if not rate:
+        return None
+    ones = array_ops.ones_like(like)
+    static = None if isinstance(training, type(like)) else bool(training)
+    out = []
+    for _ in range(n):
+        dropped = nn_ops.dropout(ones, rate=rate)
+        if static is None:
+            out.append(math_ops.where(training, dropped, ones))
+        else:
+            out.append(dropped if static else ones)
+    return out
+
+
+class RNN(Layer):
+    """Runs a Keras cell over the time axis of [batch, time, features] (tf.keras.layers.RNN).
+
+    Returns the last output, or every step's with `return_sequences`; with `return_state`, a
+    list [output] + final states. `initial_state=` on the call sets the starting state.
+    """
+
+    def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False, stateful=False,
+                 unroll=False, time_major=False, name=None, **kwargs):
+        if not isinstance(cell, _KerasCell):
+            raise TypeError(f"RNN: `cell` must be a Keras cell (SimpleRNNCell, LSTMCell, GRUCell), got {cell!r}")
+        if stateful:
+            raise NotImplementedError("Recurrent layers with stateful=True are not supported by af.keras")
+        if time_major:
+            raise NotImplementedError("Recurrent layers with time_major=True are not supported by af.keras")
+        super().__init__(name=name, **kwargs)
+        self.cell = cell
+        self.return_sequences, self.return_state = bool(return_sequences), bool(return_state)
+        self.go_backwards, self.stateful, self.unroll = bool(go_backwards), False, bool(unroll)
+
+    @property
+    def units(self):
+        return self.cell.units
+
+    def build(self, input_shape):
+        if input_shape.ndims != 3:
+            raise ValueError(f"Input 0 of layer {self.name} is incompatible with the layer: expected ndim=3, found "
+                             f"ndim={input_shape.ndims}. Full shape received: {input_shape}")
+        if input_shape[-1] is None:
+            raise ValueError(f"Layer {self.name}: the last dimension of the inputs should be defined")
+        self.cell.build(self, int(input_shape[-1]))
+        self.built = True
+
+    def call(self, inputs, training=None, initial_state=None, mask=None):
+        if mask is not None:
+            raise NotImplementedError(f"{self.name}: masks are not supported by af.keras")
+        x = convert_to_tensor(inputs)
+        if self.go_backwards:
+            x = _reverse(x, [1])
+        cell = self.cell
+        batch = array_ops.shape(x)[0]
+        n_states = len(nest.flatten(cell.state_size))
+        if initial_state is None:
+            zeros = array_ops.zeros(array_ops.stack([batch, constant(cell.units)]), dtype=x.dtype)
+            state = zeros if n_states == 1 else tuple([zeros] * n_states)
+        else:
+            states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+            if len(states) != n_states:
+                raise ValueError(f"Layer {self.name} expects {n_states} initial state(s), got {len(states)}")
+            states = [convert_to_tensor(s) for s in states]
+            state = states[0] if n_states == 1 else tuple(states)
+        if training is None:
+            training = K.learning_phase()
+        first = nest.flatten(state)[0]
+        xm = _masks(cell.dropout, x[:, 0, :], cell._gates, training)
+        hm = _masks(cell.recurrent_dropout, first, cell._gates, training)
+        outputs, final = dynamic_rnn(_LoopCell(cell, xm, hm), x, initial_state=state, dtype=x.dtype,
+                                     scope="rnn")
+        if self.return_sequences:
+            out = outputs
+        else:
+            out = nest.flatten(final)[0] if n_states > 1 else final
+            out.set_shape([x.shape[0], cell.units])
+        if self.return_state:
+            return [out] + list(nest.flatten(final))
+        return out
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg.update(return_sequences=self.return_sequences, return_state=self.return_state,
+                   go_backwards=self.go_backwards, stateful=False, unroll=self.unroll)
+        cfg.update(self.cell.config())
+        return cfg
+
+
+def _rnn_class(cell_cls, doc, defaults):
+    class Layer_(RNN):
+        def __init__(self, units, return_sequences=False, return_state=False, go_backwards=False, stateful=False,
+                     unroll=False, name=None, **kwargs):
+            cell_args = {k: kwargs.pop(k) for k in list(kwargs) if k in _CELL_ARGS}
+            for k, v in defaults.items():
+                cell_args.setdefault(k, v)
+            super().__init__(cell_cls(units, **cell_args), return_sequences=return_sequences,
+                             return_state=return_state, go_backwards=go_backwards, stateful=stateful,
+                             unroll=unroll, name=name, **kwargs)
+
+        @classmethod
+        def from_config(cls, config):
+            config = dict(config)
+            config.pop("name", None)
+            return cls(**config)
+
+    Layer_.__doc__ = doc
+    return Layer_
+
+
+_CELL_ARGS = {"activation", "recurrent_activation", "use_bias", "kernel_initializer", "recurrent_initializer",
+              "bias_initializer", "unit_forget_bias", "kernel_regularizer", "recurrent_regularizer",
+              "bias_regularizer", "kernel_constraint", "recurrent_constraint", "bias_constraint", "dropout",
+              "recurrent_dropout", "implementation", "reset_after"}
+
+SimpleRNN = _rnn_class(SimpleRNNCell, "A fully connected RNN (tf.keras.layers.SimpleRNN).", {})
+SimpleRNN.__name__ = SimpleRNN.__qualname__ = "SimpleRNN"
+LSTM = _rnn_class(LSTMCell, "Long short-term memory (tf.keras.layers.LSTM of TF 1.x): return_state gives "
+                            "[output, h, c].", {})
+LSTM.__name__ = LSTM.__qualname__ = "LSTM"
+GRU = _rnn_class(GRUCell, "Gated recurrent unit (tf.keras.layers.GRU of TF 1.x, reset_after=False by default).",
+                 {})
+GRU.__name__ = GRU.__qualname__ = "GRU"
+
+
+class Wrapper(Layer):
+    """A layer around another layer (tf.keras.layers.Wrapper): its weights are the inner layer's."""
+
+    def __init__(self, layer, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.layer = layer
+
+    def _inner(self):
+        return [self.layer]
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg["layer"] = {"class_name": type(self.layer).__name__, "config": self.layer.get_config()}
+        return cfg
+
+    @classmethod
+    def _from_config_with(cls, config, custom_objects=None):
+        from actorflow.keras.models import deserialize_layer
+        config = dict(config)
+        inner = dict(config.pop("layer"))
+        inner["config"] = {k: v for k, v in inner["config"].items() if k != "name"}
+        return cls(deserialize_layer(inner, custom_objects), **config)
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config.pop("name", None)
+        return cls._from_config_with(config)
+
+    @property
+    def trainable_weights(self):
+        return [w for lyr in self._inner() for w in lyr.trainable_weights] if self.trainable else []
+
+    @property
+    def non_trainable_weights(self):
+        ws = [w for lyr in self._inner() for w in lyr.non_trainable_weights]
+        if not self.trainable:
+            ws = [w for lyr in self._inner() for w in lyr.trainable_weights] + ws
+        return ws
+
+    @property
+    def weights(self):
+        return self.trainable_weights + self.non_trainable_weights
+
+    @property
+    def updates(self):
+        return [u for lyr in self._inner() for u in lyr.updates]
+
+    @property
+    def losses(self):
+        return [x for lyr in self._inner() for x in lyr.losses]
+
+    @property
+    def weight_losses(self):
+        return [x for lyr in self._inner() for x in lyr.weight_losses]
+
+
+class TimeDistributed(Wrapper):
+    """Applies `layer` to every step of [batch, time, ...] (tf.keras.layers.TimeDistributed), as
+    one call on [batch * time, ...]."""
+
+    def call(self, inputs, training=None):
+        x = convert_to_tensor(inputs)
+        if x.shape.ndims is None or x.shape.ndims < 3:
+            raise ValueError(f"`TimeDistributed` Layer should be passed an `input_shape` with at least 3 dimensions, "
+                             f"received: {x.shape}")
+        inner = list(x.shape[2:].as_list())
+        if any(d is None for d in inner):
+            raise ValueError(f"TimeDistributed {self.name}: the per-step shape must be static, got {x.shape}")
+        dyn = array_ops.shape(x)
+        flat = array_ops.reshape(x, [-1] + inner)
+        kw = {"training": training} if self.layer._call_takes_training else {}
+        y = convert_to_tensor(self.layer(flat, **kw))
+        out_inner = y.shape[1:].as_list()
+        out = array_ops.reshape(y, array_ops.concat([dyn[:2], constant(out_inner)], 0))
+        out.set_shape([x.shape[0], x.shape[1]] + out_inner)
+        return out
+
+
+class Bidirectional(Wrapper):
+    """Runs a recurrent layer forwards and a copy of it backwards and merges the two
+    (tf.keras.layers.Bidirectional): merge_mode "concat", "sum", "mul", "ave" or None (a list).
+    The backward layer is `layer`'s config with go_backwards flipped, named "backward_<name>";
+    with return_sequences its outputs are reversed back into time order."""
+
+    def __init__(self, layer, merge_mode="concat", weights=None, backward_layer=None, name=None, **kwargs):
+        if not isinstance(layer, RNN):
+            raise ValueError(f"Please initialize `Bidirectional` layer with a recurrent layer instance, got {layer!r}")
+        if merge_mode not in ("sum", "mul", "ave", "concat", None):
+            raise ValueError(f"Invalid merge mode. Merge mode should be one of {{'sum', 'mul', 'ave', 'concat', "
+                             f"None}}, got {merge_mode!r}")
+        super().__init__(layer, name=name, **kwargs)
+        self.forward_layer = layer
+        if backward_layer is None:
+            # The same cell arguments (a copy: the backward layer builds its own weights), reversed.
+            backward_layer = type(layer).__new__(type(layer))
+            RNN.__init__(backward_layer, copy.copy(layer.cell), return_sequences=layer.return_sequences,
+                         return_state=layer.return_state, go_backwards=not layer.go_backwards,
+                         name="backward_" + layer.name)
+        self.backward_layer = backward_layer
+        self.merge_mode = merge_mode
+        self.return_sequences, self.return_state = layer.return_sequences, layer.return_state
+        if weights is not None:
+            self._initial_weights = weights
+
+    def _inner(self):
+        return [self.forward_layer, self.backward_layer]
+
+    def call(self, inputs, training=None, initial_state=None):
+        fw_init = bw_init = None
+        if initial_state is not None:
+            half = len(initial_state) // 2
+            fw_init, bw_init = list(initial_state[:half]), list(initial_state[half:])
+        y = self.forward_layer(inputs, training=training, initial_state=fw_init)
+        y_rev = self.backward_layer(inputs, training=training, initial_state=bw_init)
+        states = []
+        if self.return_state:
+            states = list(y[1:]) + list(y_rev[1:])
+            y, y_rev = y[0], y_rev[0]
+        if self.return_sequences:
+            y_rev = _reverse(y_rev, [1])
+        if self.merge_mode == "concat":
+            out = array_ops.concat([y, y_rev], -1)
+        elif self.merge_mode == "sum":
+            out = math_ops.add(y, y_rev)
+        elif self.merge_mode == "ave":
+            out = math_ops.multiply(math_ops.add(y, y_rev), constant(0.5, dtype=y.dtype))
+        elif self.merge_mode == "mul":
+            out = math_ops.multiply(y, y_rev)
+        else:
+            out = [y, y_rev]
+        if self.return_state:
+            return (out if isinstance(out, list) else [out]) + states
+        return out
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg["merge_mode"] = self.merge_mode
+        return cfg
