@@ -154,8 +154,8 @@ def __getattr__(name):
     if name == "contrib":
         import importlib
         return importlib.import_module("actorflow.contrib")
-    # af.estimator and af.feature_column (tf.estimator, tf.feature_column), likewise.
-    if name in ("estimator", "feature_column"):
+    # af.estimator, af.feature_column and af.test (tf.estimator, tf.feature_column, tf.test), likewise.
+    if name in ("estimator", "feature_column", "test"):
         import importlib
         return importlib.import_module(f"actorflow.{name}")
     # af.Summary, af.Event, af.SessionLog are TensorBoard's protobuf classes, loaded on first use so

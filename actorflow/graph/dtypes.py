@@ -38,6 +38,20 @@ class DType:
         return self._np.kind in "iu"
 
     @property
+    def is_unsigned(self) -> bool:
+        return self._np.kind == "u"
+
+    @property
+    def is_quantized(self) -> bool:
+        """False: actorflow has no quantized types (TF's qint8 and friends)."""
+        return False
+
+    @property
+    def real_dtype(self) -> "DType":
+        """float32 for complex64, float64 for complex128, else this type (tf.DType.real_dtype)."""
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+
+    @property
     def is_bool(self) -> bool:
         return self._np.kind == "b"
 
@@ -73,6 +87,11 @@ class DType:
         checkpoints spell it."""
         return _ENUM[self.name]
 
+    def is_compatible_with(self, other) -> bool:
+        """Whether values of `other` (a DType or anything as_dtype takes) fit this type: the same type
+        (tf.DType.is_compatible_with; actorflow has no reference dtypes)."""
+        return as_dtype(other) is self
+
     def __repr__(self) -> str:
         return f"af.{self.name}"
 
@@ -89,6 +108,8 @@ int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
 uint8 = DType("uint8", np.uint8)
 uint16 = DType("uint16", np.uint16)     # 16-bit PNG images (af.image.decode_png / encode_png)
+uint32 = DType("uint32", np.uint32)
+uint64 = DType("uint64", np.uint64)
 bool_ = DType("bool", np.bool_)
 complex64 = DType("complex64", np.complex64)
 complex128 = DType("complex128", np.complex128)
@@ -99,14 +120,14 @@ resource = DType("resource", np.object_)   # a handle to step-local runtime stat
 string = DType("string", np.object_)
 variant = DType("variant", np.object_)     # an opaque host value: a dataset definition (af.data)
 
-_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, bool_, complex64, complex128, string)
+_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool_, complex64, complex128, string)
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update({"half": float16, "double": float64, "float": float32, "int": int32, "resource": resource,
                  "variant": variant, "string": string})
 _BY_NP = {d.np: d for d in _ALL}
 # TF's DataType enum (tensorflow/core/framework/types.proto) for the types actorflow has.
 _ENUM = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "string": 7, "complex64": 8,
-         "int64": 9, "bool": 10, "uint16": 17, "complex128": 18, "float16": 19, "resource": 20, "variant": 21}
+         "int64": 9, "bool": 10, "uint16": 17, "complex128": 18, "float16": 19, "resource": 20, "variant": 21, "uint32": 22, "uint64": 23}
 _BY_ENUM = {v: _BY_NAME[k] for k, v in _ENUM.items()}
 
 
