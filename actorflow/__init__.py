@@ -130,8 +130,8 @@ def list_devices():
     """The devices of this process: CPU:0, and GPU:i when CuPy sees CUDA devices."""
     from actorflow.scheduler.devices import local_devices
     return local_devices()
-__version__ = "0.1.0"
-VERSION = __version__
+from actorflow.version import VERSION  # noqa: E402
+__version__ = VERSION
 
 # -- summaries, app, flags, logging, gfile (issue 16, items 1 and 2) ----------------------------------
 from actorflow import app, flags, gfile, summary  # noqa: E402
@@ -178,3 +178,20 @@ from actorflow.graph.device_spec import DeviceSpecV1 as DeviceSpec  # noqa: E402
 from actorflow.graph.tensor_util import make_ndarray, make_tensor_proto  # noqa: E402,F401
 from actorflow.graph.tensor_spec import TensorSpec  # noqa: E402,F401
 from actorflow.graph.ops.edit_distance_ops import edit_distance  # noqa: E402,F401
+
+# -- the smaller TF 1.x names: version constants, dtypes, bit, set, hash and fake-quant ops -----------
+from actorflow import bitwise, dtypes, manip, quantization, queue, sets, version  # noqa: E402,F401
+from actorflow.version import (COMPILER_VERSION, CXX11_ABI_FLAG, CXX_VERSION, GIT_VERSION,  # noqa: E402,F401
+                               GRAPH_DEF_VERSION, GRAPH_DEF_VERSION_MIN_CONSUMER, GRAPH_DEF_VERSION_MIN_PRODUCER,
+                               MONOLITHIC_BUILD)
+from actorflow.graph.dtypes import uint32, uint64  # noqa: E402,F401
+from actorflow.errors import OpError  # noqa: E402,F401
+from actorflow.tf_logging import get_logger  # noqa: E402,F401
+from actorflow.graph.ops.bitwise_ops import bitcast  # noqa: E402,F401
+from actorflow.graph.ops.hash_ops import (fingerprint, string_to_hash_bucket,  # noqa: E402,F401
+                                          string_to_hash_bucket_strong)
+from actorflow.graph.ops.fake_quant_ops import (fake_quant_with_min_max_args,  # noqa: E402,F401
+                                                fake_quant_with_min_max_args_gradient, fake_quant_with_min_max_vars,
+                                                fake_quant_with_min_max_vars_gradient,
+                                                fake_quant_with_min_max_vars_per_channel,
+                                                fake_quant_with_min_max_vars_per_channel_gradient)

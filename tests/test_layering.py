@@ -91,13 +91,20 @@ MAY_IMPORT: dict[str, set[str]] = {
     "saved_model": {"train"},
     "serving": {"saved_model", "console"},
     "distribute": {"cluster"},
-    "test": {"cluster"},            # tf.test: TestCase's sessions, create_local_cluster's servers
+    "test": {"cluster"},
+    "version": set(),
+    "dtypes": {"graph"},
+    "bitwise": {"graph"},
+    "sets": {"graph"},
+    "quantization": {"graph"},
+    "manip": {"graph"},
+    "queue": {"graph"},            # tf.test: TestCase's sessions, create_local_cluster's servers
     "client": set(),
     "compat": {"graph"},
     "contrib": {"train", "layers", "nn", "metrics"},
     "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
     "estimator": {"train", "metrics", "data", "feature_column", "layers", "nn", "saved_model"},  # tf.contrib's layers, rnn, seq2seq, framework over those
-    "<root>": {"test", "estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
+    "<root>": {"test", "version", "dtypes", "bitwise", "sets", "quantization", "manip", "queue", "estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
                "metrics", "math", "linalg", "signal", "spectral", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data"},
     "sim": {"<root>", "console"},
     "graphviz": {"<root>", "console"},

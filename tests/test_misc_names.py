@@ -1,0 +1,174 @@
+"""The smaller TF-1.x names (docs/compat.md's last "Not yet"s): values against TensorFlow 2.21's
+(tests/fixtures/misc_names.json, written by tests/fixtures/make_misc_names.py), and the errors of
+bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import actorflow as af
+from tests import tf_reference
+
+FIX = tf_reference.load("misc_names.json")
+
+
+@pytest.mark.parametrize("expr", list(FIX["cases"]))
+def test_values_and_gradients_equal_tensorflows(expr):
+    tf_reference.check(FIX, expr)
+
+
+def _run(*fetches, feed=None):
+    with af.Session() as s:
+        return s.run(list(fetches), feed)
+
+
+# -- hashes ------------------------------------------------------------------------------------
+
+def test_hash_buckets_reject_bad_input():
+    with pytest.raises(ValueError, match="string input"):
+        af.string_to_hash_bucket(af.constant([1, 2]), 10)
+    with pytest.raises(ValueError, match="num_buckets must be >= 1"):
+        af.strings.to_hash_bucket_strong(["a"], 0, [1, 2])
+    with pytest.raises(ValueError, match="two unsigned 64-bit integers"):
+        af.strings.to_hash_bucket_strong(["a"], 10, [1])
+    with pytest.raises(ValueError, match="rank at least one"):
+        af.fingerprint(af.constant(3))
+    bad_method = af.fingerprint(af.constant([1, 2]), method="md5")
+    with pytest.raises(af.errors.InvalidArgumentError, match="unsupported fingerprint method"):
+        _run(bad_method)
+
+
+def test_fingerprint_of_a_bool_row_is_of_its_bytes():
+    (fp,) = _run(af.fingerprint(af.constant([[True, False]])))
+    (same,) = _run(af.fingerprint(af.constant([[1, 0]], af.uint8)))
+    np.testing.assert_array_equal(fp, same)
+
+
+# -- bit ops -----------------------------------------------------------------------------------
+
+def test_bitwise_rejects_floats_and_mixed_types():
+    with pytest.raises(TypeError, match="not in list of allowed values"):
+        af.bitwise.bitwise_and(af.constant([1.0]), af.constant([2.0]))
+    with pytest.raises(TypeError, match="same dtype"):
+        af.bitwise.bitwise_or(af.constant([1], af.int32), af.constant([1], af.int64))
+    with pytest.raises(TypeError, match="not in list"):
+        af.bitwise.invert(af.constant([True]))
+
+
+def test_bitwise_on_uint32_and_uint64():
+    a = af.constant(np.array([1, 2 ** 31, 2 ** 32 - 1], np.uint32))
+    b = af.constant(np.array([2 ** 63, 5], np.uint64))
+    got = _run(af.bitwise.left_shift(a, af.constant(np.uint32(1))), af.bitwise.invert(b),
+               af.bitwise.right_shift(b, af.constant(np.array([63, 70], np.uint64))))
+    np.testing.assert_array_equal(got[0], np.array([2, 0, 2 ** 32 - 2], np.uint32))
+    np.testing.assert_array_equal(got[1], ~np.array([2 ** 63, 5], np.uint64))
+    np.testing.assert_array_equal(got[2], np.array([1, 0], np.uint64))
+
+
+def test_bitcast_shapes_and_errors():
+    assert af.bitcast(af.placeholder(af.float64, [None, 3]), af.int8).shape.as_list() == [None, 3, 8]
+    assert af.bitcast(af.placeholder(af.int8, [2, 4]), af.float32).shape.as_list() == [2]
+    with pytest.raises(TypeError, match="last dimension"):
+        af.bitcast(af.placeholder(af.int8, [2, 3]), af.float32)
+    with pytest.raises(TypeError, match="scalar"):
+        af.bitcast(af.constant(np.int8(1)), af.int32)
+    with pytest.raises(TypeError, match="that can be bitcast"):
+        af.bitcast(af.constant(["a"]), af.int32)
+    p = af.placeholder(af.uint8, [None, None])
+    with pytest.raises(af.errors.InvalidArgumentError, match="last dimension must be 4"):
+        _run(af.bitcast(p, af.int32), feed={p: np.zeros((2, 3), np.uint8)})
+
+
+# -- sets --------------------------------------------------------------------------------------
+
+def test_set_ops_errors():
+    with pytest.raises(TypeError, match="SparseTensor"):
+        af.sets.set_size(af.constant([[1, 2]]))
+    with pytest.raises(TypeError, match="invalid dtype float32"):
+        af.sets.set_union(af.constant([[1.0]]), af.constant([[2.0]]))
+    with pytest.raises(ValueError, match="leading shapes"):
+        af.sets.set_union(af.constant([[1, 2]]), af.constant([[1], [2]]))
+    with pytest.raises(ValueError, match="rank at least 2"):
+        af.sets.set_union(af.constant([1, 2]), af.constant([1, 2]))
+    unordered = af.SparseTensor([[1, 0], [0, 0]], af.constant([1, 2], af.int64), [2, 2])
+    with pytest.raises(af.errors.InvalidArgumentError, match="out of order"):
+        _run(af.sets.set_size(unordered))
+    (n,) = _run(af.sets.set_size(unordered, validate_indices=False))
+    np.testing.assert_array_equal(n, [1, 1])
+
+
+def test_set_results_are_sparse_tensors_with_empty_sets():
+    out = af.sets.set_intersection(af.constant([[1, 2], [3, 4]]), af.constant([[5, 6], [3, 3]]))
+    assert isinstance(out, af.SparseTensor)
+    (v,) = _run(out)
+    np.testing.assert_array_equal(v.indices, [[1, 0]])
+    np.testing.assert_array_equal(v.values, [3])
+    np.testing.assert_array_equal(v.dense_shape, [2, 1])
+    (empty,) = _run(af.sets.set_difference(af.constant([[1]]), af.constant([[1]])))
+    assert empty.indices.shape == (0, 2) and empty.values.shape == (0,)
+    np.testing.assert_array_equal(empty.dense_shape, [1, 0])
+
+
+# -- fake quantization ---------------------------------------------------------------------------
+
+def test_fake_quant_errors():
+    x = af.constant([0.5])
+    with pytest.raises(af.errors.InvalidArgumentError, match="min has to be smaller than max"):
+        af.fake_quant_with_min_max_args(x, min=1.0, max=-1.0)
+    with pytest.raises(af.errors.InvalidArgumentError, match="num_bits is out of range"):
+        af.fake_quant_with_min_max_args(x, num_bits=1)
+    with pytest.raises(ValueError, match="num_bits is out of range"):
+        af.fake_quant_with_min_max_vars(x, -1.0, 1.0, num_bits=17)
+    with pytest.raises(ValueError, match="float32"):
+        af.fake_quant_with_min_max_vars(af.constant([0.5], af.float64), -1.0, 1.0)
+    with pytest.raises(ValueError, match="3 channels but the inputs' last dimension is 2"):
+        af.fake_quant_with_min_max_vars_per_channel(af.zeros([4, 2]), [-1.0] * 3, [1.0] * 3)
+    with pytest.raises(ValueError, match="must be a scalar"):
+        af.fake_quant_with_min_max_vars(x, [-1.0], 1.0)
+
+
+def test_fake_quant_vars_trains_its_range():
+    x = af.constant([-9.0, -0.5, 0.5, 9.0])
+    mn, mx = af.Variable(-1.0), af.Variable(1.0)
+    y = af.fake_quant_with_min_max_vars(x, mn, mx)
+    gx, gmin, gmax = af.gradients(af.reduce_sum(y * af.constant([1.0, 2.0, 3.0, 4.0])), [x, mn, mx])
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        vx, vmin, vmax = s.run([gx, gmin, gmax])
+    np.testing.assert_array_equal(vx, [0.0, 2.0, 3.0, 0.0])
+    assert vmin == 1.0 and vmax == 4.0
+
+
+# -- namespaces and constants ----------------------------------------------------------------------
+
+def test_version_constants_and_namespace():
+    assert af.VERSION == af.version.VERSION == af.__version__
+    assert af.GRAPH_DEF_VERSION == af.Graph().as_graph_def().versions.producer
+    assert af.GRAPH_DEF_VERSION_MIN_CONSUMER <= af.GRAPH_DEF_VERSION
+    assert af.GRAPH_DEF_VERSION_MIN_PRODUCER <= af.GRAPH_DEF_VERSION
+    assert isinstance(af.GIT_VERSION, str) and isinstance(af.COMPILER_VERSION, str)
+    assert af.MONOLITHIC_BUILD == 0 and af.CXX11_ABI_FLAG == 0
+    assert af.newaxis is None
+
+
+def test_dtypes_namespace_and_unsigned_types():
+    assert af.dtypes.as_dtype("uint32") is af.uint32 is af.dtypes.uint32
+    assert af.as_dtype(np.uint64) is af.uint64 and af.uint64.as_datatype_enum == 23
+    assert af.uint32.is_unsigned and not af.int32.is_unsigned and af.uint32.max == 2 ** 32 - 1
+    assert af.dtypes.complex64.real_dtype is af.float32 and af.float64.real_dtype is af.float64
+    assert af.dtypes.bool is af.bool and af.dtypes.DType is af.DType
+    assert af.int32.is_compatible_with(af.int32) and not af.int32.is_compatible_with("int64")
+    (v,) = _run(af.dtypes.cast(af.constant(np.array([2 ** 32 - 1], np.uint32)), af.uint64) + 1)
+    assert v.dtype == np.uint64 and v[0] == 2 ** 32
+
+
+def test_queue_and_manip_namespaces_are_afs_functions():
+    assert af.queue.FIFOQueue is af.FIFOQueue and af.queue.RandomShuffleQueue is af.RandomShuffleQueue
+    (r,) = _run(af.manip.roll(af.constant([1, 2, 3]), 1, 0))
+    np.testing.assert_array_equal(r, [3, 1, 2])
+    assert af.manip.tile is af.tile and af.manip.reshape is af.reshape
+
+
+def test_op_error_and_logger():
+    assert af.OpError is af.errors.OpError
+    assert af.get_logger() is af.logging.get_logger() and af.get_logger().name == "actorflow"
