@@ -188,6 +188,8 @@ from actorflow.graph.dtypes import uint32, uint64  # noqa: E402,F401
 from actorflow.errors import OpError  # noqa: E402,F401
 from actorflow.tf_logging import get_logger  # noqa: E402,F401
 from actorflow.graph.ops.bitwise_ops import bitcast  # noqa: E402,F401
+from actorflow.graph.ops.session_ops import (delete_session_tensor, get_session_handle,  # noqa: E402,F401
+                                             get_session_tensor)
 from actorflow.graph.ops.hash_ops import (fingerprint, string_to_hash_bucket,  # noqa: E402,F401
                                           string_to_hash_bucket_strong)
 from actorflow.graph.ops.fake_quant_ops import (fake_quant_with_min_max_args,  # noqa: E402,F401

@@ -172,3 +172,30 @@ def test_queue_and_manip_namespaces_are_afs_functions():
 def test_op_error_and_logger():
     assert af.OpError is af.errors.OpError
     assert af.get_logger() is af.logging.get_logger() and af.get_logger().name == "actorflow"
+
+
+# -- session tensors -----------------------------------------------------------------------------
+
+def test_session_handles_keep_values_between_runs():
+    with af.Session() as s:
+        h = s.run(af.get_session_handle(af.constant([1.0, 2.0]) * 2.0))
+        assert isinstance(h.handle, str) and h.handle.startswith("GetSessionHandle;0;")
+        np.testing.assert_array_equal(h.eval(), [2.0, 4.0])
+        holder, t = af.get_session_tensor(h.handle, af.float32)
+        np.testing.assert_array_equal(s.run(t + 1.0, {holder: h.handle}), [3.0, 5.0])
+        x = af.placeholder(af.float32, [2])
+        np.testing.assert_array_equal(s.run(x * 10.0, {x: h}), [20.0, 40.0])      # a handle feeds its value
+        other = s.run(af.get_session_handle(af.constant(7)))
+        assert other.handle != h.handle
+        h.delete()
+        with pytest.raises(af.errors.InvalidArgumentError, match="is not in the session store"):
+            s.run(t, {holder: h.handle})
+        dp, dop = af.delete_session_tensor(h.handle)
+        with pytest.raises(af.errors.InvalidArgumentError, match="Failed to delete"):
+            s.run(dop, {dp: h.handle})
+        wrong_holder, wrong = af.get_session_tensor(other.handle, af.float32)
+        with pytest.raises(af.errors.InternalError, match="does not match declared output type float32"):
+            s.run(wrong, {wrong_holder: other.handle})
+    with af.Session(graph=holder.graph) as fresh:                      # another session: another store
+        with pytest.raises(af.errors.InvalidArgumentError, match="not in the session store"):
+            fresh.run(wrong, {wrong_holder: other.handle})

@@ -207,6 +207,8 @@ def _convert_feed(t: Tensor, value):
             raise FeedError(t.op.name, None, f"Cannot feed value of shape {tuple(arr.shape)} for Tensor '{t.name}', "
                                              f"which has shape {t.shape} (dtype {want.name})")
         return arr
+    if hasattr(value, "_feed_value"):
+        value = value._feed_value()      # a TensorHandle feeds the tensor it stands for, as in TF
     if isinstance(value, Tensor):
         raise FeedError(t.op.name, None, f"The value of a feed cannot be an af.Tensor object ('{value.name}'). "
                                          f"Acceptable feed values include Python scalars, strings, lists, numpy ndarrays.")
@@ -496,6 +498,7 @@ class Session:
                     if feeds is not None:
                         feeds.append((pos, t))
         exe = self._executable(fetch_tensors, targets, feed_tensors, timeout)
+        rebuild = self._wrap_fetches(rebuild, fetch_tensors)
         if key is not None and feeds is not None:
             if len(self._signatures) >= _MAX_SIGNATURES:
                 self._signatures.clear()
@@ -516,6 +519,21 @@ class Session:
             else:
                 fetch_tensors.append(el)
         return rebuild, fetch_tensors, targets
+
+    def _wrap_fetches(self, rebuild, fetch_tensors):
+        """`rebuild`, first turning the values of fetched tensors whose OpDef says `fetch_as` (a
+        session handle's) into what it gives."""
+        special = [(i, t) for i, t in enumerate(fetch_tensors)
+                   if t is not None and t.op.op_def.fetch_as is not None and t.value_index == 0]
+        if not special:
+            return rebuild
+
+        def wrapped(values):
+            values = list(values)
+            for i, t in special:
+                values[i] = t.op.op_def.fetch_as(values[i], t, self)
+            return rebuild(values)
+        return wrapped
 
     def _executable(self, fetch_tensors, targets, feed_tensors, timeout=None):
         """The executable of one (fetches, targets, feeds), lowered and built once."""

@@ -66,6 +66,9 @@ class OpDef:
     host_outputs: bool = False
     offload: bool = False
     internal: bool = False
+    # What Session.run returns for this op's fetched output 0, when not its array:
+    # fetch_as(value, tensor, session) (a GetSessionHandle's TensorHandle).
+    fetch_as: Callable | None = None
 
     def __post_init__(self):
         if self.control_flow is not None and self.control_flow not in CONTROL_FLOW_ROLES:
