@@ -67,7 +67,7 @@ from actorflow import compat  # noqa: E402
 from actorflow.graph import graph_util  # noqa: E402,F401
 from actorflow.graph.graph_util import import_graph_def  # noqa: E402
 from actorflow.graph.behavior import *  # noqa: E402,F401,F403  (disable_v2_behavior and the other switches)
-from actorflow.graph.ops.script_ops import numpy_function, py_func  # noqa: E402
+from actorflow.graph.ops.script_ops import numpy_function, py_func, py_function  # noqa: E402
 from actorflow.graph.ops.functional_ops import foldl, foldr, map_fn, scan  # noqa: E402
 from actorflow.graph.ops.tensor_array_ops import TensorArray  # noqa: E402
 from actorflow.graph.gradients import NoGradient, NotDifferentiable, RegisterGradient, no_gradient  # noqa: E402
@@ -188,6 +188,10 @@ from actorflow.graph.dtypes import uint32, uint64  # noqa: E402,F401
 from actorflow.errors import OpError  # noqa: E402,F401
 from actorflow.tf_logging import get_logger  # noqa: E402,F401
 from actorflow.graph.ops.bitwise_ops import bitcast  # noqa: E402,F401
+from actorflow.graph.graph import container, register_tensor_conversion_function  # noqa: E402,F401
+from actorflow.graph.ops.misc_ops import (batch_scatter_update, guarantee_const, is_symbolic_tensor,  # noqa: E402,F401
+                                          timestamp)
+from actorflow.graph.ops.deprecated import op_scope, variable_op_scope  # noqa: E402,F401
 from actorflow.graph.ops.session_ops import (delete_session_tensor, get_session_handle,  # noqa: E402,F401
                                              get_session_tensor)
 from actorflow.graph.ops.hash_ops import (fingerprint, string_to_hash_bucket,  # noqa: E402,F401

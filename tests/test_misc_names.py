@@ -199,3 +199,111 @@ def test_session_handles_keep_values_between_runs():
     with af.Session(graph=holder.graph) as fresh:                      # another session: another store
         with pytest.raises(af.errors.InvalidArgumentError, match="not in the session store"):
             fresh.run(wrong, {wrong_holder: other.handle})
+
+
+# -- py_function, conversion functions, scopes, small ops -------------------------------------------------
+
+def test_py_function_hands_eager_like_arrays_and_converts_python_results():
+    x = af.constant([1.0, 2.0])
+    word = af.constant("abc")
+    y = af.py_function(lambda a, w: a.numpy() * 2.0 + len(w.numpy()), [x, word], af.float32)
+    z = af.py_function(lambda a: [float(a.numpy().sum()), 2], [x], [af.float32, af.int64])
+    calls = []
+    side = af.py_function(lambda: calls.append(1), [], None)
+    got = _run(y, z, side)
+    np.testing.assert_array_equal(got[0], [5.0, 7.0])
+    assert got[1][0] == np.float32(3.0) and got[1][1].dtype == np.int64
+    assert calls == [1]
+    bad = af.py_function(lambda a: a.numpy().astype(np.float64), [x], af.float32)
+    with pytest.raises(af.errors.InvalidArgumentError, match="double|float64"):
+        _run(bad)
+    with pytest.raises(TypeError, match="callable"):
+        af.py_function(3, [x], af.float32)
+
+
+def test_register_tensor_conversion_function():
+    class Meters:
+        def __init__(self, v):
+            self.v = v
+
+    def to_tensor(value, dtype=None, name=None, as_ref=False):
+        return af.constant(value.v, dtype=dtype or af.float32, name=name)
+    af.register_tensor_conversion_function(Meters, to_tensor)
+    (v,) = _run(af.add(Meters(2.5), 1.0))
+    assert v == 3.5
+    assert af.convert_to_tensor(Meters(1), dtype=af.float64).dtype is af.float64
+    with pytest.raises(TypeError, match="Python numeric types"):
+        af.register_tensor_conversion_function(int, to_tensor)
+    with pytest.raises(TypeError, match="must be a type"):
+        af.register_tensor_conversion_function("x", to_tensor)
+    with pytest.raises(TypeError, match="callable"):
+        af.register_tensor_conversion_function(Meters, 3)
+
+    class Bad:
+        pass
+    af.register_tensor_conversion_function(Bad, lambda value, dtype=None, name=None, as_ref=False: 7)
+    with pytest.raises(RuntimeError, match="returned non-Tensor"):
+        af.convert_to_tensor(Bad())
+
+
+def test_container_op_scope_variable_op_scope():
+    with af.Graph().as_default():
+        x = af.constant(1.0)
+        with af.container("experiment"):
+            v = af.Variable(1.0, name="v")
+            q = af.FIFOQueue(3, af.float32)
+        w = af.Variable(2.0, name="w")
+        assert v.op.attrs["container"] == "experiment" and w.op.attrs["container"] == ""
+        assert q.queue_ref.op.attrs["container"] == "experiment"
+        with af.op_scope([x], "outer", "default") as scope:
+            assert scope == "outer/"
+            assert af.identity(x).name == "outer/Identity:0"
+        with af.variable_op_scope([x], None, "block") as vs:
+            assert vs.name == "block" and af.get_variable("k", [1]).name == "block/k:0"
+        with pytest.raises(TypeError, match="string"):
+            with af.container(3):
+                pass
+
+
+def test_guarantee_const_timestamp_is_symbolic():
+    x = af.constant(2.0)
+    g = af.guarantee_const(x)
+    assert g.op.type == "GuaranteeConst"
+    with pytest.raises(LookupError, match="GuaranteeConst"):
+        af.gradients(g * x, x)
+    t = af.timestamp()
+    import time
+    before = time.time()
+    t1, t2, gv = _run(t, t, g)
+    assert t1.dtype == np.float64 and before - 1 <= t1 <= time.time() + 1 and gv == 2.0
+    assert af.is_symbolic_tensor(x) and not af.is_symbolic_tensor(af.Variable(1.0))
+    assert not af.is_symbolic_tensor(3.0)
+    assert not af.is_symbolic_tensor(af.SparseTensor([[0]], [1], [2]))
+
+
+def test_batch_scatter_update_writes_rows_per_batch():
+    init = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
+    v = af.Variable(init)
+    idx = np.array([[2, 0], [1, 2]])
+    upd = -np.arange(8, dtype=np.float32).reshape(2, 2, 2) - 1
+    out = af.batch_scatter_update(v, idx, upd)
+    with af.Session() as s:
+        s.run(af.global_variables_initializer())
+        got = s.run(out)
+    want = init.copy()
+    for b in range(2):
+        for j in range(2):
+            want[b, idx[b, j]] = upd[b, j]
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError, match="int32 or int64"):
+        af.batch_scatter_update(v, af.constant([[0.0]]), upd[:, :1])
+
+
+def test_raise_exception_on_not_ok_status():
+    with af.errors.raise_exception_on_not_ok_status() as status:
+        assert status.ok()
+    with pytest.raises(af.errors.NotFoundError, match="no such file"):
+        with af.errors.raise_exception_on_not_ok_status() as status:
+            status.set(af.errors.NOT_FOUND, "no such file")
+    with pytest.raises(ValueError, match="unknown error code"):
+        af.errors.Status().set(99, "x")
