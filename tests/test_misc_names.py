@@ -307,3 +307,38 @@ def test_raise_exception_on_not_ok_status():
             status.set(af.errors.NOT_FOUND, "no such file")
     with pytest.raises(ValueError, match="unknown error code"):
         af.errors.Status().set(99, "x")
+
+
+# -- partitioned variables -------------------------------------------------------------------------
+
+def test_create_partitioned_variables_as_tf_names_and_slices_them():
+    with af.Graph().as_default():
+        parts = af.create_partitioned_variables([5, 3], [2, 1], af.constant_initializer(1.0))
+        assert [v.name for v in parts] == ["PartitionedVariable/part_0:0", "PartitionedVariable/part_1:0"]
+        assert [v.shape.as_list() for v in parts] == [[3, 3], [2, 3]]
+        assert [v._save_slice_info.spec for v in parts] == ["5 3 0,3:0,3", "5 3 3,2:0,3"]
+        emb = af.create_partitioned_variables([4, 2], [1, 2], np.arange(8, dtype=np.float32).reshape(4, 2),
+                                              name="emb")
+        assert [v.name for v in emb] == ["emb/part_0:0", "emb/part_1:0"]
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            a, b = s.run(emb)
+        np.testing.assert_array_equal(np.concatenate([a, b], axis=1), np.arange(8).reshape(4, 2))
+        with pytest.raises(ValueError, match="must have the length"):
+            af.create_partitioned_variables([4], [2, 1], af.zeros_initializer())
+        with pytest.raises(ValueError, match="one dimension"):
+            af.create_partitioned_variables([4, 4], [2, 2], af.zeros_initializer())
+
+
+def test_min_max_variable_partitioner():
+    p = af.min_max_variable_partitioner(max_partitions=16, min_slice_size=1024)
+    assert p(af.TensorShape([1024, 64]), af.float32) == [16, 1]        # 256 KiB / 1 KiB, capped at 16
+    assert p(af.TensorShape([10, 64]), af.float32) == [3, 1]           # ceil(2560 / 1024)
+    assert p(af.TensorShape([3, 5]), af.string) == [1, 1]              # 15 * 16 bytes
+    assert af.min_max_variable_partitioner(8, axis=1, min_slice_size=4)(af.TensorShape([2, 3]), af.float32) == [1, 3]
+    with pytest.raises(ValueError, match="along axis 2"):
+        af.min_max_variable_partitioner(axis=2)(af.TensorShape([4]), af.float32)
+    with af.Graph().as_default():
+        with af.variable_scope("s", partitioner=af.min_max_variable_partitioner(4, min_slice_size=64)):
+            v = af.get_variable("w", [32, 2])
+        assert len(v) == 4 and v[0].name == "s/w/part_0:0"
