@@ -63,6 +63,8 @@ from actorflow import image  # noqa: E402,F401  (af.image: tf.image's resize, cr
 from actorflow.graph.dtypes import variant  # noqa: E402,F401
 # af.data (input pipelines) and af.compat.v1 (this module, under TF 2's compat name).
 from actorflow import data  # noqa: E402
+from actorflow.data import iterator as _data_iterator  # noqa: E402
+_data_iterator._session_factory = lambda graph: Session(graph=graph)    # NumpyIterator's sessions
 from actorflow import compat  # noqa: E402
 from actorflow.graph import graph_util  # noqa: E402,F401
 from actorflow.graph.graph_util import import_graph_def  # noqa: E402
@@ -146,7 +148,8 @@ io.__all__ = list(io.__all__) + ["write_graph", "match_filenames_once"]
 
 
 _GRAPH_PROTOS = {"GraphDef": ("graph_pb2", "GraphDef"), "NodeDef": ("node_def_pb2", "NodeDef"),
-                 "AttrValue": ("attr_value_pb2", "AttrValue")}
+                 "AttrValue": ("attr_value_pb2", "AttrValue"), "NameAttrList": ("attr_value_pb2", "NameAttrList"),
+                 "MetaGraphDef": ("meta_graph_pb2", "MetaGraphDef"), "TensorInfo": ("meta_graph_pb2", "TensorInfo")}
 
 
 def __getattr__(name):

@@ -342,3 +342,74 @@ def test_min_max_variable_partitioner():
         with af.variable_scope("s", partitioner=af.min_max_variable_partitioner(4, min_slice_size=64)):
             v = af.get_variable("w", [32, 2])
         assert len(v) == 4 and v[0].name == "s/w/part_0:0"
+
+
+# -- data options and numpy iteration, saved_model main ops, protos, summary descriptions ------------
+
+def test_data_options_flow_downstream_and_later_ones_win():
+    o = af.data.Options()
+    o.deterministic = False
+    o.threading.private_threadpool_size = 4
+    d = af.data.Dataset.range(5).with_options(o)
+    later = af.data.Options()
+    later.deterministic = True
+    d2 = d.map(lambda x: x * 2).with_options(later)
+    assert d.options().deterministic is False and d.map(lambda x: x).options().deterministic is False
+    assert d2.options().deterministic is True and d2.options().threading.private_threadpool_size == 4
+    assert af.data.Dataset.range(2).options() == af.data.Options()
+    assert o.experimental_threading is o.threading and o.experimental_deterministic is False
+    with pytest.raises(AttributeError, match="Cannot set the property foo on Options"):
+        o.foo = 1
+    with pytest.raises(TypeError, match='"deterministic" must be of type'):
+        o.deterministic = 3
+    with pytest.raises(TypeError, match="private_threadpool_size"):
+        af.data.ThreadingOptions().private_threadpool_size = "4"
+    with pytest.raises(TypeError, match="with_options expects"):
+        d.with_options({"deterministic": True})
+    assert (af.data.INFINITE_CARDINALITY, af.data.UNKNOWN_CARDINALITY) == (-1, -2)
+
+
+def test_numpy_iterator_runs_the_dataset_in_its_own_session():
+    d = af.data.Dataset.from_tensor_slices({"a": [1, 2], "b": ["x", "y"]})
+    it = d.as_numpy_iterator()
+    assert isinstance(it, af.data.NumpyIterator)
+    assert list(it) == [{"a": 1, "b": b"x"}, {"a": 2, "b": b"y"}]
+    assert list(it) == []                                         # exhausted, its session closed
+    evens = af.data.NumpyIterator(af.data.Dataset.range(10).filter(lambda x: af.equal(x % 2, 0)).batch(2))
+    np.testing.assert_array_equal(next(evens), [0, 2])
+    evens.close()
+    with pytest.raises(StopIteration):
+        next(evens)
+    with pytest.raises(TypeError, match="expects a tf.data.Dataset"):
+        af.data.NumpyIterator([1, 2])
+
+
+def test_saved_model_main_ops():
+    with af.Graph().as_default():
+        local = af.Variable(3.0, collections=[af.GraphKeys.LOCAL_VARIABLES])
+        table = af.lookup.StaticHashTable(af.lookup.KeyValueTensorInitializer(["a"], [7]), -1)
+        af.Variable(1.0, name="g")
+        saver = af.train.Saver()
+        m = af.saved_model.main_op.main_op()
+        r = af.saved_model.main_op_with_restore("save/restore_all")
+        names = sorted(c.name for c in r.control_inputs)
+        assert len(names) == 2 and "save/restore_all" in names       # the restore, after a fresh main_op
+        (inner,) = [c for c in r.control_inputs if c.name != "save/restore_all"]
+        assert sorted(c.type for c in inner.control_inputs) == sorted(c.type for c in m.control_inputs)
+        with af.Session() as s:
+            s.run(m)
+            assert s.run(local) == 3.0 and s.run(table.lookup(af.constant(["a"])))[0] == 7
+        del saver
+
+
+def test_graph_protos_and_summary_description():
+    mg = af.MetaGraphDef()
+    mg.graph_def.CopyFrom(af.Graph().as_graph_def())
+    info = af.TensorInfo(name="x:0", dtype=af.float32.as_datatype_enum)
+    assert af.TensorInfo.FromString(info.SerializeToString()).name == "x:0"
+    assert af.NameAttrList(name="f").name == "f"
+    node = af.NodeDef(op="TensorSummary", name="s")
+    node.attr["description"].s = b'{"type_hint": "image"}'
+    assert af.summary.get_summary_description(node).type_hint == "image"
+    with pytest.raises(ValueError, match="Can't get_summary_description on TensorSummaryV2"):
+        af.summary.get_summary_description(af.NodeDef(op="TensorSummaryV2", name="t"))
