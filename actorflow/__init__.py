@@ -142,6 +142,10 @@ from actorflow import tf_logging as logging  # noqa: E402
 from actorflow import tfio as io  # noqa: E402
 from actorflow import python_io  # noqa: E402
 
+# tf.debugging's device-placement switch lives with the sessions (debugging sits below the runtime).
+from actorflow.actors.session import get_log_device_placement as _get_ldp  # noqa: E402
+from actorflow.actors.session import set_log_device_placement as _set_ldp  # noqa: E402
+debugging.set_log_device_placement, debugging.get_log_device_placement = _set_ldp, _get_ldp
 io.write_graph = train.write_graph                      # tf.io's names for af.train's (tfio sits below train)
 io.match_filenames_once = train.match_filenames_once
 io.__all__ = list(io.__all__) + ["write_graph", "match_filenames_once"]

@@ -413,3 +413,47 @@ def test_graph_protos_and_summary_description():
     assert af.summary.get_summary_description(node).type_hint == "image"
     with pytest.raises(ValueError, match="Can't get_summary_description on TensorSummaryV2"):
         af.summary.get_summary_description(af.NodeDef(op="TensorSummaryV2", name="t"))
+
+
+# -- debugging -------------------------------------------------------------------------------------
+
+def test_enable_check_numerics_instruments_new_float_ops():
+    with af.Graph().as_default():
+        x = af.placeholder(af.float32, [2])
+        before = af.log(x)
+        af.debugging.enable_check_numerics()
+        try:
+            checked = af.log(x) * 2.0
+            ints = af.constant([1, 2]) + 1
+        finally:
+            af.debugging.disable_check_numerics()
+        after = af.log(x)
+        types = [op.type for op in af.get_default_graph().get_operations()]
+        assert types.count("CheckNumerics") == 2                      # Log and Mul; not the ints, not after
+        assert ints.op.type != "CheckNumerics"
+        with af.Session() as s:
+            np.testing.assert_array_equal(s.run(before, {x: [1.0, 0.0]}), [0.0, -np.inf])
+            np.testing.assert_array_equal(s.run(after, {x: [1.0, 0.0]}), [0.0, -np.inf])
+            np.testing.assert_allclose(s.run(checked, {x: [1.0, np.e]}), [0.0, 2.0], rtol=1e-6)
+            with pytest.raises(af.errors.InvalidArgumentError,
+                               match='Detected Infinity or NaN in output 0 of graph op "Log"'):
+                s.run(checked, {x: [1.0, -1.0]})
+        g = af.gradients(checked, x)[0]                                 # gradients pass through the checks
+        with af.Session() as s:
+            np.testing.assert_allclose(s.run(g, {x: [1.0, 2.0]}), [2.0, 1.0], rtol=1e-6)
+    af.debugging.disable_check_numerics()                               # disabling twice is harmless
+
+
+def test_log_device_placement_logs_each_op(caplog):
+    import logging
+    assert af.debugging.get_log_device_placement() is False
+    af.debugging.set_log_device_placement(True)
+    try:
+        with caplog.at_level(logging.INFO, logger="actorflow.actors.session"), af.Graph().as_default():
+            x = af.placeholder(af.float32, [], name="x")
+            y = af.square(x, name="sq")
+            with af.Session() as s:
+                s.run(y, {x: 3.0})
+    finally:
+        af.debugging.set_log_device_placement(False)
+    assert "sq: (Square): /job:localhost/replica:0/task:0/device:CPU:0" in caplog.text
