@@ -169,6 +169,9 @@ def __getattr__(name):
     # that `import actorflow` works without the `summary` extra.
     if name in ("Summary", "Event", "SessionLog", "SummaryMetadata", "HistogramProto"):
         return getattr(summary, name)
+    if name == "LogMessage":            # tf.LogMessage, the Event's log record
+        from actorflow import protos
+        return protos.event_pb2.LogMessage
     # GraphDef and its parts are TF's own messages (TensorBoard's generated classes), as as_graph_def,
     # sess.graph_def and graph_util give them and import_graph_def takes them.
     if name in _GRAPH_PROTOS:
@@ -191,7 +194,8 @@ from actorflow import bitwise, dtypes, manip, quantization, queue, sets, version
 from actorflow.version import (COMPILER_VERSION, CXX11_ABI_FLAG, CXX_VERSION, GIT_VERSION,  # noqa: E402,F401
                                GRAPH_DEF_VERSION, GRAPH_DEF_VERSION_MIN_CONSUMER, GRAPH_DEF_VERSION_MIN_PRODUCER,
                                MONOLITHIC_BUILD)
-from actorflow.graph.dtypes import uint32, uint64  # noqa: E402,F401
+from actorflow.graph.dtypes import resource, uint32, uint64  # noqa: E402,F401
+from actorflow.graph.ops.conditional_accumulator_ops import ConditionalAccumulatorBase  # noqa: E402,F401
 from actorflow.errors import OpError  # noqa: E402,F401
 from actorflow.tf_logging import get_logger  # noqa: E402,F401
 from actorflow.graph.ops.bitwise_ops import bitcast  # noqa: E402,F401

@@ -457,3 +457,10 @@ def test_log_device_placement_logs_each_op(caplog):
     finally:
         af.debugging.set_log_device_placement(False)
     assert "sq: (Square): /job:localhost/replica:0/task:0/device:CPU:0" in caplog.text
+
+
+def test_more_top_level_names():
+    assert af.resource is af.dtypes.resource and af.resource.name == "resource"
+    assert issubclass(af.ConditionalAccumulator, af.ConditionalAccumulatorBase)
+    msg = af.LogMessage(level=af.LogMessage.WARN, message="careful")
+    assert af.Event(log_message=msg).log_message.message == "careful"

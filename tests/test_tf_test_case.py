@@ -244,6 +244,27 @@ class DevicesAndBenchmarkTest(tf.test.TestCase):
             tf.test.assert_equal_graph_def("node {}", g1.as_graph_def())
 
 
+class LocalClusterTest(tf.test.TestCase):
+
+    def test_create_local_cluster_runs_a_distributed_step(self):
+        workers, ps = tf.test.create_local_cluster(num_workers=1, num_ps=1)
+        try:
+            self.assertEqual((len(workers), len(ps)), (1, 1))
+            self.assertEqual(workers[0].cluster.as_dict()["ps"], ps[0].cluster.as_dict()["ps"])
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(2.0)
+            with tf.device("/job:worker/task:0"):
+                y = v * 3.0
+            with tf.Session(workers[0].target) as sess:
+                sess.run(tf.global_variables_initializer())
+                self.assertEqual(sess.run(y), 6.0)
+        finally:
+            for server in workers + ps:
+                server.stop()
+        with self.assertRaisesRegex(ValueError, "num_workers >= 1"):
+            tf.test.create_local_cluster(0, 1)
+
+
 def test_the_file_runs_as_a_script_with_tf_test_main(tmp_path):
     script = tmp_path / "tf1_style_test.py"
     script.write_text(
