@@ -195,6 +195,8 @@ from actorflow.version import (COMPILER_VERSION, CXX11_ABI_FLAG, CXX_VERSION, GI
                                GRAPH_DEF_VERSION, GRAPH_DEF_VERSION_MIN_CONSUMER, GRAPH_DEF_VERSION_MIN_PRODUCER,
                                MONOLITHIC_BUILD)
 from actorflow.graph.dtypes import resource, uint32, uint64  # noqa: E402,F401
+from actorflow.graph.dtypes import QUANTIZED_DTYPES, qint8, qint16, qint32, quint8, quint16  # noqa: E402,F401
+from actorflow.graph.ops.quantize_ops import dequantize, quantize, quantize_v2  # noqa: E402,F401
 from actorflow.graph.ops.conditional_accumulator_ops import ConditionalAccumulatorBase  # noqa: E402,F401
 from actorflow.errors import OpError  # noqa: E402,F401
 from actorflow.tf_logging import get_logger  # noqa: E402,F401

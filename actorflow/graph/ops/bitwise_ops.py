@@ -18,6 +18,7 @@ from actorflow.graph.tensor_shape import TensorShape
 __all__ = ["bitcast", "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift"]
 
 _INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+_QUANTIZED = ("qint8", "quint8", "qint16", "quint16", "qint32")
 
 
 def _need_int(t, op, what="x"):
@@ -83,7 +84,7 @@ def invert(x, name=None):
 
 # -- Bitcast -------------------------------------------------------------------------------------
 
-_BITCASTABLE = _INTS + ("float16", "float32", "float64", "complex64", "complex128")
+_BITCASTABLE = _INTS + _QUANTIZED + ("float16", "float32", "float64", "complex64", "complex128")
 
 
 def _infer_bitcast(inputs, attrs):

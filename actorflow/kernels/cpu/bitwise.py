@@ -42,7 +42,9 @@ def bitcast_kernel(attrs):
     out = np.dtype(attrs["type"])
 
     def fn(x):
-        x = np.ascontiguousarray(x)
+        x = np.asarray(x)
+        if not x.flags.c_contiguous:
+            x = np.array(x, order="C")          # (ascontiguousarray would make a scalar a vector)
         a, b = x.dtype.itemsize, out.itemsize
         if a == b:
             return x.view(out)
