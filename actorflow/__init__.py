@@ -190,7 +190,7 @@ from actorflow.graph.tensor_spec import TensorSpec  # noqa: E402,F401
 from actorflow.graph.ops.edit_distance_ops import edit_distance  # noqa: E402,F401
 
 # -- the smaller TF 1.x names: version constants, dtypes, bit, set, hash and fake-quant ops -----------
-from actorflow import bitwise, dtypes, manip, quantization, queue, sets, version  # noqa: E402,F401
+from actorflow import bitwise, dtypes, manip, quantization, queue, resource_loader, sets, version  # noqa: E402,F401
 from actorflow.version import (COMPILER_VERSION, CXX11_ABI_FLAG, CXX_VERSION, GIT_VERSION,  # noqa: E402,F401
                                GRAPH_DEF_VERSION, GRAPH_DEF_VERSION_MIN_CONSUMER, GRAPH_DEF_VERSION_MIN_PRODUCER,
                                MONOLITHIC_BUILD)

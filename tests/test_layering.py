@@ -93,6 +93,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "distribute": {"cluster"},
     "test": {"cluster"},
     "version": set(),
+    "resource_loader": set(),
     "dtypes": {"graph"},
     "bitwise": {"graph"},
     "sets": {"graph"},
@@ -104,7 +105,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "contrib": {"train", "layers", "nn", "metrics"},
     "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
     "estimator": {"train", "metrics", "data", "feature_column", "layers", "nn", "saved_model"},  # tf.contrib's layers, rnn, seq2seq, framework over those
-    "<root>": {"test", "version", "dtypes", "bitwise", "sets", "quantization", "manip", "queue", "estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
+    "<root>": {"test", "resource_loader", "version", "dtypes", "bitwise", "sets", "quantization", "manip", "queue", "estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
                "metrics", "math", "linalg", "signal", "spectral", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data"},
     "sim": {"<root>", "console"},
     "graphviz": {"<root>", "console"},

@@ -464,3 +464,15 @@ def test_more_top_level_names():
     assert issubclass(af.ConditionalAccumulator, af.ConditionalAccumulatorBase)
     msg = af.LogMessage(level=af.LogMessage.WARN, message="careful")
     assert af.Event(log_message=msg).log_message.message == "careful"
+
+
+def test_resource_loader_paths(tmp_path):
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    assert af.resource_loader.get_data_files_path() == here
+    assert af.resource_loader.get_path_to_datafile("fixtures/x.json") == os.path.join(here, "fixtures/x.json")
+    assert af.resource_loader.get_root_dir_with_all_resources() == here
+    assert af.resource_loader.load_resource("version.py").startswith(b'"""af.version')
+    with pytest.raises(OSError):
+        af.resource_loader.load_resource("no/such/file")
+    assert af.resource_loader.readahead_file_path("/a/b") == "/a/b"
