@@ -57,3 +57,8 @@ def test_quantized_values_are_fed_and_fetched_as_integer_arrays():
         got, raw = s.run([y, p], {p: [0, 128, 255]})
     np.testing.assert_allclose(got, [0.0, 128.0, 255.0])
     assert raw.dtype == np.uint8
+
+
+def test_quantization_namespace():
+    assert af.quantization.quantize is af.quantize and af.quantization.dequantize is af.dequantize
+    assert af.quantization.fake_quant_with_min_max_args is af.fake_quant_with_min_max_args

@@ -11,6 +11,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import unittest
 
 import numpy as np
 
@@ -138,6 +139,53 @@ class AssertionsTest(tf.test.TestCase):
             with self.assertRaisesRegex(AssertionError, "Exception of type"):
                 with self.assertRaisesOpError("anything"):
                     raise ValueError("not an OpError")
+
+
+class MoreHelpersTest(tf.test.TestCase):
+
+    def test_decorators_threads_and_proto_device_assertions(self):
+        calls = []
+
+        class Inner(tf.test.TestCase):
+            @tf.test.disable_with_predicate(lambda: True, "always off")
+            def test_off(self):
+                calls.append("off")
+
+            @tf.test.disable_with_predicate(lambda: False, "never off")
+            def test_on(self):
+                calls.append("on")
+        result = unittest.TestResult()
+        unittest.defaultTestLoader.loadTestsFromTestCase(Inner).run(result)
+        self.assertEqual(calls, ["on"])
+        self.assertEqual([reason for _, reason in result.skipped if reason == "always off"], ["always off"])
+        self.assertIs(tf.test.with_eager_op_as_function(Inner), Inner)
+
+        seen = []
+        t = self.checkedThread(target=lambda: seen.append(1))
+        t.start()
+        t.join()
+        self.assertEqual(seen, [1])
+        bad = self.checkedThread(target=lambda: 1 / 0)
+        bad.start()
+        with self.assertRaisesRegex(AssertionError, "division by zero"):
+            bad.join()
+
+        node = tf.NodeDef(name="a", op="Const")
+        self.assertProtoEquals('name: "a" op: "Const"', node)
+        with self.assertRaises(AssertionError):
+            self.assertProtoEquals('name: "b"', node)
+        self.assertDeviceEqual("/job:ps/task:0/cpu:0", "/job:ps/task:0/device:CPU:0")
+        with self.assertRaisesRegex(AssertionError, "are not equal"):
+            self.assertDeviceEqual("/job:ps/task:0", "/job:ps/task:1")
+        self.assertStartsWith("actorflow", "actor")
+        with self.assertRaises(AssertionError):
+            self.assertStartsWith("actorflow", "flow")
+        self.assertAllCloseAccordingToType(np.float16([1.0]), np.float16([1.0005]))
+        with self.assertRaises(AssertionError):
+            self.assertAllCloseAccordingToType(np.float64([1.0]), np.float64([1.0005]))
+        self.assertTrue(tf.test.is_built_with_xla())
+        self.assertIsInstance(tf.test.is_cpu_target_available("x86"), bool)
+        self.assertIsInstance(tf.test.benchmark_config(), tf.ConfigProto)
 
 
 class GradientCheckerTest(tf.test.TestCase):
