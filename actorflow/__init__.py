@@ -70,7 +70,7 @@ from actorflow.graph import graph_util  # noqa: E402,F401
 from actorflow.graph.graph_util import import_graph_def  # noqa: E402
 from actorflow.graph.behavior import *  # noqa: E402,F401,F403  (disable_v2_behavior and the other switches)
 from actorflow.graph.ops.script_ops import numpy_function, py_func, py_function  # noqa: E402
-from actorflow.graph.ops.functional_ops import foldl, foldr, map_fn, scan  # noqa: E402
+from actorflow.graph.ops.functional_ops import foldl, foldr, map_fn, scan, vectorized_map  # noqa: E402
 from actorflow.graph.ops.tensor_array_ops import TensorArray  # noqa: E402
 from actorflow.graph.gradients import NoGradient, NotDifferentiable, RegisterGradient, no_gradient  # noqa: E402
 from actorflow.graph.custom_gradient import custom_gradient, grad_pass_through, identity_n, recompute_grad  # noqa: E402,F401

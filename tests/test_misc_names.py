@@ -476,3 +476,18 @@ def test_resource_loader_paths(tmp_path):
     with pytest.raises(OSError):
         af.resource_loader.load_resource("no/such/file")
     assert af.resource_loader.readahead_file_path("/a/b") == "/a/b"
+
+
+def test_vectorized_map_is_map_fn_with_traced_dtypes():
+    x = af.constant(np.arange(6, dtype=np.float32).reshape(3, 2))
+    w = af.constant([1.0, 2.0])
+    pair = af.vectorized_map(lambda r: (af.reduce_sum(r * r), af.cast(r[0], af.int32)), x)
+    scaled = af.vectorized_map(lambda r: r * w, x)               # uses a tensor of this graph
+    grad = af.gradients(af.reduce_sum(scaled), x)[0]
+    (sq, first), sc, g = _run(pair, scaled, grad)
+    np.testing.assert_array_equal(sq, [1.0, 13.0, 41.0])
+    assert first.dtype == np.int32 and list(first) == [0, 2, 4]
+    np.testing.assert_array_equal(sc, np.arange(6).reshape(3, 2) * [1.0, 2.0])
+    np.testing.assert_array_equal(g, np.tile([1.0, 2.0], (3, 1)))
+    with pytest.raises(TypeError, match="callable"):
+        af.vectorized_map(None, x)
