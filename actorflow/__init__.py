@@ -206,6 +206,7 @@ from actorflow.graph.ops.misc_ops import (batch_scatter_update, guarantee_const,
                                           timestamp)
 from actorflow.graph.ops.deprecated import op_scope, variable_op_scope  # noqa: E402,F401
 from actorflow.graph.variable_scope import create_partitioned_variables, min_max_variable_partitioner  # noqa: E402,F401
+from actorflow.graph.variables import variable_creator_scope  # noqa: E402,F401
 from actorflow.graph.ops.session_ops import (delete_session_tensor, get_session_handle,  # noqa: E402,F401
                                              get_session_tensor)
 from actorflow.graph.ops.hash_ops import (fingerprint, string_to_hash_bucket,  # noqa: E402,F401

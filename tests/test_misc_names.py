@@ -491,3 +491,30 @@ def test_vectorized_map_is_map_fn_with_traced_dtypes():
     np.testing.assert_array_equal(g, np.tile([1.0, 2.0], (3, 1)))
     with pytest.raises(TypeError, match="callable"):
         af.vectorized_map(None, x)
+
+
+def test_variable_creator_scope_chains_creators():
+    seen = []
+
+    def frozen(next_creator, **kwargs):
+        seen.append(("frozen", kwargs["name"]))
+        kwargs["trainable"] = False
+        return next_creator(**kwargs)
+
+    def outer(next_creator, **kwargs):
+        seen.append(("outer", kwargs["name"]))
+        return next_creator(**kwargs)
+
+    with af.Graph().as_default():
+        with af.variable_creator_scope(outer), af.variable_creator_scope(frozen):
+            v = af.Variable(1.0, name="v")
+            w = af.get_variable("w", [2])
+        u = af.Variable(2.0, name="u")
+        assert seen == [("frozen", "v"), ("outer", "v"), ("frozen", "w"), ("outer", "w")]
+        assert not v.trainable and not w.trainable and u.trainable
+        assert af.trainable_variables() == [u]
+        with af.variable_creator_scope(lambda next_creator, **kw: "not a variable"):
+            assert af.Variable(3.0) == "not a variable"
+        with pytest.raises(TypeError, match="callable"):
+            with af.variable_creator_scope(None):
+                pass
