@@ -25,7 +25,6 @@ import numpy as np
 from actorflow import errors
 from actorflow.actors.session import Session
 from actorflow.graph import graph as _graph
-from actorflow.graph import nest
 from actorflow.graph.graph import Tensor, get_default_session
 from actorflow.graph.indexed_slices import IndexedSlices
 
@@ -435,14 +434,11 @@ class TestCase(unittest.TestCase):
 
     def evaluate(self, tensors):
         """The values of a Tensor or a nested structure of them, in the default session or a cached one."""
-        flat = nest.flatten(tensors)
         sess = get_default_session()
         if sess is None:
             with self.test_session() as sess:
-                values = sess.run(flat)
-        else:
-            values = sess.run(flat)
-        return nest.pack_sequence_as(tensors, values)
+                return sess.run(tensors)
+        return sess.run(tensors)            # (a SparseTensor's value is a SparseTensorValue)
 
     def checkedThread(self, target, args=None, kwargs=None):  # noqa: N802 (TF's name)
         """A thread whose exception fails the test at join() (tf.test.TestCase.checkedThread)."""
@@ -817,11 +813,10 @@ class Benchmark:
     def evaluate(self, tensors):
         """Values of `tensors` in the default session, or a new one on their graph."""
         sess = get_default_session()
-        flat = nest.flatten(tensors)
         if sess is None:
             with Session() as s:
-                return nest.pack_sequence_as(tensors, s.run(flat))
-        return nest.pack_sequence_as(tensors, sess.run(flat))
+                return s.run(tensors)
+        return sess.run(tensors)
 
     @classmethod
     def is_abstract(cls) -> bool:

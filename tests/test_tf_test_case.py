@@ -56,6 +56,10 @@ class SessionsTest(tf.test.TestCase):
         out = self.evaluate({"a": a, "pair": (b, a)})
         self.assertAllEqual(out["a"], [1, 2])
         self.assertEqual(out["pair"][0], 3.5)
+        sp = self.evaluate(tf.SparseTensor([[0, 1]], [2.0], [2, 2]))
+        self.assertIsInstance(sp, tf.SparseTensorValue)
+        self.assertAllEqual(sp.indices, [[0, 1]])
+        self.assertAllClose(tf.SparseTensor([[0, 1]], [2.0], [2, 2]).values, [2.0])
 
     def test_temp_dir_is_per_test_and_exists(self):
         d = self.get_temp_dir()
