@@ -32,7 +32,7 @@ __all__ = ["Benchmark", "TestCase", "assert_equal_graph_def", "benchmark_config"
            "compute_gradient_error", "create_local_cluster", "disable_with_predicate", "get_temp_dir",
            "gpu_device_name", "is_built_with_cuda", "is_built_with_gpu_support", "is_built_with_rocm",
            "is_built_with_xla", "is_cpu_target_available", "is_gpu_available", "main", "mock",
-           "with_eager_op_as_function"]
+           "with_eager_op_as_function", "run_benchmarks"]
 
 DEFAULT_GRAPH_SEED = 87654321        # TF's random_seed.DEFAULT_GRAPH_SEED
 _temp_dir = None
@@ -107,8 +107,32 @@ def get_temp_dir() -> str:
 
 
 def main(argv=None):
-    """Runs the tests of `__main__` with unittest (tf.test.main); exits with its status."""
+    """Runs the tests of `__main__` with unittest (tf.test.main); exits with its status. With
+    `--benchmarks=REGEX` (or `all`) it runs instead the `benchmark*` methods of the Benchmark
+    subclasses in `__main__` whose `module.Class.method` name REGEX searches, as TF's does."""
+    import sys
+    argv = list(sys.argv if argv is None else argv)
+    flags = [a for a in argv[1:] if a.startswith("--benchmarks=")]
+    if flags:
+        run_benchmarks(flags[-1].split("=", 1)[1], sys.modules["__main__"])
+        return None
     return unittest.main(module="__main__", argv=argv)
+
+
+def run_benchmarks(regex: str, module) -> list:
+    """Runs the matching `benchmark*` methods of `module`'s Benchmark subclasses (see main); returns
+    their full names, in order."""
+    pattern = None if regex == "all" else re.compile(regex)
+    ran = []
+    for cls in [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Benchmark)]:
+        if cls is Benchmark:
+            continue
+        for attr in sorted(n for n in dir(cls) if n.startswith("benchmark") and callable(getattr(cls, n))):
+            full = f"{cls.__module__}.{cls.__name__}.{attr}"
+            if pattern is None or pattern.search(full):
+                getattr(cls(), attr)()
+                ran.append(full)
+    return ran
 
 
 def disable_with_predicate(pred, skip_message):

@@ -340,3 +340,31 @@ def test_the_file_runs_as_a_script_with_tf_test_main(tmp_path):
 
 if __name__ == "__main__":
     tf.test.main()
+
+
+def test_main_runs_benchmarks_with_the_flag(tmp_path):
+    script = tmp_path / "tf1_style_benchmark.py"
+    script.write_text(
+        "import actorflow as tf\n"
+        "class AddBenchmark(tf.test.Benchmark):\n"
+        "    def benchmarkAdd(self):\n"
+        "        with tf.Session() as s:\n"
+        "            self.run_op_benchmark(s, tf.constant(1.0) + 1.0, min_iters=2)\n"
+        "    def benchmarkOther(self):\n"
+        "        print('OTHER RAN')\n"
+        "class T(tf.test.TestCase):\n"
+        "    def testNothing(self):\n"
+        "        print('TEST RAN')\n"
+        "if __name__ == '__main__':\n"
+        "    tf.test.main()\n")
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).parents[1]),
+               TEST_REPORT_FILE_PREFIX=str(tmp_path / "report_"))
+    run = subprocess.run([sys.executable, str(script), "--benchmarks=benchmarkAdd$"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "OTHER RAN" not in run.stdout and "TEST RAN" not in run.stdout
+    report = json.loads((tmp_path / "report_AddBenchmark.benchmarkAdd").read_text())
+    assert report["iters"] == 2
+    every = subprocess.run([sys.executable, str(script), "--benchmarks=all"], env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert every.returncode == 0 and "OTHER RAN" in every.stdout
