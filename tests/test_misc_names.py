@@ -518,3 +518,29 @@ def test_variable_creator_scope_chains_creators():
         with pytest.raises(TypeError, match="callable"):
             with af.variable_creator_scope(None):
                 pass
+
+
+def test_dataset_cardinality_follows_tfs_rules():
+    D = af.data.Dataset
+    # (what TF 2.21's tf.compat.v1 gives for each, run once by hand with tf.data.experimental.cardinality)
+    cases = {
+        "range10": (D.range(10), 10), "range_neg": (D.range(5, 1, -2), 2),
+        "slices": (D.from_tensor_slices([1, 2, 3]), 3), "tensors": (D.from_tensors([1, 2]), 1),
+        "batch3": (D.range(10).batch(3), 4), "batch3drop": (D.range(10).batch(3, drop_remainder=True), 3),
+        "repeat": (D.range(3).repeat(), -1), "repeat2": (D.range(3).repeat(2), 6), "repeat0": (D.range(0).repeat(), 0),
+        "take_inf": (D.range(3).repeat().take(5), 5), "take": (D.range(3).take(5), 3),
+        "skip": (D.range(10).skip(4), 6), "skip_big": (D.range(3).skip(9), 0),
+        "filter": (D.range(3).filter(lambda x: x > 0), -2),
+        "filter_repeat": (D.range(3).filter(lambda x: x > 0).repeat(), -1),
+        "filter_take": (D.range(3).filter(lambda x: x > 0).take(2), -2),
+        "zip": (D.zip((D.range(3), D.range(5))), 3), "zip_inf": (D.zip((D.range(3).repeat(), D.range(5))), 5),
+        "concat": (D.range(3).concatenate(D.range(4)), 7),
+        "concat_inf": (D.range(3).concatenate(D.range(4).repeat()), -1),
+        "map": (D.range(4).map(lambda x: x * 2), -2), "shuffle_prefetch": (D.range(4).shuffle(2).prefetch(1), 4),
+        "padded": (D.range(7).padded_batch(2), 4), "enumerate": (D.range(4).enumerate(), 4),
+    }
+    names = list(cases)
+    got = _run(*[af.data.experimental.cardinality(cases[k][0]) for k in names])
+    assert {k: int(v) for k, v in zip(names, got)} == {k: cases[k][1] for k in names}
+    assert got[0].dtype == np.int64
+    assert af.data.experimental.INFINITE_CARDINALITY == af.data.INFINITE_CARDINALITY == -1

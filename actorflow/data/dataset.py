@@ -183,6 +183,15 @@ class Dataset:
         out._options = self.options().merge(options)
         return out
 
+    def cardinality(self):
+        """The number of elements, an int64 scalar tensor: INFINITE_CARDINALITY (-1) or
+        UNKNOWN_CARDINALITY (-2) where it is not a count (tf.data.Dataset.cardinality; see
+        data/cardinality.py for where it differs from TF)."""
+        from actorflow.data.cardinality import static_cardinality
+        from actorflow.graph.ops.constant import constant
+        with self._variant.graph.as_default():
+            return constant(static_cardinality(self._variant), dtype=dtypes.int64, name="cardinality")
+
     def as_numpy_iterator(self):
         """A Python iterator over the elements as numpy values (tf.data.Dataset.as_numpy_iterator).
         Differs from TF, which allows it only in eager mode: here it runs a one-shot iterator of
