@@ -37,6 +37,7 @@ from actorflow import distribute  # noqa: E402,F401  (af.distribute.cluster_reso
 from actorflow import xla  # noqa: E402,F401  (af.xla.experimental.jit_scope)
 # Runtime checks (tf.debugging, tf.check_numerics, tf.assert_*) and the tf.math namespace.
 from actorflow import debugging, linalg, math  # noqa: E402,A004
+from actorflow import distributions  # noqa: E402
 from actorflow.graph.ops.check_ops import (Assert, assert_equal, assert_greater, assert_greater_equal,  # noqa: E402
                                            assert_integer, assert_less, assert_less_equal, assert_near,
                                            assert_negative, assert_non_negative, assert_non_positive,

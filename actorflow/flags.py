@@ -7,6 +7,7 @@ Two TF-1.x behaviours on top of absl:
   know (absl alone raises UnparsedFlagAccessError), so scripts that read FLAGS without `af.app.run`
   work as they did under TF.
 - the DEFINE functions accept TF's old keyword names `flag_name`, `default_value` and `docstring`.
+- `FLAGS._parse_flags()`, which TF 1.0-1.4 programs call (TF 1.5+ dropped it), parses `sys.argv`.
 """
 from __future__ import annotations
 
@@ -33,9 +34,16 @@ class _FlagValuesWrapper:
         self.__dict__["__wrapped"] = flag_values
 
     def __getattribute__(self, name):
-        if name == "__dict__":
+        if name in ("__dict__", "_parse_flags"):
             return super().__getattribute__(name)
         return self.__dict__["__wrapped"].__getattribute__(name)
+
+    def _parse_flags(self, args=None):
+        """TF <= 1.4's FLAGS._parse_flags(): parses `args` (default sys.argv), tolerating unknown
+        flags, and returns the arguments left over (the program name first). absl and TF 1.5+ lack
+        it; programs of TF 1.0-1.4 call it before reading FLAGS."""
+        wrapped = self.__dict__["__wrapped"]
+        return wrapped(list(_sys.argv if args is None else args), known_only=True)
 
     def __getattr__(self, name):
         wrapped = self.__dict__["__wrapped"]

@@ -68,6 +68,23 @@ def test_flags_parse_on_first_access_and_logging_needs_no_configuration(tmp_path
     assert "INFO:actorflow:hello world" in r.stderr and "not shown" not in r.stderr
 
 
+def test_tf_1_4_parse_flags_and_flag_listing(tmp_path):
+    # TF 1.0-1.4 programs call FLAGS._parse_flags() and list FLAGS.__flags (cnn-text-classification-tf).
+    r = _script(tmp_path, """
+        import actorflow as tf
+        tf.flags.DEFINE_integer("batch_size", 64, "Batch Size")
+        tf.flags.DEFINE_string("checkpoint_dir", "", "where")
+        FLAGS = tf.flags.FLAGS
+        rest = FLAGS._parse_flags()
+        print(rest[1:])
+        for attr in sorted(FLAGS.__flags):
+            if attr in ("batch_size", "checkpoint_dir"):
+                print("{}={}".format(attr.upper(), FLAGS[attr].value))
+        """, "--batch_size=8", "--checkpoint_dir=runs/1", "--eval_train")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["['--eval_train']", "BATCH_SIZE=8", "CHECKPOINT_DIR=runs/1"]
+
+
 def test_required_flag_and_bad_values_exit_with_usage(tmp_path):
     body = """
         import actorflow as af

@@ -190,3 +190,44 @@ def test_lists_holding_tensors_are_packed_like_tensorflow():
             yv, zv = s.run([y, z], {x: np.arange(6, dtype=np.float32).reshape(2, 3)})
     np.testing.assert_array_equal(yv, np.arange(6).reshape(1, 2, 3))
     np.testing.assert_array_equal(zv, [[0, 2], [3.5, 4]])
+
+
+def test_device_function_reads_the_ops_node_def():
+    # The multi-tower idiom: variables to the parameter device by a function of the op's NodeDef.
+    ps_ops = ["Variable", "VariableV2", "AutoReloadVariable"]
+
+    def assign_to_device(device, ps_device="/cpu:0"):
+        def _assign(op):
+            node_def = op if isinstance(op, af.NodeDef) else op.node_def
+            return "/" + ps_device if node_def.op in ps_ops else device
+        return _assign
+
+    g = af.Graph()
+    with g.as_default(), af.device(assign_to_device("/cpu:1")):
+        v = af.Variable(2.0, name="w")
+        y = af.multiply(v, 3.0, name="y")
+    assert v.op.device == "/device:CPU:0"
+    assert y.op.device == "/device:CPU:1"
+    nd = y.op.node_def
+    assert isinstance(nd, af.NodeDef) and nd.name == "y" and nd.op == "Mul"
+    assert list(nd.input) == ["w/read", "Const"] and nd.device == "/device:CPU:1"
+
+
+def test_tensor_shape_assertions_and_arithmetic():
+    from actorflow.graph import tensor_shape
+    s = af.TensorShape([None, 3])
+    s.assert_is_compatible_with([2, 3])
+    s.assert_same_rank([4, 5])
+    s.assert_has_rank(2)
+    with pytest.raises(ValueError, match="incompatible"):
+        s.assert_is_compatible_with([2, 4])
+    with pytest.raises(ValueError, match="same rank"):
+        s.assert_same_rank([1])
+    with pytest.raises(ValueError, match="not fully defined"):
+        s.assert_is_fully_defined()
+    assert s.with_rank_at_least(1) is s and s.with_rank_at_most(2) is s
+    with pytest.raises(ValueError, match="at least 3"):
+        s.with_rank_at_least(3)
+    assert (s + [7]).as_list() == [None, 3, 7] and ([1] + s).as_list() == [1, None, 3]
+    assert af.TensorShape([2, 3]).most_specific_compatible_shape([2, 4]).as_list() == [2, None]
+    assert tensor_shape.scalar().as_list() == [] and tensor_shape.matrix(2, None).as_list() == [2, None]

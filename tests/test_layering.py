@@ -25,7 +25,7 @@ deterministic simulator replaces), console
 (the CLI's tables and help formatter, shared by the subcommands of serving/ and sim/), and
 checkpoint_format, the file format shared by the Saver and the checkpoint kernels); and graph
 libraries that build ops on a graph and sit between graph and train (layers, losses, metrics, nn,
-rnn, rnn_cell, math, random, image, strings, lookup, initializers, debugging, data, summary, xla). client (the
+rnn, rnn_cell, math, distributions, random, image, strings, lookup, initializers, debugging, data, summary, xla). client (the
 timeline) and compat import nothing; distribute re-exports the cluster's resolvers; contrib (tf.contrib's
 layers, rnn, seq2seq and framework) is built on layers, nn and train.
 """
@@ -68,6 +68,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "initializers": {"graph"},
     "math": {"graph"},
     "linalg": {"graph"},
+    "distributions": {"graph"},     # tf.distributions: Distribution classes over graph ops
     "signal": {"graph"},
     "spectral": {"graph"},
     "sparse": {"graph"},
@@ -102,11 +103,12 @@ MAY_IMPORT: dict[str, set[str]] = {
     "queue": {"graph"},            # tf.test: TestCase's sessions, create_local_cluster's servers
     "client": set(),
     "compat": {"graph"},
-    "contrib": {"train", "layers", "nn", "metrics"},
+    "contrib": {"train", "layers", "nn", "metrics", "distributions", "saved_model"},
     "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
     "estimator": {"train", "metrics", "data", "feature_column", "layers", "nn", "saved_model"},  # tf.contrib's layers, rnn, seq2seq, framework over those
-    "<root>": {"test", "resource_loader", "version", "dtypes", "bitwise", "sets", "quantization", "manip", "queue", "estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
-               "metrics", "math", "linalg", "signal", "spectral", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data"},
+    "<root>": {"test", "resource_loader", "version", "dtypes", "bitwise", "sets", "quantization", "manip", "queue",
+               "estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
+               "metrics", "math", "linalg", "distributions", "signal", "spectral", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data"},
     "sim": {"<root>", "console"},
     "graphviz": {"<root>", "console"},
     "dashboard": {"<root>"},

@@ -203,7 +203,11 @@ def test_sparse_updates_touch_only_gathered_rows(case):
     (grad, var), = opt.compute_gradients(loss, var_list=[emb])
     assert isinstance(grad, af.IndexedSlices), "the gradient of gather must stay sparse"
     step = opt.apply_gradients([(grad, var)])
-    assert [op.type for op in _ops_of_type("SparseApply")] == [SPARSE_TYPES[case]]
+    if case == "adam":
+        # TF's Adam decays all of m and v, scatter-adds the gradient, moves every row of var
+        assert not _ops_of_type("SparseApply") and _ops_of_type("ScatterAdd")
+    else:
+        assert [op.type for op in _ops_of_type("SparseApply")] == [SPARSE_TYPES[case]]
     assert not _ops_of_type("Apply"), "a sparse gradient must never become a dense Apply* op"
 
     ref, ref_e = make_ref(), e0.copy()
@@ -458,3 +462,55 @@ def test_var_list_may_be_any_iterable_of_variables():
         np.testing.assert_allclose(sess.run(frozen), [1.0] * 3)
         with pytest.raises(TypeError, match="var_list must hold af.Variables"):
             af.train.GradientDescentOptimizer(0.5).minimize(loss, var_list=iter([loss]))
+
+
+def test_sparse_adam_equals_dense_adam_and_lazy_adam_touches_only_gathered_rows():
+    # TF's AdamOptimizer: a sparse gradient updates exactly as its densified gradient would (all
+    # of m and v decay); tf.contrib.opt.LazyAdamOptimizer updates the gathered rows only.
+    e0 = RNG.standard_normal((6, 3))
+    steps = [np.array([4, 1, 4]), np.array([0, 5]), np.array([1, 1, 2])]
+    results = {}
+    for kind in ("sparse", "dense", "lazy"):
+        g = af.Graph()
+        with g.as_default():
+            emb = _var(e0, "emb")
+            ids = af.placeholder(af.int32, [None])
+            rows = af.gather(emb, ids) if kind != "dense" else af.gather(af.identity(emb), ids)
+            loss = af.reduce_sum(af.square(rows) * af.constant([1.0, 2.0, 3.0], af.float64))
+            opt = af.contrib.opt.LazyAdamOptimizer(0.1) if kind == "lazy" else train.AdamOptimizer(0.1)
+            step = opt.minimize(loss)
+            with af.Session() as sess:
+                sess.run(af.global_variables_initializer())
+                for i in steps:
+                    sess.run(step, {ids: i})
+                results[kind] = sess.run(emb)
+    np.testing.assert_allclose(results["sparse"], results["dense"], rtol=1e-12, atol=1e-14)
+    # Lazy Adam by hand: duplicates summed, then Adam on the touched rows with the global step count.
+    ref, m, v = e0.copy(), np.zeros_like(e0), np.zeros_like(e0)
+    for t, i in enumerate(steps, 1):
+        uniq = list(dict.fromkeys(i.tolist()))
+        gr = {r: 0 for r in uniq}
+        for r in i:
+            gr[r] = gr[r] + 2 * ref[r] * np.array([1.0, 2.0, 3.0])
+        lr_t = 0.1 * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+        for r in uniq:
+            m[r] = 0.9 * m[r] + 0.1 * gr[r]
+            v[r] = 0.999 * v[r] + 0.001 * gr[r] ** 2
+            ref[r] -= lr_t * m[r] / (np.sqrt(v[r]) + 1e-8)
+    np.testing.assert_allclose(results["lazy"], ref, rtol=1e-10)
+    assert not np.allclose(results["lazy"], results["sparse"])
+    np.testing.assert_array_equal(results["lazy"][3], e0[3])
+
+
+def test_duplicate_sparse_rows_are_summed_before_stateful_updates():
+    # Adagrad on a row gathered twice: one update with the summed gradient, as TF's base class does.
+    emb = _var(np.ones((3, 2)), "emb")
+    loss = af.reduce_sum(af.gather(emb, af.constant([2, 2])))
+    step = train.AdagradOptimizer(0.5, initial_accumulator_value=0.1).minimize(loss)
+    with af.Session() as sess:
+        sess.run(af.global_variables_initializer())
+        sess.run(step)
+        got = sess.run(emb)
+    g = 2.0
+    np.testing.assert_allclose(got[2], 1 - 0.5 * g / np.sqrt(0.1 + g * g))
+    np.testing.assert_array_equal(got[:2], 1.0)

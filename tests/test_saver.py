@@ -185,7 +185,7 @@ def test_max_to_keep(tmp_path):
     assert saver.last_checkpoints == paths[-2:]
     assert not checkpoint_exists(paths[0]) and not checkpoint_exists(paths[1])
     assert sorted(os.listdir(tmp_path)) == sorted(
-        ["checkpoint"] + [f"model.ckpt-{s}{ext}" for s in (30, 40) for ext in (".index", ".data-00000-of-00001")])
+        ["checkpoint"] + [f"model.ckpt-{s}{ext}" for s in (30, 40) for ext in (".index", ".data-00000-of-00001", ".meta")])
     st = get_checkpoint_state(str(tmp_path))
     assert st.model_checkpoint_path == paths[-1]
     assert st.all_model_checkpoint_paths == paths[-2:]
@@ -554,3 +554,31 @@ def test_sharded_save_on_local_cluster(tmp_path):
         np.testing.assert_array_equal(got[0], a0)
         np.testing.assert_array_equal(got[1], b0)
         np.testing.assert_array_equal(got[2], c0)
+
+
+def test_save_writes_a_meta_graph_that_import_meta_graph_restores(tmp_path):
+    # The TF-1.x evaluation idiom: a training program saves; another imports <prefix>.meta, restores
+    # through the Saver it returns, and runs ops it finds by name.
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [None, 2], name="input_x")
+        w = af.Variable(np.array([[1.0], [2.0]], np.float32), name="w")
+        af.identity(af.matmul(x, w), name="output/predictions")
+        saver = Saver()
+        with af.Session() as sess:
+            sess.run(w.initializer)
+            sess.run(w.assign([[3.0], [4.0]]))
+            prefix = saver.save(sess, str(tmp_path / "model"), global_step=7)
+    assert os.path.exists(prefix + ".meta")
+    g2 = af.Graph()
+    with g2.as_default(), af.Session() as sess:
+        restorer = af.train.import_meta_graph(prefix + ".meta")
+        restorer.restore(sess, prefix)
+        x2 = g2.get_operation_by_name("input_x").outputs[0]
+        pred = g2.get_operation_by_name("output/predictions").outputs[0]
+        np.testing.assert_allclose(sess.run(pred, {x2: [[1.0, 1.0]]}), [[7.0]])
+    assert not os.path.exists(str(tmp_path / "other.meta"))
+    with g.as_default(), af.Session() as sess:
+        sess.run(w.initializer)
+        saver.save(sess, str(tmp_path / "other"), write_meta_graph=False)
+    assert not os.path.exists(str(tmp_path / "other.meta"))

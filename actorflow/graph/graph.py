@@ -20,6 +20,8 @@ __all__ = ["Graph", "Operation", "Tensor", "get_default_graph", "reset_default_g
 
 # Installed by actorflow.summary.graph_def: (graph, from_version, add_shapes) -> GraphDef.
 _graph_def_hook = None
+# Installed by actorflow.summary.graph_def: Operation -> NodeDef (Operation.node_def).
+_node_def_hook = None
 
 
 @functools.cache
@@ -168,9 +170,12 @@ class Operation:
         self._control_outputs: list[Operation] = []
 
     @property
-    def node_def(self) -> dict:
-        return {"name": self.name, "op": self.type, "input": [t.name for t in self.inputs]
-                + ["^" + c.name for c in self.control_inputs], "device": self.device, "attr": dict(self.attrs)}
+    def node_def(self):
+        """This op as TF's NodeDef protobuf (name, op, input, device, attr), as tf.Operation.node_def
+        returns it; device functions (`af.device(fn)`) commonly read its `.op`."""
+        if _node_def_hook is None:
+            raise ImportError("Operation.node_def needs actorflow.summary (import actorflow installs it)")
+        return _node_def_hook(self)
 
     def get_attr(self, name):
         try:

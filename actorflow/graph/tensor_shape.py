@@ -121,6 +121,48 @@ class TensorShape:
             raise ValueError(f"Shape {self} must have rank {rank}")
         return self
 
+    def with_rank_at_least(self, rank: int) -> "TensorShape":
+        if self.dims is not None and len(self.dims) < rank:
+            raise ValueError(f"Shape {self} must have rank at least {rank}")
+        return self
+
+    def with_rank_at_most(self, rank: int) -> "TensorShape":
+        if self.dims is not None and len(self.dims) > rank:
+            raise ValueError(f"Shape {self} must have rank at most {rank}")
+        return self
+
+    def assert_is_compatible_with(self, other) -> None:
+        """Raises ValueError unless this shape and `other` could describe the same tensor."""
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {as_shape(other)} are incompatible")
+
+    def assert_same_rank(self, other) -> None:
+        """Raises ValueError when both ranks are known and differ."""
+        other = as_shape(other)
+        if self.dims is not None and other.dims is not None and len(self.dims) != len(other.dims):
+            raise ValueError(f"Shapes {self} and {other} must have the same rank")
+
+    def assert_has_rank(self, rank: int) -> None:
+        if self.dims is not None and len(self.dims) != rank:
+            raise ValueError(f"Shape {self} must have rank {rank}")
+
+    def assert_is_fully_defined(self) -> None:
+        if not self.is_fully_defined():
+            raise ValueError(f"Shape {self} is not fully defined")
+
+    def most_specific_compatible_shape(self, other) -> "TensorShape":
+        """The most specific shape compatible with both (dimensions that differ become unknown)."""
+        other = as_shape(other)
+        if self.dims is None or other.dims is None or len(self.dims) != len(other.dims):
+            return TensorShape(None)
+        return TensorShape([a if a == b else None for a, b in zip(self.dims, other.dims)])
+
+    def __add__(self, other) -> "TensorShape":
+        return self.concatenate(other)
+
+    def __radd__(self, other) -> "TensorShape":
+        return as_shape(other).concatenate(self)
+
     def concatenate(self, other) -> "TensorShape":
         other = as_shape(other)
         if self.dims is None or other.dims is None:
@@ -170,3 +212,16 @@ def as_shape(shape) -> TensorShape:
 
 def unknown_shape(rank=None) -> TensorShape:
     return TensorShape(None if rank is None else [None] * rank)
+
+
+def scalar() -> TensorShape:
+    """The shape of a scalar, [] (TF 1.x's tensor_shape.scalar)."""
+    return TensorShape([])
+
+
+def vector(length) -> TensorShape:
+    return TensorShape([length])
+
+
+def matrix(rows, cols) -> TensorShape:
+    return TensorShape([rows, cols])

@@ -189,17 +189,8 @@ def as_graph_def(graph: Graph, add_shapes: bool = True, from_version=None, exact
                          "counts edits (control inputs, loop back edges), so it cannot select the ops added "
                          "since a version; pass from_version=None")
     for op in graph.get_operations():
-        node = gd.node.add(name=op.name, op=op.type, device=op.device or "")
-        node.input.extend(_input_name(t) for t in op.inputs)
-        node.input.extend("^" + c.name for c in op.control_inputs)
-        for key, v in op.attrs.items():
-            av = attr_value_pb2.AttrValue()
-            ok = _list_attr(v, av) if isinstance(v, tuple) else _scalar_attr(v, av, tensor_util, exact)
-            if ok:
-                node.attr[key].CopyFrom(av)
-            else:
-                log.debug("attr %r of op %s (%s) has no GraphDef form; left out", key, op.name, type(v).__name__)
-        _tf_signature_attrs(op, node)
+        node = gd.node.add()
+        _fill_node_def(op, node, attr_value_pb2, tensor_util, exact)
         if exact:
             # (a Const's value is already whole in its TensorProto: not written twice)
             own = {k: v for k, v in op.attrs.items()
@@ -214,9 +205,34 @@ def as_graph_def(graph: Graph, add_shapes: bool = True, from_version=None, exact
     return gd
 
 
+def _fill_node_def(op, node, attr_value_pb2, tensor_util, exact: bool) -> None:
+    """Writes `op`'s name, type, device, inputs (TF's spelling) and attributes into NodeDef `node`."""
+    node.name, node.op, node.device = op.name, op.type, op.device or ""
+    node.input.extend(_input_name(t) for t in op.inputs)
+    node.input.extend("^" + c.name for c in op.control_inputs)
+    for key, v in op.attrs.items():
+        av = attr_value_pb2.AttrValue()
+        ok = _list_attr(v, av) if isinstance(v, tuple) else _scalar_attr(v, av, tensor_util, exact)
+        if ok:
+            node.attr[key].CopyFrom(av)
+        else:
+            log.debug("attr %r of op %s (%s) has no GraphDef form; left out", key, op.name, type(v).__name__)
+    _tf_signature_attrs(op, node)
+
+
+def node_def(op):
+    """`op` as TF's NodeDef protobuf (tf.Operation.node_def): what device functions and
+    jit_scope's `compile_ops` receive."""
+    node = require("tensorboard.compat.proto.node_def_pb2").NodeDef()
+    _fill_node_def(op, node, require("tensorboard.compat.proto.attr_value_pb2"),
+                   require("tensorboard.util.tensor_util"), False)
+    return node
+
+
 def _install() -> None:
     from actorflow.graph import graph as graph_mod
     graph_mod._graph_def_hook = lambda g, from_version, add_shapes: as_graph_def(g, add_shapes, from_version, True)
+    graph_mod._node_def_hook = node_def
 
 
 _install()

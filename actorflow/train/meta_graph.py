@@ -250,7 +250,7 @@ def _read_meta_graph_file(path: str) -> MetaGraphDef:
     except Exception:  # noqa: BLE001 - unpack_file names the damage
         peek = None
     if isinstance(peek, dict) and "ops" in peek:
-        # A bare graph, as Saver.save(write_meta_graph=True) writes it beside a checkpoint.
+        # A bare graph, as Saver.save wrote it beside a checkpoint before it wrote meta graphs.
         return MetaGraphDef(data, MetaInfoDef([]), {}, [])
     return MetaGraphDef.from_dict(unpack_file(path, data, FORMAT))
 
@@ -288,7 +288,7 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     `Saver` over them (None when it has none) (tf.compat.v1.train.import_meta_graph).
 
     `meta_graph_or_file` is a MetaGraphDef, a file written by `export_meta_graph`, or the `.meta`
-    graph `Saver.save(write_meta_graph=True)` writes. Checkpoint keys stay the original variable
+    graph `Saver.save` writes beside a checkpoint. Checkpoint keys stay the original variable
     names, so the Saver restores checkpoints of the exporting program even under an `import_scope`.
     Errors: NotFoundError / DataLossError naming the file; ValueError naming an op already in the graph.
     """

@@ -11,12 +11,11 @@ like TF's (`var/Adam`, `var/Adam_1`), created colocated with their variable, so 
 live on the variable's parameter server.
 
 Differences from TF 1.x:
-- Duplicate indices in a sparse gradient are not summed first by the base class (TF sums them
-  with Unique + UnsortedSegmentSum): the SparseApply* kernels apply duplicate rows one after
-  another. For gradient descent that is the same update; for the stateful optimizers a row that
-  appears k times in one step gets k consecutive updates instead of one update with the summed
-  gradient. Adadelta, FTRL, the proximal optimizers and AdagradDA do sum them, as TF does
-  (actorflow/train/optimizers.py).
+As in TF, duplicate indices in a sparse gradient are summed first (Unique + UnsortedSegmentSum,
+rows in the order they first occur), so a row gathered k times in a step gets one update with its
+summed gradient.
+
+Differences from TF 1.x:
 - Python-number hyper-parameters are made constants of each variable's dtype directly (TF makes
   float32 constants and casts them), so float64 variables see exact hyper-parameters.
 """
@@ -234,9 +233,14 @@ class Optimizer:
         raise NotImplementedError(f"{type(self).__name__} does not implement _apply_sparse")
 
     def _apply_sparse_duplicate_indices(self, grad, var):
-        # TF sums duplicate indices here (Unique + UnsortedSegmentSum); without a Unique op the
-        # duplicates go to the kernel, which applies them one after another (module docstring).
-        return self._apply_sparse(grad, var)
+        """Sums the gradients of duplicate rows (Unique + UnsortedSegmentSum, rows in the order
+        they first occur), then `_apply_sparse`: one update per row, as TF's."""
+        from actorflow.graph.ops.array_ops.gathering import unsorted_segment_sum
+        from actorflow.graph.ops.array_ops.shapes import shape
+        from actorflow.graph.ops.sort_ops import unique
+        unique_indices, positions = unique(grad.indices)
+        summed = unsorted_segment_sum(grad.values, positions, shape(unique_indices)[0])
+        return self._apply_sparse(IndexedSlices(summed, unique_indices, grad.dense_shape), var)
 
     def _finish(self, update_ops, name_scope):
         """Groups the update ops; subclasses add updates of their non-slot state (Adam's powers)."""

@@ -156,9 +156,12 @@ class AdamOptimizer(Optimizer):
     non-trainable variables `beta1_power` and `beta2_power`, colocated with the first variable
     (by name) and multiplied by beta1/beta2 after every update.
 
-    Differences from TF: sparse gradients use lazy Adam (SparseApplyAdam: only the touched rows of
-    var, m and v change, like tf.contrib.opt.LazyAdamOptimizer; TF's AdamOptimizer decays all of m
-    and v); `beta1_power`/`beta2_power` take the dtype of that first variable (TF: float32).
+    A sparse gradient updates as TF's does: all of m and v decay, the touched rows take the
+    gradient, and every row of var moves by lr_t * m / (sqrt(v) + epsilon), the same result as the
+    dense update of the densified gradient. `tf.contrib.opt.LazyAdamOptimizer` (af.contrib.opt)
+    updates the touched rows only.
+
+    Difference from TF: `beta1_power`/`beta2_power` take the dtype of that first variable (TF: float32).
     """
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, use_locking=False, name="Adam"):
@@ -196,6 +199,24 @@ class AdamOptimizer(Optimizer):
                                        use_locking=self._use_locking)
 
     def _apply_sparse(self, grad, var):
+        from actorflow.graph.graph import control_dependencies
+        from actorflow.graph.ops import math_ops
+        from actorflow.graph.ops.constant import group
+        from actorflow.graph.variables import assign, assign_sub, scatter_add
+        b1p, b2p = self._powers(var)
+        lr, beta1, beta2, epsilon = (self._hyper(k, var.dtype) for k in ("learning_rate", "beta1", "beta2", "epsilon"))
+        lr = lr * math_ops.sqrt(1 - b2p) / (1 - b1p)
+        locking = self._use_locking
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        with control_dependencies([assign(m, m * beta1, use_locking=locking)]):
+            m_t = scatter_add(m, grad.indices, grad.values * (1 - beta1), use_locking=locking)
+        with control_dependencies([assign(v, v * beta2, use_locking=locking)]):
+            v_t = scatter_add(v, grad.indices, math_ops.square(grad.values) * (1 - beta2), use_locking=locking)
+        update = assign_sub(var, lr * m_t / (math_ops.sqrt(v_t) + epsilon), use_locking=locking)
+        return group(update, m_t, v_t)
+
+    def _apply_sparse_lazy(self, grad, var):
+        """LazyAdam's update: the touched rows of var, m and v only (one SparseApplyAdam kernel)."""
         b1p, b2p = self._powers(var)
         h = [self._hyper(k, var.dtype) for k in ("learning_rate", "beta1", "beta2", "epsilon")]
         return training_ops.sparse_apply_adam(var, self.get_slot(var, "m"), self.get_slot(var, "v"), b1p, b2p, *h,
@@ -218,20 +239,6 @@ def _is_number(x) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
-def _sum_duplicate_indices(self, grad, var):
-    """TF's Optimizer._apply_sparse_duplicate_indices: the gradients of duplicate rows are summed
-    (Unique + UnsortedSegmentSum, rows in the order they first occur) before the update, so a row
-    gathered k times gets one update. The optimizers below (Adadelta, FTRL, proximal, AdagradDA) do
-    this, as TF does; the five above leave duplicates to the kernel (actorflow/train/optimizer.py)."""
-    from actorflow.graph.indexed_slices import IndexedSlices
-    from actorflow.graph.ops.array_ops.gathering import unsorted_segment_sum
-    from actorflow.graph.ops.array_ops.shapes import shape
-    from actorflow.graph.ops.sort_ops import unique
-    unique_indices, positions = unique(grad.indices)
-    summed = unsorted_segment_sum(grad.values, positions, shape(unique_indices)[0])
-    return self._apply_sparse(IndexedSlices(summed, unique_indices, grad.dense_shape), var)
-
-
 def _constant_slot(opt, var, value, slot_name, op_name):
     from actorflow.graph.initializers import constant_initializer
     return opt._get_or_make_slot_with_initializer(var, constant_initializer(value, dtype=var.dtype), var.shape,
@@ -245,8 +252,6 @@ class AdadeltaOptimizer(Optimizer):
 
     Slots "accum" and "accum_update" (`var/Adadelta`, `var/Adadelta_1`), starting at zeros.
     """
-
-    _apply_sparse_duplicate_indices = _sum_duplicate_indices
 
     def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-8, use_locking=False, name="Adadelta"):
         super().__init__(use_locking, name)
@@ -285,8 +290,6 @@ class FtrlOptimizer(Optimizer):
     Slots "accum" (starting at `initial_accumulator_value`; `var/Ftrl` or `var/<accum_name>`) and
     "linear" (zeros; `var/Ftrl_1` or `var/<linear_name>`).
     """
-
-    _apply_sparse_duplicate_indices = _sum_duplicate_indices
 
     def __init__(self, learning_rate, learning_rate_power=-0.5, initial_accumulator_value=0.1,
                  l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking=False, name="Ftrl",
@@ -375,8 +378,6 @@ class ProximalGradientDescentOptimizer(Optimizer):
     fails to build the update of a float64 variable).
     """
 
-    _apply_sparse_duplicate_indices = _sum_duplicate_indices
-
     def __init__(self, learning_rate, l1_regularization_strength=0.0, l2_regularization_strength=0.0,
                  use_locking=False, name="ProximalGradientDescent"):
         super().__init__(use_locking, name)
@@ -407,8 +408,6 @@ class ProximalAdagradOptimizer(Optimizer):
     Slot "accumulator" (`var/ProximalAdagrad`), starting at `initial_accumulator_value`.
     Differs from TF: float64 variables work (as ProximalGradientDescentOptimizer).
     """
-
-    _apply_sparse_duplicate_indices = _sum_duplicate_indices
 
     def __init__(self, learning_rate, initial_accumulator_value=0.1, l1_regularization_strength=0.0,
                  l2_regularization_strength=0.0, use_locking=False, name="ProximalAdagrad"):
@@ -450,8 +449,6 @@ class AdagradDAOptimizer(Optimizer):
     "gradient_accumulator" (zeros; `var/AdagradDA`) and "gradient_squared_accumulator" (starting at
     `initial_gradient_squared_accumulator_value`; `var/AdagradDA_1`).
     """
-
-    _apply_sparse_duplicate_indices = _sum_duplicate_indices
 
     def __init__(self, learning_rate, global_step, initial_gradient_squared_accumulator_value=0.1,
                  l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking=False,

@@ -489,6 +489,7 @@ class Saver:
         self._built = False
         self._empty = False
         self._graph = None
+        self._meta = None           # (graph version, packed meta graph): rewritten only when the graph changed
         if not defer_build:
             self.build()
 
@@ -575,14 +576,15 @@ class Saver:
 
     # -- save ---------------------------------------------------------------------------------------------
     def save(self, sess, save_path=None, global_step=None, latest_filename=None, meta_graph_suffix="meta",
-             write_meta_graph=False, write_state=True, strip_default_attrs=False, save_debug_info=False):
+             write_meta_graph=True, write_state=True, strip_default_attrs=False, save_debug_info=False):
         """Saves the variables; returns the checkpoint prefix (`save_path-global_step`)
         (tf.compat.v1.train.Saver.save).
 
         Each shard is written by its task to a temporary file, fsynced and renamed; then the index is
         written, last, and atomically; then the state file. Old checkpoints beyond `max_to_keep` are
         deleted after that. If any shard fails, the step fails, no index is written, and the previous
-        checkpoint stays the latest. `write_meta_graph` writes the graph (msgpack) beside it. The
+        checkpoint stays the latest. `write_meta_graph` (on by default, as in TF) writes the meta graph
+        beside it as `<prefix>.meta`, which `import_meta_graph` reads back with its variables. The
         index carries an HMAC under `checkpoint_key_for(sess)` when there is one. Temporary files
         that interrupted saves left in the directory are removed first (only those no live writer
         holds: see actorflow.checkpoint_format.remove_stale_temps).
@@ -618,7 +620,7 @@ class Saver:
         ckpt_io.write_index(abs_prefix, [json.loads(bytes(e)) for e in entries], key=self.checkpoint_key_for(sess),
                             **extra)
         if write_meta_graph:
-            ckpt_io.atomic_write(f"{abs_prefix}.{meta_graph_suffix}", self._graph.to_msgpack())
+            ckpt_io.atomic_write(f"{abs_prefix}.{meta_graph_suffix}", self._packed_meta_graph())
         if write_state:
             self._record(prefix)
             preserved = self._next_keep_time - self._keep_hours * 3600 if self._next_keep_time else 0.0
@@ -627,6 +629,25 @@ class Saver:
                                     save_relative_paths=self._save_relative_paths)
             self._delete_old()
         return prefix
+
+    def _packed_meta_graph(self) -> bytes:
+        """The saver's graph as an export_meta_graph file, packed again only when the graph changed."""
+        from actorflow.train.meta_graph import FORMAT, make_meta_graph, pack_file
+        version = self._graph.version
+        if self._meta is None or self._meta[0] != version:
+            self._meta = (version, pack_file(FORMAT, make_meta_graph(self._graph).to_dict()))
+        return self._meta[1]
+
+    def export_meta_graph(self, filename=None, collection_list=None, as_text=False, export_scope=None,
+                          clear_devices=False, clear_extraneous_savers=False, strip_default_attrs=False,
+                          save_debug_info=False):
+        """The saver's graph as a MetaGraphDef, written to `filename` if given
+        (tf.compat.v1.train.Saver.export_meta_graph; see af.train.export_meta_graph)."""
+        from actorflow.train.meta_graph import export_meta_graph
+        if not self._built:
+            self.build()
+        return export_meta_graph(filename=filename, collection_list=collection_list, as_text=as_text,
+                                 export_scope=export_scope, clear_devices=clear_devices, graph=self._graph)
 
     def _record(self, prefix: str) -> None:
         self._last_checkpoints = [(p, t) for p, t in self._last_checkpoints if p != prefix]

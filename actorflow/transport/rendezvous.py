@@ -15,6 +15,7 @@ request), so values of steps that are not running are kept, but not for ever and
 from __future__ import annotations
 
 import collections
+import ctypes
 import logging
 import time
 
@@ -24,6 +25,8 @@ __all__ = ["Rendezvous"]
 
 log = logging.getLogger(__name__)
 
+_TRIM_BYTES = 1 << 20  # dropping at least this much gives the freed heap back to the OS
+_malloc_trim = None     # glibc's malloc_trim once looked up; False where there is none
 _REMEMBER = 4096        # finished and aborted step ids remembered (late values for them are dropped)
 
 
@@ -177,6 +180,8 @@ class Rendezvous:
             self.abort(s, errors.DeadlineExceededError(
                 None, None, f"tensors for step {s} arrived but the step did not start here within {self.grace:g} s; "
                             "they were dropped"))
+        if old and n >= _TRIM_BYTES:
+            trim_heap()
         return old
 
     def drop_origin(self, origin, error: BaseException) -> None:
@@ -203,3 +208,18 @@ class _Value:
         self.value = value
         self.origin = origin
         self.nbytes = nbytes
+
+
+def trim_heap() -> None:
+    """Gives freed heap memory back to the OS (glibc's malloc_trim; nothing elsewhere). Tensors of
+    a few KiB live in malloc's arenas, which keep their pages after free: without this, a peer's
+    flood of values that expire leaves the process's RSS high for good."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            _malloc_trim = ctypes.CDLL(None).malloc_trim
+            _malloc_trim.argtypes, _malloc_trim.restype = [ctypes.c_size_t], ctypes.c_int
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)

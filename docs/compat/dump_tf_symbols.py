@@ -13,7 +13,7 @@ import tensorflow as tf  # noqa: E402
 
 NAMESPACES = ["", "nn", "nn.rnn_cell", "layers", "losses", "metrics", "summary", "train", "data", "math", "linalg",
               "image", "random", "sparse", "strings", "errors", "app", "flags", "logging", "gfile", "debugging",
-              "initializers", "saved_model", "io"]
+              "initializers", "saved_model", "io", "distributions"]
 
 
 def kind(obj):

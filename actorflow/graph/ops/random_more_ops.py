@@ -1,6 +1,6 @@
 """Sampling ops with TF 1.x's seeds (graph/ops/random_ops.py get_seed): Multinomial
 (tf.multinomial, tf.random.categorical), RandomShuffle (tf.random_shuffle, tf.random.shuffle),
-RandomGamma (tf.random.gamma) and RandomPoissonV2 (tf.random.poisson); and the stateless samplers
+RandomGamma (tf.random.gamma, with its implicit reparameterization gradient RandomGammaGrad) and RandomPoissonV2 (tf.random.poisson); and the stateless samplers
 (tf.random.stateless_uniform / _normal / _truncated_normal / _categorical), whose values are a
 function of their `seed` tensor alone: the same seed gives the same values in every run and
 process (actorflow's own Philox stream, not TF's bits)."""
@@ -10,6 +10,7 @@ from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.ops.array_ops._infer import _no_gradient, _static_int
+from actorflow.graph.ops.math_ops import _binary
 from actorflow.graph.ops.random_ops import _output_shape, _seed_attrs, _shape_tensor
 from actorflow.graph.tensor_shape import TensorShape
 
@@ -73,10 +74,31 @@ RandomPoissonV2 = define_op("RandomPoissonV2", _infer_param_sample, stateful=Tru
 RandomPoissonV2.gradient(_no_gradient)
 
 
+# d sample / d alpha of a standard gamma sample, by implicit differentiation of its CDF:
+# -(dP(alpha, x)/d alpha) / p(x; alpha) (TF's RandomGammaGrad; tf.distributions' Gamma, Beta, Dirichlet and
+# StudentT are reparameterized through it).
+RandomGammaGrad = define_op("RandomGammaGrad", _binary("float"))
+RandomGammaGrad.gradient(_no_gradient)
+
+
 @RandomGamma.gradient
 def _random_gamma_grad(op, grad):
-    raise LookupError(f"No gradient defined for operation '{op.name}' (op type: RandomGamma): actorflow has no "
-                      "implicit reparameterization gradient for gamma samples")
+    """The implicit reparameterization gradient (TF's _RandomGammaGrad): alpha's gradient is the sum over
+    the sample dimensions of grad * d sample / d alpha; the shape has none."""
+    from actorflow.graph.ops import array_ops, math_ops
+    shape, alpha = op.inputs
+    sample = op.outputs[0]
+    n = array_ops.shape(shape)[0]
+    alpha_b = array_ops.reshape(alpha, array_ops.concat([array_ops.ones([n], dtypes.int32), array_ops.shape(alpha)], 0))
+    partial = RandomGammaGrad(alpha_b, sample)
+    return [None, math_ops.reduce_sum(grad * partial, axis=array_ops.range(n))]
+
+
+def random_gamma_grad(alpha, sample, name=None):
+    """d sample / d alpha for standard Gamma(alpha) samples `sample` (TF's `random_gamma_grad` op)."""
+    with name_scope(name or "RandomGammaGrad"):
+        a = convert_to_tensor(alpha, name="alpha")
+        return RandomGammaGrad(a, convert_to_tensor(sample, dtype=a.dtype, name="sample"))
 
 
 def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=None):

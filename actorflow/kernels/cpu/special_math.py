@@ -1,4 +1,5 @@
-"""CPU kernels for graph/ops/special_math_ops.py: Zeta, Igamma, Igammac, IgammaGradA, Betainc (scipy.special,
+"""CPU kernels for graph/ops/special_math_ops.py: Zeta, Igamma, Igammac, IgammaGradA, RandomGammaGrad, Betainc
+(scipy.special,
 imported when a kernel is first built), TruncateDiv, TruncateMod and Cross (numpy).
 
 scipy's float32 loops compute in float64 and round; float16 is computed in float32 and rounded back,
@@ -64,6 +65,24 @@ def igamma_grad_a(a, x):
 
 
 register_kernel("IgammaGradA", "CPU", cost=_broadcast_size)(lambda attrs: igamma_grad_a)
+
+
+def random_gamma_grad(alpha, sample):
+    """d sample / d alpha of standard Gamma(alpha) samples (TF's RandomGammaGrad): the CDF P(alpha, x) is
+    held fixed, so dx/dalpha = -(dP/dalpha) / p(x; alpha) with p(x; alpha) = x^(alpha-1) e^-x / Gamma(alpha).
+    0 where the sample is 0 (an underflowed draw), NaN where alpha <= 0."""
+    from scipy.special import gammaln
+    dtype = np.result_type(alpha, sample)
+    a, x = (np.asarray(v, np.float64) for v in np.broadcast_arrays(alpha, sample))
+    with np.errstate(all="ignore"):
+        log_pdf = (a - 1.0) * np.log(x) - x - gammaln(a)
+        out = -igamma_grad_a(a, x) / np.exp(log_pdf)
+    out = np.where(x > 0, out, 0.0)
+    out[(a <= 0) | np.isnan(a)] = np.nan
+    return out.astype(dtype, copy=False)
+
+
+register_kernel("RandomGammaGrad", "CPU", cost=_broadcast_size)(lambda attrs: random_gamma_grad)
 
 
 def _check_divisor(op, x, y):
