@@ -64,12 +64,14 @@ from actorflow import image  # noqa: E402,F401  (af.image: tf.image's resize, cr
 from actorflow.graph.dtypes import variant  # noqa: E402,F401
 # af.data (input pipelines) and af.compat.v1 (this module, under TF 2's compat name).
 from actorflow import data  # noqa: E402
+from actorflow.data import iterator as _data_iterator  # noqa: E402
+_data_iterator._session_factory = lambda graph: Session(graph=graph)    # NumpyIterator's sessions
 from actorflow import compat  # noqa: E402
 from actorflow.graph import graph_util  # noqa: E402,F401
 from actorflow.graph.graph_util import import_graph_def  # noqa: E402
 from actorflow.graph.behavior import *  # noqa: E402,F401,F403  (disable_v2_behavior and the other switches)
-from actorflow.graph.ops.script_ops import numpy_function, py_func  # noqa: E402
-from actorflow.graph.ops.functional_ops import foldl, foldr, map_fn, scan  # noqa: E402
+from actorflow.graph.ops.script_ops import numpy_function, py_func, py_function  # noqa: E402
+from actorflow.graph.ops.functional_ops import foldl, foldr, map_fn, scan, vectorized_map  # noqa: E402
 from actorflow.graph.ops.tensor_array_ops import TensorArray  # noqa: E402
 from actorflow.graph.gradients import NoGradient, NotDifferentiable, RegisterGradient, no_gradient  # noqa: E402
 from actorflow.graph.custom_gradient import custom_gradient, grad_pass_through, identity_n, recompute_grad  # noqa: E402,F401
@@ -131,8 +133,8 @@ def list_devices():
     """The devices of this process: CPU:0, and GPU:i when CuPy sees CUDA devices."""
     from actorflow.scheduler.devices import local_devices
     return local_devices()
-__version__ = "0.1.0"
-VERSION = __version__
+from actorflow.version import VERSION  # noqa: E402
+__version__ = VERSION
 
 # -- summaries, app, flags, logging, gfile (issue 16, items 1 and 2) ----------------------------------
 from actorflow import app, flags, gfile, summary  # noqa: E402
@@ -141,13 +143,18 @@ from actorflow import tf_logging as logging  # noqa: E402
 from actorflow import tfio as io  # noqa: E402
 from actorflow import python_io  # noqa: E402
 
+# tf.debugging's device-placement switch lives with the sessions (debugging sits below the runtime).
+from actorflow.actors.session import get_log_device_placement as _get_ldp  # noqa: E402
+from actorflow.actors.session import set_log_device_placement as _set_ldp  # noqa: E402
+debugging.set_log_device_placement, debugging.get_log_device_placement = _set_ldp, _get_ldp
 io.write_graph = train.write_graph                      # tf.io's names for af.train's (tfio sits below train)
 io.match_filenames_once = train.match_filenames_once
 io.__all__ = list(io.__all__) + ["write_graph", "match_filenames_once"]
 
 
 _GRAPH_PROTOS = {"GraphDef": ("graph_pb2", "GraphDef"), "NodeDef": ("node_def_pb2", "NodeDef"),
-                 "AttrValue": ("attr_value_pb2", "AttrValue")}
+                 "AttrValue": ("attr_value_pb2", "AttrValue"), "NameAttrList": ("attr_value_pb2", "NameAttrList"),
+                 "MetaGraphDef": ("meta_graph_pb2", "MetaGraphDef"), "TensorInfo": ("meta_graph_pb2", "TensorInfo")}
 
 
 def __getattr__(name):
@@ -155,14 +162,18 @@ def __getattr__(name):
     if name == "contrib":
         import importlib
         return importlib.import_module("actorflow.contrib")
-    # af.estimator, af.feature_column and af.keras (tf.estimator, tf.feature_column, tf.keras), likewise.
-    if name in ("estimator", "feature_column", "keras"):
+    # af.estimator, af.feature_column, af.keras and af.test (tf.estimator, tf.feature_column, tf.keras,
+    # tf.test), likewise.
+    if name in ("estimator", "feature_column", "keras", "test"):
         import importlib
         return importlib.import_module(f"actorflow.{name}")
     # af.Summary, af.Event, af.SessionLog are TensorBoard's protobuf classes, loaded on first use so
     # that `import actorflow` works without the `summary` extra.
     if name in ("Summary", "Event", "SessionLog", "SummaryMetadata", "HistogramProto"):
         return getattr(summary, name)
+    if name == "LogMessage":            # tf.LogMessage, the Event's log record
+        from actorflow import protos
+        return protos.event_pb2.LogMessage
     # GraphDef and its parts are TF's own messages (TensorBoard's generated classes), as as_graph_def,
     # sess.graph_def and graph_util give them and import_graph_def takes them.
     if name in _GRAPH_PROTOS:
@@ -179,3 +190,31 @@ from actorflow.graph.device_spec import DeviceSpecV1 as DeviceSpec  # noqa: E402
 from actorflow.graph.tensor_util import make_ndarray, make_tensor_proto  # noqa: E402,F401
 from actorflow.graph.tensor_spec import TensorSpec  # noqa: E402,F401
 from actorflow.graph.ops.edit_distance_ops import edit_distance  # noqa: E402,F401
+
+# -- the smaller TF 1.x names: version constants, dtypes, bit, set, hash and fake-quant ops -----------
+from actorflow import bitwise, dtypes, manip, quantization, queue, resource_loader, sets, version  # noqa: E402,F401
+from actorflow.version import (COMPILER_VERSION, CXX11_ABI_FLAG, CXX_VERSION, GIT_VERSION,  # noqa: E402,F401
+                               GRAPH_DEF_VERSION, GRAPH_DEF_VERSION_MIN_CONSUMER, GRAPH_DEF_VERSION_MIN_PRODUCER,
+                               MONOLITHIC_BUILD)
+from actorflow.graph.dtypes import resource, uint32, uint64  # noqa: E402,F401
+from actorflow.graph.dtypes import QUANTIZED_DTYPES, qint8, qint16, qint32, quint8, quint16  # noqa: E402,F401
+from actorflow.graph.ops.quantize_ops import dequantize, quantize, quantize_v2  # noqa: E402,F401
+from actorflow.graph.ops.conditional_accumulator_ops import ConditionalAccumulatorBase  # noqa: E402,F401
+from actorflow.errors import OpError  # noqa: E402,F401
+from actorflow.tf_logging import get_logger  # noqa: E402,F401
+from actorflow.graph.ops.bitwise_ops import bitcast  # noqa: E402,F401
+from actorflow.graph.graph import container, register_tensor_conversion_function  # noqa: E402,F401
+from actorflow.graph.ops.misc_ops import (batch_scatter_update, guarantee_const, is_symbolic_tensor,  # noqa: E402,F401
+                                          timestamp)
+from actorflow.graph.ops.deprecated import op_scope, variable_op_scope  # noqa: E402,F401
+from actorflow.graph.variable_scope import create_partitioned_variables, min_max_variable_partitioner  # noqa: E402,F401
+from actorflow.graph.variables import variable_creator_scope  # noqa: E402,F401
+from actorflow.graph.ops.session_ops import (delete_session_tensor, get_session_handle,  # noqa: E402,F401
+                                             get_session_tensor)
+from actorflow.graph.ops.hash_ops import (fingerprint, string_to_hash_bucket,  # noqa: E402,F401
+                                          string_to_hash_bucket_strong)
+from actorflow.graph.ops.fake_quant_ops import (fake_quant_with_min_max_args,  # noqa: E402,F401
+                                                fake_quant_with_min_max_args_gradient, fake_quant_with_min_max_vars,
+                                                fake_quant_with_min_max_vars_gradient,
+                                                fake_quant_with_min_max_vars_per_channel,
+                                                fake_quant_with_min_max_vars_per_channel_gradient)

@@ -120,3 +120,38 @@ def error_code_from_exception_type(cls) -> int:
 def from_code(code: int, message: str, op_name: str | None = None) -> OpError:
     """Rebuilds an error of the class for `code` (used when errors cross processes)."""
     return _BY_CODE.get(code, UnknownError)(op_name, None, message)
+
+
+class Status:
+    """A TF_Status-like record of one operation's outcome: `code` (OK when nothing went wrong) and
+    `message`; `set(code, message)` records a failure."""
+
+    __slots__ = ("code", "message")
+
+    def __init__(self):
+        self.code = OK
+        self.message = ""
+
+    def set(self, code: int, message: str) -> None:
+        if code != OK and code not in _BY_CODE:
+            raise ValueError(f"unknown error code {code}")
+        self.code, self.message = code, message
+
+    def ok(self) -> bool:
+        return self.code == OK
+
+
+class raise_exception_on_not_ok_status:  # noqa: N801 (TF's name)
+    """A context manager yielding a Status; if the block leaves it not OK, the OpError of its code
+    is raised on exit (tf.errors.raise_exception_on_not_ok_status). TF's yields a C TF_Status for
+    calls into its C API; actorflow has no C API, so the block sets the Status itself."""
+
+    def __enter__(self) -> Status:
+        self.status = Status()
+        return self.status
+
+    def __exit__(self, exc_type, exc, tb):
+        status, self.status = self.status, None
+        if status.code != OK:
+            raise from_code(status.code, status.message)
+        return False

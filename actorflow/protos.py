@@ -16,7 +16,7 @@ __all__ = ["require"]
 # The modules this one hands out as attributes (`protos.summary_pb2`), imported on first access.
 _MODULES = {name: f"tensorboard.compat.proto.{name}" for name in (
     "summary_pb2", "event_pb2", "graph_pb2", "node_def_pb2", "attr_value_pb2", "tensor_pb2", "tensor_shape_pb2",
-    "types_pb2", "config_pb2", "versions_pb2")}
+    "types_pb2", "config_pb2", "versions_pb2", "meta_graph_pb2")}
 
 _HINT = ("af.summary needs the 'tensorboard' package (the protobuf and event-file formats it writes): "
          "pip install 'actorflow[summary]' (or pip install tensorboard)")

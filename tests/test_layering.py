@@ -93,6 +93,15 @@ MAY_IMPORT: dict[str, set[str]] = {
     "saved_model": {"train"},
     "serving": {"saved_model", "console"},
     "distribute": {"cluster"},
+    "test": {"cluster"},
+    "version": set(),
+    "resource_loader": set(),
+    "dtypes": {"graph"},
+    "bitwise": {"graph"},
+    "sets": {"graph"},
+    "quantization": {"graph"},
+    "manip": {"graph"},
+    "queue": {"graph"},            # tf.test: TestCase's sessions, create_local_cluster's servers
     "client": set(),
     "compat": {"graph"},
     "contrib": {"train", "layers", "nn", "metrics", "distributions", "saved_model"},
@@ -100,7 +109,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "estimator": {"train", "metrics", "data", "feature_column", "layers", "nn", "saved_model"},  # tf.contrib's layers, rnn, seq2seq, framework over those
     # tf.keras of TF 1.x: layers over af.layers and rnn, models trained with train's Saver and sessions
     "keras": {"train", "layers", "nn", "losses", "metrics", "summary", "gfile"},
-    "<root>": {"keras", "estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
+    "<root>": {"keras", "test", "resource_loader", "version", "dtypes", "bitwise", "sets", "quantization", "manip", "queue",
+               "estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
                "metrics", "math", "linalg", "distributions", "signal", "spectral", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data"},
     "sim": {"<root>", "console"},
     "graphviz": {"<root>", "console"},

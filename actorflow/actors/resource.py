@@ -165,6 +165,7 @@ def resource_factory(op_type: str):
     """The constructor of the resource an op of `op_type` creates: factory(name, attrs)."""
     import actorflow.actors.dataset  # noqa: F401  (registers the iterator resources)
     import actorflow.actors.reader  # noqa: F401  (registers the readers)
+    import actorflow.actors.session_tensors  # noqa: F401  (registers the session's tensor store)
     import actorflow.actors.table  # noqa: F401  (registers the lookup tables)
     from actorflow.actors.accumulator import AccumulatorResource
     from actorflow.actors.queue import QueueResource

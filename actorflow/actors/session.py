@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 from collections.abc import Mapping
 
@@ -207,6 +208,8 @@ def _convert_feed(t: Tensor, value):
             raise FeedError(t.op.name, None, f"Cannot feed value of shape {tuple(arr.shape)} for Tensor '{t.name}', "
                                              f"which has shape {t.shape} (dtype {want.name})")
         return arr
+    if hasattr(value, "_feed_value"):
+        value = value._feed_value()      # a TensorHandle feeds the tensor it stands for, as in TF
     if isinstance(value, Tensor):
         raise FeedError(t.op.name, None, f"The value of a feed cannot be an af.Tensor object ('{value.name}'). "
                                          f"Acceptable feed values include Python scalars, strings, lists, numpy ndarrays.")
@@ -271,6 +274,30 @@ def _shape_fits(dims, shape) -> bool:
 
 
 # -- backends ------------------------------------------------------------------------------------
+log = logging.getLogger(__name__)
+_log_device_placement = False      # tf.debugging.set_log_device_placement's switch, for every session
+_LOCAL_TASK = "/job:localhost/replica:0/task:0/device:"
+
+
+def set_log_device_placement(enabled: bool) -> None:
+    """Logs, at INFO, where each op of every plan a session builds runs, as TF 1.x logs
+    `name: (Type): /job:localhost/replica:0/task:0/device:CPU:0` (tf.debugging.set_log_device_placement;
+    `ConfigProto(log_device_placement=True)` does it for one session)."""
+    global _log_device_placement
+    _log_device_placement = bool(enabled)
+
+
+def get_log_device_placement() -> bool:
+    """Whether set_log_device_placement is on (tf.debugging.get_log_device_placement)."""
+    return _log_device_placement
+
+
+def _log_placement(exec_plan) -> None:
+    for item in exec_plan.items:
+        device = item.device if ":" in item.device else f"{item.device}:0"
+        log.info("%s: (%s): %s%s", item.name, item.op_type, _LOCAL_TASK, device)
+
+
 class LocalBackend:
     """Runs a session's steps on this process's runtime; the session's variables live in its
     container (TF 1.x: a local session owns its state).
@@ -293,8 +320,10 @@ class LocalBackend:
 
     def build(self, plan, timeout=None):
         inline = (getattr(self.config, "inter_op_parallelism_threads", 0) or 0) < 0
-        return Executable(self.rt, lower(plan, None, LowerOptions.from_config(self.config)), self.container,
-                          inline=inline)
+        exec_plan = lower(plan, None, LowerOptions.from_config(self.config))
+        if getattr(self.config, "log_device_placement", False) or _log_device_placement:
+            _log_placement(exec_plan)
+        return Executable(self.rt, exec_plan, self.container, inline=inline)
 
     def tracer(self, exe, level):
         from actorflow.actors.tracing import StepTracer
@@ -496,6 +525,7 @@ class Session:
                     if feeds is not None:
                         feeds.append((pos, t))
         exe = self._executable(fetch_tensors, targets, feed_tensors, timeout)
+        rebuild = self._wrap_fetches(rebuild, fetch_tensors)
         if key is not None and feeds is not None:
             if len(self._signatures) >= _MAX_SIGNATURES:
                 self._signatures.clear()
@@ -516,6 +546,21 @@ class Session:
             else:
                 fetch_tensors.append(el)
         return rebuild, fetch_tensors, targets
+
+    def _wrap_fetches(self, rebuild, fetch_tensors):
+        """`rebuild`, first turning the values of fetched tensors whose OpDef says `fetch_as` (a
+        session handle's) into what it gives."""
+        special = [(i, t) for i, t in enumerate(fetch_tensors)
+                   if t is not None and t.op.op_def.fetch_as is not None and t.value_index == 0]
+        if not special:
+            return rebuild
+
+        def wrapped(values):
+            values = list(values)
+            for i, t in special:
+                values[i] = t.op.op_def.fetch_as(values[i], t, self)
+            return rebuild(values)
+        return wrapped
 
     def _executable(self, fetch_tensors, targets, feed_tensors, timeout=None):
         """The executable of one (fetches, targets, feeds), lowered and built once."""

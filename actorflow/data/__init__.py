@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from actorflow.data import experimental
 from actorflow.data.dataset import AUTOTUNE, Dataset, FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
-from actorflow.data.iterator import Iterator
+from actorflow.data.iterator import Iterator, NumpyIterator
+from actorflow.data.options import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Options, ThreadingOptions
 
 __all__ = ["Dataset", "TextLineDataset", "TFRecordDataset", "FixedLengthRecordDataset", "Iterator", "AUTOTUNE", "experimental", "make_one_shot_iterator",
+           "NumpyIterator", "Options", "ThreadingOptions", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY",
            "make_initializable_iterator", "get_output_types", "get_output_shapes", "get_output_classes"]
 
 

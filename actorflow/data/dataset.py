@@ -116,6 +116,8 @@ class Dataset:
     `make_initializable_iterator()` and run `get_next()` in a session.
     """
 
+    _options = None         # an Options, set by with_options and carried downstream
+
     def __init__(self, variant: Tensor, types, shapes):
         self._variant = variant
         self._types = types
@@ -156,7 +158,46 @@ class Dataset:
                                   n_inputs=len(inputs), name=name or op_type, **attrs)
         # The runtime names the dataset in its errors.
         v.op.attrs["op_name"] = v.op.name
-        return Dataset(v, types, shapes)
+        out = Dataset(v, types, shapes)
+        carried = [d._options for d in inputs if d._options is not None]
+        if carried:
+            merged = carried[0]
+            for o in carried[1:]:
+                merged = merged.merge(o)
+            out._options = merged
+        return out
+
+    # -- options and numpy iteration -------------------------------------------------------------
+    def options(self):
+        """The Options this dataset carries, its inputs' merged with its own (tf.data.Dataset.options)."""
+        from actorflow.data.options import Options
+        return self._options if self._options is not None else Options()
+
+    def with_options(self, options, name=None):
+        """This dataset with `options` merged over the ones it carries: a property `options` sets
+        wins (tf.data.Dataset.with_options). See data/options.py for what actorflow does with them."""
+        from actorflow.data.options import Options
+        if not isinstance(options, Options):
+            raise TypeError(f"with_options expects tf.data.Options, got {type(options).__name__}")
+        out = Dataset(self._variant, self._types, self._shapes)
+        out._options = self.options().merge(options)
+        return out
+
+    def cardinality(self):
+        """The number of elements, an int64 scalar tensor: INFINITE_CARDINALITY (-1) or
+        UNKNOWN_CARDINALITY (-2) where it is not a count (tf.data.Dataset.cardinality; see
+        data/cardinality.py for where it differs from TF)."""
+        from actorflow.data.cardinality import static_cardinality
+        from actorflow.graph.ops.constant import constant
+        with self._variant.graph.as_default():
+            return constant(static_cardinality(self._variant), dtype=dtypes.int64, name="cardinality")
+
+    def as_numpy_iterator(self):
+        """A Python iterator over the elements as numpy values (tf.data.Dataset.as_numpy_iterator).
+        Differs from TF, which allows it only in eager mode: here it runs a one-shot iterator of
+        this dataset in a session of its own (see NumpyIterator)."""
+        from actorflow.data.iterator import NumpyIterator
+        return NumpyIterator(self)
 
     # -- sources ------------------------------------------------------------------------------
     @staticmethod

@@ -11,7 +11,10 @@ from actorflow.graph.graph import Tensor
 from actorflow.graph.ops import dataset_ops as ops
 from actorflow.graph.tensor_shape import TensorShape, as_shape
 
-__all__ = ["Iterator"]
+__all__ = ["Iterator", "NumpyIterator"]
+
+# Installed by the package root (the data layer sits below the runtime): graph -> a new session on it.
+_session_factory = None
 
 
 class Iterator:
@@ -101,3 +104,48 @@ class Iterator:
 
     def string_handle(self, name=None):
         raise NotImplementedError("Iterator.string_handle / from_string_handle are not supported")
+
+
+class NumpyIterator:
+    """Iterates a dataset's elements as numpy values (tf.data.NumpyIterator, what
+    `as_numpy_iterator` returns): a one-shot iterator of the dataset, run one element per `next`
+    in a session of its own on the dataset's graph, closed at the end or by `close()`.
+
+    Differs from TF, where it exists only in eager mode; strings come back as bytes, as in TF."""
+
+    def __init__(self, dataset):
+        from actorflow.data.dataset import Dataset
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"NumpyIterator expects a tf.data.Dataset, got {type(dataset).__name__}")
+        if _session_factory is None:
+            raise RuntimeError("NumpyIterator needs the runtime: import actorflow")
+        graph = dataset._variant.graph
+        with graph.as_default():
+            self._next = dataset.make_one_shot_iterator().get_next()
+        self._session = _session_factory(graph)
+        self._done = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        from actorflow import errors
+        if self._done:
+            raise StopIteration
+        try:
+            return self._session.run(self._next)
+        except errors.OutOfRangeError:
+            self.close()
+            raise StopIteration from None
+
+    def next(self):
+        return self.__next__()
+
+    def close(self) -> None:
+        """Ends the iteration and closes its session."""
+        if not self._done:
+            self._done = True
+            self._session.close()
+
+    def __repr__(self):
+        return f"<NumpyIterator over {self._next!r}>"

@@ -10,12 +10,13 @@ class DType:
     TF-1.x counterpart: `tf.DType`. DTypes are singletons, so `is` and `==` agree.
     """
 
-    __slots__ = ("name", "as_numpy_dtype", "_np")
+    __slots__ = ("name", "as_numpy_dtype", "_np", "_quantized")
 
-    def __init__(self, name: str, np_type):
+    def __init__(self, name: str, np_type, quantized: bool = False):
         self.name = name
         self.as_numpy_dtype = np_type
         self._np = np.dtype(np_type)
+        self._quantized = quantized
 
     @property
     def np(self) -> np.dtype:
@@ -35,7 +36,21 @@ class DType:
 
     @property
     def is_integer(self) -> bool:
-        return self._np.kind in "iu"
+        return self._np.kind in "iu" and not self._quantized
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self._np.kind == "u" and not self._quantized
+
+    @property
+    def is_quantized(self) -> bool:
+        """Whether this is one of TF's quantized types (qint8, quint8, qint16, quint16, qint32)."""
+        return self._quantized
+
+    @property
+    def real_dtype(self) -> "DType":
+        """float32 for complex64, float64 for complex128, else this type (tf.DType.real_dtype)."""
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
 
     @property
     def is_bool(self) -> bool:
@@ -61,10 +76,14 @@ class DType:
 
     @property
     def min(self):
+        if self._quantized:
+            raise TypeError(f"Cannot find minimum value of {self!r} with quantized type {self!r}.")
         return np.finfo(self._np).min if self.is_floating else (False if self.is_bool else np.iinfo(self._np).min)
 
     @property
     def max(self):
+        if self._quantized:
+            raise TypeError(f"Cannot find maximum value of {self!r} with quantized type {self!r}.")
         return np.finfo(self._np).max if self.is_floating else (True if self.is_bool else np.iinfo(self._np).max)
 
     @property
@@ -72,6 +91,11 @@ class DType:
         """TF's DataType enum value of this type (types.proto: DT_FLOAT is 1), as GraphDefs and
         checkpoints spell it."""
         return _ENUM[self.name]
+
+    def is_compatible_with(self, other) -> bool:
+        """Whether values of `other` (a DType or anything as_dtype takes) fit this type: the same type
+        (tf.DType.is_compatible_with; actorflow has no reference dtypes)."""
+        return as_dtype(other) is self
 
     def __repr__(self) -> str:
         return f"af.{self.name}"
@@ -89,6 +113,8 @@ int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
 uint8 = DType("uint8", np.uint8)
 uint16 = DType("uint16", np.uint16)     # 16-bit PNG images (af.image.decode_png / encode_png)
+uint32 = DType("uint32", np.uint32)
+uint64 = DType("uint64", np.uint64)
 bool_ = DType("bool", np.bool_)
 complex64 = DType("complex64", np.complex64)
 complex128 = DType("complex128", np.complex128)
@@ -98,15 +124,26 @@ resource = DType("resource", np.object_)   # a handle to step-local runtime stat
 # Byte strings, held as numpy object arrays of `bytes` (TF's tf.string; as_numpy_dtype is object).
 string = DType("string", np.object_)
 variant = DType("variant", np.object_)     # an opaque host value: a dataset definition (af.data)
+# TF's quantized types (tf.quantize's outputs). Their values are plain integer arrays of the same width,
+# as TF 2's Session.run returns them (TF's as_numpy_dtype is a one-field structured dtype instead);
+# a numpy dtype never converts to them: as_dtype(np.int8) is int8.
+qint8 = DType("qint8", np.int8, quantized=True)
+quint8 = DType("quint8", np.uint8, quantized=True)
+qint16 = DType("qint16", np.int16, quantized=True)
+quint16 = DType("quint16", np.uint16, quantized=True)
+qint32 = DType("qint32", np.int32, quantized=True)
+QUANTIZED_DTYPES = frozenset({qint8, quint8, qint16, quint16, qint32})
 
-_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, bool_, complex64, complex128, string)
+_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool_, complex64, complex128, string)
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update({"half": float16, "double": float64, "float": float32, "int": int32, "resource": resource,
                  "variant": variant, "string": string})
 _BY_NP = {d.np: d for d in _ALL}
+_BY_NAME.update({d.name: d for d in QUANTIZED_DTYPES})
 # TF's DataType enum (tensorflow/core/framework/types.proto) for the types actorflow has.
 _ENUM = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "string": 7, "complex64": 8,
-         "int64": 9, "bool": 10, "uint16": 17, "complex128": 18, "float16": 19, "resource": 20, "variant": 21}
+         "int64": 9, "bool": 10, "uint16": 17, "complex128": 18, "float16": 19, "resource": 20, "variant": 21, "uint32": 22, "uint64": 23,
+         "qint8": 11, "quint8": 12, "qint32": 13, "qint16": 15, "quint16": 16}
 _BY_ENUM = {v: _BY_NAME[k] for k, v in _ENUM.items()}
 
 

@@ -243,6 +243,7 @@ class Graph:
         self.seed = None
         self._local = threading.local()
         self._gradient_override_map: dict = {}
+        self._container = ""           # tf.container's name for the stateful ops created now
 
     # -- per-thread construction state -------------------------------------------------------
     def _state(self):
@@ -377,6 +378,19 @@ class Graph:
             st.device_stack.pop()
 
     @contextlib.contextmanager
+    def container(self, container_name: str):
+        """Stateful ops created inside (variables, queues, tables) get `container_name` as their
+        "container" attribute (tf.Graph.container; TF resets such containers by name)."""
+        if not isinstance(container_name, str):
+            raise TypeError(f"container name must be a string, got {type(container_name).__name__}")
+        saved = self._container
+        self._container = container_name
+        try:
+            yield container_name
+        finally:
+            self._container = saved
+
+    @contextlib.contextmanager
     def colocate_with(self, op, ignore_existing=False):
         st = self._state()
         target = _as_op(op, self) if op is not None else None
@@ -421,6 +435,8 @@ class Graph:
                 raise ValueError(f"Tensor {x.name} must be from the same graph as the {op_type} op being created.")
             tensors.append(x)
         attrs = {k: _normalize_attr(v) for k, v in (attrs or {}).items()}
+        if self._container and attrs.get("container") == "":
+            attrs["container"] = self._container
         override = self.__dict__.get("_gradient_override_map")
         if override and op_type in override:
             attrs["_gradient_op_type"] = override[op_type]
@@ -789,6 +805,11 @@ def colocate_with(op, ignore_existing=False):
     return get_default_graph().colocate_with(op, ignore_existing)
 
 
+def container(container_name):
+    """tf.container: the default graph's `Graph.container`."""
+    return get_default_graph().container(container_name)
+
+
 def add_to_collection(name, value):
     get_default_graph().add_to_collection(name, value)
 
@@ -826,8 +847,46 @@ def _flatten_packable(value):
             yield v
 
 
+# (priority, order registered, base type, function) of register_tensor_conversion_function, sorted.
+_CONVERSIONS: list = []
+
+
+def register_tensor_conversion_function(base_type, conversion_func, priority=100):
+    """Makes convert_to_tensor turn instances of `base_type` (a type or tuple of types) into tensors
+    with `conversion_func(value, dtype=None, name=None, as_ref=False)`, which returns a Tensor or
+    NotImplemented (tf.register_tensor_conversion_function). Lower priorities are tried first.
+    Python numbers and numpy values cannot be registered, as in TF."""
+    types = base_type if isinstance(base_type, tuple) else (base_type,)
+    if not types or not all(isinstance(t, type) for t in types):
+        raise TypeError(f"Argument `base_type` must be a type or a tuple of types. Obtained: {base_type}")
+    import numpy as _np
+    if any(issubclass(t, (int, float, complex, _np.generic, _np.ndarray)) for t in types):
+        raise TypeError("Cannot register conversions for Python numeric types and NumPy scalars and arrays.")
+    if not callable(conversion_func):
+        raise TypeError(f"Argument `conversion_func` must be callable. Received {conversion_func}.")
+    _CONVERSIONS.append((int(priority), len(_CONVERSIONS), types, conversion_func))
+    _CONVERSIONS.sort(key=lambda c: (c[0], c[1]))
+
+
+def _registered_conversion(value, dtype, name):
+    for _, _, types, fn in _CONVERSIONS:
+        if isinstance(value, types):
+            out = fn(value, dtype=dtype, name=name, as_ref=False)
+            if out is NotImplemented:
+                continue
+            if not isinstance(out, Tensor):
+                raise RuntimeError(f"Conversion function {fn!r} for type {type(value).__name__} returned "
+                                   f"non-Tensor: {out!r}")
+            if dtype is not None and out.dtype is not dtypes.as_dtype(dtype):
+                raise RuntimeError(f"Conversion function {fn!r} for type {type(value).__name__} returned incompatible "
+                                   f"dtype: requested = {dtypes.as_dtype(dtype).name}, actual = {out.dtype.name}")
+            return out
+    return None
+
+
 def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None) -> Tensor:
-    """Converts Python and numpy values to a Const tensor (tf.convert_to_tensor)."""
+    """Converts Python and numpy values to a Const tensor (tf.convert_to_tensor); values of types
+    given to `register_tensor_conversion_function` by their functions."""
     if isinstance(value, Tensor):
         if dtype is not None and dtypes.as_dtype(dtype) is not value.dtype:
             raise ValueError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} for Tensor "
@@ -835,6 +894,10 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None) -> Ten
         return value
     if hasattr(value, "_as_graph_element"):
         return convert_to_tensor(value._as_graph_element(), dtype, name)
+    if _CONVERSIONS:
+        out = _registered_conversion(value, dtype, name)
+        if out is not None:
+            return out
     if isinstance(value, (list, tuple)) and _holds_tensors(value):
         return _autopack(value, dtype, name or "packed")
     from actorflow.graph.ops.constant import constant

@@ -30,6 +30,7 @@ op-type string tests there:
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -66,6 +67,9 @@ class OpDef:
     host_outputs: bool = False
     offload: bool = False
     internal: bool = False
+    # What Session.run returns for this op's fetched output 0, when not its array:
+    # fetch_as(value, tensor, session) (a GetSessionHandle's TensorHandle).
+    fetch_as: Callable | None = None
 
     def __post_init__(self):
         if self.control_flow is not None and self.control_flow not in CONTROL_FLOW_ROLES:
@@ -87,7 +91,43 @@ class OpDef:
         g = get_default_graph()
         op = g.create_op(self.type, list(inputs), attrs, name=name)
         outs = op.outputs
+        if _OP_CALLBACKS:
+            outs = _run_op_callbacks(op, outs)
         return outs[0] if len(outs) == 1 else (tuple(outs) if outs else op)
+
+
+# -- op callbacks (TF's op_callbacks): fn(op, outputs) -> outputs, applied to the outputs an OpDef's
+# call returns (every op wrapper's), as tf.debugging.enable_check_numerics uses them. Ops made inside a
+# callback are not passed to the callbacks again.
+_OP_CALLBACKS: list = []
+_callback_state = threading.local()
+
+
+def add_op_callback(fn) -> None:
+    """Calls fn(op, outputs) -> outputs for every op an OpDef call creates from now on."""
+    if not callable(fn):
+        raise TypeError(f"op callback must be callable, got {type(fn).__name__}")
+    if fn not in _OP_CALLBACKS:
+        _OP_CALLBACKS.append(fn)
+
+
+def remove_op_callback(fn) -> None:
+    """Stops calling `fn`; a KeyError when it was not added."""
+    if fn not in _OP_CALLBACKS:
+        raise KeyError(f"{fn!r} is not an op callback")
+    _OP_CALLBACKS.remove(fn)
+
+
+def _run_op_callbacks(op, outs):
+    if getattr(_callback_state, "active", False):
+        return outs
+    _callback_state.active = True
+    try:
+        for fn in list(_OP_CALLBACKS):
+            outs = list(fn(op, list(outs)))
+    finally:
+        _callback_state.active = False
+    return outs
 
 
 def define_op(type_name: str, infer: Callable, **kw) -> OpDef:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import math
 import os
 import threading
 import traceback
@@ -26,7 +27,8 @@ from actorflow.graph.tensor_shape import TensorShape, as_shape
 from actorflow.graph.variables import Variable, resolve_sync_aggregation
 
 __all__ = ["variable_scope", "get_variable", "get_local_variable", "get_variable_scope", "VariableScope",
-           "AUTO_REUSE", "PartitionedVariable", "fixed_size_partitioner", "variable_axis_size_partitioner"]
+           "AUTO_REUSE", "PartitionedVariable", "fixed_size_partitioner", "variable_axis_size_partitioner",
+           "min_max_variable_partitioner", "create_partitioned_variables"]
 
 _STORE_KEY = "__variable_store"
 # Frames inside actorflow are left out of "Originally defined at" tracebacks.
@@ -227,6 +229,43 @@ def variable_axis_size_partitioner(max_shard_bytes, axis=0, bytes_per_string_ele
         partitions[axis] = max(1, min(shards, shape[axis]))
         return partitions
     return _partitioner
+
+
+def min_max_variable_partitioner(max_partitions=1, axis=0, min_slice_size=256 << 10, bytes_per_string_element=16):
+    """A partitioner giving each shard at least `min_slice_size` bytes, in at most `max_partitions`
+    shards along `axis` (tf.compat.v1.min_max_variable_partitioner): ceil(total bytes /
+    min_slice_size), capped by the axis length and `max_partitions`, at least 1."""
+    def _partitioner(shape, dtype, **unused):
+        shape = as_shape(shape)
+        if axis >= shape.ndims:
+            raise ValueError(f"Cannot partition variable along axis {axis} when shape is only {shape}")
+        dtype = dtypes.as_dtype(dtype)
+        per_element = bytes_per_string_element if dtype.is_string else dtype.size
+        partitions = shape.num_elements() * per_element / min_slice_size
+        out = [1] * shape.ndims
+        out[axis] = max(1, min(shape[axis], max_partitions, int(math.ceil(partitions))))
+        return out
+    return _partitioner
+
+
+def create_partitioned_variables(shape, slicing, initializer, dtype=dtypes.float32, trainable=True, collections=None,
+                                 name=None, reuse=None):
+    """Variables that together hold a variable of `shape` split as `slicing` says (one count per
+    dimension, at most one above 1), named `<name>/part_<i>` (tf.compat.v1.create_partitioned_variables,
+    TF's deprecated form of get_variable with a partitioner). `initializer` is a tensor or array of
+    the full shape (sliced per part) or an initializer called per part. Returns the list of parts."""
+    shape, slicing = list(shape), list(slicing)
+    if len(shape) != len(slicing):
+        raise ValueError(f"The 'shape' and 'slicing' of a partitioned Variable must have the length: shape: {shape}, "
+                         f"slicing: {slicing}")
+    if len(shape) < 1:
+        raise ValueError(f"A partitioned Variable must have rank at least 1: shape: {shape}")
+    with variable_scope(name, "PartitionedVariable", reuse=reuse) as scope:
+        store = _get_store(get_default_graph())
+        pv = store._get_partitioned_variable(
+            scope.name, lambda **unused: slicing, as_shape(shape), dtypes.as_dtype(dtype), initializer, None,
+            scope.reuse, trainable, collections, True, None)
+    return list(pv)
 
 
 def _call_partitioner(partitioner, shape: TensorShape, dtype, name):

@@ -20,7 +20,7 @@ __all__ = ["Variable", "VariableSynchronization", "VariableAggregation", "global
            "initialize_all_variables", "assign", "assign_add", "assign_sub", "scatter_add",
            "scatter_sub", "scatter_update", "scatter_mul", "scatter_max", "scatter_min",
            "scatter_div", "scatter_nd_add", "scatter_nd_sub", "scatter_nd_update",
-           "is_variable_initialized", "model_variables", "init_scope"]
+           "is_variable_initialized", "model_variables", "init_scope", "variable_creator_scope"]
 
 
 class VariableSynchronization(enum.Enum):
@@ -76,7 +76,53 @@ def init_scope():
         st.context = saved
 
 
-class Variable:
+class _VariableMeta(type):
+    """Routes `Variable(...)` through the creators of `variable_creator_scope`, innermost first, as
+    TF's VariableMetaclass does; with no creator it is an ordinary construction."""
+
+    def __call__(cls, *args, **kwargs):
+        stack = _creator_stack(get_default_graph())
+        if cls is not Variable or not stack:
+            return super().__call__(*args, **kwargs)
+        import inspect
+        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+        kw = {k: v for k, v in bound.arguments.items() if k != "self"}
+
+        def base(**kwargs):
+            return type.__call__(cls, **kwargs)
+        creator = base
+        for fn in stack:
+            creator = _chained(fn, creator)
+        return creator(**kw)
+
+
+def _chained(fn, next_creator):
+    def creator(**kwargs):
+        return fn(next_creator, **kwargs)
+    return creator
+
+
+def _creator_stack(g) -> list:
+    return g.__dict__.setdefault("_variable_creator_stack", [])
+
+
+@contextlib.contextmanager
+def variable_creator_scope(variable_creator):
+    """Inside, every `Variable(...)` on the default graph (get_variable's too) calls
+    `variable_creator(next_creator, **kwargs)`, which may change the arguments, call
+    `next_creator(**kwargs)` to make the variable, or return something else
+    (tf.compat.v1.variable_creator_scope). Nested scopes chain, the innermost called first."""
+    if not callable(variable_creator):
+        raise TypeError(f"variable_creator must be callable, got {type(variable_creator).__name__}")
+    stack = _creator_stack(get_default_graph())
+    stack.append(variable_creator)
+    try:
+        yield
+    finally:
+        stack.remove(variable_creator)
+
+
+class Variable(metaclass=_VariableMeta):
     """A mutable tensor whose value persists across `Session.run` calls (tf.compat.v1.Variable).
 
     Differences from TF 1.x: reads have snapshot semantics (an update never changes a value

@@ -10,6 +10,7 @@ from actorflow.saved_model import (
     builder,
     constants,
     loader,
+    main_op,
     signature_constants,
     signature_def_utils,
     tag_constants,
@@ -17,6 +18,7 @@ from actorflow.saved_model import (
 )
 from actorflow.saved_model.builder import SavedModelBuilder
 from actorflow.saved_model.loader import load, maybe_saved_model_directory
+from actorflow.saved_model.main_op import main_op_with_restore
 from actorflow.saved_model.signature_def_utils import (
     build_signature_def,
     classification_signature_def,
@@ -67,7 +69,8 @@ __all__ = ["simple_save", "SavedModelBuilder", "Builder", "load", "maybe_saved_m
            "DEBUG_DIRECTORY", "DEBUG_INFO_FILENAME_PB", "LEGACY_INIT_OP_KEY", "MAIN_OP_KEY", "SAVED_MODEL_FILENAME_PB",
            "SAVED_MODEL_FILENAME_PBTXT", "SAVED_MODEL_SCHEMA_VERSION", "VARIABLES_DIRECTORY", "VARIABLES_FILENAME",
            "CLASSIFY_INPUTS", "CLASSIFY_OUTPUT_CLASSES", "CLASSIFY_OUTPUT_SCORES", "PREDICT_INPUTS",
-           "PREDICT_OUTPUTS", "REGRESS_INPUTS", "REGRESS_OUTPUTS", "contains_saved_model"]
+           "PREDICT_OUTPUTS", "REGRESS_INPUTS", "REGRESS_OUTPUTS", "contains_saved_model", "main_op",
+           "main_op_with_restore"]
 
 Builder = SavedModelBuilder
 

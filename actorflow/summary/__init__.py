@@ -14,7 +14,7 @@ from actorflow.summary.writer import FileWriter, FileWriterCache
 
 __all__ = ["scalar", "histogram", "image", "audio", "text", "tensor_summary", "merge", "merge_all", "FileWriter",
            "FileWriterCache", "Summary", "SummaryDescription", "SummaryMetadata", "HistogramProto", "Event",
-           "SessionLog", "TaggedRunMetadata", "as_graph_def"]
+           "SessionLog", "TaggedRunMetadata", "as_graph_def", "get_summary_description"]
 
 # protobuf classes: name -> (tensorboard module, attribute)
 _PROTOS = {
@@ -36,6 +36,21 @@ def __getattr__(name):
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def get_summary_description(node_def):
+    """The SummaryDescription of a TF 1.x `TensorSummary` node (its JSON "description" attribute)
+    (tf.compat.v1.summary.get_summary_description). Any other node is a ValueError, as in TF:
+    tensor_summary writes TensorSummaryV2 nodes, which carry SummaryMetadata instead."""
+    if node_def.op != "TensorSummary":
+        raise ValueError(f"Can't get_summary_description on {node_def.op}")
+    from google.protobuf import json_format
+
+    from actorflow import protos
+    description = protos.summary_pb2.SummaryDescription()
+    text = node_def.attr["description"].s
+    json_format.Parse(text.decode("utf-8") if isinstance(text, bytes) else text, description)
+    return description
 
 
 def as_graph_def(graph=None, add_shapes=True):

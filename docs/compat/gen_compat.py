@@ -38,7 +38,8 @@ def render() -> str:
     for ns in sorted(spaces, key=lambda s: (s != "", s)):
         names = spaces[ns]
         mod = _resolve(af, ns)
-        have = [n for n in names if mod is not None and getattr(mod, n, None) is not None]
+        # (hasattr, not "is not None": af.newaxis is None, as tf.newaxis is)
+        have = [n for n in names if mod is not None and hasattr(mod, n)]
         missing = [n for n in names if n not in have]
         label = "tf" + ("." + ns if ns else "")
         af_label = "af" + ("." + ns if ns else "")

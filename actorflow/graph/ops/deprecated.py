@@ -11,7 +11,7 @@ from actorflow.graph.ops import array_ops, math_ops, nn_ops
 from actorflow.graph.variables import global_variables, local_variables_initializer, variables_initializer
 
 __all__ = ["arg_max", "arg_min", "initialize_local_variables", "initialize_variables", "all_variables",
-           "log_sigmoid", "matrix_transpose", "shape_n", "rint", "add_to_collections"]
+           "log_sigmoid", "matrix_transpose", "shape_n", "rint", "add_to_collections", "op_scope", "variable_op_scope"]
 
 
 def arg_max(input, dimension, output_type=dtypes.int64, name=None):  # noqa: A002 (TF's name)
@@ -69,3 +69,22 @@ def add_to_collections(names, value):
     """Adds `value` to each collection in `names` (tf.compat.v1.add_to_collections)."""
     for n in ([names] if isinstance(names, str) else names):
         add_to_collection(n, value)
+
+
+def op_scope(values, name, default_name=None):
+    """TF 1.x's deprecated spelling of `name_scope(name, default_name, values)` (tf.compat.v1.op_scope):
+    a context manager yielding the scope's name ("foo/")."""
+    from actorflow.graph.graph import name_scope
+    return name_scope(name, default_name, values)
+
+
+def variable_op_scope(values, name_or_scope, default_name=None, initializer=None, regularizer=None,
+                      caching_device=None, partitioner=None, custom_getter=None, reuse=None, dtype=None,
+                      use_resource=None, constraint=None):
+    """TF 1.x's deprecated spelling of `variable_scope(name_or_scope, default_name, values, ...)`
+    (tf.compat.v1.variable_op_scope): yields the VariableScope."""
+    from actorflow.graph.variable_scope import variable_scope
+    return variable_scope(name_or_scope, default_name=default_name, values=values, initializer=initializer,
+                          regularizer=regularizer, caching_device=caching_device, partitioner=partitioner,
+                          custom_getter=custom_getter, reuse=reuse, dtype=dtype, use_resource=use_resource,
+                          constraint=constraint)

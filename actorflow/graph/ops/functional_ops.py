@@ -12,7 +12,7 @@ from actorflow.graph.ops.array_ops import gathering, shapes
 from actorflow.graph.ops.list_ops import TensorListReserve, TensorListSetItem, TensorListStack
 from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["map_fn", "scan", "foldl", "foldr"]
+__all__ = ["map_fn", "scan", "foldl", "foldr", "vectorized_map"]
 
 
 def _elements(elems):
@@ -151,3 +151,35 @@ def foldl(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, s
 def foldr(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False, name=None):
     """a = fn(a, x) over the elements of `elems` from the last (tf.foldr)."""
     return _fold(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, name, "foldr", True)
+
+
+def _output_dtypes(fn, elems, flat):
+    """The structure of fn's output dtypes, from a trace of fn on placeholders of one element in a
+    scratch graph; when fn uses tensors of the current graph, from a trace on element 0 here (its ops
+    are never run)."""
+    from actorflow.graph.graph import Graph, get_default_graph
+    from actorflow.graph.ops.constant import placeholder
+    scratch = Graph()
+    try:
+        with scratch.as_default():
+            holders = [placeholder(e.dtype, TensorShape(None) if e.shape.dims is None else e.shape.dims[1:])
+                       for e in flat]
+            out = fn(nest.pack_sequence_as(elems, holders))
+    except ValueError:
+        g = get_default_graph()
+        with g.name_scope("trace"):
+            out = fn(_element(elems, flat, 0))
+    return nest.map_structure(lambda t: convert_to_tensor(t).dtype if not hasattr(t, "dtype") else t.dtype, out)
+
+
+def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
+    """fn applied to each element of `elems` (unpacked along dimension 0), the results stacked
+    (tf.vectorized_map). Differs from TF: there is no pfor vectorizer, so this is always TF's
+    fallback, a map_fn while loop (the same values); the output dtypes come from a trace of fn on
+    one element (in a scratch graph when fn uses no tensor of the caller's)."""
+    if not callable(fn):
+        raise TypeError("fn must be callable.")
+    with name_scope("vectorized_map"):
+        flat, _, _ = _elements(elems)
+        dtype = _output_dtypes(fn, elems, flat)
+        return map_fn(fn, elems, dtype=dtype, name="loop")

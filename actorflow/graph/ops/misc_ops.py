@@ -18,7 +18,8 @@ from actorflow.graph.tensor_shape import TensorShape, as_shape
 
 __all__ = ["ensure_shape", "reverse_sequence", "setdiff1d", "unravel_index", "qr", "tuple", "is_tensor",
            "get_static_value", "make_template", "report_uninitialized_variables", "assert_variables_initialized",
-           "moving_average_variables", "no_regularizer", "count_up_to"]
+           "moving_average_variables", "no_regularizer", "count_up_to", "guarantee_const", "timestamp",
+           "is_symbolic_tensor", "batch_scatter_update"]
 
 
 def _infer_ensure_shape(inputs, attrs):
@@ -302,3 +303,58 @@ def count_up_to(ref, limit, name=None):
         from actorflow.graph.variables import _ref_of
         new = CountUpToIncrement(_ref_of(ref), limit=int(limit))
         return new - convert_to_tensor(1, dtype=new.dtype)
+
+
+# -- GuaranteeConst, Timestamp, is_symbolic_tensor, batch_scatter_update -----------------------------
+
+GuaranteeConst = define_op("GuaranteeConst", lambda inputs, attrs: [(inputs[0].dtype, inputs[0].shape)],
+                           placement="pass_through")
+# (no gradient: differentiating through it is a LookupError, as in TF)
+
+
+def guarantee_const(input, name=None):  # noqa: A002 (TF's name)
+    """`input`, promised constant over the session's lifetime (tf.guarantee_const): TF lets its
+    runtime hoist the value; here it is an identity. It has no gradient, as in TF."""
+    with name_scope(name, "GuaranteeConst", [input]) as scope:
+        return GuaranteeConst(convert_to_tensor(input), name=scope.rstrip("/") + "/")
+
+
+Timestamp = define_op("Timestamp", lambda inputs, attrs: [(dtypes.float64, TensorShape([]))], stateful=True)
+Timestamp.gradient(_no_gradient)
+
+
+def timestamp(name=None):
+    """The time of running, in seconds since the Unix epoch, float64 (tf.timestamp); stateful, so
+    never folded into a constant."""
+    return Timestamp(name=name)
+
+
+def is_symbolic_tensor(tensor) -> bool:
+    """Whether `tensor` is a graph Tensor (tf.is_symbolic_tensor): not a Variable, SparseTensor or
+    Python value, as in TF."""
+    return isinstance(tensor, Tensor)
+
+
+def batch_scatter_update(ref, indices, updates, use_locking=True, name=None):
+    """ref[i..., indices[i..., j], ...] = updates[i..., j, ...] for every batch position i... of the
+    leading dimensions (tf.compat.v1.batch_scatter_update): scatter_nd_update with the batch
+    coordinates prepended to `indices`, as TF builds it. Returns the updated variable's value."""
+    from actorflow.graph.variables import scatter_nd_update
+    with name_scope(name, "BatchScatterUpdate", [ref, indices, updates]):
+        indices = convert_to_tensor(indices, name="indices")
+        rank = indices.shape.ndims
+        if rank is None:
+            raise ValueError("batch_scatter_update does not allow indices with unknown rank")
+        if not indices.dtype.is_integer:
+            raise TypeError(f"batch_scatter_update: indices must be int32 or int64, got {indices.dtype.name}")
+        nd = array_ops.expand_dims(indices, -1)
+        shape = array_ops.shape(indices)
+        parts = []
+        for d in range(rank - 1):
+            bshape = [1] * (rank + 1)
+            bshape[d] = -1
+            rng = math_ops.cast(array_ops.reshape(array_ops.range(0, shape[d], 1), bshape), indices.dtype)
+            parts.append(rng * array_ops.ones_like(nd))
+        parts.append(nd)
+        final = array_ops.concat(parts, axis=-1)
+        return scatter_nd_update(ref, final, updates, use_locking=use_locking)

@@ -23,7 +23,8 @@ from actorflow.graph.indexed_slices import IndexedSlices
 from actorflow.graph.op_def import InferenceError, define_op
 from actorflow.graph.ops.constant import group, identity
 
-__all__ = ["check_numerics", "verify_tensor_all_finite", "add_check_numerics_ops"]
+__all__ = ["check_numerics", "verify_tensor_all_finite", "add_check_numerics_ops", "enable_check_numerics",
+           "disable_check_numerics"]
 
 
 class _DTypeError(InferenceError, TypeError):
@@ -136,3 +137,47 @@ def add_check_numerics_ops():
             with control_dependencies(check), _on_task_of(out):
                 check = [check_numerics(out, message=f"{op.name}:{out.value_index}")]
     return group(*check)
+
+
+# -- tf.debugging.enable_check_numerics: a CheckNumerics on every floating output of the ops made after ----
+
+# Ops that cannot make a NaN or an infinity their inputs lack, or that must not be wrapped (control
+# flow, state, the checks themselves), as TF's check-numerics callback leaves them alone.
+_SAFE_OPS = frozenset({
+    "CheckNumerics", "Const", "Placeholder", "PlaceholderWithDefault", "Identity", "IdentityN", "StopGradient",
+    "Reshape", "Squeeze", "ExpandDims", "ConcatV2", "Pack", "Unpack", "Slice", "StridedSlice", "GatherV2",
+    "GatherNd", "Transpose", "Tile", "Fill", "ZerosLike", "OnesLike", "BroadcastTo", "Shape", "ShapeN", "Size",
+    "Rank", "Split", "SplitV", "PreventGradient", "Snapshot", "NoOp", "Relu", "Relu6", "Maximum", "Minimum",
+    "Neg", "Abs", "Sign", "Floor", "Ceil", "Round"})
+
+
+def _check_numerics_callback(op, outputs):
+    d = op.op_def
+    if op.type in _SAFE_OPS or d.control_flow is not None or d.ref_inputs or d.resource is not None \
+            or d.internal:
+        return outputs
+    out = []
+    for i, t in enumerate(outputs):
+        if t.dtype.is_floating:
+            message = (f'\n\n!!! Detected Infinity or NaN in output {i} of graph op "{op.type}" (# of outputs: '
+                       f'{len(outputs)}) !!!\n  dtype: {t.dtype.name}\n  shape: {t.shape}\n  op: {op.name}\n')
+            t = CheckNumerics(t, message=message, name=f"{op.name}/CheckNumerics{'' if i == 0 else f'_{i}'}")
+        out.append(t)
+    return out
+
+
+def enable_check_numerics(stack_height_limit=30, path_length_limit=50):
+    """From now on, every floating output of a new op (as the op wrappers return them) passes through
+    a CheckNumerics that fails the step naming the op, its output, dtype and shape when it holds a NaN
+    or an infinity (tf.debugging.enable_check_numerics). Ops that cannot make one are left alone, as
+    in TF; ops built before the call, and raw `Graph.create_op` calls, are not checked. The stack
+    limits are TF's arguments for its message and are not used."""
+    from actorflow.graph.op_def import add_op_callback
+    add_op_callback(_check_numerics_callback)
+
+
+def disable_check_numerics():
+    """Stops instrumenting new ops (tf.debugging.disable_check_numerics); a no-op when not enabled."""
+    from actorflow.graph.op_def import _OP_CALLBACKS, remove_op_callback
+    if _check_numerics_callback in _OP_CALLBACKS:
+        remove_op_callback(_check_numerics_callback)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as np
+
 from actorflow import script_registry
 from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor, get_default_graph
@@ -19,7 +21,7 @@ from actorflow.graph.op_def import define_op
 from actorflow.graph.ops.array_ops._args import _op_scope
 from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["py_func", "numpy_function"]
+__all__ = ["EagerArray", "py_func", "py_function", "numpy_function"]
 
 
 def _infer_py_func(inputs, attrs):
@@ -69,3 +71,51 @@ def py_func(func, inp, Tout, stateful=True, name=None):  # noqa: N803 - TF's arg
 def numpy_function(func, inp, Tout, stateful=True, name=None):  # noqa: N803
     """Wraps the Python function `func`, called on numpy arrays, as an op (tf.numpy_function)."""
     return py_func(func, inp, Tout, stateful=stateful, name=name)
+
+
+class EagerArray(np.ndarray):
+    """What `py_function` hands its function for each input: a numpy array that also answers
+    `.numpy()` (and `.shape`, `.dtype` as numpy's), the part of TF's EagerTensor a py_function body
+    uses most."""
+
+    def numpy(self):
+        """The value as a plain numpy array (a numpy scalar, or bytes, for a scalar), as EagerTensor.numpy."""
+        plain = self.view(np.ndarray)
+        return plain[()] if plain.ndim == 0 else plain
+
+
+def _plain(v):
+    return v.view(np.ndarray) if isinstance(v, EagerArray) else v
+
+
+def py_function(func=None, inp=None, Tout=None, name=None):  # noqa: N803 - TF's argument name
+    """Wraps `func` as an op that calls it on the inputs' values (tf.py_function).
+
+    Differs from TF: there is no eager mode, so `func` receives each input as an `EagerArray` (a
+    numpy array with TF's `.numpy()`), not an EagerTensor, and cannot run af ops eagerly on it; it
+    returns numpy-convertible values. No gradient flows through it (TF records one on a tape).
+    `Tout=None` (or []) means `func` returns nothing and the op is returned, to run as a target.
+    """
+    if not callable(func):
+        raise TypeError(f"py_function: func must be callable, got {type(func).__name__}")
+
+    single = Tout is not None and not isinstance(Tout, (list, tuple))
+    touts = [] if Tout is None else [dtypes.as_dtype(t) for t in ([Tout] if single else Tout)]
+
+    def convert(o, dt):
+        # Python values take the declared dtype, as TF converts them; arrays must already have it.
+        o = _plain(o)
+        if isinstance(o, (np.ndarray, np.generic)) or dt.is_string:
+            return o
+        return np.asarray(o, dtype=dt.np)
+
+    def call(*args):
+        out = func(*[np.asarray(a).view(EagerArray) for a in args])
+        if single:
+            return convert(out, touts[0])
+        if isinstance(out, (list, tuple)) and len(out) == len(touts):
+            return [convert(o, dt) for o, dt in zip(out, touts)]
+        return out
+
+    call.__name__ = getattr(func, "__name__", "py_function")
+    return py_func(call, [] if inp is None else inp, [] if Tout is None else Tout, stateful=True, name=name)

@@ -18,5 +18,6 @@ MODULES += ("edit_distance",)   # graph/ops/edit_distance_ops.py
 MODULES += ("conv3d", "morphology", "fractional_pool")   # nn_conv3d_ops.py, nn_morph_ops.py, nn_frac_ops.py
 MODULES += ("ctc",)   # graph/ops/ctc_ops.py
 MODULES += ("beam_search",)   # graph/ops/beam_search_ops.py
+MODULES += ("bitwise", "hashing", "sets", "fake_quant", "quantize")   # bitwise_ops, hash_ops, set_ops, fake_quant_ops, quantize_ops
 MODULES += ("clustering",)   # graph/ops/clustering_ops.py
 MODULES += ("image_transform",)   # graph/ops/image_transform_ops.py

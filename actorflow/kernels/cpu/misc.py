@@ -80,3 +80,12 @@ def _qr(attrs):
         q, r = np.linalg.qr(x, mode=mode)
         return q.astype(x.dtype), r.astype(x.dtype)
     return fn
+
+
+register_kernel("GuaranteeConst", "CPU")(lambda attrs: lambda x: x)
+
+
+@register_kernel("Timestamp", "CPU")
+def _timestamp(attrs):
+    import time
+    return lambda: np.float64(time.time())
