@@ -104,7 +104,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "queue": {"graph"},            # tf.test: TestCase's sessions, create_local_cluster's servers
     "client": set(),
     "compat": {"graph"},
-    "contrib": {"train", "layers", "nn", "metrics", "distributions", "saved_model"},
+    "contrib": {"train", "layers", "nn", "metrics", "distributions", "saved_model", "keras"},
     "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
     "estimator": {"train", "metrics", "data", "feature_column", "layers", "nn", "saved_model"},  # tf.contrib's layers, rnn, seq2seq, framework over those
     # tf.keras of TF 1.x: layers over af.layers and rnn, models trained with train's Saver and sessions

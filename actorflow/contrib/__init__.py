@@ -34,3 +34,11 @@ from actorflow.contrib import (
 )
 
 __all__ = ["crf", "predictor", "image", "losses", "distributions", "factorization", "opt", "learn", "tensorboard", "framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
+
+
+def __getattr__(name):
+    # tf.contrib.keras (TF 1.x's first home of Keras) is af.keras, imported on first use as af.keras is.
+    if name == "keras":
+        from actorflow import keras
+        return keras
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
