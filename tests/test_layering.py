@@ -93,6 +93,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "distribute": {"cluster"},
     "client": set(),
     "compat": {"graph"},
+    "python": {"graph"},     # tensorflow.python.framework.ops, by its private path
     "contrib": {"train", "layers", "nn", "metrics"},
     "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
     "estimator": {"train", "metrics", "data", "feature_column", "layers", "nn", "saved_model"},  # tf.contrib's layers, rnn, seq2seq, framework over those
