@@ -123,7 +123,11 @@ def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path
     try:
         (work / "prog.py").write_text(port(source, lib, prog.get("patches", []), seed))
         for name in prog.get("files", []):
-            shutil.copy(_files_dir(corpus, prog) / Path(name).name, work / Path(name).name)
+            src = _files_dir(corpus, prog) / Path(name).name
+            if src.suffix == ".py":     # a module of the program's own: ported as the program is
+                (work / src.name).write_text(port(src.read_text(), lib, [], seed))
+            else:
+                shutil.copy(src, work / src.name)
         for name in prog.get("data", []):
             if name == "text8.zip":
                 sys.path.insert(0, str(SHIMS))
