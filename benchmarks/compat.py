@@ -87,6 +87,9 @@ def port(source: str, lib: str, patches, seed: int = 0) -> str:
     out = re.sub(r"^(\s*)import tensorflow as tf\s*$", lambda m: m.group(1) + imp, source, flags=re.M)
     out = re.sub(r"^(\s*)from tensorflow\.examples\.tutorials\.mnist import input_data\s*$",
                  lambda m: m.group(1) + "import input_data", out, flags=re.M)
+    if lib == "actorflow":        # `from tensorflow.python.framework import ops`: the same path under actorflow
+        out = re.sub(r"^(\s*)from tensorflow\.python\.", lambda m: m.group(1) + "from actorflow.python.", out,
+                     flags=re.M)
     out = re.sub(r"^(\s*)from tensorflow\.contrib import rnn\s*$",
                  lambda m: m.group(1) + "from compat_contrib import rnn", out, flags=re.M)
     # What tf_upgrade_v2 renames for the contrib names these programs use, and numpy 2's removed
@@ -120,7 +123,11 @@ def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path
     try:
         (work / "prog.py").write_text(port(source, lib, prog.get("patches", []), seed))
         for name in prog.get("files", []):
-            shutil.copy(_files_dir(corpus, prog) / Path(name).name, work / Path(name).name)
+            src = _files_dir(corpus, prog) / Path(name).name
+            if src.suffix == ".py":     # a module of the program's own: ported as the program is
+                (work / src.name).write_text(port(src.read_text(), lib, [], seed))
+            else:
+                shutil.copy(src, work / src.name)
         for name in prog.get("data", []):
             if name == "text8.zip":
                 sys.path.insert(0, str(SHIMS))

@@ -20,16 +20,19 @@ def levenshtein(a, b) -> int:
 
 
 def _sequences(indices, values, shape, what):
+    """The sequences of one SparseTensor, keyed by index prefix (all but the last index). As in TF's
+    kernel, the last index orders nothing and is not checked against the shape: a group's values are
+    its sequence in the order given (TF 1.x programs index past the last dimension,
+    `tf.SparseTensor([[0, 0, 3]], ..., [1, 1, 1])`); groups are sorted by prefix, stably."""
     idx, vals, shp = np.asarray(indices), np.asarray(values), np.asarray(shape).reshape(-1)
     if idx.ndim != 2 or idx.shape[1] != shp.size or vals.shape != (idx.shape[0],):
         raise InvalidArgumentError(f"EditDistance: {what} indices {list(idx.shape)}, values {list(vals.shape)} and "
                                    f"shape {shp.tolist()} do not form a SparseTensor")
-    if idx.size and ((idx < 0) | (idx >= shp)).any():
-        raise InvalidArgumentError(f"EditDistance: {what} indices lie outside its shape {shp.tolist()}")
-    order = np.lexsort(idx.T[::-1]) if idx.shape[0] else np.zeros(0, np.int64)
+    prefix = idx[:, :-1]
+    order = np.lexsort(prefix.T[::-1]) if prefix.size else np.arange(idx.shape[0])
     seqs: dict = {}
     for k in order:
-        seqs.setdefault(tuple(int(v) for v in idx[k, :-1]), []).append(vals[k])
+        seqs.setdefault(tuple(int(v) for v in prefix[k]), []).append(vals[k])
     return seqs, shp
 
 
@@ -44,7 +47,13 @@ def edit_distance(attrs):
         if hs.size != ts.size:
             raise InvalidArgumentError(f"EditDistance: hypothesis and truth must have the same rank, got shapes "
                                        f"{hs.tolist()} and {ts.tolist()}")
-        out = np.zeros(np.maximum(hs, ts)[:-1], np.float32)
+        out_shape = np.maximum(hs, ts)[:-1]
+        for what, seqs in (("hypothesis", hyp), ("truth", tru)):
+            bad = [k for k in seqs if any(i < 0 or i >= n for i, n in zip(k, out_shape))]
+            if bad:
+                raise InvalidArgumentError(f"EditDistance: {what} index prefix {list(bad[0])} lies outside the "
+                                           f"output shape {out_shape.tolist()}")
+        out = np.zeros(out_shape, np.float32)
         for key in set(hyp) | set(tru):
             a, b = hyp.get(key, []), tru.get(key, [])
             d = float(levenshtein(a, b))
