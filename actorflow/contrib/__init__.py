@@ -3,7 +3,7 @@ by their import: `tf.contrib.layers` (slim's layers, initializers, regularizers,
 `tf.contrib.rnn`, `tf.contrib.seq2seq` (sequence_loss, dynamic_decode with the basic decoder, its
 training, greedy and custom helpers, Bahdanau and Luong attention, beam search), `tf.contrib.legacy_seq2seq` and
 `tf.contrib.framework` (arg_scope, model variables, the global step),
-`tf.contrib.crf` (linear-chain CRF: log-likelihood, Viterbi decoding), `tf.contrib.factorization.KMeans`, `tf.contrib.predictor`, `tf.contrib.image` (transform, rotate, translate), `tf.contrib.losses` (old argument order, metric learning), `tf.contrib.distributions` (with the multivariate normals),
+`tf.contrib.crf` (linear-chain CRF: log-likelihood, Viterbi decoding), `tf.contrib.factorization.KMeans`, `tf.contrib.predictor`, `tf.contrib.lookup` (vocabulary tables), `tf.contrib.image` (transform, rotate, translate), `tf.contrib.losses` (old argument order, metric learning), `tf.contrib.distributions` (with the multivariate normals),
 `tf.contrib.opt` (LazyAdam, AdamW/MomentumW, ScipyOptimizerInterface),
 `tf.contrib.learn.preprocessing.VocabularyProcessor`, `tf.contrib.tensorboard.plugins.projector`,
 `tf.contrib.training` (bucket_by_sequence_length, HParams), `tf.contrib.metrics`' streaming metrics and
@@ -22,6 +22,7 @@ from actorflow.contrib import (
     layers,
     learn,
     legacy_seq2seq,
+    lookup,
     losses,
     metrics,
     opt,
@@ -33,7 +34,7 @@ from actorflow.contrib import (
     training,
 )
 
-__all__ = ["crf", "predictor", "image", "losses", "distributions", "factorization", "opt", "learn", "tensorboard", "framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
+__all__ = ["crf", "lookup", "predictor", "image", "losses", "distributions", "factorization", "opt", "learn", "tensorboard", "framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
 
 
 def __getattr__(name):

@@ -19,7 +19,7 @@ from actorflow.graph.ops.constant import group
 from actorflow.graph.variables import Variable, assign, assign_add, assign_sub, global_variables
 from actorflow.train.optimizer import _create_slot
 
-__all__ = ["ExponentialMovingAverage"]
+__all__ = ["ExponentialMovingAverage", "assign_moving_average"]
 
 
 class ExponentialMovingAverage:
@@ -114,6 +114,16 @@ class ExponentialMovingAverage:
             name = self.average_name(v) if id(v) in avg_ids else v.op.name
             out[name] = v
         return out
+
+
+def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
+    """``variable -= (variable - value) * (1 - decay)``, returning the updated value
+    (tf.compat.v1.train.moving_averages.assign_moving_average, as batch-norm code uses it). With
+    `zero_debias` (TF's default), the average is corrected for starting at zero, through a biased
+    accumulator and a step count beside `variable`."""
+    value = convert_to_tensor(value, dtype=variable.dtype, name="value")
+    with _name_scope(name or "AssignMovingAvg"):
+        return _assign_moving_average(variable, value, decay, zero_debias)
 
 
 def _assign_moving_average(shadow, value, decay, zero_debias):

@@ -1,0 +1,1 @@
+"""`tensorflow.python.client`: sessions, timelines and the local device list."""

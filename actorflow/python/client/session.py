@@ -1,0 +1,4 @@
+"""`tensorflow.python.client.session`: Session and InteractiveSession."""
+from actorflow import InteractiveSession, Session
+
+__all__ = ["Session", "InteractiveSession"]

@@ -1,0 +1,1 @@
+"""`tensorflow.python.layers`: tf.layers (af.layers)."""

@@ -1,0 +1,4 @@
+"""`tensorflow.python.layers.normalization`: tf.layers's classes and functions."""
+from actorflow.python._alias import delegate
+
+__getattr__, __dir__ = delegate("actorflow.python.layers.normalization", ('actorflow.layers',))

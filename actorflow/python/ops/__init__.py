@@ -1,0 +1,1 @@
+"""`tensorflow.python.ops`: TF's op modules, each mapped to the actorflow names it holds."""

@@ -1,0 +1,4 @@
+"""`tensorflow.python.ops.rnn_cell`: the RNN cells."""
+from actorflow.python._alias import delegate
+
+__getattr__, __dir__ = delegate("actorflow.python.ops.rnn_cell", ('actorflow.nn.rnn_cell',))

@@ -1,0 +1,1 @@
+"""`tensorflow.python.platform`: gfile, tf_logging, flags, app."""

@@ -1,0 +1,1 @@
+"""`tensorflow.python.summary`: summaries and the FileWriter."""

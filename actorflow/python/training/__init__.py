@@ -1,0 +1,1 @@
+"""`tensorflow.python.training`: optimizers, savers, moving averages, hooks (af.train)."""

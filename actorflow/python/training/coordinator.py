@@ -1,0 +1,4 @@
+"""`tensorflow.python.training.coordinator`: af.train's names."""
+from actorflow.python._alias import delegate
+
+__getattr__, __dir__ = delegate("actorflow.python.training.coordinator", ('actorflow.train',))
