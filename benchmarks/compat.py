@@ -92,6 +92,9 @@ def port(source: str, lib: str, patches, seed: int = 0) -> str:
                      flags=re.M)
     out = re.sub(r"^(\s*)from tensorflow\.contrib import rnn\s*$",
                  lambda m: m.group(1) + "from compat_contrib import rnn", out, flags=re.M)
+    if lib == "actorflow":        # any other tf.contrib import: the same path under actorflow
+        out = re.sub(r"^(\s*)from tensorflow\.contrib([.\s])", lambda m: m.group(1) + "from actorflow.contrib" + m.group(2),
+                     out, flags=re.M)
     # What tf_upgrade_v2 renames for the contrib names these programs use, and numpy 2's removed
     # `newshape=` keyword: upgrades any user of TensorFlow 2.21 and numpy 2 makes, the same for both.
     if "tf.contrib.rnn." in out:
