@@ -3,7 +3,7 @@
 `python tests/test_tf_test_case.py`.
 
 The gradient checker's Jacobians are compared with TensorFlow 2.21's (tests/fixtures/tf_test.json,
-written by tests/fixtures/make_tf_test.py)."""
+written by tests/fixtures/make_tf_testcase.py)."""
 from __future__ import annotations
 
 import json
