@@ -131,11 +131,14 @@ def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path
                 (work / src.name).write_text(port(src.read_text(), lib, [], seed))
             else:
                 shutil.copy(src, work / src.name)
-        for name in prog.get("data", []):
-            if name == "text8.zip":
-                sys.path.insert(0, str(SHIMS))
-                from text8 import make_text8_zip
-                make_text8_zip(work / name)
+        for name in prog.get("data", []):          # generated stand-ins for what the program downloads
+            sys.path.insert(0, str(SHIMS))
+            from cookbook_data import MAKERS
+            from text8 import make_text8_zip
+            makers = dict(MAKERS, **{"text8.zip": make_text8_zip})
+            if name not in makers:
+                raise ValueError(f"{prog['id']}: no stand-in for data file {name!r} (known: {sorted(makers)})")
+            makers[name](work / name)
         env = dict(os.environ, AF_COMPAT_LIB=lib, MPLBACKEND="Agg", TF_USE_LEGACY_KERAS="1",
                    TF_CPP_MIN_LOG_LEVEL="2", PYTHONHASHSEED="0", AF_COMPAT_SEED=str(seed))
         paths = [str(SHIMS)] + ([str(ROOT)] if lib == "actorflow" else [])

@@ -190,8 +190,8 @@ def split_kernel(attrs):
             raise InvalidArgumentError(
                 f"Split: Number of ways to split should evenly divide the split dimension, but got "
                 f"split_dim {a} (size = {n}) and num_split {num}")
-        if num == 1:
-            return (value,)
+        if num == 1:        # one output: the runtime takes a single-output kernel's value bare, not in a tuple
+            return value
         return tuple(_contiguous(p) for p in np.split(value, num, axis=a))
     return split
 
@@ -218,6 +218,8 @@ def split_v_kernel(attrs):
                 f"if fully specified, or be less than the size of the input along split_dim if not "
                 f"fully specified. Got size_splits {_int_list(size_splits, 'SplitV', 'size_splits')} "
                 f"for dimension {a} of size {n}")
+        if len(sizes) == 1:     # one output: returned bare, as every single-output kernel's
+            return value
         bounds = np.cumsum(sizes[:-1]).tolist()
         return tuple(_contiguous(p) for p in np.split(value, bounds, axis=a))
     return split_v
@@ -254,6 +256,8 @@ def unpack_kernel(attrs):
         if num is not None and n != int(num):
             raise InvalidArgumentError(f"Unpack: Input shape axis {a} must equal {num}, got shape "
                                        f"{list(value.shape)}")
+        if n == 1:          # one output: returned bare, as every single-output kernel's
+            return _contiguous(np.squeeze(value, a))
         if a == 0:
             return tuple(value)
         return tuple(_contiguous(v) for v in np.moveaxis(value, a, 0))
@@ -866,6 +870,8 @@ def dynamic_partition_kernel(attrs):
         if p.size and (p.min() < 0 or p.max() >= num):
             raise _out_of_range("DynamicPartition", "partitions", parts, 0, num)
         flat = data.reshape((p.size,) + data.shape[parts.ndim:])
+        if num == 1:        # one output: returned bare, as every single-output kernel's
+            return flat
         if num <= 4:
             # A boolean mask per partition beats sorting when there are few partitions.
             return tuple(flat[p == i] for i in range(num))
@@ -945,8 +951,9 @@ _register_fn("Where", where_coordinates)
 
 
 def _identity_n(*xs):
-    """tf.identity_n: its inputs, unchanged (Tensors are immutable)."""
-    return tuple(xs)
+    """tf.identity_n: its inputs, unchanged (Tensors are immutable); one input is returned bare, as
+    every single-output kernel's value is."""
+    return xs[0] if len(xs) == 1 else tuple(xs)
 
 
 _register_fn("IdentityN", _identity_n)
