@@ -185,21 +185,8 @@ def viterbi_decode(score, transition_params):
     return path, float(np.max(best))
 
 
-class CrfDecodeForwardRnnCell(RNNCell):
+class CrfDecodeForwardRnnCell(CrfForwardRnnCell):
     """One max-product step of Viterbi: outputs the backpointers (int32), state the best scores."""
-
-    def __init__(self, transition_params):
-        super().__init__()
-        self._transition_params = array_ops.expand_dims(convert_to_tensor(transition_params), 0)
-        self._num_tags = _num_tags(self._transition_params, "transition_params")
-
-    @property
-    def state_size(self):
-        return self._num_tags
-
-    @property
-    def output_size(self):
-        return self._num_tags
 
     def __call__(self, inputs, state, scope=None):
         scores = array_ops.expand_dims(state, 2) + self._transition_params

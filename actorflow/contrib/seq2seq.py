@@ -179,6 +179,25 @@ class TrainingHelper(Helper):
             return finished, self._read(next_time, finished), state
 
 
+def _embedding_and_tokens(embedding, start_tokens, end_token):
+    """(ids -> embeddings, start_tokens [batch] int32, end_token scalar int32) of a decoding helper;
+    `embedding` is a [vocab, depth] matrix or a function of the ids."""
+    if callable(embedding):
+        embed = embedding
+    else:
+        params = convert_to_tensor(embedding, name="embedding")
+
+        def embed(ids):
+            return nn_ops.embedding_lookup(params, ids)
+    start = convert_to_tensor(start_tokens, dtype=dtypes.int32, name="start_tokens")
+    end = convert_to_tensor(end_token, dtype=dtypes.int32, name="end_token")
+    if start.shape.ndims != 1:
+        raise ValueError("start_tokens must be a vector")
+    if end.shape.ndims != 0:
+        raise ValueError("end_token must be a scalar")
+    return embed, start, end
+
+
 class GreedyEmbeddingHelper(Helper):
     """Greedy decoding: starts from the embedding of `start_tokens`, then feeds the embedding of
     each step's argmax; a row is finished when it emits `end_token`
@@ -186,17 +205,7 @@ class GreedyEmbeddingHelper(Helper):
     function of the ids."""
 
     def __init__(self, embedding, start_tokens, end_token):
-        if callable(embedding):
-            self._embed = embedding
-        else:
-            params = convert_to_tensor(embedding, name="embedding")
-            self._embed = lambda ids: nn_ops.embedding_lookup(params, ids)
-        self._start_tokens = convert_to_tensor(start_tokens, dtype=dtypes.int32, name="start_tokens")
-        self._end_token = convert_to_tensor(end_token, dtype=dtypes.int32, name="end_token")
-        if self._start_tokens.shape.ndims != 1:
-            raise ValueError("start_tokens must be a vector")
-        if self._end_token.shape.ndims != 0:
-            raise ValueError("end_token must be a scalar")
+        self._embed, self._start_tokens, self._end_token = _embedding_and_tokens(embedding, start_tokens, end_token)
         self._batch_size = array_ops.size(self._start_tokens)
         self._start_inputs = self._embed(self._start_tokens)
 
@@ -808,17 +817,7 @@ class BeamSearchDecoder(Decoder):
                                       "(it needs the attention's accumulated alignments); use 0.0")
         self._cell, self._output_layer = cell, output_layer
         self._reorder_tensor_arrays = reorder_tensor_arrays
-        if callable(embedding):
-            self._embed = embedding
-        else:
-            params = convert_to_tensor(embedding, name="embedding")
-            self._embed = lambda ids: nn_ops.embedding_lookup(params, ids)
-        self._start_tokens = convert_to_tensor(start_tokens, dtype=dtypes.int32, name="start_tokens")
-        self._end_token = convert_to_tensor(end_token, dtype=dtypes.int32, name="end_token")
-        if self._start_tokens.shape.ndims != 1:
-            raise ValueError("start_tokens must be a vector")
-        if self._end_token.shape.ndims != 0:
-            raise ValueError("end_token must be a scalar")
+        self._embed, self._start_tokens, self._end_token = _embedding_and_tokens(embedding, start_tokens, end_token)
         self._beam_width = int(beam_width)
         if self._beam_width < 1:
             raise ValueError(f"beam_width must be at least 1, got {beam_width}")
