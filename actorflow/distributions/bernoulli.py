@@ -8,12 +8,11 @@ from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.ops import array_ops, math_ops, nn_ops, random_ops
 from actorflow.graph.ops.constant import identity
-from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(distribution.Distribution):
+class Bernoulli(distribution.ScalarDistribution):
     """Bernoulli distributions over {0, 1}, given `logits` (log-odds) or `probs` of a 1, not both
     (tf.distributions.Bernoulli); samples have `dtype` (int32). NOT_REPARAMETERIZED. validate_args
     asserts 0 <= probs <= 1, and that values passed to log_prob are 0 or 1."""
@@ -45,12 +44,6 @@ class Bernoulli(distribution.Distribution):
 
     def _batch_shape(self):
         return self._logits.shape
-
-    def _event_shape_tensor(self):
-        return convert_to_tensor([], dtype=dtypes.int32)
-
-    def _event_shape(self):
-        return TensorShape([])
 
     def _sample_n(self, n, seed=None):
         new_shape = array_ops.concat([[n], self.batch_shape_tensor()], 0)

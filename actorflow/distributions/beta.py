@@ -8,12 +8,11 @@ from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.ops import array_ops, check_ops, math_ops, random_more_ops, special_math_ops
 from actorflow.graph.ops.constant import identity
-from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["Beta"]
 
 
-class Beta(distribution.Distribution):
+class Beta(distribution.ScalarDistribution):
     """Beta distributions on (0, 1) with density x^(c1-1) (1-x)^(c0-1) / B(c1, c0)
     (tf.distributions.Beta). Samples are G1 / (G1 + G0) for gamma draws, FULLY_REPARAMETERIZED through
     the gamma sampler's implicit gradient. The mode is undefined unless both concentrations exceed 1.
@@ -59,12 +58,6 @@ class Beta(distribution.Distribution):
 
     def _batch_shape(self):
         return self.total_concentration.shape
-
-    def _event_shape_tensor(self):
-        return convert_to_tensor([], dtype=dtypes.int32)
-
-    def _event_shape(self):
-        return TensorShape([])
 
     def _sample_n(self, n, seed=None):
         ones = array_ops.ones_like(self.total_concentration, dtype=self.dtype)

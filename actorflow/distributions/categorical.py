@@ -34,7 +34,7 @@ def _broadcast_event_and_params(event, params, base_dtype):
     return event, params
 
 
-class Categorical(distribution.Distribution):
+class Categorical(distribution.ScalarDistribution):
     """Categorical distributions over {0, ..., k-1}, given `logits` or `probs` of shape [..., k], not both
     (tf.distributions.Categorical); the batch shape is the parameters' shape less the last axis, samples
     have `dtype` (int32). NOT_REPARAMETERIZED. validate_args checks k >= 2, probs summing to 1, and
@@ -91,12 +91,6 @@ class Categorical(distribution.Distribution):
     def _batch_shape(self):
         s = self.logits.shape
         return TensorShape(None) if s.ndims is None else TensorShape(s.dims[:-1])
-
-    def _event_shape_tensor(self):
-        return convert_to_tensor([], dtype=dtypes.int32)
-
-    def _event_shape(self):
-        return TensorShape([])
 
     def _sample_n(self, n, seed=None):
         logits_2d = self.logits if self.logits.shape.ndims == 2 else \

@@ -12,26 +12,9 @@ from actorflow.graph.tensor_shape import TensorShape
 __all__ = ["Dirichlet"]
 
 
-class Dirichlet(distribution.Distribution):
-    """Dirichlet distributions over the (k-1)-simplex with `concentration` [..., k]
-    (tf.distributions.Dirichlet): event shape [k], batch shape the rest. Samples normalize k gamma
-    draws, FULLY_REPARAMETERIZED through the gamma sampler's implicit gradient. The mode is undefined
-    unless every concentration exceeds 1. validate_args asserts positive concentrations and k >= 2, and
-    that values passed to log_prob are positive and sum to 1."""
-
-    def __init__(self, concentration, validate_args=False, allow_nan_stats=True, name="Dirichlet"):
-        parameters = dict(locals())
-        with name_scope(name) as name:
-            c = convert_params({"concentration": concentration}, owner(name))["concentration"]
-            if c.shape.ndims == 0:
-                raise ValueError(f"{owner(name)}: concentration must have rank at least 1, got a scalar")
-            self._concentration = self._maybe_assert_valid_concentration(
-                identity(c, name="concentration"), validate_args, owner(name))
-            self._total_concentration = math_ops.reduce_sum(self._concentration, -1)
-        super().__init__(dtype=self._concentration.dtype, validate_args=validate_args,
-                         allow_nan_stats=allow_nan_stats, reparameterization_type=distribution.FULLY_REPARAMETERIZED,
-                         parameters=parameters, graph_parents=[self._concentration, self._total_concentration],
-                         name=name)
+class ConcentrationShapes:
+    """The concentration, its total, and the shapes of a distribution over the simplex's last axis
+    (Dirichlet, DirichletMultinomial): batch shape that of the total, event shape [k]."""
 
     @property
     def concentration(self):
@@ -54,6 +37,28 @@ class Dirichlet(distribution.Distribution):
     def _event_shape(self):
         s = self.concentration.shape
         return TensorShape(None if s.ndims is None else s.dims[-1:])
+
+
+class Dirichlet(ConcentrationShapes, distribution.Distribution):
+    """Dirichlet distributions over the (k-1)-simplex with `concentration` [..., k]
+    (tf.distributions.Dirichlet): event shape [k], batch shape the rest. Samples normalize k gamma
+    draws, FULLY_REPARAMETERIZED through the gamma sampler's implicit gradient. The mode is undefined
+    unless every concentration exceeds 1. validate_args asserts positive concentrations and k >= 2, and
+    that values passed to log_prob are positive and sum to 1."""
+
+    def __init__(self, concentration, validate_args=False, allow_nan_stats=True, name="Dirichlet"):
+        parameters = dict(locals())
+        with name_scope(name) as name:
+            c = convert_params({"concentration": concentration}, owner(name))["concentration"]
+            if c.shape.ndims == 0:
+                raise ValueError(f"{owner(name)}: concentration must have rank at least 1, got a scalar")
+            self._concentration = self._maybe_assert_valid_concentration(
+                identity(c, name="concentration"), validate_args, owner(name))
+            self._total_concentration = math_ops.reduce_sum(self._concentration, -1)
+        super().__init__(dtype=self._concentration.dtype, validate_args=validate_args,
+                         allow_nan_stats=allow_nan_stats, reparameterization_type=distribution.FULLY_REPARAMETERIZED,
+                         parameters=parameters, graph_parents=[self._concentration, self._total_concentration],
+                         name=name)
 
     def _sample_n(self, n, seed=None):
         gamma_sample = random_more_ops.random_gamma(shape=[n], alpha=self.concentration, dtype=self.dtype, seed=seed)

@@ -23,7 +23,7 @@ from actorflow.graph.ops import array_ops, math_ops
 from actorflow.graph.ops.misc_ops import get_static_value
 from actorflow.graph.tensor_shape import TensorShape
 
-__all__ = ["ReparameterizationType", "FULLY_REPARAMETERIZED", "NOT_REPARAMETERIZED", "Distribution"]
+__all__ = ["ReparameterizationType", "FULLY_REPARAMETERIZED", "NOT_REPARAMETERIZED", "Distribution", "ScalarDistribution"]
 
 
 class ReparameterizationType:
@@ -418,3 +418,13 @@ class Distribution:
         with name_scope(self.name):
             with name_scope(name) as scope:
                 yield scope
+
+
+class ScalarDistribution(Distribution):
+    """A distribution over scalars: event shape [] (Normal, Bernoulli, Gamma...)."""
+
+    def _event_shape_tensor(self):
+        return convert_to_tensor([], dtype=dtypes.int32)
+
+    def _event_shape(self):
+        return TensorShape([])

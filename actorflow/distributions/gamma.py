@@ -8,12 +8,11 @@ from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.ops import array_ops, check_ops, math_ops, random_more_ops, special_math_ops
 from actorflow.graph.ops.constant import identity
-from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["Gamma"]
 
 
-class Gamma(distribution.Distribution):
+class Gamma(distribution.ScalarDistribution):
     """Gamma distributions with shape `concentration` and inverse scale `rate`: density
     x^(c-1) e^(-r x) r^c / Gamma(c) (tf.distributions.Gamma). Samples come from RandomGamma, whose
     implicit gradient makes them FULLY_REPARAMETERIZED. The mode is undefined for concentration <= 1.
@@ -51,12 +50,6 @@ class Gamma(distribution.Distribution):
 
     def _batch_shape(self):
         return array_ops.broadcast_static_shape(self.concentration.shape, self.rate.shape)
-
-    def _event_shape_tensor(self):
-        return convert_to_tensor([], dtype=dtypes.int32)
-
-    def _event_shape(self):
-        return TensorShape([])
 
     def _sample_n(self, n, seed=None):
         return random_more_ops.random_gamma(shape=[n], alpha=self.concentration, beta=self.rate, dtype=self.dtype,

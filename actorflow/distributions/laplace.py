@@ -11,12 +11,11 @@ from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.ops import array_ops, check_ops, math_ops, random_ops
 from actorflow.graph.ops.constant import identity
-from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["Laplace"]
 
 
-class Laplace(distribution.Distribution):
+class Laplace(distribution.ScalarDistribution):
     """Laplace distributions with location `loc` and scale `scale` > 0: density exp(-|x - loc| / scale) /
     (2 scale) (tf.distributions.Laplace). Samples are loc - scale sign(u) log(1 - |u|) for u uniform on
     (-1, 1), so FULLY_REPARAMETERIZED. validate_args asserts scale > 0."""
@@ -51,12 +50,6 @@ class Laplace(distribution.Distribution):
 
     def _batch_shape(self):
         return array_ops.broadcast_static_shape(self.loc.shape, self.scale.shape)
-
-    def _event_shape_tensor(self):
-        return convert_to_tensor([], dtype=dtypes.int32)
-
-    def _event_shape(self):
-        return TensorShape([])
 
     def _sample_n(self, n, seed=None):
         shape = array_ops.concat([[n], self.batch_shape_tensor()], 0)

@@ -3,6 +3,7 @@ tf.distributions.DirichletMultinomial): counts of `total_count` draws over k cla
 from __future__ import annotations
 
 from actorflow.distributions import distribution
+from actorflow.distributions.dirichlet import ConcentrationShapes
 from actorflow.distributions.parameters import (
     convert_params,
     embed_check_categorical_event_shape,
@@ -119,7 +120,7 @@ class Multinomial(distribution.Distribution):
         return self._mean_val - self._mean_val * p
 
 
-class DirichletMultinomial(distribution.Distribution):
+class DirichletMultinomial(ConcentrationShapes, distribution.Distribution):
     """Dirichlet-multinomial distributions: class counts of `total_count` draws whose class probabilities
     are themselves Dirichlet(`concentration`) (tf.distributions.DirichletMultinomial). Event shape [k].
     NOT_REPARAMETERIZED. validate_args asserts positive concentrations, k >= 2, and non-negative
@@ -146,27 +147,6 @@ class DirichletMultinomial(distribution.Distribution):
     @property
     def total_count(self):
         return self._total_count
-
-    @property
-    def concentration(self):
-        return self._concentration
-
-    @property
-    def total_concentration(self):
-        return self._total_concentration
-
-    def _batch_shape_tensor(self):
-        return array_ops.shape(self.total_concentration)
-
-    def _batch_shape(self):
-        return self.total_concentration.shape
-
-    def _event_shape_tensor(self):
-        return array_ops.shape(self.concentration)[-1:]
-
-    def _event_shape(self):
-        s = self.concentration.shape
-        return TensorShape(None if s.ndims is None else s.dims[-1:])
 
     def _sample_n(self, n, seed=None):
         k = self.event_shape_tensor()[0]

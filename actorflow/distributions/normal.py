@@ -11,12 +11,11 @@ from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.ops import array_ops, check_ops, math_ops, random_ops
 from actorflow.graph.ops.constant import identity
 from actorflow.graph.ops.special_math_ops import ndtri
-from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["Normal"]
 
 
-class Normal(distribution.Distribution):
+class Normal(distribution.ScalarDistribution):
     """Normal distributions with mean `loc` and standard deviation `scale`, broadcast against each other
     (tf.distributions.Normal). Samples are `loc + scale * eps`, so gradients flow to both
     (FULLY_REPARAMETERIZED). validate_args asserts scale > 0."""
@@ -53,12 +52,6 @@ class Normal(distribution.Distribution):
 
     def _batch_shape(self):
         return array_ops.broadcast_static_shape(self.loc.shape, self.scale.shape)
-
-    def _event_shape_tensor(self):
-        return convert_to_tensor([], dtype=dtypes.int32)
-
-    def _event_shape(self):
-        return TensorShape([])
 
     def _sample_n(self, n, seed=None):
         shape = array_ops.concat([[n], self.batch_shape_tensor()], 0)

@@ -9,12 +9,11 @@ from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.ops import array_ops, check_ops, math_ops, random_more_ops, random_ops, special_math_ops
 from actorflow.graph.ops.constant import identity
-from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["StudentT"]
 
 
-class StudentT(distribution.Distribution):
+class StudentT(distribution.ScalarDistribution):
     """Student's t distributions with `df` degrees of freedom, location `loc` and scale `scale`
     (tf.distributions.StudentT). Samples are loc + scale * N / sqrt(G / df), G ~ Gamma(df/2, 1/2):
     FULLY_REPARAMETERIZED (df through the gamma sampler's implicit gradient). The mean is undefined for
@@ -59,12 +58,6 @@ class StudentT(distribution.Distribution):
     def _batch_shape(self):
         return array_ops.broadcast_static_shape(
             array_ops.broadcast_static_shape(self.df.shape, self.loc.shape), self.scale.shape)
-
-    def _event_shape_tensor(self):
-        return convert_to_tensor([], dtype=dtypes.int32)
-
-    def _event_shape(self):
-        return TensorShape([])
 
     def _ones(self):
         return array_ops.ones(self.batch_shape_tensor(), dtype=self.dtype)

@@ -9,12 +9,11 @@ from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.ops import array_ops, check_ops, math_ops, random_ops
 from actorflow.graph.ops.constant import identity
-from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["Uniform"]
 
 
-class Uniform(distribution.Distribution):
+class Uniform(distribution.ScalarDistribution):
     """Uniform distributions on [low, high) (tf.distributions.Uniform). Samples are low + (high - low) u,
     FULLY_REPARAMETERIZED. validate_args asserts low < high."""
 
@@ -54,12 +53,6 @@ class Uniform(distribution.Distribution):
 
     def _batch_shape(self):
         return array_ops.broadcast_static_shape(self.low.shape, self.high.shape)
-
-    def _event_shape_tensor(self):
-        return convert_to_tensor([], dtype=dtypes.int32)
-
-    def _event_shape(self):
-        return TensorShape([])
 
     def _sample_n(self, n, seed=None):
         shape = array_ops.concat([[n], self.batch_shape_tensor()], 0)
