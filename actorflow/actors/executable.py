@@ -115,7 +115,13 @@ class Executable:
     def _kernel_actor(self, item, tpl):
         rt = self.rt
         try:
-            fn = item.kernel.factory(item.attrs)
+            if item.stateful and item.op is not None:
+                # One kernel per op for the whole session: a random op's stream continues from
+                # plan to plan (a step fetching the loss, then one fetching the accuracy).
+                fn = self.container.stateful_kernel((item.op, item.device, item.kernel),
+                                                    lambda: item.kernel.factory(item.attrs))
+            else:
+                fn = item.kernel.factory(item.attrs)
         except Exception as e:  # noqa: BLE001
             raise errors.InvalidArgumentError(item.name, item.op, f"Cannot build the {item.op_type} kernel of op "
                                                                   f"'{item.name}': {e}") from e

@@ -116,6 +116,9 @@ class ResourceContainer:
         self._resources: dict[str, object] = {}
         self._kinds: dict[str, str] = {}
         self._lock = threading.Lock()
+        # (graph op, device) -> the kernel of a stateful op (a random op's stream), which every plan
+        # of the session shares, as TF's session shares stateful kernels across its executors.
+        self._kernels: dict = {}
         from actorflow.actors.sync_step import StepGate
         self.gate = StepGate()            # actor steps vs a synchronous training step (sync_step.py)
 
@@ -147,6 +150,14 @@ class ResourceContainer:
     def get(self, name: str):
         return self._resources.get(name)
 
+    def stateful_kernel(self, key, factory):
+        """The kernel `factory()` built for `key` the first time any plan asked for it."""
+        with self._lock:
+            fn = self._kernels.get(key)
+            if fn is None:
+                fn = self._kernels[key] = factory()
+            return fn
+
     def names(self) -> list[str]:
         return list(self._resources)
 
@@ -154,6 +165,7 @@ class ResourceContainer:
         with self._lock:
             resources = list(self._resources.values())
             self._resources.clear()
+            self._kernels.clear()
         for r in resources:
             # Resources that run work of their own (an iterator's prefetch tasks) stop it.
             release = getattr(r, "release", None)

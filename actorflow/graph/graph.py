@@ -241,6 +241,7 @@ class Graph:
         self._lock = threading.RLock()
         self._finalized = False
         self.seed = None
+        self._seeds_drawn = 0   # op seeds get_seed has handed out under the graph seed
         self._local = threading.local()
         self._gradient_override_map: dict = {}
         self._container = ""           # tf.container's name for the stateful ops created now

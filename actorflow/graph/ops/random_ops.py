@@ -5,8 +5,10 @@ graph passes must never merge (CSE) or fold them. Each op carries two attributes
 `seed2`, from which its kernel builds its own Philox stream. Both zero means "non-deterministic";
 any other pair makes the op's sequence of draws reproducible across sessions and processes.
 
-The seeds follow TF 1.x's `random_seed.get_seed` exactly, so a program that seeds TF seeds us the
-same way (the numbers drawn differ: the generators are not TF's).
+The seeds follow TF 2's `random_seed.get_seed` (tf.compat.v1) exactly, and the kernels of
+RandomStandardNormal, RandomUniform, TruncatedNormal and RandomUniformInt are TF's Philox streams
+bit for bit (kernels/cpu/philox.py): a program that seeds TF and draws in the same order gets TF's
+numbers.
 """
 from __future__ import annotations
 
@@ -103,8 +105,10 @@ def _truncate_seed(seed: int) -> int:
 def get_seed(op_seed):
     """The `(seed, seed2)` pair a random op should use (tf.compat.v1.get_seed), with TF 1.x's rules.
 
-    - graph seed set, op seed None: the op seed is derived from the graph (its last op id), so
-      distinct ops get distinct, reproducible streams;
+    - graph seed set, op seed None: the op seed counts the graph's earlier such calls (0, 1, 2...,
+      as TF 2's `_graph_to_seed_dict`), so distinct ops get distinct, reproducible streams, and a
+      program that draws in the same order as under TF gets TF's seeds (and, from the Philox
+      kernels, TF's numbers);
     - graph seed set, op seed set: both are used;
     - only the op seed set: the graph seed is `DEFAULT_GRAPH_SEED`;
     - neither: `(None, None)`, which random ops record as 0/0, meaning non-deterministic.
@@ -114,7 +118,8 @@ def get_seed(op_seed):
     global_seed = g.seed
     if global_seed is not None:
         if op_seed is None:
-            op_seed = g._id_counter
+            op_seed = g._seeds_drawn
+            g._seeds_drawn += 1
         seeds = _truncate_seed(global_seed), _truncate_seed(op_seed)
     elif op_seed is not None:
         seeds = DEFAULT_GRAPH_SEED, _truncate_seed(op_seed)

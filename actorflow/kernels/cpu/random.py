@@ -1,29 +1,46 @@
 """CPU kernels for random ops: normal, uniform, truncated normal and uniform integers.
 
-Each op instance owns one numpy ``Generator`` over a Philox bit generator, built in the kernel
-factory. With a non-zero (seed, seed2) the Philox key is exactly (seed, seed2), so the same graph
-seed and op seed give the same stream in every session and process, as TF's Philox-based kernels
-do (the streams themselves differ from TF's). With both seeds 0 the op draws its key from OS
-entropy, like an unseeded TF op. Every call continues the op's stream.
+RandomStandardNormal, RandomUniform, TruncatedNormal and RandomUniformInt, and the stateless
+uniform, normal and truncated normal, are TF's Philox4x32-10 streams bit for bit (philox.py): the
+same (seed, seed2) gives TF's numbers, and each run of a stateful op continues its stream where TF's
+would. With both seeds 0 the op draws its key and counter from OS entropy, like an unseeded TF op.
+The other random kernels (Multinomial, RandomShuffle, RandomGamma, RandomPoissonV2 and the other
+stateless ops) own a numpy ``Generator`` over a Philox bit generator keyed by the same seeds:
+reproducible across sessions and processes, but not TF's sequences.
 """
 from __future__ import annotations
+
+import secrets
 
 import numpy as np
 
 from actorflow.errors import InvalidArgumentError
+from actorflow.kernels.cpu import philox
 from actorflow.kernels.registry import register_kernel
 
 _MASK64 = (1 << 64) - 1
 
 
+def _seeds(attrs) -> tuple[int, int]:
+    return int(attrs.get("seed", 0) or 0), int(attrs.get("seed2", 0) or 0)
+
+
 def _generator(attrs) -> np.random.Generator:
     """A Philox generator keyed by the op's (seed, seed2), or by OS entropy when both are 0."""
-    seed, seed2 = int(attrs.get("seed", 0) or 0), int(attrs.get("seed2", 0) or 0)
+    seed, seed2 = _seeds(attrs)
     if seed == 0 and seed2 == 0:
         return np.random.Generator(np.random.Philox())
     # Negative seeds (allowed by TF's int64 attrs) wrap to their two's-complement bit pattern.
     key = np.array([seed & _MASK64, seed2 & _MASK64], dtype=np.uint64)
     return np.random.Generator(np.random.Philox(key=key))
+
+
+def _stream(attrs) -> philox.PhiloxStream:
+    """The op's TF Philox stream: key `seed`, counter `seed2`; random 64-bit seeds when both are 0."""
+    seed, seed2 = _seeds(attrs)
+    if seed == 0 and seed2 == 0:
+        seed, seed2 = secrets.randbits(64), secrets.randbits(64)
+    return philox.PhiloxStream(*philox.seeds_to_key_counter(seed, seed2))
 
 
 def _shape(op_name, shape) -> tuple[int, ...]:
@@ -48,71 +65,37 @@ def _cost_from_shape(shape, *rest):
     return int(np.prod(s)) if s.size else 1
 
 
-def _draw(dtype, fill32, fill64, dims):
-    """Generate float32/float64 directly; narrower floats are drawn as float32 and cast."""
-    if dtype == np.float64:
-        return fill64(dims)
-    out = fill32(dims)
-    return out if dtype == np.float32 else out.astype(dtype)
+def _stateful(op, draw):
+    """Registers a stateful float op whose kernel draws `draw(key, counter, n, dtype)` from its stream."""
+    def factory(attrs):
+        stream, dtype = _stream(attrs), _float_dtype(op, attrs)
+
+        def fn(shape):
+            dims = _shape(op, shape)
+            n = int(np.prod(dims)) if dims else 1
+            return draw(stream.key, stream.reserve(n), n, dtype).reshape(dims)
+        return fn
+    factory.__doc__ = f"tf.raw_ops.{op}, TF's Philox stream bit for bit."
+    register_kernel(op, "CPU", cost=_cost_from_shape)(factory)
 
 
-@register_kernel("RandomStandardNormal", "CPU", cost=_cost_from_shape)
-def random_standard_normal(attrs):
-    """tf.raw_ops.RandomStandardNormal: N(0, 1) samples of the given shape and dtype."""
-    gen, dtype = _generator(attrs), _float_dtype("RandomStandardNormal", attrs)
-
-    def fn(shape):
-        dims = _shape("RandomStandardNormal", shape)
-        return _draw(dtype, lambda d: gen.standard_normal(d, dtype=np.float32),
-                     lambda d: gen.standard_normal(d), dims)
-    return fn
-
-
-@register_kernel("RandomUniform", "CPU", cost=_cost_from_shape)
-def random_uniform(attrs):
-    """tf.raw_ops.RandomUniform: uniform samples in [0, 1) of the given shape and dtype."""
-    gen, dtype = _generator(attrs), _float_dtype("RandomUniform", attrs)
-
-    def fn(shape):
-        dims = _shape("RandomUniform", shape)
-        out = _draw(dtype, lambda d: gen.random(d, dtype=np.float32), lambda d: gen.random(d), dims)
-        if dtype.itemsize < 4:
-            # Rounding a float32 just below 1 to a narrower type can give exactly 1.0; keep [0, 1).
-            np.minimum(out, np.nextafter(dtype.type(1), dtype.type(0)), out=out)
-        return out
-    return fn
-
-
-@register_kernel("TruncatedNormal", "CPU", cost=_cost_from_shape)
-def truncated_normal(attrs):
-    """tf.raw_ops.TruncatedNormal: N(0, 1) samples, redrawing any outside [-2, 2] as TF does."""
-    gen, dtype = _generator(attrs), _float_dtype("TruncatedNormal", attrs)
-    work = np.float64 if dtype == np.float64 else np.float32
-
-    def fn(shape):
-        dims = _shape("TruncatedNormal", shape)
-        out = gen.standard_normal(dims, dtype=work)
-        flat = out.reshape(-1)
-        # About 4.6% of draws fall outside two standard deviations; each pass redraws only those.
-        bad = np.flatnonzero(np.abs(flat) > 2.0)
-        while bad.size:
-            flat[bad] = gen.standard_normal(bad.size, dtype=work)
-            bad = bad[np.abs(flat[bad]) > 2.0]
-        return out if out.dtype == dtype else out.astype(dtype)
-    return fn
+_stateful("RandomStandardNormal", philox.normal)
+_stateful("RandomUniform", philox.uniform)
+_stateful("TruncatedNormal", philox.truncated_normal)
 
 
 @register_kernel("RandomUniformInt", "CPU", cost=_cost_from_shape)
 def random_uniform_int(attrs):
-    """tf.raw_ops.RandomUniformInt: integers uniform in [minval, maxval), of minval's dtype."""
-    gen = _generator(attrs)
+    """tf.raw_ops.RandomUniformInt: integers in [minval, maxval), of minval's dtype, as TF draws them."""
+    stream = _stream(attrs)
     tout = attrs.get("Tout")
 
     def fn(shape, minval, maxval):
         dims, dtype, lo, hi = uniform_int_args(tout, shape, minval, maxval)
-        if 0 in dims:
+        n = int(np.prod(dims)) if dims else 1
+        if n == 0:
             return np.empty(dims, dtype)
-        return gen.integers(lo, hi, size=dims, dtype=dtype)
+        return philox.uniform_int(stream.key, stream.reserve(n), n, lo, hi, dtype).reshape(dims)
     return fn
 
 
@@ -188,19 +171,26 @@ def _stateless(op, draw):
     register_kernel(op, "CPU", cost=_cost_from_shape)(factory)
 
 
-def _truncated(gen, dims):
-    out = gen.standard_normal(dims)
-    flat = out.reshape(-1)
-    bad = np.flatnonzero(np.abs(flat) > 2.0)
-    while bad.size:
-        flat[bad] = gen.standard_normal(bad.size)
-        bad = bad[np.abs(flat[bad]) > 2.0]
-    return out
+def _stateless_philox(op, draw):
+    """Registers a stateless float op: TF's key and counter from the seed pair, then `draw`."""
+    def factory(attrs):
+        dtype = _float_dtype(op, attrs)
+
+        def fn(shape, seed):
+            dims = _shape(op, shape)
+            s = np.asarray(seed).reshape(-1)
+            if s.size != 2:
+                raise InvalidArgumentError(f"{op}: seed must have shape [2], not {list(np.shape(seed))}")
+            n = int(np.prod(dims)) if dims else 1
+            return draw(*philox.stateless_key_counter(int(s[0]), int(s[1])), n, dtype).reshape(dims)
+        return fn
+    factory.__doc__ = f"tf.raw_ops.{op}, TF's Philox stream bit for bit."
+    register_kernel(op, "CPU", cost=_cost_from_shape)(factory)
 
 
-_stateless("StatelessRandomUniform", lambda gen, dims: gen.random(dims))
-_stateless("StatelessRandomNormal", lambda gen, dims: gen.standard_normal(dims))
-_stateless("StatelessTruncatedNormal", _truncated)
+_stateless_philox("StatelessRandomUniform", philox.uniform)
+_stateless_philox("StatelessRandomNormal", philox.normal)
+_stateless_philox("StatelessTruncatedNormal", philox.truncated_normal)
 
 
 @register_kernel("RandomGamma", "CPU")

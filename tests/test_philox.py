@@ -1,0 +1,138 @@
+"""TF's Philox random streams, bit for bit: the generator against Random123's known answers, and the
+random kernels, the stateless ops and a seeded program against TensorFlow 2.21's outputs
+(tests/fixtures/philox.json, written by tests/fixtures/make_philox.py)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import numpy as np
+import pytest
+
+import actorflow as af
+from actorflow.graph.ops import random_ops
+from actorflow.kernels.cpu import philox
+from tests.conftest import run
+
+pytestmark = pytest.mark.usefixtures("graph")
+
+with open(os.path.join(os.path.dirname(__file__), "fixtures", "philox.json")) as _f:
+    FIX = json.load(_f)
+BITS = {"float32": np.uint32, "float64": np.uint64, "float16": np.uint16}
+OPS = {"RandomUniform": random_ops.RandomUniform, "RandomStandardNormal": random_ops.RandomStandardNormal,
+       "TruncatedNormal": random_ops.TruncatedNormal}
+
+
+def decode(e):
+    if "bits" in e:
+        return np.array(e["bits"], BITS[e["dtype"]]).view(e["dtype"]).reshape(e["shape"])
+    return np.array(e["values"], e["dtype"]).reshape(e["shape"])
+
+
+def assert_bits(got, want, what):
+    got = np.asarray(got)
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, got.shape)
+    if not np.array_equal(got.view(np.uint8), want.view(np.uint8)):
+        bad = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
+        raise AssertionError(f"{what}: {bad.size} elements differ from TF's, first at {bad[:5].tolist()}: "
+                             f"{got.reshape(-1)[bad[:3]]} vs {want.reshape(-1)[bad[:3]]}")
+
+
+@pytest.mark.parametrize("counter,key,want", [
+    (0, 0, (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((1 << 128) - 1, (1 << 64) - 1, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    (0x243F6A88 | 0x85A308D3 << 32 | 0x13198A2E << 64 | 0x03707344 << 96, 0xA4093822 | 0x299F31D0 << 32,
+     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+])
+def test_philox4x32_10_known_answers(counter, key, want):
+    """Random123's kat_vectors for philox4x32 with 10 rounds."""
+    assert tuple(int(w) for w in philox.philox_blocks(key, counter, 1)[0]) == want
+
+
+def test_blocks_count_up_with_carry():
+    start = (1 << 64) - 2            # the low 64 bits roll over into the high half
+    blocks = philox.philox_blocks(5, start, 3)
+    for i in range(3):
+        np.testing.assert_array_equal(blocks[i], philox.philox_blocks(5, start + i, 1)[0])
+
+
+@pytest.mark.parametrize("name", sorted(FIX["raw"]))
+def test_stateful_kernels_match_tf_across_two_runs(name):
+    op_type, dtype, i = name.split("/")
+    s1, s2 = FIX["seeds"][int(i)]
+    n = FIX["small"]
+    if op_type == "RandomUniformInt":
+        lo, hi = (-7, 1000003) if dtype == "int32" else (-2**40, 2**62)
+        t = random_ops.RandomUniformInt(af.constant([n]), af.constant(lo, dtype), af.constant(hi, dtype),
+                                        seed=s1, seed2=s2)
+    else:
+        t = OPS[op_type](af.constant([n]), dtype=af.as_dtype(dtype), seed=s1, seed2=s2)
+    with af.Session() as sess:
+        first, second = sess.run(t), sess.run(t)
+    want1, want2 = (decode(e) for e in FIX["raw"][name])
+    assert_bits(first, want1, f"{name} run 1")
+    assert_bits(second, want2, f"{name} run 2")
+
+
+@pytest.mark.parametrize("name", sorted(FIX["big_sha256"]))
+def test_large_draws_match_tf(name):
+    """100,003 values each: every rounding of the C library's logf/sinf/cosf the draws meet."""
+    op_type, dtype = name.split("/")
+    t = OPS[op_type](af.constant([FIX["big"]]), dtype=af.as_dtype(dtype), seed=11, seed2=12)
+    assert hashlib.sha256(np.ascontiguousarray(run(t)).tobytes()).hexdigest() == FIX["big_sha256"][name]
+
+
+@pytest.mark.parametrize("name", sorted(FIX["stateless"]))
+def test_stateless_ops_match_tf(name):
+    fn, dtype, i = name.split("/")
+    seed = af.constant(FIX["seeds"][int(i)], af.int64)
+    t = getattr(af.random, fn)([FIX["small"]], seed, dtype=af.as_dtype(dtype))
+    assert_bits(run(t), decode(FIX["stateless"][name]), name)
+
+
+def test_seeded_program_matches_tf():
+    """set_random_seed, then variables, layers and dropout: TF's op seeds, initial values and masks."""
+    prog = FIX["program"]
+    env = {"tf": af}
+    exec(prog["source"], env)
+    graph = af.get_default_graph()
+    seeds = [[op.type, op.get_attr("seed"), op.get_attr("seed2")] for op in graph.get_operations()
+             if op.type in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt")]
+    assert seeds == prog["seeds"]
+    feed = {env["x"]: np.arange(15, dtype=np.float32).reshape(3, 5) / 10}
+    with af.Session() as sess:
+        sess.run(af.global_variables_initializer())
+        vals = sess.run(env["fetch"], feed)
+        # A different plan (one fetch) runs the same dropout op: its stream goes on, as in TF.
+        vals["h_second_run"] = sess.run(env["h"], feed)
+    for k, e in prog["values"].items():
+        want = decode(e)
+        if k in ("d3",):     # through two matmuls: equal up to the GEMM's summation order
+            np.testing.assert_allclose(vals[k], want, rtol=1e-6, atol=1e-6, err_msg=k)
+        else:
+            assert_bits(vals[k], want, k)
+
+
+def test_stream_state_is_per_session():
+    """A new session starts the op's stream again; one session continues it from plan to plan."""
+    x = af.random_uniform([6], seed=3)
+    y = x + 1.0
+    with af.Session() as sess:
+        a, b = sess.run(x), sess.run(y)
+    with af.Session() as sess:
+        c = sess.run(x)
+    np.testing.assert_array_equal(a, c)
+    assert not np.array_equal(a + np.float32(1.0), b)
+
+
+def test_unseeded_ops_differ():
+    u = af.random_normal([8])
+    assert not np.array_equal(run(u), run(u))
+
+
+def test_tensor_shapes_and_empty():
+    t = af.truncated_normal([0, 3], seed=1)
+    assert run(t).shape == (0, 3)
+    assert run(af.random_uniform([2, 3, 5], seed=1, dtype=af.float64)).shape == (2, 3, 5)
+    assert run(af.random_uniform([], seed=1)).shape == ()
