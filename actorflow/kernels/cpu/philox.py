@@ -25,7 +25,7 @@ import math
 import threading
 
 import numpy as np
-from numba import njit
+from actorflow.kernels.lazy_numba import njit
 
 __all__ = ["PhiloxStream", "philox_blocks", "stateless_key_counter", "uniform", "normal", "truncated_normal",
            "uniform_int", "seeds_to_key_counter", "RESERVED_BLOCKS_PER_OUTPUT"]
