@@ -13,11 +13,15 @@ seeded, so the runs differ like seeds do), actorflow `--af-runs` times; the tabl
 figures lie within the spread of TensorFlow's runs.
 
 Run k of either library seeds Python's and numpy's global generators with k (shims/sitecustomize.py), so
-programs that draw their data with unseeded `np.random` see the same data on both sides, run by run;
-for the programs without library randomness (`kind = "exact-ish"`) run k of actorflow is compared with
-run k of TensorFlow. The libraries' own random ops (weight initializers) cannot be matched: their
-generators differ, so those programs' figures are compared as distributions, and with three runs a side
-two ranges of identically distributed figures miss each other by chance one time in ten (2·3!3!/6!).
+programs that draw their data with unseeded `np.random` see the same data on both sides, run by run.
+The libraries' own random ops (weight initializers, dropout) draw the same numbers too: actorflow's
+random kernels are TF's Philox streams and its op seeds follow TF's `get_seed`. So run k also sets the
+graph seed, `tf.set_random_seed(1000 + k)` right after the import, in every program that does not set
+one itself (one that does has its seed offset by k); `--no-graph-seed` leaves unseeded programs
+unseeded. Run k of actorflow is then compared with run k of TensorFlow: "same" when every pair agrees
+to 1e-4 (relative). Otherwise the figures are compared as distributions ("within", "overlap", "better",
+"worse"), and with three runs a side two ranges of identically distributed figures miss each other by
+chance one time in ten (2·3!3!/6!).
 """
 from __future__ import annotations
 
@@ -79,11 +83,17 @@ def _files_dir(corpus: Path, prog) -> Path:
     return d
 
 
-def port(source: str, lib: str, patches, seed: int = 0) -> str:
+GRAPH_SEED_BASE = 1000
+
+
+def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False) -> str:
     """The program as run under `lib`: the import swapped, the dataset stand-ins, the patches; a
     graph-level seed the program sets (`tf.set_random_seed(777)`) is offset by run k's `seed`, so that
-    k runs of a seeded program sample its initial weights k ways, as an unseeded program's runs do."""
+    k runs of a seeded program sample its initial weights k ways. With `graph_seed`, a program that sets
+    no graph seed gets `tf.set_random_seed(GRAPH_SEED_BASE + seed)` after its import."""
     imp = AF_IMPORT if lib == "actorflow" else TF_IMPORT
+    if graph_seed and "set_random_seed" not in source:
+        imp += f"; tf.set_random_seed({GRAPH_SEED_BASE + seed})"
     out = re.sub(r"^(\s*)import tensorflow as tf\s*$", lambda m: m.group(1) + imp, source, flags=re.M)
     out = re.sub(r"^(\s*)from tensorflow\.examples\.tutorials\.mnist import input_data\s*$",
                  lambda m: m.group(1) + "import input_data", out, flags=re.M)
@@ -119,16 +129,16 @@ def port(source: str, lib: str, patches, seed: int = 0) -> str:
 
 
 def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path | None = None,
-            seed: int = 0, corpus: Path = DEFAULT_CORPUS) -> dict:
-    """Runs one program under one library in a fresh directory, numpy seeded with `seed`; returns its
-    outcome and figure."""
+            seed: int = 0, corpus: Path = DEFAULT_CORPUS, graph_seed: bool = True) -> dict:
+    """Runs one program under one library in a fresh directory, numpy (and, with `graph_seed`, the
+    graph) seeded with `seed`; returns its outcome and figure."""
     work = Path(tempfile.mkdtemp(prefix="afcompat-"))
     try:
-        (work / "prog.py").write_text(port(source, lib, prog.get("patches", []), seed))
+        (work / "prog.py").write_text(port(source, lib, prog.get("patches", []), seed, graph_seed))
         for name in prog.get("files", []):
             src = _files_dir(corpus, prog) / Path(name).name
             if src.suffix == ".py":     # a module of the program's own: ported as the program is
-                (work / src.name).write_text(port(src.read_text(), lib, [], seed))
+                (work / src.name).write_text(port(src.read_text(), lib, [], seed, graph_seed))
             else:
                 shutil.copy(src, work / src.name)
         for name in prog.get("data", []):          # generated stand-ins for what the program downloads
@@ -165,7 +175,7 @@ def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path
             (keep / (stem + ".out")).write_text(out + "\n--- stderr ---\n" + err)
         ok = rc == 0 and value is not None
         why = "" if ok else _why(rc, err, value)
-        return {"ok": ok, "value": value, "wall": wall, "why": why, "seed": seed}
+        return {"ok": ok, "value": value, "wall": wall, "why": why, "seed": seed, "graph_seed": graph_seed}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -228,6 +238,8 @@ def main(argv=None):
     r.add_argument("--af-json", type=Path, nargs="*", default=[],
                    help="reuse actorflow's results from earlier --json files (later files win): only print the table")
     r.add_argument("--keep-output", type=Path, help="keep each run's output in this directory")
+    r.add_argument("--no-graph-seed", dest="graph_seed", action="store_false",
+                   help="leave programs that set no graph seed unseeded (no run-k-vs-run-k pairing for them)")
     a = ap.parse_args(argv)
     manifest = load_manifest()
     if a.cmd == "fetch":
@@ -247,14 +259,14 @@ def main(argv=None):
         res = {"tf": earlier.get(prog["id"], {}).get("tf", []), "af": None}
         if a.tf_python and not res["tf"]:
             res["tf"] = [run_one(prog, source, "tensorflow", a.tf_python, a.timeout, a.keep_output, seed=k,
-                                 corpus=a.corpus)
+                                 corpus=a.corpus, graph_seed=a.graph_seed)
                          for k in range(a.seeds)]
         if prog["id"] in af_earlier:
             res["af"] = af_earlier[prog["id"]]["af"]
             res["af_runs"] = af_earlier[prog["id"]].get("af_runs", [res["af"]])
         elif not a.skip_actorflow:
             runs = [run_one(prog, source, "actorflow", sys.executable, a.timeout, a.keep_output, seed=k,
-                            corpus=a.corpus)
+                            corpus=a.corpus, graph_seed=a.graph_seed)
                     for k in range(a.af_runs)]
             res["af"] = runs[0]
             res["af_runs"] = runs
@@ -287,7 +299,9 @@ def _row(prog, res):
     af_state = "-" if af is None else ("runs" if af["ok"] else "FAILS")
     af_val = af["value"] if af and af["ok"] else None
     more = [r["value"] for r in res.get("af_runs", []) if r["ok"]]
-    if len(more) > 1 and all(isinstance(v, float) for v in more) and prog.get("kind") not in ("exact", "exact-ish"):
+    paired = _paired(prog, res)
+    if paired != "same" and len(more) > 1 and all(isinstance(v, float) for v in more) \
+            and prog.get("kind") not in ("exact", "exact-ish"):
         lo, hi = min(more), max(more)
         if tf_vals and lo <= max(tf_vals) and hi >= min(tf_vals):
             verdict_text = "overlap"
@@ -299,7 +313,6 @@ def _row(prog, res):
               f"{fmt(af['wall']):>6s}  ({len(more)} actorflow runs)")
         return
     tf_wall = statistics.median([r["wall"] for r in res["tf"]]) if res["tf"] else None
-    paired = _paired(prog, res)
     fig = af_val if paired is None or len(more) < 2 else f"{fmt(min(more))}..{fmt(max(more))}"
     print(f"{prog['id']:34s} {len(tf_ok)}/{len(res['tf']):<5d} {tf_fig:>22s} {af_state:>10s} {fmt(fig):>9s} "
           f"{paired or verdict(prog, tf_vals, af_val):>8s} {fmt(tf_wall):>6s} "
@@ -313,16 +326,27 @@ def _row(prog, res):
 
 
 def _paired(prog, res):
-    """For an `exact-ish` program, run k of actorflow against run k of TensorFlow (the same numpy seed):
-    "same" when every pair agrees; None when the runs carry no common seeds."""
-    if prog.get("kind") != "exact-ish":
-        return None
-    tf_by = {r.get("seed"): r["value"] for r in res["tf"] if r["ok"] and r.get("seed") is not None}
-    af_by = {r.get("seed"): r["value"] for r in res.get("af_runs", []) if r["ok"] and r.get("seed") is not None}
+    """Run k of actorflow against run k of TensorFlow (the same numpy seed, and the same graph seed for
+    runs made with one): "same" when every pair agrees to 1e-4; for an `exact-ish` program "differs"
+    otherwise, for the others None (compare as distributions). None when no runs pair up."""
+    exactish = prog.get("kind") == "exact-ish"
+
+    def by_seed(runs):
+        return {r.get("seed"): r["value"] for r in runs
+                if r["ok"] and r.get("seed") is not None and (exactish or r.get("graph_seed"))}
+    tf_by, af_by = by_seed(res["tf"]), by_seed(res.get("af_runs", []))
     common = sorted(set(tf_by) & set(af_by))
     if not common:
         return None
-    return "same" if all(verdict(prog, [tf_by[k]], af_by[k]) == "same" for k in common) else "differs"
+    if all(_agree(tf_by[k], af_by[k]) for k in common):
+        return "same"
+    return "differs" if exactish else None
+
+
+def _agree(want, got) -> bool:
+    if isinstance(want, float) and isinstance(got, float):
+        return abs(got - want) <= 1e-4 * max(1.0, abs(want))
+    return want == got
 
 
 def _summary(progs, results):

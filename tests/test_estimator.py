@@ -421,7 +421,8 @@ def test_dnn_classifier_learns_iris_and_predicts_its_classes(tmp_path):
     est.train(af.estimator.inputs.numpy_input_fn({"f": x[:120]}, y[:120], batch_size=32, num_epochs=None,
                                                  shuffle=True), steps=200)
     e = est.evaluate(af.estimator.inputs.numpy_input_fn({"f": x[120:]}, y[120:], shuffle=False))
-    assert e["accuracy"] >= 0.9 and e["global_step"] == 200 and "average_loss" in e
+    # 27 of the 30 held-out flowers (27/30 is 0.89999998 in float32).
+    assert e["accuracy"] >= np.float32(27 / 30) and e["global_step"] == 200 and "average_loss" in e
     preds = list(est.predict(af.estimator.inputs.numpy_input_fn({"f": x[120:]}, shuffle=False)))
     ids = np.array([p["class_ids"][0] for p in preds])
     assert np.mean(ids == y[120:]) == pytest.approx(e["accuracy"], abs=1e-6)
