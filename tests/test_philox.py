@@ -136,3 +136,45 @@ def test_tensor_shapes_and_empty():
     assert run(t).shape == (0, 3)
     assert run(af.random_uniform([2, 3, 5], seed=1, dtype=af.float64)).shape == (2, 3, 5)
     assert run(af.random_uniform([], seed=1)).shape == ()
+
+
+@pytest.mark.parametrize("name", sorted(FIX["shuffles"]["random_shuffle"]))
+def test_random_shuffle_matches_tf_order(name):
+    first, second = FIX["shuffles"]["random_shuffle"][name]
+    if name == "matrix":
+        t = af.random_shuffle(af.reshape(af.range(150), [50, 3]))
+        seeds = (5, 6)
+    else:
+        t = af.random_shuffle(af.range(int(name[4:])))
+        seeds = (1, 2)
+    t.op.attrs["seed"], t.op.attrs["seed2"] = seeds
+    with af.Session() as sess:
+        assert sess.run(t).tolist() == first
+        assert sess.run(t).tolist() == second
+
+
+@pytest.mark.parametrize("case", FIX["data_cases"], ids=[c[0] for c in FIX["data_cases"]])
+def test_dataset_shuffle_matches_tf_order(case):
+    name, n, make = case
+    with af.Graph().as_default():
+        nxt = af.data.make_one_shot_iterator(eval(make, {"tf": af, "np": np})).get_next()
+        with af.Session() as sess:
+            got = [np.asarray(sess.run(nxt)).tolist() for _ in range(n)]
+    assert got == FIX["shuffles"]["data"][name]
+
+
+def test_random_shuffle_queue_dequeues_in_tf_order():
+    q = af.RandomShuffleQueue(100, 0, [af.int32], shapes=[[]], seed=3)
+    enq, close, d, dm = q.enqueue_many([af.range(20)]), q.close(), q.dequeue(), q.dequeue_many(5)
+    with af.Session() as sess:
+        sess.run(enq)
+        sess.run(close)
+        got = [int(sess.run(d)) for _ in range(10)] + sess.run(dm).tolist() + [int(sess.run(d)) for _ in range(5)]
+    assert got == FIX["shuffles"]["queue"]
+
+
+def test_permutation_is_a_permutation_for_every_size():
+    for n in (0, 1, 2, 3, 4, 5, 17, 1000):
+        p = philox.permutation(123, 456 << 64, n)
+        assert sorted(p.tolist()) == list(range(n))
+    assert philox.shuffle_blocks(1) == 0 and philox.shuffle_blocks(2) == 1 and philox.shuffle_blocks(6) == 2

@@ -23,7 +23,7 @@ import asyncio
 import collections
 import logging
 import os
-import random
+import secrets
 import threading
 
 import numpy as np
@@ -31,6 +31,7 @@ import numpy as np
 from actorflow import errors, tfrecord
 from actorflow.actors.function import FunctionRunner
 from actorflow.actors.resource import register_resource
+from actorflow.kernels.cpu import philox
 
 __all__ = ["IteratorResource", "END"]
 
@@ -440,8 +441,11 @@ class _Skip(Stage):
 
 
 class _Shuffle(Stage):
-    """TF's shuffle buffer: fill it to `buffer_size`, then each output is a uniformly random
-    element of the buffer, replaced by the next input element."""
+    """TF's shuffle buffer, in TF's order: fill it to `buffer_size`, then each output is the element
+    at a uniformly random position of the buffer's window, whose place the window's first element
+    takes (a ring of `buffer_size` slots, as TF's ShuffleDatasetOp). The positions come from TF's
+    Philox stream for the epoch's seeds: with `reshuffle_each_iteration` a seed generator on the
+    op's (seed, seed2) gives each epoch two words; without it every epoch uses (seed, seed2)."""
 
     def __init__(self, spec, ctx):
         super().__init__(spec)
@@ -449,44 +453,55 @@ class _Shuffle(Stage):
         if self.size <= 0:
             raise errors.InvalidArgumentError(spec.name, None, f"shuffle: buffer_size must be greater than zero, "
                                                                f"got {self.size} (dataset op '{spec.name}')")
-        seed, seed2 = int(spec.args[1]), int(spec.args[2])
-        # Seeds live in the iterator's context: `repeat` rebuilds this stage every epoch, and each
-        # epoch takes the next seed (reshuffle_each_iteration) or the same one again.
-        st = ctx.state.get(id(spec))
-        if st is None:
-            base = random.SystemRandom().getrandbits(64) if seed == 0 and seed2 == 0 else (seed << 32) ^ seed2
-            st = ctx.state[id(spec)] = random.Random(base)
-            st.first = st.getrandbits(64)
-        if spec.attrs.get("reshuffle_each_iteration", True):
-            epoch_seed = st.first if not hasattr(st, "used") else st.getrandbits(64)
-            st.used = True
-        else:
-            epoch_seed = st.first
-        self.random = random.Random(epoch_seed).random
-        self.buf: list = []
+        # The seed generator lives in the iterator's context: `repeat` rebuilds this stage every
+        # epoch, and each epoch takes the generator's next seeds (or the same ones again).
+        gen = ctx.state.get(id(spec))
+        if gen is None:
+            seed, seed2 = int(spec.args[1]), int(spec.args[2])
+            if seed == 0 and seed2 == 0:
+                seed, seed2 = secrets.randbits(64), secrets.randbits(64)
+            if spec.attrs.get("reshuffle_each_iteration", True):
+                words = philox.PhiloxWords(seed, seed2)
+                gen = ctx.state[id(spec)] = lambda: (words(), words())
+            else:
+                gen = ctx.state[id(spec)] = lambda: (seed, seed2)
+        self.random = philox.PhiloxWords(*gen())
+        self.buf: list = []          # slot p % size holds window position p
+        self.start = self.end = 0    # the window: positions [start, end)
         self.up = build(spec.inputs[0], ctx)
         self.sync = self.up.sync
         self.rows = self.up.rows if self.sync else None      # then the buffer holds row indices
         self.up_done = False
 
+    def _put(self, e):
+        p = self.end % self.size
+        if p == len(self.buf):
+            self.buf.append(e)
+        else:
+            self.buf[p] = e
+        self.end += 1
+
     def _pick(self):
-        buf = self.buf
-        if not buf:
+        n = self.end - self.start
+        if not n:
             return END
-        j = int(self.random() * len(buf))
+        buf, size = self.buf, self.size
+        first = self.start % size
+        j = (self.start + self.random() % n) % size
         e = buf[j]
-        buf[j] = buf[-1]
-        buf.pop()
+        buf[j] = buf[first]
+        buf[first] = None
+        self.start += 1
         return e
 
     def pull_index(self):
-        buf, size, up = self.buf, self.size, self.up
-        while not self.up_done and len(buf) < size:
+        size, up = self.size, self.up
+        while not self.up_done and self.end - self.start < size:
             i = up.pull_index()
             if i is END:
                 self.up_done = True
                 break
-            buf.append(i)
+            self._put(i)
         return self._pick()
 
     def pull(self):
@@ -494,25 +509,24 @@ class _Shuffle(Stage):
         if rows is not None:
             i = self.pull_index()
             return END if i is END else tuple([a[i] for a in rows])
-        buf, size, up = self.buf, self.size, self.up
-        while not self.up_done and len(buf) < size:
+        size, up = self.size, self.up
+        while not self.up_done and self.end - self.start < size:
             e = up.pull()
             if e is END:
                 self.up_done = True
                 break
-            buf.append(e)
+            self._put(e)
         return self._pick()
 
     async def next(self):
         if self.sync:
             return self.pull()
-        buf = self.buf
-        while not self.up_done and len(buf) < self.size:
+        while not self.up_done and self.end - self.start < self.size:
             e = await self.up.next()
             if e is END:
                 self.up_done = True
                 break
-            buf.append(e)
+            self._put(e)
         return self._pick()
 
     def close(self):

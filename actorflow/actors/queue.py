@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import collections
 import heapq
+import secrets
 
 import numpy as np
 
 from actorflow import errors
+from actorflow.kernels.cpu import philox
 
 __all__ = ["QueueResource"]
 
@@ -49,7 +51,10 @@ class QueueResource:
             self.capacity = 1 << 62                       # TF: capacity -1 means unbounded
         self.min_after = int(attrs.get("min_after_dequeue", 0)) if kind == "shuffle" else 0
         seed, seed2 = int(attrs.get("seed", 0)), int(attrs.get("seed2", 0))
-        self.rng = np.random.default_rng(None if seed == 0 and seed2 == 0 else [seed, seed2])
+        if kind == "shuffle" and seed == 0 and seed2 == 0:
+            seed, seed2 = secrets.randbits(64), secrets.randbits(64)
+        # TF's RandomShuffleQueue: each dequeue takes the element at word % size, the last fills its slot.
+        self.random = philox.PhiloxWords(seed, seed2) if kind == "shuffle" else None
         self.items: list = [] if kind in ("shuffle", "priority") else collections.deque()
         self.closed = False
         self.enqueuers: collections.deque[_Waiter] = collections.deque()
@@ -149,7 +154,7 @@ class QueueResource:
         if self.kind == "shuffle":
             out = []
             for _ in range(n):
-                j = int(self.rng.integers(len(items)))
+                j = self.random() % len(items)
                 items[j], items[-1] = items[-1], items[j]
                 out.append(items.pop())
             return out

@@ -25,10 +25,12 @@ import math
 import threading
 
 import numpy as np
+
 from actorflow.kernels.lazy_numba import njit
 
-__all__ = ["PhiloxStream", "philox_blocks", "stateless_key_counter", "uniform", "normal", "truncated_normal",
-           "uniform_int", "seeds_to_key_counter", "RESERVED_BLOCKS_PER_OUTPUT"]
+__all__ = ["PhiloxStream", "PhiloxWords", "RESERVED_BLOCKS_PER_OUTPUT", "normal", "permutation", "philox_blocks",
+           "seeds_to_key_counter", "shuffle_blocks", "stateless_key_counter", "truncated_normal", "uniform",
+           "uniform_int"]
 
 RESERVED_BLOCKS_PER_OUTPUT = 256
 _MASK32 = 0xFFFFFFFF
@@ -331,6 +333,59 @@ def uniform_int(key: int, counter: int, size: int, lo: int, hi: int, dtype) -> n
     return (r.astype(np.int64) + lo).astype(dtype)
 
 
+# -- permutations and single words ------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _shuffle(k0, k1, c0, c1, c2, c3, perm):
+    """TF's RandomShuffle: position i swaps with i + word % (n - i), one word each, in stream order."""
+    n = perm.shape[0]
+    w = np.empty(4, np.uint64)
+    used = 4
+    for i in range(n - 1):
+        if used == 4:
+            w[0], w[1], w[2], w[3] = _rounds(k0, k1, c0, c1, c2, c3)
+            c0, c1, c2, c3 = _increment(c0, c1, c2, c3)
+            used = 0
+        j = i + np.int64(w[used] % np.uint64(n - i))
+        used += 1
+        t = perm[i]
+        perm[i] = perm[j]
+        perm[j] = t
+
+
+def shuffle_blocks(n: int) -> int:
+    """The blocks a shuffle of n rows reserves: one word per swap (TF's ReserveSamples32(n - 1))."""
+    return max(int(n) - 1 + 3, 0) // 4
+
+
+def permutation(key: int, counter: int, n: int) -> np.ndarray:
+    """The order TF's RandomShuffle gives n rows (int64 indices), for rows fewer than 2**32."""
+    perm = np.arange(int(n), dtype=np.int64)
+    if n > 1:
+        _shuffle(*_split_key(key), *_split_counter(counter), perm)
+    return perm
+
+
+class PhiloxWords:
+    """The stream's uint32 words one at a time, as TF's SingleSampleAdapter<PhiloxRandom> hands them
+    out (tf.data's shuffle buffer and seed generators): generated 64 blocks ahead."""
+
+    __slots__ = ("key", "counter", "_words", "_i")
+
+    def __init__(self, seed: int, seed2: int):
+        self.key, self.counter = seeds_to_key_counter(seed, seed2)
+        self._words: list = []
+        self._i = 0
+
+    def __call__(self) -> int:
+        if self._i == len(self._words):
+            self._words = philox_blocks(self.key, self.counter, 64).reshape(-1).tolist()
+            self.counter += 64
+            self._i = 0
+        w = self._words[self._i]
+        self._i += 1
+        return w
+
+
 # -- seeds -----------------------------------------------------------------------------------------
 def seeds_to_key_counter(seed: int, seed2: int) -> tuple[int, int]:
     """A stateful op's (key, counter) from its attrs: the key is `seed`, the counter's high 64 bits
@@ -363,7 +418,11 @@ class PhiloxStream:
 
     def reserve(self, n_outputs: int) -> int:
         """The counter this run starts at; later runs start past its reserved blocks."""
+        return self.reserve_blocks(int(n_outputs) * RESERVED_BLOCKS_PER_OUTPUT)
+
+    def reserve_blocks(self, n_blocks: int) -> int:
+        """The counter this run starts at, the stream moved on by `n_blocks`."""
         with self._lock:
             start = self.counter
-            self.counter = (start + int(n_outputs) * RESERVED_BLOCKS_PER_OUTPUT) & ((1 << 128) - 1)
+            self.counter = (start + int(n_blocks)) & ((1 << 128) - 1)
         return start

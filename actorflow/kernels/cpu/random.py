@@ -1,12 +1,12 @@
 """CPU kernels for random ops: normal, uniform, truncated normal and uniform integers.
 
-RandomStandardNormal, RandomUniform, TruncatedNormal and RandomUniformInt, and the stateless
-uniform, normal and truncated normal, are TF's Philox4x32-10 streams bit for bit (philox.py): the
-same (seed, seed2) gives TF's numbers, and each run of a stateful op continues its stream where TF's
-would. With both seeds 0 the op draws its key and counter from OS entropy, like an unseeded TF op.
-The other random kernels (Multinomial, RandomShuffle, RandomGamma, RandomPoissonV2 and the other
-stateless ops) own a numpy ``Generator`` over a Philox bit generator keyed by the same seeds:
-reproducible across sessions and processes, but not TF's sequences.
+RandomStandardNormal, RandomUniform, TruncatedNormal, RandomUniformInt and RandomShuffle, and the
+stateless uniform, normal and truncated normal, are TF's Philox4x32-10 streams bit for bit
+(philox.py): the same (seed, seed2) gives TF's numbers (and TF's row order), and each run of a
+stateful op continues its stream where TF's would. With both seeds 0 the op draws its key and
+counter from OS entropy, like an unseeded TF op. The other random kernels (Multinomial, RandomGamma,
+RandomPoissonV2 and the other stateless ops) own a numpy ``Generator`` over a Philox bit generator
+keyed by the same seeds: reproducible across sessions and processes, but not TF's sequences.
 """
 from __future__ import annotations
 
@@ -222,13 +222,15 @@ def random_poisson(attrs):
 
 @register_kernel("RandomShuffle", "CPU")
 def random_shuffle(attrs):
-    rng = _generator(attrs)
+    """tf.raw_ops.RandomShuffle: the rows in TF's order for the op's seeds (Fisher-Yates on its stream)."""
+    stream = _stream(attrs)
 
     def fn(value):
         v = np.asarray(value)
-        if v.ndim == 0:
-            return v
-        return v[rng.permutation(v.shape[0])]
+        if v.ndim == 0 or v.shape[0] < 2:
+            return v.copy()
+        n = v.shape[0]
+        return v[philox.permutation(stream.key, stream.reserve_blocks(philox.shuffle_blocks(n)), n)]
     return fn
 
 
