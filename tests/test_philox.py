@@ -178,3 +178,17 @@ def test_permutation_is_a_permutation_for_every_size():
         p = philox.permutation(123, 456 << 64, n)
         assert sorted(p.tolist()) == list(range(n))
     assert philox.shuffle_blocks(1) == 0 and philox.shuffle_blocks(2) == 1 and philox.shuffle_blocks(6) == 2
+
+
+def test_multinomial_and_categorical_draw_tf_classes():
+    want = FIX["shuffles"]["multinomial"]
+    logits = af.log([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]])
+    raw = af.multinomial(logits, 10)
+    raw.op.attrs["seed"], raw.op.attrs["seed2"] = 1, 2
+    ops = {"raw": raw, "stateless": af.random.stateless_categorical(logits, 9, af.constant([4, 5], af.int64))}
+    af.set_random_seed(7)
+    ops["categorical"] = af.random.categorical(af.constant([[0.0, 1.0, -1.0, 2.0]]), 12)
+    with af.Session() as sess:
+        r1, r2 = sess.run(ops), sess.run(ops)
+    for k in ops:
+        assert [r1[k].tolist(), r2[k].tolist()] == want[k], k

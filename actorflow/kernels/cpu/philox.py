@@ -30,7 +30,7 @@ from actorflow.kernels.lazy_numba import njit
 
 __all__ = ["PhiloxStream", "PhiloxWords", "RESERVED_BLOCKS_PER_OUTPUT", "normal", "permutation", "philox_blocks",
            "seeds_to_key_counter", "shuffle_blocks", "stateless_key_counter", "truncated_normal", "uniform",
-           "uniform_int"]
+           "uniform_int", "words"]
 
 RESERVED_BLOCKS_PER_OUTPUT = 256
 _MASK32 = 0xFFFFFFFF
@@ -260,6 +260,14 @@ _PER_BLOCK = {np.dtype(np.float64): 2}   # outputs per block; 4 for every other 
 
 def _per_block(dtype) -> int:
     return _PER_BLOCK.get(np.dtype(dtype), 4)
+
+
+def words(key: int, counter: int, n: int) -> np.ndarray:
+    """The stream's first `n` words from `counter` on, as uint32 (the order SingleSampleAdapter reads)."""
+    out = np.empty(int(n), np.uint32)
+    if n:
+        _fill_words(*_split_key(key), *_split_counter(counter), out)
+    return out
 
 
 def _words(key: int, counter: int, n_blocks: int) -> np.ndarray:

@@ -1,12 +1,13 @@
 """CPU kernels for random ops: normal, uniform, truncated normal and uniform integers.
 
-RandomStandardNormal, RandomUniform, TruncatedNormal, RandomUniformInt and RandomShuffle, and the
-stateless uniform, normal and truncated normal, are TF's Philox4x32-10 streams bit for bit
-(philox.py): the same (seed, seed2) gives TF's numbers (and TF's row order), and each run of a
-stateful op continues its stream where TF's would. With both seeds 0 the op draws its key and
-counter from OS entropy, like an unseeded TF op. The other random kernels (Multinomial, RandomGamma,
-RandomPoissonV2 and the other stateless ops) own a numpy ``Generator`` over a Philox bit generator
-keyed by the same seeds: reproducible across sessions and processes, but not TF's sequences.
+RandomStandardNormal, RandomUniform, TruncatedNormal, RandomUniformInt, RandomShuffle and
+Multinomial, and the stateless uniform, normal, truncated normal and multinomial, are TF's
+Philox4x32-10 streams bit for bit (philox.py): the same (seed, seed2) gives TF's numbers (and TF's
+row order), and each run of a stateful op continues its stream where TF's would. With both seeds 0
+the op draws its key and counter from OS entropy, like an unseeded TF op. The other random kernels
+(RandomGamma, RandomPoissonV2 and the other stateless ops) own a numpy ``Generator`` over a Philox
+bit generator keyed by the same seeds: reproducible across sessions and processes, but not TF's
+sequences.
 """
 from __future__ import annotations
 
@@ -116,8 +117,12 @@ def uniform_int_args(tout, shape, minval, maxval):
     return dims, dtype, lo, hi
 
 
-def _multinomial_draw(rng, out, logits, num_samples):
-    logits = np.asarray(logits, dtype=np.float64)
+def _multinomial_draw(key, counter, out, logits, num_samples):
+    """TF's MultinomialFunctor on one shard: per row, the unnormalized CDF of exp(logit - max) over
+    the finite logits (in double), then each sample the first class whose CDF exceeds u * total, u a
+    double from two words of the row-after-row word stream. (TF splits big batches over threads,
+    each shard starting at its own offset; up to its sharding threshold this is TF's draw exactly.)"""
+    logits = np.asarray(logits)
     n = int(np.asarray(num_samples))
     if logits.ndim != 2:
         raise InvalidArgumentError(f"Multinomial: logits should be a matrix, got shape {list(logits.shape)}")
@@ -126,39 +131,54 @@ def _multinomial_draw(rng, out, logits, num_samples):
     b, k = logits.shape
     if k == 0 and b and n:
         raise InvalidArgumentError("Multinomial: num_classes should be positive, got 0")
-    # Inverse CDF of softmax(logits) per row: O(k + n log k) a row, -inf logits never drawn.
     if not b or not n:
         return np.zeros((b, n), out)
-    top = np.max(logits, axis=1, keepdims=True)
-    top[~np.isfinite(top)] = 0.0
-    cdf = np.cumsum(np.exp(logits - top), axis=1)
-    u = rng.random((b, n)) * cdf[:, -1:]
+    finite = np.isfinite(logits)
+    top = np.where(finite, logits, np.finfo(logits.dtype).min if logits.dtype.kind == "f" else 0).max(axis=1)
+    cdf = np.cumsum(np.where(finite, np.exp(logits.astype(np.float64) - top.astype(np.float64)[:, None]), 0.0),
+                    axis=1)
+    words = philox.words(key, counter, 2 * b * n).astype(np.uint64).reshape(b, n, 2)
+    u = (((words[..., 0] & np.uint64(0xFFFFF)) << np.uint64(32)) | words[..., 1]).astype(np.float64) * 2.0 ** -52
     res = np.empty((b, n), out)
     for i in range(b):
-        res[i] = np.minimum(np.searchsorted(cdf[i], u[i], side="right"), k - 1)
+        res[i] = np.searchsorted(cdf[i], u[i] * cdf[i, -1], side="right")
     return res
 
 
 @register_kernel("Multinomial", "CPU")
 def multinomial(attrs):
-    rng = _generator(attrs)
+    """tf.raw_ops.Multinomial: TF's draws for the op's seeds; each run reserves TF's blocks."""
+    stream = _stream(attrs)
     out = np.dtype(attrs.get("output_dtype", np.int64))
-    return lambda logits, num_samples: _multinomial_draw(rng, out, logits, num_samples)
+
+    def fn(logits, num_samples):
+        b, n = int(np.shape(logits)[0]) if np.ndim(logits) else 0, int(np.asarray(num_samples))
+        # TF: ReserveRandomOutputs(batch * ceil4(num_samples) * 2, 256) -- two words a double.
+        start = stream.reserve(b * (max(n, 0) + 3) // 4 * 4 * 2)
+        return _multinomial_draw(stream.key, start, out, logits, num_samples)
+    return fn
 
 
 def _seeded(seed) -> np.random.Generator:
     """The generator of a stateless op's `seed` tensor ([2] ints): the same seed, the same stream."""
+    s = _seed_pair(seed)
+    key = np.array([s[0] & _MASK64, s[1] & _MASK64], dtype=np.uint64)
+    return np.random.Generator(np.random.Philox(key=key))
+
+
+def _seed_pair(seed) -> tuple[int, int]:
     s = np.asarray(seed).reshape(-1)
     if s.size != 2:
         raise InvalidArgumentError(f"seed must have shape [2], not {list(np.shape(seed))}")
-    key = np.array([int(s[0]) & _MASK64, int(s[1]) & _MASK64], dtype=np.uint64)
-    return np.random.Generator(np.random.Philox(key=key))
+    return int(s[0]), int(s[1])
 
 
 @register_kernel("StatelessMultinomial", "CPU")
 def stateless_multinomial(attrs):
+    """tf.raw_ops.StatelessMultinomial: TF's draws for the seed tensor."""
     out = np.dtype(attrs.get("output_dtype", np.int64))
-    return lambda logits, num_samples, seed: _multinomial_draw(_seeded(seed), out, logits, num_samples)
+    return lambda logits, num_samples, seed: _multinomial_draw(
+        *philox.stateless_key_counter(*_seed_pair(seed)), out, logits, num_samples)
 
 
 def _stateless(op, draw):
@@ -178,11 +198,8 @@ def _stateless_philox(op, draw):
 
         def fn(shape, seed):
             dims = _shape(op, shape)
-            s = np.asarray(seed).reshape(-1)
-            if s.size != 2:
-                raise InvalidArgumentError(f"{op}: seed must have shape [2], not {list(np.shape(seed))}")
             n = int(np.prod(dims)) if dims else 1
-            return draw(*philox.stateless_key_counter(int(s[0]), int(s[1])), n, dtype).reshape(dims)
+            return draw(*philox.stateless_key_counter(*_seed_pair(seed)), n, dtype).reshape(dims)
         return fn
     factory.__doc__ = f"tf.raw_ops.{op}, TF's Philox stream bit for bit."
     register_kernel(op, "CPU", cost=_cost_from_shape)(factory)
