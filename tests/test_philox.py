@@ -192,3 +192,24 @@ def test_multinomial_and_categorical_draw_tf_classes():
         r1, r2 = sess.run(ops), sess.run(ops)
     for k in ops:
         assert [r1[k].tolist(), r2[k].tolist()] == want[k], k
+
+
+@pytest.mark.parametrize("name", sorted(FIX["samplers"]["ids"]))
+def test_candidate_samplers_draw_tf_ids(name):
+    tc = af.constant([[1], [2]], af.int64)
+    unique = name.endswith("unique")
+    if name.startswith("log_uniform"):
+        t = af.nn.log_uniform_candidate_sampler(tc, 1, 20, unique, 100, seed=3)[0]
+    else:
+        t = af.nn.uniform_candidate_sampler(tc, 1, 20, unique, 64 if name.endswith("pow2") else 100, seed=3)[0]
+    with af.Session() as sess:
+        got = [sess.run(t).tolist(), sess.run(t).tolist()]
+    assert got == FIX["samplers"]["ids"][name]
+
+
+def test_sampled_losses_match_tf_under_a_graph_seed():
+    env = {}
+    exec(FIX["samplers"]["losses_source"], {"tf": af, "np": np}, env)
+    got = run(env["fetch"])
+    for k, want in FIX["samplers"]["losses"].items():
+        np.testing.assert_allclose(got[k], want, rtol=1e-5, atol=1e-6, err_msg=k)

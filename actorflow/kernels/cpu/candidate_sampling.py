@@ -1,25 +1,37 @@
 """CPU kernels for the candidate samplers and ComputeAccidentalHits (TF's range_sampler.cc semantics).
 
-Each sampler op owns one Philox generator keyed by its (seed, seed2), as the random kernels do, so a
-seeded graph draws the same candidates in every session; the streams differ from TF's. Expected
+The uniform and log-uniform samplers draw TF's candidates for the op's (seed, seed2): each run reads
+TF's SimplePhilox over the 2048 * num_sampled words TF's op reserves (kernels/cpu/philox.py), a
+log-uniform id as ``int(exp(RandDouble() * log1p(range_max))) - 1``, a uniform one as
+``Rand64() % range_max`` (TF rejects the top ``2**64 mod range_max`` values first, which a draw meets
+with probability below 1e-15 for any vocabulary). The unigram samplers own a numpy Philox generator
+keyed by the same seeds: reproducible, but TF's alias tables draw other ids. Expected
 counts follow TF's ExpectedCountHelper: ``p * num_sampled`` when every draw was kept (always, without
 `unique`), else ``-expm1(num_tries * log1p(-p))``, computed in float32 as TF does.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from actorflow.errors import InvalidArgumentError, NotFoundError
-from actorflow.kernels.cpu.random import _generator
+from actorflow.kernels.cpu import philox
+from actorflow.kernels.cpu.random import _generator, _stream
 from actorflow.kernels.registry import register_kernel
 
 _FLT_MAX = np.finfo(np.float32).max
 
 
 class _Distribution:
-    """A distribution over ``[0, range_max)``: `draw(gen, n)` ids and `prob(ids)`, float32."""
+    """A distribution over ``[0, range_max)``: `prob(ids)` (float32) and either `sample(words)`, one id
+    from TF's word stream (`tf_stream`), or `draw(gen, n)`, n ids from a numpy generator."""
 
     range_max: int
+    tf_stream = False
+
+    def sample(self, words):
+        raise NotImplementedError
 
     def draw(self, gen, n):
         raise NotImplementedError
@@ -29,25 +41,28 @@ class _Distribution:
 
 
 class _Uniform(_Distribution):
+    tf_stream = True
+
     def __init__(self, range_max):
         self.range_max = range_max
 
-    def draw(self, gen, n):
-        return gen.integers(0, self.range_max, size=n, dtype=np.int64)
+    def sample(self, words):
+        return words.rand64() % self.range_max
 
     def prob(self, ids):
         return np.full(np.shape(ids), np.float32(1.0 / self.range_max), np.float32)
 
 
 class _LogUniform(_Distribution):
+    tf_stream = True
+
     def __init__(self, range_max):
         self.range_max = range_max
-        self.log_range = np.log1p(range_max)
+        self.log_range = math.log1p(range_max)
 
-    def draw(self, gen, n):
-        # TF: static_cast<int64>(exp(u * log(range_max + 1)) - 1) % range_max.
-        v = np.exp(gen.random(n) * self.log_range) - 1.0
-        return v.astype(np.int64) % self.range_max
+    def sample(self, words):
+        # TF: (static_cast<int64>(exp(u * log1p(range_max))) - 1) % range_max.
+        return (int(math.exp(words.double() * self.log_range)) - 1) % self.range_max
 
     def prob(self, ids):
         k = np.asarray(ids, np.float64)
@@ -148,6 +163,8 @@ def _sampler_kernel(op: str, make_dist):
         num_true, num_sampled = int(attrs["num_true"]), int(attrs["num_sampled"])
         unique = bool(attrs.get("unique", False))
         gen = _generator(attrs)
+        stream = _stream(attrs)
+        reserve = (2048 * num_sampled + 3) // 4      # TF: ReserveSamples32(2048 * num_sampled) each run
         built: list = []
 
         def distribution():
@@ -169,7 +186,17 @@ def _sampler_kernel(op: str, make_dist):
             if tc.ndim != 2 or tc.shape[1] != num_true:
                 raise InvalidArgumentError(f"{op}: true_classes must be [batch_size, num_true={num_true}], got "
                                            f"shape {list(tc.shape)}")
-            if not unique:
+            if dist.tf_stream:
+                words = philox.PhiloxWords.at(stream.key, stream.reserve_blocks(reserve))
+                picked, seen, tries = [], set(), 0
+                while len(picked) < num_sampled:
+                    v = dist.sample(words)
+                    tries += 1
+                    if not unique or v not in seen:
+                        seen.add(v)
+                        picked.append(v)
+                sampled = np.asarray(picked, np.int64).reshape(num_sampled)
+            elif not unique:
                 sampled = dist.draw(gen, num_sampled)
                 tries = num_sampled
             else:

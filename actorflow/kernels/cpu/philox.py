@@ -384,6 +384,23 @@ class PhiloxWords:
         self._words: list = []
         self._i = 0
 
+    @classmethod
+    def at(cls, key: int, counter: int) -> "PhiloxWords":
+        """The words from block `counter` of key `key` on (a run's reserved blocks)."""
+        w = cls(0, 0)
+        w.key, w.counter = key, counter
+        return w
+
+    def double(self) -> float:
+        """SimplePhilox::RandDouble: [0, 1) from the next two words (52 mantissa bits)."""
+        x0 = self()
+        return (((x0 & 0xFFFFF) << 32) | self()) * 2.0 ** -52
+
+    def rand64(self) -> int:
+        """SimplePhilox::Rand64: the next two words, the second the high half."""
+        lo = self()
+        return (self() << 32) | lo
+
     def __call__(self) -> int:
         if self._i == len(self._words):
             self._words = philox_blocks(self.key, self.counter, 64).reshape(-1).tolist()
