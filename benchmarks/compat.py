@@ -16,8 +16,9 @@ Run k of either library seeds Python's and numpy's global generators with k (shi
 programs that draw their data with unseeded `np.random` see the same data on both sides, run by run.
 The libraries' own random ops (weight initializers, dropout) draw the same numbers too: actorflow's
 random kernels are TF's Philox streams and its op seeds follow TF's `get_seed`. So run k also sets the
-graph seed, `tf.set_random_seed(1000 + k)` right after the import, in every program that does not set
-one itself (one that does has its seed offset by k); `--no-graph-seed` leaves unseeded programs
+graph seed, `tf.set_random_seed(1000 + k)` right after the import and after each
+`reset_default_graph()`, in every program that does not set one itself (one that does has its seed
+offset by k); `--no-graph-seed` leaves unseeded programs
 unseeded. Run k of actorflow is then compared with run k of TensorFlow: "same" when every pair agrees
 to 1e-4 (relative). Otherwise the figures are compared as distributions ("within", "overlap", "better",
 "worse"), and with three runs a side two ranges of identically distributed figures miss each other by
@@ -92,8 +93,9 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
     k runs of a seeded program sample its initial weights k ways. With `graph_seed`, a program that sets
     no graph seed gets `tf.set_random_seed(GRAPH_SEED_BASE + seed)` after its import."""
     imp = AF_IMPORT if lib == "actorflow" else TF_IMPORT
-    if graph_seed and "set_random_seed" not in source:
-        imp += f"; tf.set_random_seed({GRAPH_SEED_BASE + seed})"
+    inject = graph_seed and "set_random_seed" not in source
+    if inject:      # a marker, replaced by the seed after the program's own seeds are offset
+        imp += "; tf.set_random_seed(GRAPH_SEED)"
     out = re.sub(r"^(\s*)import tensorflow as tf\s*$", lambda m: m.group(1) + imp, source, flags=re.M)
     out = re.sub(r"^(\s*)from tensorflow\.examples\.tutorials\.mnist import input_data\s*$",
                  lambda m: m.group(1) + "import input_data", out, flags=re.M)
@@ -118,9 +120,14 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
     # No display: matplotlib's Agg backend would wait forever for a button press.
     out = out.replace("plt.waitforbuttonpress()", "None")
     out = re.sub(r"\bxrange\(", "range(", out)            # 2to3, for the programs written for Python 2
+    if inject:      # a fresh default graph has no seed: give it the run's again
+        out = re.sub(r"^(\s*)(\S.*\breset_default_graph\(\)\s*)$",
+                     lambda m: f"{m.group(1)}{m.group(2).rstrip()}; tf.set_random_seed(GRAPH_SEED)",
+                     out, flags=re.M)
     if seed:
         out = re.sub(r"\btf\.set_random_seed\((\d+)\)", lambda m: f"tf.set_random_seed({int(m.group(1)) + seed})",
                      out)
+    out = out.replace("tf.set_random_seed(GRAPH_SEED)", f"tf.set_random_seed({GRAPH_SEED_BASE + seed})")
     for old, new in patches:
         if old not in out:
             raise ValueError(f"patch {old!r} does not apply")
