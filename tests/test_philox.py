@@ -213,3 +213,16 @@ def test_sampled_losses_match_tf_under_a_graph_seed():
     got = run(env["fetch"])
     for k, want in FIX["samplers"]["losses"].items():
         np.testing.assert_allclose(got[k], want, rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_gamma_draws_match_tf():
+    from actorflow.graph.ops.random_more_ops import RandomGamma
+    want = FIX["shuffles"]["gamma"]
+    ops = {"raw64": RandomGamma(af.constant([7]), af.constant([0.5, 1.0, 2.5], af.float64), seed=1, seed2=2),
+           "raw32": RandomGamma(af.constant([3, 2]), af.constant([[0.3], [4.0]], af.float32), seed=3, seed2=4),
+           "random_gamma": af.random_gamma([4], [0.7, 2.0], beta=[[1.0], [3.0]], seed=5)}
+    with af.Session() as sess:
+        r1, r2 = sess.run(ops), sess.run(ops)
+    for k in ops:
+        assert_bits(r1[k], decode(want[k][0]), f"{k} run 1")
+        assert_bits(r2[k], decode(want[k][1]), f"{k} run 2")

@@ -7,7 +7,9 @@ and tools that want the rewritten Plan itself:
 
 - ``constant_folding``: an op whose inputs are all constants is evaluated once, by its own
   kernel, and becomes a Const (so the runtime folds it into its consumers); `Shape`, `Size` and
-  `Rank` of tensors whose static shape is known become constants too.
+  `Rank` of tensors whose static shape is known become constants too; and a float division by a
+  constant becomes a multiplication by its reciprocal, as grappler's constant folding does (so
+  ``x / 3.0`` rounds as under TF).
 - ``arithmetic_optimization``: ``x * 1``, ``1 * x``, ``x + 0``, ``0 + x``, ``x - 0``, ``x / 1``,
   ``-(-x)``, a cast to the tensor's own dtype, a reshape to its own (static) shape and a transpose
   of a transpose that cancels become ``x``; a chain ``(x + c1) + c2`` or ``(x * c1) * c2`` of
@@ -185,6 +187,8 @@ def constant_folding(plan: Plan) -> Plan:
     for op in plan.ops:
         if not f.pure(op) or not has_kernel(op.type, "CPU"):
             continue
+        if op.type in ("RealDiv", "Div") and _div_to_reciprocal_mul(plan, edit, op):
+            continue
         value = None
         if op.type in ("Shape", "Size", "Rank") and op.inputs and op.inputs[0].shape.is_fully_defined():
             shape = op.inputs[0].shape.as_list()
@@ -226,6 +230,32 @@ def constant_folding(plan: Plan) -> Plan:
             edit.replace(t, c.outputs[0])
         edit.remove(op)
     return edit.finish()
+
+
+def _div_to_reciprocal_mul(plan, edit, op) -> bool:
+    """``x / c`` -> ``x * (1 / c)`` for a constant float or complex `c` and a non-constant `x`
+    (grappler's ReduceDivToReciprocalMul, part of TF's constant folding): the strength reduction
+    TF makes, so that a division by a constant rounds as it does under TF."""
+    out = op.outputs[0]
+    if not (out.dtype.is_floating or out.dtype.is_complex) or len(op.inputs) != 2:
+        return False
+    x, c = (edit.resolve(t) for t in op.inputs)
+    v = _value(c, edit)
+    if v is None or _value(x, edit) is not None:
+        return False
+    v = np.asarray(v)
+    if v.dtype != out.dtype.np:
+        return False
+    with np.errstate(all="ignore"):
+        recip = np.reciprocal(v)
+    const = _const(plan, f"{op.name}/reciprocal", recip, op.device)
+    mul = new_op(plan.graph, op.name, "Mul", (x, const.outputs[0]), (), {"T": op.attrs.get("T", out.dtype)},
+                 [(out.dtype, out.shape)], op.device)
+    edit.add(const)
+    edit.add(mul)
+    edit.replace(out, mul.outputs[0])
+    edit.remove(op)
+    return True
 
 
 # -- arithmetic --------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ function of their `seed` tensor alone: the same seed gives the same values in ev
 process (actorflow's own Philox stream, not TF's bits)."""
 from __future__ import annotations
 
+import numpy as np
+
 from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor, name_scope
 from actorflow.graph.op_def import InferenceError, define_op
@@ -104,15 +106,20 @@ def random_gamma_grad(alpha, sample, name=None):
 def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=None):
     """Gamma(alpha, beta) samples of shape `shape + alpha.shape` (tf.random.gamma); beta is the
     rate (inverse scale), 1 by default."""
+    from actorflow.graph.ops import array_ops, math_ops
     dtype = dtypes.as_dtype(dtype)
     with name_scope(name or "random_gamma"):
         a = convert_to_tensor(alpha, dtype=dtype, name="alpha")
-        b = None if beta is None else convert_to_tensor(beta, dtype=dtype, name="beta")
-        if b is not None:
-            from actorflow.graph.ops import array_ops
-            a = a * array_ops.ones_like(b)
+        b = convert_to_tensor(1 if beta is None else beta, dtype=dtype, name="beta")
+        # As TF: alpha broadcast against beta, then max(tiny, sample / beta) (which grappler and our
+        # constant folding turn into a multiplication by 1 / beta for a constant beta).
+        if a.shape.is_fully_defined() and b.shape.is_fully_defined():
+            to = list(np.broadcast_shapes(tuple(a.shape.as_list()), tuple(b.shape.as_list())))
+        else:
+            to = array_ops.broadcast_dynamic_shape(array_ops.shape(a), array_ops.shape(b))
+        a = array_ops.broadcast_to(a, to)
         sample = RandomGamma(_shape_tensor(shape), a, **_seed_attrs(seed))
-        return sample if b is None else sample / b
+        return math_ops.maximum(np.finfo(dtype.np).tiny, sample / b)
 
 
 def random_poisson(lam, shape, dtype=dtypes.float32, seed=None, name=None):

@@ -28,7 +28,7 @@ import numpy as np
 
 from actorflow.kernels.lazy_numba import njit
 
-__all__ = ["PhiloxStream", "PhiloxWords", "RESERVED_BLOCKS_PER_OUTPUT", "normal", "permutation", "philox_blocks",
+__all__ = ["PhiloxStream", "PhiloxWords", "RESERVED_BLOCKS_PER_OUTPUT", "gamma", "normal", "permutation", "philox_blocks",
            "seeds_to_key_counter", "shuffle_blocks", "stateless_key_counter", "truncated_normal", "uniform",
            "uniform_int", "words"]
 
@@ -339,6 +339,69 @@ def uniform_int(key: int, counter: int, size: int, lo: int, hi: int, dtype) -> n
     w = _words(key, counter, -(-size // 4))[:size]
     r = w % np.uint32((hi - lo) & _MASK32)
     return (r.astype(np.int64) + lo).astype(dtype)
+
+
+@njit(cache=True, nogil=True)
+def _gamma(k0, k1, c0, c1, c2, c3, alphas, per_alpha, out):
+    """TF's RandomGamma: output o (alpha-major: alpha o // per_alpha) reads blocks from c + 256 o;
+    Marsaglia-Tsang on double normals and uniforms from that one stream (each block's pair used
+    last first), an exponential for alpha == 1, and alpha < 1 boosted by u ** (1 / alpha)."""
+    na = alphas.shape[0]
+    for o in range(na * per_alpha):
+        a = o // per_alpha
+        alpha = alphas[a]
+        d0, d1, d2, d3 = _add_counter(c0, c1, c2, c3, np.uint64(o) * np.uint64(256))
+        n_left = 0
+        u_left = 0
+        n0 = n1 = u0 = u1 = 0.0
+        if alpha == 1.0:
+            w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
+            res = -math.log1p(-_u64_to_double(w2, w3))
+        else:
+            small = alpha < 1.0
+            d = alpha + (2.0 / 3.0 if small else -1.0 / 3.0)
+            c = 1.0 / 3.0 / math.sqrt(d)
+            while True:
+                if n_left == 0:
+                    w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
+                    d0, d1, d2, d3 = _increment(d0, d1, d2, d3)
+                    n0, n1 = _box_muller_f64(w0, w1, w2, w3)
+                    n_left = 2
+                x = n1 if n_left == 2 else n0
+                n_left -= 1
+                v = 1.0 + c * x
+                if v <= 0.0:
+                    continue
+                v = v * v * v
+                if u_left == 0:
+                    w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
+                    d0, d1, d2, d3 = _increment(d0, d1, d2, d3)
+                    u0, u1 = _u64_to_double(w0, w1), _u64_to_double(w2, w3)
+                    u_left = 2
+                u = u1 if u_left == 2 else u0
+                u_left -= 1
+                if u < 1.0 - 0.0331 * (x * x) * (x * x) or math.log(u) < 0.5 * x * x + d * (1.0 - v + math.log(v)):
+                    res = d * v
+                    if small:
+                        if u_left == 0:
+                            w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
+                            d0, d1, d2, d3 = _increment(d0, d1, d2, d3)
+                            u0, u1 = _u64_to_double(w0, w1), _u64_to_double(w2, w3)
+                            u_left = 2
+                        b = u1 if u_left == 2 else u0
+                        u_left -= 1
+                        res *= math.pow(b, 1.0 / alpha)
+                    break
+        out[(o % per_alpha) * na + a] = res
+
+
+def gamma(key: int, counter: int, per_alpha: int, alphas) -> np.ndarray:
+    """TF's RandomGamma draws in double: [per_alpha, alphas.size], sample-major as TF lays them out."""
+    alphas = np.ascontiguousarray(alphas, np.float64).reshape(-1)
+    out = np.empty(int(per_alpha) * alphas.size, np.float64)
+    if out.size:
+        _gamma(*_split_key(key), *_split_counter(counter), alphas, int(per_alpha), out)
+    return out.reshape(int(per_alpha), alphas.size)
 
 
 # -- permutations and single words ------------------------------------------------------------------

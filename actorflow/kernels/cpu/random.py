@@ -1,13 +1,12 @@
 """CPU kernels for random ops: normal, uniform, truncated normal and uniform integers.
 
-RandomStandardNormal, RandomUniform, TruncatedNormal, RandomUniformInt, RandomShuffle and
-Multinomial, and the stateless uniform, normal, truncated normal and multinomial, are TF's
+RandomStandardNormal, RandomUniform, TruncatedNormal, RandomUniformInt, RandomShuffle, Multinomial
+and RandomGamma, and the stateless uniform, normal, truncated normal and multinomial, are TF's
 Philox4x32-10 streams bit for bit (philox.py): the same (seed, seed2) gives TF's numbers (and TF's
 row order), and each run of a stateful op continues its stream where TF's would. With both seeds 0
 the op draws its key and counter from OS entropy, like an unseeded TF op. The other random kernels
-(RandomGamma, RandomPoissonV2 and the other stateless ops) own a numpy ``Generator`` over a Philox
-bit generator keyed by the same seeds: reproducible across sessions and processes, but not TF's
-sequences.
+(RandomPoissonV2 and the other stateless ops) own a numpy ``Generator`` over a Philox bit generator
+keyed by the same seeds: reproducible across sessions and processes, but not TF's sequences.
 """
 from __future__ import annotations
 
@@ -212,14 +211,17 @@ _stateless_philox("StatelessTruncatedNormal", philox.truncated_normal)
 
 @register_kernel("RandomGamma", "CPU")
 def random_gamma(attrs):
-    gen = _generator(attrs)
+    """tf.raw_ops.RandomGamma: TF's draws (Marsaglia-Tsang on the op's stream), shape + alpha.shape."""
+    stream = _stream(attrs)
 
     def fn(shape, alpha):
         dims = _shape("RandomGamma", shape)
         a = np.asarray(alpha)
         if (a <= 0).any():
             raise InvalidArgumentError("RandomGamma: alpha must be positive")
-        return gen.standard_gamma(a, size=dims + a.shape).astype(a.dtype)
+        per_alpha = int(np.prod(dims)) if dims else 1
+        start = stream.reserve(per_alpha * a.size)
+        return philox.gamma(stream.key, start, per_alpha, a).astype(a.dtype).reshape(dims + a.shape)
     return fn
 
 
