@@ -226,3 +226,17 @@ def test_gamma_draws_match_tf():
     for k in ops:
         assert_bits(r1[k], decode(want[k][0]), f"{k} run 1")
         assert_bits(r2[k], decode(want[k][1]), f"{k} run 2")
+
+
+def test_poisson_draws_match_tf():
+    from actorflow.graph.ops.random_more_ops import RandomPoissonV2
+    want = FIX["shuffles"]["poisson"]
+    rates = af.constant([0.5, 3.0, 9.9, 10.0, 55.5, 1000.0], af.float64)
+    ops = {"raw64": RandomPoissonV2(af.constant([9]), rates, seed=1, seed2=2, dtype=af.float64),
+           "raw_int": RandomPoissonV2(af.constant([5]), af.constant([2.0, 40.0]), seed=3, seed2=4, dtype=af.int32),
+           "random_poisson": af.random_poisson([1.5, 12.0], [3], seed=6)}
+    with af.Session() as sess:
+        r1, r2 = sess.run(ops), sess.run(ops)
+    for k in ops:
+        assert_bits(r1[k], decode(want[k][0]), f"{k} run 1")
+        assert_bits(r2[k], decode(want[k][1]), f"{k} run 2")

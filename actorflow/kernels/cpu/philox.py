@@ -28,9 +28,9 @@ import numpy as np
 
 from actorflow.kernels.lazy_numba import njit
 
-__all__ = ["PhiloxStream", "PhiloxWords", "RESERVED_BLOCKS_PER_OUTPUT", "gamma", "normal", "permutation", "philox_blocks",
-           "seeds_to_key_counter", "shuffle_blocks", "stateless_key_counter", "truncated_normal", "uniform",
-           "uniform_int", "words"]
+__all__ = ["PhiloxStream", "PhiloxWords", "RESERVED_BLOCKS_PER_OUTPUT", "gamma", "normal", "permutation",
+           "philox_blocks", "poisson", "seeds_to_key_counter", "shuffle_blocks", "stateless_key_counter",
+           "truncated_normal", "uniform", "uniform_int", "words"]
 
 RESERVED_BLOCKS_PER_OUTPUT = 256
 _MASK32 = 0xFFFFFFFF
@@ -393,6 +393,80 @@ def _gamma(k0, k1, c0, c1, c2, c3, alphas, per_alpha, out):
                         res *= math.pow(b, 1.0 / alpha)
                     break
         out[(o % per_alpha) * na + a] = res
+
+
+@njit(cache=True, nogil=True)
+def _poisson(k0, k1, c0, c1, c2, c3, rates, per_rate, out):
+    """TF's RandomPoisson: output o (rate-major) reads blocks from c + 256 o; Knuth's product of
+    uniforms below rate 10, Hormann's transformed rejection from 10 on; doubles throughout."""
+    nr = rates.shape[0]
+    for o in range(nr * per_rate):
+        r = o // per_rate
+        rate = rates[r]
+        d0, d1, d2, d3 = _add_counter(c0, c1, c2, c3, np.uint64(o) * np.uint64(256))
+        u_left = 0
+        u0 = u1 = 0.0
+        res = 0.0
+        if rate < 10.0:
+            e = math.exp(-rate)
+            prod = 1.0
+            x = 0.0
+            while True:
+                if u_left == 0:
+                    w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
+                    d0, d1, d2, d3 = _increment(d0, d1, d2, d3)
+                    u0, u1 = _u64_to_double(w0, w1), _u64_to_double(w2, w3)
+                    u_left = 2
+                u = u1 if u_left == 2 else u0
+                u_left -= 1
+                prod = prod * u
+                if prod <= e:
+                    res = x
+                    break
+                x += 1.0
+        else:
+            log_rate = math.log(rate)
+            b = 0.931 + 2.53 * math.sqrt(rate)
+            a = -0.059 + 0.02483 * b
+            inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+            v_r = 0.9277 - 3.6224 / (b - 2.0)
+            while True:
+                if u_left == 0:
+                    w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
+                    d0, d1, d2, d3 = _increment(d0, d1, d2, d3)
+                    u0, u1 = _u64_to_double(w0, w1), _u64_to_double(w2, w3)
+                    u_left = 2
+                u = (u1 if u_left == 2 else u0) - 0.5
+                u_left -= 1
+                if u_left == 0:
+                    w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
+                    d0, d1, d2, d3 = _increment(d0, d1, d2, d3)
+                    u0, u1 = _u64_to_double(w0, w1), _u64_to_double(w2, w3)
+                    u_left = 2
+                v = u1 if u_left == 2 else u0
+                u_left -= 1
+                us = 0.5 - abs(u)
+                k = math.floor((2.0 * a / us + b) * u + rate + 0.43)
+                if k < 0.0:
+                    continue
+                if us >= 0.07 and v <= v_r:
+                    res = k
+                    break
+                s = math.log(v * inv_alpha / (a / (us * us) + b))
+                t = -rate + k * log_rate - math.lgamma(k + 1.0)
+                if s <= t:
+                    res = k
+                    break
+        out[(o % per_rate) * nr + r] = res
+
+
+def poisson(key: int, counter: int, per_rate: int, rates) -> np.ndarray:
+    """TF's RandomPoisson draws as doubles: [per_rate, rates.size], sample-major as TF lays them out."""
+    rates = np.ascontiguousarray(rates, np.float64).reshape(-1)
+    out = np.empty(int(per_rate) * rates.size, np.float64)
+    if out.size:
+        _poisson(*_split_key(key), *_split_counter(counter), rates, int(per_rate), out)
+    return out.reshape(int(per_rate), rates.size)
 
 
 def gamma(key: int, counter: int, per_alpha: int, alphas) -> np.ndarray:

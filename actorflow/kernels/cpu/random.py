@@ -1,12 +1,12 @@
 """CPU kernels for random ops: normal, uniform, truncated normal and uniform integers.
 
-RandomStandardNormal, RandomUniform, TruncatedNormal, RandomUniformInt, RandomShuffle, Multinomial
-and RandomGamma, and the stateless uniform, normal, truncated normal and multinomial, are TF's
-Philox4x32-10 streams bit for bit (philox.py): the same (seed, seed2) gives TF's numbers (and TF's
-row order), and each run of a stateful op continues its stream where TF's would. With both seeds 0
-the op draws its key and counter from OS entropy, like an unseeded TF op. The other random kernels
-(RandomPoissonV2 and the other stateless ops) own a numpy ``Generator`` over a Philox bit generator
-keyed by the same seeds: reproducible across sessions and processes, but not TF's sequences.
+RandomStandardNormal, RandomUniform, TruncatedNormal, RandomUniformInt, RandomShuffle, Multinomial,
+RandomGamma and RandomPoissonV2, and the stateless uniform, normal, truncated normal and
+multinomial, are TF's Philox4x32-10 streams bit for bit (philox.py): the same (seed, seed2) gives
+TF's numbers (and TF's row order), and each run of a stateful op continues its stream where TF's
+would. With both seeds 0 the op draws its key and counter from OS entropy, like an unseeded TF op.
+The other stateless kernels own a numpy ``Generator`` over a Philox bit generator keyed by the seed
+tensor: reproducible across sessions and processes, but not TF's sequences.
 """
 from __future__ import annotations
 
@@ -227,7 +227,8 @@ def random_gamma(attrs):
 
 @register_kernel("RandomPoissonV2", "CPU")
 def random_poisson(attrs):
-    gen = _generator(attrs)
+    """tf.raw_ops.RandomPoissonV2: TF's draws (Knuth below rate 10, Hormann above) on the op's stream."""
+    stream = _stream(attrs)
     out = np.dtype(attrs.get("dtype", np.float32))
 
     def fn(shape, rate):
@@ -235,7 +236,9 @@ def random_poisson(attrs):
         r = np.asarray(rate, dtype=np.float64)
         if (r < 0).any():
             raise InvalidArgumentError("RandomPoissonV2: rate must be non-negative")
-        return gen.poisson(r, size=dims + r.shape).astype(out)
+        per_rate = int(np.prod(dims)) if dims else 1
+        start = stream.reserve(per_rate * r.size)
+        return philox.poisson(stream.key, start, per_rate, r).astype(out).reshape(dims + r.shape)
     return fn
 
 
