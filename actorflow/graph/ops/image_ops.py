@@ -5,8 +5,9 @@ array ops (flips are ReverseV2, crops Slice, pads Pad), as TF's image_ops_impl.p
 TF-1.x counterparts: `tf.compat.v1.image.*`. The resize ops follow TF's kernels' pixel conventions
 exactly: a resized pixel y samples the input at y * scale (legacy) or (y + 0.5) * scale - 0.5
 (`half_pixel_centers`), scale = in / out, or (in - 1) / (out - 1) with `align_corners`; the
-arithmetic is float32, as TF's. The random functions draw with actorflow's random ops, so `seed` and
-the graph seed behave as for every other random op (the numbers differ from TF's).
+arithmetic is float32, as TF's. The random functions draw with the random ops, in TF's order and
+shapes, so under the same seeds they draw TF's numbers (flips, crops, brightness deltas, contrast
+factors...); the colour adjustments' own arithmetic may still differ from TF's kernels in the last bit.
 """
 from __future__ import annotations
 
