@@ -342,54 +342,52 @@ def uniform_int(key: int, counter: int, size: int, lo: int, hi: int, dtype) -> n
 
 
 @njit(cache=True, nogil=True)
+def _next_of_pair(normal, k0, k1, d0, d1, d2, d3, left, a0, a1):
+    """The next value of a double distribution that makes two values a block and hands them out last
+    first (TF's NormalDistribution / UniformDistribution<double> behind its gamma and Poisson
+    kernels' UNIFORM()): (value, the counter, values left, the pair)."""
+    if left == 0:
+        w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
+        d0, d1, d2, d3 = _increment(d0, d1, d2, d3)
+        if normal:
+            a0, a1 = _box_muller_f64(w0, w1, w2, w3)
+        else:
+            a0, a1 = _u64_to_double(w0, w1), _u64_to_double(w2, w3)
+        left = 2
+    return (a1 if left == 2 else a0), d0, d1, d2, d3, left - 1, a0, a1
+
+
+@njit(cache=True, nogil=True)
 def _gamma(k0, k1, c0, c1, c2, c3, alphas, per_alpha, out):
     """TF's RandomGamma: output o (alpha-major: alpha o // per_alpha) reads blocks from c + 256 o;
-    Marsaglia-Tsang on double normals and uniforms from that one stream (each block's pair used
-    last first), an exponential for alpha == 1, and alpha < 1 boosted by u ** (1 / alpha)."""
+    Marsaglia-Tsang on double normals and uniforms from that one stream, an exponential for
+    alpha == 1, and alpha < 1 boosted by u ** (1 / alpha)."""
     na = alphas.shape[0]
     for o in range(na * per_alpha):
         a = o // per_alpha
         alpha = alphas[a]
         d0, d1, d2, d3 = _add_counter(c0, c1, c2, c3, np.uint64(o) * np.uint64(256))
-        n_left = 0
-        u_left = 0
+        n_left = u_left = 0
         n0 = n1 = u0 = u1 = 0.0
         if alpha == 1.0:
-            w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
-            res = -math.log1p(-_u64_to_double(w2, w3))
+            u, d0, d1, d2, d3, u_left, u0, u1 = _next_of_pair(False, k0, k1, d0, d1, d2, d3, u_left, u0, u1)
+            res = -math.log1p(-u)
         else:
             small = alpha < 1.0
             d = alpha + (2.0 / 3.0 if small else -1.0 / 3.0)
             c = 1.0 / 3.0 / math.sqrt(d)
             while True:
-                if n_left == 0:
-                    w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
-                    d0, d1, d2, d3 = _increment(d0, d1, d2, d3)
-                    n0, n1 = _box_muller_f64(w0, w1, w2, w3)
-                    n_left = 2
-                x = n1 if n_left == 2 else n0
-                n_left -= 1
+                x, d0, d1, d2, d3, n_left, n0, n1 = _next_of_pair(True, k0, k1, d0, d1, d2, d3, n_left, n0, n1)
                 v = 1.0 + c * x
                 if v <= 0.0:
                     continue
                 v = v * v * v
-                if u_left == 0:
-                    w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
-                    d0, d1, d2, d3 = _increment(d0, d1, d2, d3)
-                    u0, u1 = _u64_to_double(w0, w1), _u64_to_double(w2, w3)
-                    u_left = 2
-                u = u1 if u_left == 2 else u0
-                u_left -= 1
+                u, d0, d1, d2, d3, u_left, u0, u1 = _next_of_pair(False, k0, k1, d0, d1, d2, d3, u_left, u0, u1)
                 if u < 1.0 - 0.0331 * (x * x) * (x * x) or math.log(u) < 0.5 * x * x + d * (1.0 - v + math.log(v)):
                     res = d * v
                     if small:
-                        if u_left == 0:
-                            w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
-                            d0, d1, d2, d3 = _increment(d0, d1, d2, d3)
-                            u0, u1 = _u64_to_double(w0, w1), _u64_to_double(w2, w3)
-                            u_left = 2
-                        b = u1 if u_left == 2 else u0
-                        u_left -= 1
+                        b, d0, d1, d2, d3, u_left, u0, u1 = _next_of_pair(False, k0, k1, d0, d1, d2, d3, u_left,
+                                                                          u0, u1)
                         res *= math.pow(b, 1.0 / alpha)
                     break
         out[(o % per_alpha) * na + a] = res
@@ -404,26 +402,18 @@ def _poisson(k0, k1, c0, c1, c2, c3, rates, per_rate, out):
         r = o // per_rate
         rate = rates[r]
         d0, d1, d2, d3 = _add_counter(c0, c1, c2, c3, np.uint64(o) * np.uint64(256))
-        u_left = 0
+        left = 0
         u0 = u1 = 0.0
         res = 0.0
         if rate < 10.0:
             e = math.exp(-rate)
             prod = 1.0
-            x = 0.0
             while True:
-                if u_left == 0:
-                    w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
-                    d0, d1, d2, d3 = _increment(d0, d1, d2, d3)
-                    u0, u1 = _u64_to_double(w0, w1), _u64_to_double(w2, w3)
-                    u_left = 2
-                u = u1 if u_left == 2 else u0
-                u_left -= 1
+                u, d0, d1, d2, d3, left, u0, u1 = _next_of_pair(False, k0, k1, d0, d1, d2, d3, left, u0, u1)
                 prod = prod * u
                 if prod <= e:
-                    res = x
                     break
-                x += 1.0
+                res += 1.0
         else:
             log_rate = math.log(rate)
             b = 0.931 + 2.53 * math.sqrt(rate)
@@ -431,31 +421,16 @@ def _poisson(k0, k1, c0, c1, c2, c3, rates, per_rate, out):
             inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
             v_r = 0.9277 - 3.6224 / (b - 2.0)
             while True:
-                if u_left == 0:
-                    w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
-                    d0, d1, d2, d3 = _increment(d0, d1, d2, d3)
-                    u0, u1 = _u64_to_double(w0, w1), _u64_to_double(w2, w3)
-                    u_left = 2
-                u = (u1 if u_left == 2 else u0) - 0.5
-                u_left -= 1
-                if u_left == 0:
-                    w0, w1, w2, w3 = _rounds(k0, k1, d0, d1, d2, d3)
-                    d0, d1, d2, d3 = _increment(d0, d1, d2, d3)
-                    u0, u1 = _u64_to_double(w0, w1), _u64_to_double(w2, w3)
-                    u_left = 2
-                v = u1 if u_left == 2 else u0
-                u_left -= 1
+                u, d0, d1, d2, d3, left, u0, u1 = _next_of_pair(False, k0, k1, d0, d1, d2, d3, left, u0, u1)
+                u -= 0.5
+                v, d0, d1, d2, d3, left, u0, u1 = _next_of_pair(False, k0, k1, d0, d1, d2, d3, left, u0, u1)
                 us = 0.5 - abs(u)
-                k = math.floor((2.0 * a / us + b) * u + rate + 0.43)
-                if k < 0.0:
+                res = math.floor((2.0 * a / us + b) * u + rate + 0.43)
+                if res < 0.0:
                     continue
                 if us >= 0.07 and v <= v_r:
-                    res = k
                     break
-                s = math.log(v * inv_alpha / (a / (us * us) + b))
-                t = -rate + k * log_rate - math.lgamma(k + 1.0)
-                if s <= t:
-                    res = k
+                if math.log(v * inv_alpha / (a / (us * us) + b)) <= -rate + res * log_rate - math.lgamma(res + 1.0):
                     break
         out[(o % per_rate) * nr + r] = res
 

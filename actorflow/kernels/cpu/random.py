@@ -65,23 +65,27 @@ def _cost_from_shape(shape, *rest):
     return int(np.prod(s)) if s.size else 1
 
 
-def _stateful(op, draw):
-    """Registers a stateful float op whose kernel draws `draw(key, counter, n, dtype)` from its stream."""
+def _philox_float(op, draw, stateless=False):
+    """Registers a float op drawing `draw(key, counter, n, dtype)`: from the op's stream (stateful), or
+    from the key and counter TF makes of the seed tensor (stateless)."""
     def factory(attrs):
-        stream, dtype = _stream(attrs), _float_dtype(op, attrs)
+        dtype = _float_dtype(op, attrs)
+        stream = None if stateless else _stream(attrs)
 
-        def fn(shape):
+        def fn(shape, seed=None):
             dims = _shape(op, shape)
             n = int(np.prod(dims)) if dims else 1
-            return draw(stream.key, stream.reserve(n), n, dtype).reshape(dims)
+            key, counter = (philox.stateless_key_counter(*_seed_pair(seed)) if stateless
+                            else (stream.key, stream.reserve(n)))
+            return draw(key, counter, n, dtype).reshape(dims)
         return fn
     factory.__doc__ = f"tf.raw_ops.{op}, TF's Philox stream bit for bit."
     register_kernel(op, "CPU", cost=_cost_from_shape)(factory)
 
 
-_stateful("RandomStandardNormal", philox.normal)
-_stateful("RandomUniform", philox.uniform)
-_stateful("TruncatedNormal", philox.truncated_normal)
+_philox_float("RandomStandardNormal", philox.normal)
+_philox_float("RandomUniform", philox.uniform)
+_philox_float("TruncatedNormal", philox.truncated_normal)
 
 
 @register_kernel("RandomUniformInt", "CPU", cost=_cost_from_shape)
@@ -190,23 +194,9 @@ def _stateless(op, draw):
     register_kernel(op, "CPU", cost=_cost_from_shape)(factory)
 
 
-def _stateless_philox(op, draw):
-    """Registers a stateless float op: TF's key and counter from the seed pair, then `draw`."""
-    def factory(attrs):
-        dtype = _float_dtype(op, attrs)
-
-        def fn(shape, seed):
-            dims = _shape(op, shape)
-            n = int(np.prod(dims)) if dims else 1
-            return draw(*philox.stateless_key_counter(*_seed_pair(seed)), n, dtype).reshape(dims)
-        return fn
-    factory.__doc__ = f"tf.raw_ops.{op}, TF's Philox stream bit for bit."
-    register_kernel(op, "CPU", cost=_cost_from_shape)(factory)
-
-
-_stateless_philox("StatelessRandomUniform", philox.uniform)
-_stateless_philox("StatelessRandomNormal", philox.normal)
-_stateless_philox("StatelessTruncatedNormal", philox.truncated_normal)
+_philox_float("StatelessRandomUniform", philox.uniform, stateless=True)
+_philox_float("StatelessRandomNormal", philox.normal, stateless=True)
+_philox_float("StatelessTruncatedNormal", philox.truncated_normal, stateless=True)
 
 
 @register_kernel("RandomGamma", "CPU")
