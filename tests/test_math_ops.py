@@ -424,7 +424,10 @@ def test_round_is_half_to_even_and_keeps_integers():
 
 _BINARY = [
     (af.add, np.add), (af.subtract, np.subtract), (af.multiply, np.multiply), (af.truediv, np.true_divide),
-    (af.realdiv, np.true_divide), (af.floordiv, np.floor_divide), (af.floormod, np.mod),
+    (af.realdiv, np.true_divide),
+    # TF's float FloorDiv is floor(x / y); numpy's floor_divide corrects the quotient's rounding
+    # (1.0 // 0.1 is 9 there, 10 in TF), so the reference is TF's formula.
+    (af.floordiv, lambda a, b: np.floor(a / b)), (af.floormod, np.mod),
     (af.maximum, np.maximum), (af.minimum, np.minimum),
     (af.squared_difference, lambda a, b: (a - b) ** 2), (af.equal, np.equal), (af.not_equal, np.not_equal),
     (af.less, np.less), (af.less_equal, np.less_equal), (af.greater, np.greater),
