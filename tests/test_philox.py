@@ -240,3 +240,15 @@ def test_poisson_draws_match_tf():
     for k in ops:
         assert_bits(r1[k], decode(want[k][0]), f"{k} run 1")
         assert_bits(r2[k], decode(want[k][1]), f"{k} run 2")
+
+
+def test_every_dropout_form_matches_tf_bit_for_bit():
+    """TF's dropout_v2: x * (1 / (1 - rate)) or x / (1 - rate) for a fed rate, then a select, so the
+    dropped NaN, inf and negative inputs are +0.0."""
+    d = FIX["dropout"]
+    env = {}
+    exec(d["source"], {"tf": af, "np": np}, env)
+    with af.Session() as sess:
+        got = sess.run(env["fetch"], {env["x"]: decode(d["x"]), env["kp"]: 0.7})
+    for k, e in d["values"].items():
+        assert_bits(got[k], decode(e), k)

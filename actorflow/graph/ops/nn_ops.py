@@ -933,36 +933,36 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
         x = convert_to_tensor(x)
         if not x.dtype.is_floating:
             raise ValueError(f"dropout: x must be a floating-point tensor, got {x.dtype.name} tensor '{x.name}'")
-        if keep_prob is not None and isinstance(keep_prob, numbers.Real):
-            if not 0 < keep_prob <= 1:
-                raise ValueError(f"keep_prob must be a scalar tensor or a float in the range (0, 1], got {keep_prob}")
-            if keep_prob == 1:
-                return x
-            rate = 1.0 - keep_prob
-        elif rate is not None and isinstance(rate, numbers.Real):
+        # TF 2.21's dropout_v2, which TF 1.x's dropout calls with rate = 1. - keep_prob: a number rate
+        # scales by 1 / (1 - rate) (a double, rounded once), a tensor rate divides by 1 - rate; the
+        # mask keeps uniform >= rate, and dropped elements are zeros (a select, so -0.0 and NaN
+        # inputs drop to 0 as in TF).
+        if keep_prob is not None:
+            if isinstance(keep_prob, numbers.Real):
+                if not 0 < keep_prob <= 1:
+                    raise ValueError(f"keep_prob must be a scalar tensor or a float in the range (0, 1], "
+                                     f"got {keep_prob}")
+                rate = 1.0 - keep_prob
+            else:
+                keep_t = convert_to_tensor(keep_prob, name="keep_prob")
+                rate = math_ops.subtract(constant(1.0, dtype=keep_t.dtype), keep_t)
+        if isinstance(rate, numbers.Real):
             if not 0 <= rate < 1:
                 raise ValueError(f"rate must be a scalar tensor or a float in the range [0, 1), got {rate}")
             if rate == 0:
                 return x
-            keep_prob = 1.0 - rate
-        if isinstance(keep_prob, numbers.Real):
-            scale = constant(1.0 / keep_prob, dtype=x.dtype, name="scale")
-            rate_t = constant(rate, dtype=x.dtype, name="rate")
+            out = math_ops.multiply(x, constant(1 / (1 - rate), dtype=x.dtype))
+            rate_t = rate
         else:
-            # keep_prob or rate is a tensor: derive the other one in the graph.
-            if keep_prob is not None:
-                keep_t = convert_to_tensor(keep_prob, dtype=x.dtype, name="keep_prob")
-                rate_t = math_ops.subtract(constant(1, dtype=x.dtype), keep_t, name="rate")
-            else:
-                rate_t = convert_to_tensor(rate, dtype=x.dtype, name="rate")
-                keep_t = math_ops.subtract(constant(1, dtype=x.dtype), rate_t, name="keep_prob")
-            if keep_t.shape.ndims not in (None, 0):
-                raise ValueError(f"keep_prob/rate must be a scalar, got shape {keep_t.shape}")
-            scale = math_ops.reciprocal(keep_t, name="scale")
+            rate_t = convert_to_tensor(rate, name="rate")
+            if rate_t.shape.ndims not in (None, 0):
+                raise ValueError(f"keep_prob/rate must be a scalar, got shape {rate_t.shape}")
+            if rate_t.dtype is not x.dtype:
+                rate_t = math_ops.cast(rate_t, x.dtype, name="rate")
+            out = math_ops.realdiv(x, math_ops.subtract(constant(1, dtype=x.dtype), rate_t))
         uniform = random_ops.random_uniform(_noise_shape(x, noise_shape), seed=seed, dtype=x.dtype)
-        # uniform in [0, 1) is >= rate with probability exactly 1 - rate = keep_prob.
-        keep_mask = math_ops.cast(math_ops.greater_equal(uniform, rate_t), x.dtype)
-        out = math_ops.multiply(math_ops.multiply(x, scale), keep_mask, name=scope)
+        keep_mask = math_ops.greater_equal(uniform, rate_t)
+        out = math_ops.where_v2(keep_mask, out, constant(0, dtype=x.dtype), name=scope)
         out.set_shape(x.shape)
         return out
 
