@@ -1,0 +1,134 @@
+"""tf.compat.v1 names TF-1.x programs still hit: af.profiler (parameter and FLOP counts, tfprof's
+reports), af.config, af.audio, af.sysconfig, bfloat16 and the dense tf.strings ops, against
+TensorFlow 2.21's output recorded by tests/fixtures/make_breadth2.py."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import actorflow as af
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(HERE, "fixtures", "breadth2.json")) as _f:
+    FIX = json.load(_f)
+
+# Views that list every node, Consts included: actorflow names the constant made from a Python
+# scalar operand ("Const_2" where TF says "mul/x" or "ArgMax/dimension"), so for these only the
+# totals are compared.
+_CONST_NAMES_DIFFER = {"convnet/all_params", "convnet/occurrence", "convnet/shapes_op"}
+
+
+def _model(name):
+    g = af.Graph()
+    with g.as_default():
+        exec(FIX["models"][name], {"tf": af})
+    return g
+
+
+def _advice_blocks(text):
+    """The advisor's stdout as {checker: report lines} (TF prints the checkers in hash-map order)."""
+    blocks, cur = {}, None
+    for line in text.splitlines():
+        if line.endswith("Checker:"):
+            cur = blocks.setdefault(line[:-1], [])
+        elif cur is not None and line:
+            cur.append(line)
+    return blocks
+
+
+@pytest.mark.parametrize("key", sorted(k for k in FIX["profiles"] if not k.endswith("/advise")))
+def test_profiler_reports_match_tensorflow(key, capsys):
+    rec = FIX["profiles"][key]
+    model, _ = key.split("/")
+    g = _model(model)
+    opts = eval(rec["options"], {"P": af.profiler.ProfileOptionBuilder})  # noqa: S307 (the fixture's expression)
+    got = af.profiler.profile(g, cmd=rec["cmd"], options=opts)
+    out = capsys.readouterr().out
+    assert got.total_parameters == rec["total_parameters"]
+    assert got.total_float_ops == rec["total_float_ops"]
+    if key not in _CONST_NAMES_DIFFER:
+        assert out == rec["stdout"]
+        assert str(got) == rec["proto"]
+
+
+@pytest.mark.parametrize("model", sorted(FIX["models"]))
+def test_advise_matches_tensorflow(model, capsys):
+    rec = FIX["profiles"][f"{model}/advise"]
+    got = af.profiler.advise(_model(model))
+    assert str(got) == rec["proto"]
+    assert _advice_blocks(capsys.readouterr().out) == _advice_blocks(rec["stdout"])
+
+
+def test_mlp_and_convnet_counts():
+    # The numbers people quote: trainable parameters and forward FLOPs.
+    P = af.profiler.ProfileOptionBuilder   # noqa: N806
+    for model in ("mlp", "convnet"):
+        g = _model(model)
+        params = af.profiler.profile(g, options=P(P.trainable_variables_parameter()).with_empty_output().build())
+        flops = af.profiler.profile(g, options=P(P.float_operation()).with_empty_output().build())
+        assert params.total_parameters == FIX["profiles"][f"{model}/params"]["total_parameters"]
+        assert flops.total_float_ops == FIX["profiles"][f"{model}/flops"]["total_float_ops"]
+    assert FIX["profiles"]["mlp/params"]["total_parameters"] == 20 * 16 + 16 + 16 * 4 + 4
+
+
+def test_profiler_with_traced_steps(capsys, tmp_path):
+    g = af.Graph()
+    with g.as_default():
+        x = af.placeholder(af.float32, [8, 20], name="x")
+        w = af.get_variable("w", [20, 16])
+        y = af.reduce_sum(af.matmul(x, w))
+        with af.Session() as s:
+            s.run(af.global_variables_initializer())
+            meta = af.RunMetadata()
+            s.run(y, {x: np.ones([8, 20], np.float32)},
+                  options=af.RunOptions(trace_level=af.RunOptions.FULL_TRACE), run_metadata=meta)
+    prof = af.profiler.Profiler(g)
+    prof.add_step(3, meta)
+    P = af.profiler.ProfileOptionBuilder   # noqa: N806
+    opts = P(P.time_and_memory(min_micros=0, min_bytes=0)).select(["occurrence", "device", "float_ops"]).build()
+    scope = prof.profile_name_scope(opts)
+    ran = {c.name: c for c in scope.children}
+    assert ran["MatMul"].run_count == 1 and ran["MatMul"].devices[0].endswith("device:cpu:0")
+    assert ran["MatMul"].float_ops == 2 * 20 * 8 * 16           # static FLOPs x runs
+    assert "MatMul (" in capsys.readouterr().out
+    ops = prof.profile_operations(P(opts).with_empty_output().build())
+    assert ops.children and capsys.readouterr().out == ""
+    # A step that was never added: TF reports it on stderr and returns an empty proto.
+    assert prof.profile_name_scope(P(opts).with_step(7).build()) == af.profiler.GraphNodeProto()
+    assert "Options -step=7 not found" in capsys.readouterr().err
+    advice = prof.advise({"ExpensiveOperationChecker": {}})
+    assert advice.checkers["ExpensiveOperationChecker"].reports[0].startswith("top 1 operation type: ")
+    profile = af.profiler.OpLogProto  # noqa: F841  (the class exists)
+    from tensorboard.compat.proto import tfprof_log_pb2
+    pp = tfprof_log_pb2.ProfileProto.FromString(prof.serialize_to_string())
+    assert list(pp.steps) == [3] and any(n.name == "MatMul" and n.float_ops == 5120 for n in pp.nodes.values())
+    # write_op_log writes the OpLogProto with the FLOPs and the trainable variables' type.
+    af.profiler.write_op_log(g, str(tmp_path))
+    log = tfprof_log_pb2.OpLogProto.FromString((tmp_path / "tfprof_log").read_bytes())
+    entries = {e.name: e for e in log.log_entries}
+    assert entries["MatMul"].float_ops == 5120 and "_trainable_variables" in entries["w"].types
+    # A file output gets the report without the options banner.
+    out = tmp_path / "report.txt"
+    af.profiler.profile(g, options=P(P.trainable_variables_parameter()).with_file_output(str(out)).build())
+    assert out.read_text().splitlines()[-1] == "  w (20x16, 320/320 params)"
+
+
+def test_profiler_errors():
+    g = _model("mlp")
+    with pytest.raises(af.errors.InvalidArgumentError, match="unknown cmd: bogus"):
+        af.profiler.profile(g, cmd="bogus")
+    with pytest.raises(af.errors.InvalidArgumentError, match="unknown output type 'printer'"):
+        af.profiler.profile(g, options={"output": "printer"})
+    with pytest.raises(af.errors.InvalidArgumentError, match="missing outfile"):
+        af.profiler.profile(g, options={"output": "file"})
+    with pytest.raises(af.errors.InvalidArgumentError, match=r"unknown option\(s\) \['max_dpth'\]"):
+        af.profiler.profile(g, options={"max_dpth": 3})
+    with pytest.raises(af.errors.InvalidArgumentError, match="invalid regular expression"):
+        af.profiler.profile(g, options=af.profiler.ProfileOptionBuilder().with_accounted_types(["(("]).build())
+    with pytest.raises(af.errors.UnimplementedError, match="'graph' view"):
+        af.profiler.profile(g, cmd="graph")
+    with pytest.raises(af.errors.InvalidArgumentError, match="unknown checker 'Nope'"):
+        af.profiler.advise(g, options={"Nope": {}})
