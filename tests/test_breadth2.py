@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import nullcontext
 
 import numpy as np
 import pytest
@@ -132,3 +133,81 @@ def test_profiler_errors():
         af.profiler.profile(g, cmd="graph")
     with pytest.raises(af.errors.InvalidArgumentError, match="unknown checker 'Nope'"):
         af.profiler.advise(g, options={"Nope": {}})
+
+
+# -- af.config ------------------------------------------------------------------------------------
+
+# TF's eager context initializes on list_logical_devices, after which it refuses new thread counts
+# and CPU splits; actorflow applies them to sessions created afterwards (checked below).
+_CONFIG_DIFFERS = {"set_inter", "inter_set", "split_cpu", "logical_split", "ldc_split"}
+
+
+@pytest.fixture
+def fresh_config():
+    from actorflow import config as cfg
+    saved = dict(vars(cfg._ctx))
+    saved["optimizer"] = dict(saved["optimizer"])
+    saved["virtual"] = dict(saved["virtual"])
+    yield cfg
+    vars(cfg._ctx).update(saved)
+
+
+def test_config_matches_tensorflow(fresh_config):
+    cpu = af.config.list_physical_devices("CPU")[0]
+    for label, src, want in FIX["config"]:
+        if label in _CONFIG_DIFFERS or (label.startswith("physical") and af.config.list_physical_devices("GPU")):
+            continue
+        try:
+            got = {"repr": repr(eval(src, {"tf": af, "cpu": cpu}))}  # noqa: S307 (the fixture's expression)
+        except Exception as e:  # noqa: BLE001
+            got = {"error": type(e).__name__, "message": str(e)}
+        assert got == want, (label, src)
+
+
+def test_config_settings_reach_new_sessions(fresh_config):
+    with af.Graph().as_default():
+        assert af.Session()._config.graph_options.optimizer_options.global_jit_level == 0   # untouched: TF's defaults
+        af.config.optimizer.set_jit(True)
+        af.config.optimizer.set_experimental_options({"constant_folding": False, "remapping": False})
+        af.config.threading.set_inter_op_parallelism_threads(-1)
+        af.config.set_soft_device_placement(True)
+        cpu = af.config.list_physical_devices("CPU")[0]
+        af.config.set_logical_device_configuration(cpu, [af.config.LogicalDeviceConfiguration()] * 2)
+        assert af.config.list_logical_devices("CPU")[1] == af.config.LogicalDevice("/device:CPU:1", "CPU")
+        from actorflow.scheduler.lower import LowerOptions
+        s = af.Session()
+        opts = LowerOptions.from_config(s._config)
+        assert opts.jit_level == af.OptimizerOptions.ON_1 and opts.soft_placement
+        assert ("constant_folding", False) in opts.rewrites and ("remapping", False) in opts.rewrites
+        assert s._config.inter_op_parallelism_threads == -1 and s._config.device_count == {"CPU": 2}
+        x = af.placeholder(af.float32, [3])
+        assert s.run(af.exp(x) * 2.0 + 1.0, {x: np.zeros(3, np.float32)}).tolist() == [3.0, 3.0, 3.0]
+        s.close()
+        af.config.optimizer.set_jit(False)
+        assert LowerOptions.from_config(af.Session()._config).jit_level == af.OptimizerOptions.OFF
+        # A ConfigProto given explicitly wins, as in TF.
+        assert af.Session(config=af.ConfigProto())._config.inter_op_parallelism_threads == 0
+
+
+def test_config_threads_size_the_kernel_pool(fresh_config):
+    from actorflow.actors import dispatcher
+    rt = dispatcher.default_runtime()
+    af.config.threading.set_intra_op_parallelism_threads(rt.threads)       # its current size: accepted
+    assert af.config.threading.get_intra_op_parallelism_threads() == rt.threads
+    with pytest.raises(RuntimeError, match="Intra op parallelism cannot be modified after initialization"):
+        af.config.threading.set_intra_op_parallelism_threads(rt.threads + 1)
+    dispatcher.set_default_threads(None)
+
+
+def test_config_visible_devices(fresh_config):
+    cpu = af.config.list_physical_devices("CPU")[0]
+    with pytest.raises(ValueError, match="the CPU cannot be hidden"):
+        af.config.set_visible_devices([], "CPU")
+    gpus = af.config.list_physical_devices("GPU")
+    af.config.set_visible_devices([cpu])
+    assert af.config.get_visible_devices() == [cpu]
+    if gpus:    # hidden GPUs are not used by placement
+        assert af.config.current_config().device_count["GPU"] == 0
+        assert af.config.list_logical_devices("GPU") == []
+        with pytest.raises(ValueError, match="from the end of the list only") if len(gpus) > 1 else nullcontext():
+            af.config.set_visible_devices([cpu] + gpus[1:])

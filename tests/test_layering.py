@@ -104,7 +104,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "queue": {"graph"},            # tf.test: TestCase's sessions, create_local_cluster's servers
     "client": set(),
     "compat": {"graph"},
-    "profiler": {"graph", "protos"},   # tf.compat.v1.profiler: tfprof's model analyzer over a graph's GraphDef
+    "profiler": {"graph", "protos"},
+    "config": {"actors"},              # tf.config: the devices and settings sessions made without a ConfigProto use   # tf.compat.v1.profiler: tfprof's model analyzer over a graph's GraphDef
     "python": {"<root>"},    # tensorflow.python.* by their private paths, over the whole of actorflow
     "contrib": {"train", "layers", "nn", "metrics", "distributions", "saved_model", "keras"},
     "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
@@ -114,7 +115,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "<root>": {"keras", "test", "resource_loader", "version", "dtypes", "bitwise", "sets", "quantization", "manip", "queue",
                "estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
                "metrics", "math", "linalg", "distributions", "signal", "spectral", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data",
-               "profiler"},
+               "profiler", "config"},
     "sim": {"<root>", "console"},
     "graphviz": {"<root>", "console"},
     "dashboard": {"<root>"},
