@@ -211,3 +211,77 @@ def test_config_visible_devices(fresh_config):
         assert af.config.list_logical_devices("GPU") == []
         with pytest.raises(ValueError, match="from the end of the list only") if len(gpus) > 1 else nullcontext():
             af.config.set_visible_devices([cpu] + gpus[1:])
+
+
+# -- af.audio, af.strings: values against TF's -----------------------------------------------------
+
+def _wav(*args, **kw):
+    from tests.fixtures.make_breadth2 import wav
+    return wav(*args, **kw)
+
+
+def _encode(v):
+    import base64
+    a = np.asarray(v, dtype=object) if isinstance(v, bytes) else np.asarray(v)
+    if a.dtype == object:
+        return {"bytes": [base64.b64encode(bytes(x)).decode() for x in a.reshape(-1)], "shape": list(a.shape)}
+    return {"values": a.tolist(), "dtype": a.dtype.name, "shape": list(a.shape)}
+
+
+@pytest.mark.parametrize("label", sorted(FIX["values"]))
+def test_values_match_tensorflow(label):
+    rec = FIX["values"][label]
+    with af.Graph().as_default():
+        if "build_error" in rec:
+            with pytest.raises(Exception) as info:   # noqa: PT011 (the type is checked below)
+                eval(rec["src"], {"tf": af, "np": np, "wav": _wav})  # noqa: S307
+            assert type(info.value).__name__ == rec["build_error"] or \
+                (rec["build_error"] == "ValueError" and isinstance(info.value, ValueError)), info.value
+            if rec["build_error"] != "ValueError" or "Shape must be" not in rec["message"]:
+                assert rec["message"] in str(info.value)
+            return
+        t = eval(rec["src"], {"tf": af, "np": np, "wav": _wav})  # noqa: S307
+        ts = list(t) if isinstance(t, (tuple, list)) else [t]
+        assert [str(x.shape) for x in ts] == rec["shapes"]
+        if "run_error" in rec:
+            with af.Session() as s, pytest.raises(getattr(af.errors, rec["run_error"]), match=None) as info:
+                s.run(ts)
+            assert rec["message"].split(", error:")[0] in str(info.value)
+            return
+        if rec["values"] is not None:
+            with af.Session() as s:
+                assert [_encode(v) for v in s.run(ts)] == rec["values"]
+
+
+def test_regex_full_match_rejects_what_re2_lacks():
+    with af.Graph().as_default(), af.Session() as s:
+        with pytest.raises(af.errors.InvalidArgumentError, match="no look-around or back-references"):
+            s.run(af.strings.regex_full_match(["aa"], r"(a)\1"))
+        with pytest.raises(af.errors.InvalidArgumentError, match="no look-around"):
+            s.run(af.strings.regex_full_match(["ab"], "a(?=b)b"))
+
+
+def test_wav_round_trip_is_exact_on_int16_grid():
+    rng = np.random.default_rng(0)
+    samples = (rng.integers(-32768, 32768, size=(50, 3)) / 32768).astype(np.float32)
+    with af.Graph().as_default(), af.Session() as s:
+        audio, rate = af.audio.decode_wav(af.audio.encode_wav(samples, 48000))
+        got, r = s.run([audio, rate])
+    np.testing.assert_array_equal(got, samples)
+    assert r == 48000 and got.dtype == np.float32
+
+
+def test_sysconfig_and_bfloat16():
+    import sysconfig
+    flags = af.sysconfig.get_compile_flags()
+    assert f"-I{sysconfig.get_paths()['include']}" in flags and f"-I{af.sysconfig.get_include()}" in flags
+    assert os.path.isfile(os.path.join(af.sysconfig.get_include(), "numpy", "arrayobject.h"))
+    assert os.path.samefile(af.sysconfig.get_lib(), os.path.dirname(af.__file__))
+    assert af.sysconfig.get_link_flags()[0].startswith("-L")
+    info = af.sysconfig.get_build_info()
+    assert info["is_rocm_build"] is False and info["cpu_compiler"].startswith("llvm ")
+    assert info["is_cuda_build"] == (af.config.list_physical_devices("GPU") != [] or "cuda_version" in info)
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:     # no bfloat16 numpy type in this environment: the names are absent
+        assert not hasattr(af, "bfloat16") and not hasattr(af, "to_bfloat16")
