@@ -9,7 +9,7 @@ time and memory of traced runs, by name scope or op type.
 The counts follow TF's rules exactly: a node's parameters are the product of its `shape` attribute
 (variables, placeholders), FLOPs come from the per-op statistics of af.profiler.flops (TF's
 RegisterStatistics functions), and the views, filters, ordering and text are tfprof's. Differences:
-the 'graph' view, timeline and pprof outputs are not implemented (UnimplementedError); the 'code'
+the timeline and pprof outputs are not implemented (UnimplementedError); the 'code'
 view finds no Python traces (actorflow ops record none), so it reports "No code trace information"
 as TF does for an op log without traces; an invalid option raises InvalidArgumentError where TF
 prints to stderr and returns an empty proto.
@@ -53,8 +53,8 @@ def _check_cmd(cmd):
 
 
 def profile(graph=None, run_meta=None, op_log=None, cmd="scope", options=_DEFAULT):
-    """Profiles `graph` (tf.compat.v1.profiler.profile): `cmd` 'scope' (by name scope; returns a
-    GraphNodeProto) or 'op' (by op type; a MultiGraphNodeProto); `options` a ProfileOptionBuilder dict
+    """Profiles `graph` (tf.compat.v1.profiler.profile): `cmd` 'scope' (by name scope) or 'graph' (by
+    data flow), each returning a GraphNodeProto, or 'op' (by op type; a MultiGraphNodeProto); `options` a ProfileOptionBuilder dict
     (default: trainable_variables_parameter()). Prints TF's report to stdout, writes it to a file or
     nothing, as options['output'] says. `run_meta` (a traced run's RunMetadata) adds times, memory and
     run-time shapes."""
@@ -122,7 +122,8 @@ class Profiler:
         return self._stats.show("scope", _options(options))
 
     def profile_graph(self, options):
-        """The 'graph' view (by data flow): not implemented (UnimplementedError)."""
+        """The 'graph' view: statistics along the data flow (a node's children are its inputs); a
+        GraphNodeProto."""
         return self._stats.show("graph", _options(options))
 
     def advise(self, options):

@@ -4,7 +4,8 @@ State: `Stats` keeps one `_Node` per NodeDef of the profiled GraphDef (by name, 
 tfprof's std::map), each with its static facts (op type, the `shape` attribute that counts as its
 parameters, output shapes, inputs), its types (op type, the OpLogProto's types such as
 '_trainable_variables', the device it ran on) and its FLOP count, plus per-step execution
-records from traced runs' RunMetadata. A view ('scope': name hierarchy; 'op': op types) turns
+records from traced runs' RunMetadata. A view ('scope': name hierarchy; 'graph': data flow;
+'op': op types) turns
 them into a tree of GraphNodeProto / MultiGraphNodeProto with the same accounting, filtering,
 ordering and text as tfprof, so that `total_parameters` and `total_float_ops` equal TF's for the
 same graph and options.
@@ -486,9 +487,15 @@ class _ScopeView(_View):
             return True
         return self._passes(n.proto, opts, depth, totals=False) and self._name_shown(n.name, opts)
 
+    def _visit(self, n) -> bool:
+        """Whether to print `n` now (the graph view prints a node reached twice only once)."""
+        return True
+
     def _print(self, roots, opts, depth, indent):
         shown = []
         for n in roots:
+            if not self._visit(n):
+                continue
             show = self._should_show(n, opts, depth)
             ident = indent + 2 if show else indent
             cnodes = []
@@ -523,6 +530,78 @@ class _ScopeView(_View):
                     n.aggregate(c)
                     n.show_children.append(c)
                 out.append(n)
+        return out
+
+
+class _GraphView(_ScopeView):
+    """Nodes organized by data flow: each node's children are its inputs, the roots the nodes no
+    other node reads (tfprof's TFGraph). A node reached twice is shown once, where first reached."""
+
+    def __init__(self, stats):
+        _View.__init__(self, stats)
+        nodes = {name: _Show(node) for name, node in stats.nodes.items()}
+        read = set()
+        for show in nodes.values():
+            for _, src in sorted(show.node.inputs.items()):
+                read.add(src)
+                if src in nodes:
+                    show.children.append(nodes[src])
+        self.root = _Show(_Node(ROOT, "_TFProfGraphParent", -1))
+        self.root.children = [nodes[n] for n in sorted(nodes) if n not in read]
+
+    def show(self, opts: Options):
+        root = self.root
+        root.reset_totals()
+        root.show_children = []
+        roots = self._account(root.children, opts, set())
+        for n in roots:
+            root.aggregate(n)
+        if opts.start_name_regexes != [".*"]:
+            roots = self._search_root(roots, opts.start_name_regexes, set())
+        root.show_children = list(roots)
+        self._seen = set()
+        root = self._print([root], opts, 1, 0)[0]
+        root.text = self.stats.legend(opts) + root.text
+        text = [root.text]
+        self._format(root.show_children, text, root.proto)
+        return root.proto, "".join(text)
+
+    def _search_root(self, roots, regexes, seen):
+        out = []
+        for r in roots:
+            if r.name in seen:
+                continue
+            seen.add(r.name)
+            if any(_fullmatch(x, r.name) for x in regexes):
+                out.append(r)
+            else:
+                out.extend(self._search_root(r.show_children, regexes, seen))
+        return out
+
+    def _visit(self, n) -> bool:
+        if n.name in self._seen:
+            return False
+        self._seen.add(n.name)
+        return True
+
+    def _account(self, roots, opts, seen):
+        out = []
+        for n in roots:
+            if n.name in seen:
+                continue
+            seen.add(n.name)
+            cnodes = self._account(n.children, opts, seen)
+            n.account = self.stats.reaccount(n, opts)
+            if n.account:
+                n.show_children = []
+                n.reset_totals()
+                n.add_self()
+                for c in cnodes:
+                    n.aggregate(c)
+                    n.show_children.append(c)
+                out.append(n)
+            else:
+                out.extend(cnodes)
         return out
 
 
@@ -868,8 +947,8 @@ class Stats:
         return f"\nDoc:\n{_CMD_HELP.get(cmd, 'Unknown command: ' + cmd)}\n" + "\n".join(helps) + "\n\n"
 
     def show(self, cmd: str, opts: Options):
-        """Runs view `cmd` ('scope', 'op' or 'code') with `opts`; prints or writes its text as the
-        options say; returns its GraphNodeProto (scope) or MultiGraphNodeProto (op, code)."""
+        """Runs view `cmd` ('scope', 'graph', 'op' or 'code') with `opts`; prints or writes its text as
+        the options say; returns its GraphNodeProto (scope, graph) or MultiGraphNodeProto (op, code)."""
         if opts.step >= 0 and opts.step not in self.steps:
             sys.stderr.write(f"Options -step={opts.step} not found.\nAvailable steps: "
                              + "".join(f"{s} " for s in sorted(self.steps)) + "\n")
@@ -879,17 +958,14 @@ class Stats:
             if not self.has_trace:
                 sys.stderr.write("No code trace information\n")
                 return pb.MultiGraphNodeProto()
-        if cmd == "graph":
-            raise errors.UnimplementedError(None, None, "af.profiler: the 'graph' view is not implemented; "
-                                            "use cmd='scope' (name scopes) or cmd='op' (op types)")
-        if cmd not in ("scope", "op"):
+        if cmd not in ("scope", "op", "graph"):
             raise errors.InvalidArgumentError(None, None, f"unknown cmd: {cmd}\n")
         if opts.output_type in ("timeline", "pprof"):
             raise errors.UnimplementedError(None, None, f"af.profiler: output type {opts.output_type!r} is not "
                                             "implemented (use stdout, file:outfile=... or none)")
         view = self._views.get(cmd)
         if view is None:
-            view = self._views[cmd] = (_ScopeView if cmd == "scope" else _OpView)(self)
+            view = self._views[cmd] = {"scope": _ScopeView, "graph": _GraphView, "op": _OpView}[cmd](self)
         proto, text = view.show(opts)
         prefix = self.query_doc(cmd, opts) + "Profile:\n"
         if opts.output_type == "stdout":
