@@ -286,3 +286,21 @@ def test_sysconfig_and_bfloat16():
         import ml_dtypes  # noqa: F401
     except ImportError:     # no bfloat16 numpy type in this environment: the names are absent
         assert not hasattr(af, "bfloat16") and not hasattr(af, "to_bfloat16")
+
+
+def test_profiler_op_log_types_and_tensorflow_python_paths(capsys):
+    from actorflow.python.profiler import model_analyzer, option_builder, tfprof_logger
+    g = _model("mlp")
+    log = af.profiler.OpLogProto()
+    entry = log.log_entries.add(name="mlp/w2")
+    entry.types.append("_head")
+    P = option_builder.ProfileOptionBuilder   # noqa: N806
+    opts = P(P.trainable_variables_parameter()).with_accounted_types(["_head"]).with_empty_output().build()
+    assert model_analyzer.profile(g, op_log=log, options=opts).total_parameters == 16 * 4
+    merged = tfprof_logger.merge_default_with_oplog(g, log)
+    types = {e.name: list(e.types) for e in merged.log_entries}
+    assert types["mlp/w2"] == ["_head", "_trainable_variables"] and types["mlp/w1"] == ["_trainable_variables"]
+    prof = model_analyzer.Profiler(g)
+    flops = prof.profile_graph(P(P.float_operation()).with_empty_output().build())
+    assert flops.total_float_ops == FIX["profiles"]["mlp/graph_flops"]["total_float_ops"]
+    assert capsys.readouterr().out == ""

@@ -17,7 +17,7 @@ prints to stderr and returns an empty proto.
 from __future__ import annotations
 
 from actorflow import errors
-from actorflow.profiler.flops import merge_default_with_oplog, write_op_log
+from actorflow.profiler.flops import oplog_and_graph_def, write_op_log
 from actorflow.profiler.option_builder import ProfileOptionBuilder
 
 __all__ = ["AdviceProto", "GraphNodeProto", "MultiGraphNodeProto", "OpLogProto", "ProfileOptionBuilder", "Profiler",
@@ -64,7 +64,7 @@ def profile(graph=None, run_meta=None, op_log=None, cmd="scope", options=_DEFAUL
     if options == _DEFAULT:
         options = ProfileOptionBuilder.trainable_variables_parameter()
     opts = Options.from_dict(options)
-    log, graph_def = merge_default_with_oplog(graph, op_log, run_meta, add_trace=cmd == "code")
+    log, graph_def = oplog_and_graph_def(graph, op_log, run_meta, add_trace=cmd == "code")
     stats = Stats(graph_def)
     if run_meta is not None and getattr(run_meta, "step_stats", None) is not None:
         stats.add_run_meta(0, run_meta)
@@ -80,7 +80,7 @@ def advise(graph=None, run_meta=None, options=_DEFAULT):
     graph = _graph(graph)
     if options == _DEFAULT:
         options = dict(ALL_ADVICE)
-    log, graph_def = merge_default_with_oplog(graph, None, run_meta, add_trace=True)
+    log, graph_def = oplog_and_graph_def(graph, None, run_meta, add_trace=True)
     stats = Stats(graph_def)
     if run_meta is not None and getattr(run_meta, "step_stats", None) is not None:
         stats.add_run_meta(0, run_meta)
@@ -96,13 +96,13 @@ class Profiler:
     def __init__(self, graph=None, op_log=None):
         from actorflow.profiler.tfprof import Stats
         self._graph = _graph(graph)
-        log, graph_def = merge_default_with_oplog(self._graph, op_log=op_log)
+        log, graph_def = oplog_and_graph_def(self._graph, op_log=op_log)
         self._stats = Stats(graph_def, log)
         self._coverage = 0.0
 
     def add_step(self, step, run_meta):
         """Adds the statistics of one traced run (`run_meta`) as step `step`."""
-        log, graph_def = merge_default_with_oplog(self._graph, run_meta=run_meta)
+        log, graph_def = oplog_and_graph_def(self._graph, run_meta=run_meta)
         self._stats.add_graph(graph_def)
         self._stats.add_run_meta(int(step), run_meta)
         self._stats.add_op_log(log)

@@ -14,7 +14,7 @@ import math
 import sys
 
 __all__ = ["TRAINABLE_VARIABLES", "RegisterStatistics", "float_ops", "merge_default_with_oplog",
-           "write_op_log"]
+           "oplog_and_graph_def", "write_op_log"]
 
 TRAINABLE_VARIABLES = "_trainable_variables"
 
@@ -268,8 +268,15 @@ def _traceback(graph, name):
 
 def merge_default_with_oplog(graph, op_log=None, run_meta=None, add_trace=True, add_trainable_var=True):
     """The OpLogProto of `graph` (FLOPs of ops with a statistic, '_trainable_variables' types) merged
-    with the caller's `op_log` (TF's tfprof_logger.merge_default_with_oplog). Returns
-    (OpLogProto, GraphDef with shapes)."""
+    with the caller's `op_log` (TF's tfprof_logger.merge_default_with_oplog)."""
+    if graph is None:
+        from actorflow.graph.graph import get_default_graph
+        graph = get_default_graph()
+    return oplog_and_graph_def(graph, op_log, run_meta, add_trace, add_trainable_var)[0]
+
+
+def oplog_and_graph_def(graph, op_log=None, run_meta=None, add_trace=True, add_trainable_var=True):
+    """merge_default_with_oplog's OpLogProto, and the GraphDef (with shapes) it was made from."""
     from actorflow.protos import require
     tfprof_log_pb2 = require("tensorboard.compat.proto.tfprof_log_pb2")
     out = tfprof_log_pb2.OpLogProto()
@@ -301,7 +308,7 @@ def write_op_log(graph, log_dir, op_log=None, run_meta=None, add_trace=True):
 
     from actorflow.graph.graph import get_default_graph
     graph = graph if graph is not None else get_default_graph()
-    log, _ = merge_default_with_oplog(graph, op_log, run_meta, add_trace)
+    log = merge_default_with_oplog(graph, op_log, run_meta, add_trace)
     os.makedirs(log_dir, exist_ok=True)
     with open(os.path.join(log_dir, "tfprof_log"), "wb") as f:
         f.write(log.SerializeToString())
