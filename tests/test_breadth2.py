@@ -296,8 +296,10 @@ def test_profiler_op_log_types_and_tensorflow_python_paths(capsys):
     entry.types.append("_head")
     P = option_builder.ProfileOptionBuilder   # noqa: N806
     opts = P(P.trainable_variables_parameter()).with_accounted_types(["_head"]).with_empty_output().build()
+    fresh = af.profiler.OpLogProto()
+    fresh.CopyFrom(log)                      # (merging extends the caller's entries in place, as TF's does)
     assert model_analyzer.profile(g, op_log=log, options=opts).total_parameters == 16 * 4
-    merged = tfprof_logger.merge_default_with_oplog(g, log)
+    merged = tfprof_logger.merge_default_with_oplog(g, fresh)
     types = {e.name: list(e.types) for e in merged.log_entries}
     assert types["mlp/w2"] == ["_head", "_trainable_variables"] and types["mlp/w1"] == ["_trainable_variables"]
     prof = model_analyzer.Profiler(g)
