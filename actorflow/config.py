@@ -176,8 +176,6 @@ def set_logical_device_configuration(device, logical_devices):
         if len(logical_devices) > 1:
             raise ValueError(f"set_logical_device_configuration: actorflow runs one logical device per GPU, "
                              f"not {len(logical_devices)} on {device.name}")
-        if _ctx.growth.get(device):
-            raise ValueError("Cannot set memory growth on device when virtual devices configured")
         index = int(device.name.rsplit(":", 1)[1])
         import cupy
         with cupy.cuda.Device(index):

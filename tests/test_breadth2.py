@@ -167,7 +167,8 @@ def test_config_matches_tensorflow(fresh_config):
 
 def test_config_settings_reach_new_sessions(fresh_config):
     with af.Graph().as_default():
-        assert af.Session()._config.graph_options.optimizer_options.global_jit_level == 0   # untouched: TF's defaults
+        with af.Session() as s:       # untouched: TF's defaults
+            assert s._config.graph_options.optimizer_options.global_jit_level == 0
         af.config.optimizer.set_jit(True)
         af.config.optimizer.set_experimental_options({"constant_folding": False, "remapping": False})
         af.config.threading.set_inter_op_parallelism_threads(-1)
@@ -185,9 +186,10 @@ def test_config_settings_reach_new_sessions(fresh_config):
         assert s.run(af.exp(x) * 2.0 + 1.0, {x: np.zeros(3, np.float32)}).tolist() == [3.0, 3.0, 3.0]
         s.close()
         af.config.optimizer.set_jit(False)
-        assert LowerOptions.from_config(af.Session()._config).jit_level == af.OptimizerOptions.OFF
-        # A ConfigProto given explicitly wins, as in TF.
-        assert af.Session(config=af.ConfigProto())._config.inter_op_parallelism_threads == 0
+        with af.Session() as s:
+            assert LowerOptions.from_config(s._config).jit_level == af.OptimizerOptions.OFF
+        with af.Session(config=af.ConfigProto()) as s:     # a ConfigProto given explicitly wins, as in TF
+            assert s._config.inter_op_parallelism_threads == 0
 
 
 def test_config_threads_size_the_kernel_pool(fresh_config):
