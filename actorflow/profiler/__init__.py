@@ -9,10 +9,10 @@ time and memory of traced runs, by name scope or op type.
 The counts follow TF's rules exactly: a node's parameters are the product of its `shape` attribute
 (variables, placeholders), FLOPs come from the per-op statistics of af.profiler.flops (TF's
 RegisterStatistics functions), and the views, filters, ordering and text are tfprof's. Differences:
-the timeline and pprof outputs are not implemented (UnimplementedError); the 'code'
-view finds no Python traces (actorflow ops record none), so it reports "No code trace information"
-as TF does for an op log without traces; an invalid option raises InvalidArgumentError where TF
-prints to stderr and returns an empty proto.
+the timeline output is not implemented (UnimplementedError); the 'code' view finds no Python traces
+(actorflow ops record none), so it reports "No code trace information" as TF does for an op log
+without traces, and pprof output (the code view's only) gives TF's empty root; an invalid option
+raises InvalidArgumentError where TF prints to stderr and returns an empty proto.
 """
 from __future__ import annotations
 
