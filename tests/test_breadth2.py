@@ -98,6 +98,9 @@ def test_profiler_with_traced_steps(capsys, tmp_path):
     assert "MatMul (" in capsys.readouterr().out
     ops = prof.profile_operations(P(opts).with_empty_output().build())
     assert ops.children and capsys.readouterr().out == ""
+    # time_and_memory(): actorflow's traces have no allocator records, so an op's outputs are its bytes.
+    mem = prof.profile_name_scope(P(P.time_and_memory()).with_empty_output().build())
+    assert {c.name: c.requested_bytes for c in mem.children}["MatMul"] == 8 * 16 * 4
     # A step that was never added: TF reports it on stderr and returns an empty proto.
     assert prof.profile_name_scope(P(opts).with_step(7).build()) == af.profiler.GraphNodeProto()
     assert "Options -step=7 not found" in capsys.readouterr().err

@@ -306,12 +306,18 @@ class _Node:
             elif _CANONICAL.fullmatch(dev):
                 e.cpu.append((dev, ns.all_start_micros, micros))
         if dev == self.device:
-            for m in ns.memory:
+            memory = getattr(ns, "memory", ())
+            for m in memory:
                 e.requested += m.total_bytes
                 e.peak += m.peak_bytes
                 e.residual += m.live_bytes
-            for out in ns.output:
-                e.output += out.tensor_description.allocation_description.requested_bytes
+            out_bytes = sum(o.tensor_description.allocation_description.requested_bytes for o in ns.output)
+            e.output += out_bytes
+            if not memory:
+                # actorflow's traces record no allocator statistics: what a kernel allocates is its
+                # outputs, so they stand for its requested and peak bytes.
+                e.requested += out_bytes
+                e.peak += out_bytes
 
 
 class _Show:
@@ -740,8 +746,7 @@ class _OpView(_View):
             return 100.0 * total / root_total, 100.0 * mine / root_total
 
         def mem(total, root_total, mine):
-            a, b = pct(mine, mine, root_total) if mine > 0 else (0.0, 0.0)
-            a = 100.0 * total / root_total if mine > 0 else 0.0
+            a, b = (100.0 * total / root_total, 100.0 * mine / root_total) if mine > 0 else (0.0, 0.0)
             return f"{format_memory(mine)} ({a:.2f}%, {b:.2f}%)".rjust(30)
 
         for key, f in (("bytes", "requested_bytes"), ("peak_bytes", "peak_bytes"),
