@@ -139,6 +139,9 @@ __version__ = VERSION
 # -- summaries, app, flags, logging, gfile (issue 16, items 1 and 2) ----------------------------------
 from actorflow import app, flags, gfile, summary  # noqa: E402
 from actorflow import client  # noqa: E402
+from actorflow import profiler  # noqa: E402,F401  (tf.compat.v1.profiler: parameter and FLOP counts)
+from actorflow import config  # noqa: E402,F401  (tf.config: devices, threads, JIT for config-less sessions)
+from actorflow import audio, sysconfig  # noqa: E402,F401  (tf.audio's WAV ops; tf.sysconfig)
 from actorflow import tf_logging as logging  # noqa: E402
 from actorflow import tfio as io  # noqa: E402
 from actorflow import python_io  # noqa: E402

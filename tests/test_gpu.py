@@ -66,7 +66,7 @@ UNARY = {
     "square": af.square, "abs": af.abs, "sign": af.sign, "reciprocal": af.reciprocal, "floor": af.floor,
     "ceil": af.ceil, "tanh": af.tanh, "rsqrt": lambda x: af.rsqrt(af.abs(x) + 0.1), "round": af.round,
     "relu": af.nn.relu, "relu6": lambda x: af.nn.relu6(x * 4), "elu": af.nn.elu, "softplus": af.nn.softplus,
-    "sigmoid": af.sigmoid, "isnan": af.is_nan, "isfinite": af.is_finite,
+    "sigmoid": af.sigmoid, "isnan": af.is_nan, "isfinite": af.is_finite, "l2_loss": af.nn.l2_loss,
 }
 
 

@@ -104,6 +104,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     "queue": {"graph"},            # tf.test: TestCase's sessions, create_local_cluster's servers
     "client": set(),
     "compat": {"graph"},
+    "profiler": {"graph", "protos"},   # tf.compat.v1.profiler: tfprof's model analyzer over a graph's GraphDef
+    "config": {"actors"},              # tf.config: the devices and settings config-less sessions use
+    "audio": {"graph"},                # tf.audio: DecodeWav / EncodeWav
+    "sysconfig": {"scheduler", "version"},   # tf.sysconfig: build facts (the GPUs' compute capabilities)
     "python": {"<root>"},    # tensorflow.python.* by their private paths, over the whole of actorflow
     "contrib": {"train", "layers", "nn", "metrics", "distributions", "saved_model", "keras"},
     "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
@@ -112,7 +116,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "keras": {"train", "layers", "nn", "losses", "metrics", "summary", "gfile"},
     "<root>": {"keras", "test", "resource_loader", "version", "dtypes", "bitwise", "sets", "quantization", "manip", "queue",
                "estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
-               "metrics", "math", "linalg", "distributions", "signal", "spectral", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data"},
+               "metrics", "math", "linalg", "distributions", "signal", "spectral", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data",
+               "profiler", "config", "audio", "sysconfig"},
     "sim": {"<root>", "console"},
     "graphviz": {"<root>", "console"},
     "dashboard": {"<root>"},

@@ -17,7 +17,8 @@ PATHS = {
     "ops.random_ops": "random_normal", "ops.lookup_ops": "index_table_from_tensor", "platform.gfile": "Exists",
     "platform.tf_logging": "info", "platform.flags": "DEFINE_integer", "training.moving_averages":
     "ExponentialMovingAverage", "training.saver": "Saver", "util.nest": "flatten", "util.compat": "as_bytes",
-    "layers.core": "Dense", "summary.summary": "FileWriter",
+    "layers.core": "Dense", "summary.summary": "FileWriter", "profiler.model_analyzer": "profile",
+    "profiler.option_builder": "ProfileOptionBuilder", "profiler.tfprof_logger": "write_op_log",
 }
 
 

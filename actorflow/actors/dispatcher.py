@@ -397,6 +397,19 @@ def _limit_blas_threads() -> None:
 
 _default_runtime: Runtime | None = None
 _default_lock = threading.Lock()
+_default_threads: int | None = None    # the default runtime's pool size (tf.config.threading's intra-op threads)
+
+
+def set_default_threads(n: int | None) -> None:
+    """Sizes the kernel pool of the process-wide runtime (None or 0: one thread per core, at least 2).
+    Once that runtime has started, its pool is fixed: a different size raises RuntimeError."""
+    global _default_threads
+    with _default_lock:
+        rt = _default_runtime
+        if rt is not None and not rt._closed and n and n != rt.threads:
+            raise RuntimeError(f"Intra op parallelism cannot be modified after initialization: the runtime's "
+                               f"kernel pool already runs {rt.threads} threads")
+        _default_threads = n or None
 
 
 def default_runtime() -> Runtime:
@@ -404,5 +417,5 @@ def default_runtime() -> Runtime:
     global _default_runtime
     with _default_lock:
         if _default_runtime is None or _default_runtime._closed:
-            _default_runtime = Runtime()
+            _default_runtime = Runtime(threads=_default_threads)
         return _default_runtime

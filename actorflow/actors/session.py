@@ -436,6 +436,9 @@ class LocalBackend:
 
 # Installed by actorflow.cluster (`import actorflow` does it): (target, graph, config) -> backend.
 _remote_backend = None
+# Installed by actorflow.config: () -> the ConfigProto a session made without one uses (TF 2's
+# Session takes context.context().config: what tf.config set).
+_default_config = None
 
 
 def set_remote_backend(factory) -> None:
@@ -454,7 +457,7 @@ class Session:
 
     def __init__(self, target="", graph: Graph | None = None, config: ConfigProto | None = None):
         self._graph = graph if graph is not None else get_default_graph()
-        self._config = config or ConfigProto()
+        self._config = config or (_default_config() if _default_config is not None else ConfigProto())
         self._target = target or ""
         self._closed = False
         self._cache: dict = {}

@@ -103,6 +103,11 @@ class LowerOptions:
             ro = getattr(go, "rewrite_options", None)
             oo = getattr(go, "optimizer_options", None)
             kw.setdefault("jit_level", int(getattr(oo, "global_jit_level", 0) or 0))
+            # ConfigProto.device_count {"GPU": n} caps the GPUs placement may use (tf.config's visible devices).
+            counts = getattr(config, "device_count", None) or {}
+            if "GPU" in counts:
+                from actorflow.scheduler.devices import gpu_count
+                kw.setdefault("n_gpu", max(0, min(gpu_count(), int(counts["GPU"]))))
             # TF's other two off switches of these passes (a bool each, not a Toggle): first, so they win.
             if oo is not None and not getattr(oo, "do_constant_folding", True):
                 rewrites.append(("constant_folding", False))

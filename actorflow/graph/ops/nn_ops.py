@@ -1027,13 +1027,28 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
                             name=scope)
 
 
+def _infer_l2_loss(inputs, attrs):
+    (t,) = inputs
+    if not t.dtype.is_floating:
+        raise InferenceError(f"l2_loss expects a floating-point tensor, got {t.dtype.name}")
+    return [(t.dtype, TensorShape([]))]
+
+
+# One op, as TF's: the profiler counts its FLOPs as TF does (3n - 1), and a GraphDef names it L2Loss.
+L2Loss = define_op("L2Loss", _infer_l2_loss)
+
+
+@L2Loss.gradient
+def _l2_loss_grad(op, grad):
+    return [math_ops.multiply(op.inputs[0], grad)]
+
+
 def l2_loss(t, name=None):
-    """sum(t ** 2) / 2 (tf.nn.l2_loss), composed of Square, Sum and Mul."""
-    with name_scope(name, "L2Loss", [t]) as scope:
-        t = convert_to_tensor(t)
-        if not t.dtype.is_floating:
-            raise TypeError(f"l2_loss expects a floating-point tensor, got {t.dtype.name} tensor '{t.name}'")
-        return math_ops.multiply(math_ops.reduce_sum(math_ops.square(t)), constant(0.5, dtype=t.dtype), name=scope)
+    """sum(t ** 2) / 2 (tf.nn.l2_loss; op L2Loss)."""
+    t = convert_to_tensor(t)
+    if not t.dtype.is_floating:
+        raise TypeError(f"l2_loss expects a floating-point tensor, got {t.dtype.name} tensor '{t.name}'")
+    return L2Loss(t, name=name or "L2Loss")
 
 
 def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):

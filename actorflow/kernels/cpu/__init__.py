@@ -20,4 +20,5 @@ MODULES += ("ctc",)   # graph/ops/ctc_ops.py
 MODULES += ("beam_search",)   # graph/ops/beam_search_ops.py
 MODULES += ("bitwise", "hashing", "sets", "fake_quant", "quantize")   # bitwise_ops, hash_ops, set_ops, fake_quant_ops, quantize_ops
 MODULES += ("clustering",)   # graph/ops/clustering_ops.py
+MODULES += ("audio", "string_more")   # graph/ops/audio_ops.py (DecodeWav, EncodeWav), string_more_ops.py
 MODULES += ("image_transform",)   # graph/ops/image_transform_ops.py

@@ -150,6 +150,15 @@ for _op, _name, _fix in (("Erf", "erf", None), ("Erfc", "erfc", None), ("Lgamma"
     register_kernel(_op, "CPU")(_scipy_unary(_name, _fix))
 
 
+def l2_loss(x):
+    """sum(x ** 2) / 2 as a scalar of x's dtype (TF's L2Loss; float16 sums in float32)."""
+    flat = x.reshape(-1).astype(np.float32 if x.dtype == np.float16 else x.dtype, copy=False)
+    return np.asarray(np.dot(flat, flat) * 0.5, dtype=x.dtype)
+
+
+_register_fn("L2Loss", l2_loss)
+
+
 for _op, _fn in {"Rsqrt": rsqrt, "Round": round_half_to_even, "Relu": relu, "Relu6": relu6,
                  "Elu": elu, "Softplus": softplus, "Sigmoid": sigmoid}.items():
     _register_fn(_op, _fn)

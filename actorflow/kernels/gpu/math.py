@@ -80,6 +80,7 @@ register_fn("Relu6", _relu6)
 register_fn("Elu", floats_only(_elu))
 register_fn("Sigmoid", floats_only(_sigmoid))
 register_fn("Softplus", floats_only(_softplus))
+register_fn("L2Loss", floats_only(lambda x: (cp.square(x).sum() * 0.5).astype(x.dtype)))
 
 # -- binary --------------------------------------------------------------------------------------
 for _op, _uf in {"Add": cp.add, "AddV2": cp.add, "Sub": cp.subtract, "Mul": cp.multiply,
