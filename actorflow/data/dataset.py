@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from actorflow import errors as errors_lib
 from actorflow.graph import dtypes, nest
 from actorflow.graph import function as graph_function
 from actorflow.graph.graph import Tensor, convert_to_tensor, register_attr_type
@@ -117,6 +118,7 @@ class Dataset:
     """
 
     _options = None         # an Options, set by with_options and carried downstream
+    _inner = None           # a window's elements are datasets: their structure, as _Inner leaves
 
     def __init__(self, variant: Tensor, types, shapes):
         self._variant = variant
@@ -181,6 +183,7 @@ class Dataset:
             raise TypeError(f"with_options expects tf.data.Options, got {type(options).__name__}")
         out = Dataset(self._variant, self._types, self._shapes)
         out._options = self.options().merge(options)
+        out._inner = self._inner
         return out
 
     def cardinality(self):
@@ -272,11 +275,7 @@ class Dataset:
 
     # -- transformations ----------------------------------------------------------------------------
     def _trace(self, fn, what):
-        def convert(out):
-            if isinstance(out, list):         # TF 1.x reads a returned list as a tuple
-                out = tuple(out)
-            return _normalize(out, f"{what} result")
-        return graph_function.trace(fn, self._types, self._shapes, name=getattr(fn, "__name__", what), convert=convert)
+        return _trace_fn(fn, what, self._types, self._shapes, self._inner)
 
     def map(self, map_func, num_parallel_calls=None):
         """Applies `map_func` to each element (tf.data.Dataset.map). `map_func` is traced once into
@@ -296,9 +295,7 @@ class Dataset:
     def filter(self, predicate):
         """Keeps the elements for which `predicate` returns True (a scalar bool tensor)."""
         f = self._trace(predicate, "filter")
-        out = nest.flatten(f.structure)
-        if len(out) != 1 or out[0].dtype is not dtypes.bool_ or out[0].shape.ndims not in (0, None):
-            raise ValueError(f"filter: the predicate must return a scalar bool tensor, got {f.structure!r}")
+        _check_predicate(f, "filter")
         return Dataset._make("FilterDataset", [self], [], self._types, self._shapes, predicate=f)
 
     def _dataset_fn(self, fn, what):
@@ -433,6 +430,320 @@ class Dataset:
             raise TypeError("apply: the transformation must return a Dataset")
         return out
 
+    # -- the TF-1.x breadth: unbatch, shard, window, scan, reduce, grouping, sampling ----------------
+    def unbatch(self):
+        """Splits each element into its rows along the first dimension (tf.data.Dataset.unbatch);
+        every component of an element must have the same first dimension."""
+        for s in nest.flatten(self._shapes):
+            if s.ndims == 0:
+                raise ValueError("unbatch: cannot unbatch an input with scalar components")
+        shapes = nest.map_structure(lambda s: TensorShape(None) if s.dims is None else TensorShape(s.dims[1:]),
+                                    self._shapes)
+        return Dataset._make("UnbatchDataset", [self], [], self._types, shapes)
+
+    def shard(self, num_shards, index):
+        """Every `num_shards`-th element, starting with the `index`-th (tf.data.Dataset.shard)."""
+        for what, v in (("num_shards", num_shards), ("index", index)):
+            if not isinstance(v, (Tensor, int, np.integer)):
+                raise TypeError(f"shard: `{what}` must be an integer, got {v!r}")
+        if isinstance(num_shards, (int, np.integer)) and num_shards <= 0:
+            raise errors_lib.InvalidArgumentError(None, None, f"shard (dataset op 'ShardDataset'): Number of "
+                                                              f"shards must be greater than zero (currently "
+                                                              f"num_shards = {num_shards})")
+        return Dataset._make("ShardDataset", [self], [_i64(num_shards, "num_shards"), _i64(index, "index")],
+                             self._types, self._shapes)
+
+    def window(self, size, shift=None, stride=1, drop_remainder=False):
+        """Windows of `size` elements, `stride` apart within a window, a window starting every
+        `shift` elements (default `size`) (tf.data.Dataset.window). Each element is a structure of
+        datasets, one per component, to be consumed by a `flat_map` or `interleave` function
+        (`window(n).flat_map(lambda w: w.batch(n))`); the last windows may be shorter unless
+        `drop_remainder`. Differs from TF: an iterator cannot return the nested datasets."""
+        for what, v in (("size", size), ("shift", shift), ("stride", stride)):
+            if isinstance(v, (int, np.integer)) and v <= 0:
+                raise ValueError(f"window (dataset op 'WindowDataset'): `{what}` must be greater than zero, got {v}")
+        shift = size if shift is None else shift
+        drop = convert_to_tensor(bool(drop_remainder), dtype=dtypes.bool_, name="drop_remainder") \
+            if not isinstance(drop_remainder, Tensor) else drop_remainder
+        types = nest.map_structure(lambda _: dtypes.variant, self._types)
+        shapes = nest.map_structure(lambda _: TensorShape([]), self._types)
+        out = Dataset._make("WindowDataset", [self], [_i64(size, "size"), _i64(shift, "shift"),
+                                                      _i64(stride, "stride"), drop], types, shapes)
+        out._inner = nest.map_structure(lambda t, s: _Inner(t, TensorShape(None) if s.dims is None else s),
+                                        self._types, self._shapes)
+        return out
+
+    def _trace_state(self, initial_state, fn, what, outputs_element):
+        """Traces `fn(state, element)` for scan and reduce, relaxing the state's shapes (as TF
+        does) until the new state's shapes are those it was traced with."""
+        state = _normalize(initial_state, "initial state")
+        if any(isinstance(x, Dataset) for x in nest.flatten(state)):
+            raise TypeError(f"{what}: the initial state cannot contain a dataset")
+        s_types, s_shapes = _types_of(state), _shapes_of(state)
+        for _ in range(8):
+            f = graph_function.trace(fn, (s_types, self._types), (s_shapes, self._shapes),
+                                     name=getattr(fn, "__name__", what), convert=_converter(what))
+            out = f.structure
+            if outputs_element:
+                if not isinstance(out, tuple) or len(out) != 2:
+                    raise TypeError(f"{what}: the function must return a pair (new_state, output_element), got "
+                                    f"{out!r:.100}")
+                new_state, elem = out
+            else:
+                new_state, elem = out, None
+            try:
+                nest.assert_same_structure(new_state, s_types)
+            except (ValueError, TypeError) as e:
+                raise TypeError(f"{what}: the new state's structure differs from the initial state's: {e}") from None
+            n_types = _types_of(new_state)
+            if _flat(n_types) != _flat(s_types):
+                raise TypeError(f"{what}: the new state has dtypes {[t.name for t in _flat(n_types)]}, the initial "
+                                f"state {[t.name for t in _flat(s_types)]}")
+            relaxed = nest.map_structure(_merge_shapes, s_shapes, _shapes_of(new_state))
+            if all(a == b for a, b in zip(_flat(relaxed), _flat(s_shapes))):
+                return f, state, elem
+            s_shapes = relaxed
+        raise ValueError(f"{what}: the state's shapes do not settle")
+
+    def scan(self, initial_state, scan_func):
+        """Carries a state through the elements: `scan_func(state, element)` returns
+        `(new_state, output_element)` (tf.data.Dataset.scan; tf.data.experimental.scan)."""
+        f, state, elem = self._trace_state(initial_state, scan_func, "scan", True)
+        return Dataset._make("ScanDataset", [self], list(_flat(state)), _types_of(elem), _shapes_of(elem), f=f,
+                             n_state=len(_flat(state)))
+
+    def reduce(self, initial_state, reduce_func):
+        """The final state of `reduce_func(state, element)` over all elements, as tensors
+        (tf.data.Dataset.reduce)."""
+        f, state, _ = self._trace_state(initial_state, reduce_func, "reduce", False)
+        ds = Dataset._make("ScanDataset", [self], list(_flat(state)), _types_of(state),
+                           _shapes_of(f.structure), f=f, n_state=len(_flat(state)), final_only=True,
+                           name="ReduceDataset")
+        return ds.get_single_element()
+
+    def take_while(self, predicate):
+        """The elements up to the first for which `predicate` is False (tf.data.Dataset.take_while)."""
+        f = self._trace(predicate, "take_while")
+        _check_predicate(f, "take_while")
+        return Dataset._make("TakeWhileDataset", [self], [], self._types, self._shapes, predicate=f)
+
+    def unique(self):
+        """Each distinct element once, in order of first occurrence (tf.data.Dataset.unique); the
+        elements must be scalar or vector... as TF: one component of int32, int64 or string."""
+        flat = _flat(self._types)
+        if len(flat) != 1 or flat[0] not in (dtypes.int32, dtypes.int64, dtypes.string):
+            raise TypeError(f"unique (dataset op 'UniqueDataset'): only a single component of type int32, int64 "
+                            f"or string is supported, got {self._types}")
+        return Dataset._make("UniqueDataset", [self], [], self._types, self._shapes)
+
+    def ignore_errors(self, log_warning=False):
+        """Drops the elements whose production fails (tf.data.Dataset.ignore_errors;
+        tf.data.experimental.ignore_errors)."""
+        return Dataset._make("IgnoreErrorsDataset", [self], [], self._types, self._shapes,
+                             log_warning=bool(log_warning))
+
+    def group_by_window(self, key_func, reduce_func, window_size=None, window_size_func=None):
+        """Groups elements by `key_func` (an int64 scalar); each group of its window size, and at
+        the end each group left in key order, becomes `reduce_func(key, group_dataset)`, whose
+        elements are the output (tf.data.Dataset.group_by_window)."""
+        if (window_size is None) == (window_size_func is None):
+            raise ValueError("group_by_window: either the `window_size` argument or the `window_size_func` argument "
+                             "must be specified")
+        if window_size is not None:
+            if isinstance(window_size, Tensor):
+                raise TypeError("group_by_window: `window_size` must be a Python integer here; use window_size_func")
+            size = int(window_size)
+
+            def window_size_func(_key):
+                from actorflow.graph.ops.constant import constant
+                return constant(size, dtype=dtypes.int64)
+        kf = self._trace(key_func, "group_by_window key_func")
+        out = nest.flatten(kf.structure)
+        if len(out) != 1 or out[0].dtype is not dtypes.int64 or out[0].shape.ndims not in (0, None):
+            raise ValueError(f"group_by_window: `key_func` must return a single tf.int64 scalar tensor, got "
+                             f"{kf.structure!r:.100}")
+        wf = graph_function.trace(window_size_func, dtypes.int64, TensorShape([]), name="window_size_func",
+                                  convert=_converter("window_size_func"))
+        out = nest.flatten(wf.structure)
+        if len(out) != 1 or out[0].dtype is not dtypes.int64:
+            raise ValueError(f"group_by_window: `window_size_func` must return a single tf.int64 tensor, got "
+                             f"{wf.structure!r:.100}")
+        rf = _trace_fn(reduce_func, "group_by_window reduce_func", (dtypes.int64, dtypes.variant),
+                       (TensorShape([]), TensorShape([])), (None, _Inner(self._types, self._shapes)))
+        if not isinstance(rf.structure, Dataset):
+            raise TypeError(f"group_by_window: `reduce_func` must return a Dataset, got {rf.structure!r:.100}")
+        inner = rf.structure
+        return Dataset._make("GroupByWindowDataset", [self], [], inner._types, inner._shapes, key_func=kf,
+                             reduce_func=rf, window_size_func=wf)
+
+    def bucket_by_sequence_length(self, element_length_func, bucket_boundaries, bucket_batch_sizes,
+                                  padded_shapes=None, padding_values=None, pad_to_bucket_boundary=False,
+                                  no_padding=False, drop_remainder=False):
+        """Batches elements of similar length (`element_length_func`) together: bucket i holds
+        lengths in [boundaries[i-1], boundaries[i]) and is batched by `bucket_batch_sizes[i]`,
+        padded (tf.data.Dataset.bucket_by_sequence_length; the same group_by_window program as
+        TF's). Differs from TF: `pad_to_bucket_boundary` is not supported."""
+        from actorflow.graph.ops import array_ops, math_ops
+        from actorflow.graph.ops.constant import constant
+        if len(bucket_batch_sizes) != len(bucket_boundaries) + 1:
+            raise ValueError(f"bucket_by_sequence_length: `len(bucket_batch_sizes)` must equal "
+                             f"`len(bucket_boundaries) + 1` but `len(bucket_batch_sizes)={len(bucket_batch_sizes)}` "
+                             f"and `len(bucket_boundaries)={len(bucket_boundaries)}`")
+        if pad_to_bucket_boundary:
+            raise NotImplementedError("bucket_by_sequence_length: pad_to_bucket_boundary=True is not supported")
+        boundaries = [int(b) for b in bucket_boundaries]
+        sizes = [int(b) for b in bucket_batch_sizes]
+
+        def element_to_bucket_id(*args):
+            seq_length = element_length_func(*args)
+            lo = constant([np.iinfo(np.int32).min] + boundaries, dtype=seq_length.dtype)
+            hi = constant(boundaries + [np.iinfo(np.int32).max], dtype=seq_length.dtype)
+            conditions = math_ops.logical_and(math_ops.less_equal(lo, seq_length), math_ops.less(seq_length, hi))
+            return math_ops.reduce_min(array_ops.where(conditions))
+
+        def window_size_fn(bucket_id):
+            return array_ops.gather(constant(sizes, dtype=dtypes.int64), bucket_id)
+
+        def batching_fn(bucket_id, grouped):
+            batch_size = window_size_fn(bucket_id)
+            if no_padding:
+                return grouped.batch(batch_size, drop_remainder=drop_remainder)
+            shapes = padded_shapes or nest.map_structure(
+                lambda s: TensorShape(None if s.dims is None else [None] * len(s.dims)), grouped._shapes)
+            return grouped.padded_batch(batch_size, shapes, padding_values, drop_remainder=drop_remainder)
+
+        def key(*args):
+            return element_to_bucket_id(*args)
+        return self.group_by_window(key, batching_fn, window_size_func=window_size_fn)
+
+    def get_single_element(self):
+        """The only element of this dataset, as tensors; running it fails with
+        InvalidArgumentError when the dataset is empty or has more than one element
+        (tf.data.Dataset.get_single_element; tf.data.experimental.get_single_element)."""
+        res, op = _whole_dataset_op(self, "DatasetToSingleElement", [], output_types=_flat(self._types),
+                                    output_shapes=tuple(as_shape(s) for s in _flat(self._shapes)))
+        outs = op.outputs
+        return nest.pack_sequence_as(self._types, list(outs))
+
+    # TF 1.x's names for map and filter traced as legacy functions: here every function is traced the same way.
+    def map_with_legacy_function(self, map_func, num_parallel_calls=None, deterministic=None):
+        """map (tf.compat.v1.data.Dataset.map_with_legacy_function)."""
+        return self.map(map_func, num_parallel_calls)
+
+    def filter_with_legacy_function(self, predicate):
+        """filter (tf.compat.v1.data.Dataset.filter_with_legacy_function)."""
+        return self.filter(predicate)
+
+    @staticmethod
+    def random(seed=None, rerandomize_each_iteration=None):
+        """int64 elements, each uniform in [0, 2**32) (tf.data.Dataset.random): TF's numbers for the
+        same seeds (one word of the Philox stream each). The seeds come from `get_seed(seed)` as in
+        TF; `rerandomize_each_iteration` draws a new sequence for each epoch of a later `repeat`."""
+        from actorflow.graph.ops.random_ops import get_seed
+        s1, s2 = get_seed(seed)
+        return Dataset._make("RandomDataset", [], [_i64(s1 or 0, "seed"), _i64(s2 or 0, "seed2")], dtypes.int64,
+                             TensorShape([]), rerandomize_each_iteration=bool(rerandomize_each_iteration))
+
+    @staticmethod
+    def counter(start=0, step=1, dtype=dtypes.int64):
+        """start, start + step, ... without end (tf.data.Dataset.counter; tf.data.experimental.Counter),
+        as TF builds it: a scan over an endless repeat."""
+        from actorflow.graph.ops.constant import constant
+        dtype = dtypes.as_dtype(dtype)
+        start_t = constant(start, dtype=dtype, name="start") if not isinstance(start, Tensor) else start
+        step_v = step
+
+        def body(state, _):
+            return state + constant(step_v, dtype=dtype), state
+        return Dataset.from_tensors(0).repeat(None).scan(start_t, body)
+
+    @staticmethod
+    def choose_from_datasets(datasets, choice_dataset, stop_on_empty_dataset=True):
+        """The elements of `datasets[i]` for each i of `choice_dataset`, a dataset of int64 scalars
+        (tf.data.Dataset.choose_from_datasets; tf.data.experimental.choose_from_datasets)."""
+        datasets = list(datasets)
+        if not datasets:
+            raise ValueError("choose_from_datasets: `datasets` should not be empty")
+        if not isinstance(choice_dataset, Dataset):
+            raise TypeError(f"choose_from_datasets: `choice_dataset` should be a tf.data.Dataset but is "
+                            f"{type(choice_dataset).__name__}")
+        if choice_dataset._types is not dtypes.int64 or not TensorShape([]).is_compatible_with(choice_dataset._shapes):
+            raise TypeError(f"choose_from_datasets: elements of `choice_dataset` must be scalar tf.int64 tensors but "
+                            f"are {choice_dataset._types} {choice_dataset._shapes}")
+        return _directed_interleave(choice_dataset, datasets, stop_on_empty_dataset)
+
+    @staticmethod
+    def sample_from_datasets(datasets, weights=None, seed=None, stop_on_empty_dataset=False,
+                             rerandomize_each_iteration=None):
+        """Elements drawn from `datasets` at random with probabilities `weights` (a list, a tensor
+        or a dataset of them) (tf.data.Dataset.sample_from_datasets;
+        tf.data.experimental.sample_from_datasets): TF's program, so the same seeds draw TF's
+        choices (Dataset.random's words seed stateless_multinomial)."""
+        from actorflow.graph.ops import array_ops, math_ops
+        from actorflow.graph.ops.constant import constant
+        from actorflow.graph.ops.random_more_ops import stateless_categorical
+        datasets = list(datasets)
+        if not datasets:
+            raise ValueError("sample_from_datasets: `datasets` should not be empty")
+        if not isinstance(weights, Dataset):
+            if weights is None:
+                logit_values = np.ones((1, len(datasets)), np.float32)
+                logit_dtype = dtypes.float32
+            else:
+                if isinstance(weights, Tensor):
+                    raise TypeError("sample_from_datasets: `weights` as a graph tensor cannot be used inside the "
+                                    "selector function here; pass a list or numpy array")
+                # As TF's convert_to_tensor: a list of Python floats is float32, a numpy array keeps its dtype.
+                w = np.asarray(weights)
+                if not isinstance(weights, np.ndarray) and w.dtype == np.float64:
+                    w = w.astype(np.float32)
+                if len(w) != len(datasets):
+                    raise ValueError(f"sample_from_datasets: `weights` should have the same length as `datasets` "
+                                     f"but got `len(weights)={len(w)}` vs. `len(datasets)={len(datasets)}`")
+                if w.dtype not in (np.float32, np.float64):
+                    raise TypeError(f"sample_from_datasets: `weights` type must be either tf.float32 or "
+                                    f"tf.float64 but is {w.dtype}")
+                keep = [i for i in range(len(datasets)) if w[i] > 0]
+                if keep:
+                    datasets, w = [datasets[i] for i in keep], w[keep]
+                else:
+                    datasets, w = [datasets[0].take(0)], np.array([1.0], np.float32)
+                logit_dtype = dtypes.as_dtype(w.dtype)
+                with np.errstate(divide="ignore"):
+                    logit_values = np.log(w)[None, :]
+            if len(datasets) == 1:
+                return datasets[0]
+
+            def select(seed_pair):
+                logits = constant(logit_values, dtype=logit_dtype)
+                return array_ops.squeeze(stateless_categorical(logits, 1, seed_pair), axis=[0, 1])
+            selector = Dataset.random(seed, rerandomize_each_iteration).batch(2).map(select)
+        else:
+            def select_varying(p, seed_pair):
+                logits = math_ops.log(p)
+                if logits.shape.ndims == 1:
+                    logits = array_ops.expand_dims(logits, 0)
+                return array_ops.squeeze(stateless_categorical(logits, 1, seed_pair), axis=[0, 1])
+            selector = Dataset.zip((weights, Dataset.random(seed, rerandomize_each_iteration).batch(2))).map(
+                select_varying)
+        return _directed_interleave(selector, datasets, stop_on_empty_dataset)
+
+    @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None):
+        """The file names matching `file_pattern` (a glob or a list of them), shuffled unless
+        `shuffle` is False (tf.data.Dataset.list_files). Differs from TF: the patterns are Python
+        strings, matched when the dataset is built (TF matches them when it runs)."""
+        import glob
+        patterns = [file_pattern] if isinstance(file_pattern, (str, bytes)) else list(file_pattern)
+        names = sorted({m for p in patterns for m in glob.glob(p.decode() if isinstance(p, bytes) else str(p))})
+        if not names:
+            raise errors_lib.InvalidArgumentError(None, None, f"list_files: no files matched pattern: "
+                                                              f"{', '.join(map(str, patterns))}")
+        ds = Dataset.from_tensor_slices(convert_to_tensor(np.array([n.encode() for n in names], dtype=object)))
+        if shuffle is None or shuffle:
+            ds = ds.shuffle(max(len(names), 1), seed=seed)
+        return ds
+
     # -- iterators ------------------------------------------------------------------------------------
     def make_one_shot_iterator(self):
         """An iterator that starts on this dataset the first time `get_next()` runs and cannot be
@@ -447,6 +758,80 @@ class Dataset:
         it = Iterator.from_structure(self._types, self._shapes, shared_name=shared_name)
         it._initializer = it.make_initializer(self)
         return it
+
+
+class _Inner:
+    """The element structure of a dataset that is itself a component of an element (window's):
+    a leaf of a Dataset's `_inner` structure."""
+    __slots__ = ("types", "shapes")
+
+    def __init__(self, types, shapes):
+        self.types = types
+        self.shapes = shapes
+
+
+def _converter(what):
+    def convert(out):
+        if isinstance(out, list):         # TF 1.x reads a returned list as a tuple
+            out = tuple(out)
+        return _normalize(out, f"{what} result")
+    return convert
+
+
+def _trace_fn(fn, what, types, shapes, inner=None, unpack_tuple=True):
+    """Traces `fn` on arguments of `types`/`shapes`; where `inner` (the same structure, None or
+    _Inner leaves) has an _Inner, the argument is a Dataset of that element structure."""
+    if inner is None or all(i is None for i in nest.flatten(inner)):
+        return graph_function.trace(fn, types, shapes, name=getattr(fn, "__name__", what), convert=_converter(what),
+                                    unpack_tuple=unpack_tuple)
+    flat_inner = nest.flatten(inner)
+
+    def wrapper(args):
+        flat = [Dataset(t, i.types, i.shapes) if i is not None else t
+                for t, i in zip(nest.flatten(args), flat_inner)]
+        packed = nest.pack_sequence_as(types, flat)
+        return fn(*packed) if unpack_tuple and type(packed) is tuple else fn(packed)
+    wrapper.__name__ = getattr(fn, "__name__", what)
+    return graph_function.trace(wrapper, types, shapes, name=wrapper.__name__, convert=_converter(what),
+                                unpack_tuple=False)
+
+
+def _check_predicate(f, what):
+    out = nest.flatten(f.structure)
+    if len(out) != 1 or out[0].dtype is not dtypes.bool_ or out[0].shape.ndims not in (0, None):
+        raise ValueError(f"{what}: the predicate must return a scalar bool tensor, got {f.structure!r}")
+
+
+def _whole_dataset_op(dataset, op_type, args, **attrs):
+    """An op of `op_type` that runs all of `dataset` on a pipeline of its own (get_single_element,
+    TFRecordWriter.write), through an iterator resource of its own."""
+    res = ops.IteratorV2(output_types=_flat(dataset._types),
+                         output_shapes=tuple(as_shape(s) for s in _flat(dataset._shapes)),
+                         shared_name="", container="", name=f"{op_type}Iterator")
+    out = getattr(ops, op_type)(res, dataset._variant, *args, name=op_type, **attrs)
+    op = out[0].op if isinstance(out, (list, tuple)) and out else (out.op if isinstance(out, Tensor) else out)
+    op.attrs["op_name"] = op.name
+    return res, op
+
+
+def _directed_interleave(selector, datasets, stop_on_empty_dataset):
+    """The DirectedInterleaveDataset of choose_from_datasets and sample_from_datasets: the datasets'
+    types must match; shapes become the most specific all have."""
+    for d in datasets:
+        if not isinstance(d, Dataset):
+            raise TypeError(f"`datasets` must be a list of tf.data.Dataset, got {type(d).__name__}")
+    first = datasets[0]
+    shapes = first._shapes
+    for d in datasets[1:]:
+        try:
+            nest.assert_same_structure(first._types, d._types)
+        except (ValueError, TypeError) as e:
+            raise TypeError(f"Incompatible dataset structures: {e}") from None
+        if _flat(first._types) != _flat(d._types):
+            raise TypeError(f"Incompatible dataset types: {first._types} and {d._types}")
+        shapes = nest.map_structure(_merge_shapes, shapes, d._shapes)
+    return Dataset._make("DirectedInterleaveDataset", [selector, *datasets], [], first._types, shapes,
+                         stop_on_empty_dataset=bool(stop_on_empty_dataset))
 
 
 def _raise(e):

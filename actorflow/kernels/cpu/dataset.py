@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from actorflow.kernels.registry import register_kernel
 
 __all__ = ["DatasetSpec", "DATASET_KINDS"]
@@ -13,7 +15,9 @@ DATASET_KINDS = ("TensorDataset", "TensorSliceDataset", "RangeDataset", "Generat
                  "MapDataset", "ParallelMapDataset", "FilterDataset", "FlatMapDataset", "InterleaveDataset",
                  "BatchDataset", "PaddedBatchDataset", "ShuffleDataset", "RepeatDataset", "TakeDataset",
                  "SkipDataset", "PrefetchDataset", "CacheDataset", "ZipDataset", "ConcatenateDataset",
-                 "TFRecordDataset", "FixedLengthRecordDataset")
+                 "TFRecordDataset", "FixedLengthRecordDataset", "UnbatchDataset", "ShardDataset", "WindowDataset",
+                 "ScanDataset", "TakeWhileDataset", "UniqueDataset", "GroupByWindowDataset", "GroupByReducerDataset",
+                 "IgnoreErrorsDataset", "AssertCardinalityDataset", "RandomDataset", "DirectedInterleaveDataset")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -34,7 +38,9 @@ def _factory(kind):
         name = attrs.get("op_name") or kind
 
         def kernel(*values):
-            return DatasetSpec(kind, name, values[:n], values[n:], attrs)
+            # An input dataset fed to a function's placeholder (a window) arrives as a 0-d object array.
+            ins = tuple(v[()] if isinstance(v, np.ndarray) else v for v in values[:n])
+            return DatasetSpec(kind, name, ins, values[n:], attrs)
         return kernel
     return make
 
