@@ -1529,7 +1529,7 @@ class _GroupByWindow(_OneUp):
 class _GroupByReducer(_OneUp):
     """Reduces each key's elements (`key_func`) with a Reducer: `init_func(key)`, then
     `reduce_func(state, element)` per element, and at the input's end one
-    `finalize_func(state)` output per key (GroupByReducerDataset)."""
+    `finalize_func(state)` output per key, in key order (GroupByReducerDataset)."""
 
     uses_functions = True
 
@@ -1550,7 +1550,7 @@ class _GroupByReducer(_OneUp):
                 if st is None:
                     st = await self.call("init_func", (np.int64(k),))
                 self.states[k] = await self.call("reduce_func", (*st, *e))
-            self.out = iter(list(self.states.values()))
+            self.out = iter([self.states[k] for k in sorted(self.states)])      # TF's std::map order
         for st in self.out:
             return await self.call("finalize_func", st)
         return END

@@ -446,10 +446,6 @@ class Dataset:
         for what, v in (("num_shards", num_shards), ("index", index)):
             if not isinstance(v, (Tensor, int, np.integer)):
                 raise TypeError(f"shard: `{what}` must be an integer, got {v!r}")
-        if isinstance(num_shards, (int, np.integer)) and num_shards <= 0:
-            raise errors_lib.InvalidArgumentError(None, None, f"shard (dataset op 'ShardDataset'): Number of "
-                                                              f"shards must be greater than zero (currently "
-                                                              f"num_shards = {num_shards})")
         return Dataset._make("ShardDataset", [self], [_i64(num_shards, "num_shards"), _i64(index, "index")],
                              self._types, self._shapes)
 
@@ -459,9 +455,6 @@ class Dataset:
         datasets, one per component, to be consumed by a `flat_map` or `interleave` function
         (`window(n).flat_map(lambda w: w.batch(n))`); the last windows may be shorter unless
         `drop_remainder`. Differs from TF: an iterator cannot return the nested datasets."""
-        for what, v in (("size", size), ("shift", shift), ("stride", stride)):
-            if isinstance(v, (int, np.integer)) and v <= 0:
-                raise ValueError(f"window (dataset op 'WindowDataset'): `{what}` must be greater than zero, got {v}")
         shift = size if shift is None else shift
         drop = convert_to_tensor(bool(drop_remainder), dtype=dtypes.bool_, name="drop_remainder") \
             if not isinstance(drop_remainder, Tensor) else drop_remainder
@@ -473,13 +466,18 @@ class Dataset:
                                         self._types, self._shapes)
         return out
 
-    def _trace_state(self, initial_state, fn, what, outputs_element):
+    def _trace_state(self, initial_state, fn, what, outputs_element, state_spec=None):
         """Traces `fn(state, element)` for scan and reduce, relaxing the state's shapes (as TF
-        does) until the new state's shapes are those it was traced with."""
-        state = _normalize(initial_state, "initial state")
-        if any(isinstance(x, Dataset) for x in nest.flatten(state)):
-            raise TypeError(f"{what}: the initial state cannot contain a dataset")
-        s_types, s_shapes = _types_of(state), _shapes_of(state)
+        does) until the new state's shapes are those it was traced with. `state_spec`, a
+        (types, shapes) pair, stands for the initial state where there is none (group_by_reducer)."""
+        if state_spec is None:
+            state = _normalize(initial_state, "initial state")
+            if any(isinstance(x, Dataset) for x in nest.flatten(state)):
+                raise TypeError(f"{what}: the initial state cannot contain a dataset")
+            s_types, s_shapes = _types_of(state), _shapes_of(state)
+        else:
+            state = None
+            s_types, s_shapes = state_spec
         for _ in range(8):
             f = graph_function.trace(fn, (s_types, self._types), (s_shapes, self._shapes),
                                      name=getattr(fn, "__name__", what), convert=_converter(what))
@@ -558,10 +556,7 @@ class Dataset:
                 from actorflow.graph.ops.constant import constant
                 return constant(size, dtype=dtypes.int64)
         kf = self._trace(key_func, "group_by_window key_func")
-        out = nest.flatten(kf.structure)
-        if len(out) != 1 or out[0].dtype is not dtypes.int64 or out[0].shape.ndims not in (0, None):
-            raise ValueError(f"group_by_window: `key_func` must return a single tf.int64 scalar tensor, got "
-                             f"{kf.structure!r:.100}")
+        _check_key(kf, "group_by_window")
         wf = graph_function.trace(window_size_func, dtypes.int64, TensorShape([]), name="window_size_func",
                                   convert=_converter("window_size_func"))
         out = nest.flatten(wf.structure)
@@ -599,7 +594,7 @@ class Dataset:
             lo = constant([np.iinfo(np.int32).min] + boundaries, dtype=seq_length.dtype)
             hi = constant(boundaries + [np.iinfo(np.int32).max], dtype=seq_length.dtype)
             conditions = math_ops.logical_and(math_ops.less_equal(lo, seq_length), math_ops.less(seq_length, hi))
-            return math_ops.reduce_min(array_ops.where(conditions))
+            return math_ops.reduce_min(math_ops.where(conditions))
 
         def window_size_fn(bucket_id):
             return array_ops.gather(constant(sizes, dtype=dtypes.int64), bucket_id)
@@ -800,6 +795,12 @@ def _check_predicate(f, what):
     out = nest.flatten(f.structure)
     if len(out) != 1 or out[0].dtype is not dtypes.bool_ or out[0].shape.ndims not in (0, None):
         raise ValueError(f"{what}: the predicate must return a scalar bool tensor, got {f.structure!r}")
+
+
+def _check_key(f, what):
+    out = nest.flatten(f.structure)
+    if len(out) != 1 or out[0].dtype is not dtypes.int64 or out[0].shape.ndims not in (0, None):
+        raise ValueError(f"{what}: `key_func` must return a single tf.int64 scalar tensor, got {f.structure!r:.100}")
 
 
 def _whole_dataset_op(dataset, op_type, args, **attrs):

@@ -1,7 +1,11 @@
-"""af.data.experimental: the names TF 1.x programs use from tf.data.experimental."""
+"""af.data.experimental: the names TF 1.x programs use from tf.data.experimental
+(tf.compat.v1.data.experimental). Most are transformations for `Dataset.apply`, built from the
+Dataset methods of the same names (data/dataset.py)."""
 from __future__ import annotations
 
-from actorflow.data.dataset import AUTOTUNE
+import numpy as np
+
+from actorflow.data.dataset import AUTOTUNE, Dataset, _whole_dataset_op
 from actorflow.data.options import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
@@ -11,11 +15,219 @@ from actorflow.data.options import (
     OptimizationOptions,
     ThreadingOptions,
 )
+from actorflow.graph import dtypes, nest
+from actorflow.graph import function as graph_function
+from actorflow.graph.graph import Tensor, convert_to_tensor
+from actorflow.graph.tensor_shape import TensorShape
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutoShardPolicy", "AutotuneOptions",
-           "DistributeOptions", "OptimizationOptions", "ThreadingOptions", "cardinality"]
+           "DistributeOptions", "OptimizationOptions", "ThreadingOptions", "cardinality", "assert_cardinality",
+           "shuffle_and_repeat", "map_and_batch", "map_and_batch_with_legacy_function", "parallel_interleave",
+           "unbatch", "scan", "group_by_window", "bucket_by_sequence_length", "take_while", "unique",
+           "ignore_errors", "enumerate_dataset", "get_single_element", "choose_from_datasets",
+           "sample_from_datasets", "Counter", "TFRecordWriter", "prefetch_to_device", "copy_to_device", "Reducer",
+           "group_by_reducer", "RandomDataset"]
 
 
 def cardinality(dataset):
     """The number of elements of `dataset`, an int64 scalar tensor (tf.data.experimental.cardinality)."""
     return dataset.cardinality()
+
+
+def assert_cardinality(expected_cardinality):
+    """A transformation whose dataset fails (FailedPreconditionError, naming the dataset op) when
+    its input has other than `expected_cardinality` elements, and whose cardinality is that
+    number (tf.data.experimental.assert_cardinality)."""
+    def apply(dataset):
+        n = convert_to_tensor(expected_cardinality, dtype=dtypes.int64, name="expected_cardinality") \
+            if not isinstance(expected_cardinality, Tensor) else expected_cardinality
+        return Dataset._make("AssertCardinalityDataset", [dataset], [n], dataset._types, dataset._shapes)
+    return apply
+
+
+def shuffle_and_repeat(buffer_size, count=None, seed=None):
+    """shuffle(buffer_size, seed).repeat(count) (tf.data.experimental.shuffle_and_repeat; TF's
+    fused op gives the same elements as the two, and so does this)."""
+    return lambda dataset: dataset.shuffle(buffer_size, seed).repeat(count)
+
+
+def map_and_batch(map_func, batch_size, num_parallel_batches=None, drop_remainder=False, num_parallel_calls=None):
+    """map(map_func) then batch(batch_size, drop_remainder) (tf.data.experimental.map_and_batch);
+    `num_parallel_calls` (or `num_parallel_batches` times the batch size) maps concurrently."""
+    if num_parallel_batches is not None and num_parallel_calls is not None:
+        raise ValueError("map_and_batch: `num_parallel_batches` and `num_parallel_calls` are mutually exclusive")
+
+    def apply(dataset):
+        parallel = num_parallel_calls
+        if num_parallel_batches is not None and isinstance(batch_size, (int, np.integer)):
+            parallel = int(num_parallel_batches) * int(batch_size)
+        return dataset.map(map_func, num_parallel_calls=parallel).batch(batch_size, drop_remainder=drop_remainder)
+    return apply
+
+
+map_and_batch_with_legacy_function = map_and_batch
+
+
+def parallel_interleave(map_func, cycle_length, block_length=1, sloppy=False, buffer_output_elements=None,
+                        prefetch_input_elements=None):
+    """interleave(map_func, cycle_length, block_length) (tf.data.experimental.parallel_interleave):
+    the deterministic order, which TF's also gives unless `sloppy`. The buffering arguments are
+    accepted; the input datasets are read in turn."""
+    return lambda dataset: dataset.interleave(map_func, cycle_length=cycle_length, block_length=block_length)
+
+
+def unbatch():
+    """Dataset.unbatch as a transformation (tf.data.experimental.unbatch)."""
+    return lambda dataset: dataset.unbatch()
+
+
+def scan(initial_state, scan_func):
+    """Dataset.scan as a transformation (tf.data.experimental.scan)."""
+    return lambda dataset: dataset.scan(initial_state, scan_func)
+
+
+def group_by_window(key_func, reduce_func, window_size=None, window_size_func=None):
+    """Dataset.group_by_window as a transformation (tf.data.experimental.group_by_window)."""
+    return lambda dataset: dataset.group_by_window(key_func, reduce_func, window_size, window_size_func)
+
+
+def bucket_by_sequence_length(element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes=None,
+                              padding_values=None, pad_to_bucket_boundary=False, no_padding=False,
+                              drop_remainder=False):
+    """Dataset.bucket_by_sequence_length as a transformation (tf.data.experimental.bucket_by_sequence_length)."""
+    return lambda dataset: dataset.bucket_by_sequence_length(
+        element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes, padding_values,
+        pad_to_bucket_boundary, no_padding, drop_remainder)
+
+
+def take_while(predicate):
+    """Dataset.take_while as a transformation (tf.data.experimental.take_while)."""
+    return lambda dataset: dataset.take_while(predicate)
+
+
+def unique():
+    """Dataset.unique as a transformation (tf.data.experimental.unique)."""
+    return lambda dataset: dataset.unique()
+
+
+def ignore_errors(log_warning=False):
+    """Dataset.ignore_errors as a transformation (tf.data.experimental.ignore_errors)."""
+    return lambda dataset: dataset.ignore_errors(log_warning)
+
+
+def enumerate_dataset(start=0):
+    """Dataset.enumerate as a transformation (tf.data.experimental.enumerate_dataset)."""
+    return lambda dataset: dataset.enumerate(start)
+
+
+def get_single_element(dataset):
+    """The only element of `dataset` as tensors (tf.data.experimental.get_single_element)."""
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"get_single_element: `dataset` must be a tf.data.Dataset, got {type(dataset).__name__}")
+    return dataset.get_single_element()
+
+
+def choose_from_datasets(datasets, choice_dataset, stop_on_empty_dataset=False):
+    """Dataset.choose_from_datasets, with tf.compat.v1's default of going on past an empty input
+    (tf.compat.v1.data.experimental.choose_from_datasets)."""
+    return Dataset.choose_from_datasets(datasets, choice_dataset, stop_on_empty_dataset)
+
+
+def sample_from_datasets(datasets, weights=None, seed=None, stop_on_empty_dataset=False):
+    """Dataset.sample_from_datasets (tf.compat.v1.data.experimental.sample_from_datasets)."""
+    return Dataset.sample_from_datasets(datasets, weights, seed, stop_on_empty_dataset)
+
+
+def Counter(start=0, step=1, dtype=dtypes.int64):  # noqa: N802 - TF's name
+    """start, start + step, ... without end (tf.data.experimental.Counter)."""
+    return Dataset.counter(start, step, dtype)
+
+
+def RandomDataset(seed=None, rerandomize_each_iteration=None):  # noqa: N802 - TF's name
+    """Dataset.random (tf.data.experimental.RandomDataset): TF's numbers for the same seeds."""
+    return Dataset.random(seed, rerandomize_each_iteration)
+
+
+def copy_to_device(target_device, source_device="/cpu:0"):
+    """The dataset unchanged (tf.data.experimental.copy_to_device). Differs from TF: input
+    pipelines run on the host, and the consumers' Send/Recv move each element to its device."""
+    if not isinstance(target_device, str):
+        raise TypeError(f"copy_to_device: `target_device` must be a device string, got {target_device!r}")
+    return lambda dataset: dataset
+
+
+def prefetch_to_device(device, buffer_size=None):
+    """copy_to_device(device) then prefetch(buffer_size, AUTOTUNE when None)
+    (tf.data.experimental.prefetch_to_device); see copy_to_device."""
+    copy = copy_to_device(device)
+    return lambda dataset: copy(dataset).prefetch(AUTOTUNE if buffer_size is None else buffer_size)
+
+
+class Reducer:
+    """How group_by_reducer reduces a group: `init_func(key)` gives the initial state,
+    `reduce_func(state, element)` the next, `finalize_func(state)` the output
+    (tf.data.experimental.Reducer)."""
+
+    def __init__(self, init_func, reduce_func, finalize_func):
+        self._init_func = init_func
+        self._reduce_func = reduce_func
+        self._finalize_func = finalize_func
+
+    @property
+    def init_func(self):
+        return self._init_func
+
+    @property
+    def reduce_func(self):
+        return self._reduce_func
+
+    @property
+    def finalize_func(self):
+        return self._finalize_func
+
+
+def group_by_reducer(key_func, reducer):
+    """Groups the elements by `key_func` (an int64 scalar) and reduces each group with `reducer`:
+    one output per key, in key order, when the input ends (tf.data.experimental.group_by_reducer)."""
+    from actorflow.data.dataset import _check_key, _converter, _types_of
+
+    def apply(dataset):
+        kf = dataset._trace(key_func, "group_by_reducer key_func")
+        _check_key(kf, "group_by_reducer")
+        init = graph_function.trace(reducer.init_func, dtypes.int64, TensorShape([]), name="init_func",
+                                    convert=_converter("init_func"))
+        state = init.structure
+        rf, _, _ = dataset._trace_state(None, reducer.reduce_func, "group_by_reducer reduce_func", False,
+                                        state_spec=(_types_of(state), nest.map_structure(lambda t: t.shape, state)))
+        new_state = rf.structure
+        ff = graph_function.trace(reducer.finalize_func, _types_of(new_state),
+                                  nest.map_structure(lambda t: t.shape, new_state), name="finalize_func",
+                                  convert=_converter("finalize_func"))
+        out = ff.structure
+        return Dataset._make("GroupByReducerDataset", [dataset], [], _types_of(out),
+                             nest.map_structure(lambda t: t.shape, out), key_func=kf, init_func=init,
+                             reduce_func=rf, finalize_func=ff)
+    return apply
+
+
+class TFRecordWriter:
+    """Writes a dataset of scalar strings to a TFRecord file (tf.data.experimental.TFRecordWriter):
+    `write(dataset)` returns the op that writes all of it, afresh each time it runs."""
+
+    def __init__(self, filename, compression_type=None):
+        from actorflow.tfrecord import TFRecordOptions
+        self._filename = filename if isinstance(filename, Tensor) else convert_to_tensor(
+            np.array(filename.encode() if isinstance(filename, str) else filename, dtype=object))
+        kind = TFRecordOptions.get_compression_type_string(compression_type or "")
+        self._compression = convert_to_tensor(np.array(kind.encode(), dtype=object))
+
+    def write(self, dataset):
+        """The op that writes `dataset`'s elements, scalar strings, as the file's records."""
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"TFRecordWriter.write: `dataset` must be a tf.data.Dataset, got "
+                            f"{type(dataset).__name__}")
+        if dataset._types is not dtypes.string or not TensorShape([]).is_compatible_with(dataset._shapes):
+            raise TypeError(f"TFRecordWriter.write: `dataset` must produce scalar string elements, got "
+                            f"{dataset._types} {dataset._shapes}")
+        _, op = _whole_dataset_op(dataset, "DatasetToTFRecord", [self._filename, self._compression])
+        return op
