@@ -434,9 +434,15 @@ class Dataset:
     def unbatch(self):
         """Splits each element into its rows along the first dimension (tf.data.Dataset.unbatch);
         every component of an element must have the same first dimension."""
+        batch = None
         for s in nest.flatten(self._shapes):
             if s.ndims == 0:
                 raise ValueError("unbatch: cannot unbatch an input with scalar components")
+            d = s.dims[0] if s.dims else None
+            if d is not None and batch is not None and d != batch:
+                raise ValueError(f"unbatch: cannot unbatch an input whose components have different batch sizes "
+                                 f"({[x.dims[0] if x.dims else None for x in nest.flatten(self._shapes)]})")
+            batch = d if d is not None else batch
         shapes = nest.map_structure(lambda s: TensorShape(None) if s.dims is None else TensorShape(s.dims[1:]),
                                     self._shapes)
         return Dataset._make("UnbatchDataset", [self], [], self._types, shapes)
