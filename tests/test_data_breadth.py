@@ -158,3 +158,7 @@ def test_group_by_reducer_shapes_and_order():
     ds = Dataset.range(10).apply(E.group_by_reducer(lambda x: x % 3, reducer))
     assert ds.output_types == (af.int64, af.int64)
     assert [tuple(int(a) for a in v) for v in ds.as_numpy_iterator()] == [(0, 18), (1, 12), (2, 15)]
+
+
+def test_get_next_as_optional_and_optional_match_tensorflow():
+    assert _CASES.optional_sequence(af, af.nest.flatten) == _TF["optional"]

@@ -32,7 +32,7 @@ from actorflow import errors, tfrecord
 from actorflow.actors.function import FunctionRunner
 from actorflow.actors.resource import register_resource
 from actorflow.kernels.cpu import philox
-from actorflow.kernels.cpu.dataset import DatasetSpec
+from actorflow.kernels.cpu.dataset import DatasetSpec, OptionalValue
 
 __all__ = ["IteratorResource", "END"]
 
@@ -1606,7 +1606,9 @@ class IteratorResource:
         if op_type in ("DatasetToSingleElement", "DatasetToTFRecord"):
             self._run_whole(op_type, attrs, args, done, step)
             return
-        if op_type != "IteratorGetNext":
+        if op_type == "IteratorGetNextAsOptional":
+            done = _as_optional(done)
+        elif op_type != "IteratorGetNext":
             raise errors.UnimplementedError(None, None, f"iterator '{self.name}' cannot run {op_type}")
         if self.pipeline is None and args:
             self._start(args[0], step)          # a one-shot iterator starts on its first use
@@ -1759,6 +1761,18 @@ def _scalar_bytes(v):
     if isinstance(v, np.ndarray):
         raise errors.InvalidArgumentError(None, None, f"expected a scalar string, got shape {list(v.shape)}")
     return v
+
+
+def _as_optional(done):
+    """`done` for IteratorGetNextAsOptional: the element, or the end, as an Optional."""
+    def deliver(value, error):
+        if isinstance(error, errors.OutOfRangeError):
+            done(OptionalValue(None), None)
+        elif error is not None:
+            done(None, error)
+        else:
+            done(OptionalValue(value if isinstance(value, tuple) else (value,)), None)
+    return deliver
 
 
 def _deliver(done, e) -> None:

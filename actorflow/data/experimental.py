@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from actorflow.data.dataset import AUTOTUNE, Dataset, _whole_dataset_op
+from actorflow.data.optional import Optional, get_next_as_optional
 from actorflow.data.options import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
@@ -26,7 +27,7 @@ __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutoShard
            "unbatch", "scan", "group_by_window", "bucket_by_sequence_length", "take_while", "unique",
            "ignore_errors", "enumerate_dataset", "get_single_element", "choose_from_datasets",
            "sample_from_datasets", "Counter", "TFRecordWriter", "prefetch_to_device", "copy_to_device", "Reducer",
-           "group_by_reducer", "RandomDataset"]
+           "group_by_reducer", "RandomDataset", "Optional", "get_next_as_optional"]
 
 
 def cardinality(dataset):

@@ -124,3 +124,44 @@ DatasetToSingleElement = define_op("DatasetToSingleElement", _infer_single_eleme
                                    actor="resource", stateful=True)
 DatasetToTFRecord = define_op("DatasetToTFRecord", _infer_to_tfrecord, ref_inputs=(0,), actor="resource",
                               stateful=True)
+
+
+# Optionals (tf.data.experimental.Optional): a variant holding an element or nothing.
+def _infer_optional_from_value(inputs, attrs):
+    return [(dtypes.variant, TensorShape([]))]
+
+
+def _infer_optional_none(inputs, attrs):
+    return [(dtypes.variant, TensorShape([]))]
+
+
+def _check_optional(t):
+    if t.dtype is not dtypes.variant:
+        raise InferenceError(f"input '{t.name}' must be an optional (variant), got {t.dtype.name}")
+
+
+def _infer_optional_has_value(inputs, attrs):
+    _check_optional(inputs[0])
+    return [(dtypes.bool_, TensorShape([]))]
+
+
+def _infer_optional_get_value(inputs, attrs):
+    _check_optional(inputs[0])
+    if len(attrs.get("output_types", ())) != len(attrs.get("output_shapes", ())):
+        raise InferenceError("output_types and output_shapes must have the same length")
+    return [(t, as_shape(s)) for t, s in zip(attrs["output_types"], attrs["output_shapes"])]
+
+
+def _infer_get_next_as_optional(inputs, attrs):
+    _check_iterator(inputs[0])
+    if len(inputs) > 1 and inputs[1].dtype is not dtypes.variant:
+        raise InferenceError(f"input '{inputs[1].name}' must be a dataset (variant)")
+    return [(dtypes.variant, TensorShape([]))]
+
+
+OptionalFromValue = define_op("OptionalFromValue", _infer_optional_from_value)
+OptionalNone = define_op("OptionalNone", _infer_optional_none)
+OptionalHasValue = define_op("OptionalHasValue", _infer_optional_has_value)
+OptionalGetValue = define_op("OptionalGetValue", _infer_optional_get_value)
+IteratorGetNextAsOptional = define_op("IteratorGetNextAsOptional", _infer_get_next_as_optional, ref_inputs=(0,),
+                                      actor="resource", stateful=True)
