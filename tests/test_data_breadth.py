@@ -162,3 +162,23 @@ def test_group_by_reducer_shapes_and_order():
 
 def test_get_next_as_optional_and_optional_match_tensorflow():
     assert _CASES.optional_sequence(af, af.nest.flatten) == _TF["optional"]
+
+
+def test_csv_dataset_matches_tensorflow(tmp_path):
+    """CsvDataset's fields, defaults, quoting, header, select_cols, compression and errors as TF's."""
+    _CASES.write_csv_files(tmp_path)
+    got = _CASES.run_csv_cases(af, str(tmp_path), af.nest.flatten)
+    want = _TF["csv"]
+    for name in want:
+        assert got[name] == want[name], name
+
+
+def test_csv_errors_name_the_file_and_dataset_op(tmp_path):
+    (tmp_path / "bad.csv").write_text("1,x\n")
+    ds = E.CsvDataset(str(tmp_path / "bad.csv"), [af.int32, af.int32])
+    with pytest.raises(af.errors.InvalidArgumentError) as e:
+        list(ds.as_numpy_iterator())
+    assert "Field 1 in record 0 is not a valid int32: x" in e.value.message
+    assert "bad.csv" in e.value.message and "dataset op 'CsvDataset" in e.value.message
+    with pytest.raises(TypeError, match="record_defaults"):
+        E.CsvDataset(str(tmp_path / "bad.csv"), [af.bool])

@@ -1556,6 +1556,119 @@ class _GroupByReducer(_OneUp):
         return END
 
 
+class _Csv(Stage):
+    """Records of CSV files (CsvDataset): RFC 4180 fields (quoted when `use_quote_delim`, a doubled
+    quote inside a quoted field being one quote), each column parsed to its default's dtype; an
+    empty field or `na_value` takes the column's default, and a column without one (an empty
+    default) must be present. Only `select_cols` are kept, when given."""
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        a = spec.attrs
+        self.files = list(a["filenames"])
+        self.defaults = [np.asarray(d).reshape(-1) for d in spec.args]
+        self.types = [np.dtype(t) for t in a["output_types"]]
+        self.select = list(a.get("select_cols", ()))
+        self.exclude = set(a.get("exclude_cols", ()))
+        self.header = bool(a.get("header", False))
+        self.delim = a.get("field_delim", ",")
+        self.quote = bool(a.get("use_quote_delim", True))
+        self.na = a.get("na_value", "")
+        self.compression = a.get("compression_type", "")
+        self.reader = self.f = None
+        self.path = None
+        self.record = 0
+
+    def _open(self, path):
+        import csv
+        import io
+        try:
+            raw = open(path, "rb")  # noqa: SIM115 - closed at its end or by close()
+        except OSError as e:
+            raise errors.NotFoundError(self.spec.name, None, f"{path}: {e.strerror} (dataset op "
+                                                             f"'{self.spec.name}')") from None
+        # latin-1 maps each byte to one character and back: fields come out as the file's bytes.
+        if self.compression:
+            # The decompressing readers give read(n) only: the file is decompressed into memory.
+            r, chunks = tfrecord.open_for_read(raw, self.compression), []
+            try:
+                while chunk := r.read(1 << 20):
+                    chunks.append(chunk)
+            finally:
+                r.close()
+            raw = io.BytesIO(b"".join(chunks))
+        self.f = io.TextIOWrapper(raw, encoding="latin-1", newline="")
+        kw = {"delimiter": self.delim, "strict": True}
+        kw.update({"quotechar": '"', "doublequote": True} if self.quote else {"quoting": csv.QUOTE_NONE})
+        self.reader = csv.reader(self.f, **kw)
+        self.path, self.record = path, 0
+        if self.header:
+            next(self.reader, None)
+
+    def _fail(self, msg):
+        return errors.InvalidArgumentError(self.spec.name, None, f"{msg} (file {self.path}; dataset op "
+                                                                 f"'{self.spec.name}')")
+
+    def pull(self):
+        import csv
+        while True:
+            if self.reader is None:
+                if not self.files:
+                    return END
+                self._open(self.files.pop(0))
+            try:
+                row = next(self.reader, None)
+            except csv.Error as e:
+                raise self._fail(f"malformed CSV in record {self.record}: {e}") from None
+            if row is None:
+                self.close()
+                continue
+            r = self.record
+            self.record += 1
+            return self._parse(row, r)
+
+    def _columns(self, row, r):
+        n = len(self.defaults)
+        if self.select:
+            if self.select[-1] >= len(row):
+                raise self._fail(f"Expect {self.select[-1] + 1} fields but have {len(row)} in record {r}")
+            return [row[c] for c in self.select]
+        if self.exclude:
+            row = [v for c, v in enumerate(row) if c not in self.exclude]
+        if len(row) != n:
+            raise self._fail(f"Expect {n} fields but have {len(row)} in record {r}")
+        return row
+
+    def _parse(self, row, r):
+        out = []
+        for i, (field, default, dt) in enumerate(zip(self._columns(row, r), self.defaults, self.types)):
+            if field == "" or field == self.na:
+                if default.size == 0:
+                    raise self._fail(f"Field {i} is required but missing in record {r}!")
+                out.append(default[0])
+                continue
+            if dt.kind == "O":
+                out.append(field.encode("latin-1"))
+                continue
+            try:
+                v = int(field) if dt.kind == "i" else float(field)
+                if "_" in field:
+                    raise ValueError(field)
+                out.append(np.asarray(v).astype(dt) if dt.kind == "f" else dt.type(v))
+            except (ValueError, OverflowError):
+                raise self._fail(f"Field {i} in record {r} is not a valid {_dtype_name(dt)}: {field}") from None
+        return tuple(out)
+
+    def close(self):
+        if self.f is not None:
+            self.f.close()
+        self.f = self.reader = None
+
+
+def _dtype_name(dt):
+    return {"int32": "int32", "int64": "int64", "float32": "float", "float64": "double"}.get(dt.name, dt.name)
+
+
 _STAGES = {
     "TensorDataset": _Tensors, "TensorSliceDataset": _Slices, "RangeDataset": _Range,
     "GeneratorDataset": _Generator, "TextLineDataset": _TextLines, "MapDataset": _Map,
@@ -1568,7 +1681,7 @@ _STAGES = {
     "ScanDataset": _Scan, "TakeWhileDataset": _TakeWhile, "UniqueDataset": _Unique,
     "IgnoreErrorsDataset": _IgnoreErrors, "AssertCardinalityDataset": _AssertCardinality, "RandomDataset": _Random,
     "DirectedInterleaveDataset": _DirectedInterleave, "GroupByWindowDataset": _GroupByWindow,
-    "GroupByReducerDataset": _GroupByReducer,
+    "GroupByReducerDataset": _GroupByReducer, "CsvDataset": _Csv,
 }
 
 

@@ -27,7 +27,7 @@ __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutoShard
            "unbatch", "scan", "group_by_window", "bucket_by_sequence_length", "take_while", "unique",
            "ignore_errors", "enumerate_dataset", "get_single_element", "choose_from_datasets",
            "sample_from_datasets", "Counter", "TFRecordWriter", "prefetch_to_device", "copy_to_device", "Reducer",
-           "group_by_reducer", "RandomDataset", "Optional", "get_next_as_optional"]
+           "group_by_reducer", "RandomDataset", "Optional", "get_next_as_optional", "CsvDataset"]
 
 
 def cardinality(dataset):
@@ -232,3 +232,64 @@ class TFRecordWriter:
                             f"{dataset._types} {dataset._shapes}")
         _, op = _whole_dataset_op(dataset, "DatasetToTFRecord", [self._filename, self._compression])
         return op
+
+
+_CSV_TYPES = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.string)
+
+
+def _csv_default(d, i):
+    """A CSV column's default as a tensor: empty (the column is required) for a dtype, else one value."""
+    if isinstance(d, Tensor):
+        t = d
+    elif isinstance(d, dtypes.DType) or (isinstance(d, type) and d in (str, bytes)):
+        dt = dtypes.string if d in (str, bytes) else d
+        if dt not in _CSV_TYPES:
+            raise TypeError(f"CsvDataset: record_defaults[{i}] has type {dt.name}; use float32, float64, int32, "
+                            f"int64 or string")
+        return convert_to_tensor(np.zeros([0], dtype=dt.np), dtype=dt, name="record_defaults")
+    elif isinstance(d, (str, bytes)) or (isinstance(d, (list, tuple)) and d and isinstance(d[0], (str, bytes))):
+        vals = d if isinstance(d, (list, tuple)) else [d]
+        t = convert_to_tensor(np.array([v.encode() if isinstance(v, str) else v for v in vals], dtype=object))
+    else:
+        t = convert_to_tensor(d, name="record_defaults")
+    if t.dtype not in _CSV_TYPES:
+        raise TypeError(f"CsvDataset: record_defaults[{i}] has type {t.dtype.name}; use float32, float64, int32, "
+                        f"int64 or string")
+    if t.shape.ndims is not None and (t.shape.ndims > 1 or (t.shape.num_elements() or 0) > 1):
+        raise ValueError(f"CsvDataset: record_defaults[{i}] must hold at most one value, got shape {t.shape}")
+    return t
+
+
+class CsvDataset(Dataset):
+    """The records of CSV files, one tuple of scalars per line (tf.data.experimental.CsvDataset):
+    `record_defaults` gives each column's dtype and default (a dtype alone: the column is
+    required). RFC 4180 quoting when `use_quote_delim`; `na_value` and empty fields take the
+    default; `header` skips each file's first line; `select_cols` (sorted indices) keeps only those
+    columns. Differs from TF: `filenames` is a Python string or list of strings."""
+
+    def __init__(self, filenames, record_defaults, compression_type=None, buffer_size=None, header=False,
+                 field_delim=",", use_quote_delim=True, na_value="", select_cols=None, exclude_cols=None):
+        from actorflow.data.dataset import _file_names
+        from actorflow.tfrecord import TFRecordOptions
+        if select_cols is not None and exclude_cols is not None:
+            raise ValueError("CsvDataset: at most one of `select_cols` and `exclude_cols` can be specified")
+        defaults = [_csv_default(d, i) for i, d in enumerate(record_defaults)]
+        if not defaults:
+            raise ValueError("CsvDataset: `record_defaults` must not be empty")
+        for what, cols in (("select_cols", select_cols), ("exclude_cols", exclude_cols)):
+            if cols is not None and (list(cols) != sorted(set(int(c) for c in cols)) or any(c < 0 for c in cols)):
+                raise ValueError(f"CsvDataset: `{what}` must be sorted, distinct, non-negative column indices, "
+                                 f"got {list(cols)}")
+        if select_cols is not None and len(select_cols) != len(defaults):
+            raise ValueError(f"CsvDataset: `select_cols` has {len(select_cols)} columns, `record_defaults` "
+                             f"{len(defaults)}")
+        if len(field_delim) != 1:
+            raise ValueError(f"CsvDataset: `field_delim` must be one character, got {field_delim!r}")
+        types = tuple(d.dtype for d in defaults)
+        d = Dataset._make("CsvDataset", [], defaults, types, tuple(TensorShape([]) for _ in types),
+                          filenames=_file_names(filenames, "CsvDataset"),
+                          compression_type=TFRecordOptions.get_compression_type_string(compression_type or ""),
+                          header=bool(header), field_delim=str(field_delim), use_quote_delim=bool(use_quote_delim),
+                          na_value=str(na_value), select_cols=tuple(int(c) for c in select_cols or ()),
+                          exclude_cols=tuple(int(c) for c in exclude_cols or ()))
+        super().__init__(d._variant, d._types, d._shapes)

@@ -18,7 +18,8 @@ DATASET_KINDS = ("TensorDataset", "TensorSliceDataset", "RangeDataset", "Generat
                  "SkipDataset", "PrefetchDataset", "CacheDataset", "ZipDataset", "ConcatenateDataset",
                  "TFRecordDataset", "FixedLengthRecordDataset", "UnbatchDataset", "ShardDataset", "WindowDataset",
                  "ScanDataset", "TakeWhileDataset", "UniqueDataset", "GroupByWindowDataset", "GroupByReducerDataset",
-                 "IgnoreErrorsDataset", "AssertCardinalityDataset", "RandomDataset", "DirectedInterleaveDataset")
+                 "IgnoreErrorsDataset", "AssertCardinalityDataset", "RandomDataset", "DirectedInterleaveDataset",
+                 "CsvDataset")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
