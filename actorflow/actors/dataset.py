@@ -1565,8 +1565,8 @@ class _Csv(Stage):
     def __init__(self, spec, ctx):
         super().__init__(spec)
         a = spec.attrs
-        self.files = list(a["filenames"])
-        self.defaults = [np.asarray(d).reshape(-1) for d in spec.args]
+        self.files = [f.decode() if isinstance(f, bytes) else str(f) for f in np.asarray(spec.args[0]).reshape(-1)]
+        self.defaults = [np.asarray(d).reshape(-1) for d in spec.args[1:]]
         self.types = [np.dtype(t) for t in a["output_types"]]
         self.select = list(a.get("select_cols", ()))
         self.exclude = set(a.get("exclude_cols", ()))

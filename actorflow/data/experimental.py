@@ -27,7 +27,7 @@ __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutoShard
            "unbatch", "scan", "group_by_window", "bucket_by_sequence_length", "take_while", "unique",
            "ignore_errors", "enumerate_dataset", "get_single_element", "choose_from_datasets",
            "sample_from_datasets", "Counter", "TFRecordWriter", "prefetch_to_device", "copy_to_device", "Reducer",
-           "group_by_reducer", "RandomDataset", "Optional", "get_next_as_optional", "CsvDataset"]
+           "group_by_reducer", "RandomDataset", "Optional", "get_next_as_optional", "CsvDataset", "make_csv_dataset"]
 
 
 def cardinality(dataset):
@@ -265,12 +265,19 @@ class CsvDataset(Dataset):
     `record_defaults` gives each column's dtype and default (a dtype alone: the column is
     required). RFC 4180 quoting when `use_quote_delim`; `na_value` and empty fields take the
     default; `header` skips each file's first line; `select_cols` (sorted indices) keeps only those
-    columns. Differs from TF: `filenames` is a Python string or list of strings."""
+    columns. `filenames` is a string, a list of them or a string tensor (a dataset function's argument)."""
 
     def __init__(self, filenames, record_defaults, compression_type=None, buffer_size=None, header=False,
                  field_delim=",", use_quote_delim=True, na_value="", select_cols=None, exclude_cols=None):
         from actorflow.data.dataset import _file_names
         from actorflow.tfrecord import TFRecordOptions
+        if isinstance(filenames, Tensor):
+            if filenames.dtype is not dtypes.string or filenames.shape.ndims not in (0, 1, None):
+                raise TypeError(f"CsvDataset: `filenames` must be a string scalar or vector, got {filenames!r}")
+            names = filenames
+        else:
+            names = convert_to_tensor(np.array([f.encode() for f in _file_names(filenames, "CsvDataset")],
+                                               dtype=object), name="filenames")
         if select_cols is not None and exclude_cols is not None:
             raise ValueError("CsvDataset: at most one of `select_cols` and `exclude_cols` can be specified")
         defaults = [_csv_default(d, i) for i, d in enumerate(record_defaults)]
@@ -286,10 +293,177 @@ class CsvDataset(Dataset):
         if len(field_delim) != 1:
             raise ValueError(f"CsvDataset: `field_delim` must be one character, got {field_delim!r}")
         types = tuple(d.dtype for d in defaults)
-        d = Dataset._make("CsvDataset", [], defaults, types, tuple(TensorShape([]) for _ in types),
-                          filenames=_file_names(filenames, "CsvDataset"),
+        d = Dataset._make("CsvDataset", [], [names, *defaults], types, tuple(TensorShape([]) for _ in types),
                           compression_type=TFRecordOptions.get_compression_type_string(compression_type or ""),
                           header=bool(header), field_delim=str(field_delim), use_quote_delim=bool(use_quote_delim),
                           na_value=str(na_value), select_cols=tuple(int(c) for c in select_cols or ()),
                           exclude_cols=tuple(int(c) for c in exclude_cols or ()))
         super().__init__(d._variant, d._types, d._shapes)
+
+
+def _csv_reader(path, compression, field_delim, use_quote_delim, encoding):
+    import csv
+    import gzip
+    if compression == "GZIP":
+        f = gzip.open(path, "rt", encoding=encoding, newline="")
+    elif compression:
+        raise ValueError(f"make_csv_dataset: `compression_type` {compression} is not supported for probing columns")
+    else:
+        f = open(path, encoding=encoding, newline="")  # noqa: SIM115 - closed by the caller
+    return f, csv.reader(f, delimiter=field_delim, quoting=csv.QUOTE_MINIMAL if use_quote_delim else csv.QUOTE_NONE)
+
+
+def _infer_csv_type(value, na_value, prev):
+    """The least permissive of int32, int64, float32, float64, string that `value` fits and that
+    keeps the column's earlier values valid (TF's _infer_type)."""
+    if value in ("", na_value):
+        return prev
+
+    def fits_int(v, dt):
+        try:
+            return int(dt(v)) == int(np.int64(v))
+        except (ValueError, OverflowError):
+            return False
+
+    def fits_float(v, dt):
+        try:
+            return dt(v) < np.inf
+        except ValueError:
+            return False
+    order = [dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64, dtypes.string]
+    checks = [lambda v: fits_int(v, np.int32), lambda v: fits_int(v, np.int64), lambda v: fits_float(v, np.float32),
+              lambda v: fits_float(v, np.float64), lambda v: True]
+    for i, (dt, ok) in enumerate(zip(order, checks)):
+        if ok(value) and (prev is None or prev in order[:i + 1]):
+            return dt
+    return dtypes.string
+
+
+def make_csv_dataset(file_pattern, batch_size, column_names=None, column_defaults=None, label_name=None,
+                     select_columns=None, field_delim=",", use_quote_delim=True, na_value="", header=True,
+                     num_epochs=None, shuffle=True, shuffle_buffer_size=10000, shuffle_seed=None,
+                     prefetch_buffer_size=None, num_parallel_reads=None, sloppy=False, num_rows_for_inference=100,
+                     compression_type=None, ignore_errors=False, encoding="utf-8"):
+    """Batches of CSV records as (features dict[, label]) (tf.data.experimental.make_csv_dataset):
+    TF's program: the matching files (shuffled with `shuffle_seed`), read by CsvDataset through
+    an interleave, shuffled and repeated `num_epochs` times, batched (the remainder dropped when
+    repeating forever) and made into dicts keyed by the column names (from the header unless
+    given); column types are inferred from the first `num_rows_for_inference` rows unless
+    `column_defaults` gives them."""
+    import glob
+    patterns = file_pattern if isinstance(file_pattern, list) else [file_pattern]
+    if not patterns:
+        raise ValueError("make_csv_dataset: `file_pattern` should not be empty")
+    filenames = sorted(m for p in patterns for m in glob.glob(p))
+    if not filenames:
+        raise ValueError(f"make_csv_dataset: no files match `file_pattern` {file_pattern}")
+    compression = compression_type or ""
+    if column_names is None:
+        if not header:
+            raise ValueError("make_csv_dataset: expected `column_names` or `header` arguments; neither is provided")
+        names = []
+        for path in filenames:
+            f, rows = _csv_reader(path, compression, field_delim, use_quote_delim, encoding)
+            with f:
+                first = next(rows, None)
+            if first is None:
+                raise ValueError(f"make_csv_dataset: failed when reading the header line of {path}. Is it an empty "
+                                 f"file?")
+            if names and first != names:
+                raise ValueError(f"make_csv_dataset: all input CSV files should have the same column names in the "
+                                 f"header row. File {path} has different column names")
+            names = first
+        column_names = names
+    column_names = list(column_names)
+    if len(column_names) != len(set(column_names)):
+        dup = sorted({n for n in column_names if column_names.count(n) > 1})
+        raise ValueError(f"make_csv_dataset: `column_names` or the CSV header row contains duplicate column names: "
+                         f"{dup}")
+    if select_columns is not None:
+        index = {n: i for i, n in enumerate(column_names)}
+        cols = []
+        for v in select_columns:
+            if isinstance(v, int):
+                if not 0 <= v < len(column_names):
+                    raise ValueError(f"make_csv_dataset: column index {v} in `select_columns` is out of range "
+                                     f"[0, {len(column_names)})")
+                cols.append(v)
+            elif v not in index:
+                raise ValueError(f"make_csv_dataset: column {v} in `select_columns` must be one of the columns: "
+                                 f"{column_names}")
+            else:
+                cols.append(index[v])
+        select_columns = sorted(set(cols))
+        if len(select_columns) != len(cols):
+            raise ValueError("make_csv_dataset: the `select_columns` argument contains duplicate columns")
+    if column_defaults is None:
+        use = select_columns if select_columns is not None else range(len(column_names))
+        inferred = [None] * len(use)
+        seen = 0
+        for path in filenames:
+            if num_rows_for_inference is not None and seen >= num_rows_for_inference:
+                break
+            f, rows = _csv_reader(path, compression, field_delim, use_quote_delim, encoding)
+            with f:
+                if header:
+                    next(rows, None)
+                for row in rows:
+                    if num_rows_for_inference is not None and seen >= num_rows_for_inference:
+                        break
+                    if len(row) != len(column_names):
+                        raise ValueError(f"make_csv_dataset: problem inferring types: a CSV row of {path} has "
+                                         f"{len(row)} fields, expected {len(column_names)}")
+                    for j, c in enumerate(use):
+                        inferred[j] = _infer_csv_type(row[c], na_value, inferred[j])
+                    seen += 1
+        column_defaults = [np.array([b""], dtype=object) if (t or dtypes.string) is dtypes.string
+                           else np.zeros([1], dtype=t.np) for t in inferred]
+        column_defaults = [convert_to_tensor(d, dtype=t or dtypes.string)
+                           for d, t in zip(column_defaults, inferred)]
+    if select_columns is not None and len(column_defaults) != len(select_columns):
+        raise ValueError(f"make_csv_dataset: `column_defaults` and `select_columns` must have the same length: "
+                         f"{len(column_defaults)} and {len(select_columns)}")
+    if select_columns is not None and len(column_names) > len(select_columns):
+        column_names = [column_names[i] for i in select_columns]
+    if label_name is not None and label_name not in column_names:
+        raise ValueError(f"make_csv_dataset: `label_name` must be one of the columns {column_names}, got "
+                         f"{label_name}")
+
+    # Defaults made in the outer graph cannot be captured by the interleave's function: their values are.
+    from actorflow.graph.ops.infer import constant_value
+    spec = []
+    for i, d in enumerate(column_defaults):
+        t = _csv_default(d, i)
+        spec.append((t.dtype, constant_value(t)))
+
+    def defaults_here():
+        from actorflow.graph.ops.constant import constant
+        return [constant(v, dtype=t) if v is not None else t for t, v in spec]
+
+    def filename_to_dataset(filename):
+        ds = CsvDataset(filename, defaults_here(), field_delim=field_delim, use_quote_delim=use_quote_delim,
+                        na_value=na_value, select_cols=select_columns, header=header,
+                        compression_type=compression_type)
+        return ds.ignore_errors() if ignore_errors else ds
+
+    names = list(column_names)
+
+    def map_fn(*columns):
+        import collections
+        features = collections.OrderedDict(zip(names, columns))
+        if label_name is not None:
+            label = features.pop(label_name)
+            return features, label
+        return features
+
+    dataset = Dataset.from_tensor_slices(convert_to_tensor(np.array([f.encode() for f in filenames], dtype=object)))
+    if shuffle:
+        dataset = dataset.shuffle(len(filenames), shuffle_seed)
+    dataset = dataset.interleave(filename_to_dataset, cycle_length=num_parallel_reads or 1, block_length=1)
+    if shuffle:
+        dataset = dataset.shuffle(shuffle_buffer_size, shuffle_seed)
+    if num_epochs != 1:
+        dataset = dataset.repeat(num_epochs)
+    dataset = dataset.batch(batch_size, drop_remainder=num_epochs is None)
+    dataset = dataset.map(map_fn)
+    return dataset.prefetch(AUTOTUNE if prefetch_buffer_size is None else prefetch_buffer_size)
