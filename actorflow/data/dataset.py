@@ -626,6 +626,74 @@ class Dataset:
         outs = op.outputs
         return nest.pack_sequence_as(self._types, list(outs))
 
+    def rejection_resample(self, class_func, target_dist, initial_dist=None, seed=None):
+        """Resamples the elements so that their classes (`class_func`, an int scalar) follow
+        `target_dist`, estimating the input's class distribution (from batches of 32) unless
+        `initial_dist` gives it; elements are `(class, element)` (tf.data.Dataset.rejection_resample;
+        tf.data.experimental.rejection_resample). TF's program: each element is kept with its
+        class's acceptance probability (a random_uniform draw in a filter), mixed with the
+        original elements through sample_from_datasets. Differs from TF: the distributions must be
+        constants, and no warning is printed when most elements are rejected."""
+        from actorflow.graph.ops import array_ops, math_ops, random_ops
+        from actorflow.graph.ops.constant import constant
+        from actorflow.graph.ops.infer import constant_value
+
+        def static(v, what):
+            if isinstance(v, Tensor):
+                v = constant_value(v)
+                if v is None:
+                    raise ValueError(f"rejection_resample: `{what}` must be a constant here")
+            return np.asarray(v).astype(np.float32)
+        target = static(target_dist, "target_dist")
+
+        def mixing(initial, target_t):
+            ratio = target_t / (initial + np.finfo(np.float32).tiny)
+            lo = math_ops.reduce_min(ratio)
+            return (ratio - lo) / (math_ops.reduce_max(ratio) - lo), lo
+
+        if initial_dist is not None:
+            init = static(initial_dist, "initial_dist")
+            ratio = target / (init + np.finfo(np.float32).tiny)
+            accept = ((ratio - ratio.min()) / (ratio.max() - ratio.min())).astype(np.float32)
+            accept_ds = Dataset.from_tensors(accept).repeat()
+            prob_original_ds = Dataset.from_tensors(np.float32(ratio.min())).repeat()
+            prob_original_static = np.min(target / init)
+        else:
+            n = len(target)
+
+            def update(counts, c):
+                counts = counts + math_ops.reduce_sum(array_ops.one_hot(c, n, dtype=dtypes.int64), 0)
+                dist = math_ops.cast(math_ops.truediv(counts, math_ops.reduce_sum(counts)), dtypes.float32)
+                return counts, array_ops.tile(array_ops.expand_dims(dist, 0), [32, 1])
+            initial_ds = self.map(class_func).batch(32).scan(np.full([n], 10, np.int64), update).unbatch()
+            both = initial_ds.map(lambda initial: mixing(initial, constant(target)))
+            accept_ds = both.map(lambda a, _: a)
+            prob_original_ds = both.map(lambda _, p: p)
+            prob_original_static = None
+
+        def classes(data):
+            return class_func(*data) if isinstance(data, tuple) else class_func(data)
+
+        def gather_and_copy(acceptance, data):
+            c = classes(data)
+            return c, array_ops.gather(acceptance, c), data
+
+        def reject(_c, p, _data):
+            return random_ops.random_uniform([], seed=seed, dtype=p.dtype) < p
+        filtered = Dataset.zip((accept_ds, self)).map(gather_and_copy).filter(reject).map(
+            lambda c, _, data: (c, data)).prefetch(3)
+
+        def add_class_value(*x):
+            return (class_func(*x), x[0]) if len(x) == 1 else (class_func(*x), x)
+        if prob_original_static == 1:
+            return self.map(add_class_value)
+        if prob_original_static == 0:
+            return filtered
+        return Dataset.sample_from_datasets(
+            [self.map(add_class_value), filtered],
+            weights=prob_original_ds.map(lambda p: array_ops.stack([array_ops.stack([p, 1.0 - p])])), seed=seed,
+            stop_on_empty_dataset=True)
+
     # TF 1.x's names for map and filter traced as legacy functions: here every function is traced the same way.
     def map_with_legacy_function(self, map_func, num_parallel_calls=None, deterministic=None):
         """map (tf.compat.v1.data.Dataset.map_with_legacy_function)."""

@@ -27,7 +27,7 @@ __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutoShard
            "unbatch", "scan", "group_by_window", "bucket_by_sequence_length", "take_while", "unique",
            "ignore_errors", "enumerate_dataset", "get_single_element", "choose_from_datasets",
            "sample_from_datasets", "Counter", "TFRecordWriter", "prefetch_to_device", "copy_to_device", "Reducer",
-           "group_by_reducer", "RandomDataset", "Optional", "get_next_as_optional", "CsvDataset", "make_csv_dataset"]
+           "group_by_reducer", "RandomDataset", "Optional", "get_next_as_optional", "CsvDataset", "make_csv_dataset", "rejection_resample"]
 
 
 def cardinality(dataset):
@@ -467,3 +467,8 @@ def make_csv_dataset(file_pattern, batch_size, column_names=None, column_default
     dataset = dataset.batch(batch_size, drop_remainder=num_epochs is None)
     dataset = dataset.map(map_fn)
     return dataset.prefetch(AUTOTUNE if prefetch_buffer_size is None else prefetch_buffer_size)
+
+
+def rejection_resample(class_func, target_dist, initial_dist=None, seed=None):
+    """Dataset.rejection_resample as a transformation (tf.data.experimental.rejection_resample)."""
+    return lambda dataset: dataset.rejection_resample(class_func, target_dist, initial_dist, seed)
