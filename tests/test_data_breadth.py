@@ -182,3 +182,12 @@ def test_csv_errors_name_the_file_and_dataset_op(tmp_path):
     assert "bad.csv" in e.value.message and "dataset op 'CsvDataset" in e.value.message
     with pytest.raises(TypeError, match="record_defaults"):
         E.CsvDataset(str(tmp_path / "bad.csv"), [af.bool])
+
+
+def test_tfrecord_example_pipelines_match_tensorflow():
+    """make_batched_features_dataset, parse_example_dataset and TFRecordDataset made in an
+    interleave function, over TFRecord files TF wrote (tests/fixtures/data_breadth_examples)."""
+    got = _CASES.run_example_cases(af, str(HERE / _CASES.EXAMPLES_DIR), af.nest.flatten)
+    want = _TF["examples"]
+    for name in want:
+        assert got[name] == want[name], name

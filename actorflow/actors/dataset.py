@@ -276,7 +276,9 @@ class _Files(Stage):
 
     def __init__(self, spec, ctx):
         super().__init__(spec)
-        self.files = list(spec.attrs["filenames"])
+        # The file names are an attribute, or a string tensor argument (made in a dataset function).
+        self.files = list(spec.attrs.get("filenames") or ()) or [
+            f.decode() if isinstance(f, bytes) else str(f) for f in np.asarray(spec.args[0]).reshape(-1)]
         self.r = None
 
     def pull(self):

@@ -946,14 +946,21 @@ def _file_names(filenames, what):
 
 class TFRecordDataset(Dataset):
     """The records of TFRecord files, one string element each (tf.data.TFRecordDataset); each
-    record's CRCs are checked. `compression_type` "", "ZLIB" or "GZIP". Differs from TF:
-    `filenames` is a Python string or list of strings (not a tensor)."""
+    record's CRCs are checked. `compression_type` "", "ZLIB" or "GZIP". `filenames` is a Python
+    string, a list of them, or a string tensor (a dataset function's argument: the
+    `list_files(...).interleave(TFRecordDataset)` pattern)."""
 
     def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):
         from actorflow.tfrecord import TFRecordOptions
         kind = TFRecordOptions.get_compression_type_string(compression_type or "")
-        d = Dataset._make("TFRecordDataset", [], [], dtypes.string, TensorShape([]),
-                          filenames=_file_names(filenames, "TFRecordDataset"), compression_type=kind)
+        if isinstance(filenames, Tensor):
+            if filenames.dtype is not dtypes.string or filenames.shape.ndims not in (0, 1, None):
+                raise TypeError(f"TFRecordDataset: `filenames` must be a string scalar or vector, got {filenames!r}")
+            d = Dataset._make("TFRecordDataset", [], [filenames], dtypes.string, TensorShape([]), filenames=(),
+                              compression_type=kind)
+        else:
+            d = Dataset._make("TFRecordDataset", [], [], dtypes.string, TensorShape([]),
+                              filenames=_file_names(filenames, "TFRecordDataset"), compression_type=kind)
         super().__init__(d._variant, d._types, d._shapes)
 
 

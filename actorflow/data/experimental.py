@@ -27,7 +27,8 @@ __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutoShard
            "unbatch", "scan", "group_by_window", "bucket_by_sequence_length", "take_while", "unique",
            "ignore_errors", "enumerate_dataset", "get_single_element", "choose_from_datasets",
            "sample_from_datasets", "Counter", "TFRecordWriter", "prefetch_to_device", "copy_to_device", "Reducer",
-           "group_by_reducer", "RandomDataset", "Optional", "get_next_as_optional", "CsvDataset", "make_csv_dataset", "rejection_resample"]
+           "group_by_reducer", "RandomDataset", "Optional", "get_next_as_optional", "CsvDataset", "make_csv_dataset", "rejection_resample",
+           "get_structure", "parse_example_dataset", "make_batched_features_dataset"]
 
 
 def cardinality(dataset):
@@ -472,3 +473,67 @@ def make_csv_dataset(file_pattern, batch_size, column_names=None, column_default
 def rejection_resample(class_func, target_dist, initial_dist=None, seed=None):
     """Dataset.rejection_resample as a transformation (tf.data.experimental.rejection_resample)."""
     return lambda dataset: dataset.rejection_resample(class_func, target_dist, initial_dist, seed)
+
+
+def get_structure(dataset_or_iterator):
+    """The element structure of a dataset or iterator: (dtype, shape) per component
+    (tf.data.experimental.get_structure; TF gives TypeSpecs)."""
+    if isinstance(dataset_or_iterator, Dataset):
+        return dataset_or_iterator.element_spec
+    types, shapes = getattr(dataset_or_iterator, "output_types", None), getattr(dataset_or_iterator, "output_shapes",
+                                                                                None)
+    if types is None:
+        raise TypeError(f"get_structure: expected a tf.data.Dataset or an iterator, got "
+                        f"{type(dataset_or_iterator).__name__}")
+    return nest.map_structure(lambda t, s: (t, s), types, shapes)
+
+
+def parse_example_dataset(features, num_parallel_calls=1, deterministic=None):
+    """A transformation parsing each element, a vector of serialized Examples, into a dict of
+    `features` (tf.data.experimental.parse_example_dataset). Differs from TF: only dense
+    features (FixedLenFeature), since dataset elements cannot be sparse here."""
+    from actorflow.graph.ops.parsing_ops import FixedLenFeature, parse_example
+    if not features:
+        raise ValueError("parse_example_dataset: `features` must not be empty")
+    for k, f in features.items():
+        if not isinstance(f, FixedLenFeature):
+            raise NotImplementedError(f"parse_example_dataset: feature {k!r} is a {type(f).__name__}; only "
+                                      f"FixedLenFeature is supported (dataset elements cannot be sparse here)")
+
+    def apply(dataset):
+        if dataset._types is not dtypes.string:
+            raise TypeError(f"parse_example_dataset: the input must be a dataset of string vectors, got "
+                            f"{dataset._types}")
+        return dataset.map(lambda serialized: parse_example(serialized, features),
+                           num_parallel_calls=None if num_parallel_calls in (None, 1) else num_parallel_calls)
+    return apply
+
+
+def make_batched_features_dataset(file_pattern, batch_size, features, reader=None, label_key=None,
+                                  reader_args=None, num_epochs=None, shuffle=True, shuffle_buffer_size=10000,
+                                  shuffle_seed=None, prefetch_buffer_size=None, reader_num_threads=None,
+                                  parser_num_threads=None, sloppy_ordering=False, drop_final_batch=False):
+    """Batches of parsed Examples from TFRecord files, as dicts of `features` (and the
+    `label_key` feature apart) (tf.data.experimental.make_batched_features_dataset): TF's program
+    (list_files with `shuffle_seed`, an interleave of `reader`, shuffle, repeat `num_epochs`,
+    batch, parse_example_dataset, prefetch). See parse_example_dataset for the features."""
+    from actorflow.data.dataset import TFRecordDataset
+    reader = reader or TFRecordDataset
+    reader_args = list(reader_args or [])
+    dataset = Dataset.list_files(file_pattern, shuffle=shuffle, seed=shuffle_seed)
+    dataset = dataset.interleave(lambda filename: reader(filename, *reader_args),
+                                 cycle_length=reader_num_threads or 1, block_length=1)
+    if dataset._types == (dtypes.string, dtypes.string):
+        dataset = dataset.map(lambda _, v: v)
+    if shuffle:
+        dataset = dataset.shuffle(shuffle_buffer_size, shuffle_seed)
+    if num_epochs != 1:
+        dataset = dataset.repeat(num_epochs)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_final_batch or num_epochs is None)
+    dataset = dataset.apply(parse_example_dataset(features, parser_num_threads or 2))
+    if label_key:
+        if label_key not in features:
+            raise ValueError(f"make_batched_features_dataset: the `label_key` provided ({label_key}) must be one "
+                             f"of the `features` keys: {list(features)}")
+        dataset = dataset.map(lambda x: (x, x.pop(label_key)))
+    return dataset.prefetch(AUTOTUNE if prefetch_buffer_size is None else prefetch_buffer_size)
