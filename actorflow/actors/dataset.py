@@ -236,13 +236,22 @@ def _as_string(x):
     return np.vectorize(lambda s: s.encode() if isinstance(s, str) else s, otypes=[object])(np.asarray(x, dtype=object))
 
 
+def _file_list(spec) -> list:
+    """A file reader's file names: its `filenames` attribute, or its first argument, a string
+    tensor (a reader made in a dataset function: `list_files(...).interleave(TFRecordDataset)`)."""
+    names = spec.attrs.get("filenames")
+    if names:
+        return list(names)
+    return [f.decode() if isinstance(f, bytes) else str(f) for f in np.asarray(spec.args[0]).reshape(-1)]
+
+
 class _TextLines(Stage):
     """Lines of text files, one string element each, without the line ending (TextLineDataset).
     Reads through a buffered file, so most elements cost no system call."""
 
     def __init__(self, spec, ctx):
         super().__init__(spec)
-        self.files = list(spec.attrs["filenames"])
+        self.files = _file_list(spec)
         self.f = None
 
     def pull(self):
@@ -276,9 +285,7 @@ class _Files(Stage):
 
     def __init__(self, spec, ctx):
         super().__init__(spec)
-        # The file names are an attribute, or a string tensor argument (made in a dataset function).
-        self.files = list(spec.attrs.get("filenames") or ()) or [
-            f.decode() if isinstance(f, bytes) else str(f) for f in np.asarray(spec.args[0]).reshape(-1)]
+        self.files = _file_list(spec)
         self.r = None
 
     def pull(self):

@@ -935,6 +935,17 @@ def _shape_structure(types, shapes, what):
     return walk(types, shapes)
 
 
+def _reader(op_type, filenames, what, **attrs) -> "Dataset":
+    """A file reader's dataset: the file names as an attribute (Python strings), or as its first
+    argument when they are a string tensor (a reader made in a dataset function)."""
+    if isinstance(filenames, Tensor):
+        if filenames.dtype is not dtypes.string or filenames.shape.ndims not in (0, 1, None):
+            raise TypeError(f"{what}: `filenames` must be a string scalar or vector, got {filenames!r}")
+        return Dataset._make(op_type, [], [filenames], dtypes.string, TensorShape([]), filenames=(), **attrs)
+    return Dataset._make(op_type, [], [], dtypes.string, TensorShape([]), filenames=_file_names(filenames, what),
+                         **attrs)
+
+
 def _file_names(filenames, what):
     if isinstance(filenames, (str, bytes)):
         filenames = [filenames]
@@ -953,14 +964,7 @@ class TFRecordDataset(Dataset):
     def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):
         from actorflow.tfrecord import TFRecordOptions
         kind = TFRecordOptions.get_compression_type_string(compression_type or "")
-        if isinstance(filenames, Tensor):
-            if filenames.dtype is not dtypes.string or filenames.shape.ndims not in (0, 1, None):
-                raise TypeError(f"TFRecordDataset: `filenames` must be a string scalar or vector, got {filenames!r}")
-            d = Dataset._make("TFRecordDataset", [], [filenames], dtypes.string, TensorShape([]), filenames=(),
-                              compression_type=kind)
-        else:
-            d = Dataset._make("TFRecordDataset", [], [], dtypes.string, TensorShape([]),
-                              filenames=_file_names(filenames, "TFRecordDataset"), compression_type=kind)
+        d = _reader("TFRecordDataset", filenames, "TFRecordDataset", compression_type=kind)
         super().__init__(d._variant, d._types, d._shapes)
 
 
@@ -975,25 +979,19 @@ class FixedLengthRecordDataset(Dataset):
                                       "supported")
         if int(record_bytes) <= 0:
             raise ValueError(f"record_bytes must be positive, got {record_bytes}")
-        d = Dataset._make("FixedLengthRecordDataset", [], [], dtypes.string, TensorShape([]),
-                          filenames=_file_names(filenames, "FixedLengthRecordDataset"),
-                          record_bytes=int(record_bytes), header_bytes=int(header_bytes or 0),
-                          footer_bytes=int(footer_bytes or 0))
+        d = _reader("FixedLengthRecordDataset", filenames, "FixedLengthRecordDataset",
+                    record_bytes=int(record_bytes), header_bytes=int(header_bytes or 0),
+                    footer_bytes=int(footer_bytes or 0))
         super().__init__(d._variant, d._types, d._shapes)
 
 
 class TextLineDataset(Dataset):
     """The lines of text files, one string element each without its line ending
-    (tf.data.TextLineDataset). Differs from TF: `filenames` is a Python string or list of
-    strings (not a tensor) and files are read uncompressed."""
+    (tf.data.TextLineDataset). `filenames` is a Python string, a list of them, or a string tensor
+    (a dataset function's argument). Differs from TF: files are read uncompressed."""
 
     def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):
         if compression_type:
             raise NotImplementedError(f"TextLineDataset: compression_type {compression_type!r} is not supported")
-        if isinstance(filenames, (str, bytes)):
-            filenames = [filenames]
-        names = tuple(f.decode() if isinstance(f, bytes) else str(f) for f in filenames)
-        if not names:
-            raise ValueError("TextLineDataset needs at least one file name")
-        d = Dataset._make("TextLineDataset", [], [], dtypes.string, TensorShape([]), filenames=names)
+        d = _reader("TextLineDataset", filenames, "TextLineDataset")
         super().__init__(d._variant, d._types, d._shapes)
