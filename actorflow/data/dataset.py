@@ -233,24 +233,36 @@ class Dataset:
         return Dataset._make("TensorSliceDataset", [], list(flat), _types_of(s), shapes)
 
     @staticmethod
-    def range(*args):
-        """int64 elements as Python's range(start, stop, step) (tf.data.Dataset.range)."""
+    def range(*args, output_type=dtypes.int64, name=None):
+        """Elements as Python's range(start, stop, step), int64 or `output_type`
+        (tf.data.Dataset.range)."""
         if not 1 <= len(args) <= 3:
             raise ValueError(f"range takes 1 to 3 arguments, got {len(args)}")
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
-        return Dataset._make("RangeDataset", [], [_i64(start, "start"), _i64(stop, "stop"), _i64(step, "step")],
-                             dtypes.int64, TensorShape([]))
+        ds = Dataset._make("RangeDataset", [], [_i64(start, "start"), _i64(stop, "stop"), _i64(step, "step")],
+                           dtypes.int64, TensorShape([]), name=name)
+        out = dtypes.as_dtype(output_type)
+        if out is not dtypes.int64:
+            from actorflow.graph.ops.math_ops import cast
+            ds = ds.map(lambda x: cast(x, out))
+        return ds
 
     @staticmethod
-    def zip(datasets):
+    def zip(*args, datasets=None, name=None):
         """Elements combining one element of each dataset in the nested structure `datasets`
-        (tf.data.Dataset.zip); ends with the shortest."""
+        (tf.data.Dataset.zip: `zip((a, b))`, or TF 2's `zip(a, b)`); ends with the shortest."""
+        if datasets is not None and args:
+            raise TypeError("zip takes either positional datasets or `datasets`, not both")
+        if datasets is None:
+            if not args:
+                raise TypeError("zip needs at least one dataset")
+            datasets = args[0] if len(args) == 1 else tuple(args)
         flat = nest.flatten(datasets)
         if not flat or not all(isinstance(d, Dataset) for d in flat):
             raise TypeError(f"zip takes a nested structure of datasets, got {datasets!r:.100}")
         types = nest.map_structure(lambda d: d._types, datasets)
         shapes = nest.map_structure(lambda d: d._shapes, datasets)
-        return Dataset._make("ZipDataset", flat, [], types, shapes)
+        return Dataset._make("ZipDataset", flat, [], types, shapes, name=name)
 
     @staticmethod
     def from_generator(generator, output_types, output_shapes=None, args=None):
@@ -277,7 +289,7 @@ class Dataset:
     def _trace(self, fn, what):
         return _trace_fn(fn, what, self._types, self._shapes, self._inner)
 
-    def map(self, map_func, num_parallel_calls=None):
+    def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None):
         """Applies `map_func` to each element (tf.data.Dataset.map). `map_func` is traced once into
         a graph function; a top-level tuple element is passed as positional arguments. With
         `num_parallel_calls` (or AUTOTUNE: the number of cores), that many elements are mapped
@@ -287,16 +299,16 @@ class Dataset:
             raise TypeError("map: the function returned a dataset; use flat_map or interleave")
         types, shapes = _types_of(f.structure), _shapes_of(f.structure)
         if num_parallel_calls is None:
-            return Dataset._make("MapDataset", [self], [], types, shapes, f=f)
+            return Dataset._make("MapDataset", [self], [], types, shapes, f=f, name=name)
         n = convert_to_tensor(num_parallel_calls, dtype=dtypes.int32, name="num_parallel_calls") \
             if not isinstance(num_parallel_calls, Tensor) else num_parallel_calls
-        return Dataset._make("ParallelMapDataset", [self], [n], types, shapes, f=f)
+        return Dataset._make("ParallelMapDataset", [self], [n], types, shapes, f=f, name=name)
 
-    def filter(self, predicate):
+    def filter(self, predicate, name=None):
         """Keeps the elements for which `predicate` returns True (a scalar bool tensor)."""
         f = self._trace(predicate, "filter")
         _check_predicate(f, "filter")
-        return Dataset._make("FilterDataset", [self], [], self._types, self._shapes, predicate=f)
+        return Dataset._make("FilterDataset", [self], [], self._types, self._shapes, predicate=f, name=name)
 
     def _dataset_fn(self, fn, what):
         f = self._trace(fn, what)
@@ -304,12 +316,13 @@ class Dataset:
             raise TypeError(f"{what}: the function must return a Dataset, got {f.structure!r:.100}")
         return f, f.structure
 
-    def flat_map(self, map_func):
+    def flat_map(self, map_func, name=None):
         """Maps each element to a dataset and flattens them in order (tf.data.Dataset.flat_map)."""
         f, inner = self._dataset_fn(map_func, "flat_map")
-        return Dataset._make("FlatMapDataset", [self], [], inner._types, inner._shapes, f=f)
+        return Dataset._make("FlatMapDataset", [self], [], inner._types, inner._shapes, f=f, name=name)
 
-    def interleave(self, map_func, cycle_length=AUTOTUNE, block_length=1, num_parallel_calls=None):
+    def interleave(self, map_func, cycle_length=AUTOTUNE, block_length=1, num_parallel_calls=None,
+                   deterministic=None, name=None):
         """Maps elements to datasets and interleaves them: `cycle_length` open at once,
         `block_length` consecutive elements from each in turn (tf.data.Dataset.interleave).
         `num_parallel_calls` is accepted; the datasets are read in turn, not concurrently."""
@@ -319,9 +332,9 @@ class Dataset:
             cycle_length = os.cpu_count() or 2
         return Dataset._make("InterleaveDataset", [self], [_i64(cycle_length, "cycle_length"),
                                                            _i64(block_length, "block_length")],
-                             inner._types, inner._shapes, f=f)
+                             inner._types, inner._shapes, f=f, name=name)
 
-    def batch(self, batch_size, drop_remainder=False):
+    def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None, deterministic=None, name=None):
         """Stacks `batch_size` consecutive elements (tf.data.Dataset.batch). The static batch
         dimension is None unless `drop_remainder` is True and the size is a constant."""
         from actorflow.graph.ops.infer import constant_value
@@ -331,9 +344,9 @@ class Dataset:
         static = constant_value(bs)
         dim = int(static) if drop_remainder is True and static is not None else None
         shapes = nest.map_structure(lambda s: TensorShape([dim]).concatenate(s), self._shapes)
-        return Dataset._make("BatchDataset", [self], [bs, drop], self._types, shapes)
+        return Dataset._make("BatchDataset", [self], [bs, drop], self._types, shapes, name=name)
 
-    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None, drop_remainder=False):
+    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None, drop_remainder=False, name=None):
         """Batches elements padded to `padded_shapes` (None dimensions: the batch's largest) with
         `padding_values` (default 0) (tf.data.Dataset.padded_batch)."""
         from actorflow.graph.ops.infer import constant_value
@@ -363,9 +376,10 @@ class Dataset:
         static = constant_value(bs)
         dim = int(static) if drop_remainder is True and static is not None else None
         shapes = nest.map_structure(lambda p: TensorShape([dim]).concatenate(p), pshapes)
-        return Dataset._make("PaddedBatchDataset", [self], [bs, drop, *flat_shapes, *flat_vals], self._types, shapes)
+        return Dataset._make("PaddedBatchDataset", [self], [bs, drop, *flat_shapes, *flat_vals], self._types, shapes,
+                             name=name)
 
-    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None):
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None, name=None):
         """Shuffles with a buffer of `buffer_size` elements (tf.data.Dataset.shuffle): each
         output is a random element of the buffer, replaced by the next input. With a seed (op or
         graph level) the order is reproducible; `reshuffle_each_iteration` (default True) draws a
@@ -375,37 +389,37 @@ class Dataset:
         reshuffle = True if reshuffle_each_iteration is None else bool(reshuffle_each_iteration)
         return Dataset._make("ShuffleDataset", [self], [_i64(buffer_size, "buffer_size"), _i64(s1 or 0, "seed"),
                                                        _i64(s2 or 0, "seed2")],
-                             self._types, self._shapes, reshuffle_each_iteration=reshuffle)
+                             self._types, self._shapes, reshuffle_each_iteration=reshuffle, name=name)
 
-    def repeat(self, count=None):
+    def repeat(self, count=None, name=None):
         """Repeats the dataset `count` times, forever when None or -1 (tf.data.Dataset.repeat).
         An epoch with no element ends an endless repeat, as in TF."""
         return Dataset._make("RepeatDataset", [self], [_i64(-1 if count is None else count, "count")],
-                             self._types, self._shapes)
+                             self._types, self._shapes, name=name)
 
-    def take(self, count):
+    def take(self, count, name=None):
         """The first `count` elements (all when -1) (tf.data.Dataset.take)."""
-        return Dataset._make("TakeDataset", [self], [_i64(count, "count")], self._types, self._shapes)
+        return Dataset._make("TakeDataset", [self], [_i64(count, "count")], self._types, self._shapes, name=name)
 
-    def skip(self, count):
+    def skip(self, count, name=None):
         """All but the first `count` elements (none when -1) (tf.data.Dataset.skip)."""
-        return Dataset._make("SkipDataset", [self], [_i64(count, "count")], self._types, self._shapes)
+        return Dataset._make("SkipDataset", [self], [_i64(count, "count")], self._types, self._shapes, name=name)
 
-    def prefetch(self, buffer_size):
+    def prefetch(self, buffer_size, name=None):
         """Prepares up to `buffer_size` elements ahead of their use, concurrently with the steps
         that consume them (tf.data.Dataset.prefetch); AUTOTUNE is a fixed buffer of 4. The buffer
         never holds more than `buffer_size` elements: its producer pulls only when there is room."""
         return Dataset._make("PrefetchDataset", [self], [_i64(buffer_size, "buffer_size")],
-                             self._types, self._shapes)
+                             self._types, self._shapes, name=name)
 
-    def cache(self, filename=""):
+    def cache(self, filename="", name=None):
         """Keeps the elements of the first complete pass in memory and replays them in later
         epochs (tf.data.Dataset.cache). Differs from TF: only the in-memory cache (filename "")."""
         if filename:
             raise NotImplementedError("cache(filename): only the in-memory cache (filename='') is supported")
-        return Dataset._make("CacheDataset", [self], [], self._types, self._shapes)
+        return Dataset._make("CacheDataset", [self], [], self._types, self._shapes, name=name)
 
-    def concatenate(self, dataset):
+    def concatenate(self, dataset, name=None):
         """This dataset's elements, then `dataset`'s (tf.data.Dataset.concatenate); the element
         types must match, shapes become the most specific both have."""
         if not isinstance(dataset, Dataset):
@@ -417,9 +431,9 @@ class Dataset:
         if _flat(self._types) != _flat(dataset._types):
             raise TypeError(f"concatenate: element types {self._types} and {dataset._types} differ")
         shapes = nest.map_structure(_merge_shapes, self._shapes, dataset._shapes)
-        return Dataset._make("ConcatenateDataset", [self, dataset], [], self._types, shapes)
+        return Dataset._make("ConcatenateDataset", [self, dataset], [], self._types, shapes, name=name)
 
-    def enumerate(self, start=0):
+    def enumerate(self, start=0, name=None):
         """(index, element) pairs, the index an int64 counting from `start` (tf.data.Dataset.enumerate)."""
         return Dataset.zip((Dataset.range(start, np.iinfo(np.int64).max), self))
 
@@ -431,7 +445,7 @@ class Dataset:
         return out
 
     # -- the TF-1.x breadth: unbatch, shard, window, scan, reduce, grouping, sampling ----------------
-    def unbatch(self):
+    def unbatch(self, name=None):
         """Splits each element into its rows along the first dimension (tf.data.Dataset.unbatch);
         every component of an element must have the same first dimension."""
         batch = None
@@ -445,17 +459,17 @@ class Dataset:
             batch = d if d is not None else batch
         shapes = nest.map_structure(lambda s: TensorShape(None) if s.dims is None else TensorShape(s.dims[1:]),
                                     self._shapes)
-        return Dataset._make("UnbatchDataset", [self], [], self._types, shapes)
+        return Dataset._make("UnbatchDataset", [self], [], self._types, shapes, name=name)
 
-    def shard(self, num_shards, index):
+    def shard(self, num_shards, index, name=None):
         """Every `num_shards`-th element, starting with the `index`-th (tf.data.Dataset.shard)."""
         for what, v in (("num_shards", num_shards), ("index", index)):
             if not isinstance(v, (Tensor, int, np.integer)):
                 raise TypeError(f"shard: `{what}` must be an integer, got {v!r}")
         return Dataset._make("ShardDataset", [self], [_i64(num_shards, "num_shards"), _i64(index, "index")],
-                             self._types, self._shapes)
+                             self._types, self._shapes, name=name)
 
-    def window(self, size, shift=None, stride=1, drop_remainder=False):
+    def window(self, size, shift=None, stride=1, drop_remainder=False, name=None):
         """Windows of `size` elements, `stride` apart within a window, a window starting every
         `shift` elements (default `size`) (tf.data.Dataset.window). Each element is a structure of
         datasets, one per component, to be consumed by a `flat_map` or `interleave` function
@@ -467,7 +481,7 @@ class Dataset:
         types = nest.map_structure(lambda _: dtypes.variant, self._types)
         shapes = nest.map_structure(lambda _: TensorShape([]), self._types)
         out = Dataset._make("WindowDataset", [self], [_i64(size, "size"), _i64(shift, "shift"),
-                                                      _i64(stride, "stride"), drop], types, shapes)
+                                                      _i64(stride, "stride"), drop], types, shapes, name=name)
         out._inner = nest.map_structure(lambda t, s: _Inner(t, TensorShape(None) if s.dims is None else s),
                                         self._types, self._shapes)
         return out
@@ -509,44 +523,44 @@ class Dataset:
             s_shapes = relaxed
         raise ValueError(f"{what}: the state's shapes do not settle")
 
-    def scan(self, initial_state, scan_func):
+    def scan(self, initial_state, scan_func, name=None):
         """Carries a state through the elements: `scan_func(state, element)` returns
         `(new_state, output_element)` (tf.data.Dataset.scan; tf.data.experimental.scan)."""
         f, state, elem = self._trace_state(initial_state, scan_func, "scan", True)
         return Dataset._make("ScanDataset", [self], list(_flat(state)), _types_of(elem), _shapes_of(elem), f=f,
-                             n_state=len(_flat(state)))
+                             n_state=len(_flat(state)), name=name)
 
-    def reduce(self, initial_state, reduce_func):
+    def reduce(self, initial_state, reduce_func, name=None):
         """The final state of `reduce_func(state, element)` over all elements, as tensors
         (tf.data.Dataset.reduce)."""
         f, state, _ = self._trace_state(initial_state, reduce_func, "reduce", False)
         ds = Dataset._make("ScanDataset", [self], list(_flat(state)), _types_of(state),
                            _shapes_of(f.structure), f=f, n_state=len(_flat(state)), final_only=True,
                            name="ReduceDataset")
-        return ds.get_single_element()
+        return ds.get_single_element(name=name)
 
-    def take_while(self, predicate):
+    def take_while(self, predicate, name=None):
         """The elements up to the first for which `predicate` is False (tf.data.Dataset.take_while)."""
         f = self._trace(predicate, "take_while")
         _check_predicate(f, "take_while")
-        return Dataset._make("TakeWhileDataset", [self], [], self._types, self._shapes, predicate=f)
+        return Dataset._make("TakeWhileDataset", [self], [], self._types, self._shapes, predicate=f, name=name)
 
-    def unique(self):
+    def unique(self, name=None):
         """Each distinct element once, in order of first occurrence (tf.data.Dataset.unique); the
         elements must be scalar or vector... as TF: one component of int32, int64 or string."""
         flat = _flat(self._types)
         if len(flat) != 1 or flat[0] not in (dtypes.int32, dtypes.int64, dtypes.string):
             raise TypeError(f"unique (dataset op 'UniqueDataset'): only a single component of type int32, int64 "
                             f"or string is supported, got {self._types}")
-        return Dataset._make("UniqueDataset", [self], [], self._types, self._shapes)
+        return Dataset._make("UniqueDataset", [self], [], self._types, self._shapes, name=name)
 
-    def ignore_errors(self, log_warning=False):
+    def ignore_errors(self, log_warning=False, name=None):
         """Drops the elements whose production fails (tf.data.Dataset.ignore_errors;
         tf.data.experimental.ignore_errors)."""
         return Dataset._make("IgnoreErrorsDataset", [self], [], self._types, self._shapes,
-                             log_warning=bool(log_warning))
+                             log_warning=bool(log_warning), name=name)
 
-    def group_by_window(self, key_func, reduce_func, window_size=None, window_size_func=None):
+    def group_by_window(self, key_func, reduce_func, window_size=None, window_size_func=None, name=None):
         """Groups elements by `key_func` (an int64 scalar); each group of its window size, and at
         the end each group left in key order, becomes `reduce_func(key, group_dataset)`, whose
         elements are the output (tf.data.Dataset.group_by_window)."""
@@ -575,11 +589,11 @@ class Dataset:
             raise TypeError(f"group_by_window: `reduce_func` must return a Dataset, got {rf.structure!r:.100}")
         inner = rf.structure
         return Dataset._make("GroupByWindowDataset", [self], [], inner._types, inner._shapes, key_func=kf,
-                             reduce_func=rf, window_size_func=wf)
+                             reduce_func=rf, window_size_func=wf, name=name)
 
     def bucket_by_sequence_length(self, element_length_func, bucket_boundaries, bucket_batch_sizes,
                                   padded_shapes=None, padding_values=None, pad_to_bucket_boundary=False,
-                                  no_padding=False, drop_remainder=False):
+                                  no_padding=False, drop_remainder=False, name=None):
         """Batches elements of similar length (`element_length_func`) together: bucket i holds
         lengths in [boundaries[i-1], boundaries[i]) and is batched by `bucket_batch_sizes[i]`,
         padded (tf.data.Dataset.bucket_by_sequence_length; the same group_by_window program as
@@ -617,16 +631,16 @@ class Dataset:
             return element_to_bucket_id(*args)
         return self.group_by_window(key, batching_fn, window_size_func=window_size_fn)
 
-    def get_single_element(self):
+    def get_single_element(self, name=None):
         """The only element of this dataset, as tensors; running it fails with
         InvalidArgumentError when the dataset is empty or has more than one element
         (tf.data.Dataset.get_single_element; tf.data.experimental.get_single_element)."""
-        res, op = _whole_dataset_op(self, "DatasetToSingleElement", [], output_types=_flat(self._types),
+        res, op = _whole_dataset_op(self, "DatasetToSingleElement", [], name=name, output_types=_flat(self._types),
                                     output_shapes=tuple(as_shape(s) for s in _flat(self._shapes)))
         outs = op.outputs
         return nest.pack_sequence_as(self._types, list(outs))
 
-    def rejection_resample(self, class_func, target_dist, initial_dist=None, seed=None):
+    def rejection_resample(self, class_func, target_dist, initial_dist=None, seed=None, name=None):
         """Resamples the elements so that their classes (`class_func`, an int scalar) follow
         `target_dist`, estimating the input's class distribution (from batches of 32) unless
         `initial_dist` gives it; elements are `(class, element)` (tf.data.Dataset.rejection_resample;
@@ -704,17 +718,17 @@ class Dataset:
         return self.filter(predicate)
 
     @staticmethod
-    def random(seed=None, rerandomize_each_iteration=None):
+    def random(seed=None, rerandomize_each_iteration=None, name=None):
         """int64 elements, each uniform in [0, 2**32) (tf.data.Dataset.random): TF's numbers for the
         same seeds (one word of the Philox stream each). The seeds come from `get_seed(seed)` as in
         TF; `rerandomize_each_iteration` draws a new sequence for each epoch of a later `repeat`."""
         from actorflow.graph.ops.random_ops import get_seed
         s1, s2 = get_seed(seed)
         return Dataset._make("RandomDataset", [], [_i64(s1 or 0, "seed"), _i64(s2 or 0, "seed2")], dtypes.int64,
-                             TensorShape([]), rerandomize_each_iteration=bool(rerandomize_each_iteration))
+                             TensorShape([]), rerandomize_each_iteration=bool(rerandomize_each_iteration), name=name)
 
     @staticmethod
-    def counter(start=0, step=1, dtype=dtypes.int64):
+    def counter(start=0, step=1, dtype=dtypes.int64, name=None):
         """start, start + step, ... without end (tf.data.Dataset.counter; tf.data.experimental.Counter),
         as TF builds it: a scan over an endless repeat."""
         from actorflow.graph.ops.constant import constant
@@ -877,13 +891,13 @@ def _check_key(f, what):
         raise ValueError(f"{what}: `key_func` must return a single tf.int64 scalar tensor, got {f.structure!r:.100}")
 
 
-def _whole_dataset_op(dataset, op_type, args, **attrs):
+def _whole_dataset_op(dataset, op_type, args, name=None, **attrs):
     """An op of `op_type` that runs all of `dataset` on a pipeline of its own (get_single_element,
     TFRecordWriter.write), through an iterator resource of its own."""
     res = ops.IteratorV2(output_types=_flat(dataset._types),
                          output_shapes=tuple(as_shape(s) for s in _flat(dataset._shapes)),
                          shared_name="", container="", name=f"{op_type}Iterator")
-    out = getattr(ops, op_type)(res, dataset._variant, *args, name=op_type, **attrs)
+    out = getattr(ops, op_type)(res, dataset._variant, *args, name=name or op_type, **attrs)
     op = out[0].op if isinstance(out, (list, tuple)) and out else (out.op if isinstance(out, Tensor) else out)
     op.attrs["op_name"] = op.name
     return res, op
