@@ -191,3 +191,13 @@ def test_tfrecord_example_pipelines_match_tensorflow():
     want = _TF["examples"]
     for name in want:
         assert got[name] == want[name], name
+
+
+def test_structure_and_variant_round_trip():
+    ds = Dataset.from_tensor_slices((np.arange(3), np.ones((3, 2), np.float32)))
+    spec = E.get_structure(ds)
+    assert spec == ((af.int64, af.TensorShape([])), (af.float32, af.TensorShape([2])))
+    again = E.from_variant(E.to_variant(ds), spec)
+    assert [int(a) for a, _ in again.as_numpy_iterator()] == [0, 1, 2]
+    it = af.data.make_one_shot_iterator(ds)
+    assert E.get_structure(it) == spec

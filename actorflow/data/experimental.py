@@ -28,7 +28,7 @@ __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutoShard
            "ignore_errors", "enumerate_dataset", "get_single_element", "choose_from_datasets",
            "sample_from_datasets", "Counter", "TFRecordWriter", "prefetch_to_device", "copy_to_device", "Reducer",
            "group_by_reducer", "RandomDataset", "Optional", "get_next_as_optional", "CsvDataset", "make_csv_dataset", "rejection_resample",
-           "get_structure", "parse_example_dataset", "make_batched_features_dataset"]
+           "get_structure", "parse_example_dataset", "make_batched_features_dataset", "to_variant", "from_variant"]
 
 
 def cardinality(dataset):
@@ -537,3 +537,20 @@ def make_batched_features_dataset(file_pattern, batch_size, features, reader=Non
                              f"of the `features` keys: {list(features)}")
         dataset = dataset.map(lambda x: (x, x.pop(label_key)))
     return dataset.prefetch(AUTOTUNE if prefetch_buffer_size is None else prefetch_buffer_size)
+
+
+def to_variant(dataset):
+    """The dataset's variant tensor (tf.data.experimental.to_variant)."""
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"to_variant: expected a tf.data.Dataset, got {type(dataset).__name__}")
+    return dataset._variant
+
+
+def from_variant(variant, structure):
+    """The dataset whose variant tensor is `variant` and whose elements have `structure`: (dtype,
+    shape) pairs or TensorSpecs as get_structure gives (tf.data.experimental.from_variant)."""
+    from actorflow.data.optional import _split_spec
+    if not isinstance(variant, Tensor) or variant.dtype is not dtypes.variant:
+        raise TypeError(f"from_variant: expected a variant tensor, got {variant!r}")
+    types, shapes = _split_spec(structure)
+    return Dataset(variant, types, shapes)
