@@ -1320,6 +1320,9 @@ class _Unique(_OneUp):
     """Each distinct element once, at its first occurrence (UniqueDataset)."""
 
     def __init__(self, spec, ctx):
+        if len(spec.attrs["output_types"]) != 1:
+            raise errors.InvalidArgumentError(spec.name, None, f"UniqueDataset only supports inputs with a single "
+                                                               f"component. (dataset op '{spec.name}')")
         super().__init__(spec, ctx)
         self.seen: set = set()
 
@@ -1327,7 +1330,11 @@ class _Unique(_OneUp):
         if e is END:
             return END
         v = e[0]
-        key = v if isinstance(v, bytes) else np.asarray(v).item()
+        if isinstance(v, bytes):
+            key = v
+        else:
+            a = np.asarray(v)
+            key = (a.shape, tuple(a.ravel().tolist()) if a.dtype == object else a.tobytes())
         if key in self.seen:
             return None
         self.seen.add(key)

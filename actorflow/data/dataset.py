@@ -547,11 +547,12 @@ class Dataset:
 
     def unique(self, name=None):
         """Each distinct element once, in order of first occurrence (tf.data.Dataset.unique); the
-        elements must be scalar or vector... as TF: one component of int32, int64 or string."""
-        flat = _flat(self._types)
-        if len(flat) != 1 or flat[0] not in (dtypes.int32, dtypes.int64, dtypes.string):
-            raise TypeError(f"unique (dataset op 'UniqueDataset'): only a single component of type int32, int64 "
-                            f"or string is supported, got {self._types}")
+        elements must be int32, int64 or string, of one component (a dataset of more fails when it
+        runs, as TF's)."""
+        for t in _flat(self._types):
+            if t not in (dtypes.int32, dtypes.int64, dtypes.string):
+                raise TypeError(f"unique: `tf.data.Dataset.unique` does not support type {t.name} -- only "
+                                f"`tf.int32`, `tf.int64`, and `tf.string` are supported")
         return Dataset._make("UniqueDataset", [self], [], self._types, self._shapes, name=name)
 
     def ignore_errors(self, log_warning=False, name=None):
