@@ -773,10 +773,23 @@ class Dataset:
             if weights is None:
                 logit_values = np.ones((1, len(datasets)), np.float32)
                 logit_dtype = dtypes.float32
+            elif isinstance(weights, Tensor):
+                # A tensor is used as it is (TF drops zero weights only from a Python list); its value
+                # is embedded in the selector function, which cannot capture tensors.
+                from actorflow.graph.ops.infer import constant_value
+                if not weights.shape.is_compatible_with([len(datasets)]):
+                    raise ValueError(f"sample_from_datasets: the shape of `weights` should be compatible with "
+                                     f"`[len(datasets)]` but is {weights.shape}")
+                if weights.dtype not in (dtypes.float32, dtypes.float64):
+                    raise TypeError(f"sample_from_datasets: `weights` type must be either tf.float32 or "
+                                    f"tf.float64 but is {weights.dtype.name}")
+                w = constant_value(weights)
+                if w is None:
+                    raise ValueError("sample_from_datasets: `weights` must be a constant tensor, a list or a dataset")
+                logit_dtype = weights.dtype
+                with np.errstate(divide="ignore"):
+                    logit_values = np.log(np.asarray(w, dtype=weights.dtype.np))[None, :]
             else:
-                if isinstance(weights, Tensor):
-                    raise TypeError("sample_from_datasets: `weights` as a graph tensor cannot be used inside the "
-                                    "selector function here; pass a list or numpy array")
                 # As TF's convert_to_tensor: a list of Python floats is float32, a numpy array keeps its dtype.
                 w = np.asarray(weights)
                 if not isinstance(weights, np.ndarray) and w.dtype == np.float64:
