@@ -9,10 +9,13 @@ from actorflow.data.dataset import AUTOTUNE, Dataset, _whole_dataset_op
 from actorflow.data.optional import Optional, get_next_as_optional
 from actorflow.data.options import (
     INFINITE_CARDINALITY,
+    SHARD_HINT,
     UNKNOWN_CARDINALITY,
     AutoShardPolicy,
+    AutotuneAlgorithm,
     AutotuneOptions,
     DistributeOptions,
+    ExternalStatePolicy,
     OptimizationOptions,
     ThreadingOptions,
 )
@@ -28,7 +31,8 @@ __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutoShard
            "ignore_errors", "enumerate_dataset", "get_single_element", "choose_from_datasets",
            "sample_from_datasets", "Counter", "TFRecordWriter", "prefetch_to_device", "copy_to_device", "Reducer",
            "group_by_reducer", "RandomDataset", "Optional", "get_next_as_optional", "CsvDataset", "make_csv_dataset", "rejection_resample",
-           "get_structure", "parse_example_dataset", "make_batched_features_dataset", "to_variant", "from_variant"]
+           "get_structure", "parse_example_dataset", "make_batched_features_dataset", "to_variant", "from_variant",
+           "SHARD_HINT", "AutotuneAlgorithm", "ExternalStatePolicy", "from_list"]
 
 
 def cardinality(dataset):
@@ -554,3 +558,27 @@ def from_variant(variant, structure):
         raise TypeError(f"from_variant: expected a variant tensor, got {variant!r}")
     types, shapes = _split_spec(structure)
     return Dataset(variant, types, shapes)
+
+
+def from_list(elements):
+    """A dataset of `elements`, a non-empty list of values of one structure
+    (tf.data.experimental.from_list): their slices when their shapes agree, else one
+    from_tensors each, concatenated (static shapes then keep what all elements share)."""
+    from actorflow.data.dataset import _normalize, _shapes_of
+    if not isinstance(elements, (list, tuple)) or not elements:
+        raise ValueError("from_list: `elements` must be a non-empty list")
+    values = [_normalize(e) for e in elements]
+    for v in values[1:]:
+        try:
+            nest.assert_same_structure(values[0], v)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"from_list: the elements' structures differ: {e}") from None
+    flat_shapes = [tuple(nest.flatten(_shapes_of(v))) for v in values]
+    if all(s == flat_shapes[0] and all(x.is_fully_defined() for x in s) for s in flat_shapes):
+        from actorflow.graph.ops.array_ops import stack
+        stacked = nest.map_structure(lambda *xs: stack(list(xs)), *values)
+        return Dataset.from_tensor_slices(stacked)
+    out = Dataset.from_tensors(values[0])
+    for v in values[1:]:
+        out = out.concatenate(Dataset.from_tensors(v))
+    return out
