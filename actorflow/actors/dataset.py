@@ -547,7 +547,8 @@ def _stack(parts, dt, index, spec):
     if dt.kind == "O":
         out = np.empty((len(parts),) + np.shape(parts[0]), dtype=object)
         for j, p in enumerate(parts):
-            out[j] = p
+            # A scalar string may come as a 0-d object array (a function's output): store its bytes.
+            out[j] = p[()] if type(p) is np.ndarray and p.ndim == 0 else p
         return out
     try:
         return np.stack(parts).astype(dt, copy=False)

@@ -32,7 +32,8 @@ __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutoShard
            "sample_from_datasets", "Counter", "TFRecordWriter", "prefetch_to_device", "copy_to_device", "Reducer",
            "group_by_reducer", "RandomDataset", "Optional", "get_next_as_optional", "CsvDataset", "make_csv_dataset", "rejection_resample",
            "get_structure", "parse_example_dataset", "make_batched_features_dataset", "to_variant", "from_variant",
-           "SHARD_HINT", "AutotuneAlgorithm", "ExternalStatePolicy", "from_list"]
+           "SHARD_HINT", "AutotuneAlgorithm", "ExternalStatePolicy", "from_list", "DatasetInitializer",
+           "table_from_dataset", "index_table_from_dataset"]
 
 
 def cardinality(dataset):
@@ -582,3 +583,91 @@ def from_list(elements):
     for v in values[1:]:
         out = out.concatenate(Dataset.from_tensors(v))
     return out
+
+
+def _check_key_value_dataset(dataset):
+    base = ("Datasets used to initialize lookup tables must produce elements in the form (key, value), where the "
+            "keys and values are scalar tensors. ")
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"expected a tf.data.Dataset, got {type(dataset).__name__}")
+    types, shapes = dataset._types, dataset._shapes
+    if not isinstance(types, tuple) or len(types) != 2 or isinstance(types[0], (tuple, dict)) or isinstance(
+            types[1], (tuple, dict)):
+        raise ValueError(base + f"However, the given dataset produces elements of {types}")
+    for what, s in (("key", shapes[0]), ("value", shapes[1])):
+        if s.ndims not in (None, 0):
+            raise ValueError(base + f"However, the given dataset produces non-scalar {what} Tensors of rank "
+                                    f"{s.ndims}.")
+
+
+class DatasetInitializer:
+    """Fills a lookup table from a dataset of (key, value) scalar pairs
+    (tf.data.experimental.DatasetInitializer): its op runs the whole dataset, as TF's
+    InitializeTableFromDataset does, and adds itself to the table initializers."""
+
+    def __init__(self, dataset):
+        _check_key_value_dataset(dataset)
+        self.dataset = dataset
+        self._key_dtype, self._value_dtype = dataset._types
+
+    @property
+    def key_dtype(self):
+        return self._key_dtype
+
+    @property
+    def value_dtype(self):
+        return self._value_dtype
+
+    def initialize(self, table):
+        """The op that fills `table` with the dataset's pairs."""
+        from actorflow.graph.graph import GraphKeys, add_to_collection
+        from actorflow.graph.ops.lookup_ops import InitializeTableV2
+        if (table.key_dtype, table.value_dtype) != (self._key_dtype, self._value_dtype):
+            raise TypeError(f"DatasetInitializer: the table maps {table.key_dtype.name} to {table.value_dtype.name}, "
+                            f"the dataset gives {self._key_dtype.name} to {self._value_dtype.name}")
+        # All pairs as two vectors: one batch of everything, or two empty vectors for an empty dataset.
+        empty = Dataset.from_tensors(tuple(convert_to_tensor(np.zeros([0], dtype=t.np), dtype=t)
+                                           for t in (self._key_dtype, self._value_dtype)))
+        keys, values = self.dataset.batch(np.iinfo(np.int64).max).concatenate(empty).take(1).get_single_element()
+        op = InitializeTableV2(table.resource_handle, keys, values, name="table_init")
+        add_to_collection(GraphKeys.TABLE_INITIALIZERS, op)
+        return op
+
+
+def table_from_dataset(dataset=None, num_oov_buckets=0, vocab_size=None, default_value=None, hasher_spec=None,
+                       key_dtype=dtypes.string, name=None):
+    """A lookup table from a dataset of (key, value) scalars (tf.data.experimental.table_from_dataset):
+    a StaticHashTable with `default_value` (-1 for numeric values), or with `num_oov_buckets` a
+    StaticVocabularyTable hashing unknown keys after the vocabulary (TF's fasthash ids).
+    `vocab_size` keeps the first that many pairs and checks that there are so many."""
+    from actorflow.graph.ops.lookup_ops import StaticHashTable, StaticVocabularyTable
+    _check_key_value_dataset(dataset)
+    value_dtype = dataset._types[1]
+    if default_value is None:
+        if not (value_dtype.is_integer or value_dtype.is_floating):
+            raise ValueError(f"`default_value` must be specified when creating a table from a dataset that produces "
+                             f"values of type {value_dtype.name}.")
+        default_value = -1
+    if num_oov_buckets < 0:
+        raise ValueError(f"`num_oov_buckets` must be greater than or equal to 0, got {num_oov_buckets}.")
+    if vocab_size is not None and not isinstance(vocab_size, Tensor) and vocab_size < 1:
+        raise ValueError(f"`vocab_size` must be greater than 0, got {vocab_size}.")
+    key_dtype = dtypes.as_dtype(key_dtype)
+    if not key_dtype.is_integer and key_dtype is not dtypes.string:
+        raise TypeError(f"`key_dtype` must be either an integer or string type, but got {key_dtype.name}")
+    if hasher_spec is not None and getattr(hasher_spec, "hasher", "fasthash") != "fasthash":
+        raise NotImplementedError("table_from_dataset: only the default fasthash hasher_spec is supported")
+    if vocab_size is not None:
+        dataset = dataset.take(vocab_size).apply(assert_cardinality(vocab_size))
+    init = DatasetInitializer(dataset)
+    if num_oov_buckets:
+        return StaticVocabularyTable(init, num_oov_buckets, lookup_key_dtype=key_dtype, name=name)
+    return StaticHashTable(init, default_value, name=name)
+
+
+def index_table_from_dataset(dataset=None, num_oov_buckets=0, vocab_size=None, default_value=-1, hasher_spec=None,
+                             key_dtype=dtypes.string, name=None):
+    """A table mapping each key of `dataset` (scalars) to its position
+    (tf.data.experimental.index_table_from_dataset); see table_from_dataset."""
+    return table_from_dataset(dataset.enumerate().map(lambda v, k: (k, v)), num_oov_buckets, vocab_size,
+                              default_value, hasher_spec, key_dtype, name)
