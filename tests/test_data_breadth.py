@@ -201,3 +201,8 @@ def test_structure_and_variant_round_trip():
     assert [int(a) for a, _ in again.as_numpy_iterator()] == [0, 1, 2]
     it = af.data.make_one_shot_iterator(ds)
     assert E.get_structure(it) == spec
+
+
+def test_sql_dataset_matches_tensorflow(tmp_path):
+    got = _CASES.run_sql_cases(af, str(tmp_path), af.nest.flatten)
+    assert got == _TF["sql"]

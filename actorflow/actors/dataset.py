@@ -1686,6 +1686,61 @@ def _dtype_name(dt):
     return {"int32": "int32", "int64": "int64", "float32": "float", "float64": "double"}.get(dt.name, dt.name)
 
 
+class _Sql(Stage):
+    """The rows of an SQL query, one tuple of scalars each (SqlDataset; the sqlite driver, as TF's
+    only one): each column converted to its output type."""
+
+    def __init__(self, spec, ctx):
+        import sqlite3
+        super().__init__(spec)
+        driver, source, query = (_scalar_str(a) for a in spec.args[:3])
+        if driver != "sqlite":
+            raise errors.InvalidArgumentError(spec.name, None, f"The database type, {driver}, is not supported by "
+                                                               f"SqlDataset. The set of supported databases is: "
+                                                               f"{{'sqlite'}}. (dataset op '{spec.name}')")
+        self.types = [np.dtype(t) for t in spec.attrs["output_types"]]
+        try:
+            self.db = sqlite3.connect(f"file:{source}?mode=ro", uri=True, check_same_thread=False)
+            self.cursor = self.db.execute(query)
+        except sqlite3.Error as e:
+            raise errors.InvalidArgumentError(spec.name, None, f"SQLite error: {e} (query {query!r} on {source}; "
+                                                               f"dataset op '{spec.name}')") from None
+        n = len(self.cursor.description or ())
+        if n != len(self.types):
+            self.close()
+            raise errors.InvalidArgumentError(spec.name, None, f"The number of columns in query ({n}) must match "
+                                                               f"the number of elements in output_types "
+                                                               f"({len(self.types)}). (dataset op '{spec.name}')")
+
+    def pull(self):
+        if self.cursor is None:
+            return END
+        row = self.cursor.fetchone()
+        if row is None:
+            self.close()
+            return END
+        out = []
+        for i, (v, dt) in enumerate(zip(row, self.types)):
+            if dt.kind == "O":
+                out.append(v if isinstance(v, bytes) else str("" if v is None else v).encode())
+            elif dt.kind == "b":
+                out.append(np.bool_(bool(v)))
+            else:
+                try:
+                    out.append(dt.type(0 if v is None else v))
+                except (TypeError, ValueError, OverflowError):
+                    raise errors.InvalidArgumentError(
+                        self.spec.name, None, f"column {i} value {v!r} is not a valid {dt.name} (dataset op "
+                                              f"'{self.spec.name}')") from None
+        return tuple(out)
+
+    def close(self):
+        if self.cursor is not None:
+            self.cursor.close()
+            self.db.close()
+        self.cursor = None
+
+
 _STAGES = {
     "TensorDataset": _Tensors, "TensorSliceDataset": _Slices, "RangeDataset": _Range,
     "GeneratorDataset": _Generator, "TextLineDataset": _TextLines, "MapDataset": _Map,
@@ -1698,7 +1753,7 @@ _STAGES = {
     "ScanDataset": _Scan, "TakeWhileDataset": _TakeWhile, "UniqueDataset": _Unique,
     "IgnoreErrorsDataset": _IgnoreErrors, "AssertCardinalityDataset": _AssertCardinality, "RandomDataset": _Random,
     "DirectedInterleaveDataset": _DirectedInterleave, "GroupByWindowDataset": _GroupByWindow,
-    "GroupByReducerDataset": _GroupByReducer, "CsvDataset": _Csv,
+    "GroupByReducerDataset": _GroupByReducer, "CsvDataset": _Csv, "SqlDataset": _Sql,
 }
 
 

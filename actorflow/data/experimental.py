@@ -33,7 +33,7 @@ __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AutoShard
            "group_by_reducer", "RandomDataset", "Optional", "get_next_as_optional", "CsvDataset", "make_csv_dataset", "rejection_resample",
            "get_structure", "parse_example_dataset", "make_batched_features_dataset", "to_variant", "from_variant",
            "SHARD_HINT", "AutotuneAlgorithm", "ExternalStatePolicy", "from_list", "DatasetInitializer",
-           "table_from_dataset", "index_table_from_dataset"]
+           "table_from_dataset", "index_table_from_dataset", "SqlDataset"]
 
 
 def cardinality(dataset):
@@ -671,3 +671,33 @@ def index_table_from_dataset(dataset=None, num_oov_buckets=0, vocab_size=None, d
     (tf.data.experimental.index_table_from_dataset); see table_from_dataset."""
     return table_from_dataset(dataset.enumerate().map(lambda v, k: (k, v)), num_oov_buckets, vocab_size,
                               default_value, hasher_spec, key_dtype, name)
+
+
+def _string_tensor(v, what):
+    if isinstance(v, Tensor):
+        if v.dtype is not dtypes.string:
+            raise TypeError(f"SqlDataset: `{what}` must be a string, got a {v.dtype.name} tensor")
+        return v
+    if not isinstance(v, (str, bytes)):
+        raise TypeError(f"SqlDataset: `{what}` must be a string, got {v!r}")
+    return convert_to_tensor(np.array(v.encode() if isinstance(v, str) else v, dtype=object), name=what)
+
+
+class SqlDataset(Dataset):
+    """The rows of an SQL query on a database, one tuple of scalars each
+    (tf.data.experimental.SqlDataset): `driver_name` "sqlite" (TF's only driver),
+    `data_source_name` the database file (opened read-only), `output_types` one dtype per column."""
+
+    def __init__(self, driver_name, data_source_name, query, output_types):
+        types = nest.map_structure(dtypes.as_dtype, output_types)
+        flat = nest.flatten(types)
+        if not flat:
+            raise ValueError("SqlDataset: `output_types` must not be empty")
+        for t in flat:
+            if not (t.is_integer or t in (dtypes.float64, dtypes.string, dtypes.bool_)):
+                raise TypeError(f"SqlDataset: output type {t.name} is not supported (integers, float64, bool, string)")
+        d = Dataset._make("SqlDataset", [], [_string_tensor(driver_name, "driver_name"),
+                                             _string_tensor(data_source_name, "data_source_name"),
+                                             _string_tensor(query, "query")],
+                          types, nest.map_structure(lambda _: TensorShape([]), types))
+        super().__init__(d._variant, d._types, d._shapes)

@@ -26,7 +26,7 @@ DATASET_OPS = ("TensorDataset", "TensorSliceDataset", "RangeDataset", "Generator
                "TFRecordDataset", "FixedLengthRecordDataset", "UnbatchDataset", "ShardDataset", "WindowDataset",
                "ScanDataset", "TakeWhileDataset", "UniqueDataset", "GroupByWindowDataset", "GroupByReducerDataset",
                "IgnoreErrorsDataset", "AssertCardinalityDataset", "RandomDataset", "DirectedInterleaveDataset",
-               "CsvDataset")
+               "CsvDataset", "SqlDataset")
 
 
 def _infer_dataset(inputs, attrs):

@@ -19,7 +19,7 @@ DATASET_KINDS = ("TensorDataset", "TensorSliceDataset", "RangeDataset", "Generat
                  "TFRecordDataset", "FixedLengthRecordDataset", "UnbatchDataset", "ShardDataset", "WindowDataset",
                  "ScanDataset", "TakeWhileDataset", "UniqueDataset", "GroupByWindowDataset", "GroupByReducerDataset",
                  "IgnoreErrorsDataset", "AssertCardinalityDataset", "RandomDataset", "DirectedInterleaveDataset",
-                 "CsvDataset")
+                 "CsvDataset", "SqlDataset")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
