@@ -161,6 +161,8 @@ class Dataset:
         # The runtime names the dataset in its errors.
         v.op.attrs["op_name"] = v.op.name
         out = Dataset(v, types, shapes)
+        if len(inputs) == 1 and types is inputs[0]._types:
+            out._inner = inputs[0]._inner       # a window's datasets pass through take, shuffle, repeat...
         carried = [d._options for d in inputs if d._options is not None]
         if carried:
             merged = carried[0]
@@ -262,7 +264,12 @@ class Dataset:
             raise TypeError(f"zip takes a nested structure of datasets, got {datasets!r:.100}")
         types = nest.map_structure(lambda d: d._types, datasets)
         shapes = nest.map_structure(lambda d: d._shapes, datasets)
-        return Dataset._make("ZipDataset", flat, [], types, shapes, name=name)
+        out = Dataset._make("ZipDataset", flat, [], types, shapes, name=name)
+        if any(d._inner is not None for d in flat):
+            out._inner = nest.map_structure(
+                lambda d: d._inner if d._inner is not None else nest.map_structure(lambda _: None, d._types),
+                datasets)
+        return out
 
     @staticmethod
     def from_generator(generator, output_types, output_shapes=None, args=None):
