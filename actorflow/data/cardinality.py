@@ -20,7 +20,7 @@ _UNKNOWN = frozenset({"FilterDataset", "FlatMapDataset", "InterleaveDataset", "G
                       "ParallelMapDataset", "TFRecordDataset", "FixedLengthRecordDataset", "TextLineDataset",
                       "UnbatchDataset", "TakeWhileDataset", "UniqueDataset", "IgnoreErrorsDataset",
                       "GroupByWindowDataset", "GroupByReducerDataset", "DirectedInterleaveDataset",
-                      "WindowDataset"})
+                      "CsvDataset", "SqlDataset"})
 
 
 def _const(t):
@@ -52,6 +52,16 @@ def static_cardinality(variant) -> int:
     if kind == "AssertCardinalityDataset":
         n = _const(args[0])
         return UNKNOWN if n is None else n
+    if kind == "WindowDataset":
+        n, size, shift, stride, drop = ins[0], *(_const(a) for a in args[:3]), constant_value(args[3])
+        if n in (INF, UNKNOWN):
+            return n
+        if None in (size, shift, stride, drop) or min(size, shift, stride) <= 0:
+            return UNKNOWN
+        if bool(drop):
+            rest = n - ((size - 1) * stride + 1)
+            return 0 if rest < 0 else rest // shift + 1
+        return n // shift + (0 if n % shift == 0 else 1)
     if kind == "ShardDataset":
         n, shards, index = ins[0], _const(args[0]), _const(args[1])
         if n in (INF, UNKNOWN) or shards is None or index is None or shards <= 0:
