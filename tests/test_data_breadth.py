@@ -206,3 +206,14 @@ def test_structure_and_variant_round_trip():
 def test_sql_dataset_matches_tensorflow(tmp_path):
     got = _CASES.run_sql_cases(af, str(tmp_path), af.nest.flatten)
     assert got == _TF["sql"]
+
+
+def test_iterator_get_next_as_optional_method():
+    it = af.data.make_one_shot_iterator(Dataset.range(1))
+    opt = it.get_next_as_optional()
+    has, value = opt.has_value(), opt.get_value()
+    with af.Session() as sess:
+        assert sess.run(has)
+        assert not sess.run(has)
+        with pytest.raises(af.errors.InvalidArgumentError, match="does not have a value"):
+            sess.run(value)
