@@ -217,3 +217,9 @@ def test_iterator_get_next_as_optional_method():
         assert not sess.run(has)
         with pytest.raises(af.errors.InvalidArgumentError, match="does not have a value"):
             sess.run(value)
+
+
+def test_reduce_state_structure_mismatch_fails_at_construction():
+    # TF fails only when it runs (ReduceDataset's component count); here the trace already knows.
+    with pytest.raises(TypeError, match="new state's structure differs"):
+        Dataset.range(3).reduce((np.int64(0), np.int64(0)), lambda s, x: s[0] + x)
