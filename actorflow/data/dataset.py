@@ -206,15 +206,15 @@ class Dataset:
 
     # -- sources ------------------------------------------------------------------------------
     @staticmethod
-    def from_tensors(tensors):
+    def from_tensors(tensors, name=None):
         """A dataset of one element, `tensors` (tf.data.Dataset.from_tensors)."""
         s = _normalize(tensors)
         if any(isinstance(x, Dataset) for x in nest.flatten(s)):
             raise TypeError("from_tensors: an element cannot contain a dataset")
-        return Dataset._make("TensorDataset", [], list(_flat(s)), _types_of(s), _shapes_of(s))
+        return Dataset._make("TensorDataset", [], list(_flat(s)), _types_of(s), _shapes_of(s), name=name)
 
     @staticmethod
-    def from_tensor_slices(tensors):
+    def from_tensor_slices(tensors, name=None):
         """A dataset of the slices of `tensors` along their first dimension
         (tf.data.Dataset.from_tensor_slices); every component must have the same first dimension."""
         s = _normalize(tensors)
@@ -232,7 +232,7 @@ class Dataset:
                                  f"({[t.shape.dims[0] if t.shape.dims else None for t in flat]})")
             n = d if d is not None else n
         shapes = nest.map_structure(lambda t: TensorShape(None) if t.shape.dims is None else TensorShape(t.shape.dims[1:]), s)
-        return Dataset._make("TensorSliceDataset", [], list(flat), _types_of(s), shapes)
+        return Dataset._make("TensorSliceDataset", [], list(flat), _types_of(s), shapes, name=name)
 
     @staticmethod
     def range(*args, output_type=dtypes.int64, name=None):
@@ -272,16 +272,27 @@ class Dataset:
         return out
 
     @staticmethod
-    def from_generator(generator, output_types, output_shapes=None, args=None):
+    def from_generator(generator, output_types=None, output_shapes=None, args=None, output_signature=None,
+                       name=None):
         """A dataset of what `generator(*args)` yields (tf.data.Dataset.from_generator).
 
         The generator is called afresh each time an iterator over the dataset starts (and each
         `repeat` epoch), on the runtime's event loop. Each element is converted to `output_types`
         and checked against `output_shapes` (a mismatch fails `get_next` with InvalidArgumentError
-        naming the dataset op). Differs from TF: `args` must be numeric tensors.
+        naming the dataset op). `output_signature` (TensorSpecs) may stand for both, as in TF 2.
+        Differs from TF: `args` must be numeric tensors.
         """
         if not callable(generator):
             raise TypeError("from_generator: `generator` must be callable")
+        if output_signature is not None:
+            # TF 2's form: TensorSpecs (or (dtype, shape) pairs) instead of types and shapes.
+            if output_types is not None or output_shapes is not None:
+                raise TypeError("from_generator: `output_types` and `output_shapes` cannot be used together with "
+                                "`output_signature`")
+            from actorflow.data.optional import _split_spec
+            output_types, output_shapes = _split_spec(output_signature)
+        elif output_types is None:
+            raise TypeError("from_generator: `output_signature` or `output_types` must be given")
         types = nest.map_structure(dtypes.as_dtype, output_types)
         if output_shapes is None:
             shapes = nest.map_structure(lambda _: TensorShape(None), types)
@@ -289,7 +300,7 @@ class Dataset:
             shapes = _shape_structure(types, output_shapes, "from_generator")
         gen_args = [convert_to_tensor(a) for a in (args or ())]
         structure = nest.map_structure(lambda _: None, types)
-        return Dataset._make("GeneratorDataset", [], gen_args, types, shapes,
+        return Dataset._make("GeneratorDataset", [], gen_args, types, shapes, name=name,
                              generator=_GeneratorSpec(generator, structure))
 
     # -- transformations ----------------------------------------------------------------------------
