@@ -223,3 +223,8 @@ def test_reduce_state_structure_mismatch_fails_at_construction():
     # TF fails only when it runs (ReduceDataset's component count); here the trace already knows.
     with pytest.raises(TypeError, match="new state's structure differs"):
         Dataset.range(3).reduce((np.int64(0), np.int64(0)), lambda s, x: s[0] + x)
+
+
+def test_ignore_errors_past_a_failed_cardinality_assertion_ends():
+    ds = Dataset.range(2).apply(E.assert_cardinality(3)).ignore_errors()
+    assert [int(v) for v in ds.as_numpy_iterator()] == [0, 1]

@@ -1376,6 +1376,7 @@ class _AssertCardinality(_OneUp):
         n = self.expected
         if e is END:
             if n >= 0 and self.count < n:
+                self.done = True            # once: a later pull (ignore_errors) sees the end
                 raise errors.FailedPreconditionError(
                     self.spec.name, None, f"Input dataset was expected to contain {_elements(n)} but contained only "
                                           f"{_elements(self.count)}. (dataset op '{self.spec.name}')")
