@@ -32,6 +32,7 @@ from actorflow import errors, tfrecord
 from actorflow.actors.function import FunctionRunner
 from actorflow.actors.resource import register_resource
 from actorflow.kernels.cpu import philox
+from actorflow.kernels.cpu.dataset import DatasetSpec, OptionalValue
 
 __all__ = ["IteratorResource", "END"]
 
@@ -235,13 +236,22 @@ def _as_string(x):
     return np.vectorize(lambda s: s.encode() if isinstance(s, str) else s, otypes=[object])(np.asarray(x, dtype=object))
 
 
+def _file_list(spec) -> list:
+    """A file reader's file names: its `filenames` attribute, or its first argument, a string
+    tensor (a reader made in a dataset function: `list_files(...).interleave(TFRecordDataset)`)."""
+    names = spec.attrs.get("filenames")
+    if names:
+        return list(names)
+    return [f.decode() if isinstance(f, bytes) else str(f) for f in np.asarray(spec.args[0]).reshape(-1)]
+
+
 class _TextLines(Stage):
     """Lines of text files, one string element each, without the line ending (TextLineDataset).
     Reads through a buffered file, so most elements cost no system call."""
 
     def __init__(self, spec, ctx):
         super().__init__(spec)
-        self.files = list(spec.attrs["filenames"])
+        self.files = _file_list(spec)
         self.f = None
 
     def pull(self):
@@ -275,7 +285,7 @@ class _Files(Stage):
 
     def __init__(self, spec, ctx):
         super().__init__(spec)
-        self.files = list(spec.attrs["filenames"])
+        self.files = _file_list(spec)
         self.r = None
 
     def pull(self):
@@ -537,7 +547,8 @@ def _stack(parts, dt, index, spec):
     if dt.kind == "O":
         out = np.empty((len(parts),) + np.shape(parts[0]), dtype=object)
         for j, p in enumerate(parts):
-            out[j] = p
+            # A scalar string may come as a 0-d object array (a function's output): store its bytes.
+            out[j] = p[()] if type(p) is np.ndarray and p.ndim == 0 else p
         return out
     try:
         return np.stack(parts).astype(dt, copy=False)
@@ -1072,6 +1083,665 @@ def _close(stage) -> None:
             c()
 
 
+# -- stages of the TF-1.x breadth methods (unbatch, shard, window, scan, ...) ----------------------
+
+class _OneUp(Stage):
+    """A stage over one input whose `step(e)` maps an input element to an output element, None
+    (skip it) or END; synchronous when its input is, unless it runs a function."""
+
+    uses_functions = False
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.ctx = ctx
+        self.up = build(spec.inputs[0], ctx)
+        self.sync = self.up.sync and not self.uses_functions
+        self.done = False
+
+    def pull(self):
+        while not self.done:
+            e = self.up.pull()
+            out = self.step(e)
+            if out is not None:
+                if out is END:
+                    self.done = True
+                return out
+        return END
+
+    async def next(self):
+        if self.sync:
+            return self.pull()
+        while not self.done:
+            e = await self.up.next()
+            out = await self.astep(e)
+            if out is not None:
+                if out is END:
+                    self.done = True
+                return out
+        return END
+
+    async def astep(self, e):
+        return self.step(e)
+
+    async def call(self, name, args):
+        runner = self.ctx.runner(self.spec.attrs[name])
+        try:
+            return tuple(await runner.call(args))
+        except errors.OpError as err:
+            raise self.fail(err, f" running its function '{runner.fn.name}'") from None
+
+    def close(self):
+        _close(self.up)
+
+
+class _Unbatch(_OneUp):
+    """Each input element's rows, one element each (UnbatchDataset)."""
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec, ctx)
+        self.cur = None
+        self.i = self.n = 0
+
+    def pull(self):
+        while self.i >= self.n:
+            e = self.up.pull()
+            if e is END:
+                return END
+            self._load(e)
+        return self._row()
+
+    async def next(self):
+        if self.sync:
+            return self.pull()
+        while self.i >= self.n:
+            e = await self.up.next()
+            if e is END:
+                return END
+            self._load(e)
+        return self._row()
+
+    def _load(self, e):
+        sizes = [np.shape(c)[0] if np.ndim(c) else None for c in e]
+        if None in sizes:
+            raise errors.InvalidArgumentError(self.spec.name, None, f"unbatch: every component of an element needs a "
+                                                                    f"leading dimension (dataset op '{self.spec.name}')")
+        if len(set(sizes)) > 1:
+            raise errors.InvalidArgumentError(
+                self.spec.name, None, f"Input element must have the same batch size in each component. Component 0 "
+                                      f"had size {sizes[0]} but component {next(i for i, s in enumerate(sizes) if s != sizes[0])}"
+                                      f" had size {next(s for s in sizes if s != sizes[0])}. (dataset op "
+                                      f"'{self.spec.name}')")
+        self.cur, self.i, self.n = e, 0, sizes[0] if sizes else 0
+
+    def _row(self):
+        i = self.i
+        self.i = i + 1
+        return tuple([c[i] for c in self.cur])
+
+
+class _Shard(_OneUp):
+    """Every `num_shards`-th element from the `index`-th (ShardDataset)."""
+
+    def __init__(self, spec, ctx):
+        n, index = int(spec.args[0]), int(spec.args[1])
+        if n <= 0:
+            raise errors.InvalidArgumentError(spec.name, None, f"Number of shards must be greater than zero "
+                                                               f"(currently num_shards = {n}) (dataset op '{spec.name}')")
+        if not 0 <= index < n:
+            raise errors.InvalidArgumentError(spec.name, None, f"Index must be between 0 and {n - 1} (currently "
+                                                               f"index = {index}) (dataset op '{spec.name}')")
+        super().__init__(spec, ctx)
+        self.n, self.index, self.pos = n, index, 0
+
+    def step(self, e):
+        if e is END:
+            return END
+        p = self.pos
+        self.pos = p + 1
+        return e if p % self.n == self.index else None
+
+
+class _Elements(Stage):
+    """A list of elements held in memory: a window's component, a group_by_window group
+    (ElementsDataset, made by the runtime only)."""
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.it = iter(spec.args[0])
+
+    def pull(self):
+        return next(self.it, END)
+
+
+def _elements_spec(name, elements):
+    return DatasetSpec("ElementsDataset", name, (), (elements,), {})
+
+
+class _Window(_OneUp):
+    """Windows of `size` elements `stride` apart, a window starting every `shift` elements; each
+    output element holds one dataset per component (WindowDataset, TF's buffer step for step)."""
+
+    def __init__(self, spec, ctx):
+        size, shift, stride = (int(a) for a in spec.args[:3])
+        for what, v in (("size", size), ("shift", shift), ("stride", stride)):
+            if v <= 0:
+                raise errors.InvalidArgumentError(spec.name, None, f"Window {what} must be greater than zero, but "
+                                                                   f"got {v}. (dataset op '{spec.name}')")
+        super().__init__(spec, ctx)
+        self.size, self.shift, self.stride = size, shift, stride
+        self.drop = bool(spec.args[3])
+        self.target = (size - 1) * stride + 1
+        self.buf: collections.deque = collections.deque()
+        self.up_done = False
+        self.skip = 0
+
+    def _window(self):
+        buf = self.buf
+        if not buf or (self.drop and len(buf) < self.target):
+            return END
+        elems = list(buf)[:self.target:self.stride]
+        if self.shift >= len(buf):
+            self.skip = self.shift - len(buf)
+            buf.clear()
+        else:
+            for _ in range(self.shift):
+                buf.popleft()
+        n = len(self.spec.attrs["output_types"])
+        return tuple(_elements_spec(self.spec.name, [(e[i],) for e in elems]) for i in range(n))
+
+    def _take(self, e):
+        """Takes an input element; True when the buffer needs no more."""
+        if e is END:
+            self.up_done = True
+            return True
+        if self.skip:
+            self.skip -= 1
+            return False
+        self.buf.append(e)
+        return len(self.buf) >= self.target
+
+    def pull(self):
+        while not self.up_done and (self.skip or len(self.buf) < self.target):
+            if self._take(self.up.pull()):
+                break
+        return self._window()
+
+    async def next(self):
+        if self.sync:
+            return self.pull()
+        while not self.up_done and (self.skip or len(self.buf) < self.target):
+            if self._take(await self.up.next()):
+                break
+        return self._window()
+
+
+class _Scan(_OneUp):
+    """Carries a state through the elements: `f(state, element)` gives the new state and the
+    output element (ScanDataset); with `final_only` the only output is the last state (reduce)."""
+
+    uses_functions = True
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec, ctx)
+        self.n_state = int(spec.attrs["n_state"])
+        self.state = tuple(spec.args[:self.n_state])
+        self.final = bool(spec.attrs.get("final_only", False))
+        self.up_ended = False
+
+    async def astep(self, e):
+        if e is END:
+            if self.final:
+                self.final = False
+                self.up_ended = True
+                return self.state
+            return END
+        out = await self.call("f", (*self.state, *e))
+        self.state = out[:self.n_state]
+        return None if self.final else out[self.n_state:]
+
+    async def next(self):
+        if self.up_ended:
+            return END
+        return await super().next()
+
+
+class _TakeWhile(_OneUp):
+    """Elements while `predicate` holds; the first that fails it ends the dataset (TakeWhileDataset)."""
+
+    uses_functions = True
+
+    async def astep(self, e):
+        if e is END:
+            return END
+        (keep,) = await self.call("predicate", e)
+        return e if bool(keep) else END
+
+
+class _Unique(_OneUp):
+    """Each distinct element once, at its first occurrence (UniqueDataset)."""
+
+    def __init__(self, spec, ctx):
+        if len(spec.attrs["output_types"]) != 1:
+            raise errors.InvalidArgumentError(spec.name, None, f"UniqueDataset only supports inputs with a single "
+                                                               f"component. (dataset op '{spec.name}')")
+        super().__init__(spec, ctx)
+        self.seen: set = set()
+
+    def step(self, e):
+        if e is END:
+            return END
+        v = e[0]
+        if isinstance(v, bytes):
+            key = v
+        else:
+            a = np.asarray(v)
+            key = (a.shape, tuple(a.ravel().tolist()) if a.dtype == object else a.tobytes())
+        if key in self.seen:
+            return None
+        self.seen.add(key)
+        return e
+
+
+class _IgnoreErrors(_OneUp):
+    """Drops the elements whose production failed (IgnoreErrorsDataset)."""
+
+    def pull(self):
+        while True:
+            try:
+                return self.up.pull()
+            except errors.OpError as e:
+                self._log(e)
+
+    async def next(self):
+        while True:
+            try:
+                return await self.up.next()
+            except errors.OpError as e:
+                self._log(e)
+
+    def _log(self, e):
+        if self.spec.attrs.get("log_warning", False):
+            log.warning("ignore_errors (dataset op '%s') dropped an element: %s", self.spec.name, e.message)
+
+
+class _AssertCardinality(_OneUp):
+    """Its input, failing when it has other than `expected` elements (AssertCardinalityDataset)."""
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec, ctx)
+        self.expected = int(spec.args[0])
+        self.count = 0
+
+    def step(self, e):
+        n = self.expected
+        if e is END:
+            if n >= 0 and self.count < n:
+                self.done = True            # once: a later pull (ignore_errors) sees the end
+                raise errors.FailedPreconditionError(
+                    self.spec.name, None, f"Input dataset was expected to contain {_elements(n)} but contained only "
+                                          f"{_elements(self.count)}. (dataset op '{self.spec.name}')")
+            return END
+        self.count += 1
+        if n >= 0 and self.count > n:
+            raise errors.FailedPreconditionError(
+                self.spec.name, None, f"Input dataset was expected to contain {_elements(n)} but contained at least "
+                                      f"{_elements(self.count)}. (dataset op '{self.spec.name}')")
+        return e
+
+
+def _elements(n):
+    return f"{n} element" + ("" if n == 1 else "s")
+
+
+def _seed_source(ctx, spec, seed, seed2, rerandomize):
+    """The (seed, seed2) of each epoch of `spec`, as TF's seed generators give them: the op's seeds
+    every time, or with `rerandomize` two words of a Philox stream on them per epoch. Lives in the
+    iterator's context, since `repeat` rebuilds the stage every epoch."""
+    gen = ctx.state.get(id(spec))
+    if gen is None:
+        if seed == 0 and seed2 == 0:
+            seed, seed2 = secrets.randbits(64), secrets.randbits(64)
+        if rerandomize:
+            words = philox.PhiloxWords(seed, seed2)
+            gen = ctx.state[id(spec)] = lambda: (words(), words())
+        else:
+            gen = ctx.state[id(spec)] = lambda: (seed, seed2)
+    return gen()
+
+
+class _Random(Stage):
+    """int64 elements, each one word of TF's Philox stream for the op's seeds (RandomDataset)."""
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        s = _seed_source(ctx, spec, int(spec.args[0]), int(spec.args[1]),
+                         spec.attrs.get("rerandomize_each_iteration", False))
+        self.words = philox.PhiloxWords(*s)
+
+    def pull(self):
+        return (np.int64(self.words()),)
+
+
+class _DirectedInterleave(Stage):
+    """Elements of the data inputs in the order the selector input's indices give
+    (DirectedInterleaveDataset: choose_from_datasets and sample_from_datasets)."""
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        self.selector = build(spec.inputs[0], ctx)
+        self.ups = [build(s, ctx) for s in spec.inputs[1:]]
+        self.live = [True] * len(self.ups)
+        self.n_live = len(self.ups)
+        self.stop = bool(spec.attrs.get("stop_on_empty_dataset", False))
+        self.sync = self.selector.sync and all(u.sync for u in self.ups)
+
+    def _index(self, s):
+        i = int(s[0])
+        if not 0 <= i < len(self.ups):
+            raise errors.InvalidArgumentError(self.spec.name, None, f"Selector index out of range: {i} >= "
+                                                                    f"{len(self.ups)} (dataset op '{self.spec.name}')")
+        return i
+
+    def _ended(self, i):
+        self.live[i] = False
+        self.n_live -= 1
+        return self.stop or self.n_live == 0
+
+    def pull(self):
+        while self.n_live:
+            s = self.selector.pull()
+            if s is END:
+                return END
+            i = self._index(s)
+            if not self.live[i]:
+                continue
+            e = self.ups[i].pull()
+            if e is not END:
+                return e
+            if self._ended(i):
+                return END
+        return END
+
+    async def next(self):
+        if self.sync:
+            return self.pull()
+        while self.n_live:
+            s = await self.selector.next()
+            if s is END:
+                return END
+            i = self._index(s)
+            if not self.live[i]:
+                continue
+            e = await self.ups[i].next()
+            if e is not END:
+                return e
+            if self._ended(i):
+                return END
+        return END
+
+    def close(self):
+        _close(self.selector)
+        for u in self.ups:
+            _close(u)
+
+
+class _GroupByWindow(_OneUp):
+    """Groups elements by `key_func`; a group of its key's window size, and at the input's end every
+    group left (in key order, as TF's std::map), goes through `reduce_func(key, group dataset)`
+    whose dataset's elements are the output (GroupByWindowDataset)."""
+
+    uses_functions = True
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec, ctx)
+        self.groups: dict = {}
+        self.sizes: dict = {}
+        self.cur = None
+        self.up_done = False
+
+    async def _key(self, e):
+        (k,) = await self.call("key_func", e)
+        if np.ndim(k) != 0:
+            raise self.fail(ValueError(f"key_func must return a scalar int64, got shape {list(np.shape(k))}"))
+        return int(k)
+
+    async def _flush(self, key):
+        elems = self.groups.pop(key)
+        (sub,) = await self.call("reduce_func", (np.int64(key), _elements_spec(self.spec.name, elems)))
+        self.cur = build(sub[()] if isinstance(sub, np.ndarray) else sub, self.ctx)
+
+    async def next(self):
+        while True:
+            if self.cur is not None:
+                e = await self.cur.next()
+                if e is not END:
+                    return e
+                _close(self.cur)
+                self.cur = None
+            while not self.up_done:
+                e = await self.up.next()
+                if e is END:
+                    self.up_done = True
+                    break
+                k = await self._key(e)
+                if k not in self.sizes:
+                    (w,) = await self.call("window_size_func", (np.int64(k),))
+                    if int(w) <= 0:
+                        raise self.fail(ValueError(f"Window size must be greater than zero, but got {int(w)}."))
+                    self.sizes[k] = int(w)
+                g = self.groups.setdefault(k, [])
+                g.append(e)
+                if len(g) == self.sizes[k]:
+                    await self._flush(k)
+                    break
+            if self.cur is None:
+                if not self.groups:
+                    return END
+                await self._flush(min(self.groups))
+
+    def close(self):
+        _close(self.cur)
+        super().close()
+
+
+class _GroupByReducer(_OneUp):
+    """Reduces each key's elements (`key_func`) with a Reducer: `init_func(key)`, then
+    `reduce_func(state, element)` per element, and at the input's end one
+    `finalize_func(state)` output per key, in key order (GroupByReducerDataset)."""
+
+    uses_functions = True
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec, ctx)
+        self.states: dict = {}
+        self.out = None
+
+    async def next(self):
+        if self.out is None:
+            while True:
+                e = await self.up.next()
+                if e is END:
+                    break
+                (k,) = await self.call("key_func", e)
+                k = int(k)
+                st = self.states.get(k)
+                if st is None:
+                    st = await self.call("init_func", (np.int64(k),))
+                self.states[k] = await self.call("reduce_func", (*st, *e))
+            self.out = iter([self.states[k] for k in sorted(self.states)])      # TF's std::map order
+        for st in self.out:
+            return await self.call("finalize_func", st)
+        return END
+
+
+class _Csv(Stage):
+    """Records of CSV files (CsvDataset): RFC 4180 fields (quoted when `use_quote_delim`, a doubled
+    quote inside a quoted field being one quote), each column parsed to its default's dtype; an
+    empty field or `na_value` takes the column's default, and a column without one (an empty
+    default) must be present. Only `select_cols` are kept, when given."""
+
+    def __init__(self, spec, ctx):
+        super().__init__(spec)
+        a = spec.attrs
+        self.files = [f.decode() if isinstance(f, bytes) else str(f) for f in np.asarray(spec.args[0]).reshape(-1)]
+        self.defaults = [np.asarray(d).reshape(-1) for d in spec.args[1:]]
+        self.types = [np.dtype(t) for t in a["output_types"]]
+        self.select = list(a.get("select_cols", ()))
+        self.exclude = set(a.get("exclude_cols", ()))
+        self.header = bool(a.get("header", False))
+        self.delim = a.get("field_delim", ",")
+        self.quote = bool(a.get("use_quote_delim", True))
+        self.na = a.get("na_value", "")
+        self.compression = a.get("compression_type", "")
+        self.reader = self.f = None
+        self.path = None
+        self.record = 0
+
+    def _open(self, path):
+        import csv
+        import io
+        try:
+            raw = open(path, "rb")  # noqa: SIM115 - closed at its end or by close()
+        except OSError as e:
+            raise errors.NotFoundError(self.spec.name, None, f"{path}: {e.strerror} (dataset op "
+                                                             f"'{self.spec.name}')") from None
+        # latin-1 maps each byte to one character and back: fields come out as the file's bytes.
+        if self.compression:
+            # The decompressing readers give read(n) only: the file is decompressed into memory.
+            r, chunks = tfrecord.open_for_read(raw, self.compression), []
+            try:
+                while chunk := r.read(1 << 20):
+                    chunks.append(chunk)
+            finally:
+                r.close()
+            raw = io.BytesIO(b"".join(chunks))
+        self.f = io.TextIOWrapper(raw, encoding="latin-1", newline="")
+        kw = {"delimiter": self.delim, "strict": True}
+        kw.update({"quotechar": '"', "doublequote": True} if self.quote else {"quoting": csv.QUOTE_NONE})
+        self.reader = csv.reader(self.f, **kw)
+        self.path, self.record = path, 0
+        if self.header:
+            next(self.reader, None)
+
+    def _fail(self, msg):
+        return errors.InvalidArgumentError(self.spec.name, None, f"{msg} (file {self.path}; dataset op "
+                                                                 f"'{self.spec.name}')")
+
+    def pull(self):
+        import csv
+        while True:
+            if self.reader is None:
+                if not self.files:
+                    return END
+                self._open(self.files.pop(0))
+            try:
+                row = next(self.reader, None)
+            except csv.Error as e:
+                raise self._fail(f"malformed CSV in record {self.record}: {e}") from None
+            if row is None:
+                self.close()
+                continue
+            r = self.record
+            self.record += 1
+            return self._parse(row, r)
+
+    def _columns(self, row, r):
+        n = len(self.defaults)
+        if self.select:
+            if self.select[-1] >= len(row):
+                raise self._fail(f"Expect {self.select[-1] + 1} fields but have {len(row)} in record {r}")
+            return [row[c] for c in self.select]
+        if self.exclude:
+            row = [v for c, v in enumerate(row) if c not in self.exclude]
+        if len(row) != n:
+            raise self._fail(f"Expect {n} fields but have {len(row)} in record {r}")
+        return row
+
+    def _parse(self, row, r):
+        out = []
+        for i, (field, default, dt) in enumerate(zip(self._columns(row, r), self.defaults, self.types)):
+            if field == "" or field == self.na:
+                if default.size == 0:
+                    raise self._fail(f"Field {i} is required but missing in record {r}!")
+                out.append(default[0])
+                continue
+            if dt.kind == "O":
+                out.append(field.encode("latin-1"))
+                continue
+            try:
+                v = int(field) if dt.kind == "i" else float(field)
+                if "_" in field:
+                    raise ValueError(field)
+                out.append(np.asarray(v).astype(dt) if dt.kind == "f" else dt.type(v))
+            except (ValueError, OverflowError):
+                raise self._fail(f"Field {i} in record {r} is not a valid {_dtype_name(dt)}: {field}") from None
+        return tuple(out)
+
+    def close(self):
+        if self.f is not None:
+            self.f.close()
+        self.f = self.reader = None
+
+
+def _dtype_name(dt):
+    return {"int32": "int32", "int64": "int64", "float32": "float", "float64": "double"}.get(dt.name, dt.name)
+
+
+class _Sql(Stage):
+    """The rows of an SQL query, one tuple of scalars each (SqlDataset; the sqlite driver, as TF's
+    only one): each column converted to its output type."""
+
+    def __init__(self, spec, ctx):
+        import sqlite3
+        super().__init__(spec)
+        driver, source, query = (_scalar_str(a) for a in spec.args[:3])
+        if driver != "sqlite":
+            raise errors.InvalidArgumentError(spec.name, None, f"The database type, {driver}, is not supported by "
+                                                               f"SqlDataset. The set of supported databases is: "
+                                                               f"{{'sqlite'}}. (dataset op '{spec.name}')")
+        self.types = [np.dtype(t) for t in spec.attrs["output_types"]]
+        try:
+            self.db = sqlite3.connect(f"file:{source}?mode=ro", uri=True, check_same_thread=False)
+            self.cursor = self.db.execute(query)
+        except sqlite3.Error as e:
+            raise errors.InvalidArgumentError(spec.name, None, f"SQLite error: {e} (query {query!r} on {source}; "
+                                                               f"dataset op '{spec.name}')") from None
+        n = len(self.cursor.description or ())
+        if n != len(self.types):
+            self.close()
+            raise errors.InvalidArgumentError(spec.name, None, f"The number of columns in query ({n}) must match "
+                                                               f"the number of elements in output_types "
+                                                               f"({len(self.types)}). (dataset op '{spec.name}')")
+
+    def pull(self):
+        if self.cursor is None:
+            return END
+        row = self.cursor.fetchone()
+        if row is None:
+            self.close()
+            return END
+        out = []
+        for i, (v, dt) in enumerate(zip(row, self.types)):
+            if dt.kind == "O":
+                out.append(v if isinstance(v, bytes) else str("" if v is None else v).encode())
+            elif dt.kind == "b":
+                out.append(np.bool_(bool(v)))
+            else:
+                try:
+                    out.append(dt.type(0 if v is None else v))
+                except (TypeError, ValueError, OverflowError):
+                    raise errors.InvalidArgumentError(
+                        self.spec.name, None, f"column {i} value {v!r} is not a valid {dt.name} (dataset op "
+                                              f"'{self.spec.name}')") from None
+        return tuple(out)
+
+    def close(self):
+        if self.cursor is not None:
+            self.cursor.close()
+            self.db.close()
+        self.cursor = None
+
+
 _STAGES = {
     "TensorDataset": _Tensors, "TensorSliceDataset": _Slices, "RangeDataset": _Range,
     "GeneratorDataset": _Generator, "TextLineDataset": _TextLines, "MapDataset": _Map,
@@ -1080,11 +1750,18 @@ _STAGES = {
     "ShuffleDataset": _Shuffle, "RepeatDataset": _Repeat, "TakeDataset": _Take, "SkipDataset": _Skip,
     "PrefetchDataset": _Prefetch, "CacheDataset": _Cache, "ZipDataset": _Zip, "ConcatenateDataset": _Concatenate,
     "TFRecordDataset": _TFRecords, "FixedLengthRecordDataset": _FixedRecords,
+    "UnbatchDataset": _Unbatch, "ShardDataset": _Shard, "WindowDataset": _Window, "ElementsDataset": _Elements,
+    "ScanDataset": _Scan, "TakeWhileDataset": _TakeWhile, "UniqueDataset": _Unique,
+    "IgnoreErrorsDataset": _IgnoreErrors, "AssertCardinalityDataset": _AssertCardinality, "RandomDataset": _Random,
+    "DirectedInterleaveDataset": _DirectedInterleave, "GroupByWindowDataset": _GroupByWindow,
+    "GroupByReducerDataset": _GroupByReducer, "CsvDataset": _Csv, "SqlDataset": _Sql,
 }
 
 
 def build(spec, ctx) -> Stage:
     """The running stage (with its inputs) of the dataset `spec`."""
+    if isinstance(spec, np.ndarray) and spec.ndim == 0:     # fed through a function's placeholder
+        spec = spec[()]
     cls = _STAGES.get(getattr(spec, "kind", None))
     if cls is None:
         raise errors.InvalidArgumentError(None, None, f"not a dataset: {spec!r:.100}")
@@ -1103,6 +1780,7 @@ class IteratorResource:
         self.ctx = None
         self.waiters: collections.deque = collections.deque()
         self.server = None              # the task serving waiters that need waiting for
+        self.whole: set = set()         # the contexts of running DatasetToSingleElement/DatasetToTFRecord ops
 
     def run(self, op_type: str, attrs: dict, args, done, step) -> None:
         if op_type == "MakeIterator":
@@ -1111,7 +1789,12 @@ class IteratorResource:
             if self.waiters and self.server is None:
                 self._serve_now()           # get_next calls that were waiting take from the new run
             return
-        if op_type != "IteratorGetNext":
+        if op_type in ("DatasetToSingleElement", "DatasetToTFRecord"):
+            self._run_whole(op_type, attrs, args, done, step)
+            return
+        if op_type == "IteratorGetNextAsOptional":
+            done = _as_optional(done)
+        elif op_type != "IteratorGetNext":
             raise errors.UnimplementedError(None, None, f"iterator '{self.name}' cannot run {op_type}")
         if self.pipeline is None and args:
             self._start(args[0], step)          # a one-shot iterator starts on its first use
@@ -1134,6 +1817,52 @@ class IteratorResource:
             ctx.close()
             raise
         self.ctx = ctx
+
+    def _run_whole(self, op_type, attrs, args, done, step) -> None:
+        """Runs a pipeline of its own over the dataset `args[0]` to its end, for an op that consumes
+        a whole dataset: get_single_element (its one element) or TFRecordWriter.write (its records
+        written to `args[1]`). Each run starts afresh, as TF's do, so several may run at once."""
+        exe = step.executable
+        ctx = _Context(exe.rt, exe.container)
+        try:
+            pipeline = build(args[0], ctx)
+        except BaseException:
+            ctx.close()
+            raise
+        self.whole.add(ctx)
+        op = attrs.get("op_name") or op_type
+
+        async def run():
+            try:
+                if op_type == "DatasetToSingleElement":
+                    first = await pipeline.next()
+                    if first is END:
+                        raise errors.InvalidArgumentError(op, None, f"Dataset was empty. (op '{op}')")
+                    if await pipeline.next() is not END:
+                        raise errors.InvalidArgumentError(op, None, f"Dataset had more than one element. (op '{op}')")
+                    result = first[0] if len(first) == 1 else first
+                else:
+                    path = _scalar_str(args[1])
+                    f = tfrecord.open_for_write(path, _scalar_str(args[2]))
+                    try:
+                        while (e := await pipeline.next()) is not END:
+                            f.write(tfrecord.encode_record(_scalar_bytes(e[0])))
+                    finally:
+                        f.close()
+                    result = None
+            except errors.OpError as err:
+                done(None, err)
+            except Exception as err:  # noqa: BLE001 - a pipeline bug fails the step, not the loop
+                log.exception("%s failed", op)
+                done(None, errors.InternalError(op, None, f"{op}: {type(err).__name__}: {err}"))
+            else:
+                done(result, None)
+            finally:
+                self.whole.discard(ctx)
+                _close(pipeline)
+                ctx.tasks.discard(asyncio.current_task())
+                ctx.close()
+        ctx.spawn(run())
 
     def _serve_now(self) -> None:
         """Serves waiters inline while elements are at hand; leaves the rest to a task."""
@@ -1182,14 +1911,18 @@ class IteratorResource:
     def release(self) -> None:
         """Stops the pipeline: cancels its tasks, closes its files (restart, or the session's close
         from another thread: then on the loop, soon)."""
-        ctx, pipeline = self.ctx, self.pipeline
+        ctx, pipeline, whole = self.ctx, self.pipeline, list(self.whole)
         self.pipeline = self.ctx = self.server = None
-        if ctx is None:
+        self.whole.clear()
+        if ctx is None and not whole:
             return
 
         def stop():
-            ctx.close()
-            _close(pipeline)
+            for c in whole:
+                c.close()
+            if ctx is not None:
+                ctx.close()
+                _close(pipeline)
         try:
             on_loop = asyncio.get_running_loop() is ctx.loop
         except RuntimeError:
@@ -1201,6 +1934,31 @@ class IteratorResource:
                 ctx.loop.call_soon_threadsafe(stop)
             except RuntimeError:          # the loop is closed: nothing runs any more
                 pass
+
+
+def _scalar_str(v) -> str:
+    v = _scalar_bytes(v)
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _scalar_bytes(v):
+    if isinstance(v, np.ndarray):
+        v = v[()] if v.ndim == 0 else v
+    if isinstance(v, np.ndarray):
+        raise errors.InvalidArgumentError(None, None, f"expected a scalar string, got shape {list(v.shape)}")
+    return v
+
+
+def _as_optional(done):
+    """`done` for IteratorGetNextAsOptional: the element, or the end, as an Optional."""
+    def deliver(value, error):
+        if isinstance(error, errors.OutOfRangeError):
+            done(OptionalValue(None), None)
+        elif error is not None:
+            done(None, error)
+        else:
+            done(OptionalValue(value if isinstance(value, tuple) else (value,)), None)
+    return deliver
 
 
 def _deliver(done, e) -> None:

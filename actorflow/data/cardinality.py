@@ -15,9 +15,12 @@ from actorflow.graph.ops.infer import constant_value
 
 __all__ = ["static_cardinality"]
 
-_SAME = frozenset({"PrefetchDataset", "CacheDataset", "ShuffleDataset"})
+_SAME = frozenset({"PrefetchDataset", "CacheDataset", "ShuffleDataset", "ScanDataset"})
 _UNKNOWN = frozenset({"FilterDataset", "FlatMapDataset", "InterleaveDataset", "GeneratorDataset", "MapDataset",
-                      "ParallelMapDataset", "TFRecordDataset", "FixedLengthRecordDataset", "TextLineDataset"})
+                      "ParallelMapDataset", "TFRecordDataset", "FixedLengthRecordDataset", "TextLineDataset",
+                      "UnbatchDataset", "TakeWhileDataset", "UniqueDataset", "IgnoreErrorsDataset",
+                      "GroupByWindowDataset", "GroupByReducerDataset", "DirectedInterleaveDataset",
+                      "CsvDataset", "SqlDataset"})
 
 
 def _const(t):
@@ -40,8 +43,30 @@ def static_cardinality(variant) -> int:
     if kind == "RangeDataset":
         start, stop, step = (_const(a) for a in args)
         return UNKNOWN if None in (start, stop, step) or step == 0 else len(range(start, stop, step))
+    if kind == "ScanDataset" and op.attrs.get("final_only"):
+        return 1
     if kind in _SAME:
         return ins[0]
+    if kind == "RandomDataset":
+        return INF
+    if kind == "AssertCardinalityDataset":
+        n = _const(args[0])
+        return UNKNOWN if n is None else n
+    if kind == "WindowDataset":
+        n, size, shift, stride, drop = ins[0], *(_const(a) for a in args[:3]), constant_value(args[3])
+        if n in (INF, UNKNOWN):
+            return n
+        if None in (size, shift, stride, drop) or min(size, shift, stride) <= 0:
+            return UNKNOWN
+        if bool(drop):
+            rest = n - ((size - 1) * stride + 1)
+            return 0 if rest < 0 else rest // shift + 1
+        return n // shift + (0 if n % shift == 0 else 1)
+    if kind == "ShardDataset":
+        n, shards, index = ins[0], _const(args[0]), _const(args[1])
+        if n in (INF, UNKNOWN) or shards is None or index is None or shards <= 0:
+            return n if n in (INF, UNKNOWN) else UNKNOWN
+        return n // shards + (1 if index < n % shards else 0)
     if kind in _UNKNOWN:
         return UNKNOWN
     if kind == "ZipDataset":

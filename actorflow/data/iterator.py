@@ -102,6 +102,12 @@ class Iterator:
         flat = list(out) if isinstance(out, tuple) else [out]
         return nest.pack_sequence_as(self._types, flat)
 
+    def get_next_as_optional(self):
+        """The next element as an Optional, empty past the end (tf.data.Iterator.get_next_as_optional;
+        tf.data.experimental.get_next_as_optional)."""
+        from actorflow.data.optional import get_next_as_optional
+        return get_next_as_optional(self)
+
     def string_handle(self, name=None):
         raise NotImplementedError("Iterator.string_handle / from_string_handle are not supported")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["AutoShardPolicy", "AutotuneOptions", "DistributeOptions", "OptimizationOptions", "Options",
+__all__ = ["AutoShardPolicy", "AutotuneAlgorithm", "ExternalStatePolicy", "SHARD_HINT", "AutotuneOptions", "DistributeOptions", "OptimizationOptions", "Options",
            "ThreadingOptions", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
 
 INFINITE_CARDINALITY = -1       # tf.data.INFINITE_CARDINALITY
@@ -24,6 +24,25 @@ class AutoShardPolicy(enum.IntEnum):
     FILE = 1
     DATA = 2
     HINT = 3
+
+
+SHARD_HINT = -1                 # tf.data.experimental.SHARD_HINT: a shard count the distribution fills in
+
+
+class AutotuneAlgorithm(enum.IntEnum):
+    """tf.data.experimental.AutotuneAlgorithm (AutotuneOptions.autotune_algorithm)."""
+    DEFAULT = 0
+    HILL_CLIMB = 1
+    GRADIENT_DESCENT = 2
+    MAX_PARALLELISM = 3
+    STAGE_BASED = 4
+
+
+class ExternalStatePolicy(enum.IntEnum):
+    """tf.data.experimental.ExternalStatePolicy (Options.experimental_external_state_policy)."""
+    WARN = 0
+    IGNORE = 1
+    FAIL = 2
 
 
 class _OptionsBase:

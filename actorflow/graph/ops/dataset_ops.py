@@ -23,7 +23,10 @@ DATASET_OPS = ("TensorDataset", "TensorSliceDataset", "RangeDataset", "Generator
                "MapDataset", "ParallelMapDataset", "FilterDataset", "FlatMapDataset", "InterleaveDataset",
                "BatchDataset", "PaddedBatchDataset", "ShuffleDataset", "RepeatDataset", "TakeDataset",
                "SkipDataset", "PrefetchDataset", "CacheDataset", "ZipDataset", "ConcatenateDataset",
-               "TFRecordDataset", "FixedLengthRecordDataset")
+               "TFRecordDataset", "FixedLengthRecordDataset", "UnbatchDataset", "ShardDataset", "WindowDataset",
+               "ScanDataset", "TakeWhileDataset", "UniqueDataset", "GroupByWindowDataset", "GroupByReducerDataset",
+               "IgnoreErrorsDataset", "AssertCardinalityDataset", "RandomDataset", "DirectedInterleaveDataset",
+               "CsvDataset", "SqlDataset")
 
 
 def _infer_dataset(inputs, attrs):
@@ -92,3 +95,74 @@ def _infer_get_next(inputs, attrs):
 
 MakeIterator = define_op("MakeIterator", _infer_make_iterator, ref_inputs=(0,), actor="resource", stateful=True)
 IteratorGetNext = define_op("IteratorGetNext", _infer_get_next, ref_inputs=(0,), actor="resource", stateful=True)
+
+
+def _infer_single_element(inputs, attrs):
+    _check_iterator(inputs[0])
+    if inputs[1].dtype is not dtypes.variant:
+        raise InferenceError(f"input '{inputs[1].name}' must be a dataset (variant)")
+    return [(t, as_shape(s)) for t, s in zip(attrs["output_types"], attrs["output_shapes"])]
+
+
+def _infer_to_tfrecord(inputs, attrs):
+    _check_iterator(inputs[0])
+    ds, filename, compression = inputs[1:]
+    if ds.dtype is not dtypes.variant:
+        raise InferenceError(f"input '{ds.name}' must be a dataset (variant)")
+    b = ds.op.attrs
+    if "output_types" in b and tuple(b["output_types"]) != (dtypes.string,):
+        raise InferenceError(f"TFRecordWriter.write: the dataset '{ds.op.name}' must have scalar string elements, "
+                             f"got {[t.name for t in b['output_types']]}")
+    for t in (filename, compression):
+        if t.dtype is not dtypes.string or t.shape.ndims not in (0, None):
+            raise InferenceError(f"input '{t.name}' must be a scalar string")
+    return []
+
+
+# Ops that run a whole dataset on a pipeline of their own, through an iterator resource (its runtime
+# hosts the pipeline): get_single_element, and TFRecordWriter.write.
+DatasetToSingleElement = define_op("DatasetToSingleElement", _infer_single_element, ref_inputs=(0,),
+                                   actor="resource", stateful=True)
+DatasetToTFRecord = define_op("DatasetToTFRecord", _infer_to_tfrecord, ref_inputs=(0,), actor="resource",
+                              stateful=True)
+
+
+# Optionals (tf.data.experimental.Optional): a variant holding an element or nothing.
+def _infer_optional_from_value(inputs, attrs):
+    return [(dtypes.variant, TensorShape([]))]
+
+
+def _infer_optional_none(inputs, attrs):
+    return [(dtypes.variant, TensorShape([]))]
+
+
+def _check_optional(t):
+    if t.dtype is not dtypes.variant:
+        raise InferenceError(f"input '{t.name}' must be an optional (variant), got {t.dtype.name}")
+
+
+def _infer_optional_has_value(inputs, attrs):
+    _check_optional(inputs[0])
+    return [(dtypes.bool_, TensorShape([]))]
+
+
+def _infer_optional_get_value(inputs, attrs):
+    _check_optional(inputs[0])
+    if len(attrs.get("output_types", ())) != len(attrs.get("output_shapes", ())):
+        raise InferenceError("output_types and output_shapes must have the same length")
+    return [(t, as_shape(s)) for t, s in zip(attrs["output_types"], attrs["output_shapes"])]
+
+
+def _infer_get_next_as_optional(inputs, attrs):
+    _check_iterator(inputs[0])
+    if len(inputs) > 1 and inputs[1].dtype is not dtypes.variant:
+        raise InferenceError(f"input '{inputs[1].name}' must be a dataset (variant)")
+    return [(dtypes.variant, TensorShape([]))]
+
+
+OptionalFromValue = define_op("OptionalFromValue", _infer_optional_from_value)
+OptionalNone = define_op("OptionalNone", _infer_optional_none)
+OptionalHasValue = define_op("OptionalHasValue", _infer_optional_has_value)
+OptionalGetValue = define_op("OptionalGetValue", _infer_optional_get_value)
+IteratorGetNextAsOptional = define_op("IteratorGetNextAsOptional", _infer_get_next_as_optional, ref_inputs=(0,),
+                                      actor="resource", stateful=True)
