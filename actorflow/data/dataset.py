@@ -401,7 +401,8 @@ class Dataset:
         """Shuffles with a buffer of `buffer_size` elements (tf.data.Dataset.shuffle): each
         output is a random element of the buffer, replaced by the next input. With a seed (op or
         graph level) the order is reproducible; `reshuffle_each_iteration` (default True) draws a
-        new order for each epoch of a later `repeat`. The order differs from TF's RNG."""
+        new order for each epoch of a later `repeat`. The order is TF's for the same seeds (TF's ring
+        buffer and per-epoch seed generator on its Philox stream)."""
         from actorflow.graph.ops.random_ops import get_seed
         s1, s2 = get_seed(seed)
         reshuffle = True if reshuffle_each_iteration is None else bool(reshuffle_each_iteration)
