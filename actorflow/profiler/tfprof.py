@@ -171,30 +171,25 @@ def _parse_output(spec: str):
 
 # -- formatting (tfprof_utils) ---------------------------------------------------------------------
 
+def _scaled(n, units) -> str:
+    """n in the first of `units` ((limit, divisor, suffix), ...) it is below, tfprof's two decimals."""
+    for limit, div, suffix in units:
+        if n < limit:
+            return f"{n}{suffix}" if div == 1 else f"{n / div:.2f}{suffix}"
+    return ""
+
+
 def format_number(n: int) -> str:
-    if n < 1000:
-        return f"{n}"
-    if n < 1000000:
-        return f"{n / 1000.0:.2f}k"
-    if n < 1000000000:
-        return f"{n / 1000000.0:.2f}m"
-    return f"{n / 1000000000.0:.2f}b"
+    return _scaled(n, ((1000, 1, ""), (1000000, 1000.0, "k"), (1000000000, 1000000.0, "m"),
+                       (float("inf"), 1000000000.0, "b")))
 
 
 def format_time(us: int) -> str:
-    if us < 1000:
-        return f"{us}us"
-    if us < 1000000:
-        return f"{us / 1000.0:.2f}ms"
-    return f"{us / 1000000.0:.2f}sec"
+    return _scaled(us, ((1000, 1, "us"), (1000000, 1000.0, "ms"), (float("inf"), 1000000.0, "sec")))
 
 
 def format_memory(b: int) -> str:
-    if b < 1000:
-        return f"{b}B"
-    if b < 1000000:
-        return f"{b / 1000.0:.2f}KB"
-    return f"{b / 1000000.0:.2f}MB"
+    return _scaled(b, ((1000, 1, "B"), (1000000, 1000.0, "KB"), (float("inf"), 1000000.0, "MB")))
 
 
 def _shape_vec(shape_proto) -> list[int]:

@@ -270,14 +270,6 @@ def words(key: int, counter: int, n: int) -> np.ndarray:
     return out
 
 
-def _words(key: int, counter: int, n_blocks: int) -> np.ndarray:
-    """The words of `n_blocks` whole blocks, in order, as uint32."""
-    out = np.empty(4 * int(n_blocks), np.uint32)
-    if n_blocks:
-        _fill_words(*_split_key(key), *_split_counter(counter), out)
-    return out
-
-
 def uniform(key: int, counter: int, size: int, dtype) -> np.ndarray:
     """TF's UniformDistribution: [0, 1) from the low mantissa bits of each word (two words a double)."""
     dtype = np.dtype(dtype)
@@ -286,7 +278,7 @@ def uniform(key: int, counter: int, size: int, dtype) -> np.ndarray:
         if size:
             _uniform_f32(*_split_key(key), *_split_counter(counter), out)
         return out
-    w = _words(key, counter, -(-size // _per_block(dtype)))
+    w = words(key, counter, 4 * -(-size // _per_block(dtype)))
     if dtype == np.float64:
         out = np.empty(size, np.float64)
         _uniform_f64(w, out)
@@ -302,7 +294,7 @@ def normal(key: int, counter: int, size: int, dtype) -> np.ndarray:
     """TF's NormalDistribution: Box-Muller on word pairs (float32; narrower types round from it) or
     on whole blocks (float64)."""
     dtype = np.dtype(dtype)
-    w = _words(key, counter, -(-size // _per_block(dtype)))
+    w = words(key, counter, 4 * -(-size // _per_block(dtype)))
     if dtype == np.float64:
         out = np.empty(size, np.float64)
         _normal_f64(w, out)
@@ -332,11 +324,11 @@ def uniform_int(key: int, counter: int, size: int, lo: int, hi: int, dtype) -> n
     word first) an int64. Like TF's, it has a slight modulo bias for ranges that do not divide 2**32."""
     dtype = np.dtype(dtype)
     if dtype.itemsize == 8:
-        w = _words(key, counter, -(-size // 2)).astype(np.uint64)
+        w = words(key, counter, 4 * -(-size // 2)).astype(np.uint64)
         bits = w[0::2] | (w[1::2] << np.uint64(32))
         r = bits[:size] % np.uint64((hi - lo) & 0xFFFFFFFFFFFFFFFF)
         return (r.view(np.int64) + np.int64(lo)).astype(dtype)
-    w = _words(key, counter, -(-size // 4))[:size]
+    w = words(key, counter, 4 * -(-size // 4))[:size]
     r = w % np.uint32((hi - lo) & _MASK32)
     return (r.astype(np.int64) + lo).astype(dtype)
 
