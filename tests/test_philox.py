@@ -252,3 +252,30 @@ def test_every_dropout_form_matches_tf_bit_for_bit():
         got = sess.run(env["fetch"], {env["x"]: decode(d["x"]), env["kp"]: 0.7})
     for k, e in d["values"].items():
         assert_bits(got[k], decode(e), k)
+
+
+def test_first_random_kernels_run_on_the_pool_until_numba_is_loaded():
+    """Loading numba (0.3-1 s) must not stop a server's event loop in its first step: until numba is
+    imported, the Philox kernels that need it are offloaded; word-by-word readers never need it."""
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import sys
+        from actorflow.actors.pool import offload_policy
+        from actorflow.graph.tensor_shape import TensorShape
+        from actorflow.kernels import lazy_numba
+        from actorflow.kernels.cpu import philox
+        from actorflow.kernels.registry import get_kernel
+        shapes, values = [TensorShape([1])], [None]
+        kdef = get_kernel("RandomUniform", "CPU")
+        before = offload_policy(shapes, values, kdef)[0]
+        words = philox.PhiloxWords(1, 2)
+        first = [words() for _ in range(3)], philox.stateless_key_counter(3, 4)
+        after_words = "numba" in sys.modules
+        lazy_numba.import_numba()
+        print(before, after_words, offload_policy(shapes, values, kdef)[0])
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False", "False"]

@@ -293,6 +293,8 @@ def offload_policy(shapes, values, kdef):
     OFFLOAD_NS in the cost's units (kdef.unit_ns; input elements where the kernel has no cost)."""
     from actorflow.actors.node import OFFLOAD_NS
     limit = OFFLOAD_NS / kdef.unit_ns
+    if kdef.ready is not None and not kdef.ready():
+        return True, None, limit        # its first call loads code: keep that off the loop
     if not kdef.releases_gil:
         return False, None, limit
     if all(s.is_fully_defined() for s in shapes):

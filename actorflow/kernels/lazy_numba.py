@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 
-__all__ = ["njit", "uintp", "import_numba"]
+__all__ = ["njit", "uintp", "import_numba", "numba_imported"]
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,11 @@ def njit(fn=None, **options):
 _BLAS_PROBE_VERSIONS = ((0, 59), (0, 69))
 _numba_ready = False
 _numba_lock = threading.Lock()      # not _lock: _materialize holds that one when it calls import_numba
+
+
+def numba_imported() -> bool:
+    """True once `import_numba` has run in this process (a kernel registry `ready` check)."""
+    return _numba_ready
 
 
 def import_numba():

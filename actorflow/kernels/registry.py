@@ -53,6 +53,10 @@ class KernelDef:
     # True when the kernel reads only its inputs' metadata (shape, size, rank), so an input that
     # lives on another device needs no copy (Shape, Size, Rank).
     metadata_only: bool = False
+    # None, or ready() -> False while the kernel's code is still to load (numba not imported yet, see
+    # lazy_numba): the runtime then runs the kernel on the pool, so that loading it (0.3-1 s) does not
+    # stop the event loop, whose heartbeats and other steps go on meanwhile.
+    ready: Callable | None = None
 
 
 _REGISTRY: dict[tuple[str, str], KernelDef] = {}
@@ -61,12 +65,13 @@ _LOAD_LOCK = threading.RLock()
 
 
 def register_kernel(op_type: str, device_type: str = "CPU", *, cost=None, unit_ns=ELEMENT_NS, releases_gil=True,
-                    split=None, host_inputs=(), metadata_only=False, device_inputs=None):
+                    split=None, host_inputs=(), metadata_only=False, device_inputs=None, ready=None):
     """Decorator registering a kernel factory for (op_type, device_type)."""
     def deco(factory):
         _REGISTRY[(op_type, device_type)] = KernelDef(
             op_type, device_type, factory, cost, unit_ns, releases_gil, split, host_inputs=tuple(host_inputs),
-            device_inputs=None if device_inputs is None else tuple(device_inputs), metadata_only=metadata_only)
+            device_inputs=None if device_inputs is None else tuple(device_inputs), metadata_only=metadata_only,
+            ready=ready)
         return factory
     return deco
 

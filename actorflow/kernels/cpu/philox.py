@@ -29,11 +29,12 @@ import numpy as np
 from actorflow.kernels.lazy_numba import njit
 
 __all__ = ["PhiloxStream", "PhiloxWords", "RESERVED_BLOCKS_PER_OUTPUT", "gamma", "normal", "permutation",
-           "philox_blocks", "poisson", "seeds_to_key_counter", "shuffle_blocks", "stateless_key_counter",
+           "philox_blocks", "philox_blocks_numpy", "poisson", "seeds_to_key_counter", "shuffle_blocks", "stateless_key_counter",
            "truncated_normal", "uniform", "uniform_int", "words"]
 
 RESERVED_BLOCKS_PER_OUTPUT = 256
 _MASK32 = 0xFFFFFFFF
+_MASK128 = (1 << 128) - 1
 
 _M0 = np.uint64(0xD2511F53)
 _M1 = np.uint64(0xCD9E8D57)
@@ -98,6 +99,20 @@ def _split_counter(counter: int):
 
 def _split_key(key: int):
     return np.uint64(key & _MASK32), np.uint64((key >> 32) & _MASK32)
+
+
+def philox_blocks_numpy(key: int, counter: int, n: int) -> np.ndarray:
+    """`philox_blocks` in numpy, the rounds vectorized over the blocks: for the few blocks at a time
+    that word-by-word readers take (shuffle buffers, queues, samplers, stateless seeds), which then
+    never import numba (its first import, 0.3-1 s, would stop the event loop it runs on)."""
+    c = [(counter + i) & _MASK128 for i in range(int(n))]
+    x = [np.array([(v >> (32 * j)) & _MASK32 for v in c], np.uint64) for j in range(4)]
+    k0, k1 = np.uint64(key & _MASK32), np.uint64((key >> 32) & _MASK32)
+    for _ in range(10):
+        p0, p1 = _M0 * x[0], _M1 * x[2]
+        x = [(p1 >> _S32) ^ x[1] ^ k0, p1 & _LO, (p0 >> _S32) ^ x[3] ^ k1, p0 & _LO]
+        k0, k1 = (k0 + _W0) & _LO, (k1 + _W1) & _LO
+    return np.stack(x, axis=1).astype(np.uint32)
 
 
 def philox_blocks(key: int, counter: int, n: int) -> np.ndarray:
@@ -507,7 +522,7 @@ class PhiloxWords:
 
     def __call__(self) -> int:
         if self._i == len(self._words):
-            self._words = philox_blocks(self.key, self.counter, 64).reshape(-1).tolist()
+            self._words = philox_blocks_numpy(self.key, self.counter, 64).reshape(-1).tolist()
             self.counter += 64
             self._i = 0
         w = self._words[self._i]
@@ -529,7 +544,7 @@ def stateless_key_counter(seed0: int, seed1: int) -> tuple[int, int]:
     """A stateless op's (key, counter) from its [2] seed tensor: the seeds, as a counter, go through
     one Philox block under a fixed key; its words give the key and the counter's high half."""
     s0, s1 = seed0 & 0xFFFFFFFFFFFFFFFF, seed1 & 0xFFFFFFFFFFFFFFFF
-    mix = philox_blocks(_STATELESS_KEY[0] | (_STATELESS_KEY[1] << 32), s0 | (s1 << 64), 1)[0]
+    mix = philox_blocks_numpy(_STATELESS_KEY[0] | (_STATELESS_KEY[1] << 32), s0 | (s1 << 64), 1)[0]
     key = int(mix[0]) | (int(mix[1]) << 32)
     counter = (int(mix[2]) | (int(mix[3]) << 32)) << 64
     return key, counter
@@ -553,5 +568,5 @@ class PhiloxStream:
         """The counter this run starts at, the stream moved on by `n_blocks`."""
         with self._lock:
             start = self.counter
-            self.counter = (start + int(n_blocks)) & ((1 << 128) - 1)
+            self.counter = (start + int(n_blocks)) & _MASK128
         return start
