@@ -115,10 +115,10 @@ class Executable:
     def _kernel_actor(self, item, tpl):
         rt = self.rt
         try:
-            if item.stateful and item.op is not None:
+            if item.kernel.session_state and item.op is not None:
                 # One kernel per op for the whole session: a random op's stream continues from
                 # plan to plan (a step fetching the loss, then one fetching the accuracy).
-                fn = self.container.stateful_kernel((item.op, item.device, item.kernel),
+                fn = self.container.stateful_kernel(item.op, (item.device, item.kernel),
                                                     lambda: item.kernel.factory(item.attrs))
             else:
                 fn = item.kernel.factory(item.attrs)

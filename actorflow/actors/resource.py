@@ -16,6 +16,7 @@ from __future__ import annotations
 import mmap
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -116,9 +117,10 @@ class ResourceContainer:
         self._resources: dict[str, object] = {}
         self._kinds: dict[str, str] = {}
         self._lock = threading.Lock()
-        # (graph op, device) -> the kernel of a stateful op (a random op's stream), which every plan
-        # of the session shares, as TF's session shares stateful kernels across its executors.
-        self._kernels: dict = {}
+        # graph op -> {(device, kernel def): kernel} of ops whose kernels keep session state (a random
+        # op's stream), which every plan of the session shares, as TF's session shares stateful
+        # kernels across its executors. Weak in the op: a server drops a graph's kernels with it.
+        self._kernels = weakref.WeakKeyDictionary()
         from actorflow.actors.sync_step import StepGate
         self.gate = StepGate()            # actor steps vs a synchronous training step (sync_step.py)
 
@@ -150,12 +152,15 @@ class ResourceContainer:
     def get(self, name: str):
         return self._resources.get(name)
 
-    def stateful_kernel(self, key, factory):
-        """The kernel `factory()` built for `key` the first time any plan asked for it."""
+    def stateful_kernel(self, op, key, factory):
+        """The kernel `factory()` built for (`op`, `key`) the first time any plan asked for it."""
         with self._lock:
-            fn = self._kernels.get(key)
+            per_op = self._kernels.get(op)
+            if per_op is None:
+                per_op = self._kernels[op] = {}
+            fn = per_op.get(key)
             if fn is None:
-                fn = self._kernels[key] = factory()
+                fn = per_op[key] = factory()
             return fn
 
     def names(self) -> list[str]:

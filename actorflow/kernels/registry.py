@@ -57,6 +57,9 @@ class KernelDef:
     # lazy_numba): the runtime then runs the kernel on the pool, so that loading it (0.3-1 s) does not
     # stop the event loop, whose heartbeats and other steps go on meanwhile.
     ready: Callable | None = None
+    # True when a kernel instance carries state that TF keeps per op per session (a random op's
+    # stream): the runtime then builds one instance per op and session, which all its plans share.
+    session_state: bool = False
 
 
 _REGISTRY: dict[tuple[str, str], KernelDef] = {}
@@ -65,13 +68,14 @@ _LOAD_LOCK = threading.RLock()
 
 
 def register_kernel(op_type: str, device_type: str = "CPU", *, cost=None, unit_ns=ELEMENT_NS, releases_gil=True,
-                    split=None, host_inputs=(), metadata_only=False, device_inputs=None, ready=None):
+                    split=None, host_inputs=(), metadata_only=False, device_inputs=None, ready=None,
+                    session_state=False):
     """Decorator registering a kernel factory for (op_type, device_type)."""
     def deco(factory):
         _REGISTRY[(op_type, device_type)] = KernelDef(
             op_type, device_type, factory, cost, unit_ns, releases_gil, split, host_inputs=tuple(host_inputs),
             device_inputs=None if device_inputs is None else tuple(device_inputs), metadata_only=metadata_only,
-            ready=ready)
+            ready=ready, session_state=session_state)
         return factory
     return deco
 

@@ -219,7 +219,7 @@ def _sampler_kernel(op: str, make_dist):
                 dist.update(tc)
             return sampled, true_ec, sampled_ec
         return fn
-    register_kernel(op, "CPU")(factory)
+    register_kernel(op, "CPU", session_state=True)(factory)
 
 
 def _all_candidates(attrs):

@@ -81,7 +81,7 @@ def _philox_float(op, draw, stateless=False):
             return draw(key, counter, n, dtype).reshape(dims)
         return fn
     factory.__doc__ = f"tf.raw_ops.{op}, TF's Philox stream bit for bit."
-    register_kernel(op, "CPU", cost=_cost_from_shape, ready=numba_imported)(factory)
+    register_kernel(op, "CPU", cost=_cost_from_shape, ready=numba_imported, session_state=True)(factory)
 
 
 _philox_float("RandomStandardNormal", philox.normal)
@@ -89,7 +89,7 @@ _philox_float("RandomUniform", philox.uniform)
 _philox_float("TruncatedNormal", philox.truncated_normal)
 
 
-@register_kernel("RandomUniformInt", "CPU", cost=_cost_from_shape, ready=numba_imported)
+@register_kernel("RandomUniformInt", "CPU", cost=_cost_from_shape, ready=numba_imported, session_state=True)
 def random_uniform_int(attrs):
     """tf.raw_ops.RandomUniformInt: integers in [minval, maxval), of minval's dtype, as TF draws them."""
     stream = _stream(attrs)
@@ -149,7 +149,7 @@ def _multinomial_draw(key, counter, out, logits, num_samples):
     return res
 
 
-@register_kernel("Multinomial", "CPU", ready=numba_imported)
+@register_kernel("Multinomial", "CPU", ready=numba_imported, session_state=True)
 def multinomial(attrs):
     """tf.raw_ops.Multinomial: TF's draws for the op's seeds; each run reserves TF's blocks."""
     stream = _stream(attrs)
@@ -177,7 +177,7 @@ def _seed_pair(seed) -> tuple[int, int]:
     return int(s[0]), int(s[1])
 
 
-@register_kernel("StatelessMultinomial", "CPU", ready=numba_imported)
+@register_kernel("StatelessMultinomial", "CPU", ready=numba_imported, session_state=True)
 def stateless_multinomial(attrs):
     """tf.raw_ops.StatelessMultinomial: TF's draws for the seed tensor."""
     out = np.dtype(attrs.get("output_dtype", np.int64))
@@ -192,7 +192,7 @@ def _stateless(op, draw):
         def fn(shape, seed):
             return draw(_seeded(seed), _shape(op, shape)).astype(dtype)
         return fn
-    register_kernel(op, "CPU", cost=_cost_from_shape, ready=numba_imported)(factory)
+    register_kernel(op, "CPU", cost=_cost_from_shape, ready=numba_imported, session_state=True)(factory)
 
 
 _philox_float("StatelessRandomUniform", philox.uniform, stateless=True)
@@ -200,7 +200,7 @@ _philox_float("StatelessRandomNormal", philox.normal, stateless=True)
 _philox_float("StatelessTruncatedNormal", philox.truncated_normal, stateless=True)
 
 
-@register_kernel("RandomGamma", "CPU", ready=numba_imported)
+@register_kernel("RandomGamma", "CPU", ready=numba_imported, session_state=True)
 def random_gamma(attrs):
     """tf.raw_ops.RandomGamma: TF's draws (Marsaglia-Tsang on the op's stream), shape + alpha.shape."""
     stream = _stream(attrs)
@@ -216,7 +216,7 @@ def random_gamma(attrs):
     return fn
 
 
-@register_kernel("RandomPoissonV2", "CPU", ready=numba_imported)
+@register_kernel("RandomPoissonV2", "CPU", ready=numba_imported, session_state=True)
 def random_poisson(attrs):
     """tf.raw_ops.RandomPoissonV2: TF's draws (Knuth below rate 10, Hormann above) on the op's stream."""
     stream = _stream(attrs)
@@ -233,7 +233,7 @@ def random_poisson(attrs):
     return fn
 
 
-@register_kernel("RandomShuffle", "CPU", ready=numba_imported)
+@register_kernel("RandomShuffle", "CPU", ready=numba_imported, session_state=True)
 def random_shuffle(attrs):
     """tf.raw_ops.RandomShuffle: the rows in TF's order for the op's seeds (Fisher-Yates on its stream)."""
     stream = _stream(attrs)
