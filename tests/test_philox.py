@@ -268,14 +268,31 @@ def test_first_random_kernels_run_on_the_pool_until_numba_is_loaded():
         from actorflow.kernels.cpu import philox
         from actorflow.kernels.registry import get_kernel
         shapes, values = [TensorShape([1])], [None]
-        kdef = get_kernel("RandomUniform", "CPU")
+        kdef = get_kernel("RandomStandardNormal", "CPU")
         before = offload_policy(shapes, values, kdef)[0]
+        uniform_inline = not offload_policy(shapes, values, get_kernel("RandomUniform", "CPU"))[0]
         words = philox.PhiloxWords(1, 2)
         first = [words() for _ in range(3)], philox.stateless_key_counter(3, 4)
-        after_words = "numba" in sys.modules
+        drawn = philox.uniform(5, 6, 1000, "float32"), philox.uniform_int(5, 6, 100, 0, 7, "int32")
+        after = "numba" in sys.modules
         lazy_numba.import_numba()
-        print(before, after_words, offload_policy(shapes, values, kdef)[0])
+        print(before, uniform_inline, after, offload_policy(shapes, values, kdef)[0])
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "False", "False"]
+    assert out.stdout.split() == ["True", "True", "False", "False"]
+
+
+def test_numpy_and_numba_paths_draw_the_same_words():
+    """Uniforms and integers come from a numpy Philox until numba is loaded, then from numba: the
+    same numbers either way (a parameter server's Glorot-uniform init needs no numba)."""
+    from unittest import mock
+    for key, counter in ((7, 3 << 64), (2**64 - 1, 2**64 - 2), (12345, (2**128) - 3)):
+        np.testing.assert_array_equal(philox.philox_blocks_numpy(key, counter, 9), philox.philox_blocks(key, counter, 9))
+    with mock.patch.object(philox, "numba_imported", lambda: False):
+        slow = [philox.uniform(7, 3 << 64, 1001, dt) for dt in ("float32", "float64", "float16")] + \
+            [philox.uniform_int(7, 5, 999, -3, 10**6, np.int32), philox.words(9, 2**64 - 3, 37)]
+    fast = [philox.uniform(7, 3 << 64, 1001, dt) for dt in ("float32", "float64", "float16")] + \
+        [philox.uniform_int(7, 5, 999, -3, 10**6, np.int32), philox.words(9, 2**64 - 3, 37)]
+    for a, b in zip(slow, fast):
+        assert a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))

@@ -26,7 +26,7 @@ import threading
 
 import numpy as np
 
-from actorflow.kernels.lazy_numba import njit
+from actorflow.kernels.lazy_numba import njit, numba_imported
 
 __all__ = ["PhiloxStream", "PhiloxWords", "RESERVED_BLOCKS_PER_OUTPUT", "gamma", "normal", "permutation",
            "philox_blocks", "philox_blocks_numpy", "poisson", "seeds_to_key_counter", "shuffle_blocks", "stateless_key_counter",
@@ -34,6 +34,7 @@ __all__ = ["PhiloxStream", "PhiloxWords", "RESERVED_BLOCKS_PER_OUTPUT", "gamma",
 
 RESERVED_BLOCKS_PER_OUTPUT = 256
 _MASK32 = 0xFFFFFFFF
+_MASK64 = (1 << 64) - 1
 _MASK128 = (1 << 128) - 1
 
 _M0 = np.uint64(0xD2511F53)
@@ -102,17 +103,21 @@ def _split_key(key: int):
 
 
 def philox_blocks_numpy(key: int, counter: int, n: int) -> np.ndarray:
-    """`philox_blocks` in numpy, the rounds vectorized over the blocks: for the few blocks at a time
-    that word-by-word readers take (shuffle buffers, queues, samplers, stateless seeds), which then
-    never import numba (its first import, 0.3-1 s, would stop the event loop it runs on)."""
-    c = [(counter + i) & _MASK128 for i in range(int(n))]
-    x = [np.array([(v >> (32 * j)) & _MASK32 for v in c], np.uint64) for j in range(4)]
+    """`philox_blocks` in numpy, the rounds vectorized over the blocks. Word-by-word readers (shuffle
+    buffers, queues, samplers, stateless seeds) and, until numba is loaded in the process, the
+    integer-only distributions (uniform floats and integers) use it, so that a parameter server
+    initializing Glorot-uniform variables needs no numba (its first import takes 0.3-1 s)."""
+    n = int(n)
+    lo64, hi64 = counter & _MASK64, (counter >> 64) & _MASK64
+    lo = np.uint64(lo64) + np.arange(n, dtype=np.uint64)       # wraps modulo 2**64
+    hi = np.uint64(hi64) + (lo < np.uint64(lo64)).astype(np.uint64)
+    x0, x1, x2, x3 = lo & _LO, lo >> _S32, hi & _LO, hi >> _S32
     k0, k1 = np.uint64(key & _MASK32), np.uint64((key >> 32) & _MASK32)
     for _ in range(10):
-        p0, p1 = _M0 * x[0], _M1 * x[2]
-        x = [(p1 >> _S32) ^ x[1] ^ k0, p1 & _LO, (p0 >> _S32) ^ x[3] ^ k1, p0 & _LO]
+        p0, p1 = _M0 * x0, _M1 * x2
+        x0, x1, x2, x3 = (p1 >> _S32) ^ x1 ^ k0, p1 & _LO, (p0 >> _S32) ^ x3 ^ k1, p0 & _LO
         k0, k1 = (k0 + _W0) & _LO, (k1 + _W1) & _LO
-    return np.stack(x, axis=1).astype(np.uint32)
+    return np.stack([x0, x1, x2, x3], axis=1).astype(np.uint32)
 
 
 def philox_blocks(key: int, counter: int, n: int) -> np.ndarray:
@@ -278,7 +283,10 @@ def _per_block(dtype) -> int:
 
 
 def words(key: int, counter: int, n: int) -> np.ndarray:
-    """The stream's first `n` words from `counter` on, as uint32 (the order SingleSampleAdapter reads)."""
+    """The stream's first `n` words from `counter` on, as uint32 (the order SingleSampleAdapter reads);
+    in numpy until numba is loaded in the process."""
+    if not numba_imported():
+        return philox_blocks_numpy(key, counter, -(-int(n) // 4)).reshape(-1)[:int(n)]
     out = np.empty(int(n), np.uint32)
     if n:
         _fill_words(*_split_key(key), *_split_counter(counter), out)
@@ -288,16 +296,21 @@ def words(key: int, counter: int, n: int) -> np.ndarray:
 def uniform(key: int, counter: int, size: int, dtype) -> np.ndarray:
     """TF's UniformDistribution: [0, 1) from the low mantissa bits of each word (two words a double)."""
     dtype = np.dtype(dtype)
-    if dtype == np.float32:
+    if dtype == np.float32 and numba_imported():
         out = np.empty(size, np.float32)
         if size:
             _uniform_f32(*_split_key(key), *_split_counter(counter), out)
         return out
     w = words(key, counter, 4 * -(-size // _per_block(dtype)))
     if dtype == np.float64:
-        out = np.empty(size, np.float64)
-        _uniform_f64(w, out)
-        return out
+        if numba_imported():
+            out = np.empty(size, np.float64)
+            _uniform_f64(w, out)
+            return out
+        w = w.astype(np.uint64)
+        return (((w[0::2] & _MANT20) << _S32) | w[1::2])[:size].astype(np.float64) * _D_MANT
+    if dtype == np.float32:
+        return (w[:size] & np.uint32(0x7FFFFF)).astype(np.float32) * _F_MANT
     if dtype == np.float16:
         return ((w[:size] & np.uint32(0x3FF)).astype(np.float32) * np.float32(2.0 ** -10)).astype(np.float16)
     if dtype.itemsize == 2:   # bfloat16: a 7-bit mantissa, exact in any float type

@@ -66,7 +66,7 @@ def _cost_from_shape(shape, *rest):
     return int(np.prod(s)) if s.size else 1
 
 
-def _philox_float(op, draw, stateless=False):
+def _philox_float(op, draw, stateless=False, ready=numba_imported):
     """Registers a float op drawing `draw(key, counter, n, dtype)`: from the op's stream (stateful), or
     from the key and counter TF makes of the seed tensor (stateless)."""
     def factory(attrs):
@@ -81,15 +81,15 @@ def _philox_float(op, draw, stateless=False):
             return draw(key, counter, n, dtype).reshape(dims)
         return fn
     factory.__doc__ = f"tf.raw_ops.{op}, TF's Philox stream bit for bit."
-    register_kernel(op, "CPU", cost=_cost_from_shape, ready=numba_imported, session_state=True)(factory)
+    register_kernel(op, "CPU", cost=_cost_from_shape, ready=ready, session_state=not stateless)(factory)
 
 
 _philox_float("RandomStandardNormal", philox.normal)
-_philox_float("RandomUniform", philox.uniform)
+_philox_float("RandomUniform", philox.uniform, ready=None)      # integer math: numpy until numba is loaded
 _philox_float("TruncatedNormal", philox.truncated_normal)
 
 
-@register_kernel("RandomUniformInt", "CPU", cost=_cost_from_shape, ready=numba_imported, session_state=True)
+@register_kernel("RandomUniformInt", "CPU", cost=_cost_from_shape, session_state=True)
 def random_uniform_int(attrs):
     """tf.raw_ops.RandomUniformInt: integers in [minval, maxval), of minval's dtype, as TF draws them."""
     stream = _stream(attrs)
@@ -149,7 +149,7 @@ def _multinomial_draw(key, counter, out, logits, num_samples):
     return res
 
 
-@register_kernel("Multinomial", "CPU", ready=numba_imported, session_state=True)
+@register_kernel("Multinomial", "CPU", session_state=True)
 def multinomial(attrs):
     """tf.raw_ops.Multinomial: TF's draws for the op's seeds; each run reserves TF's blocks."""
     stream = _stream(attrs)
@@ -177,7 +177,7 @@ def _seed_pair(seed) -> tuple[int, int]:
     return int(s[0]), int(s[1])
 
 
-@register_kernel("StatelessMultinomial", "CPU", ready=numba_imported, session_state=True)
+@register_kernel("StatelessMultinomial", "CPU", session_state=True)
 def stateless_multinomial(attrs):
     """tf.raw_ops.StatelessMultinomial: TF's draws for the seed tensor."""
     out = np.dtype(attrs.get("output_dtype", np.int64))
@@ -185,17 +185,7 @@ def stateless_multinomial(attrs):
         *philox.stateless_key_counter(*_seed_pair(seed)), out, logits, num_samples)
 
 
-def _stateless(op, draw):
-    def factory(attrs):
-        dtype = _float_dtype(op, attrs)
-
-        def fn(shape, seed):
-            return draw(_seeded(seed), _shape(op, shape)).astype(dtype)
-        return fn
-    register_kernel(op, "CPU", cost=_cost_from_shape, ready=numba_imported, session_state=True)(factory)
-
-
-_philox_float("StatelessRandomUniform", philox.uniform, stateless=True)
+_philox_float("StatelessRandomUniform", philox.uniform, stateless=True, ready=None)
 _philox_float("StatelessRandomNormal", philox.normal, stateless=True)
 _philox_float("StatelessTruncatedNormal", philox.truncated_normal, stateless=True)
 
