@@ -460,6 +460,10 @@ class _ScopeView(_View):
             root.aggregate(n)
         if opts.start_name_regexes != [".*"]:
             roots = self._search_root(roots, opts.start_name_regexes)
+        return self._render(root, roots, opts)
+
+    def _render(self, root, roots, opts):
+        """The shown tree under `root`: its proto, and the text with the options' legend first."""
         root.show_children = list(roots)
         root = self._print([root], opts, 1, 0)[0]
         root.text = self.stats.legend(opts) + root.text
@@ -559,13 +563,8 @@ class _GraphView(_ScopeView):
             root.aggregate(n)
         if opts.start_name_regexes != [".*"]:
             roots = self._search_root(roots, opts.start_name_regexes, set())
-        root.show_children = list(roots)
         self._seen = set()
-        root = self._print([root], opts, 1, 0)[0]
-        root.text = self.stats.legend(opts) + root.text
-        text = [root.text]
-        self._format(root.show_children, text, root.proto)
-        return root.proto, "".join(text)
+        return self._render(root, roots, opts)
 
     def _search_root(self, roots, regexes, seen):
         out = []
