@@ -310,6 +310,31 @@ def test_updates_of_one_variable_stay_in_order_in_the_tail(monkeypatch):
         np.testing.assert_array_equal(sess.run(w), np.full((300, 300), 6.0))
 
 
+@pytest.mark.parametrize("sync", [True, False])
+def test_a_clip_fetched_with_the_train_op_runs_before_the_update_it_races(sync, monkeypatch):
+    """`sess.run([train_op, clip_op])` (a WGAN's weight clipping): nothing orders the clip's assign and
+    the optimizer's update of one variable. TF runs ready nodes in the order they became ready, so
+    the clip (ready at once) assigns first and the update (ready at the end of the backward pass)
+    applies on top of it; on both paths here too. Before, the synchronous path ran the clip last and
+    lost the update (a WGAN's critic never trained)."""
+    v = af.Variable([1.0, 2.0], name="v")
+    x = af.placeholder(af.float32, [2], name="x")
+    loss = af.reduce_sum(af.square(v * x))
+    train = af.train.RMSPropOptimizer(0.1).minimize(loss, var_list=[v])
+    clip = v.assign(af.clip_by_value(v, -0.5, 0.5))
+    with _session(sync, monkeypatch) as sess:
+        sess.run(af.global_variables_initializer())
+        sess.run([loss, train, clip], {x: [1.0, 1.0]})
+        if sync:
+            assert isinstance(_exe_of(sess, train).sync, SyncTrainProgram)
+        got = sess.run(v)
+    # the update of the clipped value: RMSProp (ms starts at 1, decay 0.9) with the gradient 2 v x^2
+    # of the unclipped v the step read
+    g = np.array([2.0, 4.0], np.float32)
+    ms = np.float32(0.9) + np.float32(0.1) * g * g
+    np.testing.assert_allclose(got, np.float32(0.5) - np.float32(0.1) * g / np.sqrt(ms), rtol=1e-6)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="huge-page buffers are Linux's")
 def test_big_variable_buffers_start_on_a_huge_page_boundary(monkeypatch):
     """Variables of 2 MiB or more live in 2 MiB-aligned buffers advised into huge pages (actors/resource.py),

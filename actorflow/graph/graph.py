@@ -893,6 +893,9 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None) -> Ten
             raise ValueError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} for Tensor "
                              f"with dtype {value.dtype.name}: {value!r}")
         return value
+    conv = getattr(value, "_conversion_tensor", None)
+    if conv is not None:                 # a variable: its read for an op built now
+        return convert_to_tensor(conv(), dtype, name)
     if hasattr(value, "_as_graph_element"):
         return convert_to_tensor(value._as_graph_element(), dtype, name)
     if _CONVERSIONS:

@@ -127,6 +127,8 @@ class Variable(metaclass=_VariableMeta):
 
     Differences from TF 1.x: reads have snapshot semantics (an update never changes a value
     another op of the same step already read), implemented by copy-on-write in the resource actor.
+    An op built inside ``control_dependencies`` reads the variable afresh after those control
+    inputs (see `_conversion_tensor`), so it sees what TF 1.x's by-reference read would.
     """
 
     def __init__(self, initial_value=None, trainable=None, collections=None, validate_shape=True,
@@ -228,11 +230,27 @@ class Variable(metaclass=_VariableMeta):
     def _as_graph_element(self):
         return self._snapshot
 
+    def _conversion_tensor(self) -> Tensor:
+        """The tensor an op built now reads this variable through (convert_to_tensor): the snapshot,
+        or inside ``control_dependencies`` a fresh read that runs after those control inputs. TF 1.x
+        reads a variable's buffer when the op consuming it runs (a reference variable's snapshot
+        aliases the buffer), and TF 2's resource variables read afresh in the current context; so
+        ``with tf.control_dependencies([train_op]): tf.identity(v)`` (or an ExponentialMovingAverage
+        applied after the optimizer's update) sees the updated value, not the step's first read.
+        Inside a cond or while_loop the context's own reads apply (a loop reads its variables at each
+        iteration already)."""
+        g = self._variable.graph
+        st = g._state()
+        if (st.context is None and any(st.control_stack) and get_default_graph() is g
+                and not self._variable.op.op_def.control_flow):
+            return state_ops.RefRead(self._variable, name="read")
+        return self._snapshot
+
     def _ref(self) -> Tensor:
         return self._variable
 
     def value(self) -> Tensor:
-        return self._snapshot
+        return self._conversion_tensor()
 
     def read_value(self) -> Tensor:
         """A fresh read of the variable (tf.Variable.read_value): its value when this op runs, so a
