@@ -75,6 +75,17 @@ def fetch(manifest, mirror: Path, corpus: Path) -> None:
             data = subprocess.run(["git", "-C", str(_repo_dir(mirror, repo["repo"])), "show",
                                    f"{repo['commit']}:{name}"], check=True, capture_output=True).stdout
             (_files_dir(corpus, prog) / Path(name).name).write_bytes(data)
+        for pkg, folder in prog.get("packages", {}).items():   # the program's own modules, as a package
+            names = subprocess.run(["git", "-C", str(_repo_dir(mirror, repo["repo"])), "ls-tree", "--name-only",
+                                    repo["commit"], folder.rstrip("/") + "/"], check=True, capture_output=True,
+                                   text=True).stdout.split()
+            dst_pkg = _files_dir(corpus, prog) / "packages" / pkg
+            dst_pkg.mkdir(parents=True, exist_ok=True)
+            for name in names:
+                if name.endswith(".py"):
+                    data = subprocess.run(["git", "-C", str(_repo_dir(mirror, repo["repo"])), "show",
+                                           f"{repo['commit']}:{name}"], check=True, capture_output=True).stdout
+                    (dst_pkg / Path(name).name).write_bytes(data)
         print(f"fetched {prog['id']:40s} {repo['repo']}@{repo['commit'][:10]}:{prog['path']}")
 
 
@@ -97,7 +108,8 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
     if inject:      # a marker, replaced by the seed after the program's own seeds are offset
         imp += "; tf.set_random_seed(GRAPH_SEED)"
     out = re.sub(r"^(\s*)import tensorflow as tf\s*$", lambda m: m.group(1) + imp, source, flags=re.M)
-    out = re.sub(r"^(\s*)from tensorflow\.examples\.tutorials\.mnist import input_data\s*$",
+    out = re.sub(r"^(\s*)(?:from tensorflow\.examples\.tutorials\.mnist import input_data"
+                 r"|import tensorflow\.examples\.tutorials\.mnist\.input_data as input_data)\s*$",
                  lambda m: m.group(1) + "import input_data", out, flags=re.M)
     if lib == "actorflow":        # `from tensorflow.python.framework import ops`: the same path under actorflow
         out = re.sub(r"^(\s*)from tensorflow\.python\.", lambda m: m.group(1) + "from actorflow.python.", out,
@@ -148,6 +160,10 @@ def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path
                 (work / src.name).write_text(port(src.read_text(), lib, [], seed, graph_seed))
             else:
                 shutil.copy(src, work / src.name)
+        for pkg in prog.get("packages", {}):        # its own modules, ported as the program is
+            (work / pkg).mkdir()
+            for src in sorted((_files_dir(corpus, prog) / "packages" / pkg).glob("*.py")):
+                (work / pkg / src.name).write_text(port(src.read_text(), lib, [], seed, graph_seed))
         for name in prog.get("data", []):          # generated stand-ins for what the program downloads
             sys.path.insert(0, str(SHIMS))
             from cookbook_data import MAKERS

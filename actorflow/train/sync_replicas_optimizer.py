@@ -228,15 +228,18 @@ class SyncReplicasOptimizer(Optimizer):
         deps = []
         for g, _ in arrived:
             deps.extend([g.values, g.indices] if isinstance(g, IndexedSlices) else [g])
+        # The worker's local step as the step first reads it (nothing in the step changes it before
+        # the train op's last assignment): read outside the control dependencies below, which would
+        # make it a fresh read after the gradients.
+        local_step = self._local_step.value()
         with graph.device(gs_dev):
             with graph.control_dependencies(deps):
                 one = convert_to_tensor(1.0, dtype=dtypes.float32, name="contribution")
                 self._status, self._step_of_status = self._gate.try_apply_grad(
-                    one, local_step=self._local_step.value(), worker=self._worker, batch_id=batch_id,
-                    name="admit")
+                    one, local_step=local_step, worker=self._worker, batch_id=batch_id, name="admit")
             accepted = equal(self._status, accumulators.ACCEPTED, name="accepted")
             # A refused gradient is withdrawn (a negative step) from every accumulator.
-            keep_step = where(accepted, self._local_step.value(),
+            keep_step = where(accepted, local_step,
                               convert_to_tensor(-1, dtype=dtypes.int64), name="keep_step")
             self._accepted = accepted
             self._dropped = self._gate.num_dropped(name="dropped_gradients")
