@@ -551,8 +551,8 @@ install works, and the shortest example of the API (see actorflow/cli.py:_demo).
 
 
 def _version() -> str:
-    from actorflow import __version__
-    return f"actorflow {__version__} (Python {sys.version.split()[0]}, {sys.platform})"
+    from actorflow.version import ACTORFLOW_VERSION
+    return f"actorflow {ACTORFLOW_VERSION} (Python {sys.version.split()[0]}, {sys.platform})"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -38,7 +38,7 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0
-    assert re.match(rf"actorflow {re.escape(af.__version__)} \(Python 3\.\d+", capsys.readouterr().out)
+    assert re.match(rf"actorflow {re.escape(af.version.ACTORFLOW_VERSION)} \(Python 3\.\d+", capsys.readouterr().out)
 
 
 def test_every_option_of_every_subcommand_has_help_and_shows_its_default():

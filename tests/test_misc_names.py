@@ -3,6 +3,8 @@
 bad input."""
 from __future__ import annotations
 
+import importlib.metadata
+
 import numpy as np
 import pytest
 
@@ -143,6 +145,9 @@ def test_fake_quant_vars_trains_its_range():
 
 def test_version_constants_and_namespace():
     assert af.VERSION == af.version.VERSION == af.__version__
+    # the TF-1.x API level, so that TF-1.x programs' version checks take their TF-1.x branch
+    assert af.__version__ == "1.15.0" and int(af.__version__.split(".")[0]) == 1
+    assert af.version.ACTORFLOW_VERSION == importlib.metadata.version("actorflow")
     assert af.GRAPH_DEF_VERSION == af.Graph().as_graph_def().versions.producer
     assert af.GRAPH_DEF_VERSION_MIN_CONSUMER <= af.GRAPH_DEF_VERSION
     assert af.GRAPH_DEF_VERSION_MIN_PRODUCER <= af.GRAPH_DEF_VERSION

@@ -194,9 +194,9 @@ def tensor_info(t) -> TensorInfo:
 
 
 def _version() -> str:
-    # The package's own version, read from the loaded package rather than imported: the public API
+    # The package's own release, read from the loaded package rather than imported: the public API
     # (actorflow/__init__.py) sits above the training layer.
-    return getattr(sys.modules.get("actorflow"), "__version__", "")
+    return getattr(getattr(sys.modules.get("actorflow"), "version", None), "ACTORFLOW_VERSION", "")
 
 
 def make_meta_graph(graph, tags=(), signature_def_map=None, main_op=None, clear_devices=False,
