@@ -194,3 +194,17 @@ def test_string_to_number():
                 sess.run(af.string_to_number(s, out_type=af.int32), {s: ["99999999999"]})
         with pytest.raises(ValueError, match="out_type"):
             af.strings.to_number(s, out_type=af.bool)
+
+
+def test_zeros_of_strings_are_empty_strings_and_ones_are_refused():
+    """TF: tf.zeros/zeros_like of a string tensor are b"" (the program's `tf.zeros_like(['apple',
+    ...])` of Stanford's CS20 examples); ones of strings are a TypeError."""
+    p = af.placeholder(af.string, [None])
+    with af.Session() as sess:
+        got = sess.run([af.zeros_like(["apple", "peach", "banana"]), af.zeros_like(p),
+                        af.zeros([2], dtype=af.string), af.zeros([1200], dtype=af.string),
+                        af.zeros(af.shape(p), dtype=af.string)], {p: ["a", "b"]})
+    assert [list(g[:3]) for g in got] == [[b""] * 3, [b""] * 2, [b""] * 2, [b""] * 3, [b""] * 2]
+    for make in (lambda: af.ones([2], dtype=af.string), lambda: af.ones_like(["a"]), lambda: af.ones_like(p)):
+        with pytest.raises(TypeError, match="Expected string, but got 1 of type 'int'"):
+            make()

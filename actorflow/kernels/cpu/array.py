@@ -525,6 +525,8 @@ def zeros_like(x):
         from actorflow.kernels.cpu.tensor_list import TensorList, zeros_list
         if isinstance(x[()], TensorList):
             return zeros_list(x)
+    if x.dtype.kind == "O":               # strings: the empty string
+        return np.full(x.shape, b"", dtype=object)
     return np.zeros_like(x)
 
 

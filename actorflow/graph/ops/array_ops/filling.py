@@ -165,8 +165,19 @@ def _static_dims(shape_arg):
 _SMALL_CONST = 1000
 
 
+def _fill_value(value, dtype):
+    """`value` (0 or 1) as an element of `dtype`: a string tensor's zero is b"" and it has no one
+    (TF: "Expected string, but got 1 of type 'int'.")."""
+    if dtype is dtypes.string:
+        if value:
+            raise TypeError(f"Expected string, but got {value} of type 'int'.")
+        return b""
+    return value
+
+
 def _filled(shape_arg, value, dtype, name, default):
     dtype = dtypes.as_dtype(dtype)
+    value = _fill_value(value, dtype)
     dims = _static_dims(shape_arg)
     with _op_scope(name, default) as sc:
         if dims is not None:
@@ -194,6 +205,7 @@ def _like(tensor, dtype, name, optimize, value, op_def, default):
     with _op_scope(name, default) as sc:
         x = convert_to_tensor(tensor, name="tensor")
         dt = dtypes.as_dtype(dtype) if dtype is not None else x.dtype
+        value = _fill_value(value, dt)
         n = x.shape.num_elements()
         if x.dtype is dtypes.variant:
             return sc.op(op_def, x)          # a tensor list: a list of the same length, elements unset
