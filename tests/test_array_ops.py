@@ -704,3 +704,32 @@ def test_indexing_property(shape, key):
             got, got_u = sess.run([y, u[key]], {x: a, u: a})
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got_u, want)
+
+
+@pytest.mark.parametrize("axes,bshape", [(1, (2, 5)), (2, (4, 2, 5)), (0, (2,)), ([[2], [0]], (2, 5)),
+                                         ([[-1], [0]], (2, 5)), ([[0, 2], [1, 0]], (2, 3, 5))])
+def test_tensordot_of_operands_whose_rank_is_known_only_at_run_time(axes, bshape):
+    """TF builds tensordot from the runtime shapes when a rank is unknown (tf.image.rgb_to_grayscale
+    of a tf.image.decode_image, a placeholder without a shape); numpy's tensordot is the reference."""
+    rng = np.random.default_rng(3)
+    av = rng.standard_normal((3, 4, 2)).astype(np.float32)
+    bv = rng.standard_normal(bshape).astype(np.float32)
+    a = af.placeholder(af.float32, name="a")                 # rank unknown
+    b = af.placeholder(af.float32, [None] * len(bshape), name="b")
+    out = af.tensordot(a, b, axes)
+    want = np.tensordot(av, bv, axes if isinstance(axes, int) else ([x % 3 for x in axes[0]], axes[1]))
+    np.testing.assert_allclose(run(out, {a: av, b: bv}), want, rtol=1e-5, atol=1e-5)
+    if axes == [[2], [0]]:         # the gradients flow through the runtime transposes and reshapes
+        ga, gb = af.gradients(af.reduce_sum(out), [a, b])
+        got_a, got_b = run([ga, gb], {a: av, b: bv})
+        np.testing.assert_allclose(got_a, np.broadcast_to(bv.sum(1), av.shape), rtol=1e-5)
+        np.testing.assert_allclose(got_b, np.broadcast_to(av.sum((0, 1))[:, None], bv.shape), rtol=1e-5)
+
+
+def test_rgb_to_grayscale_of_a_decoded_image_of_unknown_rank():
+    png = af.image.encode_png(af.constant(np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)))
+    img = af.image.decode_image(png)
+    assert img.shape.ndims is None
+    gray = af.image.rgb_to_grayscale(af.cast(img, af.float32))
+    px = np.arange(18, dtype=np.float32).reshape(2, 3, 3)
+    np.testing.assert_allclose(run(gray)[..., 0], px @ np.float32([0.2989, 0.587, 0.114]), rtol=1e-5)

@@ -67,7 +67,7 @@ def tensordot(a, b, axes, name=None):
         b = convert_to_tensor(b, dtype=a.dtype, name="b")
         ra, rb = a.shape.ndims, b.shape.ndims
         if ra is None or rb is None:
-            raise ValueError("tensordot: the ranks of a and b must be known when the graph is built")
+            return _tensordot_dynamic(a, b, axes, sc.name)
         a_axes, b_axes = _axes_lists(axes, ra, rb)
         for i, j in zip(a_axes, b_axes):
             da, db = a.shape.dims[i], b.shape.dims[j]
@@ -87,6 +87,44 @@ def tensordot(a, b, axes, name=None):
         out = reshaping.reshape(ab, _as_shape([fa, fb]), name=sc.name)
         out.set_shape(TensorShape([a.shape.dims[i] for i in free_a] + [b.shape.dims[i] for i in free_b]))
         return out
+
+
+def _tensordot_dynamic(a, b, axes, name):
+    """tensordot of operands whose rank is known only when the step runs (a decoded image, a
+    placeholder without a shape), as TF builds it: each operand's free and contracted axes, their
+    sizes, the transpose and the 2-D reshape are computed from its runtime shape. `axes`: an int N or
+    a pair of axis lists (negative axes count from the runtime rank)."""
+    from actorflow.graph.ops.array_ops import filling, packing
+    from actorflow.graph.ops.misc_ops import setdiff1d
+
+    def side(t, ax, contracted_first):
+        shape_t, rank_t = shapes.shape(t), shapes.rank(t)
+        if ax is None:                                 # axes = N: a's last N, b's first N
+            n = int(axes)
+            ax = filling.range(0, n) if contracted_first else filling.range(rank_t - n, rank_t)
+        else:
+            ax = convert_to_tensor(ax, dtype=shape_t.dtype)
+            ax = math_ops.where(ax >= 0, ax, ax + rank_t)
+        free = setdiff1d(filling.range(0, rank_t), ax)[0]
+        free_dims = gathering.gather(shape_t, free)
+        n_free, n_ax = math_ops.reduce_prod(free_dims), math_ops.reduce_prod(gathering.gather(shape_t, ax))
+        perm = joining.concat([ax, free] if contracted_first else [free, ax], 0)
+        flat = packing.stack([n_ax, n_free] if contracted_first else [n_free, n_ax])
+        return reshaping.reshape(reshaping.transpose(t, perm), flat), free_dims
+
+    if isinstance(axes, (int, np.integer)):
+        if int(axes) < 0:
+            raise ValueError(f"'axes' must be at least 0, got {int(axes)}")
+        a_ax = b_ax = None
+    elif isinstance(axes, (list, tuple)) and len(axes) == 2:
+        a_ax, b_ax = ([int(v)] if np.ndim(v) == 0 else [int(x) for x in v] for v in axes)
+        if len(a_ax) != len(b_ax):
+            raise ValueError(f"Different number of contraction axes 'a' and 'b', {len(a_ax)} != {len(b_ax)}")
+    else:
+        raise ValueError(f"'axes' must be an integer or have length 2, got {axes!r}")
+    a2, free_a = side(a, a_ax, False)
+    b2, free_b = side(b, b_ax, True)
+    return reshaping.reshape(math_ops.matmul(a2, b2), joining.concat([free_a, free_b], 0), name=name)
 
 
 # -- einsum ------------------------------------------------------------------------------------------------
