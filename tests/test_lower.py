@@ -207,7 +207,8 @@ def test_dump_passes_writes_text_and_pictures_after_each_pass(tmp_path, monkeypa
     texts = [f for f in files if f.endswith(".txt")]
     assert texts == ["00_prune.txt", "01_constant_folding.txt", "02_arithmetic_optimization.txt",
                      "03_dependency_optimization.txt", "04_jit.txt", "05_model_pruning.txt", "06_place_devices.txt",
-                     "07_fold_constants.txt", "08_partition.txt", "09_fuse.txt"]
+                     "07_fold_constants.txt", "08_partition.txt", "09_fuse.txt",
+                     "10_serialize_read_modify_writes.txt"]
     pic = ".svg" if shutil.which("dot") else ".dot"
     assert [f for f in files if f.endswith(pic)] == [t[:-4] + pic for t in texts]
     prune, folded, fused = (open(os.path.join(d, f)).read() for f in ("00_prune.txt", "07_fold_constants.txt",

@@ -99,3 +99,39 @@ def test_a_weight_clip_fetched_with_the_train_op_keeps_the_update(path):
         ms = np.float32(0.9) * ms + np.float32(0.1) * g * g
         val = val - np.float32(0.1) * g / np.sqrt(ms)
     np.testing.assert_allclose(got, val, rtol=1e-6)
+
+
+def test_one_adam_applying_two_gradient_lists_in_a_step_advances_its_powers_twice(path):
+    """A coupled GAN's step: `tf.group(opt.apply_gradients(g1), opt.apply_gradients(g2))` with one
+    AdamOptimizer. Each apply's finish multiplies beta1_power and beta2_power (a fresh read, a multiply,
+    an assign); TF runs each such read-modify-write inline, so its powers advance twice a step (TF 2.21:
+    0.9 -> 0.729 -> 0.59049). Breadth first, both reads came before both writes and they advanced
+    once; the serialize_read_modify_writes pass orders the pairs."""
+    a = af.Variable([1.0, 2.0], name="a")
+    b = af.Variable([3.0], name="b")
+    loss = af.reduce_sum(a * a) + af.reduce_sum(b * b * a[0])
+    opt = af.train.AdamOptimizer(0.1)
+    step = af.group(opt.apply_gradients(opt.compute_gradients(loss, [a])),
+                    opt.apply_gradients(opt.compute_gradients(loss, [b])))
+    b1, b2 = opt._get_beta_accumulators()
+    with af.Session() as sess:
+        sess.run(af.global_variables_initializer())
+        powers = []
+        for _ in range(2):
+            sess.run(step)
+            powers.append(sess.run([b1, b2]))
+    np.testing.assert_allclose(powers, [[0.9 ** 3, 0.999 ** 3], [0.9 ** 5, 0.999 ** 5]], rtol=1e-6)
+
+
+def test_read_modify_writes_that_the_graph_orders_keep_their_order(path):
+    """The pass adds nothing where the pairs are ordered already (the second read waits for the first
+    update) and the values are those of the program's own order."""
+    v = af.Variable(2.0, name="v")
+    with af.control_dependencies([af.no_op()]):
+        first = v.assign(v * 3.0)
+    with af.control_dependencies([first]):
+        second = v.assign(v + 1.0)
+    with af.Session() as sess:
+        sess.run(v.initializer)
+        sess.run(second)
+        assert sess.run(v) == 7.0

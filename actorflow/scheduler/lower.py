@@ -63,6 +63,7 @@ from actorflow import errors
 from actorflow.graph.ops import compiler_ops as _compiler_ops  # noqa: F401  (the OpDefs of copies and fused ops)
 from actorflow.kernels.registry import get_kernel, has_kernel
 from actorflow.scheduler import optimizer as _optimizer
+from actorflow.scheduler import races as _races
 from actorflow.scheduler.ir import (
     Bound,
     ExecPlan,
@@ -438,6 +439,8 @@ register_pass("place_devices", place_devices)
 register_pass("fold_constants", fold_constants)
 register_pass("partition", _partition)
 register_pass("fuse", _fuse, switch="remapping", env="AF_FUSION")
+# Two read-modify-writes of one variable in a step run one after the other (scheduler/races.py).
+register_pass("serialize_read_modify_writes", _races.serialize_read_modify_writes)
 
 
 # -- emit ------------------------------------------------------------------------------------------------
