@@ -48,4 +48,23 @@ def make_shakespeare_txt(path, n_words=30_000, vocab=900, topics=12, seed=0):
     return path
 
 
-MAKERS = {"birth_weight.csv": make_birth_weight_csv, "temp/shakespeare.txt": make_shakespeare_txt}
+def make_mnist_idx(path):
+    """`path` (a directory) holding MNIST's four unzipped IDX files, written from the digits stand-in
+    (shims/input_data.py: its training and test images as 0-255 bytes, their labels as int8), so that
+    programs that download MNIST and parse the IDX files themselves (Stanford CS20's utils.read_mnist)
+    find them there and skip the download. 7,500 training and 297 test images."""
+    import struct
+
+    import input_data
+    path.mkdir(parents=True, exist_ok=True)
+    ds = input_data.read_data_sets(one_hot=False, validation_size=0)
+    for name, d in (("train", ds.train), ("t10k", ds.test)):
+        images = np.round(d.images.reshape(-1, 28, 28) * 255).astype(np.uint8)
+        with open(path / f"{name}-images-idx3-ubyte", "wb") as f:
+            f.write(struct.pack(">IIII", 2051, len(images), 28, 28) + images.tobytes())
+        with open(path / f"{name}-labels-idx1-ubyte", "wb") as f:
+            f.write(struct.pack(">II", 2049, len(images)) + d.labels.astype(np.int8).tobytes())
+
+
+MAKERS = {"birth_weight.csv": make_birth_weight_csv, "temp/shakespeare.txt": make_shakespeare_txt,
+          "data/mnist": make_mnist_idx}
