@@ -241,8 +241,7 @@ class Variable(metaclass=_VariableMeta):
         iteration already)."""
         g = self._variable.graph
         st = g._state()
-        if (st.context is None and any(st.control_stack) and get_default_graph() is g
-                and not self._variable.op.op_def.control_flow):
+        if st.context is None and any(st.control_stack) and get_default_graph() is g:
             return state_ops.RefRead(self._variable, name="read")
         return self._snapshot
 
