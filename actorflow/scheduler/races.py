@@ -36,12 +36,13 @@ def serialize_read_modify_writes(ir: PlanIR, options) -> PlanIR:
     if len(reads) < 2 or any(n.op_def.control_flow is not None for n in nodes):
         return ir
     by = {n.name: n for n in nodes}
+    read_vars = set(reads.values())
     pairs: dict = {}                     # variable -> [(read, update)]
     for n in nodes:
         if n.name in reads:
             continue
         for v in _variables(n):
-            read = _feeding_read(n, v, by, reads)
+            read = _feeding_read(n, v, by, reads) if v in read_vars else None
             if read is not None:
                 pairs.setdefault(v, []).append((read, n.name))
     pos = {n.name: i for i, n in enumerate(nodes)}
