@@ -207,9 +207,8 @@ class SyncTrainProgram:
             return None                   # nothing stateful: SyncProgram's business
         # Variable updates (deferred kernels) go as late as their dependencies allow, as on the pool:
         # the reads of a weight come first, and its update then finds the buffer unshared.
-        prog = _wire(items, actors, plan, deferred=[a.deferred for a in actors],
-                     updates=[frozenset(id(res) for _, res in a.refs) if k == 3 else None
-                              for a, k in zip(actors, kinds)])
+        # (Updates of one variable that race keep the order the plan gives them: scheduler/races.py.)
+        prog = _wire(items, actors, plan, deferred=[a.deferred for a in actors])
         if prog is None:
             return None
         order, pos, ins, fetch_srcs = prog
@@ -571,11 +570,10 @@ def _raise_as(actor, e, args):
     raise err from e
 
 
-def _wire(items, actors, plan, deferred=None, updates=None):
+def _wire(items, actors, plan, deferred=None):
     """(order, position of each item in it, message inputs per item, fetch sources), or None.
     Message inputs: (slot, src, out), src >= 0 a kernel (its item index), src < 0 the feed ~src; out
-    the output index of a multi-output kernel, -1 otherwise. `updates[i]`: the resources item i
-    updates (see _order_races), or None."""
+    the output index of a multi-output kernel, -1 otherwise."""
     ins: list = [[] for _ in items]
     after: list = [[] for _ in items]
     for i, item in enumerate(items):
@@ -589,8 +587,6 @@ def _wire(items, actors, plan, deferred=None, updates=None):
     for fi, targets in enumerate(plan.feed_targets):
         for c, slot in targets:
             ins[c].append((slot, ~fi, -1))
-    if updates is not None:
-        _order_races(after, updates)
     order = _topological(items, after, deferred)
     if order is None:
         return None
@@ -601,42 +597,6 @@ def _wire(items, actors, plan, deferred=None, updates=None):
         for o, fi in item.fetch_outs:
             fetch_srcs[fi] = (pos[i], o if multi else -1)
     return order, pos, ins, tuple(fetch_srcs)
-
-
-def _order_races(after, updates) -> None:
-    """Orders the updates of each variable that nothing in the plan orders, in place (edges added to
-    `after`), as the actors and TF's executor run them: in the order their inputs become ready,
-    taken as their depth (the longest path from the step's sources), then their position. In
-    `sess.run([train_op, clip_op])` (a WGAN's weight clipping) the clip's assign, two ops from the
-    variable, goes before the optimizer's update at the end of the backward pass, which then applies
-    on top of the clipped value. The other order (updates go as late as their inputs allow, and
-    the clip's input waits as long) would overwrite every update with the clip of the old value.
-    Every edge goes from a smaller (depth, position) to a larger one, as the plan's own edges do:
-    no cycle."""
-    by_res: dict = {}
-    for i, res in enumerate(updates):
-        for r in res or ():
-            by_res.setdefault(r, []).append(i)
-    if not any(len(v) > 1 for v in by_res.values()):
-        return
-    n = len(after)
-    indeg = [0] * n
-    for succ in after:
-        for c in succ:
-            indeg[c] += 1
-    depth = [0] * n
-    ready = [i for i in range(n) if not indeg[i]]
-    while ready:
-        i = ready.pop()
-        for c in after[i]:
-            depth[c] = max(depth[c], depth[i] + 1)
-            indeg[c] -= 1
-            if not indeg[c]:
-                ready.append(c)
-    for users in by_res.values():
-        users.sort(key=lambda i: (depth[i], i))
-        for a, b in zip(users, users[1:]):
-            after[a].append(b)
 
 
 def _topological(items, after, deferred=None):
