@@ -105,6 +105,22 @@ def test_uninitialized_variable_and_assignment_semantics():
             w.assign(np.ones((3, 3), np.float32))
 
 
+def test_initialized_value_initializes_one_variable_from_another():
+    """tf.Variable.initialized_value: the variable's value once initialized, else its initial value,
+    whatever order the initializers run in (one run of the random initial value feeds both)."""
+    w = af.Variable(af.random_normal([3], seed=1), name="w")
+    w2 = af.Variable(w.initialized_value() * 2.0, name="w2")
+    with af.Session() as sess:
+        sess.run(af.global_variables_initializer())
+        a, b = sess.run([w, w2])
+        np.testing.assert_allclose(b, 2 * a)
+        sess.run(w.assign([1.0, 2.0, 3.0]))
+        np.testing.assert_allclose(sess.run(w.initialized_value()), [1.0, 2.0, 3.0])
+    with af.Session() as sess:          # not initialized: the initial value, nothing assigned
+        np.testing.assert_allclose(sess.run(w2.initialized_value()).shape, [3])
+        assert not sess.run(af.is_variable_initialized(w2))
+
+
 def test_read_value_under_a_control_dependency_sees_the_update():
     v = af.Variable([1.0, 2.0], name="v")
     inc = v.assign_add([10.0, 10.0])

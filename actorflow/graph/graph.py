@@ -72,7 +72,10 @@ class Tensor:
     feed_dict keys); use `af.equal` for element-wise equality.
     """
 
-    __slots__ = ("op", "value_index", "dtype", "_shape", "_consumers", "__weakref__")
+    # `_keras_mask`: the boolean mask a Keras layer attached to its output (tf.keras masking: an
+    # Embedding with mask_zero, a Masking layer); unset on other tensors, as in TF, where
+    # `getattr(t, "_keras_mask", None)` reads it.
+    __slots__ = ("op", "value_index", "dtype", "_shape", "_consumers", "_keras_mask", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, op: "Operation", value_index: int, dtype, shape):

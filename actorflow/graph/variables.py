@@ -256,6 +256,16 @@ class Variable(metaclass=_VariableMeta):
         read under ``control_dependencies([update])`` sees the update."""
         return state_ops.RefRead(self._variable, name="read")
 
+    def initialized_value(self) -> Tensor:
+        """The variable's value, or its initial value where it is not initialized yet
+        (tf.Variable.initialized_value): how TF-1.x programs initialize one variable from another,
+        ``tf.Variable(w.initialized_value() * 2)``, whatever order the initializers run in. A cond on
+        ``is_variable_initialized`` between a fresh read and the initial value, built outside any
+        control context; it initializes nothing itself."""
+        from actorflow.graph.control_flow import cond
+        with init_scope():
+            return cond(is_variable_initialized(self), self.read_value, lambda: self.initial_value)
+
     def eval(self, session=None):
         return self._snapshot.eval(session=session)
 

@@ -90,9 +90,16 @@ class Layer(_tfl.Layer):
 
     Subclasses override `build(input_shape)`, `call(inputs, ...)` and `get_config`. A layer may
     be given `input_shape`, `batch_input_shape`, `batch_size` or `input_dim`; the first layer of
-    a Sequential model takes its input's shape from them. Differences from TF: no masking
-    (`supports_masking` is False; Embedding's `mask_zero` is refused), no eager execution.
+    a Sequential model takes its input's shape from them. No eager execution.
+
+    Masking (tf.keras's): a layer's output tensors carry a boolean `_keras_mask` (an Embedding
+    with `mask_zero`, a Masking layer, or any layer's `compute_mask`). A layer whose `call` takes
+    `mask` receives its inputs' masks there unless the caller passes one; after the call each
+    output gets the mask `compute_mask(inputs, mask)` gives, where the layer supports masking or
+    overrides `compute_mask` (the base carries the mask through where `supports_masking`, else
+    refuses one). Other layers drop the mask, as TF 1.x graph-mode Keras does.
     """
+    _masking = False        # what `supports_masking` starts as (tf.keras sets it in __init__)
 
     def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
         kwargs = self._keras_prelude(kwargs)
@@ -121,9 +128,12 @@ class Layer(_tfl.Layer):
 
     def _keras_post(self):
         self._inbound_nodes: list = []
-        self.supports_masking = False
+        self.supports_masking = type(self)._masking
         params = inspect.signature(self.call).parameters
         self._call_takes_training = "training" in params
+        names = list(params)
+        self._call_takes_mask = "mask" in params
+        self._mask_position = names.index("mask") - 1 if "mask" in names else None   # among *args
 
     def _init_keras(self, name, kwargs) -> tuple:
         """For the af.layers-based classes: Keras's kwargs stripped and the name chosen."""
@@ -159,6 +169,9 @@ class Layer(_tfl.Layer):
         if self._call_takes_training and kwargs.get("training") is None and not args:
             kwargs["training"] = K.learning_phase()
         inputs = nest.map_structure(lambda t: t.value() if isinstance(t, Variable) else t, inputs)
+        input_masks, framework_mask = self._collect_input_masks(inputs, args, kwargs)
+        if framework_mask:
+            kwargs["mask"] = input_masks
         n_updates, n_losses = len(self.updates), len(self.losses)
         self._in_base_call = True
         try:
@@ -176,8 +189,58 @@ class Layer(_tfl.Layer):
         if getattr(self, "_initial_weights", None) is not None:
             weights, self._initial_weights = self._initial_weights, None
             self.set_weights(weights)
+        self._set_mask_metadata(inputs, outputs, input_masks)
+        if framework_mask:      # a replay of this call takes the masks of its new inputs
+            kwargs = {k: v for k, v in kwargs.items() if k != "mask"}
         self._record(inputs, outputs, args, kwargs, self.updates[n_updates:], self.losses[n_losses:])
         return outputs
+
+    # -- masking ------------------------------------------------------------------------------
+    def _collect_input_masks(self, inputs, args, kwargs):
+        """(masks, whether to pass them as `mask=`): the `mask` the caller passed, else the
+        inputs' `_keras_mask`s (None where none has one)."""
+        if "mask" in kwargs:
+            return kwargs["mask"], False
+        if self._mask_position is not None and len(args) > self._mask_position:
+            return args[self._mask_position], False
+        masks = nest.map_structure(lambda t: getattr(t, "_keras_mask", None), inputs)
+        if all(m is None for m in nest.flatten(masks)):
+            return None, False
+        return masks, self._call_takes_mask
+
+    def compute_mask(self, inputs, mask=None):
+        """The mask of the outputs for inputs with `mask` (tf.keras.layers.Layer.compute_mask): the
+        input mask where the layer supports masking, else None (and an error if given a mask)."""
+        if not self.supports_masking:
+            if any(m is not None for m in nest.flatten(mask)):
+                raise TypeError(f"Layer {self.name} does not support masking, but was passed an input_mask: {mask}")
+            return None
+        return mask
+
+    def _set_mask_metadata(self, inputs, outputs, input_masks):
+        flat = [t for t in nest.flatten(outputs) if isinstance(t, Tensor)]
+        if not flat:
+            return
+        if getattr(self, "_compute_output_and_mask_jointly", False) or \
+                all(getattr(t, "_keras_mask", None) is not None for t in flat):
+            return      # `call` set them
+        if not (self.supports_masking or type(self).compute_mask is not Layer.compute_mask):
+            masks = [None] * len(flat)
+        else:
+            out = self.compute_mask(inputs, input_masks)
+            masks = [None] * len(flat) if out is None else nest.flatten(out)
+        for t, m in zip(flat, masks):
+            t._keras_mask = m
+
+    @property
+    def input_mask(self):
+        """The mask(s) of the inputs of the layer's first call (None where unmasked)."""
+        return nest.map_structure(lambda t: getattr(t, "_keras_mask", None), self._node("input mask").inputs)
+
+    @property
+    def output_mask(self):
+        """The mask(s) of the outputs of the layer's first call (None where unmasked)."""
+        return nest.map_structure(lambda t: getattr(t, "_keras_mask", None), self._node("output mask").outputs)
 
     def _record(self, inputs, outputs, args, kwargs, updates=(), losses=()):
         node = Node(self, inputs, outputs, args, kwargs, updates, losses)

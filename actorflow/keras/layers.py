@@ -25,7 +25,8 @@ __all__ = ["Layer", "Input", "InputLayer", "Dense", "Conv1D", "Conv2D", "Conv2DT
            "Convolution2D", "MaxPooling1D", "MaxPooling2D", "AveragePooling1D", "AveragePooling2D", "MaxPool1D",
            "MaxPool2D", "AvgPool1D", "AvgPool2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
            "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalMaxPool1D",
-           "GlobalMaxPool2D", "Flatten", "Dropout", "BatchNormalization", "Embedding", "Activation", "Reshape",
+           "GlobalMaxPool2D", "Flatten", "Dropout", "BatchNormalization", "Embedding", "Masking", "Activation",
+           "Reshape",
            "Permute", "RepeatVector", "Lambda", "Concatenate", "concatenate", "Add", "add", "Multiply", "multiply",
            "Subtract", "subtract", "Average", "average", "Maximum", "maximum", "Minimum", "minimum",
            "ZeroPadding1D", "ZeroPadding2D", "UpSampling1D", "UpSampling2D", "LeakyReLU", "ReLU", "ELU", "Softmax",
@@ -56,6 +57,7 @@ def _fmt(data_format):
 
 class Dense(Layer, _tfl.Dense):
     """activation(inputs @ kernel + bias) (tf.keras.layers.Dense); `kernel` [in, units], `bias` [units]."""
+    _masking = True
     _config_keys = ("units",) + _KERNEL_KEYS
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
@@ -168,6 +170,7 @@ class Flatten(Layer, _tfl.Flatten):
 
 class Dropout(Layer, _tfl.Dropout):
     """Drops `rate` of the inputs in the training phase (tf.keras.layers.Dropout)."""
+    _masking = True
     _config_keys = ("rate", "noise_shape", "seed")
 
     def __init__(self, rate, noise_shape=None, seed=None, name=None, **kwargs):
@@ -180,6 +183,7 @@ class BatchNormalization(Layer, _tfl.BatchNormalization):
     """Batch normalization (tf.keras.layers.BatchNormalization): batch statistics in the training
     phase, the moving averages otherwise; the ops updating the moving averages are in `updates`
     and UPDATE_OPS (a compiled model runs them with each training step)."""
+    _masking = True
     _config_keys = ("axis", "momentum", "epsilon", "center", "scale", "beta_initializer", "gamma_initializer",
                     "moving_mean_initializer", "moving_variance_initializer", "beta_regularizer",
                     "gamma_regularizer", "beta_constraint", "gamma_constraint")
@@ -216,7 +220,7 @@ class _GlobalPooling(Layer):
         super().__init__(name=name, **kwargs)
         self.data_format = _fmt(data_format) if self._rank == 2 else (data_format or "channels_last")
 
-    def call(self, inputs):
+    def call(self, inputs, mask=None):
         x = _float(inputs, self)
         nd = self._rank + 2
         if x.shape.ndims != nd:
@@ -224,12 +228,22 @@ class _GlobalPooling(Layer):
                              f"found ndim={x.shape.ndims}. Full shape received: {x.shape}")
         axes = list(range(1, 1 + self._rank)) if self.data_format == "channels_last" else \
             list(range(2, 2 + self._rank))
+        if mask is not None and self._rank == 1 and not self._max:
+            # The mean over the unmasked steps (tf.keras's GlobalAveragePooling1D with a mask).
+            m = array_ops.expand_dims(math_ops.cast(mask, x.dtype), 2 if self.data_format == "channels_last" else 1)
+            return math_ops.divide(math_ops.reduce_sum(math_ops.multiply(x, m), axes),
+                                   math_ops.reduce_sum(m, axes))
         return (math_ops.reduce_max if self._max else math_ops.reduce_mean)(x, axes)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
 
 
 class GlobalAveragePooling1D(_GlobalPooling):
-    """The mean over the steps of [batch, steps, channels] (tf.keras.layers.GlobalAveragePooling1D)."""
+    """The mean over the steps of [batch, steps, channels] (tf.keras.layers.GlobalAveragePooling1D);
+    with a mask, over the unmasked steps."""
     _rank = 1
+    _masking = True
 
 
 class GlobalAveragePooling2D(_GlobalPooling):
@@ -253,15 +267,14 @@ GlobalMaxPool1D, GlobalMaxPool2D = GlobalMaxPooling1D, GlobalMaxPooling2D
 
 class Embedding(Layer):
     """Rows of an `embeddings` [input_dim, output_dim] matrix for integer inputs
-    (tf.keras.layers.Embedding). `mask_zero` is not supported (no masking)."""
+    (tf.keras.layers.Embedding). With `mask_zero`, id 0 is padding: the output's mask is
+    `inputs != 0`, for the masking layers downstream (an LSTM skips those steps)."""
     _config_keys = ("input_dim", "output_dim", "embeddings_initializer", "embeddings_regularizer",
-                    "activity_regularizer", "embeddings_constraint", "input_length")
+                    "activity_regularizer", "embeddings_constraint", "mask_zero", "input_length")
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", embeddings_regularizer=None,
                  activity_regularizer=None, embeddings_constraint=None, mask_zero=False, input_length=None,
                  name=None, **kwargs):
-        if mask_zero:
-            raise NotImplementedError("Embedding: mask_zero=True needs masking, which af.keras does not support")
         if "input_shape" not in kwargs and "batch_input_shape" not in kwargs:
             kwargs["input_shape"] = (input_length,) if input_length is not None else (None,)
         kwargs.setdefault("dtype", K.floatx())
@@ -271,7 +284,13 @@ class Embedding(Layer):
         self.embeddings_regularizer = _reg(embeddings_regularizer)
         self.embeddings_constraint = _con(embeddings_constraint)
         self.input_length = input_length
-        self.mask_zero = False
+        self.mask_zero = bool(mask_zero)
+        self.supports_masking = self.mask_zero
+
+    def compute_mask(self, inputs, mask=None):
+        if not self.mask_zero:
+            return None
+        return math_ops.not_equal(inputs, 0)
 
     def build(self, input_shape):
         self.embeddings = self.add_weight("embeddings", [self.input_dim, self.output_dim],
@@ -287,8 +306,33 @@ class Embedding(Layer):
         return array_ops.gather(self.embeddings, ids)
 
 
+class Masking(Layer):
+    """Masks the steps of [batch, steps, features] whose features all equal `mask_value`
+    (tf.keras.layers.Masking): those steps become zeros and the output's mask is false there,
+    so the recurrent layers downstream skip them."""
+    _config_keys = ("mask_value",)
+    _masking = True
+
+    def __init__(self, mask_value=0.0, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.mask_value = mask_value
+        self._compute_output_and_mask_jointly = True
+
+    def compute_mask(self, inputs, mask=None):
+        return math_ops.reduce_any(math_ops.not_equal(inputs, self.mask_value), axis=-1)
+
+    def call(self, inputs):
+        x = convert_to_tensor(inputs)
+        keep = math_ops.reduce_any(math_ops.not_equal(x, constant(self.mask_value, dtype=x.dtype)), axis=-1,
+                                   keepdims=True)
+        out = math_ops.multiply(x, math_ops.cast(keep, x.dtype))
+        out._keras_mask = array_ops.squeeze(keep, axis=[-1])
+        return out
+
+
 class Activation(Layer):
     """Applies an activation function, by name or callable (tf.keras.layers.Activation)."""
+    _masking = True
     _config_keys = ("activation",)
 
     def __init__(self, activation, name=None, **kwargs):
@@ -371,6 +415,9 @@ class Lambda(Layer):
         self.function = function
         self.arguments = dict(arguments or {})
         self._output_shape_arg = output_shape
+        self.mask = mask
+        if mask is not None:
+            self.supports_masking = True
 
     def call(self, inputs, mask=None, training=None):
         import inspect
@@ -378,7 +425,13 @@ class Lambda(Layer):
         params = inspect.signature(self.function).parameters
         if "training" in params and training is not None:
             kw["training"] = training
+        if "mask" in params:
+            kw["mask"] = mask
         return self.function(inputs, **kw)
+
+    def compute_mask(self, inputs, mask=None):
+        """`mask` as given: a function of (inputs, mask), or a fixed mask (None: no mask)."""
+        return self.mask(inputs, mask) if callable(self.mask) else self.mask
 
     def get_config(self):
         cfg = super().get_config()
@@ -398,6 +451,7 @@ class Lambda(Layer):
 
 class _Merge(Layer):
     """A layer on a list of tensors of one shape (the merge layers)."""
+    _masking = True
 
     def _inputs(self, inputs):
         if not isinstance(inputs, (list, tuple)):
@@ -408,6 +462,20 @@ class _Merge(Layer):
         return [convert_to_tensor(x) for x in inputs]
 
     _min_inputs = 2
+
+    def compute_mask(self, inputs, mask=None):
+        """The steps every input keeps: the logical and of the inputs' masks."""
+        if mask is None:
+            return None
+        if not isinstance(mask, (list, tuple)):
+            raise ValueError(f"`mask` should be a list. Received: mask={mask}")
+        if not isinstance(inputs, (list, tuple)) or len(mask) != len(inputs):
+            raise ValueError(f"The lists `inputs` and `mask` should have the same length. Received: inputs={inputs} "
+                             f"of length {len(inputs)}, and mask={mask} of length {len(mask)}")
+        masks = [array_ops.expand_dims(m, 0) for m in mask if m is not None]
+        if not masks:
+            return None
+        return math_ops.reduce_all(array_ops.concat(masks, 0), axis=0)
 
     def call(self, inputs):
         xs = self._inputs(inputs)
@@ -479,6 +547,29 @@ class Concatenate(_Merge):
 
     def call(self, inputs):
         return array_ops.concat(self._inputs(inputs), self.axis)
+
+    def compute_mask(self, inputs, mask=None):
+        """The inputs' masks (all-true for an unmasked input) concatenated along `axis`, then
+        reduced with a logical and over the last axis (tf.keras's Concatenate)."""
+        if mask is None:
+            return None
+        if not isinstance(mask, (list, tuple)):
+            raise ValueError(f"`mask` should be a list. Received mask={mask}")
+        if not isinstance(inputs, (list, tuple)) or len(mask) != len(inputs):
+            raise ValueError(f"The lists `inputs` and `mask` should have the same length. Received: inputs={inputs} "
+                             f"of length {len(inputs)}, and mask={mask} of length {len(mask)}")
+        if all(m is None for m in mask):
+            return None
+        masks = []
+        for x, m in zip(inputs, mask):
+            x = convert_to_tensor(x)
+            if m is None:
+                masks.append(array_ops.ones_like(x, dtype=dtypes.bool_))
+            elif m.shape.ndims is not None and x.shape.ndims is not None and m.shape.ndims < x.shape.ndims:
+                masks.append(array_ops.expand_dims(m, -1))
+            else:
+                masks.append(m)
+        return math_ops.reduce_all(array_ops.concat(masks, self.axis), axis=-1)
 
 
 def add(inputs, **kwargs):
@@ -603,6 +694,7 @@ class UpSampling2D(Layer):
 
 class LeakyReLU(Layer):
     """max(x, alpha * x), alpha 0.3 by default (tf.keras.layers.LeakyReLU)."""
+    _masking = True
     _config_keys = ("alpha",)
 
     def __init__(self, alpha=0.3, name=None, **kwargs):
@@ -615,6 +707,7 @@ class LeakyReLU(Layer):
 
 class ReLU(Layer):
     """Rectified linear with Keras's max_value, negative_slope and threshold (tf.keras.layers.ReLU)."""
+    _masking = True
     _config_keys = ("max_value", "negative_slope", "threshold")
 
     def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, name=None, **kwargs):
@@ -629,6 +722,7 @@ class ReLU(Layer):
 
 class ELU(Layer):
     """x for x > 0, alpha * (exp(x) - 1) otherwise (tf.keras.layers.ELU)."""
+    _masking = True
     _config_keys = ("alpha",)
 
     def __init__(self, alpha=1.0, name=None, **kwargs):
@@ -640,15 +734,23 @@ class ELU(Layer):
 
 
 class Softmax(Layer):
-    """Softmax over `axis` (tf.keras.layers.Softmax)."""
+    """Softmax over `axis` (tf.keras.layers.Softmax); a `mask` excludes its false positions."""
+    _masking = True
     _config_keys = ("axis",)
 
     def __init__(self, axis=-1, name=None, **kwargs):
         super().__init__(name=name, **kwargs)
         self.axis = int(axis)
 
-    def call(self, inputs):
-        return nn_ops.softmax(inputs, axis=self.axis)
+    def call(self, inputs, mask=None):
+        x = convert_to_tensor(inputs)
+        if mask is not None:
+            # Masked positions get a large negative logit (-1e9; half float16's lowest for float16).
+            big = -1e9 if x.dtype != dtypes.float16 else float(np.finfo(np.float16).min) / 2
+            x = math_ops.add(x, math_ops.multiply(math_ops.subtract(constant(1.0, dtype=x.dtype),
+                                                                    math_ops.cast(mask, x.dtype)),
+                                                  constant(big, dtype=x.dtype)))
+        return nn_ops.softmax(x, axis=self.axis)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -796,6 +898,7 @@ class Cropping2D(Layer):
 class SpatialDropout1D(Layer, _tfl.Dropout):
     """Drops whole feature maps of [batch, steps, channels] in the training phase
     (tf.keras.layers.SpatialDropout1D): one mask per example and channel."""
+    _masking = True
     _config_keys = ("rate",)
 
     def __init__(self, rate, name=None, **kwargs):
@@ -829,6 +932,7 @@ class SpatialDropout2D(SpatialDropout1D):
 
 class GaussianNoise(Layer):
     """Adds N(0, stddev**2) noise in the training phase (tf.keras.layers.GaussianNoise)."""
+    _masking = True
     _config_keys = ("stddev",)
 
     def __init__(self, stddev, name=None, **kwargs):
@@ -843,6 +947,7 @@ class GaussianNoise(Layer):
 
 class GaussianDropout(Layer):
     """Multiplies by N(1, rate / (1 - rate)) noise in the training phase (tf.keras.layers.GaussianDropout)."""
+    _masking = True
     _config_keys = ("rate",)
 
     def __init__(self, rate, name=None, **kwargs):
@@ -862,6 +967,7 @@ class GaussianDropout(Layer):
 class ActivityRegularization(Layer):
     """The identity, adding l1 * sum(|x|) + l2 * sum(x**2) (per batch example) to the losses
     (tf.keras.layers.ActivityRegularization)."""
+    _masking = True
     _config_keys = ("l1", "l2")
 
     def __init__(self, l1=0.0, l2=0.0, name=None, **kwargs):  # noqa: E741
@@ -878,6 +984,9 @@ class Dot(_Merge):
     def __init__(self, axes, normalize=False, name=None, **kwargs):
         super().__init__(name=name, **kwargs)
         self.axes, self.normalize = axes, bool(normalize)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
 
     def call(self, inputs):
         a, b = self._inputs(inputs)[:2]
@@ -902,6 +1011,7 @@ def dot(inputs, axes, normalize=False, **kwargs):
 class PReLU(Layer):
     """max(x, 0) + alpha * min(x, 0) with a learned `alpha` per element (tf.keras.layers.PReLU);
     `shared_axes` share it along those axes."""
+    _masking = True
     _config_keys = ("alpha_initializer", "shared_axes")
 
     def __init__(self, alpha_initializer="zeros", alpha_regularizer=None, alpha_constraint=None, shared_axes=None,
@@ -930,6 +1040,7 @@ class PReLU(Layer):
 
 class ThresholdedReLU(Layer):
     """x where x > theta, else 0 (tf.keras.layers.ThresholdedReLU)."""
+    _masking = True
     _config_keys = ("theta",)
 
     def __init__(self, theta=1.0, name=None, **kwargs):

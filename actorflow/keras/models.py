@@ -23,7 +23,7 @@ import numpy as np
 from actorflow.graph import nest
 from actorflow.graph.graph import Tensor, get_default_graph
 from actorflow.graph.ops import array_ops, math_ops
-from actorflow.graph.ops.constant import group, placeholder, placeholder_with_default
+from actorflow.graph.ops.constant import constant, group, placeholder, placeholder_with_default
 from actorflow.keras import backend as K
 from actorflow.keras import callbacks as cbks
 from actorflow.keras import losses as losses_mod
@@ -114,6 +114,91 @@ def _as_list(x):
     if x is None:
         return []
     return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _align(mask, per):
+    """`mask` shaped for the per-sample losses `per` (tf.keras's squeeze_or_expand_dimensions):
+    a trailing size-1 axis dropped, or one added, where the ranks differ by one."""
+    rm, rp = mask.shape.ndims, per.shape.ndims
+    if rm is not None and rp is not None:
+        if rm == rp + 1 and mask.shape.dims[-1] == 1:
+            return array_ops.squeeze(mask, [-1])
+        if rm == rp - 1:
+            return array_ops.expand_dims(mask, -1)
+    return mask
+
+
+def _weighted_loss(per, sw, mask):
+    """An output's loss as tf.keras computes it in a compiled model (TF 2.21's SUM_OVER_BATCH_SIZE,
+    which TF 1.15's compile already used): the per-sample losses times the sample weights, summed
+    and divided by their count. With a mask, the masked entries weigh 0 and the others
+    size / (unmasked count), so the loss is the weighted mean over the unmasked entries."""
+    if mask is None:
+        if per.shape.ndims and per.shape.ndims > 1:         # [batch, ...]: the mean per sample
+            per = math_ops.reduce_mean(per, list(range(1, per.shape.ndims)))
+        weighted = math_ops.multiply(per, sw)
+    else:
+        size = math_ops.cast(array_ops.size(mask), per.dtype)
+        w = math_ops.multiply(mask, math_ops.divide(size, math_ops.reduce_sum(mask)))
+        swe = sw
+        for _ in range(max((w.shape.ndims or 1) - 1, 0)):
+            swe = array_ops.expand_dims(swe, -1)
+        weighted = math_ops.multiply(per, math_ops.multiply(swe, w))
+    return math_ops.div_no_nan(math_ops.reduce_sum(weighted), math_ops.cast(array_ops.size(weighted), per.dtype))
+
+
+def _mean_parts(values, mask):
+    """(sum of values, sum of weights) of a metric's values on a batch, the mask as the weights:
+    what a stateful tf.keras mean metric adds to its total and count."""
+    values = math_ops.cast(values, K.floatx())
+    if mask is None:
+        return math_ops.reduce_sum(values), math_ops.cast(array_ops.size(values), values.dtype)
+    m = math_ops.multiply(_align(math_ops.cast(mask, values.dtype), values), array_ops.ones_like(values))
+    return math_ops.reduce_sum(math_ops.multiply(values, m)), math_ops.reduce_sum(m)
+
+
+class _Totals:
+    """The loss and metrics over batches, as tf.keras's v1 training loops aggregate them, in
+    float32: the total loss weighted by batch size, each output's loss the mean of the batches'
+    (a stateful Mean), each metric its running sum of values over its running sum of weights."""
+
+    def __init__(self, n_losses, n_fetches):
+        self.n_losses = n_losses
+        self.loss = np.float32(0.0)
+        self.sums = [np.float32(0.0)] * (n_fetches - 1)
+        self.counts = [np.float32(0.0)] * (n_losses - 1)
+        self.seen = 0
+
+    @staticmethod
+    def batch(outs, n_losses) -> list:
+        """One batch's values: its losses and metrics, as float32."""
+        outs = [np.float32(o) for o in outs]
+        mets = [np.float32(num / den) if den else np.float32(0.0) for num, den in zip(outs[n_losses::2],
+                                                                                        outs[n_losses + 1::2])]
+        return outs[:n_losses] + mets
+
+    def add(self, outs, n) -> list:
+        """Adds a batch of `n` samples; the values to log for it (its losses, the running metrics)."""
+        outs = [np.float32(o) for o in outs]
+        self.loss = self.loss + outs[0] * np.float32(n)
+        self.seen += n
+        for i in range(1, self.n_losses):
+            self.sums[i - 1] = self.sums[i - 1] + outs[i]
+            self.counts[i - 1] = self.counts[i - 1] + np.float32(1.0)
+        for i in range(self.n_losses, len(outs)):
+            self.sums[i - 1] = self.sums[i - 1] + outs[i]
+        return outs[:self.n_losses] + self._metrics()
+
+    def _metrics(self) -> list:
+        k = self.n_losses - 1
+        sums = self.sums[k:]
+        return [np.float32(num / den) if den else np.float32(0.0) for num, den in zip(sums[::2], sums[1::2])]
+
+    def result(self) -> list:
+        k = self.n_losses - 1
+        loss = self.loss / np.float32(max(self.seen, 1))
+        outs = [np.float32(s / c) if c else np.float32(0.0) for s, c in zip(self.sums[:k], self.counts)]
+        return [np.float32(loss)] + outs + self._metrics()
 
 
 class Model(Layer):
@@ -437,12 +522,11 @@ class Model(Layer):
                     target = placeholder(out.dtype.base_dtype, shape=[None] * (out.shape.ndims or 1),
                                          name=f"{name}_target")
                 per = losses_mod.per_sample(fn)(target, out)
-                if per.shape.ndims and per.shape.ndims > 1:
-                    per = math_ops.reduce_mean(per, list(range(1, per.shape.ndims)))
-                sw = placeholder_with_default(array_ops.ones_like(per), [None], name=f"{name}_sample_weights")
-                weighted = math_ops.multiply(per, sw)
-                nonzero = math_ops.reduce_mean(math_ops.cast(math_ops.not_equal(sw, 0.0), per.dtype))
-                out_loss = math_ops.divide(math_ops.reduce_mean(weighted), math_ops.maximum(nonzero, 1e-12))
+                mask = getattr(out, "_keras_mask", None)
+                if mask is not None:
+                    mask = _align(math_ops.cast(mask, per.dtype), per)
+                sw = placeholder_with_default(constant([1.0], dtype=per.dtype), [None], name=f"{name}_sample_weights")
+                out_loss = _weighted_loss(per, sw, mask)
                 self.targets.append(target)
                 self.sample_weights.append(sw)
                 self._output_losses.append(out_loss)
@@ -450,10 +534,9 @@ class Model(Layer):
                 total = term if total is None else math_ops.add(total, term)
                 for m in per_output_metrics[i]:
                     mname, mfn = metrics_mod.resolve(m, fn, out)
-                    value = math_ops.reduce_mean(mfn(target, out))
                     prefix = f"{name}_" if len(self.outputs) > 1 else ""
                     metric_names.append(prefix + mname)
-                    metric_tensors.append(value)
+                    metric_tensors.append(_mean_parts(mfn(target, out), mask))
             reg = self.losses
             if reg:
                 total = math_ops.add(total, math_ops.add_n([math_ops.cast(r, total.dtype) for r in reg]))
@@ -464,9 +547,14 @@ class Model(Layer):
             names += [f"{n}_loss" for n in self.output_names]
             fetch_losses += self._output_losses
         self._metrics_names = names + metric_names
-        self._eval_fetches = fetch_losses + metric_tensors
-        self.metrics_tensors = metric_tensors
+        # Fetched each batch: the losses, then each metric's (sum of values, sum of weights).
+        self._eval_fetches = fetch_losses + [t for parts in metric_tensors for t in parts]
+        self._n_losses = len(fetch_losses)
+        self.metrics_tensors = [math_ops.div_no_nan(num, den) for num, den in metric_tensors]
         self._fns = {}
+
+    def _totals(self):
+        return _Totals(self._n_losses, len(self._eval_fetches))
 
     def _train_op(self):
         op = self._fns.get("train")
@@ -620,21 +708,17 @@ class Model(Layer):
                 index = np.concatenate(batches) if batches else index
             elif shuffle:
                 np.random.shuffle(index)
-            totals = np.zeros(len(names))
-            seen = 0
+            totals = self._totals()
             for b, start in enumerate(range(0, n, batch_size)):
                 idx = index[start:start + batch_size]
                 logs = {"batch": b, "size": len(idx)}
                 callback_list.on_batch_begin(b, logs)
                 outs = self._run(fetches + [train_op], self._feed(xs, ys, sws, idx, training=True))[:-1]
-                outs = [float(o) for o in outs]
-                logs.update(zip(names, outs))
+                logs.update(zip(names, totals.add(outs, len(idx))))
                 callback_list.on_batch_end(b, logs)
-                totals += np.asarray(outs) * len(idx)
-                seen += len(idx)
                 if self.stop_training:
                     break
-            epoch_logs = {k: float(v / max(seen, 1)) for k, v in zip(names, totals)}
+            epoch_logs = {k: float(v) for k, v in zip(names, totals.result())}
             if val is not None:
                 val_outs = self._evaluate_arrays(*val, batch_size=batch_size)
                 epoch_logs.update({"val_" + k: v for k, v in zip(names, val_outs)})
@@ -646,12 +730,11 @@ class Model(Layer):
 
     def _evaluate_arrays(self, xs, ys, sws, batch_size):
         n = xs[0].shape[0]
-        totals = np.zeros(len(self._eval_fetches))
+        totals = self._totals()
         for start in range(0, n, batch_size):
             idx = np.arange(start, min(start + batch_size, n))
-            outs = self._run(self._eval_fetches, self._feed(xs, ys, sws, idx, training=False))
-            totals += np.asarray([float(o) for o in outs]) * len(idx)
-        return [float(v / max(n, 1)) for v in totals]
+            totals.add(self._run(self._eval_fetches, self._feed(xs, ys, sws, idx, training=False)), len(idx))
+        return totals.result()
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose=1, sample_weight=None, steps=None, callbacks=None):
         """The loss and metrics over the arrays, computed in batches (tf.keras.Model.evaluate): a
@@ -681,13 +764,13 @@ class Model(Layer):
             raise NotImplementedError("train_on_batch: class_weight is not supported; pass sample_weight")
         xs, ys, sws = self._standardize(x, y, sample_weight)
         outs = self._run(list(self._eval_fetches) + [self._train_op()], self._feed(xs, ys, sws, training=True))[:-1]
-        outs = [float(o) for o in outs]
+        outs = _Totals.batch(outs, self._n_losses)
         return outs[0] if len(outs) == 1 else outs
 
     def test_on_batch(self, x, y, sample_weight=None, reset_metrics=True):
         """The loss (and metrics) on one batch, in the inference phase."""
         xs, ys, sws = self._standardize(x, y, sample_weight)
-        outs = [float(o) for o in self._run(self._eval_fetches, self._feed(xs, ys, sws))]
+        outs = _Totals.batch(self._run(self._eval_fetches, self._feed(xs, ys, sws)), self._n_losses)
         return outs[0] if len(outs) == 1 else outs
 
     def predict_on_batch(self, x):
@@ -722,7 +805,7 @@ class Model(Layer):
                     np.random.shuffle(order)
             elif it is None:
                 it = iter(generator)
-            totals, seen, names = None, 0, None
+            totals, names = self._totals() if self._is_compiled and hasattr(self, "_n_losses") else None, None
             for b, i in enumerate(order):
                 batch = generator[i] if isinstance(generator, Sequence) else next(it)
                 x, y, sw = _unpack(batch)
@@ -737,23 +820,22 @@ class Model(Layer):
                 if b == 0:
                     callback_list.on_epoch_begin(epoch, {})
                 names = self.metrics_names
+                if totals is None:
+                    totals = self._totals()
                 n = xs[0].shape[0]
                 logs = {"batch": b, "size": n}
                 callback_list.on_batch_begin(b, logs)
                 outs = self._run(list(self._eval_fetches) + [self._train_op()],
                                  self._feed(xs, ys, sws, training=True))[:-1]
-                outs = [float(o) for o in outs]
-                logs.update(zip(names, outs))
+                logs.update(zip(names, totals.add(outs, n)))
                 callback_list.on_batch_end(b, logs)
-                totals = np.asarray(outs) * n if totals is None else totals + np.asarray(outs) * n
-                seen += n
                 if self.stop_training:
                     break
-            if totals is None:
+            if totals is None or not totals.seen:
                 raise ValueError("fit_generator: the generator gave no batch")
             if isinstance(generator, Sequence):
                 generator.on_epoch_end()
-            epoch_logs = {k: float(v / max(seen, 1)) for k, v in zip(names, totals)}
+            epoch_logs = {k: float(v) for k, v in zip(names, totals.result())}
             if validation_data is not None:
                 if isinstance(validation_data, (tuple, list)):
                     val = self.evaluate(*validation_data, verbose=0)
@@ -773,15 +855,15 @@ class Model(Layer):
         from actorflow.keras.utils import Sequence
         steps = _steps(generator, steps, "steps")
         it = None if isinstance(generator, Sequence) else iter(generator)
-        totals, seen = None, 0
+        totals = None
         for i in range(steps):
             x, y, sw = _unpack(generator[i] if it is None else next(it))
             xs, ys, sws = self._standardize(x, y, sw)
-            outs = np.asarray([float(o) for o in self._run(self._eval_fetches, self._feed(xs, ys, sws))])
-            n = xs[0].shape[0]
-            totals = outs * n if totals is None else totals + outs * n
-            seen += n
-        outs = [float(v / max(seen, 1)) for v in totals]
+            totals = totals or self._totals()
+            totals.add(self._run(self._eval_fetches, self._feed(xs, ys, sws)), xs[0].shape[0])
+        if totals is None:
+            raise ValueError("evaluate_generator: the generator gave no batch")
+        outs = totals.result()
         return outs[0] if len(outs) == 1 else outs
 
     def predict_generator(self, generator, steps=None, callbacks=None, max_queue_size=10, workers=1,

@@ -8,13 +8,18 @@ Keras's: LSTM gates in the order i, f, c, o with `unit_forget_bias`; GRU gates z
 TF 1.x's default `reset_after=False` (the reset gate applied before the recurrent product) and
 `reset_after=True` (CuDNN's form); recurrent activation `hard_sigmoid` by default, as in TF 1.x.
 `dropout` masks the inputs and `recurrent_dropout` the previous output, one mask per gate held for
-the whole sequence, in the training phase only. Masking, `stateful` and `unroll` are not supported.
+the whole sequence, in the training phase only. `stateful` and `unroll` are not supported.
+
+Masking (an Embedding with mask_zero, a Masking layer, or `mask=` on the call, [batch, time]
+booleans): a masked step leaves the state as it was and outputs the previous step's output, or
+zeros with `zero_output_for_mask` (which Bidirectional sets where it returns sequences), as
+tf.keras's backend.rnn does; the last output is the last unmasked step's.
 """
 from __future__ import annotations
 
 import copy
 
-from actorflow.graph import nest
+from actorflow.graph import dtypes, nest
 from actorflow.graph.graph import convert_to_tensor
 from actorflow.graph.ops import array_ops, math_ops, nn_ops
 from actorflow.graph.ops.constant import constant
@@ -178,6 +183,32 @@ class GRUCell(_KerasCell):
         return out, out
 
 
+class _MaskedCell:
+    """Wraps a loop cell for masked inputs: its inputs are (x, mask [batch, 1]) and its state
+    (cell state, previous output); a masked row keeps its state and outputs the previous output
+    (or zeros)."""
+
+    def __init__(self, cell, zero_output):
+        self.cell, self.zero_output = cell, zero_output
+
+    @property
+    def state_size(self):
+        return (self.cell.state_size, self.cell.output_size)
+
+    @property
+    def output_size(self):
+        return self.cell.output_size
+
+    def __call__(self, inputs, state, scope=None):
+        x, m = inputs
+        cell_state, prev = state
+        out, new_state = self.cell(x, cell_state)
+        keep = math_ops.cast(m, dtypes.bool_)
+        new_state = nest.map_structure(lambda n, o: math_ops.where_v2(keep, n, o), new_state, cell_state)
+        out = math_ops.where_v2(keep, out, array_ops.zeros_like(out) if self.zero_output else prev)
+        return out, (new_state, out)
+
+
 class _LoopCell:
     """An RNNCell for dynamic_rnn that runs a Keras cell's step with fixed dropout masks."""
 
@@ -219,8 +250,11 @@ class RNN(Layer):
     list [output] + final states. `initial_state=` on the call sets the starting state.
     """
 
+    _masking = True
+
     def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False, stateful=False,
                  unroll=False, time_major=False, name=None, **kwargs):
+        zero_output_for_mask = bool(kwargs.pop("zero_output_for_mask", False))
         if not isinstance(cell, _KerasCell):
             raise TypeError(f"RNN: `cell` must be a Keras cell (SimpleRNNCell, LSTMCell, GRUCell), got {cell!r}")
         if stateful:
@@ -231,6 +265,7 @@ class RNN(Layer):
         self.cell = cell
         self.return_sequences, self.return_state = bool(return_sequences), bool(return_state)
         self.go_backwards, self.stateful, self.unroll = bool(go_backwards), False, bool(unroll)
+        self.zero_output_for_mask = zero_output_for_mask
 
     @property
     def units(self):
@@ -245,12 +280,24 @@ class RNN(Layer):
         self.cell.build(self, int(input_shape[-1]))
         self.built = True
 
+    def compute_mask(self, inputs, mask=None):
+        mask = nest.flatten(mask)[0] if mask is not None else None
+        out = mask if self.return_sequences else None
+        if self.return_state:
+            return [out] + [None] * len(nest.flatten(self.cell.state_size))
+        return out
+
     def call(self, inputs, training=None, initial_state=None, mask=None):
-        if mask is not None:
-            raise NotImplementedError(f"{self.name}: masks are not supported by af.keras")
         x = convert_to_tensor(inputs)
+        if mask is not None:
+            mask = convert_to_tensor(nest.flatten(mask)[0])
+            if mask.shape.ndims is not None and mask.shape.ndims != 2:
+                raise ValueError(f"Layer {self.name}: the mask must be [batch, time], got shape {mask.shape}")
+            mask = array_ops.expand_dims(math_ops.cast(mask, x.dtype), -1)
         if self.go_backwards:
             x = _reverse(x, [1])
+            if mask is not None:
+                mask = _reverse(mask, [1])
         cell = self.cell
         batch = array_ops.shape(x)[0]
         n_states = len(nest.flatten(cell.state_size))
@@ -268,12 +315,19 @@ class RNN(Layer):
         first = nest.flatten(state)[0]
         xm = _masks(cell.dropout, x[:, 0, :], cell._gates, training)
         hm = _masks(cell.recurrent_dropout, first, cell._gates, training)
-        outputs, final = dynamic_rnn(_LoopCell(cell, xm, hm), x, initial_state=state, dtype=x.dtype,
-                                     scope="rnn")
+        if mask is None:
+            outputs, final = dynamic_rnn(_LoopCell(cell, xm, hm), x, initial_state=state, dtype=x.dtype,
+                                         scope="rnn")
+            last = nest.flatten(final)[0] if n_states > 1 else final
+        else:
+            zero_out = array_ops.zeros(array_ops.stack([batch, constant(cell.units)]), dtype=x.dtype)
+            outputs, (final, last) = dynamic_rnn(_MaskedCell(_LoopCell(cell, xm, hm), self.zero_output_for_mask),
+                                                 (x, mask), initial_state=(state, zero_out), dtype=x.dtype,
+                                                 scope="rnn")
         if self.return_sequences:
             out = outputs
         else:
-            out = nest.flatten(final)[0] if n_states > 1 else final
+            out = last
             out.set_shape([x.shape[0], cell.units])
         if self.return_state:
             return [out] + list(nest.flatten(final))
@@ -283,6 +337,8 @@ class RNN(Layer):
         cfg = super().get_config()
         cfg.update(return_sequences=self.return_sequences, return_state=self.return_state,
                    go_backwards=self.go_backwards, stateful=False, unroll=self.unroll)
+        if self.zero_output_for_mask:
+            cfg["zero_output_for_mask"] = True
         cfg.update(self.cell.config())
         return cfg
 
@@ -325,6 +381,7 @@ GRU.__name__ = GRU.__qualname__ = "GRU"
 
 class Wrapper(Layer):
     """A layer around another layer (tf.keras.layers.Wrapper): its weights are the inner layer's."""
+    _masking = True
 
     def __init__(self, layer, name=None, **kwargs):
         super().__init__(name=name, **kwargs)
@@ -384,7 +441,31 @@ class TimeDistributed(Wrapper):
     """Applies `layer` to every step of [batch, time, ...] (tf.keras.layers.TimeDistributed), as
     one call on [batch * time, ...]."""
 
-    def call(self, inputs, training=None):
+    def _inner_mask(self, mask):
+        """The mask for the inner layer's [batch * time, ...] inputs."""
+        if mask is None:
+            return None
+        mask = convert_to_tensor(mask)
+        return array_ops.reshape(mask, [-1] + mask.shape[2:].as_list())
+
+    def compute_mask(self, inputs, mask=None):
+        """The inner layer's output mask over [batch, time, ...]; else the input mask, reduced to
+        [batch, time] (tf.keras's TimeDistributed)."""
+        x = convert_to_tensor(inputs)
+        inner = list(x.shape[2:].as_list())
+        flat = array_ops.reshape(x, [-1] + inner)
+        out = self.layer.compute_mask(flat, self._inner_mask(mask)) if (
+            self.layer.supports_masking or type(self.layer).compute_mask is not Layer.compute_mask) else None
+        if out is None:
+            if mask is None:
+                return None
+            mask = convert_to_tensor(mask)
+            nd = mask.shape.ndims
+            return mask if nd is None or nd <= 2 else math_ops.reduce_all(mask, list(range(2, nd)))
+        dyn = array_ops.shape(x)
+        return array_ops.reshape(out, array_ops.concat([dyn[:2], array_ops.shape(out)[1:]], 0))
+
+    def call(self, inputs, training=None, mask=None):
         x = convert_to_tensor(inputs)
         if x.shape.ndims is None or x.shape.ndims < 3:
             raise ValueError(f"`TimeDistributed` Layer should be passed an `input_shape` with at least 3 dimensions, "
@@ -395,6 +476,8 @@ class TimeDistributed(Wrapper):
         dyn = array_ops.shape(x)
         flat = array_ops.reshape(x, [-1] + inner)
         kw = {"training": training} if self.layer._call_takes_training else {}
+        if mask is not None and self.layer._call_takes_mask:
+            kw["mask"] = self._inner_mask(mask)
         y = convert_to_tensor(self.layer(flat, **kw))
         out_inner = y.shape[1:].as_list()
         out = array_ops.reshape(y, array_ops.concat([dyn[:2], constant(out_inner)], 0))
@@ -423,6 +506,8 @@ class Bidirectional(Wrapper):
                          return_state=layer.return_state, go_backwards=not layer.go_backwards,
                          name="backward_" + layer.name)
         self.backward_layer = backward_layer
+        for lyr in (self.forward_layer, self.backward_layer):    # as tf.keras: zeros at masked steps
+            lyr.zero_output_for_mask = lyr.return_sequences
         self.merge_mode = merge_mode
         self.return_sequences, self.return_state = layer.return_sequences, layer.return_state
         if weights is not None:
@@ -431,13 +516,25 @@ class Bidirectional(Wrapper):
     def _inner(self):
         return [self.forward_layer, self.backward_layer]
 
-    def call(self, inputs, training=None, initial_state=None):
+    def compute_mask(self, inputs, mask=None):
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        if self.return_sequences:
+            out = [mask, mask] if not self.merge_mode else mask
+        else:
+            out = [None, None] if not self.merge_mode else None
+        if self.return_state:
+            states = [None] * len(nest.flatten(self.forward_layer.cell.state_size))
+            return (out if isinstance(out, list) else [out]) + states * 2
+        return out
+
+    def call(self, inputs, training=None, initial_state=None, mask=None):
         fw_init = bw_init = None
         if initial_state is not None:
             half = len(initial_state) // 2
             fw_init, bw_init = list(initial_state[:half]), list(initial_state[half:])
-        y = self.forward_layer(inputs, training=training, initial_state=fw_init)
-        y_rev = self.backward_layer(inputs, training=training, initial_state=bw_init)
+        y = self.forward_layer(inputs, training=training, initial_state=fw_init, mask=mask)
+        y_rev = self.backward_layer(inputs, training=training, initial_state=bw_init, mask=mask)
         states = []
         if self.return_state:
             states = list(y[1:]) + list(y_rev[1:])

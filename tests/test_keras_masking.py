@@ -1,0 +1,199 @@
+"""tf.keras masking in af.keras: Embedding(mask_zero), Masking, the recurrent layers and wrappers
+that honour a mask, the layers that carry or drop it, and the masked loss and metrics of a
+compiled model; against tf_keras 2.21 in graph mode (tests/fixtures/keras_masking.json, written by
+tests/fixtures/make_keras_masking.py)."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import actorflow as af
+from actorflow import keras
+from actorflow.keras import backend as K
+
+L = keras.layers
+with open(os.path.join(os.path.dirname(__file__), "fixtures", "keras_masking.json")) as _f:
+    REF = json.load(_f)
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    K.clear_session()
+    yield
+    K.clear_session()
+
+
+def _build(spec):
+    def make(cls, kwargs):
+        kwargs = dict(kwargs)
+        if "layer" in kwargs:
+            kwargs["layer"] = make(*kwargs["layer"])
+        if "input_shape" in kwargs:
+            kwargs["input_shape"] = tuple(kwargs["input_shape"])
+        return getattr(L, cls)(**kwargs)
+    return keras.Sequential([make(cls, kw) for cls, kw in spec])
+
+
+def _f32(v):
+    return np.asarray(v, np.float32)
+
+
+@pytest.mark.parametrize("name", sorted(REF["layers"]))
+def test_masked_model_matches_tf_keras(name):
+    case = REF["layers"][name]
+    model = _build(case["layers"])
+    model.set_weights([_f32(w) for w in case["weights"]])
+    x = np.asarray(case["x"])
+    got = model.predict(x.astype(np.int32) if x.dtype.kind == "i" else x.astype(np.float32))
+    np.testing.assert_allclose(got, _f32(case["output"]), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_masked_steps_keep_state_and_repeat_output():
+    """A masked step outputs the previous step's output (zeros before the first unmasked one), and
+    the last output is the last unmasked step's, wherever the padding is."""
+    ids = np.array([[0, 3, 0, 4, 0]], np.int32)
+    inp = keras.Input((5,), dtype="int32")
+    emb = L.Embedding(6, 2, mask_zero=True)(inp)
+    seq = L.LSTM(3, return_sequences=True)(emb)
+    last = L.LSTM(3)(emb)
+    model = keras.Model(inp, [seq, last])
+    model.layers[3].set_weights(model.layers[2].get_weights())      # the same LSTM weights
+    s, h = model.predict(ids)
+    np.testing.assert_array_equal(s[0, 0], 0.0)
+    np.testing.assert_array_equal(s[0, 2], s[0, 1])
+    np.testing.assert_array_equal(s[0, 4], s[0, 3])
+    np.testing.assert_allclose(h[0], s[0, 3], rtol=1e-6)
+    # the same sequence without the padding gives the same last output
+    unpadded = keras.Model(inp, last)
+    h2 = unpadded.predict(np.array([[3, 4, 0, 0, 0]], np.int32))
+    np.testing.assert_allclose(h2[0], h[0], rtol=1e-5, atol=1e-7)
+
+
+def test_mask_propagation_and_dropping():
+    inp = keras.Input((4,), dtype="int32")
+    e = L.Embedding(5, 3, mask_zero=True)(inp)
+    assert getattr(e, "_keras_mask", None) is not None
+    d = L.Dense(2)(e)                           # carries it
+    assert d._keras_mask is e._keras_mask
+    f = L.Flatten()(e)                          # drops it (TF 1.x graph-mode Keras: no error)
+    assert getattr(f, "_keras_mask", None) is None
+    r = L.LSTM(2)(e)                            # consumes it
+    assert getattr(r, "_keras_mask", None) is None
+    rs = L.LSTM(2, return_sequences=True)(e)
+    assert rs._keras_mask is e._keras_mask
+    mask = K.get_session().run(e._keras_mask, {inp: np.array([[1, 0, 2, 0]])})
+    np.testing.assert_array_equal(mask, [[True, False, True, False]])
+    plain = L.Embedding(5, 3)(inp)
+    assert getattr(plain, "_keras_mask", None) is None
+
+
+def test_merge_and_concatenate_masks():
+    inp = keras.Input((3,), dtype="int32")
+    a = L.Embedding(5, 2, mask_zero=True)(inp)
+    b = L.Embedding(5, 2)(inp)                  # unmasked
+    c = L.Embedding(5, 2, mask_zero=True)(L.Lambda(lambda t: 4 - t)(inp))
+    added = L.Add()([a, c])
+    cat = L.Concatenate()([a, b])
+    sess = K.get_session()
+    sess.run(af.global_variables_initializer())
+    ids = np.array([[0, 1, 4]])
+    m_add, m_cat = sess.run([added._keras_mask, cat._keras_mask], {inp: ids})
+    np.testing.assert_array_equal(m_add, [[False, True, False]])     # a and c
+    np.testing.assert_array_equal(m_cat, [[False, True, True]])      # a's, b's all true
+    assert getattr(L.Dot(axes=-1)([a, c]), "_keras_mask", None) is None
+
+
+def test_explicit_mask_argument_and_lambda_mask():
+    x = af.placeholder(af.float32, [None, 3, 2])
+    m = af.placeholder(af.bool, [None, 3])
+    out = L.SimpleRNN(2, return_sequences=True)(x, mask=m)
+    assert out._keras_mask is m
+    lam = L.Lambda(lambda t: t * 2.0, mask=lambda t, mask: af.logical_not(mask))(out)
+    sess = K.get_session()
+    sess.run(af.global_variables_initializer())
+    xs = np.ones((1, 3, 2), np.float32)
+    o, lm = sess.run([out, lam._keras_mask], {x: xs, m: [[True, False, True]]})
+    np.testing.assert_array_equal(o[0, 1], o[0, 0])
+    np.testing.assert_array_equal(lm, [[False, True, False]])
+
+
+def test_softmax_with_mask():
+    x = af.constant([[1.0, 2.0, 3.0]])
+    y = L.Softmax()(x, mask=af.constant([[True, False, True]]))
+    got = K.get_session().run(y)
+    e = np.exp([1.0, 3.0] - np.max([1.0, 3.0]))
+    np.testing.assert_allclose(got, [[e[0] / e.sum(), 0.0, e[1] / e.sum()]], rtol=1e-6)
+
+
+def test_return_state_masks():
+    inp = keras.Input((4,), dtype="int32")
+    e = L.Embedding(5, 3, mask_zero=True)(inp)
+    out, h, c = L.LSTM(2, return_sequences=True, return_state=True)(e)
+    assert out._keras_mask is e._keras_mask
+    assert getattr(h, "_keras_mask", None) is None and getattr(c, "_keras_mask", None) is None
+
+
+def _tagger():
+    case = REF["training"]
+    model = _build(case["layers"])
+    model.set_weights([_f32(w) for w in case["weights"]])
+    model.compile(keras.optimizers.SGD(0.5), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    return case, model
+
+
+def test_masked_loss_and_metrics_match_tf_keras():
+    """The loss of a masked sequence output is the mean over the unmasked steps, and the accuracy
+    counts only them, accumulated over the batches."""
+    case, model = _tagger()
+    ids = np.asarray(REF["ids"], np.int32)
+    y = np.asarray(case["y"], np.int32)
+    np.testing.assert_allclose(model.evaluate(ids, y, batch_size=2, verbose=0), case["evaluate"], rtol=1e-5)
+    np.testing.assert_allclose(
+        model.evaluate(ids, y, sample_weight=_f32(case["sample_weight"]), batch_size=2, verbose=0),
+        case["evaluate_weighted"], rtol=1e-5)
+
+
+def test_masked_training_step_matches_tf_keras():
+    case, model = _tagger()
+    ids = np.asarray(REF["ids"], np.int32)
+    y = np.asarray(case["y"], np.int32)
+    np.testing.assert_allclose(model.train_on_batch(ids, y), case["train_on_batch"], rtol=1e-5)
+    for got, want in zip(model.get_weights(), case["weights_after"]):
+        np.testing.assert_allclose(got, _f32(want), rtol=1e-4, atol=1e-6)
+
+
+def test_sample_weight_reduction_matches_tf_keras():
+    """Sample-weighted loss: the weighted sum over the batch size (tf.keras's SUM_OVER_BATCH_SIZE)."""
+    case = REF["sample_weight"]
+    model = keras.Sequential([L.Dense(1, input_shape=(2,), kernel_initializer="ones", use_bias=False)])
+    model.compile("sgd", "mse")
+    x, y = _f32(case["x"]), _f32(case["y"])
+    np.testing.assert_allclose(model.evaluate(x, y, verbose=0), case["evaluate"], rtol=1e-6)
+    np.testing.assert_allclose(model.evaluate(x, y, sample_weight=_f32(case["sample_weight"]), verbose=0),
+                               case["evaluate_weighted"], rtol=1e-6)
+
+
+def test_mask_in_functional_model_replay():
+    """A functional model called on new inputs recomputes its masks from them."""
+    inp = keras.Input((4,), dtype="int32")
+    out = L.LSTM(2)(L.Embedding(5, 3, mask_zero=True)(inp))
+    model = keras.Model(inp, out)
+    other = keras.Input((4,), dtype="int32")
+    again = model(other)
+    sess = K.get_session()
+    ids = np.array([[1, 2, 0, 0]])
+    a = sess.run(out, {inp: ids})
+    b = sess.run(again, {other: ids})
+    np.testing.assert_array_equal(a, b)
+    c = sess.run(again, {other: np.array([[1, 2, 0, 3]])})
+    assert not np.allclose(a, c)
+
+
+def test_masking_layer_config_round_trip():
+    layer = L.Masking(mask_value=-1.0)
+    assert layer.get_config()["mask_value"] == -1.0
+    emb = L.Embedding(5, 2, mask_zero=True)
+    assert L.Embedding.from_config(emb.get_config()).mask_zero
