@@ -197,3 +197,54 @@ def test_masking_layer_config_round_trip():
     assert layer.get_config()["mask_value"] == -1.0
     emb = L.Embedding(5, 2, mask_zero=True)
     assert L.Embedding.from_config(emb.get_config()).mask_zero
+
+
+# -- stateful recurrent layers -----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(REF["stateful"]))
+def test_stateful_rnn_matches_tf_keras(name):
+    """A stateful layer starts each batch from the state the previous one left (predict, evaluate
+    and training steps alike) until reset_states()."""
+    case = REF["stateful"][name]
+    model = _build(case["layers"])
+    model.set_weights([_f32(w) for w in case["weights"]])
+    x1, x2 = _f32(case["x1"]), _f32(case["x2"])
+    tol = dict(rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.predict(x1, batch_size=2), _f32(case["first"]), **tol)
+    np.testing.assert_allclose(model.predict(x2, batch_size=2), _f32(case["second"]), **tol)
+    model.reset_states()
+    np.testing.assert_allclose(model.predict(x2, batch_size=2), _f32(case["after_reset"]), **tol)
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    model.reset_states()
+    np.testing.assert_allclose(model.train_on_batch(x1, _f32(case["y"])), case["train_on_batch"], rtol=1e-5)
+    np.testing.assert_allclose(model.predict(x2, batch_size=2), _f32(case["after_train"]), rtol=1e-4, atol=1e-5)
+    for got, want in zip(model.get_weights(), case["weights_after"]):
+        np.testing.assert_allclose(got, _f32(want), rtol=1e-4, atol=1e-6)
+
+
+def test_stateful_needs_a_batch_size_and_reset_states_checks():
+    with pytest.raises(ValueError, match="stateful, it needs to know its batch size"):
+        keras.Sequential([L.LSTM(2, stateful=True, input_shape=(3, 2))])
+    layer = L.LSTM(2, stateful=True, batch_input_shape=(1, 3, 2))
+    model = keras.Sequential([layer])
+    assert len(layer.states) == 2 and layer.weights == model.weights and len(model.get_weights()) == 3
+    layer.reset_states([np.ones((1, 2), np.float32), np.zeros((1, 2), np.float32)])
+    np.testing.assert_array_equal(K.get_value(layer.states[0]), [[1.0, 1.0]])
+    with pytest.raises(ValueError, match="expects 2 states"):
+        layer.reset_states([np.ones((1, 2), np.float32)])
+    with pytest.raises(ValueError, match="incompatible"):
+        layer.reset_states([np.ones((2, 2), np.float32)] * 2)
+    with pytest.raises(AttributeError, match="must be stateful"):
+        L.LSTM(2).reset_states()
+
+
+def test_time_major_layer():
+    x = np.random.RandomState(0).randn(2, 4, 3).astype(np.float32)
+    ph = af.placeholder(af.float32, [None, 4, 3])
+    ph_t = af.placeholder(af.float32, [4, None, 3])
+    batch_major = L.GRU(2, return_sequences=True)
+    time_major = L.GRU(2, return_sequences=True, time_major=True)
+    a, b = batch_major(ph), time_major(ph_t)
+    time_major.set_weights(batch_major.get_weights())
+    ra, rb = K.get_session().run([a, b], {ph: x, ph_t: x.transpose(1, 0, 2)})
+    np.testing.assert_allclose(rb.transpose(1, 0, 2), ra, rtol=1e-6)

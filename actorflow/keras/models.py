@@ -344,7 +344,22 @@ class Model(Layer):
 
     @property
     def state_updates(self):
-        return self.updates
+        """The updates of the stateful layers inside (their states after each batch): what
+        `predict` and `evaluate` run besides training."""
+        out = []
+        for layer in self.layers:
+            if isinstance(layer, Model):
+                out += layer.state_updates
+            elif getattr(layer, "stateful", False):
+                out += layer.updates
+        return _dedup(out)
+
+    def _run_with_states(self, fetches, feed):
+        """Runs `fetches` and the stateful layers' updates; the fetches' values."""
+        ups = self.state_updates
+        if not ups:
+            return self._run(fetches, feed)
+        return self._run(list(fetches) + [group(*ups)], feed)[:-1]
 
     @property
     def metrics_names(self) -> list:
@@ -733,7 +748,8 @@ class Model(Layer):
         totals = self._totals()
         for start in range(0, n, batch_size):
             idx = np.arange(start, min(start + batch_size, n))
-            totals.add(self._run(self._eval_fetches, self._feed(xs, ys, sws, idx, training=False)), len(idx))
+            totals.add(self._run_with_states(self._eval_fetches, self._feed(xs, ys, sws, idx, training=False)),
+                       len(idx))
         return totals.result()
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose=1, sample_weight=None, steps=None, callbacks=None):
@@ -753,7 +769,7 @@ class Model(Layer):
         parts = [[] for _ in self.outputs]
         for start in range(0, n, batch_size):
             idx = np.arange(start, min(start + batch_size, n))
-            for p, o in zip(parts, self._run(self.outputs, self._feed(xs, idx=idx))):
+            for p, o in zip(parts, self._run_with_states(self.outputs, self._feed(xs, idx=idx))):
                 p.append(o)
         outs = [np.concatenate(p) if p else np.zeros((0,)) for p in parts]
         return outs[0] if len(outs) == 1 else outs
@@ -770,13 +786,13 @@ class Model(Layer):
     def test_on_batch(self, x, y, sample_weight=None, reset_metrics=True):
         """The loss (and metrics) on one batch, in the inference phase."""
         xs, ys, sws = self._standardize(x, y, sample_weight)
-        outs = _Totals.batch(self._run(self._eval_fetches, self._feed(xs, ys, sws)), self._n_losses)
+        outs = _Totals.batch(self._run_with_states(self._eval_fetches, self._feed(xs, ys, sws)), self._n_losses)
         return outs[0] if len(outs) == 1 else outs
 
     def predict_on_batch(self, x):
         """The outputs for one batch."""
         xs, _, _ = self._standardize(x)
-        outs = self._run(self.outputs, self._feed(xs))
+        outs = self._run_with_states(self.outputs, self._feed(xs))
         return outs[0] if len(outs) == 1 else outs
 
     # -- generators ---------------------------------------------------------------------------
@@ -860,7 +876,7 @@ class Model(Layer):
             x, y, sw = _unpack(generator[i] if it is None else next(it))
             xs, ys, sws = self._standardize(x, y, sw)
             totals = totals or self._totals()
-            totals.add(self._run(self._eval_fetches, self._feed(xs, ys, sws)), xs[0].shape[0])
+            totals.add(self._run_with_states(self._eval_fetches, self._feed(xs, ys, sws)), xs[0].shape[0])
         if totals is None:
             raise ValueError("evaluate_generator: the generator gave no batch")
         outs = totals.result()
@@ -1038,7 +1054,10 @@ class Model(Layer):
                 "loss_weights": self.loss_weights}
 
     def reset_states(self):
-        """Recurrent layers here are not stateful: nothing to reset."""
+        """Zeroes the states of the stateful recurrent layers inside."""
+        for layer in self.layers:
+            if isinstance(layer, Model) or getattr(layer, "stateful", False):
+                layer.reset_states()
 
 
 class Sequential(Model):

@@ -8,7 +8,13 @@ Keras's: LSTM gates in the order i, f, c, o with `unit_forget_bias`; GRU gates z
 TF 1.x's default `reset_after=False` (the reset gate applied before the recurrent product) and
 `reset_after=True` (CuDNN's form); recurrent activation `hard_sigmoid` by default, as in TF 1.x.
 `dropout` masks the inputs and `recurrent_dropout` the previous output, one mask per gate held for
-the whole sequence, in the training phase only. `stateful` and `unroll` are not supported.
+the whole sequence, in the training phase only. `unroll` is accepted (the loop is a while loop
+either way).
+
+`stateful=True` (a fixed batch size, from `batch_input_shape` or the Input's `batch_shape`): the
+final states of each batch are the initial states of the next, held in non-trainable variables
+(`layer.states`) that every step, prediction and evaluation updates; `reset_states()` zeroes them.
+`time_major=True` takes and returns [time, batch, ...].
 
 Masking (an Embedding with mask_zero, a Masking layer, or `mask=` on the call, [batch, time]
 booleans): a masked step leaves the state as it was and outputs the previous step's output, or
@@ -18,6 +24,8 @@ tf.keras's backend.rnn does; the last output is the last unmasked step's.
 from __future__ import annotations
 
 import copy
+
+import numpy as np
 
 from actorflow.graph import dtypes, nest
 from actorflow.graph.graph import convert_to_tensor
@@ -257,14 +265,12 @@ class RNN(Layer):
         zero_output_for_mask = bool(kwargs.pop("zero_output_for_mask", False))
         if not isinstance(cell, _KerasCell):
             raise TypeError(f"RNN: `cell` must be a Keras cell (SimpleRNNCell, LSTMCell, GRUCell), got {cell!r}")
-        if stateful:
-            raise NotImplementedError("Recurrent layers with stateful=True are not supported by af.keras")
-        if time_major:
-            raise NotImplementedError("Recurrent layers with time_major=True are not supported by af.keras")
         super().__init__(name=name, **kwargs)
         self.cell = cell
         self.return_sequences, self.return_state = bool(return_sequences), bool(return_state)
-        self.go_backwards, self.stateful, self.unroll = bool(go_backwards), False, bool(unroll)
+        self.go_backwards, self.stateful, self.unroll = bool(go_backwards), bool(stateful), bool(unroll)
+        self.time_major = bool(time_major)
+        self.states = None
         self.zero_output_for_mask = zero_output_for_mask
 
     @property
@@ -278,7 +284,37 @@ class RNN(Layer):
         if input_shape[-1] is None:
             raise ValueError(f"Layer {self.name}: the last dimension of the inputs should be defined")
         self.cell.build(self, int(input_shape[-1]))
+        if self.stateful:
+            batch = input_shape[1 if self.time_major else 0]
+            if batch is None:
+                raise ValueError("If a RNN is stateful, it needs to know its batch size. Specify the batch size of "
+                                 "your input tensors: \n- If using a Sequential model, specify the batch size by "
+                                 "passing a `batch_input_shape` argument to your first layer.\n- If using the "
+                                 "functional API, specify the batch size by passing a `batch_shape` argument to "
+                                 f"your Input layer. (layer {self.name})")
+            n = len(nest.flatten(self.cell.state_size))
+            self.states = [K.zeros((int(batch), self.cell.units), dtype=K.floatx(), name=f"{self.name}_state_{i}")
+                           for i in range(n)]
         self.built = True
+
+    def reset_states(self, states=None):
+        """Sets the states of a stateful layer to zeros, or to `states` (arrays, one per state)."""
+        if not self.stateful:
+            raise AttributeError("Layer must be stateful.")
+        if self.states is None:
+            raise ValueError(f"Layer {self.name} is not built: it has no states to reset")
+        if states is None:
+            values = [np.zeros(K.int_shape(v), np.float32) for v in self.states]
+        else:
+            values = list(states) if isinstance(states, (list, tuple)) else [states]
+            if len(values) != len(self.states):
+                raise ValueError(f"Layer {self.name} expects {len(self.states)} states, but it received "
+                                 f"{len(values)} state values. Input received: {states}")
+            for v, val in zip(self.states, values):
+                if tuple(np.shape(val)) != K.int_shape(v):
+                    raise ValueError(f"State {v.name} is incompatible with layer {self.name}: expected shape="
+                                     f"{K.int_shape(v)}, found shape={np.shape(val)}")
+        K.batch_set_value(list(zip(self.states, values)))
 
     def compute_mask(self, inputs, mask=None):
         mask = nest.flatten(mask)[0] if mask is not None else None
@@ -289,6 +325,10 @@ class RNN(Layer):
 
     def call(self, inputs, training=None, initial_state=None, mask=None):
         x = convert_to_tensor(inputs)
+        if self.time_major:
+            x = array_ops.transpose(x, [1, 0, 2])
+        if self.stateful and initial_state is None:
+            initial_state = [v.value() for v in self.states]
         if mask is not None:
             mask = convert_to_tensor(nest.flatten(mask)[0])
             if mask.shape.ndims is not None and mask.shape.ndims != 2:
@@ -324,8 +364,10 @@ class RNN(Layer):
             outputs, (final, last) = dynamic_rnn(_MaskedCell(_LoopCell(cell, xm, hm), self.zero_output_for_mask),
                                                  (x, mask), initial_state=(state, zero_out), dtype=x.dtype,
                                                  scope="rnn")
+        if self.stateful:
+            self.add_update([v.assign(s) for v, s in zip(self.states, nest.flatten(final))])
         if self.return_sequences:
-            out = outputs
+            out = array_ops.transpose(outputs, [1, 0, 2]) if self.time_major else outputs
         else:
             out = last
             out.set_shape([x.shape[0], cell.units])
@@ -336,7 +378,8 @@ class RNN(Layer):
     def get_config(self):
         cfg = super().get_config()
         cfg.update(return_sequences=self.return_sequences, return_state=self.return_state,
-                   go_backwards=self.go_backwards, stateful=False, unroll=self.unroll)
+                   go_backwards=self.go_backwards, stateful=self.stateful, unroll=self.unroll,
+                   time_major=self.time_major)
         if self.zero_output_for_mask:
             cfg["zero_output_for_mask"] = True
         cfg.update(self.cell.config())
@@ -346,13 +389,13 @@ class RNN(Layer):
 def _rnn_class(cell_cls, doc, defaults):
     class Layer_(RNN):
         def __init__(self, units, return_sequences=False, return_state=False, go_backwards=False, stateful=False,
-                     unroll=False, name=None, **kwargs):
+                     unroll=False, time_major=False, name=None, **kwargs):
             cell_args = {k: kwargs.pop(k) for k in list(kwargs) if k in _CELL_ARGS}
             for k, v in defaults.items():
                 cell_args.setdefault(k, v)
             super().__init__(cell_cls(units, **cell_args), return_sequences=return_sequences,
                              return_state=return_state, go_backwards=go_backwards, stateful=stateful,
-                             unroll=unroll, name=name, **kwargs)
+                             unroll=unroll, time_major=time_major, name=name, **kwargs)
 
         @classmethod
         def from_config(cls, config):
