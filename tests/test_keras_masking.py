@@ -248,3 +248,51 @@ def test_time_major_layer():
     time_major.set_weights(batch_major.get_weights())
     ra, rb = K.get_session().run([a, b], {ph: x, ph_t: x.transpose(1, 0, 2)})
     np.testing.assert_allclose(rb.transpose(1, 0, 2), ra, rtol=1e-6)
+
+
+# -- class weights and per-step sample weights --------------------------------------------------
+
+@pytest.mark.parametrize("name", ["sparse", "onehot", "with_sample_weight"])
+def test_class_weight_matches_tf_keras(name):
+    ref = REF["class_weight"]
+    case = ref[name]
+    x, y = _f32(ref["x"]), np.asarray(ref["y"], np.int32)
+    target = np.eye(3, dtype=np.float32)[y] if name == "onehot" else y
+    cw = {int(k): v for k, v in ref["class_weight"].items()}
+    model = keras.Sequential([L.Dense(3, activation="softmax", input_shape=(4,))])
+    model.set_weights([_f32(w) for w in case["weights"]])
+    model.compile(keras.optimizers.SGD(0.5), case["loss"])
+    kw = {"sample_weight": _f32(ref["sample_weight"])} if name == "with_sample_weight" else {}
+    np.testing.assert_allclose(model.train_on_batch(x, target, class_weight=cw, **kw), case["train_on_batch"],
+                               rtol=1e-5)
+    for got, want in zip(model.get_weights(), case["weights_after"]):
+        np.testing.assert_allclose(got, _f32(want), rtol=1e-5, atol=1e-6)
+
+
+def test_class_weight_errors_and_fit():
+    model = keras.Sequential([L.Dense(2, activation="softmax", input_shape=(2,))])
+    model.compile("sgd", "sparse_categorical_crossentropy")
+    x, y = np.ones((4, 2), np.float32), np.array([0, 1, 1, 0])
+    with pytest.raises(ValueError, match=r"classes \{1\} exist in the data but not in `class_weight`"):
+        model.fit(x, y, class_weight={0: 1.0}, verbose=0)
+    hist = model.fit(x, y, class_weight={0: 1.0, 1: 3.0}, epochs=2, verbose=0)
+    assert len(hist.history["loss"]) == 2 and isinstance(hist.history["loss"][0], float)
+    with pytest.raises(ValueError, match="sample_weight_mode=\"temporal\" in compile"):
+        model.fit(x, y, sample_weight=np.ones((4, 3)), verbose=0)
+
+
+def test_temporal_sample_weights_match_tf_keras():
+    case = REF["temporal"]
+    model = _build(REF["training"]["layers"])
+    model.set_weights([_f32(w) for w in case["weights"]])
+    model.compile(keras.optimizers.SGD(0.5), "sparse_categorical_crossentropy", sample_weight_mode="temporal")
+    ids, y, sw = np.asarray(REF["ids"], np.int32), np.asarray(case["y"], np.int32), _f32(case["sample_weight"])
+    np.testing.assert_allclose(model.evaluate(ids, y, sample_weight=sw, batch_size=2, verbose=0), case["evaluate"],
+                               rtol=1e-5)
+    np.testing.assert_allclose(model.train_on_batch(ids, y, sample_weight=sw), case["train_on_batch"], rtol=1e-5)
+    for got, want in zip(model.get_weights(), case["weights_after"]):
+        np.testing.assert_allclose(got, _f32(want), rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="2D sample_weight"):
+        model.evaluate(ids, y, sample_weight=np.ones(3, np.float32), verbose=0)
+    with pytest.raises(ValueError, match="should be None or \"temporal\""):
+        model.compile("sgd", "mse", sample_weight_mode="stepwise")

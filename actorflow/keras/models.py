@@ -116,6 +116,45 @@ def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
+def _standardize_weights(y, sample_weight, class_weight, mode):
+    """The weights of one output's samples (or steps, in "temporal" mode) as tf.keras's graph-mode
+    training makes them: `sample_weight` checked against the targets `y`, times the weights of the
+    samples' classes (`class_weight`, {class: weight}, from integer or one-hot targets)."""
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight, dtype=np.float32)
+        if mode == "temporal":
+            if y is not None and y.ndim < 3:
+                raise ValueError(f"Found a sample_weight array for an input with shape {y.shape}. Timestep-wise "
+                                 f'sample weighting (use of sample_weight_mode="temporal") is restricted to outputs '
+                                 f"that are at least 3D, i.e. that have a time dimension.")
+            if sample_weight.ndim != 2:
+                raise ValueError(f"Found a sample_weight array with shape {sample_weight.shape}. In order to use "
+                                 f"timestep-wise sample weighting, you should pass a 2D sample_weight array.")
+        elif sample_weight.ndim != 1:
+            raise ValueError(f"Found a sample_weight array with shape {sample_weight.shape}. In order to use "
+                             f'timestep-wise sample weights, you should specify sample_weight_mode="temporal" in '
+                             f"compile(); found \"{mode}\" instead. If you just mean to use sample-wise weights, "
+                             f"make sure your sample_weight array is 1D.")
+        if y is not None and y.shape[:sample_weight.ndim] != sample_weight.shape:
+            raise ValueError(f"Found a sample_weight array with shape {sample_weight.shape} for an input with shape "
+                             f"{y.shape}. sample_weight cannot be broadcast.")
+    class_sample_weight = None
+    if isinstance(class_weight, dict) and y is not None:
+        if y.ndim > 2:
+            raise ValueError("`class_weight` not supported for 3+ dimensional targets.")
+        classes = y
+        if y.ndim == 2:
+            classes = np.argmax(y, axis=1) if y.shape[1] > 1 else np.reshape(y, y.shape[0])
+        missing = {c.item() for c in np.unique(classes)} - set(class_weight)
+        if missing:
+            raise ValueError(f"`class_weight` must contain all classes in the data. The classes {missing} exist in "
+                             f"the data but not in `class_weight`.")
+        class_sample_weight = np.asarray([class_weight[c.item()] for c in classes], dtype=np.float32)
+    if class_sample_weight is not None and sample_weight is not None:
+        return class_sample_weight * sample_weight
+    return sample_weight if sample_weight is not None else class_sample_weight
+
+
 def _align(mask, per):
     """`mask` shaped for the per-sample losses `per` (tf.keras's squeeze_or_expand_dimensions):
     a trailing size-1 axis dropped, or one added, where the ranks differ by one."""
@@ -134,14 +173,14 @@ def _weighted_loss(per, sw, mask):
     and divided by their count. With a mask, the masked entries weigh 0 and the others
     size / (unmasked count), so the loss is the weighted mean over the unmasked entries."""
     if mask is None:
-        if per.shape.ndims and per.shape.ndims > 1:         # [batch, ...]: the mean per sample
-            per = math_ops.reduce_mean(per, list(range(1, per.shape.ndims)))
+        if per.shape.ndims and per.shape.ndims > sw.shape.ndims:     # the mean per sample (or step)
+            per = math_ops.reduce_mean(per, list(range(sw.shape.ndims, per.shape.ndims)))
         weighted = math_ops.multiply(per, sw)
     else:
         size = math_ops.cast(array_ops.size(mask), per.dtype)
         w = math_ops.multiply(mask, math_ops.divide(size, math_ops.reduce_sum(mask)))
         swe = sw
-        for _ in range(max((w.shape.ndims or 1) - 1, 0)):
+        for _ in range(max((w.shape.ndims or 1) - sw.shape.ndims, 0)):
             swe = array_ops.expand_dims(swe, -1)
         weighted = math_ops.multiply(per, math_ops.multiply(swe, w))
     return math_ops.div_no_nan(math_ops.reduce_sum(weighted), math_ops.cast(array_ops.size(weighted), per.dtype))
@@ -490,8 +529,11 @@ class Model(Layer):
             raise TypeError(f"compile: unexpected keyword arguments {sorted(kwargs)}")
         if loss is None:
             raise ValueError("compile needs a `loss`")
-        if sample_weight_mode not in (None, "samplewise"):
-            raise NotImplementedError("compile: sample_weight_mode='temporal' is not supported")
+        for mode in (sample_weight_mode.values() if isinstance(sample_weight_mode, dict) else
+                     sample_weight_mode if isinstance(sample_weight_mode, (list, tuple)) else [sample_weight_mode]):
+            if mode not in (None, "samplewise", "temporal"):
+                raise ValueError(f'"sample_weight_mode should be None or "temporal". Found: {mode}')
+        self.sample_weight_mode = sample_weight_mode
         self.optimizer = optimizers.get(optimizer)
         self.loss, self.loss_weights = loss, loss_weights
         self._compile_metrics = metrics
@@ -525,6 +567,7 @@ class Model(Layer):
         per_output_metrics = [_as_list(m) for m in self._per_output(metrics, "metrics")] \
             if isinstance(metrics, dict) else [_as_list(metrics)] * len(self.outputs)
         targets = _as_list(self._target_tensors)
+        self._sample_weight_modes = self._per_output(getattr(self, "sample_weight_mode", None), "sample_weight_mode")
         self.targets, self.sample_weights, self._output_losses = [], [], []
         metric_tensors, metric_names = [], []
         total = None
@@ -540,7 +583,12 @@ class Model(Layer):
                 mask = getattr(out, "_keras_mask", None)
                 if mask is not None:
                     mask = _align(math_ops.cast(mask, per.dtype), per)
-                sw = placeholder_with_default(constant([1.0], dtype=per.dtype), [None], name=f"{name}_sample_weights")
+                if self._sample_weight_modes[i] == "temporal":       # one weight per sample and step
+                    sw = placeholder_with_default(constant([[1.0]], dtype=per.dtype), [None, None],
+                                                  name=f"{name}_sample_weights")
+                else:
+                    sw = placeholder_with_default(constant([1.0], dtype=per.dtype), [None],
+                                                  name=f"{name}_sample_weights")
                 out_loss = _weighted_loss(per, sw, mask)
                 self.targets.append(target)
                 self.sample_weights.append(sw)
@@ -625,7 +673,7 @@ class Model(Layer):
                              f"{[a.shape for a in out]}")
         return out
 
-    def _standardize(self, x, y=None, sample_weight=None):
+    def _standardize(self, x, y=None, sample_weight=None, class_weight=None):
         if not self.built:
             self._build_on(x)
         if self._is_compiled and not hasattr(self, "total_loss"):
@@ -641,9 +689,17 @@ class Model(Layer):
                 raise ValueError(f"Input arrays should have the same number of samples as target arrays. Found "
                                  f"{xs[0].shape[0]} input samples and {ys[0].shape[0]} target samples.")
         sws = None
-        if sample_weight is not None:
-            sws = [np.asarray(s, dtype=np.float32) for s in (sample_weight if isinstance(sample_weight, (list, tuple))
-                                                              else [sample_weight] * len(self.outputs))]
+        if sample_weight is not None or class_weight is not None:
+            if isinstance(sample_weight, dict):
+                sample_weight = [sample_weight.get(n) for n in self.output_names]
+            given = sample_weight if isinstance(sample_weight, (list, tuple)) else [sample_weight] * len(self.outputs)
+            cws = [class_weight.get(n) for n in self.output_names] if isinstance(class_weight, dict) and \
+                class_weight and set(class_weight) <= set(self.output_names) else [class_weight] * len(self.outputs)
+            modes = getattr(self, "_sample_weight_modes", [None] * len(self.outputs))
+            sws = [_standardize_weights(yv, sw, cw, mode) for yv, sw, cw, mode in
+                   zip(ys if ys is not None else [None] * len(self.outputs), given, cws, modes)]
+            sws = [w if w is not None else np.ones(xs[0].shape[0] if m != "temporal" else ys[i].shape[:2], np.float32)
+                   for i, (w, m) in enumerate(zip(sws, modes))]
         return xs, ys, sws
 
     def _feed(self, xs, ys=None, sws=None, idx=None, training=False):
@@ -678,14 +734,12 @@ class Model(Layer):
                                       callbacks=callbacks, validation_data=validation_data,
                                       validation_steps=validation_steps, class_weight=class_weight,
                                       shuffle=shuffle, initial_epoch=initial_epoch)
-        if class_weight is not None:
-            raise NotImplementedError("fit: class_weight is not supported; pass sample_weight")
         if steps_per_epoch is not None:
             raise NotImplementedError("fit: steps_per_epoch (input tensors instead of arrays) is not supported")
         if x is None:
             raise ValueError("fit needs input arrays `x`")
         batch_size = int(batch_size or 32)
-        xs, ys, sws = self._standardize(x, y, sample_weight)
+        xs, ys, sws = self._standardize(x, y, sample_weight, class_weight)
         if ys is None:
             raise ValueError("fit needs target arrays `y`")
         val = None
@@ -776,9 +830,7 @@ class Model(Layer):
 
     def train_on_batch(self, x, y, sample_weight=None, class_weight=None, reset_metrics=True):
         """One training step on one batch; the loss (and metrics) before the update."""
-        if class_weight is not None:
-            raise NotImplementedError("train_on_batch: class_weight is not supported; pass sample_weight")
-        xs, ys, sws = self._standardize(x, y, sample_weight)
+        xs, ys, sws = self._standardize(x, y, sample_weight, class_weight)
         outs = self._run(list(self._eval_fetches) + [self._train_op()], self._feed(xs, ys, sws, training=True))[:-1]
         outs = _Totals.batch(outs, self._n_losses)
         return outs[0] if len(outs) == 1 else outs
@@ -803,8 +855,6 @@ class Model(Layer):
         keras.utils.Sequence, `steps_per_epoch` batches an epoch (a Sequence's length by default);
         `validation_data` is arrays, a generator or a Sequence (tf.keras.Model.fit_generator).
         Batches are drawn in this thread (`workers` and the queue are accepted and not used)."""
-        if class_weight is not None:
-            raise NotImplementedError("fit_generator: class_weight is not supported")
         from actorflow.keras.utils import Sequence
         steps = _steps(generator, steps_per_epoch, "steps_per_epoch")
         self.history = cbks.History()
@@ -825,7 +875,7 @@ class Model(Layer):
             for b, i in enumerate(order):
                 batch = generator[i] if isinstance(generator, Sequence) else next(it)
                 x, y, sw = _unpack(batch)
-                xs, ys, sws = self._standardize(x, y, sw)
+                xs, ys, sws = self._standardize(x, y, sw, class_weight)
                 if not started:
                     names = self.metrics_names
                     callback_list.set_params({"epochs": epochs, "steps": steps, "verbose": verbose,
