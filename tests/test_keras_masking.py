@@ -296,3 +296,17 @@ def test_temporal_sample_weights_match_tf_keras():
         model.evaluate(ids, y, sample_weight=np.ones(3, np.float32), verbose=0)
     with pytest.raises(ValueError, match="should be None or \"temporal\""):
         model.compile("sgd", "mse", sample_weight_mode="stepwise")
+
+
+def test_weighted_metrics_match_tf_keras():
+    case = REF["weighted_metrics"]
+    model = _build(REF["training"]["layers"])
+    model.set_weights([_f32(w) for w in case["weights"]])
+    model.compile("sgd", "sparse_categorical_crossentropy", metrics=["accuracy"],
+                  weighted_metrics=["accuracy", "sparse_categorical_crossentropy"])
+    assert model.metrics_names == case["metrics_names"]
+    ids, y = np.asarray(REF["ids"], np.int32), np.asarray(case["y"], np.int32)
+    np.testing.assert_allclose(model.evaluate(ids, y, sample_weight=_f32(case["sample_weight"]), batch_size=2,
+                                              verbose=0), case["evaluate"], rtol=1e-5)
+    np.testing.assert_allclose(model.evaluate(ids, y, batch_size=2, verbose=0), case["evaluate_unweighted"],
+                               rtol=1e-5)

@@ -186,14 +186,24 @@ def _weighted_loss(per, sw, mask):
     return math_ops.div_no_nan(math_ops.reduce_sum(weighted), math_ops.cast(array_ops.size(weighted), per.dtype))
 
 
-def _mean_parts(values, mask):
-    """(sum of values, sum of weights) of a metric's values on a batch, the mask as the weights:
-    what a stateful tf.keras mean metric adds to its total and count."""
+def _mean_parts(values, mask, sample_weight=None):
+    """(sum of values, sum of weights) of a metric's values on a batch, the weights the mask (times
+    the sample weights, for a weighted metric): what a stateful tf.keras mean metric adds to its
+    total and count."""
     values = math_ops.cast(values, K.floatx())
-    if mask is None:
+    w = None if mask is None else _align(math_ops.cast(mask, values.dtype), values)
+    if sample_weight is not None:
+        sw = math_ops.cast(sample_weight, values.dtype)
+        if w is not None:
+            for _ in range(max((w.shape.ndims or 1) - sw.shape.ndims, 0)):
+                sw = array_ops.expand_dims(sw, -1)
+            w = math_ops.multiply(w, sw)
+        else:
+            w = _align(sw, values)
+    if w is None:
         return math_ops.reduce_sum(values), math_ops.cast(array_ops.size(values), values.dtype)
-    m = math_ops.multiply(_align(math_ops.cast(mask, values.dtype), values), array_ops.ones_like(values))
-    return math_ops.reduce_sum(math_ops.multiply(values, m)), math_ops.reduce_sum(m)
+    w = math_ops.multiply(w, array_ops.ones_like(values))
+    return math_ops.reduce_sum(math_ops.multiply(values, w)), math_ops.reduce_sum(w)
 
 
 class _Totals:
@@ -537,6 +547,7 @@ class Model(Layer):
         self.optimizer = optimizers.get(optimizer)
         self.loss, self.loss_weights = loss, loss_weights
         self._compile_metrics = metrics
+        self._compile_weighted_metrics = weighted_metrics
         self._target_tensors = target_tensors
         self._is_compiled = True
         self._fns = {}
@@ -566,6 +577,9 @@ class Model(Layer):
         metrics = self._compile_metrics
         per_output_metrics = [_as_list(m) for m in self._per_output(metrics, "metrics")] \
             if isinstance(metrics, dict) else [_as_list(metrics)] * len(self.outputs)
+        wm = getattr(self, "_compile_weighted_metrics", None)
+        per_output_weighted = [_as_list(m) for m in self._per_output(wm, "weighted_metrics")] \
+            if isinstance(wm, dict) else [_as_list(wm)] * len(self.outputs)
         targets = _as_list(self._target_tensors)
         self._sample_weight_modes = self._per_output(getattr(self, "sample_weight_mode", None), "sample_weight_mode")
         self.targets, self.sample_weights, self._output_losses = [], [], []
@@ -595,11 +609,15 @@ class Model(Layer):
                 self._output_losses.append(out_loss)
                 term = out_loss if weights[i] == 1.0 else math_ops.multiply(out_loss, float(weights[i]))
                 total = term if total is None else math_ops.add(total, term)
+                prefix = f"{name}_" if len(self.outputs) > 1 else ""
                 for m in per_output_metrics[i]:
                     mname, mfn = metrics_mod.resolve(m, fn, out)
-                    prefix = f"{name}_" if len(self.outputs) > 1 else ""
                     metric_names.append(prefix + mname)
                     metric_tensors.append(_mean_parts(mfn(target, out), mask))
+                for m in per_output_weighted[i]:        # weighted by the sample weights (and the mask)
+                    mname, mfn = metrics_mod.resolve(m, fn, out)
+                    metric_names.append(prefix + "weighted_" + mname)
+                    metric_tensors.append(_mean_parts(mfn(target, out), mask, sw))
             reg = self.losses
             if reg:
                 total = math_ops.add(total, math_ops.add_n([math_ops.cast(r, total.dtype) for r in reg]))
