@@ -26,7 +26,7 @@ from actorflow.graph import dtypes, nest
 from actorflow.graph.graph import Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.initializers import Initializer
 from actorflow.graph.ops import array_ops, math_ops
-from actorflow.graph.ops.constant import placeholder
+from actorflow.graph.ops.constant import identity, placeholder
 from actorflow.graph.tensor_shape import TensorShape
 from actorflow.graph.variables import Variable
 from actorflow.keras import activations, constraints, initializers, regularizers
@@ -178,6 +178,12 @@ class Layer(_tfl.Layer):
             outputs = super().__call__(inputs, *args, **kwargs)
         finally:
             self._in_base_call = False
+        # An output that is one of the inputs, unchanged (a linear Activation, Dropout at inference),
+        # becomes a copy, as in TF, so that it gets its own history and mask.
+        input_ids = {id(t) for t in nest.flatten(inputs) if isinstance(t, Tensor)}
+        if any(isinstance(t, Tensor) and id(t) in input_ids for t in nest.flatten(outputs)):
+            outputs = nest.map_structure(
+                lambda t: identity(t) if isinstance(t, Tensor) and id(t) in input_ids else t, outputs)
         reg = self.activity_regularizer
         if reg is not None:
             g = get_default_graph()

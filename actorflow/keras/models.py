@@ -673,8 +673,8 @@ class Model(Layer):
         for arr, t, n in zip(data, tensors, names):
             arr = np.asarray(arr)
             rank = t.shape.ndims
-            if expand and rank is not None and arr.ndim == rank - 1:
-                arr = arr[..., None]
+            if (expand or arr.ndim == 1) and rank is not None and arr.ndim == rank - 1:
+                arr = arr[..., None]        # Keras makes a 1-D array a column (and targets one rank up)
             if rank is not None:
                 if arr.ndim != rank:
                     raise ValueError(f"Error when checking {what}: expected {n} to have {rank} dimensions, but got "

@@ -1,9 +1,10 @@
-"""af.keras.utils: to_categorical and normalize (tf.keras.utils); plot_model is not provided."""
+"""af.keras.utils: to_categorical, normalize, Sequence and plot_model / model_to_dot (tf.keras.utils),
+with Keras 2's `np_utils` and `vis_utils` modules."""
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["to_categorical", "normalize", "Sequence"]
+__all__ = ["to_categorical", "normalize", "Sequence", "plot_model", "model_to_dot", "np_utils", "vis_utils"]
 
 
 def to_categorical(y, num_classes=None, dtype="float32"):
@@ -14,12 +15,12 @@ def to_categorical(y, num_classes=None, dtype="float32"):
     if shape and shape[-1] == 1 and len(shape) > 1:
         shape = shape[:-1]
     y = y.ravel()
-    if y.size and y.min() < 0:
-        raise ValueError(f"to_categorical: labels must be non-negative, got {y.min()}")
     if not num_classes:
         num_classes = int(np.max(y)) + 1 if y.size else 0
-    if y.size and y.max() >= num_classes:
-        raise ValueError(f"to_categorical: label {y.max()} is out of range for num_classes={num_classes}")
+    # As Keras indexes: a negative label counts from the last class (-1 is num_classes - 1).
+    if y.size and (y.max() >= num_classes or y.min() < -num_classes):
+        bad = y.max() if y.max() >= num_classes else y.min()
+        raise ValueError(f"to_categorical: label {bad} is out of range for num_classes={num_classes}")
     out = np.zeros((y.shape[0], num_classes), dtype=dtype)
     out[np.arange(y.shape[0]), y] = 1
     return out.reshape(shape + (num_classes,))
@@ -49,3 +50,7 @@ class Sequence:
     def __iter__(self):
         for i in range(len(self)):
             yield self[i]
+
+
+from actorflow.keras.utils import np_utils, vis_utils  # noqa: E402 - they import the names above
+from actorflow.keras.utils.vis_utils import model_to_dot, plot_model  # noqa: E402
