@@ -463,15 +463,20 @@ class _Merge(Layer):
 
     _min_inputs = 2
 
-    def compute_mask(self, inputs, mask=None):
-        """The steps every input keeps: the logical and of the inputs' masks."""
-        if mask is None:
-            return None
+    @staticmethod
+    def _check_masks(inputs, mask):
+        """A merge layer's input masks must be a list, one per input."""
         if not isinstance(mask, (list, tuple)):
             raise ValueError(f"`mask` should be a list. Received: mask={mask}")
         if not isinstance(inputs, (list, tuple)) or len(mask) != len(inputs):
             raise ValueError(f"The lists `inputs` and `mask` should have the same length. Received: inputs={inputs} "
                              f"of length {len(inputs)}, and mask={mask} of length {len(mask)}")
+
+    def compute_mask(self, inputs, mask=None):
+        """The steps every input keeps: the logical and of the inputs' masks."""
+        if mask is None:
+            return None
+        self._check_masks(inputs, mask)
         masks = [array_ops.expand_dims(m, 0) for m in mask if m is not None]
         if not masks:
             return None
@@ -553,11 +558,7 @@ class Concatenate(_Merge):
         reduced with a logical and over the last axis (tf.keras's Concatenate)."""
         if mask is None:
             return None
-        if not isinstance(mask, (list, tuple)):
-            raise ValueError(f"`mask` should be a list. Received mask={mask}")
-        if not isinstance(inputs, (list, tuple)) or len(mask) != len(inputs):
-            raise ValueError(f"The lists `inputs` and `mask` should have the same length. Received: inputs={inputs} "
-                             f"of length {len(inputs)}, and mask={mask} of length {len(mask)}")
+        self._check_masks(inputs, mask)
         if all(m is None for m in mask):
             return None
         masks = []
