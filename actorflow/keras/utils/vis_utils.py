@@ -4,6 +4,8 @@ output shapes too), arrows along the layer calls, drawn by Graphviz's `dot`."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 
 __all__ = ["plot_model", "model_to_dot"]
 
@@ -35,18 +37,18 @@ class Dot:
         return self.text
 
     def create(self, prog="dot", format="svg") -> bytes:  # noqa: A002 - pydot's name
-        """The picture in `format`, drawn by Graphviz's `dot`; ImportError when it is missing."""
-        import tempfile
-
-        from actorflow.graphviz import render
-        with tempfile.TemporaryDirectory() as d:
-            out = os.path.join(d, "out." + format)
-            try:
-                render(self.text, out, fmt=format)
-            except FileNotFoundError:
-                raise ImportError(_NO_DOT) from None
-            with open(out, "rb") as f:
-                return f.read()
+        """The picture in `format`, drawn by Graphviz's `prog` (ImportError when it is missing; a
+        RuntimeError with its message when it fails or takes over a minute)."""
+        exe = shutil.which(prog)
+        if exe is None:
+            raise ImportError(_NO_DOT)
+        try:
+            r = subprocess.run([exe, f"-T{format}"], input=self.text.encode("utf-8"), capture_output=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"plot_model: {prog} did not finish in 60 s") from None
+        if r.returncode != 0:
+            raise RuntimeError(f"plot_model: {prog} failed: {r.stderr.decode(errors='replace').strip()}")
+        return r.stdout
 
     def write(self, path, format=None) -> None:  # noqa: A002
         fmt = format or os.path.splitext(path)[1][1:] or "png"
