@@ -310,3 +310,49 @@ def test_weighted_metrics_match_tf_keras():
                                               verbose=0), case["evaluate"], rtol=1e-5)
     np.testing.assert_allclose(model.evaluate(ids, y, batch_size=2, verbose=0), case["evaluate_unweighted"],
                                rtol=1e-5)
+
+
+# -- tf.data Datasets in fit, evaluate and predict ------------------------------------------------
+
+@pytest.mark.parametrize("name", ["finite", "repeated"])
+def test_fit_on_datasets_matches_tf_keras(name):
+    """A finite data set: each epoch runs to its end (and validates on it); a repeated one:
+    steps_per_epoch batches an epoch, the iterator going on across epochs. Losses over the steps
+    are their plain mean, as tf.keras's step-counting loops give."""
+    ref = REF["datasets"]
+    case = ref[name]
+    x, y = _f32(ref["x"]), np.asarray(ref["y"], np.int64)
+    model = keras.Sequential([L.Dense(3, activation="softmax", input_shape=(3,))])
+    model.set_weights([_f32(w) for w in case["weights"]])
+    model.compile(keras.optimizers.SGD(0.3), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    ds = af.data.Dataset.from_tensor_slices((x, y)).batch(3)
+    if name == "finite":
+        hist = model.fit(ds, epochs=2, verbose=0, validation_data=ds)
+    else:
+        hist = model.fit(ds.repeat(), epochs=2, steps_per_epoch=2, verbose=0)
+    assert sorted(hist.history) == sorted(case["history"])
+    for k, v in case["history"].items():
+        np.testing.assert_allclose(hist.history[k], v, rtol=1e-5, err_msg=k)
+    for got, want in zip(model.get_weights(), case["weights_after"]):
+        np.testing.assert_allclose(got, _f32(want), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.evaluate(ds, verbose=0), case["evaluate"], rtol=1e-5)
+    np.testing.assert_allclose(model.predict(ds), _f32(case["predict"]), rtol=1e-5, atol=1e-6)
+
+
+def test_dataset_input_errors_and_iterators():
+    model = keras.Sequential([L.Dense(2, activation="softmax", input_shape=(2,))])
+    model.compile("sgd", "sparse_categorical_crossentropy")
+    x, y = np.ones((4, 2), np.float32), np.array([0, 1, 1, 0])
+    ds = af.data.Dataset.from_tensor_slices((x, y)).batch(2)
+    with pytest.raises(ValueError, match="infinitely repeating dataset, you must specify the `steps_per_epoch`"):
+        model.fit(ds.repeat(), epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="`batch_size` argument must not be specified"):
+        model.fit(ds, batch_size=2, verbose=0)
+    # fewer batches than steps_per_epoch * epochs: training stops when the data ends
+    hist = model.fit(ds, epochs=3, steps_per_epoch=2, verbose=0)
+    assert len(hist.history["loss"]) == 1
+    # an iterator the program made is read as it stands
+    it = af.data.make_initializable_iterator(ds.repeat())
+    K.get_session().run(it.initializer)
+    assert len(model.fit(it, epochs=2, steps_per_epoch=3, verbose=0).history["loss"]) == 2
+    assert model.predict(ds.map(lambda a, b: a)).shape == (4, 2)

@@ -18,8 +18,12 @@ not a dependency).
 """
 from __future__ import annotations
 
+import itertools
+import logging
+
 import numpy as np
 
+from actorflow import errors
 from actorflow.graph import nest
 from actorflow.graph.graph import Tensor, get_default_graph
 from actorflow.graph.ops import array_ops, math_ops
@@ -34,6 +38,8 @@ from actorflow.keras.engine import Input, InputLayer, Layer, keras_history
 __all__ = ["Model", "Sequential", "model_from_config", "model_from_json", "deserialize_layer", "load_model"]
 
 _H5 = (".h5", ".hdf5", ".keras")
+_END = object()             # what next() gives at the end of a generator's data
+log = logging.getLogger(__name__)
 
 
 def _is_h5(path, save_format=None):
@@ -99,8 +105,58 @@ def _steps(generator, steps, what):
     if steps is None:
         if hasattr(generator, "__len__"):
             return len(generator)
+        if isinstance(generator, _DatasetSource):
+            return None             # until the data set ends
         raise ValueError(f"`{what}` is needed with a generator that has no length")
     return int(steps)
+
+
+def _is_dataset(x) -> bool:
+    """A tf.data Dataset or a tf.data iterator (duck-typed: keras does not sit above data)."""
+    return (hasattr(x, "make_initializable_iterator") and hasattr(x, "cardinality")) or \
+        (hasattr(x, "get_next") and hasattr(x, "initializer"))
+
+
+class _DatasetSource:
+    """A tf.data Dataset (or iterator) as a source of numpy batches for the Keras loops, drawn
+    through the Keras session: a dataset gets its own initializable iterator, started on the first
+    pass and, with `restart_each_pass` (no step count: each epoch runs to the end of the data, as
+    tf.keras does), at every pass; an iterator is used as it stands."""
+
+    def __init__(self, data, steps, steps_name):
+        g = get_default_graph()
+        with g.name_scope(None):
+            if hasattr(data, "make_initializable_iterator"):
+                self._it = data.make_initializable_iterator()
+                self._init = self._it.initializer
+                cardinality = int(K.get_session().run(data.cardinality()))
+            else:
+                self._it, self._init, cardinality = data, None, -2
+            self._next = self._it.get_next()
+        if steps is None and cardinality == -1:
+            raise ValueError(f"When passing an infinitely repeating dataset, you must specify the `{steps_name}` "
+                             f"argument.")
+        self.steps = steps if steps is not None else (cardinality if cardinality >= 0 else None)
+        self.restart_each_pass = steps is None
+        self._started = False
+
+    def __iter__(self):
+        if self._init is not None and (self.restart_each_pass or not self._started):
+            K.get_session().run(self._init)
+        self._started = True
+        return self
+
+    def __next__(self):
+        try:
+            return K.get_session().run(self._next)
+        except errors.OutOfRangeError:
+            raise StopIteration from None
+
+
+def _no_batch_size(x, batch_size):
+    if batch_size is not None:
+        raise ValueError(f"The `batch_size` argument must not be specified for the given input type. Received "
+                         f"input: {x}, batch_size: {batch_size}")
 
 
 def _unpack(batch):
@@ -207,13 +263,16 @@ def _mean_parts(values, mask, sample_weight=None):
 
 
 class _Totals:
-    """The loss and metrics over batches, as tf.keras's v1 training loops aggregate them, in
-    float32: the total loss weighted by batch size, each output's loss the mean of the batches'
-    (a stateful Mean), each metric its running sum of values over its running sum of weights."""
+    """The loss and metrics over batches, as tf.keras's v1 training loops aggregate them: the
+    total loss weighted by batch size in float32 (arrays), or with `use_steps` (generators and
+    data sets, whose loops count steps) the plain mean of the batches' in float64; each output's
+    loss the mean of the batches' (a stateful Mean) and each metric its running sum of values over
+    its running sum of weights, in float32."""
 
-    def __init__(self, n_losses, n_fetches):
+    def __init__(self, n_losses, n_fetches, use_steps=False):
         self.n_losses = n_losses
-        self.loss = np.float32(0.0)
+        self.use_steps = use_steps
+        self.loss = np.float64(0.0) if use_steps else np.float32(0.0)
         self.sums = [np.float32(0.0)] * (n_fetches - 1)
         self.counts = [np.float32(0.0)] * (n_losses - 1)
         self.seen = 0
@@ -229,8 +288,12 @@ class _Totals:
     def add(self, outs, n) -> list:
         """Adds a batch of `n` samples; the values to log for it (its losses, the running metrics)."""
         outs = [np.float32(o) for o in outs]
-        self.loss = self.loss + outs[0] * np.float32(n)
-        self.seen += n
+        if self.use_steps:
+            self.loss = self.loss + np.float64(outs[0])
+            self.seen += 1
+        else:
+            self.loss = self.loss + outs[0] * np.float32(n)
+            self.seen += n
         for i in range(1, self.n_losses):
             self.sums[i - 1] = self.sums[i - 1] + outs[i]
             self.counts[i - 1] = self.counts[i - 1] + np.float32(1.0)
@@ -245,9 +308,9 @@ class _Totals:
 
     def result(self) -> list:
         k = self.n_losses - 1
-        loss = self.loss / np.float32(max(self.seen, 1))
+        loss = self.loss / max(self.seen, 1)
         outs = [np.float32(s / c) if c else np.float32(0.0) for s, c in zip(self.sums[:k], self.counts)]
-        return [np.float32(loss)] + outs + self._metrics()
+        return [loss if self.use_steps else np.float32(loss)] + outs + self._metrics()
 
 
 class Model(Layer):
@@ -634,8 +697,8 @@ class Model(Layer):
         self.metrics_tensors = [math_ops.div_no_nan(num, den) for num, den in metric_tensors]
         self._fns = {}
 
-    def _totals(self):
-        return _Totals(self._n_losses, len(self._eval_fetches))
+    def _totals(self, use_steps=False):
+        return _Totals(self._n_losses, len(self._eval_fetches), use_steps)
 
     def _train_op(self):
         op = self._fns.get("train")
@@ -746,6 +809,16 @@ class Model(Layer):
         last `validation_split` of the arrays, taken before shuffling)."""
         if kwargs:
             raise TypeError(f"fit: unexpected keyword arguments {sorted(kwargs)}")
+        if _is_dataset(x):
+            # TF 1.13+: fit takes a tf.data Dataset of (x, y) or (x, y, sample_weight) batches
+            _no_batch_size(x, batch_size)
+            if validation_data is not None and _is_dataset(validation_data):
+                validation_data = _DatasetSource(validation_data, validation_steps, "validation_steps")
+            src = _DatasetSource(x, steps_per_epoch, "steps_per_epoch")
+            return self.fit_generator(src, steps_per_epoch=src.steps, epochs=epochs, verbose=verbose,
+                                      callbacks=callbacks, validation_data=validation_data,
+                                      validation_steps=validation_steps, class_weight=class_weight,
+                                      shuffle=False, initial_epoch=initial_epoch)
         if _is_generator(x):
             # TF 1.14+: fit takes a generator or a Sequence, as fit_generator does.
             return self.fit_generator(x, steps_per_epoch=steps_per_epoch, epochs=epochs, verbose=verbose,
@@ -753,7 +826,8 @@ class Model(Layer):
                                       validation_steps=validation_steps, class_weight=class_weight,
                                       shuffle=shuffle, initial_epoch=initial_epoch)
         if steps_per_epoch is not None:
-            raise NotImplementedError("fit: steps_per_epoch (input tensors instead of arrays) is not supported")
+            raise NotImplementedError("fit: steps_per_epoch with input tensors is not supported; pass arrays, a "
+                                      "tf.data Dataset, a generator or a Sequence")
         if x is None:
             raise ValueError("fit needs input arrays `x`")
         batch_size = int(batch_size or 32)
@@ -808,7 +882,7 @@ class Model(Layer):
             epoch_logs = {k: float(v) for k, v in zip(names, totals.result())}
             if val is not None:
                 val_outs = self._evaluate_arrays(*val, batch_size=batch_size)
-                epoch_logs.update({"val_" + k: v for k, v in zip(names, val_outs)})
+                epoch_logs.update({"val_" + k: float(v) for k, v in zip(names, val_outs)})
             callback_list.on_epoch_end(epoch, epoch_logs)
             if self.stop_training:
                 break
@@ -826,7 +900,14 @@ class Model(Layer):
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose=1, sample_weight=None, steps=None, callbacks=None):
         """The loss and metrics over the arrays, computed in batches (tf.keras.Model.evaluate): a
-        scalar when there are no metrics, else a list in `metrics_names` order."""
+        scalar when there are no metrics, else a list in `metrics_names` order. `x` may be a
+        tf.data Dataset of (x, y) or (x, y, sample_weight) batches, read for `steps` batches or to
+        its end; or a generator or Sequence, as evaluate_generator."""
+        if _is_dataset(x):
+            _no_batch_size(x, batch_size)
+            return self.evaluate_generator(_DatasetSource(x, steps, "steps"), steps=steps)
+        if _is_generator(x):
+            return self.evaluate_generator(x, steps=steps)
         xs, ys, sws = self._standardize(x, y, sample_weight)
         if ys is None:
             raise ValueError("evaluate needs target arrays `y`")
@@ -834,7 +915,14 @@ class Model(Layer):
         return outs[0] if len(outs) == 1 else outs
 
     def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None):
-        """The outputs for the input arrays, computed in batches in the inference phase."""
+        """The outputs for the input arrays, computed in batches in the inference phase; `x` may
+        be a tf.data Dataset (of inputs, or (inputs, targets) whose targets are ignored), read for
+        `steps` batches or to its end, or a generator or Sequence, as predict_generator."""
+        if _is_dataset(x):
+            _no_batch_size(x, batch_size)
+            return self.predict_generator(_DatasetSource(x, steps, "steps"), steps=steps)
+        if _is_generator(x):
+            return self.predict_generator(x, steps=steps)
         xs, _, _ = self._standardize(x)
         batch_size = int(batch_size or 32)
         n = xs[0].shape[0]
@@ -883,15 +971,23 @@ class Model(Layer):
         it = None
         started = False
         for epoch in range(initial_epoch, epochs):
-            order = list(range(steps))
+            order = list(range(steps)) if steps is not None else itertools.count()
             if isinstance(generator, Sequence):
                 if shuffle:
                     np.random.shuffle(order)
-            elif it is None:
+            elif it is None or getattr(generator, "restart_each_pass", False):
                 it = iter(generator)
-            totals, names = self._totals() if self._is_compiled and hasattr(self, "_n_losses") else None, None
+            totals = self._totals(True) if self._is_compiled and hasattr(self, "_n_losses") else None
+            names = None
             for b, i in enumerate(order):
-                batch = generator[i] if isinstance(generator, Sequence) else next(it)
+                batch = generator[i] if isinstance(generator, Sequence) else next(it, _END)
+                if batch is _END:
+                    if steps is not None:
+                        log.warning("Your dataset ran out of data; interrupting training. Make sure that your "
+                                    "dataset can generate at least `steps_per_epoch * epochs` batches (in this "
+                                    "case, %d batches).", steps * epochs)
+                        self.stop_training = True
+                    break
                 x, y, sw = _unpack(batch)
                 xs, ys, sws = self._standardize(x, y, sw, class_weight)
                 if not started:
@@ -905,7 +1001,7 @@ class Model(Layer):
                     callback_list.on_epoch_begin(epoch, {})
                 names = self.metrics_names
                 if totals is None:
-                    totals = self._totals()
+                    totals = self._totals(True)
                 n = xs[0].shape[0]
                 logs = {"batch": b, "size": n}
                 callback_list.on_batch_begin(b, logs)
@@ -916,6 +1012,8 @@ class Model(Layer):
                 if self.stop_training:
                     break
             if totals is None or not totals.seen:
+                if self.stop_training:
+                    break
                 raise ValueError("fit_generator: the generator gave no batch")
             if isinstance(generator, Sequence):
                 generator.on_epoch_end()
@@ -925,7 +1023,7 @@ class Model(Layer):
                     val = self.evaluate(*validation_data, verbose=0)
                 else:
                     val = self.evaluate_generator(validation_data, steps=validation_steps)
-                epoch_logs.update({"val_" + k: v for k, v in zip(names, _as_list(val))})
+                epoch_logs.update({"val_" + k: float(v) for k, v in zip(names, _as_list(val))})
             callback_list.on_epoch_end(epoch, epoch_logs)
             if self.stop_training:
                 break
@@ -940,10 +1038,13 @@ class Model(Layer):
         steps = _steps(generator, steps, "steps")
         it = None if isinstance(generator, Sequence) else iter(generator)
         totals = None
-        for i in range(steps):
-            x, y, sw = _unpack(generator[i] if it is None else next(it))
+        for i in (range(steps) if steps is not None else itertools.count()):
+            batch = generator[i] if it is None else next(it, _END)
+            if batch is _END:
+                break
+            x, y, sw = _unpack(batch)
             xs, ys, sws = self._standardize(x, y, sw)
-            totals = totals or self._totals()
+            totals = totals or self._totals(True)
             totals.add(self._run_with_states(self._eval_fetches, self._feed(xs, ys, sws)), xs[0].shape[0])
         if totals is None:
             raise ValueError("evaluate_generator: the generator gave no batch")
@@ -957,12 +1058,16 @@ class Model(Layer):
         steps = _steps(generator, steps, "steps")
         it = None if isinstance(generator, Sequence) else iter(generator)
         parts = None
-        for i in range(steps):
-            batch = generator[i] if it is None else next(it)
+        for i in (range(steps) if steps is not None else itertools.count()):
+            batch = generator[i] if it is None else next(it, _END)
+            if batch is _END:
+                break
             x = batch[0] if isinstance(batch, tuple) else batch
             out = self.predict_on_batch(x)
             out = out if isinstance(out, list) else [out]
             parts = [[o] for o in out] if parts is None else [p + [o] for p, o in zip(parts, out)]
+        if parts is None:
+            raise ValueError("predict_generator: the generator gave no batch")
         outs = [np.concatenate(p) for p in parts]
         return outs[0] if len(outs) == 1 else outs
 
