@@ -457,3 +457,56 @@ def test_recurrent_dropout_only_in_the_training_phase(kind):
         loss = af.reduce_sum(af.square(outs[1]))
         grads = af.gradients(loss, dropped.trainable_weights)
         assert all(np.isfinite(g).all() for g in sess.run(grads, {x: xv, K.learning_phase(): True}))
+
+
+def test_input_spec_checks_a_custom_layers_inputs():
+    class Pairwise(L.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.input_spec = L.InputSpec(ndim=3, axes={-1: 4})
+
+        def call(self, inputs):
+            return inputs * 2.0
+
+    layer = Pairwise(name="pairwise")
+    layer(af.placeholder(af.float32, [None, 2, 4]))
+    with pytest.raises(ValueError, match=r"Input 0 of layer pairwise is incompatible with the layer: expected "
+                                         r"ndim=3, found ndim=2. Full shape received: \(None, 4\)"):
+        layer(af.placeholder(af.float32, [None, 4]))
+    with pytest.raises(ValueError, match=r"expected axis -1 of input shape to have value 4"):
+        layer(af.placeholder(af.float32, [None, 2, 5]))
+    with pytest.raises(ValueError, match=r"expects 1 input\(s\), but it received 2 input tensors"):
+        layer([af.placeholder(af.float32, [None, 2, 4])] * 2)
+    assert "ndim=3" in repr(L.InputSpec(ndim=3))
+    with pytest.raises(ValueError, match="expected min_ndim=2, found ndim=1"):
+        class Min(L.Layer):
+            def __init__(self):
+                super().__init__()
+                self.input_spec = L.InputSpec(min_ndim=2, dtype="float32")
+
+            def call(self, inputs):
+                return inputs
+        Min()(af.placeholder(af.float32, [3]))
+
+
+def test_alpha_dropout_keeps_selu_statistics_and_is_identity_at_inference():
+    x = af.placeholder(af.float32, [None, 2000])
+    layer = L.AlphaDropout(0.2, seed=3)
+    train, infer = layer(x, training=True), layer(x, training=False)
+    xs = np.random.RandomState(0).randn(50, 2000).astype(np.float32)
+    with _sess() as sess:
+        t, i = sess.run([train, infer], {x: xs})
+    np.testing.assert_array_equal(i, xs)
+    assert abs(t.mean()) < 0.02 and abs(t.std() - 1.0) < 0.02        # SELU's fixed point kept
+    alpha_p, rate = -1.6732632423543772 * 1.0507009873554805, 0.2
+    a = ((1 - rate) * (1 + rate * alpha_p ** 2)) ** -0.5
+    dropped = a * alpha_p * (1 - rate)                                  # what every dropped unit becomes
+    assert abs((np.abs(t - dropped) < 1e-5).mean() - rate) < 0.01
+
+
+def test_layers_serialize_round_trip():
+    layer = L.LayerNormalization(axis=[1, 2], epsilon=1e-5)
+    spec = L.serialize(layer)
+    assert spec["class_name"] == "LayerNormalization" and spec["config"]["axis"] == [1, 2]
+    again = L.deserialize(spec)
+    assert isinstance(again, L.LayerNormalization) and again.epsilon == 1e-5

@@ -32,7 +32,7 @@ from actorflow.graph.variables import Variable
 from actorflow.keras import activations, constraints, initializers, regularizers
 from actorflow.keras import backend as K
 
-__all__ = ["Layer", "InputLayer", "Input", "Node", "keras_history"]
+__all__ = ["Layer", "InputLayer", "Input", "InputSpec", "Node", "keras_history"]
 
 # output tensor -> (layer, node index, tensor index): how the tensor was made.
 _HISTORY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -60,6 +60,76 @@ class Node:
         self.args, self.kwargs = tuple(args), dict(kwargs)
         self.input_tensors = [t for t in nest.flatten(inputs) if isinstance(t, Tensor)]
         self.output_tensors = [t for t in nest.flatten(outputs) if isinstance(t, Tensor)]
+
+
+class InputSpec:
+    """What a layer accepts as input (tf.keras.layers.InputSpec): a dtype, a shape (None for any
+    size), a rank or a range of ranks, and sizes of given axes. A layer that sets `input_spec` (one
+    spec, or a list, one per input) has each call's inputs checked against it, with TF's messages."""
+
+    def __init__(self, dtype=None, shape=None, ndim=None, max_ndim=None, min_ndim=None, axes=None,
+                 allow_last_axis_squeeze=False, name=None):
+        self.dtype = dtypes.as_dtype(dtype).name if dtype is not None else None
+        self.shape = tuple(shape) if shape is not None else None
+        self.ndim = len(self.shape) if self.shape is not None else ndim
+        self.max_ndim, self.min_ndim = max_ndim, min_ndim
+        self.name = name
+        self.allow_last_axis_squeeze = allow_last_axis_squeeze
+        self.axes = {int(k): v for k, v in (axes or {}).items()}
+        if self.axes and self.ndim is not None:
+            bad = [k for k in self.axes if k >= self.ndim or k < -self.ndim]
+            if bad:
+                raise ValueError(f"Axis {bad[0]} is greater than the maximum allowed value: {self.ndim - 1}")
+
+    def __repr__(self):
+        spec = [f"dtype={self.dtype}" if self.dtype else "", f"shape={self.shape}" if self.shape else "",
+                f"ndim={self.ndim}" if self.ndim is not None else "",
+                f"max_ndim={self.max_ndim}" if self.max_ndim is not None else "",
+                f"min_ndim={self.min_ndim}" if self.min_ndim is not None else "",
+                f"axes={self.axes}" if self.axes else ""]
+        return f"InputSpec({', '.join(x for x in spec if x)})"
+
+    def get_config(self):
+        return {"dtype": self.dtype, "shape": self.shape, "ndim": self.ndim, "max_ndim": self.max_ndim,
+                "min_ndim": self.min_ndim, "axes": self.axes}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def _check_input_spec(specs, inputs, layer_name):
+    """Raises tf.keras's ValueError where `inputs` do not meet `specs`."""
+    specs = nest.flatten(specs)
+    flat = nest.flatten(inputs)
+    if len(flat) != len(specs):
+        raise ValueError(f"Layer {layer_name} expects {len(specs)} input(s), but it received {len(flat)} input "
+                         f"tensors. Inputs received: {inputs}")
+    for i, (x, spec) in enumerate(zip(flat, specs)):
+        if spec is None or not isinstance(x, Tensor):
+            continue
+        shape = x.shape
+        where = f"Input {i} of layer {layer_name} is incompatible with the layer"
+        full = f"Full shape received: {tuple(shape.as_list()) if shape.ndims is not None else None}"
+        nd = shape.ndims
+        if spec.ndim is not None and nd is not None and nd != spec.ndim and not spec.allow_last_axis_squeeze:
+            raise ValueError(f"{where}: expected ndim={spec.ndim}, found ndim={nd}. {full}")
+        if spec.max_ndim is not None and nd is not None and nd > spec.max_ndim:
+            raise ValueError(f"{where}: expected max_ndim={spec.max_ndim}, found ndim={nd}")
+        if spec.min_ndim is not None and nd is not None and nd < spec.min_ndim:
+            raise ValueError(f"{where}: expected min_ndim={spec.min_ndim}, found ndim={nd}. {full}")
+        if spec.dtype is not None and x.dtype.base_dtype.name != spec.dtype:
+            raise ValueError(f"{where}: expected dtype={spec.dtype}, found dtype={x.dtype.base_dtype.name}")
+        if spec.axes and nd is not None:
+            dims = shape.as_list()
+            for axis, value in spec.axes.items():
+                if value is not None and dims[axis] not in (value, None):
+                    raise ValueError(f"{where}: expected axis {axis} of input shape to have value {value}, but "
+                                     f"received input with shape {tuple(dims)}")
+        if spec.shape is not None and nd is not None:
+            for want, got in zip(spec.shape, shape.as_list()):
+                if want is not None and got is not None and want != got:
+                    raise ValueError(f"{where}: expected shape={spec.shape}, found shape={tuple(shape.as_list())}")
 
 
 def _keras_name(cls_name: str) -> str:
@@ -169,6 +239,9 @@ class Layer(_tfl.Layer):
         if self._call_takes_training and kwargs.get("training") is None and not args:
             kwargs["training"] = K.learning_phase()
         inputs = nest.map_structure(lambda t: t.value() if isinstance(t, Variable) else t, inputs)
+        spec = getattr(self, "input_spec", None)
+        if spec is not None:
+            _check_input_spec(spec, inputs, self.name)
         input_masks, framework_mask = self._collect_input_masks(inputs, args, kwargs)
         if framework_mask:
             kwargs["mask"] = input_masks

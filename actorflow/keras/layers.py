@@ -19,9 +19,9 @@ from actorflow.graph.graph import convert_to_tensor
 from actorflow.graph.ops import array_ops, math_ops, nn_ops
 from actorflow.graph.ops.constant import constant
 from actorflow.keras import backend as K
-from actorflow.keras.engine import Input, InputLayer, Layer, _act, _con, _init, _reg
+from actorflow.keras.engine import Input, InputLayer, InputSpec, Layer, _act, _con, _init, _reg
 
-__all__ = ["Layer", "Input", "InputLayer", "Dense", "Conv1D", "Conv2D", "Conv2DTranspose", "Convolution1D",
+__all__ = ["Layer", "Input", "InputLayer", "InputSpec", "LayerNormalization", "AlphaDropout", "serialize", "Dense", "Conv1D", "Conv2D", "Conv2DTranspose", "Convolution1D",
            "Convolution2D", "MaxPooling1D", "MaxPooling2D", "AveragePooling1D", "AveragePooling2D", "MaxPool1D",
            "MaxPool2D", "AvgPool1D", "AvgPool2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
            "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalMaxPool1D",
@@ -944,6 +944,95 @@ class GaussianNoise(Layer):
         x = _float(inputs, self)
         return K.in_train_phase(lambda: math_ops.add(x, K.random_normal(array_ops.shape(x), stddev=self.stddev,
                                                                          dtype=x.dtype)), x, training=training)
+
+
+class AlphaDropout(Layer):
+    """Dropout that keeps a SELU network's mean and variance (tf.keras.layers.AlphaDropout): in the
+    training phase, dropped units become SELU's negative saturation value and the result is scaled
+    and shifted back."""
+    _masking = True
+    _config_keys = ("rate", "noise_shape", "seed")
+
+    def __init__(self, rate, noise_shape=None, seed=None, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.rate, self.noise_shape, self.seed = float(rate), noise_shape, seed
+
+    def call(self, inputs, training=None):
+        x = _float(inputs, self)
+        if not 0 < self.rate < 1:
+            return x
+        rate = self.rate
+        alpha_p = -1.6732632423543772848170429916717 * 1.0507009873554804934193349852946
+
+        def dropped():
+            shape = self.noise_shape if self.noise_shape is not None else array_ops.shape(x)
+            kept = math_ops.cast(math_ops.greater_equal(K.random_uniform(shape, seed=self.seed, dtype=x.dtype),
+                                                        rate), x.dtype)
+            a = ((1 - rate) * (1 + rate * alpha_p ** 2)) ** -0.5
+            b = -a * alpha_p * rate
+            y = math_ops.add(math_ops.multiply(x, kept),
+                             math_ops.multiply(constant(alpha_p, dtype=x.dtype),
+                                               math_ops.subtract(constant(1.0, dtype=x.dtype), kept)))
+            return math_ops.add(math_ops.multiply(y, constant(a, dtype=x.dtype)), constant(b, dtype=x.dtype))
+        return K.in_train_phase(dropped, x, training=training)
+
+
+class LayerNormalization(Layer):
+    """Normalizes each example over `axis` (the last by default) to mean 0 and variance 1, then
+    scales by `gamma` and shifts by `beta` (tf.keras.layers.LayerNormalization)."""
+    _masking = True
+    _config_keys = ("axis", "epsilon", "center", "scale", "beta_initializer", "gamma_initializer",
+                    "beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint")
+
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.axis = [int(a) for a in axis] if isinstance(axis, (list, tuple)) else int(axis)
+        self.epsilon, self.center, self.scale = float(epsilon), bool(center), bool(scale)
+        self.beta_initializer, self.gamma_initializer = _init(beta_initializer), _init(gamma_initializer)
+        self.beta_regularizer, self.gamma_regularizer = _reg(beta_regularizer), _reg(gamma_regularizer)
+        self.beta_constraint, self.gamma_constraint = _con(beta_constraint), _con(gamma_constraint)
+
+    def _axes(self, ndim):
+        axes = self.axis if isinstance(self.axis, list) else [self.axis]
+        out = sorted(a % ndim for a in axes)
+        if len(set(out)) != len(out):
+            raise ValueError(f"Duplicate axis: {self.axis}")
+        return out
+
+    def build(self, input_shape):
+        nd = input_shape.ndims
+        axes = self._axes(nd)
+        shape = [input_shape[a] for a in axes]
+        if any(d is None for d in shape):
+            raise ValueError(f"Layer {self.name}: the normalized axes {axes} of the input must be known, got "
+                             f"{input_shape}")
+        shape = [int(d) for d in shape]
+        self.gamma = self.add_weight("gamma", shape, initializer=self.gamma_initializer,
+                                     regularizer=self.gamma_regularizer, constraint=self.gamma_constraint) \
+            if self.scale else None
+        self.beta = self.add_weight("beta", shape, initializer=self.beta_initializer,
+                                    regularizer=self.beta_regularizer, constraint=self.beta_constraint) \
+            if self.center else None
+        self.built = True
+
+    def call(self, inputs):
+        x = _float(inputs, self)
+        nd = x.shape.ndims
+        axes = self._axes(nd)
+        mean, var = nn_ops.moments(x, axes, keep_dims=True)
+        bshape = [x.shape[a] if a in axes else 1 for a in range(nd)]
+
+        def bcast(v):
+            return None if v is None else array_ops.reshape(v.value(), [int(d) for d in bshape])
+        return nn_ops.batch_normalization(x, mean, var, offset=bcast(self.beta), scale=bcast(self.gamma),
+                                          variance_epsilon=self.epsilon)
+
+
+def serialize(layer):
+    """{"class_name", "config"} of a layer (tf.keras.layers.serialize); `deserialize` rebuilds it."""
+    return {"class_name": type(layer).__name__, "config": layer.get_config()}
 
 
 class GaussianDropout(Layer):
