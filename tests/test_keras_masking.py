@@ -356,3 +356,66 @@ def test_dataset_input_errors_and_iterators():
     K.get_session().run(it.initializer)
     assert len(model.fit(it, epochs=2, steps_per_epoch=3, verbose=0).history["loss"]) == 2
     assert model.predict(ds.map(lambda a, b: a)).shape == (4, 2)
+
+
+# -- user-defined and stacked recurrent cells -------------------------------------------------------
+
+class MinimalRNNCell(L.Layer):
+    """Keras's documented example of a custom RNN cell (as in the fixture script)."""
+
+    def __init__(self, units, **kwargs):
+        self.units = units
+        self.state_size = units
+        super().__init__(**kwargs)
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), initializer="uniform", name="kernel")
+        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units), initializer="uniform",
+                                                name="recurrent_kernel")
+        self.built = True
+
+    def call(self, inputs, states):
+        prev_output = states[0]
+        h = K.dot(inputs, self.kernel)
+        output = h + K.dot(prev_output, self.recurrent_kernel)
+        return output, [output]
+
+
+CUSTOM_CELLS = {
+    "minimal": lambda: L.RNN(MinimalRNNCell(3)),
+    "minimal_stacked_seq": lambda: L.RNN([MinimalRNNCell(3), MinimalRNNCell(2)], return_sequences=True),
+    "lstm_gru_stacked": lambda: L.RNN([L.LSTMCell(3), L.GRUCell(2)], return_sequences=True),
+    "minimal_state": lambda: L.RNN(MinimalRNNCell(2), return_state=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CUSTOM_CELLS))
+def test_rnn_over_custom_and_stacked_cells_matches_tf_keras(name):
+    case = REF["custom_cells"][name]
+    inp = keras.Input((4, 5))
+    model = keras.Model(inp, CUSTOM_CELLS[name]()(inp))
+    assert len(model.get_weights()) == len(case["weights"])
+    model.set_weights([_f32(w) for w in case["weights"]])
+    got = model.predict(_f32(case["x"]))
+    got = got if isinstance(got, list) else [got]
+    for g, want in zip(got, case["outputs"]):
+        np.testing.assert_allclose(g, _f32(want), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_custom_cell_under_a_mask_and_training():
+    case = REF["custom_cells"]["masked_minimal"]
+    model = keras.Sequential([L.Embedding(8, 5, mask_zero=True, input_length=5), L.RNN(MinimalRNNCell(2))])
+    model.set_weights([_f32(w) for w in case["weights"]])
+    np.testing.assert_allclose(model.predict(np.asarray(case["x"], np.int32)), _f32(case["outputs"][0]),
+                               rtol=1e-5, atol=1e-6)
+    model.compile("sgd", "mse")
+    before = model.get_weights()
+    model.fit(np.asarray(case["x"], np.int32), np.ones((3, 2), np.float32), epochs=1, verbose=0)
+    assert all(not np.allclose(a, b) for a, b in zip(before[1:], model.get_weights()[1:]))   # the cell trains
+
+
+def test_invalid_cells_are_refused():
+    with pytest.raises(ValueError, match="should have a `call` method and a `state_size` attribute"):
+        L.RNN(object())
+    with pytest.raises(ValueError, match="All cells must have a `call` method"):
+        L.StackedRNNCells([L.LSTMCell(2), object()])

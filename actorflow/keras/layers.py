@@ -31,7 +31,7 @@ __all__ = ["Layer", "Input", "InputLayer", "InputSpec", "LayerNormalization", "A
            "Subtract", "subtract", "Average", "average", "Maximum", "maximum", "Minimum", "minimum",
            "ZeroPadding1D", "ZeroPadding2D", "UpSampling1D", "UpSampling2D", "LeakyReLU", "ReLU", "ELU", "Softmax",
            "SimpleRNN", "LSTM", "GRU", "Bidirectional", "TimeDistributed", "Wrapper", "RNN", "SimpleRNNCell",
-           "LSTMCell", "GRUCell", "Conv3D", "SeparableConv1D", "SeparableConv2D", "SeparableConvolution2D",
+           "LSTMCell", "GRUCell", "StackedRNNCells", "AbstractRNNCell", "Conv3D", "SeparableConv1D", "SeparableConv2D", "SeparableConvolution2D",
            "DepthwiseConv2D", "Cropping1D", "Cropping2D", "SpatialDropout1D", "SpatialDropout2D", "GaussianNoise",
            "GaussianDropout", "ActivityRegularization", "Dot", "dot", "PReLU", "ThresholdedReLU"]
 
@@ -1146,11 +1146,13 @@ from actorflow.keras.recurrent import (  # noqa: E402
     GRU,
     LSTM,
     RNN,
+    AbstractRNNCell,
     Bidirectional,
     GRUCell,
     LSTMCell,
     SimpleRNN,
     SimpleRNNCell,
+    StackedRNNCells,
     TimeDistributed,
     Wrapper,
 )

@@ -37,7 +37,7 @@ from actorflow.keras.engine import Layer, _act, _con, _init, _reg
 from actorflow.rnn import dynamic_rnn
 
 __all__ = ["RNN", "SimpleRNN", "LSTM", "GRU", "SimpleRNNCell", "LSTMCell", "GRUCell", "Bidirectional",
-           "TimeDistributed", "Wrapper"]
+           "TimeDistributed", "Wrapper", "StackedRNNCells", "AbstractRNNCell"]
 
 
 class _KerasCell:
@@ -191,6 +191,145 @@ class GRUCell(_KerasCell):
         return out, out
 
 
+def _state_sizes(cell) -> list:
+    """A cell's state sizes, flat (an int, a list or tuple of them, or nested for stacked cells)."""
+    return [int(d.as_list()[-1]) if hasattr(d, "as_list") else int(d) for d in nest.flatten(cell.state_size)]
+
+
+def _output_size(cell) -> int:
+    size = getattr(cell, "output_size", None)
+    if size is None:
+        return _state_sizes(cell)[0]
+    return int(size.as_list()[-1]) if hasattr(size, "as_list") else int(size)
+
+
+def _is_cell(cell) -> bool:
+    return isinstance(cell, _KerasCell) or (callable(getattr(cell, "call", None)) and hasattr(cell, "state_size"))
+
+
+class AbstractRNNCell(Layer):
+    """The base of a user's Keras RNN cell (tf.keras.layers.AbstractRNNCell): a layer with
+    `state_size`, `output_size` and `call(inputs, states)` returning (output, new states)."""
+
+    @property
+    def state_size(self):
+        raise NotImplementedError("Abstract method")
+
+    @property
+    def output_size(self):
+        raise NotImplementedError("Abstract method")
+
+
+class _HostedCell(Layer):
+    """A built-in Keras cell (LSTMCell, GRUCell, SimpleRNNCell) as a layer of its own, for a stack of
+    cells: it holds the cell's weights ("lstm_cell/kernel", ...) and steps it without dropout."""
+
+    def __init__(self, cell, **kwargs):
+        from actorflow.keras.engine import _keras_name
+        super().__init__(name=_keras_name(type(cell).__name__), **kwargs)      # lstm_cell, lstm_cell_1, ...
+        self.cell = cell
+
+    @property
+    def state_size(self):
+        return self.cell.state_size
+
+    @property
+    def output_size(self):
+        return self.cell.units
+
+    def build(self, input_shape):
+        self.cell.build(self, int(input_shape[-1]))
+        self.built = True
+
+    def call(self, inputs, states):
+        st = states[0] if len(states) == 1 else tuple(states)
+        out, new = self.cell.step(inputs, st, None, None)
+        return out, list(nest.flatten(new))
+
+
+class StackedRNNCells(Layer):
+    """Cells run one above the other at each step (tf.keras.layers.StackedRNNCells; what RNN makes
+    of a list of cells): each cell's output is the next one's input; the states are the cells'
+    states in order."""
+
+    def __init__(self, cells, **kwargs):
+        for c in cells:
+            if not _is_cell(c):
+                raise ValueError(f"All cells must have a `call` method and a `state_size` attribute. Received cells: "
+                                 f"{cells}")
+        self.cells = [_HostedCell(c) if isinstance(c, _KerasCell) else c for c in cells]
+        kwargs.pop("reverse_state_order", None)
+        super().__init__(**kwargs)
+
+    @property
+    def state_size(self):
+        return tuple(c.state_size for c in self.cells)
+
+    @property
+    def output_size(self):
+        return _output_size(self.cells[-1])
+
+    def call(self, inputs, states):
+        states = list(nest.flatten(states))
+        new_states = []
+        for c in self.cells:
+            n = len(_state_sizes(c))
+            mine, states = states[:n], states[n:]
+            inputs, new = c(inputs, mine)
+            new_states += list(nest.flatten(new))
+        return inputs, new_states
+
+    def _all_cells(self):
+        return self.cells
+
+    @property
+    def trainable_weights(self):
+        return [w for c in self.cells for w in getattr(c, "trainable_weights", [])] if self.trainable else []
+
+    @property
+    def non_trainable_weights(self):
+        return [w for c in self.cells for w in getattr(c, "non_trainable_weights", [])]
+
+    @property
+    def weights(self):
+        return self.trainable_weights + self.non_trainable_weights
+
+    @property
+    def losses(self):
+        return [x for c in self.cells for x in getattr(c, "losses", [])]
+
+    @property
+    def updates(self):
+        return [u for c in self.cells for u in getattr(c, "updates", [])]
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg["cells"] = [{"class_name": type(c).__name__, "config": c.get_config()} for c in self.cells]
+        return cfg
+
+
+class _GenericLoopCell:
+    """A user's Keras cell (a layer with `state_size` and `call(inputs, states)`) as an RNNCell for
+    dynamic_rnn: states go in as a list, as Keras passes them."""
+
+    def __init__(self, cell, sizes, out_size):
+        self.cell, self.sizes, self.out_size = cell, sizes, out_size
+
+    @property
+    def state_size(self):
+        return self.sizes[0] if len(self.sizes) == 1 else tuple(self.sizes)
+
+    @property
+    def output_size(self):
+        return self.out_size
+
+    def __call__(self, inputs, state, scope=None):
+        states = list(state) if isinstance(state, tuple) else [state]
+        out, new = self.cell(inputs, states)
+        new = list(nest.flatten(new))
+        return out, new[0] if len(new) == 1 else tuple(new)
+
+
 class _MaskedCell:
     """Wraps a loop cell for masked inputs: its inputs are (x, mask [batch, 1]) and its state
     (cell state, previous output); a masked row keeps its state and outputs the previous output
@@ -263,8 +402,11 @@ class RNN(Layer):
     def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False, stateful=False,
                  unroll=False, time_major=False, name=None, **kwargs):
         zero_output_for_mask = bool(kwargs.pop("zero_output_for_mask", False))
-        if not isinstance(cell, _KerasCell):
-            raise TypeError(f"RNN: `cell` must be a Keras cell (SimpleRNNCell, LSTMCell, GRUCell), got {cell!r}")
+        if isinstance(cell, (list, tuple)):
+            cell = StackedRNNCells(cell)
+        if not _is_cell(cell):
+            raise ValueError(f"One of the arguments passed to the RNN layer's cell is not a valid RNN cell: {cell!r}. "
+                             f"A cell should have a `call` method and a `state_size` attribute.")
         super().__init__(name=name, **kwargs)
         self.cell = cell
         self.return_sequences, self.return_state = bool(return_sequences), bool(return_state)
@@ -275,7 +417,33 @@ class RNN(Layer):
 
     @property
     def units(self):
-        return self.cell.units
+        return getattr(self.cell, "units", None) or _output_size(self.cell)
+
+    def _generic(self) -> bool:
+        return not isinstance(self.cell, _KerasCell)
+
+    # a user's cell (or a stack) keeps its own weights; the layer reports them as its own
+    @property
+    def trainable_weights(self):
+        own = super().trainable_weights
+        return own + (list(self.cell.trainable_weights) if self._generic() and self.trainable else [])
+
+    @property
+    def non_trainable_weights(self):
+        own = super().non_trainable_weights
+        return own + (list(self.cell.non_trainable_weights) if self._generic() else [])
+
+    @property
+    def weights(self):
+        return self.trainable_weights + self.non_trainable_weights
+
+    @property
+    def updates(self):
+        return super().updates + (list(getattr(self.cell, "updates", [])) if self._generic() else [])
+
+    @property
+    def losses(self):
+        return super().losses + (list(getattr(self.cell, "losses", [])) if self._generic() else [])
 
     def build(self, input_shape):
         if input_shape.ndims != 3:
@@ -283,7 +451,8 @@ class RNN(Layer):
                              f"ndim={input_shape.ndims}. Full shape received: {input_shape}")
         if input_shape[-1] is None:
             raise ValueError(f"Layer {self.name}: the last dimension of the inputs should be defined")
-        self.cell.build(self, int(input_shape[-1]))
+        if not self._generic():
+            self.cell.build(self, int(input_shape[-1]))
         if self.stateful:
             batch = input_shape[1 if self.time_major else 0]
             if batch is None:
@@ -292,9 +461,8 @@ class RNN(Layer):
                                  "passing a `batch_input_shape` argument to your first layer.\n- If using the "
                                  "functional API, specify the batch size by passing a `batch_shape` argument to "
                                  f"your Input layer. (layer {self.name})")
-            n = len(nest.flatten(self.cell.state_size))
-            self.states = [K.zeros((int(batch), self.cell.units), dtype=K.floatx(), name=f"{self.name}_state_{i}")
-                           for i in range(n)]
+            self.states = [K.zeros((int(batch), size), dtype=K.floatx(), name=f"{self.name}_state_{i}")
+                           for i, size in enumerate(_state_sizes(self.cell))]
         self.built = True
 
     def reset_states(self, states=None):
@@ -320,7 +488,7 @@ class RNN(Layer):
         mask = nest.flatten(mask)[0] if mask is not None else None
         out = mask if self.return_sequences else None
         if self.return_state:
-            return [out] + [None] * len(nest.flatten(self.cell.state_size))
+            return [out] + [None] * len(_state_sizes(self.cell))
         return out
 
     def call(self, inputs, training=None, initial_state=None, mask=None):
@@ -340,10 +508,12 @@ class RNN(Layer):
                 mask = _reverse(mask, [1])
         cell = self.cell
         batch = array_ops.shape(x)[0]
-        n_states = len(nest.flatten(cell.state_size))
+        sizes = _state_sizes(cell)
+        units = _output_size(cell)
+        n_states = len(sizes)
         if initial_state is None:
-            zeros = array_ops.zeros(array_ops.stack([batch, constant(cell.units)]), dtype=x.dtype)
-            state = zeros if n_states == 1 else tuple([zeros] * n_states)
+            zeros = [array_ops.zeros(array_ops.stack([batch, constant(size)]), dtype=x.dtype) for size in sizes]
+            state = zeros[0] if n_states == 1 else tuple(zeros)
         else:
             states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
             if len(states) != n_states:
@@ -352,16 +522,22 @@ class RNN(Layer):
             state = states[0] if n_states == 1 else tuple(states)
         if training is None:
             training = K.learning_phase()
-        first = nest.flatten(state)[0]
-        xm = _masks(cell.dropout, x[:, 0, :], cell._gates, training)
-        hm = _masks(cell.recurrent_dropout, first, cell._gates, training)
-        if mask is None:
-            outputs, final = dynamic_rnn(_LoopCell(cell, xm, hm), x, initial_state=state, dtype=x.dtype,
-                                         scope="rnn")
-            last = nest.flatten(final)[0] if n_states > 1 else final
+        if self._generic():
+            loop_cell = _GenericLoopCell(cell, sizes, units)
         else:
-            zero_out = array_ops.zeros(array_ops.stack([batch, constant(cell.units)]), dtype=x.dtype)
-            outputs, (final, last) = dynamic_rnn(_MaskedCell(_LoopCell(cell, xm, hm), self.zero_output_for_mask),
+            first = nest.flatten(state)[0]
+            xm = _masks(cell.dropout, x[:, 0, :], cell._gates, training)
+            hm = _masks(cell.recurrent_dropout, first, cell._gates, training)
+            loop_cell = _LoopCell(cell, xm, hm)
+        if mask is None:
+            outputs, final = dynamic_rnn(loop_cell, x, initial_state=state, dtype=x.dtype, scope="rnn")
+            if self._generic():
+                last = outputs[:, -1]
+            else:
+                last = nest.flatten(final)[0] if n_states > 1 else final
+        else:
+            zero_out = array_ops.zeros(array_ops.stack([batch, constant(units)]), dtype=x.dtype)
+            outputs, (final, last) = dynamic_rnn(_MaskedCell(loop_cell, self.zero_output_for_mask),
                                                  (x, mask), initial_state=(state, zero_out), dtype=x.dtype,
                                                  scope="rnn")
         if self.stateful:
@@ -370,7 +546,7 @@ class RNN(Layer):
             out = array_ops.transpose(outputs, [1, 0, 2]) if self.time_major else outputs
         else:
             out = last
-            out.set_shape([x.shape[0], cell.units])
+            out.set_shape([x.shape[0], units])
         if self.return_state:
             return [out] + list(nest.flatten(final))
         return out
@@ -382,7 +558,10 @@ class RNN(Layer):
                    time_major=self.time_major)
         if self.zero_output_for_mask:
             cfg["zero_output_for_mask"] = True
-        cfg.update(self.cell.config())
+        if self._generic():
+            cfg["cell"] = {"class_name": type(self.cell).__name__, "config": self.cell.get_config()}
+        else:
+            cfg.update(self.cell.config())
         return cfg
 
 
