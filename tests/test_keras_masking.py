@@ -419,3 +419,49 @@ def test_invalid_cells_are_refused():
         L.RNN(object())
     with pytest.raises(ValueError, match="All cells must have a `call` method"):
         L.StackedRNNCells([L.LSTMCell(2), object()])
+
+
+# -- attention layers ---------------------------------------------------------------------------------
+
+def _attention_model(name):
+    """As tests/fixtures/make_keras_masking.py's attention_model."""
+    qi, vi = keras.Input((4,), dtype="int32"), keras.Input((5,), dtype="int32")
+    emb = L.Embedding(8, 3, mask_zero=True)
+    q, v = emb(qi), emb(vi)
+    if name == "dot_scaled":
+        out = L.Attention(use_scale=True)([q, v])
+    elif name == "dot_scores":
+        out = list(L.Attention()([q, v], return_attention_scores=True))
+    elif name == "dot_causal_self":
+        out = L.Attention(causal=True)([q, q])
+    elif name == "additive_key":
+        k = L.Dense(3)(v)
+        out = L.AdditiveAttention()([q, v, k])
+    else:
+        out = L.AdditiveAttention(use_scale=False)([q, v])
+    return keras.Model([qi, vi], out)
+
+
+@pytest.mark.parametrize("name", ["dot_scaled", "dot_scores", "dot_causal_self", "additive_key", "additive_plain"])
+def test_attention_layers_match_tf_keras(name):
+    ref = REF["attention"]
+    case = ref[name]
+    model = _attention_model(name)
+    model.set_weights([_f32(w) for w in case["weights"]])
+    got = model.predict([np.asarray(ref["q"], np.int32), np.asarray(ref["v"], np.int32)])
+    got = got if isinstance(got, list) else [got]
+    assert len(got) == len(case["outputs"])
+    for g, want in zip(got, case["outputs"]):
+        np.testing.assert_allclose(g, _f32(want), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_attention_mask_and_argument_checks():
+    q = keras.Input((4, 3))
+    with pytest.raises(ValueError, match="inputs list of length 2 or 3"):
+        L.Attention()([q])
+    with pytest.raises(ValueError, match="must be a list, namely \\[query_mask, value_mask\\]"):
+        L.Attention()([q, q], mask=af.ones([1, 4], dtype=af.bool))
+    qi = keras.Input((4,), dtype="int32")
+    e = L.Embedding(5, 3, mask_zero=True)(qi)
+    out = L.Attention()([e, e])
+    assert out._keras_mask is e._keras_mask                 # the query's mask

@@ -18,10 +18,12 @@ from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor
 from actorflow.graph.ops import array_ops, math_ops, nn_ops
 from actorflow.graph.ops.constant import constant
+from actorflow.graph.ops.sort_ops import cumsum
 from actorflow.keras import backend as K
 from actorflow.keras.engine import Input, InputLayer, InputSpec, Layer, _act, _con, _init, _reg
 
-__all__ = ["Layer", "Input", "InputLayer", "InputSpec", "LayerNormalization", "AlphaDropout", "serialize", "Dense", "Conv1D", "Conv2D", "Conv2DTranspose", "Convolution1D",
+__all__ = ["Layer", "Input", "InputLayer", "InputSpec", "LayerNormalization", "AlphaDropout", "serialize", "Attention",
+           "AdditiveAttention", "Dense", "Conv1D", "Conv2D", "Conv2DTranspose", "Convolution1D",
            "Convolution2D", "MaxPooling1D", "MaxPooling2D", "AveragePooling1D", "AveragePooling2D", "MaxPool1D",
            "MaxPool2D", "AvgPool1D", "AvgPool2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
            "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalMaxPool1D",
@@ -1028,6 +1030,101 @@ class LayerNormalization(Layer):
             return None if v is None else array_ops.reshape(v.value(), [int(d) for d in bshape])
         return nn_ops.batch_normalization(x, mean, var, offset=bcast(self.beta), scale=bcast(self.gamma),
                                           variance_epsilon=self.epsilon)
+
+
+class _DenseAttention(Layer):
+    """What Attention and AdditiveAttention share (tf.keras's BaseDenseAttention): inputs [query,
+    value] or [query, value, key] ([batch, T, dim]); the softmax of the query-key scores over the
+    value steps, a value mask (and `causal`, or `use_causal_mask` on the call) keeping steps out
+    with a -1e9 bias, dropout on the weights in the training phase, a query mask zeroing rows. The
+    output mask is the query's."""
+    _masking = True
+    _config_keys = ("use_scale", "dropout", "causal")
+
+    def __init__(self, use_scale=False, dropout=0.0, causal=False, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.use_scale, self.dropout, self.causal = bool(use_scale), float(dropout), bool(causal)
+
+    def _check(self, inputs, mask):
+        cls = type(self).__name__
+        if not isinstance(inputs, (list, tuple)):
+            raise ValueError(f"{cls} layer must be called on a list of inputs, namely [query, value] or [query, value, "
+                             f"key]. Received: {inputs}.")
+        if len(inputs) < 2 or len(inputs) > 3:
+            raise ValueError(f"{cls} layer accepts inputs list of length 2 or 3, namely [query, value] or [query, "
+                             f"value, key]. Received length: {len(inputs)}.")
+        if mask is not None:
+            if not isinstance(mask, (list, tuple)):
+                raise ValueError(f"{cls} layer mask must be a list, namely [query_mask, value_mask]. Received: {mask}.")
+            if len(mask) < 2 or len(mask) > len(inputs):
+                raise ValueError(f"{cls} layer mask must be a list of length 2, namely [query_mask, value_mask]. "
+                                 f"Received length: {len(mask)}.")
+
+    def compute_mask(self, inputs, mask=None):
+        self._check(inputs, mask)
+        return convert_to_tensor(mask[0]) if mask is not None and mask[0] is not None else None
+
+    def call(self, inputs, mask=None, training=None, return_attention_scores=False, use_causal_mask=False):
+        self._check(inputs, mask)
+        q, v = convert_to_tensor(inputs[0]), convert_to_tensor(inputs[1])
+        k = convert_to_tensor(inputs[2]) if len(inputs) > 2 else v
+        q_mask = mask[0] if mask is not None else None
+        v_mask = mask[1] if mask is not None else None
+        scores = self._scores(q, k)
+        keep = None if v_mask is None else array_ops.expand_dims(v_mask, -2)        # [batch, 1, Tv]
+        if self.causal or use_causal_mask:
+            shape = array_ops.shape(scores)
+            tri = array_ops.concat([array_ops.ones_like(shape[:-2]), shape[-2:]], 0)
+            ones = array_ops.ones(tri, dtype=dtypes.int32)
+            causal = math_ops.greater_equal(cumsum(ones, axis=-2), cumsum(ones, axis=-1))
+            keep = causal if keep is None else math_ops.logical_and(keep, causal)
+        if keep is not None:
+            big = 65504.0 if scores.dtype == dtypes.float16 else 1.0e9
+            scores = math_ops.subtract(scores, math_ops.multiply(
+                constant(big, dtype=scores.dtype), math_ops.cast(math_ops.logical_not(keep), scores.dtype)))
+        weights = nn_ops.softmax(scores)
+        if self.dropout > 0:
+            w = weights
+            weights = K.in_train_phase(lambda: nn_ops.dropout(w, rate=self.dropout), w, training=training)
+        result = math_ops.matmul(weights, v)
+        if q_mask is not None:
+            result = math_ops.multiply(result, math_ops.cast(array_ops.expand_dims(q_mask, -1), result.dtype))
+        if return_attention_scores:
+            return result, weights
+        return result
+
+
+class Attention(_DenseAttention):
+    """Dot-product (Luong-style) attention (tf.keras.layers.Attention): scores = query . key,
+    times a learned scalar `scale` (initially 1) with `use_scale`."""
+
+    def build(self, input_shape):
+        self.scale = self.add_weight("scale", [], initializer="ones") if self.use_scale else None
+        self.built = True
+
+    def _scores(self, q, k):
+        scores = math_ops.matmul(q, k, transpose_b=True)
+        return math_ops.multiply(scores, self.scale.value()) if self.scale is not None else scores
+
+
+class AdditiveAttention(_DenseAttention):
+    """Additive (Bahdanau-style) attention (tf.keras.layers.AdditiveAttention): scores =
+    sum(scale * tanh(query + key)) over the features, `scale` [dim] learned with `use_scale`
+    (the default)."""
+
+    def __init__(self, use_scale=True, dropout=0.0, causal=False, name=None, **kwargs):
+        super().__init__(use_scale=use_scale, dropout=dropout, causal=causal, name=name, **kwargs)
+
+    def build(self, input_shape):
+        dim = input_shape[1][-1] if isinstance(input_shape, (list, tuple)) else input_shape[-1]
+        self.scale = self.add_weight("scale", [int(dim)], initializer="glorot_uniform") if self.use_scale else None
+        self.built = True
+
+    def _scores(self, q, k):
+        s = math_ops.tanh(math_ops.add(array_ops.expand_dims(q, -2), array_ops.expand_dims(k, -3)))
+        if self.scale is not None:
+            s = math_ops.multiply(s, self.scale.value())
+        return math_ops.reduce_sum(s, -1)
 
 
 def serialize(layer):
