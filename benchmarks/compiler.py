@@ -381,6 +381,24 @@ def paired(contenders, models, tf_python, cache_dir, rounds, window):
                 p.kill()
 
 
+def _blas_line() -> str:
+    """Which GEMM library actorflow uses here, and which kernels OpenBLAS runs: the MLP and convnet
+    steps are GEMM-bound, and an environment that pins OpenBLAS to older kernels
+    (OPENBLAS_CORETYPE=Haswell on an AVX-512 CPU) halves actorflow's GEMM rate while TensorFlow's
+    oneDNN picks its own."""
+    from actorflow.kernels.cpu import blas
+    try:
+        from threadpoolctl import threadpool_info
+        arch = ", ".join(sorted({i.get("architecture") or "?" for i in threadpool_info()
+                                 if i.get("internal_api") == "openblas"})) or "none loaded"
+    except Exception:  # noqa: BLE001 - threadpoolctl missing: say so
+        arch = "unknown"
+    pin = os.environ.get("OPENBLAS_CORETYPE")
+    return (f"actorflow GEMM: {blas.backend()}; OpenBLAS kernels: {arch} "
+            f"(OPENBLAS_CORETYPE={pin!r} in the environment)" if pin else
+            f"actorflow GEMM: {blas.backend()}; OpenBLAS kernels: {arch} (its own CPU detection)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
@@ -405,6 +423,7 @@ def main() -> None:
         serve(args.serve, only)
         return
     contenders = [c for c in CONTENDERS if c != "tf" or os.path.exists(args.tf_python)]
+    print(_blas_line())
     # actorflow's modules byte-compiled once, as an installed package's (and TensorFlow's) are: with
     # PYTHONDONTWRITEBYTECODE set and no __pycache__, every worker's first step would compile 36-38
     # modules from source (0.08 s of CPU), which no second process of a normal install pays.

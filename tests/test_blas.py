@@ -98,11 +98,29 @@ def test_af_blas_chooses_the_library(choice, monkeypatch):
         if blas.cpu_vendor() == "GenuineIntel":
             assert name != "mkl+openblas"
         elif blas._load_mkl() is not None and blas._load_openblas() is not None:
-            assert name == "mkl+openblas"          # MKL's slow narrow products on other vendors' CPUs
+            assert name in ("mkl+openblas", "openblas")     # whichever measured the faster here
     else:
         assert name == choice
     assert (fns == {}) == (name == "numpy")
     assert bool(narrow) == (name == "mkl+openblas")
+
+
+def test_auto_keeps_the_library_that_measured_faster(monkeypatch):
+    """Off Intel, with MKL and OpenBLAS both installed, auto keeps the one whose SGEMM measured the
+    faster (MKL with OpenBLAS for narrow products, or OpenBLAS alone)."""
+    mkl, openblas = blas._load_mkl(), blas._load_openblas()
+    if mkl is not None and openblas is not None:
+        assert blas._faster(mkl, openblas) in ("mkl", "openblas")        # the measurement itself runs
+    fake_mkl, fake_openblas = {np.dtype(np.float32): "mkl"}, {np.dtype(np.float32): "openblas"}
+    monkeypatch.setenv("AF_BLAS", "auto")
+    monkeypatch.setattr(blas, "cpu_vendor", lambda: "AuthenticAMD")
+    monkeypatch.setattr(blas, "_load_mkl", lambda: fake_mkl)
+    monkeypatch.setattr(blas, "_load_openblas", lambda: fake_openblas)
+    for winner, want in (("openblas", "openblas"), ("mkl", "mkl+openblas")):
+        monkeypatch.setattr(blas, "_faster", lambda m, o, w=winner: w)
+        name, fns, narrow = blas._load()
+        assert name == want and fns is (fake_openblas if winner == "openblas" else fake_mkl)
+        assert narrow == ({} if winner == "openblas" else fake_openblas)
 
 
 def test_narrow_products_go_to_the_second_library(monkeypatch):

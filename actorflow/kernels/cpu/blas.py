@@ -1,16 +1,19 @@
 """GEMM for the CPU kernels: cblas_?gemm called through ctypes, from the library that is fastest on
 this CPU for the product at hand, else numpy.
 
-- Intel MKL's sequential cblas_?gemm when it is installed (`pip install actorflow[mkl]`). MKL's
-  single-threaded SGEMM is faster than OpenBLAS for most shapes of a training step (on an AMD EPYC
-  Zen 4: the input gradients with a transposed weight, and products with a short inner dimension,
-  by 5-20%), which is what PyTorch gets by shipping MKL.
-- Except, on CPUs that are not Intel's, for narrow products (fewer than 32 output columns: a
-  layer of 10 logits and its weight gradient): MKL's path for them there is 3-4x slower than
-  OpenBLAS's AVX-512 kernels (256x1024x10 took 452 us against 123 us; the weight gradient
-  1024x256x10 605 us against 145 us), so those go to the OpenBLAS that numpy's wheels bundle,
-  through its own cblas symbol.
-- Without MKL, every product goes to numpy's OpenBLAS that way; without either, to `np.matmul`.
+- Intel MKL's sequential cblas_?gemm when it is installed (`pip install actorflow[mkl]`) on Intel
+  CPUs, which is what PyTorch gets by shipping MKL.
+- On other CPUs with both installed, the faster of the two here: the first GEMM times one
+  single-threaded product of a training step's shape (256x512 @ 512x512) through each, by the
+  thread's CPU time, best of three, and keeps the faster. Which one wins depends on the CPU and on
+  how OpenBLAS is told to dispatch: on an AMD EPYC whose OpenBLAS runs its AVX-512 (SkylakeX)
+  kernels, OpenBLAS did 226 GFLOP/s a core against MKL's 105 (MKL takes its AVX2 path off Intel);
+  with `OPENBLAS_CORETYPE=Haswell` in the environment OpenBLAS still did 123; on an earlier Zen 4
+  machine MKL was the faster by 5-20%. Where MKL wins, narrow products (fewer than 32 output
+  columns: a layer of 10 logits and its weight gradient) still go to OpenBLAS, whose kernels for
+  them ran 3-4x faster than MKL's there (256x1024x10: 452 us against 123 us).
+- Without MKL, every product goes to the OpenBLAS that numpy's wheels bundle, through its own cblas
+  symbol; without either, to `np.matmul`.
 
 benchmarks/blas_backends.py measures the libraries against each other on the machine it runs on.
 Calling cblas directly, rather than `np.matmul`, reads transposed views and row blocks in place and
@@ -168,12 +171,44 @@ def _load() -> tuple[str, dict, dict]:
                                "another BLAS?)")
         return "openblas", openblas, {}
     if mkl is not None and openblas is not None:
+        if _faster(mkl, openblas) == "openblas":
+            return "openblas", openblas, {}
         return "mkl+openblas", mkl, openblas
     if mkl is not None:
         return "mkl", mkl, {}
     if openblas is not None:
         return "openblas", openblas, {}
     return "numpy", {}, {}
+
+
+def _faster(mkl: dict, openblas: dict) -> str:
+    """"mkl" or "openblas": whose single-threaded SGEMM is faster here on 256x512 @ 512x512, by
+    the calling thread's CPU time (which other processes disturb little), best of three each."""
+    import time
+    rng = np.random.RandomState(0)
+    a, b = rng.rand(256, 512).astype(np.float32), rng.rand(512, 512).astype(np.float32)
+    c = np.empty((256, 512), np.float32)
+    best = {"mkl": float("inf"), "openblas": float("inf")}
+    f32 = np.dtype(np.float32)
+    try:
+        from threadpoolctl import threadpool_limits
+        limit = threadpool_limits(limits=1, user_api="blas")
+    except Exception:  # noqa: BLE001 - threadpoolctl missing or BLAS unknown: time as it is
+        limit = None
+    try:
+        for _ in range(3):
+            for name, f in (("mkl", mkl[f32]), ("openblas", openblas[f32])):
+                t = time.thread_time()
+                f(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, 256, 512, 512, 1.0, a.ctypes.data, 512, b.ctypes.data, 512, 0.0,
+                  c.ctypes.data, 512)
+                best[name] = min(best[name], time.thread_time() - t)
+    finally:
+        if limit is not None:
+            limit.restore_original_limits()
+    choice = min(best, key=best.get)
+    log.info("GEMM: %s is the faster here (256x512x512 on one thread: MKL %.0f us, OpenBLAS %.0f us)", choice,
+             best["mkl"] * 1e6, best["openblas"] * 1e6)
+    return choice
 
 
 def _functions() -> dict:
@@ -188,7 +223,8 @@ def _functions() -> dict:
 
 def backend() -> str:
     """What `matmul` uses for float32/float64 matrices: "mkl", "openblas", "numpy", or
-    "mkl+openblas" (MKL, and OpenBLAS for products of fewer than 32 columns)."""
+    "mkl+openblas" (MKL, and OpenBLAS for products of fewer than 32 columns: where both are
+    installed on a CPU that is not Intel's and MKL measured the faster)."""
     _functions()
     return _backend
 
