@@ -510,3 +510,17 @@ def test_layers_serialize_round_trip():
     assert spec["class_name"] == "LayerNormalization" and spec["config"]["axis"] == [1, 2]
     again = L.deserialize(spec)
     assert isinstance(again, L.LayerNormalization) and again.epsilon == 1e-5
+
+
+def test_spatial_dropout3d_drops_whole_feature_maps_and_aliases():
+    x = af.placeholder(af.float32, [None, 2, 3, 3, 40])
+    y = L.SpatialDropout3D(0.5)(x, training=True)
+    with _sess() as sess:
+        out = sess.run(y, {x: np.ones((4, 2, 3, 3, 40), np.float32)})
+    per_map = out.reshape(4, 18, 40)
+    assert (per_map == per_map[:, :1]).all()                   # one decision per example and channel
+    assert set(np.unique(out)) <= {0.0, 2.0} and 0.2 < (out == 0).mean() < 0.8
+    assert L.Convolution3D is L.Conv3D and L.Convolution3DTranspose is L.Conv3DTranspose
+    assert L.MaxPool3D is L.MaxPooling3D and L.GlobalAvgPool3D is L.GlobalAveragePooling3D
+    with pytest.raises(ValueError, match="should have 3 elements"):
+        L.ZeroPadding3D((1, 2))

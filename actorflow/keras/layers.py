@@ -18,7 +18,7 @@ from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor
 from actorflow.graph.ops import array_ops, math_ops, nn_ops
 from actorflow.graph.ops.constant import constant
-from actorflow.graph.ops.sort_ops import cumsum
+from actorflow.graph.ops.sort_ops import cumsum, repeat
 from actorflow.keras import backend as K
 from actorflow.keras.engine import Input, InputLayer, InputSpec, Layer, _act, _con, _init, _reg
 
@@ -35,7 +35,11 @@ __all__ = ["Layer", "Input", "InputLayer", "InputSpec", "LayerNormalization", "A
            "SimpleRNN", "LSTM", "GRU", "Bidirectional", "TimeDistributed", "Wrapper", "RNN", "SimpleRNNCell",
            "LSTMCell", "GRUCell", "StackedRNNCells", "AbstractRNNCell", "Conv3D", "SeparableConv1D", "SeparableConv2D", "SeparableConvolution2D",
            "DepthwiseConv2D", "Cropping1D", "Cropping2D", "SpatialDropout1D", "SpatialDropout2D", "GaussianNoise",
-           "GaussianDropout", "ActivityRegularization", "Dot", "dot", "PReLU", "ThresholdedReLU"]
+           "GaussianDropout", "ActivityRegularization", "Dot", "dot", "PReLU", "ThresholdedReLU",
+           "MaxPooling3D", "AveragePooling3D", "MaxPool3D", "AvgPool3D", "GlobalAveragePooling3D",
+           "GlobalMaxPooling3D", "GlobalAvgPool3D", "GlobalMaxPool3D", "ZeroPadding3D", "Cropping3D", "UpSampling3D",
+           "SpatialDropout3D", "Conv3DTranspose", "Convolution2DTranspose", "Convolution3DTranspose",
+           "Convolution3D", "SeparableConvolution1D"]
 
 _KERNEL_KEYS = ("activation", "use_bias", "kernel_initializer", "bias_initializer", "kernel_regularizer",
                 "bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint")
@@ -133,7 +137,31 @@ class Conv2DTranspose(Layer, _tfl.Conv2DTranspose):
         self._keras_post()
 
 
+class Conv3DTranspose(Layer, _tfl.Conv3DTranspose):
+    """Transposed 3-D convolution (tf.keras.layers.Conv3DTranspose); `kernel` [kd, kh, kw, filters, in].
+    `output_padding` and dilation other than 1 are not supported."""
+    _config_keys = ("filters", "kernel_size", "strides", "padding", "data_format") + _KERNEL_KEYS
+
+    def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", output_padding=None,
+                 data_format=None, dilation_rate=(1, 1, 1), activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", kernel_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 name=None, **kwargs):
+        if output_padding is not None:
+            raise NotImplementedError("Conv3DTranspose: output_padding is not supported")
+        if tuple(np.broadcast_to(dilation_rate, 3)) != (1, 1, 1):
+            raise NotImplementedError("Conv3DTranspose: dilation_rate other than 1 is not supported")
+        name, kwargs = self._init_keras(name, kwargs)
+        _tfl.Conv3DTranspose.__init__(self, filters, kernel_size, strides=strides, padding=padding,
+                                      data_format=_fmt(data_format), name=name, **kwargs,
+                                      **_kernel_kwargs(activation, use_bias, kernel_initializer, bias_initializer,
+                                                       kernel_regularizer, bias_regularizer, activity_regularizer,
+                                                       kernel_constraint, bias_constraint))
+        self._keras_post()
+
+
 Convolution1D, Convolution2D = Conv1D, Conv2D
+Convolution2DTranspose, Convolution3DTranspose = Conv2DTranspose, Conv3DTranspose
 
 
 def _pool_class(base, rank, default_pool, default_format):
@@ -157,7 +185,10 @@ MaxPooling2D = _pool_class(_tfl.MaxPooling2D, 2, (2, 2), None)
 AveragePooling2D = _pool_class(_tfl.AveragePooling2D, 2, (2, 2), None)
 MaxPooling1D = _pool_class(_tfl.MaxPooling1D, 1, 2, "channels_last")
 AveragePooling1D = _pool_class(_tfl.AveragePooling1D, 1, 2, "channels_last")
+MaxPooling3D = _pool_class(_tfl.MaxPooling3D, 3, (2, 2, 2), None)
+AveragePooling3D = _pool_class(_tfl.AveragePooling3D, 3, (2, 2, 2), None)
 MaxPool1D, MaxPool2D, AvgPool1D, AvgPool2D = MaxPooling1D, MaxPooling2D, AveragePooling1D, AveragePooling2D
+MaxPool3D, AvgPool3D = MaxPooling3D, AveragePooling3D
 
 
 class Flatten(Layer, _tfl.Flatten):
@@ -263,8 +294,19 @@ class GlobalMaxPooling2D(_GlobalPooling):
     _max = True
 
 
-GlobalAvgPool1D, GlobalAvgPool2D = GlobalAveragePooling1D, GlobalAveragePooling2D
-GlobalMaxPool1D, GlobalMaxPool2D = GlobalMaxPooling1D, GlobalMaxPooling2D
+class GlobalAveragePooling3D(_GlobalPooling):
+    """The mean over depth, height and width (tf.keras.layers.GlobalAveragePooling3D)."""
+    _rank = 3
+
+
+class GlobalMaxPooling3D(_GlobalPooling):
+    """The max over depth, height and width (tf.keras.layers.GlobalMaxPooling3D)."""
+    _rank = 3
+    _max = True
+
+
+GlobalAvgPool1D, GlobalAvgPool2D, GlobalAvgPool3D = GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalAveragePooling3D
+GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPool3D = GlobalMaxPooling1D, GlobalMaxPooling2D, GlobalMaxPooling3D
 
 
 class Embedding(Layer):
@@ -695,6 +737,72 @@ class UpSampling2D(Layer):
         return y
 
 
+def _triple(v, what):
+    """((a, b), (c, d), (e, f)) from an int, three ints, or three pairs (the 3-D layers' arguments)."""
+    if isinstance(v, numbers.Integral):
+        return ((int(v), int(v)),) * 3
+    v = tuple(v)
+    if len(v) != 3:
+        raise ValueError(f"`{what}` should have 3 elements. Received: {v}.")
+    if all(isinstance(p, numbers.Integral) for p in v):
+        return tuple((int(p), int(p)) for p in v)
+    return tuple(tuple(int(q) for q in p) for p in v)
+
+
+def _spatial_axes(data_format):
+    return [1, 2, 3] if data_format == "channels_last" else [2, 3, 4]
+
+
+class ZeroPadding3D(Layer):
+    """Zeros around a volume (tf.keras.layers.ZeroPadding3D): `padding` an int, three ints, or
+    three (before, after) pairs."""
+    _config_keys = ("padding", "data_format")
+
+    def __init__(self, padding=(1, 1, 1), data_format=None, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.padding, self.data_format = _triple(padding, "padding"), _fmt(data_format)
+
+    def call(self, inputs):
+        pads = [[0, 0]] * 5
+        for axis, p in zip(_spatial_axes(self.data_format), self.padding):
+            pads[axis] = list(p)
+        return array_ops.pad(inputs, pads)
+
+
+class Cropping3D(Layer):
+    """Drops the edges of a volume (tf.keras.layers.Cropping3D): `cropping` an int, three ints, or
+    three (before, after) pairs."""
+    _config_keys = ("cropping", "data_format")
+
+    def __init__(self, cropping=((1, 1), (1, 1), (1, 1)), data_format=None, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.cropping, self.data_format = _triple(cropping, "cropping"), _fmt(data_format)
+
+    def call(self, inputs):
+        x = convert_to_tensor(inputs)
+        index = [slice(None)] * 5
+        for axis, (a, b) in zip(_spatial_axes(self.data_format), self.cropping):
+            index[axis] = slice(a, -b if b else None)
+        return x[tuple(index)]
+
+
+class UpSampling3D(Layer):
+    """Nearest-neighbour upsampling of a volume: each voxel repeated size[0] x size[1] x size[2]
+    times (tf.keras.layers.UpSampling3D)."""
+    _config_keys = ("size", "data_format")
+
+    def __init__(self, size=(2, 2, 2), data_format=None, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.size = tuple(int(v) for v in ((size,) * 3 if isinstance(size, numbers.Integral) else size))
+        self.data_format = _fmt(data_format)
+
+    def call(self, inputs):
+        x = convert_to_tensor(inputs)
+        for axis, n in zip(_spatial_axes(self.data_format), self.size):
+            x = repeat(x, n, axis=axis)
+        return x
+
+
 class LeakyReLU(Layer):
     """max(x, alpha * x), alpha 0.3 by default (tf.keras.layers.LeakyReLU)."""
     _masking = True
@@ -931,6 +1039,16 @@ class SpatialDropout2D(SpatialDropout1D):
         if self.data_format == "channels_last":
             return array_ops.stack([shape[0], constant(1), constant(1), shape[3]])
         return array_ops.stack([shape[0], shape[1], constant(1), constant(1)])
+
+
+class SpatialDropout3D(SpatialDropout2D):
+    """Drops whole feature maps of a volume batch in the training phase (tf.keras.layers.SpatialDropout3D)."""
+
+    def _noise_shape(self, shape):
+        one = constant(1)
+        if self.data_format == "channels_last":
+            return array_ops.stack([shape[0], one, one, one, shape[4]])
+        return array_ops.stack([shape[0], shape[1], one, one, one])
 
 
 class GaussianNoise(Layer):
@@ -1238,6 +1356,8 @@ class ThresholdedReLU(Layer):
         x = _float(inputs, self)
         return math_ops.multiply(x, math_ops.cast(math_ops.greater(x, constant(self.theta, dtype=x.dtype)), x.dtype))
 
+
+Convolution3D, SeparableConvolution1D = Conv3D, SeparableConv1D
 
 from actorflow.keras.recurrent import (  # noqa: E402
     GRU,
