@@ -557,11 +557,16 @@ class Conv2DTranspose(_Conv):
         h_axis, w_axis = (1, 2) if fmt == "NHWC" else (2, 3)
         (kh, kw), (sh, sw), filters = self.kernel_size, self.strides, self.filters
 
-        def out_size(size, k, st):          # `size` is an int, or a scalar tensor when it is not known statically
-            return size * st if pad == "SAME" else size * st + max(k - st, 0)   # Keras's deconv_output_length
+        output_padding = getattr(self, "_output_padding", None)      # Keras's Conv2DTranspose sets it
+
+        def out_size(size, k, st, op):      # `size` is an int, or a scalar tensor when it is not known statically
+            if op is None:                  # Keras's deconv_output_length
+                return size * st if pad == "SAME" else size * st + max(k - st, 0)
+            return (size - 1) * st + k - 2 * (k // 2 if pad == "SAME" else 0) + op
         dyn = array_ops.shape(x)
         sizes = [x.shape[i] if x.shape[i] is not None else dyn[i] for i in range(4)]
-        out_h, out_w = out_size(sizes[h_axis], kh, sh), out_size(sizes[w_axis], kw, sw)
+        ops_ = output_padding or (None, None)
+        out_h, out_w = out_size(sizes[h_axis], kh, sh, ops_[0]), out_size(sizes[w_axis], kw, sw, ops_[1])
         batch = dyn[0]
         output_shape = [batch, out_h, out_w, filters] if fmt == "NHWC" else [batch, filters, out_h, out_w]
         out = nn_ops.conv2d_transpose(x, self.kernel, output_shape, strides=self._full(sh, sw), padding=pad,

@@ -524,3 +524,14 @@ def test_spatial_dropout3d_drops_whole_feature_maps_and_aliases():
     assert L.MaxPool3D is L.MaxPooling3D and L.GlobalAvgPool3D is L.GlobalAveragePooling3D
     with pytest.raises(ValueError, match="should have 3 elements"):
         L.ZeroPadding3D((1, 2))
+
+
+def test_conv2d_transpose_output_padding_checks_and_config():
+    with pytest.raises(ValueError, match="must be greater than output padding"):
+        L.Conv2DTranspose(2, 3, strides=2, output_padding=2)
+    layer = L.Conv2DTranspose(2, 3, strides=2, padding="same", output_padding=1)
+    out = layer(af.placeholder(af.float32, [None, 4, 5, 3]))
+    assert out.shape.as_list() == [None, 8, 10, 2]         # (4 - 1) * 2 + 3 - 2 * 1 + 1
+    assert layer.get_config()["output_padding"] == (1, 1)
+    with pytest.raises(ValueError, match="should be one of"):
+        L.UpSampling2D(interpolation="bicubic")

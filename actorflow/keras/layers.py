@@ -18,6 +18,7 @@ from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor
 from actorflow.graph.ops import array_ops, math_ops, nn_ops
 from actorflow.graph.ops.constant import constant
+from actorflow.graph.ops.image_ops import resize_bilinear
 from actorflow.graph.ops.sort_ops import cumsum, repeat
 from actorflow.keras import backend as K
 from actorflow.keras.engine import Input, InputLayer, InputSpec, Layer, _act, _con, _init, _reg
@@ -117,15 +118,14 @@ class Conv1D(Layer, _tfl.Conv1D):
 
 class Conv2DTranspose(Layer, _tfl.Conv2DTranspose):
     """Transposed 2-D convolution (tf.keras.layers.Conv2DTranspose); `kernel` [kh, kw, filters, in].
-    `output_padding` and dilation other than 1 are not supported."""
-    _config_keys = ("filters", "kernel_size", "strides", "padding", "data_format") + _KERNEL_KEYS
+    `output_padding` (per axis, less than the stride) sets the output size to (in - 1) * stride +
+    kernel - 2 * pad + output_padding. Dilation other than 1 is not supported."""
+    _config_keys = ("filters", "kernel_size", "strides", "padding", "output_padding", "data_format") + _KERNEL_KEYS
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", output_padding=None, data_format=None,
                  dilation_rate=(1, 1), activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, name=None, **kwargs):
-        if output_padding is not None:
-            raise NotImplementedError("Conv2DTranspose: output_padding is not supported")
         if tuple(np.broadcast_to(dilation_rate, 2)) != (1, 1):
             raise NotImplementedError("Conv2DTranspose: dilation_rate other than 1 is not supported")
         name, kwargs = self._init_keras(name, kwargs)
@@ -134,6 +134,14 @@ class Conv2DTranspose(Layer, _tfl.Conv2DTranspose):
                                       **_kernel_kwargs(activation, use_bias, kernel_initializer, bias_initializer,
                                                        kernel_regularizer, bias_regularizer, activity_regularizer,
                                                        kernel_constraint, bias_constraint))
+        self.output_padding = None
+        if output_padding is not None:
+            op = tuple(int(v) for v in np.broadcast_to(output_padding, 2))
+            for p, st in zip(op, self.strides):
+                if p >= st:
+                    raise ValueError(f"Stride {tuple(self.strides)} must be greater than output padding {op}. "
+                                     f"Received strides={tuple(self.strides)}, output_padding={op}.")
+            self.output_padding = self._output_padding = op
         self._keras_post()
 
 
@@ -709,14 +717,16 @@ class UpSampling1D(Layer):
 
 
 class UpSampling2D(Layer):
-    """Nearest-neighbour upsampling: each pixel repeated size[0] x size[1] times
-    (tf.keras.layers.UpSampling2D); needs static height and width. Bilinear is not supported."""
+    """Upsampling by size[0] x size[1] (tf.keras.layers.UpSampling2D): "nearest" repeats each pixel,
+    "bilinear" interpolates with half-pixel centers (tf.image.resize's); needs static height and
+    width."""
     _config_keys = ("size", "data_format", "interpolation")
 
     def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", name=None, **kwargs):
         super().__init__(name=name, **kwargs)
-        if interpolation != "nearest":
-            raise NotImplementedError(f"UpSampling2D: interpolation {interpolation!r} is not supported (nearest is)")
+        if interpolation not in ("nearest", "bilinear"):
+            raise ValueError(f'`interpolation` argument should be one of `"nearest"` or `"bilinear"`. Received: '
+                             f'"{interpolation}".')
         self.size = _int_pair(size, "size")
         self.data_format = _fmt(data_format)
         self.interpolation = interpolation
@@ -729,9 +739,12 @@ class UpSampling2D(Layer):
         if h is None or w is None or c is None:
             raise ValueError(f"UpSampling2D {self.name}: needs a static height, width and channels, got {x.shape}")
         sh, sw = self.size
-        y = array_ops.reshape(x, [-1, h, 1, w, 1, c])
-        y = array_ops.tile(y, [1, 1, sh, 1, sw, 1])
-        y = array_ops.reshape(y, [-1, h * sh, w * sw, c])
+        if self.interpolation == "bilinear":
+            y = resize_bilinear(x, [h * sh, w * sw], half_pixel_centers=True)
+        else:
+            y = array_ops.reshape(x, [-1, h, 1, w, 1, c])
+            y = array_ops.tile(y, [1, 1, sh, 1, sw, 1])
+            y = array_ops.reshape(y, [-1, h * sh, w * sw, c])
         if self.data_format == "channels_first":
             y = array_ops.transpose(y, [0, 3, 1, 2])
         return y
