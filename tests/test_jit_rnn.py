@@ -258,3 +258,62 @@ def test_tensor_scatter_nd_add_sums_duplicates_and_differentiates():
         np.testing.assert_array_equal(sess.run(gu), [[2, 3], [6, 7], [2, 3]])
         with pytest.raises(af.errors.InvalidArgumentError, match="TensorScatterAdd"):
             sess.run(bad)
+
+
+def _batch_open_rnn():
+    """dynamic_rnn over inputs of unknown batch size that need a gradient (scaled by a variable
+    before the loop): the loops are analyzed with symbolic shapes, the input's per-step gradient
+    stays one row (GatherV2's gradient keeps the [1, ...] row shape), and both loops compile."""
+    g = af.Graph()
+    with g.as_default():
+        af.set_random_seed(5)
+        x = af.placeholder(af.float32, [None, 6, 3], name="x")
+        scale = af.Variable(np.linspace(0.5, 1.5, 3).astype(np.float32), name="scale")
+        out, state = af.nn.dynamic_rnn(af.nn.rnn_cell.LSTMCell(4), x * scale, dtype=af.float32)
+        loss = af.reduce_mean(out * out) + af.reduce_mean(state.h)
+        train = af.train.GradientDescentOptimizer(0.3).minimize(loss)
+        init = af.global_variables_initializer()
+        variables = af.global_variables()
+    feed = {x: np.random.default_rng(3).standard_normal((5, 6, 3)).astype(np.float32)}
+    return g, out, loss, train, init, variables, feed
+
+
+def test_loops_over_a_batch_of_unknown_size_compile_with_the_inputs_gradient(sources):
+    case = _batch_open_rnn()
+    types = {op.type for op in case[0].get_operations()}
+    assert "TensorScatterAdd" in types and "UnsortedSegmentSum" not in types     # one row an iteration
+    on = _run(*case, OO.ON_1)
+    loops = {w for w, _ in sources if w.startswith("while loop")}
+    assert loops == {"while loop 'rnn/while'", "while loop 'gradients/rnn/while_grad/grad_loop'"}, loops
+    off = _run(*case, OO.OFF)
+    np.testing.assert_allclose(on[0], off[0], rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(on[1], off[1], rtol=2e-5, atol=1e-6)
+    for a, b in zip(on[2], off[2]):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+
+
+def test_keras_lstm_loops_compile_by_default_once_due(monkeypatch, sources):
+    """A Keras LSTM's loops (the batch size open, the gate weights split before the loop) are taken
+    at DEFAULT, tiered, and train as the interpreted run does."""
+    from actorflow import keras
+    monkeypatch.delenv("AF_JIT", raising=False)
+    monkeypatch.setattr(jc, "TIER_SECONDS", 0.0)
+    rng = np.random.default_rng(0)
+    x = np.eye(6, dtype=np.float32)[rng.integers(0, 6, (16, 5))]
+
+    def train(level):
+        keras.backend.clear_session()
+        cfg = af.ConfigProto(graph_options=af.GraphOptions(optimizer_options=OO(global_jit_level=level)))
+        keras.backend.set_session(af.Session(config=cfg))
+        af.set_random_seed(3)
+        model = keras.Sequential([keras.layers.LSTM(4, input_shape=(5, 6)), keras.layers.RepeatVector(5),
+                                  keras.layers.LSTM(6, return_sequences=True)])
+        model.compile("sgd", "mse")
+        return [model.train_on_batch(x, x) for _ in range(4)], model.get_weights()
+    default = train(OO.DEFAULT)
+    loops = {w for w, _ in sources if w.startswith("while loop")}
+    assert len(loops) == 4, loops            # two forward loops and their two gradient loops
+    off = train(OO.OFF)
+    np.testing.assert_allclose(default[0], off[0], rtol=2e-5)
+    for a, b in zip(default[1], off[1]):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)

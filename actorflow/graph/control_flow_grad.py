@@ -850,13 +850,19 @@ def _enter_grad(op, grad):
 
 
 def _one_row(grad, invariant) -> bool:
-    """Whether `grad` is an IndexedSlices of one row of `invariant` (static shapes, a float dtype)."""
+    """Whether `grad` is an IndexedSlices of one row of `invariant` (a float dtype; one index, and
+    values of one row whose other dimensions agree with the invariant's where both are known: a
+    batch of unknown size, dynamic_rnn's usual input, is one row all the same)."""
     if not isinstance(grad, IndexedSlices):
         return False
     ind, vals = grad.indices, grad.values
-    return (ind.shape.is_fully_defined() and ind.shape.num_elements() == 1 and vals.shape.is_fully_defined()
-            and invariant.shape.is_fully_defined() and invariant.dtype.is_floating
-            and tuple(vals.shape.as_list()) == (1,) + tuple(invariant.shape.as_list()[1:]))
+    if not (ind.shape.is_fully_defined() and ind.shape.num_elements() == 1 and invariant.dtype.is_floating):
+        return False
+    if vals.shape.ndims is None or invariant.shape.ndims is None or vals.shape.ndims != invariant.shape.ndims:
+        return False
+    first, rest = vals.shape.as_list()[0], vals.shape.as_list()[1:]
+    return first == 1 and all(a is None or b is None or a == b
+                              for a, b in zip(rest, invariant.shape.as_list()[1:]))
 
 
 @cfo.LoopCond.gradient

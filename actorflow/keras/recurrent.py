@@ -102,6 +102,17 @@ class _KerasCell:
         u = self.units
         return [t[:, i * u:(i + 1) * u] for i in range(n)]
 
+    _prepared = None
+
+    def gate_weights(self):
+        """The weights split per gate. RNN.call splits them once before the time loop
+        (`_prepared`), so that the loop reads them as invariants (and compiles: column slices do
+        not), rather than slicing the kernels at every step."""
+        return self._prepared if self._prepared is not None else self._gate_weights()
+
+    def _gate_weights(self):
+        return None
+
 
 class SimpleRNNCell(_KerasCell):
     """h = activation(x W + h U + b) (tf.keras.layers.SimpleRNNCell)."""
@@ -138,9 +149,7 @@ class LSTMCell(_KerasCell):
 
     def step(self, x, state, xm, hm):
         h, c = state
-        k = self._split(self.kernel.value(), 4)
-        r = self._split(self.recurrent_kernel.value(), 4)
-        b = self._split(array_ops.expand_dims(self.bias.value(), 0), 4) if self.bias is not None else None
+        k, r, b = self.gate_weights()
         zs = []
         for i in range(4):
             xi = math_ops.multiply(x, xm[i]) if xm is not None else x
@@ -156,12 +165,18 @@ class LSTMCell(_KerasCell):
         h = math_ops.multiply(o_g, self.activation(c))
         return h, (h, c)
 
+    def _gate_weights(self):
+        k = self._split(self.kernel.value(), 4)
+        r = self._split(self.recurrent_kernel.value(), 4)
+        b = self._split(array_ops.expand_dims(self.bias.value(), 0), 4) if self.bias is not None else None
+        return k, r, b
+
 
 class GRUCell(_KerasCell):
     """Keras's GRU step, gates z, r, h (tf.keras.layers.GRUCell); `reset_after` False by default."""
     _gates = 3
 
-    def step(self, x, h, xm, hm):
+    def _gate_weights(self):
         k = self._split(self.kernel.value(), 3)
         r = self._split(self.recurrent_kernel.value(), 3)
         if self.bias is None:
@@ -171,6 +186,10 @@ class GRUCell(_KerasCell):
             bh = self._split(array_ops.expand_dims(self.bias.value()[1], 0), 3)
         else:
             bx, bh = self._split(array_ops.expand_dims(self.bias.value(), 0), 3), None
+        return k, r, bx, bh
+
+    def step(self, x, h, xm, hm):
+        k, r, bx, bh = self.gate_weights()
         xs = []
         for i in range(3):
             xi = math_ops.multiply(x, xm[i]) if xm is not None else x
@@ -529,17 +548,12 @@ class RNN(Layer):
             xm = _masks(cell.dropout, x[:, 0, :], cell._gates, training)
             hm = _masks(cell.recurrent_dropout, first, cell._gates, training)
             loop_cell = _LoopCell(cell, xm, hm)
-        if mask is None:
-            outputs, final = dynamic_rnn(loop_cell, x, initial_state=state, dtype=x.dtype, scope="rnn")
-            if self._generic():
-                last = outputs[:, -1]
-            else:
-                last = nest.flatten(final)[0] if n_states > 1 else final
-        else:
-            zero_out = array_ops.zeros(array_ops.stack([batch, constant(units)]), dtype=x.dtype)
-            outputs, (final, last) = dynamic_rnn(_MaskedCell(loop_cell, self.zero_output_for_mask),
-                                                 (x, mask), initial_state=(state, zero_out), dtype=x.dtype,
-                                                 scope="rnn")
+            cell._prepared = cell._gate_weights()       # split once, outside the time loop
+        try:
+            outputs, final, last = self._run_loop(loop_cell, x, state, mask, batch, units, n_states)
+        finally:
+            if not self._generic():
+                cell._prepared = None
         if self.stateful:
             self.add_update([v.assign(s) for v, s in zip(self.states, nest.flatten(final))])
         if self.return_sequences:
@@ -550,6 +564,18 @@ class RNN(Layer):
         if self.return_state:
             return [out] + list(nest.flatten(final))
         return out
+
+    def _run_loop(self, loop_cell, x, state, mask, batch, units, n_states):
+        """(outputs, final state, last output) of the time loop, masked or not."""
+        if mask is None:
+            outputs, final = dynamic_rnn(loop_cell, x, initial_state=state, dtype=x.dtype, scope="rnn")
+            if self._generic():
+                return outputs, final, outputs[:, -1]
+            return outputs, final, nest.flatten(final)[0] if n_states > 1 else final
+        zero_out = array_ops.zeros(array_ops.stack([batch, constant(units)]), dtype=x.dtype)
+        outputs, (final, last) = dynamic_rnn(_MaskedCell(loop_cell, self.zero_output_for_mask), (x, mask),
+                                             initial_state=(state, zero_out), dtype=x.dtype, scope="rnn")
+        return outputs, final, last
 
     def get_config(self):
         cfg = super().get_config()

@@ -683,12 +683,16 @@ def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode, barriers
 # kernel call removes, and not by kernels the actors would split over the pool's threads (a big
 # MatMul), which one kernel call runs on one thread.
 SMALL_LOOP_ELEMENTS = 1 << 14
+# What a symbolic dimension counts for there: the batch of a Keras or dynamic_rnn loop, whose
+# size the graph leaves open (training batches are usually 32 to 256 rows).
+SYMBOL_SIZE = 256
 
 
 def small_loop(spec: LoopSpec, limit: int = SMALL_LOOP_ELEMENTS) -> bool:
-    """Whether every input and value of loop `spec` has a fully known static shape of at most
-    `limit` elements. A history a gradient loop reads row by row (`_HistoryRead`) counts by its
-    rows: its first dimension is the forward loop's trip count."""
+    """Whether every input and value of loop `spec` has a known static shape of at most `limit`
+    elements, a symbolic dimension beside known ones (an RNN's batch of rows of unknown size,
+    symbolic.py) counted as SYMBOL_SIZE; a value whose every dimension is unknown is not small. A history a gradient loop reads row by row (`_HistoryRead`) counts by its rows: its
+    first dimension is the forward loop's trip count."""
     shapes = list(zip(spec.input_statics, (r for _, r in spec.inputs)))
     if len(shapes) < len(spec.inputs):
         return False
@@ -706,11 +710,13 @@ def small_loop(spec: LoopSpec, limit: int = SMALL_LOOP_ELEMENTS) -> bool:
     for st, rank in shapes:
         if len(st) != rank:             # (an unknown rank)
             return False
+        if st and all(d < 0 for d in st):   # no known dimension: no telling what its size is
+            return False
         n = 1
         for d in st:
-            if d < 0:
+            if d == -1:                 # unknown, not a symbol
                 return False
-            n *= d
+            n *= d if d >= 0 else SYMBOL_SIZE
         if n > limit:
             return False
     return True

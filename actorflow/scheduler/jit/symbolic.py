@@ -296,6 +296,16 @@ def _infer_op(sh: Shapes, op, const_of) -> None:
     if kind in _FOLDED:
         _fold(sh, op, const_of)
         return
+    if kind == "StridedSlice" and op.inputs[0] in sh.symval:
+        _fold_slice(sh, op, const_of)
+        return
+    if kind == "ConcatV2" and any(t in sh.symval for t in op.inputs[:-1]):
+        _fold_concat(sh, op, const_of)
+        return
+    if kind in _VALUE_FOLDS and op.outputs[0].dtype.is_integer and \
+            all(_int_value(sh, t, const_of) is not None for t in op.inputs):
+        _fold_value(sh, op, const_of)
+        return
     ins = [_in(sh, t) for t in op.inputs]
     if any(t in sh.loose for t in op.inputs) and not (kind == "Reshape" and op.inputs[1] not in sh.loose):
         raise NotSymbolic("a sum over axes that may or may not have size 1 goes elsewhere than a Reshape")
@@ -385,6 +395,25 @@ def _infer_op(sh: Shapes, op, const_of) -> None:
         if perm is None:
             raise NotSymbolic("a Transpose by a permutation known only at run time")
         sh.shape[outs[0]] = tuple(ins[0][int(p)] for p in perm.reshape(-1))
+    elif kind == "GatherV2":            # dynamic_rnn's read of a time step: params[:axis] + indices + params[axis+1:]
+        if int(op.attrs.get("batch_dims", 0) or 0):
+            raise NotSymbolic("a GatherV2 with batch_dims")
+        x = ins[0]
+        axis = _axis(_need_int(sh, op.inputs[2], const_of, "a GatherV2's axis"), len(x))
+        sh.shape[outs[0]] = x[:axis] + ins[1] + x[axis + 1:]
+    elif kind == "GatherNd":            # indices [..., k]: indices[:-1] + params[k:]
+        k = ins[1][-1]
+        if not isinstance(k, int):
+            raise NotSymbolic("a GatherNd whose index depth is not static")
+        sh.shape[outs[0]] = ins[1][:-1] + ins[0][k:]
+    elif kind in ("TensorScatterUpdate", "TensorScatterAdd"):   # a time step's row written (or added)
+        x, idx, upd = ins
+        k = idx[-1]
+        if not isinstance(k, int) or len(upd) != len(idx) - 1 + len(x) - k:
+            raise NotSymbolic("a TensorScatterUpdate whose shapes do not line up statically")
+        for d, e in zip(upd[len(idx) - 1:], x[k:]):
+            _equal(sh, d, e)
+        sh.shape[outs[0]] = x
     elif kind == "SoftmaxCrossEntropyWithLogits":
         b = _equal(sh, ins[0][0], ins[1][0])
         c = _equal(sh, ins[0][1], ins[1][1])
@@ -395,6 +424,62 @@ def _infer_op(sh: Shapes, op, const_of) -> None:
     for t in outs:              # what the graph knows for sure wins over a symbol
         if t.shape.ndims is not None and len(t.shape) == len(sh.shape[t]):
             sh.shape[t] = tuple(int(g) if g is not None else d for g, d in zip(t.shape.as_list(), sh.shape[t]))
+
+
+def _fold_slice(sh: Shapes, op, const_of) -> None:
+    """A StridedSlice of a Shape's value (a gradient's `Shape(params)[1:]`): the sliced dimensions,
+    with constant begin, end and strides and no ellipsis, new axes or shrunk axes."""
+    if any(int(op.attrs.get(m, 0) or 0) for m in ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask")):
+        raise NotSymbolic("a StridedSlice of a shape with ellipsis, new or shrunk axes")
+    begin, end, strides = (_int_value(sh, t, const_of) for t in op.inputs[1:4])
+    if begin is None or end is None or strides is None or begin.size != 1:
+        raise NotSymbolic("a StridedSlice of a shape by bounds known only at run time")
+    b = None if int(op.attrs.get("begin_mask", 0) or 0) & 1 else int(begin[0])
+    e = None if int(op.attrs.get("end_mask", 0) or 0) & 1 else int(end[0])
+    dims = sh.symval[op.inputs[0]][b:e:int(strides[0])]
+    t = op.outputs[0]
+    sh.folded.add(op)
+    sh.symval[t] = tuple(dims)
+    if all(isinstance(d, int) for d in dims):
+        sh.value[t] = np.asarray(dims, t.dtype.np)
+    sh.shape[t] = (len(dims),)
+
+
+# integer ops on folded values (a gradient's `ExpandDims(Size(indices), 0)`): computed here
+_VALUE_FOLDS = {
+    "ExpandDims": lambda v: np.expand_dims(v[0], int(v[1])),
+    "Reshape": lambda v: np.reshape(v[0], [int(d) for d in np.reshape(v[1], -1)]),
+    "Pack": lambda v: np.stack(v),
+}
+
+
+def _fold_value(sh: Shapes, op, const_of) -> None:
+    t = op.outputs[0]
+    v = np.asarray(_VALUE_FOLDS[op.type]([_int_value(sh, x, const_of) for x in op.inputs]), t.dtype.np)
+    sh.folded.add(op)
+    sh.value[t] = v
+    if v.ndim == 1:
+        sh.symval[t] = tuple(int(d) for d in v)
+    sh.shape[t] = v.shape
+
+
+def _fold_concat(sh: Shapes, op, const_of) -> None:
+    """A ConcatV2 of 1-D shape values and constants (a gradient's `concat([[n], Shape(x)[1:]])`)."""
+    dims = []
+    for t in op.inputs[:-1]:
+        if t in sh.symval:
+            dims += list(sh.symval[t])
+            continue
+        v = _int_value(sh, t, const_of)
+        if v is None or v.ndim != 1:
+            raise NotSymbolic("a ConcatV2 of a shape and a value known only at run time")
+        dims += [int(x) for x in v]
+    t = op.outputs[0]
+    sh.folded.add(op)
+    sh.symval[t] = tuple(dims)
+    if all(isinstance(d, int) for d in dims):
+        sh.value[t] = np.asarray(dims, t.dtype.np)
+    sh.shape[t] = (len(dims),)
 
 
 def _fold(sh: Shapes, op, const_of) -> None:

@@ -159,9 +159,16 @@ def _gather_grad(op, grad):
         tail = params.shape.dims[1:] if params.shape.dims is not None else None
         if tail is not None and all(d is not None for d in tail):
             values_shape = _to_index_tensor([n_idx] + list(tail), None, dtypes.int32)
+            values = reshaping.reshape(grad, values_shape)
+        elif irank == 0:
+            # one index (dynamic_rnn's read of a time step from an input whose batch size is open):
+            # its row, as [1, ...], keeping the static shape the JIT's symbolic shapes follow
+            values = reshaping.expand_dims(grad, 0)
+        elif irank == 1:
+            values = grad               # already [n, ...]
         else:
             values_shape = joining.concat([reshaping.expand_dims(n_idx, 0), slicing._slice_helper(shapes.shape(params), _pyslice(1, None))], 0)
-        values = reshaping.reshape(grad, values_shape)
+            values = reshaping.reshape(grad, values_shape)
         return [IndexedSlices(values, reshaping.reshape(indices, _int_const([-1])), shapes.shape(params)), None, None]
     bd = int(op.attrs.get("batch_dims", 0))
     if bd < 0:
