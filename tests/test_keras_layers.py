@@ -535,3 +535,21 @@ def test_conv2d_transpose_output_padding_checks_and_config():
     assert layer.get_config()["output_padding"] == (1, 1)
     with pytest.raises(ValueError, match="should be one of"):
         L.UpSampling2D(interpolation="bicubic")
+
+
+def test_conv_lstm2d_trains_and_round_trips_its_config():
+    model = keras.Sequential([L.ConvLSTM2D(3, 3, padding="same", return_sequences=True, input_shape=(4, 5, 5, 1)),
+                              L.ConvLSTM2D(2, 3), L.Flatten(), L.Dense(1)])
+    assert model.output_shape == (None, 1)
+    model.compile("sgd", "mse")
+    x = np.random.RandomState(0).rand(6, 4, 5, 5, 1).astype(np.float32)
+    y = np.ones((6, 1), np.float32)
+    before = model.get_weights()
+    losses = [model.train_on_batch(x, y) for _ in range(3)]
+    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+    assert not np.allclose(before[0], model.get_weights()[0])
+    cfg = model.layers[0].get_config()
+    again = L.ConvLSTM2D.from_config(cfg)
+    assert again.cell.kernel_size == (3, 3) and again.return_sequences and again.cell.padding == "same"
+    with pytest.raises(ValueError, match="expected ndim=5"):
+        L.ConvLSTM2D(2, 3)(af.placeholder(af.float32, [None, 3, 4]))

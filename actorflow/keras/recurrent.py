@@ -32,12 +32,13 @@ from actorflow.graph.graph import convert_to_tensor
 from actorflow.graph.ops import array_ops, math_ops, nn_ops
 from actorflow.graph.ops.constant import constant
 from actorflow.graph.ops.sort_ops import reverse as _reverse
+from actorflow.graph.tensor_shape import TensorShape
 from actorflow.keras import backend as K
 from actorflow.keras.engine import Layer, _act, _con, _init, _reg
 from actorflow.rnn import dynamic_rnn
 
 __all__ = ["RNN", "SimpleRNN", "LSTM", "GRU", "SimpleRNNCell", "LSTMCell", "GRUCell", "Bidirectional",
-           "TimeDistributed", "Wrapper", "StackedRNNCells", "AbstractRNNCell"]
+           "TimeDistributed", "Wrapper", "StackedRNNCells", "AbstractRNNCell", "ConvLSTM2D"]
 
 
 class _KerasCell:
@@ -210,16 +211,118 @@ class GRUCell(_KerasCell):
         return out, out
 
 
+def _conv_length(n, k, padding, stride, dilation):
+    """Keras's conv_output_length."""
+    k = k + (k - 1) * (dilation - 1)
+    n = n if padding == "same" else n - k + 1
+    return (n + stride - 1) // stride
+
+
+class _ConvLSTM2DCell(LSTMCell):
+    """ConvLSTM2D's step (TF 1.x's ConvLSTM2DCell): LSTMCell's gates with convolutions for the
+    products, the input's with the layer's strides, padding and dilation, the state's stride 1 and
+    "same"; states [rows', cols', filters]."""
+
+    def __init__(self, filters, kernel_size, strides, padding, dilation_rate, **kwargs):
+        super().__init__(filters, **kwargs)
+        self.kernel_size = tuple(int(v) for v in np.broadcast_to(kernel_size, 2))
+        self.strides = tuple(int(v) for v in np.broadcast_to(strides, 2))
+        self.dilation_rate = tuple(int(v) for v in np.broadcast_to(dilation_rate, 2))
+        self.padding = padding.lower()
+        self.spatial = None                 # (rows', cols'), set by the layer's build
+
+    @property
+    def state_size(self):
+        if self.spatial is None:
+            return (self.units, self.units)
+        shape = TensorShape(list(self.spatial) + [self.units])
+        return (shape, shape)
+
+    @property
+    def output_size(self):
+        return self.state_size[0]
+
+    def build(self, layer, input_dim):
+        g, f = self._gates, self.units
+        self.kernel = layer.add_weight("kernel", list(self.kernel_size) + [input_dim, g * f],
+                                       initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+                                       constraint=self.kernel_constraint)
+        self.recurrent_kernel = layer.add_weight("recurrent_kernel", list(self.kernel_size) + [f, g * f],
+                                                 initializer=self.recurrent_initializer,
+                                                 regularizer=self.recurrent_regularizer,
+                                                 constraint=self.recurrent_constraint)
+        self.bias = layer.add_weight("bias", [g * f], initializer=self._bias_initializer(),
+                                     regularizer=self.bias_regularizer, constraint=self.bias_constraint) \
+            if self.use_bias else None
+
+    def _gate_weights(self):
+        f = self.units
+        k = [self.kernel.value()[..., i * f:(i + 1) * f] for i in range(4)]
+        r = [self.recurrent_kernel.value()[..., i * f:(i + 1) * f] for i in range(4)]
+        b = [self.bias.value()[i * f:(i + 1) * f] for i in range(4)] if self.bias is not None else None
+        return k, r, b
+
+    def step(self, x, state, xm, hm):
+        h, c = state
+        k, r, b = self.gate_weights()
+        zs = []
+        for i in range(4):
+            xi = math_ops.multiply(x, xm[i]) if xm is not None else x
+            hi = math_ops.multiply(h, hm[i]) if hm is not None else h
+            zx = nn_ops.conv2d(xi, k[i], strides=[1, *self.strides, 1], padding=self.padding.upper(),
+                               dilations=[1, *self.dilation_rate, 1])
+            if b is not None:
+                zx = nn_ops.bias_add(zx, b[i])
+            zs.append(math_ops.add(zx, nn_ops.conv2d(hi, r[i], strides=[1, 1, 1, 1], padding="SAME")))
+        i_g = self.recurrent_activation(zs[0])
+        f_g = self.recurrent_activation(zs[1])
+        c = math_ops.add(math_ops.multiply(f_g, c), math_ops.multiply(i_g, self.activation(zs[2])))
+        o_g = self.recurrent_activation(zs[3])
+        h = math_ops.multiply(o_g, self.activation(c))
+        return h, (h, c)
+
+    def config(self) -> dict:
+        cfg = super().config()
+        for k in ("units", "reset_after", "implementation"):
+            cfg.pop(k)
+        cfg.update(filters=self.units, kernel_size=self.kernel_size, strides=self.strides, padding=self.padding,
+                   dilation_rate=self.dilation_rate)
+        return cfg
+
+
+def _as_size(d):
+    """A state or output size: an int, or a tuple for a state of several dimensions (ConvLSTM2D's
+    [rows, cols, filters]) given as a TensorShape."""
+    if hasattr(d, "as_list"):
+        dims = tuple(int(v) for v in d.as_list())
+        return dims[0] if len(dims) == 1 else dims
+    return int(d)
+
+
 def _state_sizes(cell) -> list:
-    """A cell's state sizes, flat (an int, a list or tuple of them, or nested for stacked cells)."""
-    return [int(d.as_list()[-1]) if hasattr(d, "as_list") else int(d) for d in nest.flatten(cell.state_size)]
+    """A cell's state sizes, flat (an int, a TensorShape, a list or tuple of them, or nested for
+    stacked cells)."""
+    def flat(x):
+        if hasattr(x, "as_list") or not isinstance(x, (list, tuple)):
+            return [x]
+        return [y for item in x for y in flat(item)]
+    return [_as_size(d) for d in flat(cell.state_size)]
 
 
-def _output_size(cell) -> int:
+def _output_size(cell):
     size = getattr(cell, "output_size", None)
     if size is None:
         return _state_sizes(cell)[0]
-    return int(size.as_list()[-1]) if hasattr(size, "as_list") else int(size)
+    return _as_size(size)
+
+
+def _dims(size) -> list:
+    return list(size) if isinstance(size, tuple) else [size]
+
+
+def _zeros(batch, size, dtype):
+    """Zeros of [batch] + the size's dimensions."""
+    return array_ops.zeros(array_ops.stack([batch] + [constant(d) for d in _dims(size)]), dtype=dtype)
 
 
 def _is_cell(cell) -> bool:
@@ -336,11 +439,12 @@ class _GenericLoopCell:
 
     @property
     def state_size(self):
-        return self.sizes[0] if len(self.sizes) == 1 else tuple(self.sizes)
+        sizes = [TensorShape(list(s)) if isinstance(s, tuple) else s for s in self.sizes]
+        return sizes[0] if len(sizes) == 1 else tuple(sizes)
 
     @property
     def output_size(self):
-        return self.out_size
+        return TensorShape(list(self.out_size)) if isinstance(self.out_size, tuple) else self.out_size
 
     def __call__(self, inputs, state, scope=None):
         states = list(state) if isinstance(state, tuple) else [state]
@@ -387,7 +491,7 @@ class _LoopCell:
 
     @property
     def output_size(self):
-        return self.cell.units
+        return getattr(self.cell, "output_size", None) or self.cell.units
 
     def __call__(self, inputs, state, scope=None):
         return self.cell.step(inputs, state, self.xm, self.hm)
@@ -464,10 +568,13 @@ class RNN(Layer):
     def losses(self):
         return super().losses + (list(getattr(self.cell, "losses", [])) if self._generic() else [])
 
+    _input_ndim = 3
+
     def build(self, input_shape):
-        if input_shape.ndims != 3:
-            raise ValueError(f"Input 0 of layer {self.name} is incompatible with the layer: expected ndim=3, found "
-                             f"ndim={input_shape.ndims}. Full shape received: {input_shape}")
+        if input_shape.ndims != self._input_ndim:
+            raise ValueError(f"Input 0 of layer {self.name} is incompatible with the layer: expected "
+                             f"ndim={self._input_ndim}, found ndim={input_shape.ndims}. Full shape received: "
+                             f"{input_shape}")
         if input_shape[-1] is None:
             raise ValueError(f"Layer {self.name}: the last dimension of the inputs should be defined")
         if not self._generic():
@@ -480,7 +587,7 @@ class RNN(Layer):
                                  "passing a `batch_input_shape` argument to your first layer.\n- If using the "
                                  "functional API, specify the batch size by passing a `batch_shape` argument to "
                                  f"your Input layer. (layer {self.name})")
-            self.states = [K.zeros((int(batch), size), dtype=K.floatx(), name=f"{self.name}_state_{i}")
+            self.states = [K.zeros(tuple([int(batch)] + _dims(size)), dtype=K.floatx(), name=f"{self.name}_state_{i}")
                            for i, size in enumerate(_state_sizes(self.cell))]
         self.built = True
 
@@ -531,7 +638,7 @@ class RNN(Layer):
         units = _output_size(cell)
         n_states = len(sizes)
         if initial_state is None:
-            zeros = [array_ops.zeros(array_ops.stack([batch, constant(size)]), dtype=x.dtype) for size in sizes]
+            zeros = [_zeros(batch, size, x.dtype) for size in sizes]
             state = zeros[0] if n_states == 1 else tuple(zeros)
         else:
             states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
@@ -560,7 +667,7 @@ class RNN(Layer):
             out = array_ops.transpose(outputs, [1, 0, 2]) if self.time_major else outputs
         else:
             out = last
-            out.set_shape([x.shape[0], units])
+            out.set_shape([x.shape[0]] + _dims(units))
         if self.return_state:
             return [out] + list(nest.flatten(final))
         return out
@@ -572,7 +679,7 @@ class RNN(Layer):
             if self._generic():
                 return outputs, final, outputs[:, -1]
             return outputs, final, nest.flatten(final)[0] if n_states > 1 else final
-        zero_out = array_ops.zeros(array_ops.stack([batch, constant(units)]), dtype=x.dtype)
+        zero_out = _zeros(batch, units, x.dtype)
         outputs, (final, last) = dynamic_rnn(_MaskedCell(loop_cell, self.zero_output_for_mask), (x, mask),
                                              initial_state=(state, zero_out), dtype=x.dtype, scope="rnn")
         return outputs, final, last
@@ -625,6 +732,57 @@ LSTM.__name__ = LSTM.__qualname__ = "LSTM"
 GRU = _rnn_class(GRUCell, "Gated recurrent unit (tf.keras.layers.GRU of TF 1.x, reset_after=False by default).",
                  {})
 GRU.__name__ = GRU.__qualname__ = "GRU"
+
+
+class ConvLSTM2D(RNN):
+    """Convolutional LSTM over [batch, time, rows, cols, channels] (tf.keras.layers.ConvLSTM2D, TF
+    1.x's defaults: hard_sigmoid, unit_forget_bias): the gates are convolutions of the input (with
+    `strides`, `padding`, `dilation_rate`) and of the state (stride 1, "same"); the output and the
+    states are [batch, rows', cols', filters], a sequence of them with `return_sequences`. Needs the
+    rows, columns and channels known when built; channels_last only."""
+    _input_ndim = 5
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None, dilation_rate=(1, 1),
+                 activation="tanh", recurrent_activation="hard_sigmoid", use_bias=True,
+                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
+                 unit_forget_bias=True, kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, recurrent_constraint=None, bias_constraint=None,
+                 return_sequences=False, return_state=False, go_backwards=False, stateful=False, dropout=0.0,
+                 recurrent_dropout=0.0, name=None, **kwargs):
+        if (data_format or K.image_data_format()) != "channels_last":
+            raise NotImplementedError("ConvLSTM2D: only data_format='channels_last' is supported")
+        if padding.lower() not in ("valid", "same"):
+            raise ValueError(f"ConvLSTM2D: padding must be 'valid' or 'same', got {padding!r}")
+        kwargs.pop("unroll", None)
+        kwargs.pop("time_major", None)
+        cell = _ConvLSTM2DCell(filters, kernel_size, strides, padding, dilation_rate, activation=activation,
+                               recurrent_activation=recurrent_activation, use_bias=use_bias,
+                               kernel_initializer=kernel_initializer, recurrent_initializer=recurrent_initializer,
+                               bias_initializer=bias_initializer, unit_forget_bias=unit_forget_bias,
+                               kernel_regularizer=kernel_regularizer, recurrent_regularizer=recurrent_regularizer,
+                               bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+                               recurrent_constraint=recurrent_constraint, bias_constraint=bias_constraint,
+                               dropout=dropout, recurrent_dropout=recurrent_dropout)
+        super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
+                         go_backwards=go_backwards, stateful=stateful, name=name,
+                         activity_regularizer=activity_regularizer, **kwargs)
+
+    def build(self, input_shape):
+        dims = input_shape.as_list() if input_shape.ndims is not None else None
+        if dims is not None and len(dims) == 5:
+            if any(d is None for d in dims[2:]):
+                raise ValueError(f"Layer {self.name}: the rows, columns and channels of the input must be known, "
+                                 f"got {input_shape}")
+            cell = self.cell
+            cell.spatial = tuple(_conv_length(n, k, cell.padding, st, dl) for n, k, st, dl in
+                                 zip(dims[2:4], cell.kernel_size, cell.strides, cell.dilation_rate))
+        super().build(input_shape)
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config.pop("name", None)
+        return cls(**config)
 
 
 class Wrapper(Layer):
