@@ -4,6 +4,7 @@ compiled model; against tf_keras 2.21 in graph mode (tests/fixtures/keras_maskin
 tests/fixtures/make_keras_masking.py)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 
@@ -17,6 +18,10 @@ from actorflow.keras import backend as K
 L = keras.layers
 with open(os.path.join(os.path.dirname(__file__), "fixtures", "keras_masking.json")) as _f:
     REF = json.load(_f)
+_spec = importlib.util.spec_from_file_location("keras_cases", os.path.join(os.path.dirname(__file__), "fixtures",
+                                                                           "keras_cases.py"))
+_CASES = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_CASES)
 
 
 @pytest.fixture(autouse=True)
@@ -360,33 +365,8 @@ def test_dataset_input_errors_and_iterators():
 
 # -- user-defined and stacked recurrent cells -------------------------------------------------------
 
-class MinimalRNNCell(L.Layer):
-    """Keras's documented example of a custom RNN cell (as in the fixture script)."""
-
-    def __init__(self, units, **kwargs):
-        self.units = units
-        self.state_size = units
-        super().__init__(**kwargs)
-
-    def build(self, input_shape):
-        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), initializer="uniform", name="kernel")
-        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units), initializer="uniform",
-                                                name="recurrent_kernel")
-        self.built = True
-
-    def call(self, inputs, states):
-        prev_output = states[0]
-        h = K.dot(inputs, self.kernel)
-        output = h + K.dot(prev_output, self.recurrent_kernel)
-        return output, [output]
-
-
-CUSTOM_CELLS = {
-    "minimal": lambda: L.RNN(MinimalRNNCell(3)),
-    "minimal_stacked_seq": lambda: L.RNN([MinimalRNNCell(3), MinimalRNNCell(2)], return_sequences=True),
-    "lstm_gru_stacked": lambda: L.RNN([L.LSTMCell(3), L.GRUCell(2)], return_sequences=True),
-    "minimal_state": lambda: L.RNN(MinimalRNNCell(2), return_state=True),
-}
+MinimalRNNCell = _CASES.minimal_rnn_cell(keras)
+CUSTOM_CELLS = _CASES.custom_cells(keras)
 
 
 @pytest.mark.parametrize("name", sorted(CUSTOM_CELLS))
@@ -423,30 +403,11 @@ def test_invalid_cells_are_refused():
 
 # -- attention layers ---------------------------------------------------------------------------------
 
-def _attention_model(name):
-    """As tests/fixtures/make_keras_masking.py's attention_model."""
-    qi, vi = keras.Input((4,), dtype="int32"), keras.Input((5,), dtype="int32")
-    emb = L.Embedding(8, 3, mask_zero=True)
-    q, v = emb(qi), emb(vi)
-    if name == "dot_scaled":
-        out = L.Attention(use_scale=True)([q, v])
-    elif name == "dot_scores":
-        out = list(L.Attention()([q, v], return_attention_scores=True))
-    elif name == "dot_causal_self":
-        out = L.Attention(causal=True)([q, q])
-    elif name == "additive_key":
-        k = L.Dense(3)(v)
-        out = L.AdditiveAttention()([q, v, k])
-    else:
-        out = L.AdditiveAttention(use_scale=False)([q, v])
-    return keras.Model([qi, vi], out)
-
-
-@pytest.mark.parametrize("name", ["dot_scaled", "dot_scores", "dot_causal_self", "additive_key", "additive_plain"])
+@pytest.mark.parametrize("name", _CASES.ATTENTION_CASES)
 def test_attention_layers_match_tf_keras(name):
     ref = REF["attention"]
     case = ref[name]
-    model = _attention_model(name)
+    model = _CASES.attention_model(keras, name)
     model.set_weights([_f32(w) for w in case["weights"]])
     got = model.predict([np.asarray(ref["q"], np.int32), np.asarray(ref["v"], np.int32)])
     got = got if isinstance(got, list) else [got]

@@ -116,6 +116,16 @@ class Conv1D(Layer, _tfl.Conv1D):
         self._keras_post()
 
 
+def _init_transpose(layer, base, rank, filters, kernel_size, strides, padding, data_format, dilation_rate, name,
+                    kwargs, *kernel_args):
+    """The af.layers part of a Keras transposed convolution's construction (dilation 1 only)."""
+    if tuple(np.broadcast_to(dilation_rate, rank)) != (1,) * rank:
+        raise NotImplementedError(f"{base.__name__}: dilation_rate other than 1 is not supported")
+    name, kwargs = layer._init_keras(name, kwargs)
+    base.__init__(layer, filters, kernel_size, strides=strides, padding=padding, data_format=_fmt(data_format),
+                  name=name, **kwargs, **_kernel_kwargs(*kernel_args))
+
+
 class Conv2DTranspose(Layer, _tfl.Conv2DTranspose):
     """Transposed 2-D convolution (tf.keras.layers.Conv2DTranspose); `kernel` [kh, kw, filters, in].
     `output_padding` (per axis, less than the stride) sets the output size to (in - 1) * stride +
@@ -126,14 +136,9 @@ class Conv2DTranspose(Layer, _tfl.Conv2DTranspose):
                  dilation_rate=(1, 1), activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, name=None, **kwargs):
-        if tuple(np.broadcast_to(dilation_rate, 2)) != (1, 1):
-            raise NotImplementedError("Conv2DTranspose: dilation_rate other than 1 is not supported")
-        name, kwargs = self._init_keras(name, kwargs)
-        _tfl.Conv2DTranspose.__init__(self, filters, kernel_size, strides=strides, padding=padding,
-                                      data_format=_fmt(data_format), name=name, **kwargs,
-                                      **_kernel_kwargs(activation, use_bias, kernel_initializer, bias_initializer,
-                                                       kernel_regularizer, bias_regularizer, activity_regularizer,
-                                                       kernel_constraint, bias_constraint))
+        _init_transpose(self, _tfl.Conv2DTranspose, 2, filters, kernel_size, strides, padding, data_format,
+                        dilation_rate, name, kwargs, activation, use_bias, kernel_initializer, bias_initializer,
+                        kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint)
         self.output_padding = None
         if output_padding is not None:
             op = tuple(int(v) for v in np.broadcast_to(output_padding, 2))
@@ -157,14 +162,9 @@ class Conv3DTranspose(Layer, _tfl.Conv3DTranspose):
                  name=None, **kwargs):
         if output_padding is not None:
             raise NotImplementedError("Conv3DTranspose: output_padding is not supported")
-        if tuple(np.broadcast_to(dilation_rate, 3)) != (1, 1, 1):
-            raise NotImplementedError("Conv3DTranspose: dilation_rate other than 1 is not supported")
-        name, kwargs = self._init_keras(name, kwargs)
-        _tfl.Conv3DTranspose.__init__(self, filters, kernel_size, strides=strides, padding=padding,
-                                      data_format=_fmt(data_format), name=name, **kwargs,
-                                      **_kernel_kwargs(activation, use_bias, kernel_initializer, bias_initializer,
-                                                       kernel_regularizer, bias_regularizer, activity_regularizer,
-                                                       kernel_constraint, bias_constraint))
+        _init_transpose(self, _tfl.Conv3DTranspose, 3, filters, kernel_size, strides, padding, data_format,
+                        dilation_rate, name, kwargs, activation, use_bias, kernel_initializer, bias_initializer,
+                        kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint)
         self._keras_post()
 
 

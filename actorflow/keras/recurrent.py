@@ -155,10 +155,16 @@ class LSTMCell(_KerasCell):
         for i in range(4):
             xi = math_ops.multiply(x, xm[i]) if xm is not None else x
             hi = math_ops.multiply(h, hm[i]) if hm is not None else h
-            z = math_ops.add(math_ops.matmul(xi, k[i]), math_ops.matmul(hi, r[i]))
-            if b is not None:
-                z = math_ops.add(z, b[i])
-            zs.append(z)
+            zs.append(self._gate(xi, hi, k[i], r[i], None if b is None else b[i]))
+        return self._gates_to_state(zs, c)
+
+    def _gate(self, x, h, k, r, b):
+        """One gate's pre-activation: x k + h r (+ b)."""
+        z = math_ops.add(math_ops.matmul(x, k), math_ops.matmul(h, r))
+        return math_ops.add(z, b) if b is not None else z
+
+    def _gates_to_state(self, zs, c):
+        """(h, (h, c)) from the four gates' pre-activations i, f, c, o and the previous cell state."""
         i_g = self.recurrent_activation(zs[0])
         f_g = self.recurrent_activation(zs[1])
         c = math_ops.add(math_ops.multiply(f_g, c), math_ops.multiply(i_g, self.activation(zs[2])))
@@ -262,24 +268,13 @@ class _ConvLSTM2DCell(LSTMCell):
         b = [self.bias.value()[i * f:(i + 1) * f] for i in range(4)] if self.bias is not None else None
         return k, r, b
 
-    def step(self, x, state, xm, hm):
-        h, c = state
-        k, r, b = self.gate_weights()
-        zs = []
-        for i in range(4):
-            xi = math_ops.multiply(x, xm[i]) if xm is not None else x
-            hi = math_ops.multiply(h, hm[i]) if hm is not None else h
-            zx = nn_ops.conv2d(xi, k[i], strides=[1, *self.strides, 1], padding=self.padding.upper(),
-                               dilations=[1, *self.dilation_rate, 1])
-            if b is not None:
-                zx = nn_ops.bias_add(zx, b[i])
-            zs.append(math_ops.add(zx, nn_ops.conv2d(hi, r[i], strides=[1, 1, 1, 1], padding="SAME")))
-        i_g = self.recurrent_activation(zs[0])
-        f_g = self.recurrent_activation(zs[1])
-        c = math_ops.add(math_ops.multiply(f_g, c), math_ops.multiply(i_g, self.activation(zs[2])))
-        o_g = self.recurrent_activation(zs[3])
-        h = math_ops.multiply(o_g, self.activation(c))
-        return h, (h, c)
+    def _gate(self, x, h, k, r, b):
+        """One gate's pre-activation: conv(x, k) (+ b) + conv(h, r)."""
+        zx = nn_ops.conv2d(x, k, strides=[1, *self.strides, 1], padding=self.padding.upper(),
+                           dilations=[1, *self.dilation_rate, 1])
+        if b is not None:
+            zx = nn_ops.bias_add(zx, b)
+        return math_ops.add(zx, nn_ops.conv2d(h, r, strides=[1, 1, 1, 1], padding="SAME"))
 
     def config(self) -> dict:
         cfg = super().config()

@@ -426,6 +426,16 @@ def _infer_op(sh: Shapes, op, const_of) -> None:
             sh.shape[t] = tuple(int(g) if g is not None else d for g, d in zip(t.shape.as_list(), sh.shape[t]))
 
 
+def _folded_shape(sh: Shapes, op, dims) -> None:
+    """Records `op`'s output as the folded shape value `dims` (ints and symbols)."""
+    t = op.outputs[0]
+    sh.folded.add(op)
+    sh.symval[t] = tuple(dims)
+    if all(isinstance(d, int) for d in dims):
+        sh.value[t] = np.asarray(dims, t.dtype.np)
+    sh.shape[t] = (len(dims),)
+
+
 def _fold_slice(sh: Shapes, op, const_of) -> None:
     """A StridedSlice of a Shape's value (a gradient's `Shape(params)[1:]`): the sliced dimensions,
     with constant begin, end and strides and no ellipsis, new axes or shrunk axes."""
@@ -437,12 +447,7 @@ def _fold_slice(sh: Shapes, op, const_of) -> None:
     b = None if int(op.attrs.get("begin_mask", 0) or 0) & 1 else int(begin[0])
     e = None if int(op.attrs.get("end_mask", 0) or 0) & 1 else int(end[0])
     dims = sh.symval[op.inputs[0]][b:e:int(strides[0])]
-    t = op.outputs[0]
-    sh.folded.add(op)
-    sh.symval[t] = tuple(dims)
-    if all(isinstance(d, int) for d in dims):
-        sh.value[t] = np.asarray(dims, t.dtype.np)
-    sh.shape[t] = (len(dims),)
+    _folded_shape(sh, op, dims)
 
 
 # integer ops on folded values (a gradient's `ExpandDims(Size(indices), 0)`): computed here
@@ -474,12 +479,7 @@ def _fold_concat(sh: Shapes, op, const_of) -> None:
         if v is None or v.ndim != 1:
             raise NotSymbolic("a ConcatV2 of a shape and a value known only at run time")
         dims += [int(x) for x in v]
-    t = op.outputs[0]
-    sh.folded.add(op)
-    sh.symval[t] = tuple(dims)
-    if all(isinstance(d, int) for d in dims):
-        sh.value[t] = np.asarray(dims, t.dtype.np)
-    sh.shape[t] = (len(dims),)
+    _folded_shape(sh, op, dims)
 
 
 def _fold(sh: Shapes, op, const_of) -> None:
