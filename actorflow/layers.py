@@ -285,11 +285,16 @@ class Layer:
         with variable_scope(self._scope, reuse=reuse, auxiliary_name_scope=False), \
                 g.name_scope(self._scope.original_name_scope):
             if not self.built:
-                first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+                if isinstance(inputs, dict):        # features by name (a DenseFeatures layer's)
+                    first = inputs[sorted(inputs)[0]] if inputs else None
+                else:
+                    first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
                 if self._dtype is None:
                     t = first if isinstance(first, Tensor) else convert_to_tensor(first)
                     self._dtype = t.dtype.base_dtype if t.dtype.is_floating else dtypes.float32
-                if isinstance(inputs, (list, tuple)):
+                if isinstance(inputs, dict):
+                    shape = {k: convert_to_tensor(v).shape for k, v in inputs.items()}
+                elif isinstance(inputs, (list, tuple)):
                     shape = [convert_to_tensor(i).shape for i in inputs]
                 else:
                     shape = convert_to_tensor(inputs).shape

@@ -426,3 +426,32 @@ def test_attention_mask_and_argument_checks():
     e = L.Embedding(5, 3, mask_zero=True)(qi)
     out = L.Attention()([e, e])
     assert out._keras_mask is e._keras_mask                 # the query's mask
+
+
+# -- feature columns as a Keras layer -----------------------------------------------------------------
+
+def test_dense_features_match_tf_keras():
+    """Numeric, bucketized, embedding and indicator columns through DenseFeatures: TF's variable
+    names, predictions, and an SGD step's loss and weights (the embedding table trains)."""
+    case = REF["dense_features"]
+    model = _CASES.dense_features_model(keras, af.feature_column)
+    assert [w.name for w in model.weights] == case["names"]
+    K.get_session().run(af.tables_initializer())
+    model.set_weights([_f32(w) for w in case["weights"]])
+    feats = {k: np.asarray(v, np.int64 if k == "c" else object if k == "d" else np.float32)
+             for k, v in case["features"].items()}
+    np.testing.assert_allclose(model.predict(feats), _f32(case["predict"]), rtol=1e-5, atol=1e-6)
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    np.testing.assert_allclose(model.train_on_batch(feats, np.ones((3, 2), np.float32)), case["train_on_batch"],
+                               rtol=1e-5)
+    for got, want in zip(model.get_weights(), case["weights_after"]):
+        np.testing.assert_allclose(got, _f32(want), rtol=1e-5, atol=1e-6)
+
+
+def test_dense_features_needs_a_dict_and_dense_columns():
+    fc = af.feature_column
+    with pytest.raises(ValueError, match="You can wrap a categorical column"):
+        L.DenseFeatures([fc.categorical_column_with_identity("c", 3)])
+    layer = L.DenseFeatures([fc.numeric_column("a")])
+    with pytest.raises(ValueError, match="We expected a dictionary here"):
+        layer(af.placeholder(af.float32, [None, 1]))

@@ -113,7 +113,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
     "estimator": {"train", "metrics", "data", "feature_column", "layers", "nn", "saved_model"},  # tf.contrib's layers, rnn, seq2seq, framework over those
     # tf.keras of TF 1.x: layers over af.layers and rnn, models trained with train's Saver and sessions
-    "keras": {"train", "layers", "nn", "losses", "metrics", "summary", "gfile"},
+    "keras": {"train", "layers", "nn", "losses", "metrics", "summary", "gfile",
+              "feature_column"},    # DenseFeatures: feature columns as a Keras layer, as tf.keras has them
     "<root>": {"keras", "test", "resource_loader", "version", "dtypes", "bitwise", "sets", "quantization", "manip", "queue",
                "estimator", "feature_column", "contrib", "serving", "distribute", "client", "compat", "app", "tfio", "tf_logging", "nn", "layers", "xla",
                "metrics", "math", "linalg", "distributions", "signal", "spectral", "sparse", "random", "image", "python_io", "strings", "lookup", "initializers", "debugging", "data",

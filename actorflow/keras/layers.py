@@ -13,18 +13,20 @@ import numbers
 
 import numpy as np
 
+from actorflow import feature_column as _fc
 from actorflow import layers as _tfl
 from actorflow.graph import dtypes
-from actorflow.graph.graph import convert_to_tensor
+from actorflow.graph.graph import GraphKeys, convert_to_tensor, get_default_graph
 from actorflow.graph.ops import array_ops, math_ops, nn_ops
 from actorflow.graph.ops.constant import constant
 from actorflow.graph.ops.image_ops import resize_bilinear
 from actorflow.graph.ops.sort_ops import cumsum, repeat
+from actorflow.graph.variable_scope import variable_scope
 from actorflow.keras import backend as K
 from actorflow.keras.engine import Input, InputLayer, InputSpec, Layer, _act, _con, _init, _reg
 
 __all__ = ["Layer", "Input", "InputLayer", "InputSpec", "LayerNormalization", "AlphaDropout", "serialize", "Attention",
-           "AdditiveAttention", "Dense", "Conv1D", "Conv2D", "Conv2DTranspose", "Convolution1D",
+           "AdditiveAttention", "DenseFeatures", "Dense", "Conv1D", "Conv2D", "Conv2DTranspose", "Convolution1D",
            "Convolution2D", "MaxPooling1D", "MaxPooling2D", "AveragePooling1D", "AveragePooling2D", "MaxPool1D",
            "MaxPool2D", "AvgPool1D", "AvgPool2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
            "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalMaxPool1D",
@@ -1256,6 +1258,40 @@ class AdditiveAttention(_DenseAttention):
         if self.scale is not None:
             s = math_ops.multiply(s, self.scale.value())
         return math_ops.reduce_sum(s, -1)
+
+
+class DenseFeatures(Layer):
+    """A model's dense input from a dict of features and the feature columns that read them
+    (tf.keras.layers.DenseFeatures): each column's dense tensor, in the order of the columns'
+    names, concatenated on the last axis. The variables the columns make (an embedding column's
+    table) are the layer's weights, under `<layer>/<column name>/`."""
+
+    def __init__(self, feature_columns, trainable=True, name=None, **kwargs):
+        super().__init__(trainable=trainable, name=name, **kwargs)
+        self._feature_columns = _fc._check_columns(
+            feature_columns, _fc._DenseColumn, "DenseColumn. You can wrap a categorical column with an "
+            "embedding_column or indicator_column")
+
+    def build(self, input_shape):
+        self.built = True
+
+    def call(self, features, cols_to_output_tensors=None):
+        if not isinstance(features, dict):
+            raise ValueError(f"We expected a dictionary here. Instead we got: {features}")
+        g = get_default_graph()
+        seen = {id(v) for v in g.get_collection(GraphKeys.GLOBAL_VARIABLES)}
+        outs = []
+        for c in self._feature_columns:
+            with variable_scope(None, default_name=c.name):
+                t = c._dense(features)
+            outs.append(t)
+            if cols_to_output_tensors is not None:
+                cols_to_output_tensors[c] = t
+        for v in g.get_collection(GraphKeys.GLOBAL_VARIABLES):
+            if id(v) not in seen:
+                trainable = any(v is w for w in g.get_collection(GraphKeys.TRAINABLE_VARIABLES))
+                (self._trainable_weights if trainable else self._non_trainable_weights).append(v)
+        return outs[0] if len(outs) == 1 else array_ops.concat(outs, -1)
 
 
 def serialize(layer):
