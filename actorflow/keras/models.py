@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import weakref
 
 import numpy as np
 
@@ -119,26 +120,33 @@ def _is_dataset(x) -> bool:
 
 class _DatasetSource:
     """A tf.data Dataset (or iterator) as a source of numpy batches for the Keras loops, drawn
-    through the Keras session: a dataset gets its own initializable iterator, started on the first
-    pass and, with `restart_each_pass` (no step count: each epoch runs to the end of the data, as
-    tf.keras does), at every pass; an iterator is used as it stands."""
+    through the Keras session. A dataset gets its own initializable iterator, made once (a model
+    keeps one source per data set, so repeated calls add nothing to the graph); each call (`start`)
+    reads it from its beginning, as tf.keras's calls do, and with `restart_each_pass` (no step
+    count: each epoch runs to the end of the data) every epoch does. An iterator is used as it
+    stands."""
 
-    def __init__(self, data, steps, steps_name):
+    def __init__(self, data):
         g = get_default_graph()
         with g.name_scope(None):
             if hasattr(data, "make_initializable_iterator"):
                 self._it = data.make_initializable_iterator()
                 self._init = self._it.initializer
-                cardinality = int(K.get_session().run(data.cardinality()))
+                self.cardinality = int(K.get_session().run(data.cardinality()))
             else:
-                self._it, self._init, cardinality = data, None, -2
+                self._it, self._init, self.cardinality = data, None, -2
             self._next = self._it.get_next()
-        if steps is None and cardinality == -1:
+        self.steps, self.restart_each_pass, self._started = None, False, False
+
+    def start(self, steps, steps_name):
+        """This source for one call reading `steps` batches an epoch (None: to the data's end)."""
+        if steps is None and self.cardinality == -1:
             raise ValueError(f"When passing an infinitely repeating dataset, you must specify the `{steps_name}` "
                              f"argument.")
-        self.steps = steps if steps is not None else (cardinality if cardinality >= 0 else None)
+        self.steps = steps if steps is not None else (self.cardinality if self.cardinality >= 0 else None)
         self.restart_each_pass = steps is None
         self._started = False
+        return self
 
     def __iter__(self):
         if self._init is not None and (self.restart_each_pass or not self._started):
@@ -153,10 +161,6 @@ class _DatasetSource:
             raise StopIteration from None
 
 
-def _no_batch_size(x, batch_size):
-    if batch_size is not None:
-        raise ValueError(f"The `batch_size` argument must not be specified for the given input type. Received "
-                         f"input: {x}, batch_size: {batch_size}")
 
 
 def _unpack(batch):
@@ -223,6 +227,14 @@ def _align(mask, per):
     return mask
 
 
+def _to_rank(sw, like):
+    """Sample weights with trailing axes of size 1 up to `like`'s rank (per-sample weights against
+    per-step values)."""
+    for _ in range(max((like.shape.ndims or 1) - sw.shape.ndims, 0)):
+        sw = array_ops.expand_dims(sw, -1)
+    return sw
+
+
 def _weighted_loss(per, sw, mask):
     """An output's loss as tf.keras computes it in a compiled model (TF 2.21's SUM_OVER_BATCH_SIZE,
     which TF 1.15's compile already used): the per-sample losses times the sample weights, summed
@@ -235,10 +247,7 @@ def _weighted_loss(per, sw, mask):
     else:
         size = math_ops.cast(array_ops.size(mask), per.dtype)
         w = math_ops.multiply(mask, math_ops.divide(size, math_ops.reduce_sum(mask)))
-        swe = sw
-        for _ in range(max((w.shape.ndims or 1) - sw.shape.ndims, 0)):
-            swe = array_ops.expand_dims(swe, -1)
-        weighted = math_ops.multiply(per, math_ops.multiply(swe, w))
+        weighted = math_ops.multiply(per, math_ops.multiply(_to_rank(sw, w), w))
     return math_ops.div_no_nan(math_ops.reduce_sum(weighted), math_ops.cast(array_ops.size(weighted), per.dtype))
 
 
@@ -251,9 +260,7 @@ def _mean_parts(values, mask, sample_weight=None):
     if sample_weight is not None:
         sw = math_ops.cast(sample_weight, values.dtype)
         if w is not None:
-            for _ in range(max((w.shape.ndims or 1) - sw.shape.ndims, 0)):
-                sw = array_ops.expand_dims(sw, -1)
-            w = math_ops.multiply(w, sw)
+            w = math_ops.multiply(w, _to_rank(sw, w))
         else:
             w = _align(sw, values)
     if w is None:
@@ -281,9 +288,12 @@ class _Totals:
     def batch(outs, n_losses) -> list:
         """One batch's values: its losses and metrics, as float32."""
         outs = [np.float32(o) for o in outs]
-        mets = [np.float32(num / den) if den else np.float32(0.0) for num, den in zip(outs[n_losses::2],
-                                                                                        outs[n_losses + 1::2])]
-        return outs[:n_losses] + mets
+        return outs[:n_losses] + _Totals._ratios(outs[n_losses:])
+
+    @staticmethod
+    def _ratios(pairs) -> list:
+        """num / den of each (num, den) pair of a flat list (0 for no weight), as float32."""
+        return [np.float32(num / den) if den else np.float32(0.0) for num, den in zip(pairs[::2], pairs[1::2])]
 
     def add(self, outs, n) -> list:
         """Adds a batch of `n` samples; the values to log for it (its losses, the running metrics)."""
@@ -302,14 +312,12 @@ class _Totals:
         return outs[:self.n_losses] + self._metrics()
 
     def _metrics(self) -> list:
-        k = self.n_losses - 1
-        sums = self.sums[k:]
-        return [np.float32(num / den) if den else np.float32(0.0) for num, den in zip(sums[::2], sums[1::2])]
+        return self._ratios(self.sums[self.n_losses - 1:])
 
     def result(self) -> list:
         k = self.n_losses - 1
         loss = self.loss / max(self.seen, 1)
-        outs = [np.float32(s / c) if c else np.float32(0.0) for s, c in zip(self.sums[:k], self.counts)]
+        outs = self._ratios([v for pair in zip(self.sums[:k], self.counts) for v in pair])
         return [loss if self.use_steps else np.float32(loss)] + outs + self._metrics()
 
 
@@ -331,6 +339,7 @@ class Model(Layer):
         self._layers_list: list = []
         self._fns: dict = {}
         self._saver = None
+        self._sources = weakref.WeakKeyDictionary()     # data set -> its _DatasetSource
         if inputs is not None:
             if outputs is None:
                 raise ValueError("Model needs both `inputs` and `outputs`")
@@ -467,11 +476,15 @@ class Model(Layer):
         return _dedup(out)
 
     def _run_with_states(self, fetches, feed):
-        """Runs `fetches` and the stateful layers' updates; the fetches' values."""
-        ups = self.state_updates
-        if not ups:
+        """Runs `fetches` and the stateful layers' updates (grouped once, then reused); the fetches'
+        values."""
+        if "states" not in self._fns:
+            ups = self.state_updates
+            self._fns["states"] = group(*ups, name="keras_state_updates") if ups else None
+        op = self._fns["states"]
+        if op is None:
             return self._run(fetches, feed)
-        return self._run(list(fetches) + [group(*ups)], feed)[:-1]
+        return self._run(list(fetches) + [op], feed)[:-1]
 
     @property
     def metrics_names(self) -> list:
@@ -697,6 +710,16 @@ class Model(Layer):
         self.metrics_tensors = [math_ops.div_no_nan(num, den) for num, den in metric_tensors]
         self._fns = {}
 
+    def _source(self, data, batch_size, steps, steps_name):
+        """The model's source of batches from data set `data`, started for one call."""
+        if batch_size is not None:
+            raise ValueError(f"The `batch_size` argument must not be specified for the given input type. Received "
+                             f"input: {data}, batch_size: {batch_size}")
+        src = self._sources.get(data)
+        if src is None:
+            src = self._sources[data] = _DatasetSource(data)
+        return src.start(steps, steps_name)
+
     def _totals(self, use_steps=False):
         return _Totals(self._n_losses, len(self._eval_fetches), use_steps)
 
@@ -811,10 +834,9 @@ class Model(Layer):
             raise TypeError(f"fit: unexpected keyword arguments {sorted(kwargs)}")
         if _is_dataset(x):
             # TF 1.13+: fit takes a tf.data Dataset of (x, y) or (x, y, sample_weight) batches
-            _no_batch_size(x, batch_size)
             if validation_data is not None and _is_dataset(validation_data):
-                validation_data = _DatasetSource(validation_data, validation_steps, "validation_steps")
-            src = _DatasetSource(x, steps_per_epoch, "steps_per_epoch")
+                validation_data = self._source(validation_data, None, validation_steps, "validation_steps")
+            src = self._source(x, batch_size, steps_per_epoch, "steps_per_epoch")
             return self.fit_generator(src, steps_per_epoch=src.steps, epochs=epochs, verbose=verbose,
                                       callbacks=callbacks, validation_data=validation_data,
                                       validation_steps=validation_steps, class_weight=class_weight,
@@ -904,8 +926,7 @@ class Model(Layer):
         tf.data Dataset of (x, y) or (x, y, sample_weight) batches, read for `steps` batches or to
         its end; or a generator or Sequence, as evaluate_generator."""
         if _is_dataset(x):
-            _no_batch_size(x, batch_size)
-            return self.evaluate_generator(_DatasetSource(x, steps, "steps"), steps=steps)
+            return self.evaluate_generator(self._source(x, batch_size, steps, "steps"), steps=steps)
         if _is_generator(x):
             return self.evaluate_generator(x, steps=steps)
         xs, ys, sws = self._standardize(x, y, sample_weight)
@@ -919,8 +940,7 @@ class Model(Layer):
         be a tf.data Dataset (of inputs, or (inputs, targets) whose targets are ignored), read for
         `steps` batches or to its end, or a generator or Sequence, as predict_generator."""
         if _is_dataset(x):
-            _no_batch_size(x, batch_size)
-            return self.predict_generator(_DatasetSource(x, steps, "steps"), steps=steps)
+            return self.predict_generator(self._source(x, batch_size, steps, "steps"), steps=steps)
         if _is_generator(x):
             return self.predict_generator(x, steps=steps)
         xs, _, _ = self._standardize(x)
@@ -977,8 +997,7 @@ class Model(Layer):
                     np.random.shuffle(order)
             elif it is None or getattr(generator, "restart_each_pass", False):
                 it = iter(generator)
-            totals = self._totals(True) if self._is_compiled and hasattr(self, "_n_losses") else None
-            names = None
+            totals = names = None
             for b, i in enumerate(order):
                 batch = generator[i] if isinstance(generator, Sequence) else next(it, _END)
                 if batch is _END:

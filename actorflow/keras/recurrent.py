@@ -364,7 +364,39 @@ class _HostedCell(Layer):
         return out, list(nest.flatten(new))
 
 
-class StackedRNNCells(Layer):
+class _InnerLayers:
+    """The weights, updates and losses of a layer made of other layers (`_inner()`): theirs, in
+    order (a wrapper's, a stack of cells'); frozen, all its weights are non-trainable."""
+
+    @property
+    def trainable_weights(self):
+        return [w for lyr in self._inner() for w in lyr.trainable_weights] if self.trainable else []
+
+    @property
+    def non_trainable_weights(self):
+        ws = [w for lyr in self._inner() for w in lyr.non_trainable_weights]
+        if not self.trainable:
+            ws = [w for lyr in self._inner() for w in lyr.trainable_weights] + ws
+        return ws
+
+    @property
+    def weights(self):
+        return self.trainable_weights + self.non_trainable_weights
+
+    @property
+    def updates(self):
+        return [u for lyr in self._inner() for u in lyr.updates]
+
+    @property
+    def losses(self):
+        return [x for lyr in self._inner() for x in lyr.losses]
+
+    @property
+    def weight_losses(self):
+        return [x for lyr in self._inner() for x in lyr.weight_losses]
+
+
+class StackedRNNCells(_InnerLayers, Layer):
     """Cells run one above the other at each step (tf.keras.layers.StackedRNNCells; what RNN makes
     of a list of cells): each cell's output is the next one's input; the states are the cells'
     states in order."""
@@ -396,28 +428,8 @@ class StackedRNNCells(Layer):
             new_states += list(nest.flatten(new))
         return inputs, new_states
 
-    def _all_cells(self):
-        return self.cells
-
-    @property
-    def trainable_weights(self):
-        return [w for c in self.cells for w in getattr(c, "trainable_weights", [])] if self.trainable else []
-
-    @property
-    def non_trainable_weights(self):
-        return [w for c in self.cells for w in getattr(c, "non_trainable_weights", [])]
-
-    @property
-    def weights(self):
-        return self.trainable_weights + self.non_trainable_weights
-
-    @property
-    def losses(self):
-        return [x for c in self.cells for x in getattr(c, "losses", [])]
-
-    @property
-    def updates(self):
-        return [u for c in self.cells for u in getattr(c, "updates", [])]
+    def _inner(self):
+        return [c for c in self.cells if isinstance(c, Layer)]     # (a cell that is no layer has no weights)
 
     def get_config(self):
         cfg = super().get_config()
@@ -780,7 +792,7 @@ class ConvLSTM2D(RNN):
         return cls(**config)
 
 
-class Wrapper(Layer):
+class Wrapper(_InnerLayers, Layer):
     """A layer around another layer (tf.keras.layers.Wrapper): its weights are the inner layer's."""
     _masking = True
 
@@ -810,32 +822,6 @@ class Wrapper(Layer):
         config.pop("name", None)
         return cls._from_config_with(config)
 
-    @property
-    def trainable_weights(self):
-        return [w for lyr in self._inner() for w in lyr.trainable_weights] if self.trainable else []
-
-    @property
-    def non_trainable_weights(self):
-        ws = [w for lyr in self._inner() for w in lyr.non_trainable_weights]
-        if not self.trainable:
-            ws = [w for lyr in self._inner() for w in lyr.trainable_weights] + ws
-        return ws
-
-    @property
-    def weights(self):
-        return self.trainable_weights + self.non_trainable_weights
-
-    @property
-    def updates(self):
-        return [u for lyr in self._inner() for u in lyr.updates]
-
-    @property
-    def losses(self):
-        return [x for lyr in self._inner() for x in lyr.losses]
-
-    @property
-    def weight_losses(self):
-        return [x for lyr in self._inner() for x in lyr.weight_losses]
 
 
 class TimeDistributed(Wrapper):
