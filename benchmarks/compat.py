@@ -5,7 +5,8 @@
 
 `--json` results are merged into the file if it exists, so a partial rerun (`--only`) updates it.
 The programs are named in benchmarks/compat/corpus.toml (repository, commit, path) and are not copied
-into this repository: `fetch` reads them with `git show COMMIT:PATH` from a clone of each repository,
+into this repository: `fetch` reads them with `git show COMMIT:PATH` from a clone of each repository
+(a `driver` entry runs a script of benchmarks/compat/drivers/ over the repository's `files` instead),
 found as DIR/<owner>+<name>/repo, DIR/<owner>+<name> or DIR/<name>. Each program is ported the same
 way for both libraries (see the corpus file's header), runs in its own process in its own directory,
 and its final figure is read from its output. TensorFlow runs `--seeds` times (its programs are not
@@ -65,12 +66,13 @@ def fetch(manifest, mirror: Path, corpus: Path) -> None:
     """Writes every program of the manifest into `corpus`, at the commit the manifest names."""
     for prog in manifest["program"]:
         repo = manifest["repos"][prog["repo"]]
-        src = subprocess.run(["git", "-C", str(_repo_dir(mirror, repo["repo"])), "show",
-                              f"{repo['commit']}:{prog['path']}"], check=True, capture_output=True).stdout
-        dst = corpus / prog["id"].replace("/", "__")
-        dst = dst.with_suffix(".py")
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        dst.write_bytes(src)
+        if "driver" not in prog:         # a driver is this repository's own (drivers/); it runs the files
+            src = subprocess.run(["git", "-C", str(_repo_dir(mirror, repo["repo"])), "show",
+                                  f"{repo['commit']}:{prog['path']}"], check=True, capture_output=True).stdout
+            dst = corpus / prog["id"].replace("/", "__")
+            dst = dst.with_suffix(".py")
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(src)
         for name in prog.get("files", []):        # data files the program reads, from the same commit
             data = subprocess.run(["git", "-C", str(_repo_dir(mirror, repo["repo"])), "show",
                                    f"{repo['commit']}:{name}"], check=True, capture_output=True).stdout
@@ -86,7 +88,7 @@ def fetch(manifest, mirror: Path, corpus: Path) -> None:
                     data = subprocess.run(["git", "-C", str(_repo_dir(mirror, repo["repo"])), "show",
                                            f"{repo['commit']}:{name}"], check=True, capture_output=True).stdout
                     (dst_pkg / Path(name).name).write_bytes(data)
-        print(f"fetched {prog['id']:40s} {repo['repo']}@{repo['commit'][:10]}:{prog['path']}")
+        print(f"fetched {prog['id']:40s} {repo['repo']}@{repo['commit'][:10]}:{prog.get('path', prog.get('files'))}")
 
 
 def _files_dir(corpus: Path, prog) -> Path:
@@ -275,8 +277,10 @@ def main(argv=None):
         af_earlier.update(json.loads(path.read_text()))
     results = {}
     for prog in progs:
-        path = a.corpus / (prog["id"].replace("/", "__") + ".py")
-        if not path.exists():
+        path = HERE / "drivers" / prog["driver"] if "driver" in prog else \
+            a.corpus / (prog["id"].replace("/", "__") + ".py")
+        if not path.exists() or ("files" in prog and not _files_dir(a.corpus, prog).joinpath(
+                Path(prog["files"][0]).name).exists()):
             raise SystemExit(f"{path} is missing: run `python benchmarks/compat.py fetch --mirror DIR` first")
         source = path.read_text()
         res = {"tf": earlier.get(prog["id"], {}).get("tf", []), "af": None}

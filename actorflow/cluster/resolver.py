@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from actorflow.cluster.spec import ClusterSpec
 
-__all__ = ["ClusterResolver", "TFConfigClusterResolver", "SimpleClusterResolver", "SlurmClusterResolver",
+__all__ = ["ClusterResolver", "TPUClusterResolver", "TFConfigClusterResolver", "SimpleClusterResolver", "SlurmClusterResolver",
            "KubernetesClusterResolver", "UnionClusterResolver", "expand_hostlist", "expand_tasks_per_node"]
 
 
@@ -412,6 +412,17 @@ class KubernetesClusterResolver(ClusterResolver):
             if addresses:
                 spec[job] = addresses
         return ClusterSpec(spec)
+
+
+class TPUClusterResolver(ClusterResolver):
+    """tf.distribute.cluster_resolver.TPUClusterResolver: finds a Cloud TPU's workers. actorflow has
+    no TPU, so constructing one is a ValueError that names the TPU asked for; programs that build it
+    only when told to use a TPU (BERT's `if FLAGS.use_tpu and FLAGS.tpu_name`) run on the CPU."""
+
+    def __init__(self, tpu=None, zone=None, project=None, job_name="worker", coordinator_name=None,
+                 coordinator_address=None, credentials="default", service=None, discovery_url=None):
+        raise ValueError(f"TPUClusterResolver(tpu={tpu!r}): actorflow has no TPUs to resolve; run the program's "
+                         "CPU path (TPUEstimator(use_tpu=False)) or use another ClusterResolver")
 
 
 class UnionClusterResolver(ClusterResolver):

@@ -6,15 +6,18 @@ training, greedy and custom helpers, Bahdanau and Luong attention, beam search),
 `tf.contrib.crf` (linear-chain CRF: log-likelihood, Viterbi decoding), `tf.contrib.factorization.KMeans`, `tf.contrib.predictor`, `tf.contrib.lookup` (vocabulary tables), `tf.contrib.image` (transform, rotate, translate), `tf.contrib.losses` (old argument order, metric learning), `tf.contrib.distributions` (with the multivariate normals),
 `tf.contrib.opt` (LazyAdam, AdamW/MomentumW, ScipyOptimizerInterface),
 `tf.contrib.learn.preprocessing.VocabularyProcessor`, `tf.contrib.tensorboard.plugins.projector`,
-`tf.contrib.training` (bucket_by_sequence_length, HParams), `tf.contrib.metrics`' streaming metrics and
-`tf.contrib.slim`'s layer and scope names.
+`tf.contrib.training` (bucket_by_sequence_length, HParams), `tf.contrib.metrics`' streaming metrics,
+`tf.contrib.slim`'s layer and scope names, `tf.contrib.tpu` (TPUEstimator and CrossShardOptimizer run on
+the CPU, as TF runs them with `use_tpu=False`), `tf.contrib.data` and `tf.contrib.cluster_resolver`.
 
 Everything here is built from actorflow's own layers, cells and ops; it defines no op.
 """
 from __future__ import annotations
 
 from actorflow.contrib import (
+    cluster_resolver,
     crf,
+    data,
     distributions,
     factorization,
     framework,
@@ -31,10 +34,11 @@ from actorflow.contrib import (
     seq2seq,
     slim,
     tensorboard,
+    tpu,
     training,
 )
 
-__all__ = ["crf", "lookup", "predictor", "image", "losses", "distributions", "factorization", "opt", "learn", "tensorboard", "framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
+__all__ = ["cluster_resolver", "data", "tpu", "crf", "lookup", "predictor", "image", "losses", "distributions", "factorization", "opt", "learn", "tensorboard", "framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
 
 
 def __getattr__(name):

@@ -5,8 +5,9 @@ from actorflow.cluster.resolver import (
                                         SimpleClusterResolver,
                                         SlurmClusterResolver,
                                         TFConfigClusterResolver,
+                                        TPUClusterResolver,
                                         UnionClusterResolver,
 )
 
 __all__ = ["ClusterResolver", "KubernetesClusterResolver", "SimpleClusterResolver", "SlurmClusterResolver",
-           "TFConfigClusterResolver", "UnionClusterResolver"]
+           "TFConfigClusterResolver", "TPUClusterResolver", "UnionClusterResolver"]

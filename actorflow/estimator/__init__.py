@@ -2,7 +2,7 @@
 af.train's MonitoredTrainingSession, checkpoint hooks and Saver, af.metrics and af.data."""
 from __future__ import annotations
 
-from actorflow.estimator import export, inputs
+from actorflow.estimator import export, inputs, tpu
 from actorflow.estimator.canned import DNNClassifier, DNNRegressor, LinearClassifier, LinearRegressor
 from actorflow.estimator.estimator import Estimator, WarmStartSettings
 from actorflow.estimator.model_fn import EstimatorSpec, ModeKeys
@@ -11,5 +11,5 @@ from actorflow.estimator.training import EvalSpec, TrainSpec, train_and_evaluate
 from actorflow.train.session_run_hook import CheckpointSaverListener
 
 __all__ = ["Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "WarmStartSettings", "TrainSpec", "EvalSpec",
-           "train_and_evaluate", "CheckpointSaverListener", "inputs", "export",
+           "train_and_evaluate", "CheckpointSaverListener", "inputs", "export", "tpu",
            "DNNClassifier", "DNNRegressor", "LinearClassifier", "LinearRegressor"]

@@ -164,7 +164,7 @@ class Estimator:
         if "mode" in args:
             kwargs["mode"] = mode
         if "params" in args:
-            kwargs["params"] = self.params
+            kwargs["params"] = self._input_fn_params(mode)
         if "config" in args:
             kwargs["config"] = self.config
         result = input_fn(**kwargs)
@@ -175,6 +175,9 @@ class Estimator:
                 raise ValueError(f"input_fn should return (features, labels) as a len 2 tuple, got {len(result)} items")
             return result[0], result[1]
         return result, None
+
+    def _input_fn_params(self, mode):
+        return self.params
 
     def _call_model_fn(self, features, labels, mode):
         args = self._model_fn_args

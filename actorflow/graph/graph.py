@@ -36,6 +36,11 @@ def _import_op_modules() -> None:
         importlib.import_module(f"actorflow.graph.ops.{m.name}")
 
 
+# The ops a variable's reference comes from, and the ops that only read it (the snapshot, a fresh read).
+_VARIABLE_OPS = frozenset(["VariableV2", "Variable", "TemporaryVariable"])
+_PLAIN_READS = frozenset(["Identity", "_RefRead", "IsVariableInitialized"])
+
+
 class GraphKeys:
     """Standard collection names (tf.GraphKeys)."""
     GLOBAL_VARIABLES = "variables"
@@ -194,6 +199,7 @@ class Operation:
             self.control_inputs.append(op)
             op._control_outputs.append(self)
             self.graph._version += 1
+            self.graph._rewired += 1
 
     def _update_input(self, index: int, tensor: "Tensor") -> None:
         """Rewires input `index` (used to close loops: Merge's back edge from NextIteration)."""
@@ -204,6 +210,7 @@ class Operation:
         self.inputs = self.inputs[:index] + (tensor,) + self.inputs[index + 1:]
         tensor._consumers.append(self)
         self.graph._version += 1
+        self.graph._rewired += 1
 
     def run(self, feed_dict=None, session=None):
         sess = session or get_default_session()
@@ -241,6 +248,8 @@ class Graph:
         self._collections: dict[str, list] = {}
         self._id_counter = 0
         self._version = 0
+        self._rewired = 0             # bumped when an existing op's inputs change (ancestry caches)
+        self._touched_refs: dict = {}  # Operation -> refs its ancestry hands to stateful consumers
         self._lock = threading.RLock()
         self._finalized = False
         self.seed = None
@@ -348,6 +357,38 @@ class Graph:
             self._gradient_override_map.update(saved)
 
     # -- control dependencies, devices, colocation ----------------------------------------------
+    def _refs_touched_before(self, op: "Operation") -> frozenset:
+        """The reference tensors (variables' VariableV2 outputs) that `op` or an op it depends on,
+        through data or control edges, takes as an input other than through a plain read: what may
+        have written them by the time `op` has run. Cached per op; an op's ancestry changes only when
+        its inputs are rewired."""
+        cache = self._touched_refs
+        if cache.get("_rewired") != self._rewired:
+            cache.clear()
+            cache["_rewired"] = self._rewired
+        hit = cache.get(op)
+        if hit is not None:
+            return hit
+        touched, seen, stack = set(), {op}, [op]
+        while stack:
+            o = stack.pop()
+            for t in o.inputs:
+                if t.op.type in _VARIABLE_OPS and o.type not in _PLAIN_READS:
+                    touched.add(t)
+                if t.op not in seen:
+                    seen.add(t.op)
+                    stack.append(t.op)
+            for c in o.control_inputs:
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        cache[op] = hit = frozenset(touched)
+        return hit
+
+    def _control_may_write_variables(self) -> bool:
+        """Whether an op of the current control_dependencies, or one it depends on, may write a variable."""
+        return any(self._refs_touched_before(c) for frame in self._state().control_stack for c in frame)
+
     @contextlib.contextmanager
     def control_dependencies(self, control_inputs):
         """Ops created inside run after `control_inputs` (tf.control_dependencies); None clears."""

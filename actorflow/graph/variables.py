@@ -232,16 +232,20 @@ class Variable(metaclass=_VariableMeta):
 
     def _conversion_tensor(self) -> Tensor:
         """The tensor an op built now reads this variable through (convert_to_tensor): the snapshot,
-        or inside ``control_dependencies`` a fresh read that runs after those control inputs. TF 1.x
+        or inside ``control_dependencies`` whose ops (or their inputs) may write variables, a fresh read
+        that runs after those control inputs. TF 1.x
         reads a variable's buffer when the op consuming it runs (a reference variable's snapshot
         aliases the buffer), and TF 2's resource variables read afresh in the current context; so
         ``with tf.control_dependencies([train_op]): tf.identity(v)`` (or an ExponentialMovingAverage
         applied after the optimizer's update) sees the updated value, not the step's first read.
         Inside a cond or while_loop the context's own reads apply (a loop reads its variables at each
-        iteration already)."""
+        iteration already). Control inputs that write no variable (an assertion on shapes) leave the
+        snapshot in place, as TF's graph has it: no write can come between them and the read. (Another
+        variable's update can: one Adam applying two gradient lists reads its powers after each.)"""
         g = self._variable.graph
         st = g._state()
-        if st.context is None and any(st.control_stack) and get_default_graph() is g:
+        if st.context is None and any(st.control_stack) and get_default_graph() is g \
+                and g._control_may_write_variables():
             return state_ops.RefRead(self._variable, name="read")
         return self._snapshot
 

@@ -1,7 +1,12 @@
 """`from tensorflow.contrib import rnn` for the corpus: TF 2.21 has no contrib, so the port imports
 `rnn` from here, which resolves names in the library under test (AF_COMPAT_LIB=actorflow or
 tensorflow) the way contrib.rnn re-exported them: cells from nn.rnn_cell, static_rnn and friends
-from nn."""
+from nn.
+
+`add_layer_norm(tf)` gives TensorFlow 2.21's compat.v1 module the tf.contrib.layers.layer_norm that
+TF-1.x programs such as BERT's modeling.py call (TF 1.15's: beta and gamma variables under the
+"LayerNorm" scope, moments over the last axis, epsilon 1e-12), for the drivers; under actorflow it
+leaves af.contrib alone."""
 import importlib
 import os
 import types
@@ -23,3 +28,17 @@ class _Rnn(types.ModuleType):
 
 
 rnn = _Rnn("rnn")
+
+
+def add_layer_norm(tf):
+    if hasattr(tf, "contrib"):
+        return
+
+    def layer_norm(inputs, begin_norm_axis=-1, begin_params_axis=-1, scope=None):
+        with tf.variable_scope(scope, "LayerNorm"):
+            shape = inputs.shape[-1:]
+            beta = tf.get_variable("beta", shape, initializer=tf.zeros_initializer())
+            gamma = tf.get_variable("gamma", shape, initializer=tf.ones_initializer())
+            mean, var = tf.nn.moments(inputs, [inputs.shape.ndims - 1], keep_dims=True)
+            return tf.nn.batch_normalization(inputs, mean, var, offset=beta, scale=gamma, variance_epsilon=1e-12)
+    tf.contrib = types.SimpleNamespace(layers=types.SimpleNamespace(layer_norm=layer_norm))
