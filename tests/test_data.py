@@ -194,9 +194,51 @@ def test_map_function_error_names_the_op_and_dataset():
         assert sess.run(t).shape == (2, 2)        # the iterator goes on after a failed element
 
 
-def test_map_cannot_capture_outer_tensors():
-    outer = af.constant(3.0)
-    with pytest.raises(ValueError, match="outer graph"):
+def _drain(sess, t):
+    out = []
+    while True:
+        try:
+            out.append(sess.run(t).tolist())
+        except af.errors.OutOfRangeError:
+            return out
+
+
+def test_dataset_functions_capture_the_tensors_of_their_graph():
+    """As TF's function graphs: a fed placeholder's value is the one at the iterator's initialization,
+    a constant keeps its static value, a lookup table and a variable are the session's own, and an
+    inner function captures its outer function's argument."""
+    s = af.placeholder(af.int64, [])
+    k = af.constant(3, af.int64)
+    it = Dataset.range(4).map(lambda i: i + s).filter(lambda x: x > s + 1).map(lambda x: x * k) \
+        .make_initializable_iterator()
+    table = af.contrib.lookup.index_table_from_tensor(af.constant(["a", "b", "c"]))
+    it2 = Dataset.from_tensor_slices(["b", "c", "z"]).map(lambda x: table.lookup(x)).make_initializable_iterator()
+    it3 = Dataset.from_tensor_slices(np.array([0, 10], np.int64)).interleave(
+        lambda start: Dataset.range(3).map(lambda i: i + start + s), cycle_length=2).make_initializable_iterator()
+    v = af.Variable(5, dtype=af.int64)
+    it4 = Dataset.range(3).map(lambda i: i + v).make_initializable_iterator()
+    shape = af.constant([2, 2])
+    assert Dataset.from_tensor_slices(np.zeros((2, 4))).map(lambda x: af.reshape(x, shape)).output_shapes == (2, 2)
+    with af.Session() as sess:
+        sess.run(it.initializer, {s: 10})
+        assert _drain(sess, it.get_next()) == [36, 39]
+        sess.run(it.initializer, {s: 1})
+        assert _drain(sess, it.get_next()) == [9, 12]
+        sess.run(af.tables_initializer())
+        sess.run(it2.initializer)
+        assert _drain(sess, it2.get_next()) == [1, 2, -1]
+        sess.run(it3.initializer, {s: 100})
+        assert _drain(sess, it3.get_next()) == [100, 110, 101, 111, 102, 112]
+        sess.run(v.initializer)
+        sess.run(it4.initializer)
+        assert _drain(sess, it4.get_next()) == [5, 6, 7]
+
+
+def test_a_dataset_function_cannot_use_a_tensor_of_an_unrelated_graph():
+    other = af.Graph()
+    with other.as_default():
+        outer = af.constant(3.0)
+    with pytest.raises(ValueError, match="another graph"):
         Dataset.range(3).map(lambda x: af.cast(x, af.float32) * outer)
 
 

@@ -59,6 +59,17 @@ def _op_error(spec, e: BaseException, what: str = "") -> errors.OpError:
     return errors.InvalidArgumentError(spec.name, None, f"{type(e).__name__}: {e}\n\t in {where}")
 
 
+class _BoundRunner:
+    """A FunctionRunner with its function's captured values appended to every call's arguments."""
+    __slots__ = ("runner", "fn", "extra")
+
+    def __init__(self, runner, extra):
+        self.runner, self.fn, self.extra = runner, runner.fn, extra
+
+    def call(self, args):
+        return self.runner.call(tuple(args) + self.extra if self.extra else args)
+
+
 class _Context:
     """What one run of an iterator shares: the runtime, the resource container, one function
     runner per function, state that outlives a stage's re-creation by `repeat` (shuffle seeds,
@@ -73,11 +84,23 @@ class _Context:
         self.tasks: set = set()
         self.closed = False
 
-    def runner(self, fn) -> FunctionRunner:
+    def runner(self, spec, name) -> "_BoundRunner":
+        """The runner of dataset `spec`'s function attribute `name`, its calls given the values the
+        function captured (the last of the spec's arguments, function by function: data/dataset.py)."""
+        fn = spec.attrs[name]
         r = self.runners.get(id(fn))
         if r is None:
             r = self.runners[id(fn)] = FunctionRunner(self.rt, self.container, fn)
-        return r
+        captured = spec.attrs.get("captured")
+        if not captured:
+            return _BoundRunner(r, ())
+        end = len(spec.args)
+        start = end - sum(n for _, n in captured)
+        for k, n in captured:
+            if k == name:
+                return _BoundRunner(r, tuple(spec.args[start:start + n]))
+            start += n
+        return _BoundRunner(r, ())
 
     def spawn(self, coro) -> asyncio.Task:
         task = self.loop.create_task(coro)
@@ -767,7 +790,7 @@ class _Map(Stage):
 
     def __init__(self, spec, ctx):
         super().__init__(spec)
-        self.runner = ctx.runner(spec.attrs["f"])
+        self.runner = ctx.runner(spec, "f")
         p = int(spec.args[0]) if spec.args else 1
         self.parallel = (os.cpu_count() or 2) if p < 0 else max(1, p)
         self.inflight: collections.deque = collections.deque()
@@ -809,7 +832,7 @@ class _Filter(Stage):
 
     def __init__(self, spec, ctx):
         super().__init__(spec)
-        self.runner = ctx.runner(spec.attrs["predicate"])
+        self.runner = ctx.runner(spec, "predicate")
         self.up = build(spec.inputs[0], ctx)
 
     async def next(self):
@@ -834,7 +857,7 @@ class _FlatMap(Stage):
     def __init__(self, spec, ctx):
         super().__init__(spec)
         self.ctx = ctx
-        self.runner = ctx.runner(spec.attrs["f"])
+        self.runner = ctx.runner(spec, "f")
         self.up = build(spec.inputs[0], ctx)
         self.inner = None
 
@@ -1124,7 +1147,7 @@ class _OneUp(Stage):
         return self.step(e)
 
     async def call(self, name, args):
-        runner = self.ctx.runner(self.spec.attrs[name])
+        runner = self.ctx.runner(self.spec, name)
         try:
             return tuple(await runner.call(args))
         except errors.OpError as err:

@@ -156,6 +156,13 @@ class Dataset:
     @staticmethod
     def _make(op_type, inputs, args, types, shapes, name=None, **attrs) -> "Dataset":
         flat_t, flat_s = _flat(types), tuple(as_shape(s) for s in _flat(shapes))
+        # The tensors the functions capture by value follow the op's own arguments, function by
+        # function; `captured` says how many each takes (actors/dataset.py hands them to its calls).
+        captured = tuple((k, len(f.captures)) for k, f in attrs.items()
+                         if isinstance(f, graph_function.GraphFunction) and f.captures)
+        if captured:
+            args = list(args) + [t for k, _ in captured for t in attrs[k].captures]
+            attrs["captured"] = captured
         v = getattr(ops, op_type)(*[d._variant for d in inputs], *args, output_types=flat_t, output_shapes=flat_s,
                                   n_inputs=len(inputs), name=name or op_type, **attrs)
         # The runtime names the dataset in its errors.

@@ -36,6 +36,11 @@ def _import_op_modules() -> None:
         importlib.import_module(f"actorflow.graph.ops.{m.name}")
 
 
+def tensors_name(inputs, i) -> str:
+    x = inputs[i]
+    return x.name if isinstance(x, Tensor) else repr(x)
+
+
 # The ops a variable's reference comes from, and the ops that only read it (the snapshot, a fresh read).
 _VARIABLE_OPS = frozenset(["VariableV2", "Variable", "TemporaryVariable"])
 _PLAIN_READS = frozenset(["Identity", "_RefRead", "IsVariableInitialized"])
@@ -477,7 +482,11 @@ class Graph:
             if not isinstance(x, Tensor):
                 x = convert_to_tensor(x)
             if x.graph is not self:
-                raise ValueError(f"Tensor {x.name} must be from the same graph as the {op_type} op being created.")
+                capture = self.__dict__.get("_capture")
+                x = capture(x) if capture is not None else None
+                if x is None:
+                    raise ValueError(f"Tensor {tensors_name(inputs, len(tensors))} must be from the same graph as "
+                                     f"the {op_type} op being created.")
             tensors.append(x)
         attrs = {k: _normalize_attr(v) for k, v in (attrs or {}).items()}
         if self._container and attrs.get("container") == "":
