@@ -424,25 +424,36 @@ class TestCase(unittest.TestCase):
             else:
                 yield sess
 
+    @staticmethod
+    def _config(config, force_gpu):
+        """TF's test sessions: with no config given, ops placed on a GPU fall back to the CPU (soft
+        placement) unless the test forces the GPU."""
+        if config is None:
+            from actorflow.actors.session import ConfigProto
+            config = ConfigProto(allow_soft_placement=not force_gpu)
+        return config
+
     @contextlib.contextmanager
     def session(self, graph=None, config=None, use_gpu=True, force_gpu=False):
         """A new Session on `graph` (default: the default graph), the default session and graph inside
-        the block, closed at its end (tf.test.TestCase.session)."""
-        with Session(graph=graph, config=config) as sess, self._defaults(sess, use_gpu, force_gpu):
+        the block, closed at its end (tf.test.TestCase.session). With no `config`, soft placement is
+        on unless `force_gpu`, as in TF."""
+        with Session(graph=graph, config=self._config(config, force_gpu)) as sess, \
+                self._defaults(sess, use_gpu, force_gpu):
             yield sess
 
-    def _get_cached_session(self, graph, config):
+    def _get_cached_session(self, graph, config, force_gpu=False):
         g = graph if graph is not None else _graph.get_default_graph()
         if self._cached_session is None or self._cached_graph is not g:
             self._clear_cached_session()
-            self._cached_session = Session(graph=g, config=config)
+            self._cached_session = Session(graph=g, config=self._config(config, force_gpu))
             self._cached_graph = g
         return self._cached_session
 
     @contextlib.contextmanager
     def cached_session(self, graph=None, config=None, use_gpu=True, force_gpu=False):
         """One Session per test (and graph), left open until tearDown (tf.test.TestCase.cached_session)."""
-        sess = self._get_cached_session(graph, config)
+        sess = self._get_cached_session(graph, config, force_gpu)
         with self._defaults(sess, use_gpu, force_gpu):
             yield sess
 

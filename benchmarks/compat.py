@@ -118,6 +118,9 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
                      flags=re.M)
     out = re.sub(r"^(\s*)from tensorflow\.contrib import rnn\s*$",
                  lambda m: m.group(1) + "from compat_contrib import rnn", out, flags=re.M)
+    if lib != "actorflow":        # TF 2.21 has no contrib: HParams from the shim
+        out = re.sub(r"^(\s*)from tensorflow\.contrib\.training import HParams\s*$",
+                     lambda m: m.group(1) + "from compat_contrib import HParams", out, flags=re.M)
     if lib == "actorflow":        # any other tf.contrib import: the same path under actorflow
         out = re.sub(r"^(\s*)from tensorflow\.contrib([.\s])", lambda m: m.group(1) + "from actorflow.contrib" + m.group(2),
                      out, flags=re.M)

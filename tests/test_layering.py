@@ -27,7 +27,8 @@ checkpoint_format, the file format shared by the Saver and the checkpoint kernel
 libraries that build ops on a graph and sit between graph and train (layers, losses, metrics, nn,
 rnn, rnn_cell, math, distributions, random, image, strings, lookup, initializers, debugging, data, summary, xla). client (the
 timeline) and compat import nothing; distribute re-exports the cluster's resolvers; contrib (tf.contrib's
-layers, rnn, seq2seq and framework) is built on layers, nn and train; keras (tf.keras of TF 1.x) on
+layers, rnn, seq2seq and framework) is built on layers, nn and train, and re-exports estimator's TPUEstimator,
+data's transformations and distribute's resolvers; keras (tf.keras of TF 1.x) on
 layers, nn, losses, metrics and train, beside estimator.
 """
 from __future__ import annotations
@@ -109,7 +110,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "audio": {"graph"},                # tf.audio: DecodeWav / EncodeWav
     "sysconfig": {"scheduler", "version"},   # tf.sysconfig: build facts (the GPUs' compute capabilities)
     "python": {"<root>"},    # tensorflow.python.* by their private paths, over the whole of actorflow
-    "contrib": {"train", "layers", "nn", "metrics", "distributions", "saved_model", "keras"},
+    "contrib": {"train", "layers", "nn", "metrics", "distributions", "saved_model", "keras",
+                "estimator", "data", "distribute"},   # tf.contrib.tpu's TPUEstimator, contrib.data, cluster_resolver
     "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
     "estimator": {"train", "metrics", "data", "feature_column", "layers", "nn", "saved_model"},  # tf.contrib's layers, rnn, seq2seq, framework over those
     # tf.keras of TF 1.x: layers over af.layers and rnn, models trained with train's Saver and sessions

@@ -296,3 +296,26 @@ def test_numpy_and_numba_paths_draw_the_same_words():
         [philox.uniform_int(7, 5, 999, -3, 10**6, np.int32), philox.words(9, 2**64 - 3, 37)]
     for a, b in zip(slow, fast):
         assert a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def test_a_random_op_the_optimizer_rewrote_keeps_one_stream_across_plans():
+    """A pass that replaces a random op's input copies the op into that plan (scheduler/rewrite.py);
+    the copy is the same op, so its stream goes on from plan to plan as TF's shared kernel's does
+    (gcn's dropout drew the same mask in each evaluation as in the training step before it)."""
+    def build():
+        g = af.Graph()
+        with g.as_default():
+            af.set_random_seed(3)
+            x = af.placeholder(af.float32, [None, 4])
+            r = af.random_uniform(af.shape(x) * 1)        # x * 1 is rewritten: the op is copied per plan
+            s = r + 1.0
+        return g, x, r, s
+    d = np.zeros((3, 4), np.float32)
+    g, x, r, _ = build()
+    with af.Session(graph=g) as sess:
+        one_plan = [sess.run(r, {x: d}) for _ in range(3)]
+    g, x, r, s = build()
+    with af.Session(graph=g) as sess:
+        mixed = [sess.run(r, {x: d}), sess.run(s, {x: d}) - 1.0, sess.run(r, {x: d})]
+    for a, b in zip(one_plan, mixed):
+        np.testing.assert_allclose(a, b, rtol=1e-6)

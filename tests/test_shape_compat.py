@@ -108,13 +108,13 @@ def test_dimensions_have_tf1_value_and_behave_as_ints():
     with af.Graph().as_default():
         x = af.placeholder(af.float32, [None, 3, 4])
         shape = x.get_shape()
-        assert shape[1].value == 3 and shape[-1].value == 4 and shape[0] is None
-        assert [d if d is None else d.value for d in shape] == [None, 3, 4]
+        assert shape[1].value == 3 and shape[-1].value == 4 and shape[0].value is None
+        assert [d.value for d in shape] == [None, 3, 4]
         d = shape[1]
         assert d == 3 and d * 2 == 6 and isinstance(d, int) and str(d) == "3" and hash(d) == hash(3)
         assert af.dimension_value(d) == 3 and af.dimension_value(None) is None and af.dimension_value(5) == 5
-        assert af.compat.dimension_value(shape[2]) == 4 and af.dimension_at_index(shape, 0) is None
-        assert af.Dimension(7).value == 7 and af.Dimension(None) is None
+        assert af.compat.dimension_value(shape[2]) == 4 and af.dimension_at_index(shape, 0).value is None
+        assert af.Dimension(7).value == 7 and af.Dimension(None).value is None
         assert d.is_compatible_with(3) and d.is_compatible_with(None) and not d.is_compatible_with(2)
         with pytest.raises(ValueError, match="not compatible"):
             d.merge_with(5)

@@ -117,9 +117,11 @@ class ResourceContainer:
         self._resources: dict[str, object] = {}
         self._kinds: dict[str, str] = {}
         self._lock = threading.Lock()
-        # graph op -> {(device, kernel def): kernel} of ops whose kernels keep session state (a random
-        # op's stream), which every plan of the session shares, as TF's session shares stateful
-        # kernels across its executors. Weak in the op: a server drops a graph's kernels with it.
+        # graph -> op name -> {(device, kernel def): kernel} of ops whose kernels keep session state (a
+        # random op's stream), which every plan of the session shares, as TF's session shares stateful
+        # kernels across its executors (by node name: a plan's rewritten copy of an op, made when a
+        # pass replaced one of its inputs, is the same op). Weak in the graph: a server drops a
+        # graph's kernels with it.
         self._kernels = weakref.WeakKeyDictionary()
         from actorflow.actors.sync_step import StepGate
         self.gate = StepGate()            # actor steps vs a synchronous training step (sync_step.py)
@@ -155,9 +157,12 @@ class ResourceContainer:
     def stateful_kernel(self, op, key, factory):
         """The kernel `factory()` built for (`op`, `key`) the first time any plan asked for it."""
         with self._lock:
-            per_op = self._kernels.get(op)
+            per_graph = self._kernels.get(op.graph)
+            if per_graph is None:
+                per_graph = self._kernels[op.graph] = {}
+            per_op = per_graph.get(op.name)
             if per_op is None:
-                per_op = self._kernels[op] = {}
+                per_op = per_graph[op.name] = {}
             fn = per_op.get(key)
             if fn is None:
                 fn = per_op[key] = factory()

@@ -1,6 +1,6 @@
 """af.contrib.learn: the text preprocessing of tf.contrib.learn (TF 1.x) that TF-1.x text
 classifiers use, `preprocessing.VocabularyProcessor` with its `CategoricalVocabulary` and
-tokenizer.
+tokenizer, and `ModeKeys` (the learn Estimator's modes, which tensorflow/nmt names its graphs by).
 
 A VocabularyProcessor maps documents to fixed-length int64 id vectors: `fit` tokenizes every
 document (TF's tokenizer regex: runs of capitals, capitalised words before another capital, and
@@ -23,7 +23,14 @@ import numpy as np
 
 from actorflow import gfile
 
-__all__ = ["preprocessing"]
+__all__ = ["preprocessing", "ModeKeys"]
+
+class ModeKeys:
+    """tf.contrib.learn.ModeKeys: the values are tf.estimator.ModeKeys' ('infer' for INFER)."""
+    TRAIN = "train"
+    EVAL = "eval"
+    INFER = "infer"
+
 
 TOKENIZER_RE = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z][a-z]+(?=[A-Z])|[\'\w\-]+", re.UNICODE)
 

@@ -13,6 +13,9 @@ def is_nested(x) -> bool:
     return _is_seq(x)
 
 
+is_sequence = is_nested      # TF 1.x's name (tf.contrib.framework.nest.is_sequence, tf.nest in TF 1.13-)
+
+
 def flatten(structure) -> list:
     """Leaves of a nested list/tuple/namedtuple/dict, dicts in sorted key order (tf.nest.flatten)."""
     if isinstance(structure, Mapping):

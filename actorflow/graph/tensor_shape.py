@@ -1,22 +1,30 @@
-"""Static shapes with unknown dimensions (tf.TensorShape), and their known dimensions (tf.Dimension)."""
+"""Static shapes with unknown dimensions (tf.TensorShape), and their known dimensions (tf.Dimension).
+
+Indexing or iterating a TensorShape gives a program TF 1.x's dimensions: a known one is a Dimension (an
+int with `.value`), an unknown one `Dimension(None)` (UNKNOWN_DIMENSION: `.value` is None, it is falsy,
+and comparisons with it give None), so the TF-1.x idiom `x.shape[1].value or tf.shape(x)[1]` works.
+actorflow's own modules get None for an unknown dimension (TF 2's shapes), which they test with `is None`.
+"""
 from __future__ import annotations
+
+import sys
 
 
 class Dimension(int):
     """A known dimension of a TensorShape, as indexing or iterating one gives it (tf.Dimension).
 
     An int (so arithmetic, comparisons, hashing, printing and `range()` work as on ints) that also
-    has TF 1.x's `.value`, as in `x.get_shape()[1].value`. An unknown dimension is None, as under
-    TF 2's shapes; `af.dimension_value(d)` reads either. `Dimension(None)` is None.
+    has TF 1.x's `.value`, as in `x.get_shape()[1].value`. `Dimension(None)` is the unknown
+    dimension, UNKNOWN_DIMENSION (module docstring); `af.dimension_value(d)` reads any of them.
     """
 
     __slots__ = ()
 
     def __new__(cls, value):
-        if value is None or isinstance(value, Dimension):
+        if isinstance(value, (Dimension, _UnknownDimension)):
             return value
         v = getattr(value, "value", value)
-        return None if v is None else super().__new__(cls, v)
+        return UNKNOWN_DIMENSION if v is None else super().__new__(cls, v)
 
     @property
     def value(self) -> int:
@@ -38,16 +46,77 @@ class Dimension(int):
         return self
 
 
+class _UnknownDimension:
+    """TF 1.x's Dimension(None): the unknown dimension a program gets from indexing a TensorShape."""
+
+    __slots__ = ()
+    value = None
+
+    def __repr__(self):
+        return "Dimension(None)"
+
+    def __str__(self):
+        return "?"
+
+    def __bool__(self):
+        return False
+
+    def __hash__(self):
+        return hash(None)
+
+    def __eq__(self, other):         # TF 1.x: unknown, so None
+        return None
+
+    __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __eq__
+
+    def __int__(self):
+        raise TypeError("an unknown dimension (Dimension(None)) has no int value")
+
+    __index__ = __int__
+
+    def __add__(self, other):        # arithmetic with an unknown dimension is unknown
+        return self
+
+    __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __add__
+    __truediv__ = __rtruediv__ = __add__
+
+    def is_compatible_with(self, other) -> bool:
+        return True
+
+    def assert_is_compatible_with(self, other) -> None:
+        return None
+
+    def merge_with(self, other):
+        return Dimension(dimension_value(other))
+
+    def __reduce__(self):
+        return (_unknown_dimension, ())
+
+
+def _unknown_dimension():
+    return UNKNOWN_DIMENSION
+
+
+UNKNOWN_DIMENSION = _UnknownDimension()
+
+
+def _for_program():
+    """Whether the code indexing a TensorShape (two frames up) is a program rather than actorflow's."""
+    name = sys._getframe(2).f_globals.get("__name__", "")
+    return not (name == "actorflow" or name.startswith("actorflow."))
+
+
 def dimension_value(dimension):
     """The int (or None) of a dimension, a Dimension or an int (tf.compat.dimension_value)."""
     return getattr(dimension, "value", dimension)
 
 
 def dimension_at_index(shape, index):
-    """Dimension `index` of `shape` (tf.compat.dimension_at_index): a Dimension, or None."""
+    """Dimension `index` of `shape` (tf.compat.dimension_at_index): a Dimension, Dimension(None) when
+    unknown."""
     shape = as_shape(shape)
     if shape.dims is None:
-        return None
+        return UNKNOWN_DIMENSION
     return Dimension(shape.dims[index])
 
 
@@ -70,6 +139,7 @@ class TensorShape:
             out = []
             for d in dims:
                 # None or a negative size (-1, as in TF's shape protos) is an unknown dimension.
+                d = getattr(d, "value", d)
                 d = None if d is None else int(d)
                 out.append(None if d is None or d < 0 else d)
             self.dims = tuple(out)
@@ -177,15 +247,20 @@ class TensorShape:
     def __iter__(self):
         if self.dims is None:
             raise ValueError("Cannot iterate over a shape with unknown rank.")
-        return iter([None if d is None else Dimension(d) for d in self.dims])
+        unknown = UNKNOWN_DIMENSION if _for_program() else None
+        return iter([unknown if d is None else Dimension(d) for d in self.dims])
 
     def __getitem__(self, key):
         if self.dims is None:
-            return TensorShape(None) if isinstance(key, slice) else None
+            if isinstance(key, slice):
+                return TensorShape(None)
+            return UNKNOWN_DIMENSION if _for_program() else None
         if isinstance(key, slice):
             return TensorShape(self.dims[key])
         d = self.dims[key]
-        return None if d is None else Dimension(d)
+        if d is None:
+            return UNKNOWN_DIMENSION if _for_program() else None
+        return Dimension(d)
 
     def __eq__(self, other):
         try:

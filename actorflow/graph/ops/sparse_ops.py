@@ -94,8 +94,21 @@ def _sp_matmul_grad(op, grad):
 def sparse_placeholder(dtype, shape=None, name=None):
     """A SparseTensor to feed (tf.compat.v1.sparse_placeholder): its indices, values and dense_shape
     are placeholders `name/indices`, `name/values`, `name/shape` (the shape a constant when `shape`
-    is fully known); feed it a SparseTensorValue or an (indices, values, dense_shape) tuple."""
+    is fully known; `shape` may also be an int tensor, which is then the dense shape, as in TF 1.x);
+    feed it a SparseTensorValue or an (indices, values, dense_shape) tuple."""
+    from actorflow.graph.graph import Tensor
     dtype = dtypes.as_dtype(dtype)
+    if isinstance(shape, Tensor):
+        if shape.shape.ndims != 1:
+            raise ValueError(f"sparse_placeholder: a tensor shape must be a vector, got {shape.name} of shape "
+                             f"{shape.shape}")
+        rank = shape.shape.dims[0]
+        with name_scope(name or "Placeholder") as scope:
+            base = scope.rstrip("/")
+            values = placeholder(dtype, [None], name=base + "/values/")
+            indices = placeholder(dtypes.int64, [None, rank], name=base + "/indices/")
+            dense_shape = shape if shape.dtype is dtypes.int64 else math_ops.cast(shape, dtypes.int64)
+        return SparseTensor(indices, values, dense_shape)
     shape = as_shape(shape) if shape is not None else TensorShape(None)
     rank = shape.ndims
     with name_scope(name or "Placeholder") as scope:

@@ -3,6 +3,9 @@
 tensorflow) the way contrib.rnn re-exported them: cells from nn.rnn_cell, static_rnn and friends
 from nn.
 
+`HParams` is tf.contrib.training.HParams for TensorFlow 2.21's side (its constructor, attribute access,
+`override_from_dict`, `values`, `add_hparam`, `set_hparam`), which the port imports from here.
+
 `add_layer_norm(tf)` gives TensorFlow 2.21's compat.v1 module the tf.contrib.layers.layer_norm that
 TF-1.x programs such as BERT's modeling.py call (TF 1.15's: beta and gamma variables under the
 "LayerNorm" scope, moments over the last axis, epsilon 1e-12), for the drivers; under actorflow it
@@ -42,3 +45,25 @@ def add_layer_norm(tf):
             mean, var = tf.nn.moments(inputs, [inputs.shape.ndims - 1], keep_dims=True)
             return tf.nn.batch_normalization(inputs, mean, var, offset=beta, scale=gamma, variance_epsilon=1e-12)
     tf.contrib = types.SimpleNamespace(layers=types.SimpleNamespace(layer_norm=layer_norm))
+
+
+class HParams:
+    """tf.contrib.training.HParams's common part: hyperparameters as attributes."""
+
+    def __init__(self, hparam_def=None, model_structure=None, **kwargs):
+        self.__dict__.update(kwargs)
+
+    def add_hparam(self, name, value):
+        if name in self.__dict__:
+            raise ValueError(f"Hyperparameter name is reserved: {name}")
+        setattr(self, name, value)
+
+    def set_hparam(self, name, value):
+        setattr(self, name, value)
+
+    def override_from_dict(self, values_dict):
+        self.__dict__.update(values_dict)
+        return self
+
+    def values(self):
+        return dict(self.__dict__)
