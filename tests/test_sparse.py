@@ -47,3 +47,24 @@ def test_bad_sparse_input_is_named():
                 s.run(prod, {sp: ([[0, 0]], [1.0], [2, 4])})
         with pytest.raises(TypeError, match="must be a SparseTensor"):
             af.sparse_tensor_to_dense(af.constant([1.0]))
+
+
+@pytest.mark.parametrize("adj_a,adj_b", [(False, False), (True, False), (False, True), (True, True)])
+def test_sparse_dense_matmul_sums_each_row_in_the_nonzeros_order(adj_a, adj_b):
+    """The compiled loop adds the products in the nonzeros' order, as TF's kernel (and np.add.at) do:
+    the same float32 bits, repeated indices included."""
+    rng = np.random.RandomState(0)
+    idx = np.concatenate([rng.randint(0, 7, (40, 1)), rng.randint(0, 5, (40, 1))], axis=1).astype(np.int64)
+    idx = np.concatenate([idx, idx[:6]])                 # repeated entries add up
+    vals = rng.randn(len(idx)).astype(np.float32)
+    b = rng.randn(3, 7 if adj_a else 5).astype(np.float32) if adj_b else \
+        rng.randn(7 if adj_a else 5, 3).astype(np.float32)
+    sp = af.SparseTensor(idx, vals, [7, 5])
+    out = af.sparse_tensor_dense_matmul(sp, af.constant(b), adjoint_a=adj_a, adjoint_b=adj_b)
+    with af.Session() as sess:
+        got = sess.run(out)
+    r, c = (idx[:, 1], idx[:, 0]) if adj_a else (idx[:, 0], idx[:, 1])
+    bb = b.T if adj_b else b
+    want = np.zeros((5 if adj_a else 7, 3), np.float32)
+    np.add.at(want, r, vals[:, None] * bb[c])
+    np.testing.assert_array_equal(got, want)

@@ -63,9 +63,26 @@ def _sp_matmul(attrs):
         if idx.size and ((r < 0).any() or (r >= rows).any() or (c < 0).any() or (c >= inner).any()):
             raise InvalidArgumentError(f"SparseTensorDenseMatMul: an index of sp_a is out of bounds of {shape}")
         out = np.zeros((rows, bb.shape[1]), dtype=b.dtype)
-        np.add.at(out, r, np.asarray(a_values, dtype=b.dtype)[:, None] * bb[c])
+        vals = np.asarray(a_values, dtype=b.dtype)
+        if idx.size and b.dtype.kind == "f" and out.size:
+            _sp_matmul_rows(out, np.ascontiguousarray(r), np.ascontiguousarray(c), vals, np.ascontiguousarray(bb))
+        else:
+            np.add.at(out, r, vals[:, None] * bb[c])
         return out
     return fn
+
+
+@njit(cache=True, nogil=True)
+def _sp_matmul_rows(out, r, c, vals, b):
+    """out[r[k]] += vals[k] * b[c[k]] for each nonzero k in order, as TF's kernel sums (np.add.at's
+    order, 10-20x faster)."""
+    n = b.shape[1]
+    for k in range(r.shape[0]):
+        row = r[k]
+        src = c[k]
+        v = vals[k]
+        for j in range(n):
+            out[row, j] += v * b[src, j]
 
 
 # ---------------------------------------------------------------------------------------------
