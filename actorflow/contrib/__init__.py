@@ -8,7 +8,7 @@ training, greedy and custom helpers, Bahdanau and Luong attention, beam search),
 `tf.contrib.learn.preprocessing.VocabularyProcessor`, `tf.contrib.tensorboard.plugins.projector`,
 `tf.contrib.training` (bucket_by_sequence_length, HParams), `tf.contrib.metrics`' streaming metrics,
 `tf.contrib.slim`'s layer and scope names, `tf.contrib.tpu` (TPUEstimator and CrossShardOptimizer run on
-the CPU, as TF runs them with `use_tpu=False`), `tf.contrib.data` and `tf.contrib.cluster_resolver`.
+the CPU, as TF runs them with `use_tpu=False`), `tf.contrib.data`, `tf.contrib.cluster_resolver` and `tf.contrib.summary` (the op-based summary writers).
 
 Everything here is built from actorflow's own layers, cells and ops; it defines no op.
 """
@@ -33,12 +33,13 @@ from actorflow.contrib import (
     rnn,
     seq2seq,
     slim,
+    summary,
     tensorboard,
     tpu,
     training,
 )
 
-__all__ = ["cluster_resolver", "data", "tpu", "crf", "lookup", "predictor", "image", "losses", "distributions", "factorization", "opt", "learn", "tensorboard", "framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
+__all__ = ["cluster_resolver", "data", "tpu", "summary", "crf", "lookup", "predictor", "image", "losses", "distributions", "factorization", "opt", "learn", "tensorboard", "framework", "layers", "rnn", "seq2seq", "legacy_seq2seq", "training", "slim", "metrics"]
 
 
 def __getattr__(name):

@@ -236,13 +236,27 @@ def _host_calls(eval_metrics, host_call) -> dict:
 
 
 class _OutfeedHostCallHook(SessionRunHook):
-    """Runs a host_call's ops with every step (TF's hook for use_tpu=False)."""
+    """Runs a host_call's ops with every step (TF's hook for use_tpu=False); as TF's, it opens the
+    graph's tf.contrib.summary writers when the session starts and flushes them at the end."""
 
     def __init__(self, tensors):
         self._tensors = tensors
 
+    def begin(self):
+        from actorflow.graph.graph import get_collection
+        self._init_ops = list(get_collection("_SUMMARY_WRITER_INIT_OP"))
+        self._flush_ops = list(get_collection("_SUMMARY_WRITER_FLUSH_OP"))
+
+    def after_create_session(self, session, coord):
+        if self._init_ops:
+            session.run(self._init_ops)
+
     def before_run(self, run_context):
         return SessionRunArgs(self._tensors) if self._tensors is not None else None
+
+    def end(self, session):
+        if self._flush_ops:
+            session.run(self._flush_ops)
 
 
 class ExamplesPerSecondHook(StepCounterHook):
