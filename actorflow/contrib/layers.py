@@ -52,7 +52,7 @@ __all__ = [
     # layers
     "fully_connected", "linear", "relu", "relu6", "elu", "convolution", "convolution1d", "convolution2d", "conv1d",
     "conv2d", "convolution2d_transpose", "conv2d_transpose", "separable_convolution2d", "separable_conv2d", "max_pool2d", "avg_pool2d", "flatten", "dropout",
-    "batch_norm", "layer_norm", "bias_add", "one_hot_encoding", "embed_sequence", "softmax", "unit_norm", "maxout",
+    "batch_norm", "layer_norm", "instance_norm", "group_norm", "bias_add", "one_hot_encoding", "embed_sequence", "softmax", "unit_norm", "maxout",
     "repeat", "stack",
     # training and summaries
     "optimize_loss", "OPTIMIZER_CLS_NAMES", "OPTIMIZER_SUMMARIES", "summarize_tensor", "summarize_tensors",
@@ -774,6 +774,117 @@ def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None, 
         mean, variance = nn_ops.moments(inputs, list(range(begin_norm_axis, rank)), keep_dims=True)
         outputs = nn_ops.batch_normalization(inputs, mean, variance, offset=beta, scale=gamma, variance_epsilon=eps)
         outputs.set_shape(inputs.shape)
+        if activation_fn is not None:
+            outputs = activation_fn(outputs)
+        return collect_named_outputs(outputs_collections, sc.name, outputs)
+
+
+def _norm_params(variables_collections, param_initializers, params_shape, dtype, center, scale, trainable,
+                 broadcast=None):
+    """The `beta` and `gamma` model variables of a normalization (None where not asked for), reshaped
+    to `broadcast` when given."""
+    inits = param_initializers or {}
+    beta = gamma = None
+    if center:
+        beta = model_variable("beta", shape=params_shape, dtype=dtype, initializer=inits.get("beta", zeros_initializer()),
+                              collections=_variable_collections(variables_collections, "beta"), trainable=trainable)
+        if broadcast is not None:
+            beta = array_ops.reshape(beta, broadcast)
+    if scale:
+        gamma = model_variable("gamma", shape=params_shape, dtype=dtype, initializer=inits.get("gamma", _ONES),
+                               collections=_variable_collections(variables_collections, "gamma"), trainable=trainable)
+        if broadcast is not None:
+            gamma = array_ops.reshape(gamma, broadcast)
+    return beta, gamma
+
+
+@add_arg_scope
+def instance_norm(inputs, center=True, scale=True, epsilon=1e-6, activation_fn=None, param_initializers=None,
+                  reuse=None, variables_collections=None, outputs_collections=None, trainable=True,
+                  data_format="NHWC", scope=None):
+    """Instance normalization (tf.contrib.layers.instance_norm): each example's channels normalized over
+    their spatial axes, then `gamma` and `beta` per channel (model variables under ``InstanceNorm``)."""
+    inputs = convert_to_tensor(inputs)
+    rank = inputs.shape.ndims
+    if rank is None:
+        raise ValueError(f"Inputs {inputs.name} has undefined rank.")
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    with variable_scope(scope, "InstanceNorm", [inputs], reuse=reuse) as sc:
+        channel_axis = 1 if data_format == "NCHW" else rank - 1
+        params_shape = inputs.shape[channel_axis:channel_axis + 1]
+        if not params_shape.is_fully_defined():
+            raise ValueError(f"Inputs {inputs.name} has undefined channels dimension {params_shape}.")
+        broadcast = [1, params_shape.dims[0]] + [1] * (rank - 2) if data_format == "NCHW" else None
+        beta, gamma = _norm_params(variables_collections, param_initializers, params_shape,
+                                   inputs.dtype.base_dtype, center, scale, trainable, broadcast)
+        axes = [a for a in range(1, rank) if a != channel_axis]
+        mean, variance = nn_ops.moments(inputs, axes, keep_dims=True)
+        outputs = nn_ops.batch_normalization(inputs, mean, variance, beta, gamma, epsilon, name="instancenorm")
+        if activation_fn is not None:
+            outputs = activation_fn(outputs)
+        return collect_named_outputs(outputs_collections, sc.name, outputs)
+
+
+@add_arg_scope
+def group_norm(inputs, groups=32, channels_axis=-1, reduction_axes=(-3, -2), center=True, scale=True, epsilon=1e-6,
+               activation_fn=None, param_initializers=None, reuse=None, variables_collections=None,
+               outputs_collections=None, trainable=True, scope=None, mean_close_to_zero=False):
+    """Group normalization (tf.contrib.layers.group_norm): the channels split into `groups`, each group
+    normalized over itself and `reduction_axes` (the spatial axes of NHWC by default), then `gamma` and
+    `beta` per channel (model variables under ``GroupNorm``). `mean_close_to_zero` computes the moments
+    in one pass (sufficient statistics), as TF does."""
+    inputs = convert_to_tensor(inputs)
+    rank = inputs.shape.ndims
+    if rank is None:
+        raise ValueError(f"Inputs {inputs.name} has undefined rank.")
+    if channels_axis > rank - 1:
+        raise ValueError("Axis is out of bounds.")
+    dims = inputs.shape.dims
+    dynamic = array_ops.shape(inputs)
+    shape_list = [dynamic[i] if d is None else d for i, d in enumerate(dims)]
+    if channels_axis < 0:
+        channels_axis += rank
+    channels = dims[channels_axis]
+    if channels is None:
+        raise ValueError(f"Inputs {inputs.name} has undefined channel dimension: {channels_axis}.")
+    axes = [a + rank if a < 0 else a for a in reduction_axes]
+    for a in axes:
+        if a > rank:
+            raise ValueError("Axis is out of bounds.")
+        if dims[a] is None:
+            raise ValueError(f"Inputs {inputs.name} has undefined dimensions {a}.")
+        if a == channels_axis:
+            raise ValueError("reduction_axis must be mutually exclusive with channels_axis")
+    if groups > channels:
+        raise ValueError(f"Invalid groups {groups} for {channels} channels.")
+    if channels % groups:
+        raise ValueError(f"{channels} channels is not commensurate with {groups} groups.")
+    before, after = shape_list[:channels_axis], shape_list[channels_axis + 1:]
+    broadcast = [1] * len(before) + [groups, channels // groups] + [1] * len(after)
+    grouped = array_ops.reshape(inputs, array_ops.stack(before + [groups, channels // groups] + after)
+                                if any(isinstance(d, Tensor) for d in shape_list)
+                                else before + [groups, channels // groups] + after)
+    moments_axes = [channels_axis + 1] + [a + 1 if a > channels_axis else a for a in axes]
+    with variable_scope(scope, "GroupNorm", [grouped], reuse=reuse) as sc:
+        beta, gamma = _norm_params(variables_collections, param_initializers, [channels], inputs.dtype.base_dtype,
+                                   center, scale, trainable, broadcast)
+        if mean_close_to_zero:
+            from actorflow.graph.ops.nn_misc_ops import normalize_moments, sufficient_statistics
+            counts, mean_ss, variance_ss, _ = sufficient_statistics(grouped, moments_axes, keep_dims=True)
+            mean, variance = normalize_moments(counts, mean_ss, variance_ss, shift=None)
+        else:
+            mean, variance = nn_ops.moments(grouped, moments_axes, keep_dims=True)
+        gain = math_ops.rsqrt(variance + epsilon)
+        offset = -mean * gain
+        if gamma is not None:
+            gain = gain * gamma
+            offset = offset * gamma
+        if beta is not None:
+            offset = offset + beta
+        outputs = grouped * gain + offset
+        outputs = array_ops.reshape(outputs, array_ops.stack(shape_list)
+                                    if any(isinstance(d, Tensor) for d in shape_list) else shape_list)
         if activation_fn is not None:
             outputs = activation_fn(outputs)
         return collect_named_outputs(outputs_collections, sc.name, outputs)

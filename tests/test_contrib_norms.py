@@ -1,0 +1,57 @@
+"""tf.contrib.layers.instance_norm and group_norm against TensorFlow 2.21 (tf_slim's copies of the
+contrib code; tests/fixtures/make_contrib_norms.py): outputs, input gradients and variable names."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import actorflow as af
+from tests.fixtures.contrib_norm_cases import CASES, inputs_for
+
+FIX = json.load(open(os.path.join(os.path.dirname(__file__), "fixtures", "contrib_norms.json")))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_contrib_norms_match_tensorflow(name):
+    case = CASES[name]
+    with af.Graph().as_default():
+        x_val = inputs_for(case)
+        x = af.constant(x_val)
+        kwargs = dict(case["kwargs"])
+        if "param_initializers" in kwargs:
+            kwargs["param_initializers"] = {k: af.constant_initializer(v)
+                                            for k, v in kwargs["param_initializers"].items()}
+        y = getattr(af.contrib.layers, case["fn"])(x, **kwargs)
+        w = af.constant(np.linspace(-1, 1, x_val.size, dtype=np.float32).reshape(x_val.shape))
+        (g,) = af.gradients(af.reduce_sum(y * w), [x])
+        assert y.shape.as_list() == list(x_val.shape)
+        with af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            yv, gv = sess.run([y, g])
+        want = FIX[name]
+        np.testing.assert_allclose(yv, want["y"], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(gv, want["dx"], rtol=1e-4, atol=1e-5)
+        assert sorted(v.op.name for v in af.global_variables()) == want["variables"]
+
+
+def test_group_norm_takes_an_unknown_batch_and_checks_its_arguments():
+    with af.Graph().as_default():
+        x = af.placeholder(af.float32, [None, 4, 4, 8])
+        y = af.contrib.layers.group_norm(x, groups=4)
+        assert y.shape.as_list() == [None, 4, 4, 8]
+        with af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            out = sess.run(y, {x: np.random.RandomState(0).randn(3, 4, 4, 8)})
+        grouped = out.reshape(3, 4, 4, 4, 2)
+        np.testing.assert_allclose(grouped.mean(axis=(1, 2, 4)), 0, atol=1e-5)
+        with pytest.raises(ValueError, match="not commensurate with 3 groups"):
+            af.contrib.layers.group_norm(x, groups=3)
+        with pytest.raises(ValueError, match="Invalid groups 16 for 8 channels"):
+            af.contrib.layers.group_norm(x, groups=16)
+        with pytest.raises(ValueError, match="mutually exclusive"):
+            af.contrib.layers.group_norm(x, groups=2, reduction_axes=(-1, -2))
+        with pytest.raises(ValueError, match="undefined channels dimension"):
+            af.contrib.layers.instance_norm(af.placeholder(af.float32, [2, 3, None]))
