@@ -1,6 +1,7 @@
 """af.contrib.rnn: tf.contrib.rnn of TF 1.15: the core cells and wrappers (af.nn.rnn_cell), the
-projection and embedding wrappers, LSTMBlockCell, GRUBlockCell, LayerNormBasicLSTMCell, and the
-static and stacked bidirectional networks.
+projection and embedding wrappers, LSTMBlockCell, GRUBlockCell, LayerNormBasicLSTMCell, the
+convolutional LSTM cells (ConvLSTMCell, Conv1D/2D/3DLSTMCell), and the static and stacked
+bidirectional networks.
 
 The block cells are TF's fused kernels; here they are the same arithmetic over the core cells,
 under the same variable names: LSTMBlockCell is an LSTM with forget bias 1.0 and optional
@@ -14,8 +15,9 @@ import math
 from actorflow.contrib.layers import layer_norm
 from actorflow.graph.graph import convert_to_tensor, device, name_scope
 from actorflow.graph.initializers import constant_initializer, random_uniform_initializer, zeros_initializer
-from actorflow.graph.ops import array_ops, math_ops, nn_ops
-from actorflow.graph.variable_scope import get_variable_scope, variable_scope
+from actorflow.graph.ops import array_ops, math_ops, nn_conv_ops, nn_ops
+from actorflow.graph.tensor_shape import TensorShape
+from actorflow.graph.variable_scope import get_variable, get_variable_scope, variable_scope
 from actorflow.rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn, static_rnn
 from actorflow.rnn_cell import (
     BasicLSTMCell,
@@ -35,6 +37,7 @@ from actorflow.rnn_cell import (
 __all__ = ["RNNCell", "LayerRNNCell", "BasicRNNCell", "BasicLSTMCell", "LSTMCell", "GRUCell", "MultiRNNCell",
            "LSTMStateTuple", "DropoutWrapper", "ResidualWrapper", "DeviceWrapper", "OutputProjectionWrapper",
            "InputProjectionWrapper", "EmbeddingWrapper", "LSTMBlockCell", "LSTMBlockFusedCell", "GRUBlockCell", "LayerNormBasicLSTMCell",
+           "ConvLSTMCell", "Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3DLSTMCell",
            "static_rnn", "static_bidirectional_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn",
            "stack_bidirectional_rnn", "stack_bidirectional_dynamic_rnn"]
 
@@ -182,6 +185,106 @@ class LayerNormBasicLSTMCell(RNNCell):
             new_c = self._norm(new_c, "state")
         new_h = self._activation(new_c) * math_ops.sigmoid(o)
         return new_h, LSTMStateTuple(new_c, new_h)
+
+
+class ConvLSTMCell(RNNCell):
+    """tf.contrib.rnn.ConvLSTMCell (Shi et al. 2015): an LSTM whose gates are convolutions over
+    `conv_ndims`-D feature maps of `input_shape` (without the batch dimension, channels last).
+
+    One SAME convolution of [inputs, h] (stride 1) with ``kernel`` of `kernel_shape` +
+    [input channels + output_channels, 4 * output_channels], plus ``biases`` (zeros) when `use_bias`,
+    gives the input gate, new input, forget gate and output gate, in that order along the channels;
+    c' = sigmoid(f + forget_bias) * c + sigmoid(i) * tanh(j), h' = tanh(c') * sigmoid(o). With
+    `skip_connection` the output is [h', inputs] along the channels, and so is the state's h, as in
+    TF 1.15, whose state_size leaves the inputs out (tensorflow/tensorflow#21400): such a cell steps on
+    its own but not in dynamic_rnn. The state is LSTMStateTuple(c, h).
+    `initializers` is accepted and unused, as in TF 1.15 (the kernel takes the variable scope's
+    initializer)."""
+
+    def __init__(self, conv_ndims, input_shape, output_channels, kernel_shape, use_bias=True, skip_connection=False,
+                 forget_bias=1.0, initializers=None, name="conv_lstm_cell"):
+        super().__init__(name=name)
+        input_shape = list(input_shape)
+        if conv_ndims != len(input_shape) - 1:
+            raise ValueError(f"Invalid input_shape {input_shape} for conv_ndims={conv_ndims}.")
+        self._conv_ndims = int(conv_ndims)
+        self._input_shape = input_shape
+        self._output_channels = int(output_channels)
+        self._kernel_shape = list(kernel_shape)
+        self._use_bias = use_bias
+        self._forget_bias = forget_bias
+        self._skip_connection = skip_connection
+        total = self._output_channels + (input_shape[-1] if skip_connection else 0)
+        state = TensorShape(input_shape[:-1] + [self._output_channels])
+        self._state_size = LSTMStateTuple(state, state)
+        self._output_size = TensorShape(input_shape[:-1] + [total])
+
+    @property
+    def state_size(self):
+        return self._state_size
+
+    @property
+    def output_size(self):
+        return self._output_size
+
+    def call(self, inputs, state):
+        cell, hidden = state
+        gates = _conv_linear([inputs, hidden], self._kernel_shape, 4 * self._output_channels, self._use_bias)
+        i, j, f, o = array_ops.split(gates, 4, axis=self._conv_ndims + 1)
+        new_cell = math_ops.sigmoid(f + self._forget_bias) * cell + math_ops.sigmoid(i) * math_ops.tanh(j)
+        output = math_ops.tanh(new_cell) * math_ops.sigmoid(o)
+        if self._skip_connection:
+            output = array_ops.concat([output, inputs], axis=-1)
+        return output, LSTMStateTuple(new_cell, output)
+
+
+class Conv1DLSTMCell(ConvLSTMCell):
+    """ConvLSTMCell over 1-D feature maps (tf.contrib.rnn.Conv1DLSTMCell)."""
+
+    def __init__(self, name="conv_1d_lstm_cell", **kwargs):
+        super().__init__(conv_ndims=1, name=name, **kwargs)
+
+
+class Conv2DLSTMCell(ConvLSTMCell):
+    """ConvLSTMCell over 2-D feature maps (tf.contrib.rnn.Conv2DLSTMCell)."""
+
+    def __init__(self, name="conv_2d_lstm_cell", **kwargs):
+        super().__init__(conv_ndims=2, name=name, **kwargs)
+
+
+class Conv3DLSTMCell(ConvLSTMCell):
+    """ConvLSTMCell over 3-D feature maps (tf.contrib.rnn.Conv3DLSTMCell)."""
+
+    def __init__(self, name="conv_3d_lstm_cell", **kwargs):
+        super().__init__(conv_ndims=3, name=name, **kwargs)
+
+
+def _conv_linear(args, filter_size, num_features, bias, bias_start=0.0):
+    """SAME, stride-1 convolution of `args` concatenated along the channels, with ``kernel`` and
+    (when `bias`) ``biases`` in the current variable scope (TF 1.15's conv_lstm `_conv`)."""
+    shapes = [a.shape.as_list() for a in args]
+    rank = len(shapes[0])
+    depth = 0
+    for shape in shapes:
+        if len(shape) not in (3, 4, 5):
+            raise ValueError(f"Conv Linear expects 3D, 4D or 5D arguments: {shapes}")
+        if len(shape) != rank:
+            raise ValueError(f"Conv Linear expects all args to be of same Dimension: {shapes}")
+        depth += shape[-1]
+    dtype = args[0].dtype
+    kernel = get_variable("kernel", list(filter_size) + [depth, num_features], dtype=dtype)
+    x = args[0] if len(args) == 1 else array_ops.concat(args, axis=rank - 1)
+    if rank == 3:
+        res = nn_conv_ops.conv1d(x, kernel, 1, padding="SAME")
+    elif rank == 4:
+        res = nn_conv_ops.conv2d(x, kernel, [1] * 4, padding="SAME")
+    else:
+        from actorflow.graph.ops.nn_conv3d_ops import conv3d
+        res = conv3d(x, kernel, [1] * 5, padding="SAME")
+    if not bias:
+        return res
+    biases = get_variable("biases", [num_features], dtype=dtype, initializer=constant_initializer(bias_start))
+    return res + biases
 
 
 # ---------------------------------------------------------------------------------------------
