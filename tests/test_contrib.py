@@ -1094,3 +1094,30 @@ def test_tile_batch_and_sample_embedding_helper():
     for b in range(4):
         row = list(iv[b, :lv[b]])
         assert (0 not in row[:-1]) and (row[-1] == 0 or lv[b] == 7)
+
+
+def test_assign_from_checkpoint_and_filter_variables(tmp_path):
+    with af.Graph().as_default():
+        a = af.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="net/a")
+        b = af.Variable([7.0], name="net/b")
+        opt_slot = af.Variable([0.0], name="net/a/Adam")
+        with af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            path = af.train.Saver([a, b]).save(sess, str(tmp_path / "m.ckpt"))
+    with af.Graph().as_default():
+        a2 = af.Variable(np.zeros((2, 3), np.float32), name="net/a")
+        b2 = af.Variable([0.0], name="net/b")
+        extra = af.Variable([1.0], name="head/w")
+        assert cf.filter_variables([a2, b2, extra], include_patterns=["net"], exclude_patterns=["/b"]) == [a2]
+        assert cf.filter_variables([a2, extra], include_patterns=["w"], reg_search=False) == []
+        with pytest.raises(ValueError, match=r"missing variable \[head/w\]"):
+            cf.assign_from_checkpoint(path, [a2, b2, extra])
+        op, feed = cf.assign_from_checkpoint(path, [a2, b2, extra], ignore_missing_vars=True)
+        renamed_op, renamed_feed = cf.assign_from_checkpoint(path, {"net/b": extra})
+        with af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            sess.run(op, feed)
+            sess.run(renamed_op, renamed_feed)
+            np.testing.assert_array_equal(sess.run(a2), np.arange(6).reshape(2, 3))
+            assert sess.run(b2).tolist() == [7.0] and sess.run(extra).tolist() == [7.0]
+    assert opt_slot is not None

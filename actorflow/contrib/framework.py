@@ -33,7 +33,7 @@ __all__ = ["arg_scope", "add_arg_scope", "has_arg_scope", "arg_scoped_arguments"
            "model_variable", "variable", "local_variable", "global_variable", "add_model_variable",
            "get_variables", "get_model_variables", "get_trainable_variables", "get_local_variables",
            "get_variables_to_restore", "get_variables_by_name", "get_variables_by_suffix", "get_unique_variable",
-           "get_variable_full_name", "assign_from_checkpoint_fn", "get_global_step", "get_or_create_global_step",
+           "get_variable_full_name", "assign_from_checkpoint", "assign_from_checkpoint_fn", "filter_variables", "get_global_step", "get_or_create_global_step",
            "create_global_step", "assert_global_step", "assign_from_values", "assign_from_values_fn", "nest",
            "list_variables", "load_variable", "load_checkpoint", "init_from_checkpoint"]
 
@@ -322,6 +322,51 @@ def assign_from_values(var_names_to_values):
         assigns.append(var.assign(ph))
         feed[ph] = np.asarray(value).reshape(var.get_shape().as_list())
     return group(*assigns), feed
+
+
+def assign_from_checkpoint(model_path, var_list, ignore_missing_vars=False):
+    """(assign op, feed dict) that set `var_list` (a list, or a dict of checkpoint names to variables)
+    to their values in the checkpoint `model_path` through placeholders
+    (tf.contrib.framework.assign_from_checkpoint). A variable the checkpoint lacks is a ValueError
+    naming it, or with `ignore_missing_vars` is left out; a value of another size is a ValueError."""
+    import numpy as np
+
+    from actorflow.graph.ops.constant import group, placeholder
+    from actorflow.train import NewCheckpointReader
+    reader = NewCheckpointReader(model_path)
+    items = var_list.items() if isinstance(var_list, dict) else [(get_variable_full_name(v), v) for v in var_list]
+    feed, assigns = {}, []
+    for ckpt_name, var in items:
+        if isinstance(var, (list, tuple)):
+            raise NotImplementedError(f"assign_from_checkpoint: '{ckpt_name}' maps to a partitioned variable; "
+                                      "use assign_from_checkpoint_fn")
+        if not reader.has_tensor(ckpt_name):
+            if ignore_missing_vars:
+                log.warning("Variable %s missing in checkpoint %s", ckpt_name, model_path)
+                continue
+            raise ValueError(f"Checkpoint is missing variable [{ckpt_name}] ({model_path})")
+        value = np.asarray(reader.get_tensor(ckpt_name))
+        shape = var.get_shape().as_list()
+        if value.size != int(np.prod(shape)):
+            raise ValueError(f"Total size of new array must be unchanged for {ckpt_name} lh_shape: "
+                             f"[{list(value.shape)}], rh_shape: [{shape}]")
+        ph = placeholder(dtype=var.dtype.base_dtype, shape=var.get_shape(), name="placeholder/" + var.op.name)
+        assigns.append(var.assign(ph))
+        feed[ph] = value.reshape(shape)
+    return group(*assigns), feed
+
+
+def filter_variables(var_list, include_patterns=None, exclude_patterns=None, reg_search=True):
+    """The variables of `var_list` whose names match one of `include_patterns` (all when None) and
+    none of `exclude_patterns`, by re.search (re.match when `reg_search` is False)
+    (tf.contrib.framework.filter_variables)."""
+    import re
+    find = re.search if reg_search else re.match
+    kept = list(var_list) if include_patterns is None else \
+        [v for v in var_list if any(find(p, v.name) for p in include_patterns)]
+    if exclude_patterns is None:
+        return kept
+    return [v for v in kept if not any(find(p, v.name) for p in exclude_patterns)]
 
 
 def assign_from_values_fn(var_names_to_values):

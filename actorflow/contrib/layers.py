@@ -52,7 +52,7 @@ __all__ = [
     # layers
     "fully_connected", "linear", "relu", "relu6", "elu", "convolution", "convolution1d", "convolution2d", "conv1d",
     "conv2d", "convolution2d_transpose", "conv2d_transpose", "separable_convolution2d", "separable_conv2d", "max_pool2d", "avg_pool2d", "flatten", "dropout",
-    "batch_norm", "layer_norm", "instance_norm", "group_norm", "bias_add", "one_hot_encoding", "embed_sequence", "softmax", "unit_norm", "maxout",
+    "batch_norm", "layer_norm", "instance_norm", "group_norm", "recompute_grad", "bias_add", "one_hot_encoding", "embed_sequence", "softmax", "unit_norm", "maxout",
     "repeat", "stack",
     # training and summaries
     "optimize_loss", "OPTIMIZER_CLS_NAMES", "OPTIMIZER_SUMMARIES", "summarize_tensor", "summarize_tensors",
@@ -888,6 +888,14 @@ def group_norm(inputs, groups=32, channels_axis=-1, reduction_axes=(-3, -2), cen
         if activation_fn is not None:
             outputs = activation_fn(outputs)
         return collect_named_outputs(outputs_collections, sc.name, outputs)
+
+
+def recompute_grad(fn, use_data_dep=None, tupleize_grads=False):
+    """tf.contrib.layers.recompute_grad (a decorator): af.recompute_grad's, whose values and gradients
+    are fn's (the forward activations are kept rather than recomputed); the two TPU/memory knobs are
+    accepted and change nothing."""
+    from actorflow.graph.custom_gradient import recompute_grad as _recompute
+    return _recompute(fn)
 
 
 # ---------------------------------------------------------------------------------------------
