@@ -19,7 +19,7 @@ from actorflow.estimator.tpu import (
     TPUEstimatorSpec,
 )
 from actorflow.losses import Reduction
-from actorflow.train.optimizer import Optimizer
+from actorflow.train.optimizer import Optimizer, WrappedOptimizer
 
 __all__ = ["TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputPipelineConfig",
            "CrossShardOptimizer", "ExamplesPerSecondHook"]
@@ -27,7 +27,7 @@ __all__ = ["TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig", "InputP
 log = logging.getLogger(__name__)
 
 
-class CrossShardOptimizer(Optimizer):
+class CrossShardOptimizer(WrappedOptimizer):
     """An optimizer that averages (MEAN) or sums (SUM) the gradients of TPU shards before `opt`
     applies them (tf.contrib.tpu.CrossShardOptimizer); here always one shard (module docstring)."""
 
@@ -52,12 +52,3 @@ class CrossShardOptimizer(Optimizer):
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         return self._opt.apply_gradients(list(grads_and_vars), global_step=global_step, name=name)
-
-    def get_slot(self, *args, **kwargs):
-        return self._opt.get_slot(*args, **kwargs)
-
-    def get_slot_names(self, *args, **kwargs):
-        return self._opt.get_slot_names(*args, **kwargs)
-
-    def variables(self):
-        return self._opt.variables()

@@ -179,7 +179,8 @@ class Estimator:
     def _input_fn_params(self, mode):
         return self.params
 
-    def _call_model_fn(self, features, labels, mode):
+    def _model_fn_kwargs(self, labels, mode, params):
+        """The arguments besides `features` that the model_fn declares, as TF passes them."""
         args = self._model_fn_args
         kwargs = {}
         if "labels" in args:
@@ -189,10 +190,13 @@ class Estimator:
         if "mode" in args:
             kwargs["mode"] = mode
         if "params" in args:
-            kwargs["params"] = self.params
+            kwargs["params"] = params
         if "config" in args:
             kwargs["config"] = self.config
-        spec = self._model_fn(features=features, **kwargs)
+        return kwargs
+
+    def _call_model_fn(self, features, labels, mode):
+        spec = self._model_fn(features=features, **self._model_fn_kwargs(labels, mode, self.params))
         if not isinstance(spec, EstimatorSpec):
             raise ValueError(f"model_fn should return an EstimatorSpec. Given: {type(spec).__name__}")
         return spec

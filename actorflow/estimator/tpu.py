@@ -353,23 +353,13 @@ class TPUEstimator(Estimator):
     def _call_model_fn(self, features, labels, mode):
         export = not self._input_fn_invoked
         self._input_fn_invoked = False
-        args = self._model_fn_args
-        if "params" not in args:
+        if "params" not in self._model_fn_args:
             raise ValueError(f"model_fn ({self._model_fn}) does not include params argument, required by "
                              "TPUEstimator to pass batch size as params['batch_size']")
-        kwargs = {}
-        if "labels" in args:
-            kwargs["labels"] = labels
-        elif labels is not None:
-            raise ValueError("model_fn does not take labels, but input_fn returns labels.")
-        if "mode" in args:
-            kwargs["mode"] = mode
-        if "config" in args:
-            kwargs["config"] = self.config
         params = self._mode_params(mode, for_model_fn=True)
         if export:
             params.pop(_BATCH_SIZE_KEY, None)
-        kwargs["params"] = params
+        kwargs = self._model_fn_kwargs(labels, mode, params)
         log.info("Running %s on CPU", mode)
         spec = self._model_fn(features=features, **kwargs)
         if isinstance(spec, TPUEstimatorSpec):

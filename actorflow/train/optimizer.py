@@ -28,7 +28,7 @@ from actorflow.graph.graph import GraphKeys, Tensor, convert_to_tensor, get_defa
 from actorflow.graph.indexed_slices import IndexedSlices
 from actorflow.graph.variables import Variable, trainable_variables
 
-__all__ = ["Optimizer"]
+__all__ = ["Optimizer", "WrappedOptimizer"]
 
 _VALID_DTYPES = (dtypes.float16, dtypes.float32, dtypes.float64)
 _TRAIN_OP = getattr(GraphKeys, "TRAIN_OP", "train_op")
@@ -361,3 +361,20 @@ def _create_slot(primary: Variable, initializer, shape, dtype, op_name: str) -> 
                                               info.var_shape)
     return slot
 
+
+
+class WrappedOptimizer(Optimizer):
+    """An optimizer that hands its slots and variables to the optimizer it wraps, `self._opt`
+    (SyncReplicasOptimizer, tf.contrib.tpu's CrossShardOptimizer)."""
+
+    def get_slot(self, *args, **kwargs):
+        """The wrapped optimizer's slot."""
+        return self._opt.get_slot(*args, **kwargs)
+
+    def get_slot_names(self, *args, **kwargs):
+        """The wrapped optimizer's slot names."""
+        return self._opt.get_slot_names(*args, **kwargs)
+
+    def variables(self):
+        """The wrapped optimizer's variables."""
+        return self._opt.variables()

@@ -72,7 +72,7 @@ from actorflow.graph.ops.data_flow_ops import FIFOQueue
 from actorflow.graph.ops.math_ops import cast, equal, where
 from actorflow.graph.variables import Variable, assign, assign_add, is_variable_initialized
 from actorflow.train.coordinator import Coordinator
-from actorflow.train.optimizer import Optimizer
+from actorflow.train.optimizer import Optimizer, WrappedOptimizer
 from actorflow.train.queue_runner import QueueRunner
 from actorflow.train.session_run_hook import SessionRunHook
 
@@ -81,7 +81,7 @@ __all__ = ["SyncReplicasOptimizer"]
 log = logging.getLogger(__name__)
 
 
-class SyncReplicasOptimizer(Optimizer):
+class SyncReplicasOptimizer(WrappedOptimizer):
     """Aggregates the gradients of `replicas_to_aggregate` replicas per step, then applies them
     with `opt` (tf.compat.v1.train.SyncReplicasOptimizer); see the module docstring.
 
@@ -395,17 +395,6 @@ class SyncReplicasOptimizer(Optimizer):
         if not self._gradients_applied:
             raise ValueError(f"SyncReplicasOptimizer '{self._name}': call apply_gradients() (or minimize()) first")
 
-    # -- delegation ------------------------------------------------------------------------------------------
-    def get_slot(self, *args, **kwargs):
-        """The wrapped optimizer's slot (tf.train.SyncReplicasOptimizer.get_slot)."""
-        return self._opt.get_slot(*args, **kwargs)
-
-    def get_slot_names(self, *args, **kwargs):
-        return self._opt.get_slot_names(*args, **kwargs)
-
-    def variables(self):
-        """The wrapped optimizer's variables (tf.train.SyncReplicasOptimizer.variables)."""
-        return self._opt.variables()
 
 
 def _new_global_step(update_op, global_step):
