@@ -91,16 +91,14 @@ class _Context:
         r = self.runners.get(id(fn))
         if r is None:
             r = self.runners[id(fn)] = FunctionRunner(self.rt, self.container, fn)
-        captured = spec.attrs.get("captured")
-        if not captured:
-            return _BoundRunner(r, ())
-        end = len(spec.args)
-        start = end - sum(n for _, n in captured)
+        extra = ()
+        captured = spec.attrs.get("captured") or ()
+        start = len(spec.args) - sum(n for _, n in captured)
         for k, n in captured:
             if k == name:
-                return _BoundRunner(r, tuple(spec.args[start:start + n]))
+                extra = tuple(spec.args[start:start + n])
             start += n
-        return _BoundRunner(r, ())
+        return _BoundRunner(r, extra)
 
     def spawn(self, coro) -> asyncio.Task:
         task = self.loop.create_task(coro)
@@ -1147,7 +1145,10 @@ class _OneUp(Stage):
         return self.step(e)
 
     async def call(self, name, args):
-        runner = self.ctx.runner(self.spec, name)
+        runners = self.__dict__.setdefault("_bound", {})       # this stage's function runners, by attr
+        runner = runners.get(name)
+        if runner is None:
+            runner = runners[name] = self.ctx.runner(self.spec, name)
         try:
             return tuple(await runner.call(args))
         except errors.OpError as err:

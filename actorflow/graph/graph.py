@@ -255,6 +255,7 @@ class Graph:
         self._version = 0
         self._rewired = 0             # bumped when an existing op's inputs change (ancestry caches)
         self._touched_refs: dict = {}  # Operation -> refs its ancestry hands to stateful consumers
+        self._touched_at = 0           # the _rewired count _touched_refs holds for
         self._lock = threading.RLock()
         self._finalized = False
         self.seed = None
@@ -368,9 +369,9 @@ class Graph:
         have written them by the time `op` has run. Cached per op; an op's ancestry changes only when
         its inputs are rewired."""
         cache = self._touched_refs
-        if cache.get("_rewired") != self._rewired:
+        if self._touched_at != self._rewired:
             cache.clear()
-            cache["_rewired"] = self._rewired
+            self._touched_at = self._rewired
         hit = cache.get(op)
         if hit is not None:
             return hit
