@@ -107,15 +107,23 @@ def get_temp_dir() -> str:
 
 
 def main(argv=None):
-    """Runs the tests of `__main__` with unittest (tf.test.main); exits with its status. With
-    `--benchmarks=REGEX` (or `all`) it runs instead the `benchmark*` methods of the Benchmark
+    """Runs the tests of `__main__` with unittest (tf.test.main); exits with its status. As TF's
+    (absltest's), the command line's flags defined with tf.flags / absl are parsed first and the rest
+    goes to unittest: a test module whose tests read FLAGS runs as `python -m test --output_dir=...`.
+    With `--benchmarks=REGEX` (or `all`) it runs instead the `benchmark*` methods of the Benchmark
     subclasses in `__main__` whose `module.Class.method` name REGEX searches, as TF's does."""
     import sys
+
+    from absl import flags as absl_flags
     argv = list(sys.argv if argv is None else argv)
     flags = [a for a in argv[1:] if a.startswith("--benchmarks=")]
     if flags:
         run_benchmarks(flags[-1].split("=", 1)[1], sys.modules["__main__"])
         return None
+    try:
+        argv = absl_flags.FLAGS(argv, known_only=True)
+    except absl_flags.Error as e:
+        raise SystemExit(f"{argv[0]}: {e}") from None
     return unittest.main(module="__main__", argv=argv)
 
 

@@ -110,6 +110,12 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
     if inject:      # a marker, replaced by the seed after the program's own seeds are offset
         imp += "; tf.set_random_seed(GRAPH_SEED)"
     out = re.sub(r"^(\s*)import tensorflow as tf\s*$", lambda m: m.group(1) + imp, source, flags=re.M)
+    # TF 1.15-era programs import the v1 API by its compat path: the same path under actorflow.
+    v1 = "import actorflow.compat.v1 as tf" if lib == "actorflow" else TF_IMPORT
+    out = re.sub(r"^(\s*)import tensorflow\.compat\.v1 as tf\s*$", lambda m: m.group(1) + v1, out, flags=re.M)
+    if lib == "actorflow":
+        out = re.sub(r"^(\s*)from tensorflow\.compat\.v1 import ", lambda m: m.group(1) + "from actorflow.compat.v1 import ",
+                     out, flags=re.M)
     out = re.sub(r"^(\s*)(?:from tensorflow\.examples\.tutorials\.mnist import input_data"
                  r"|import tensorflow\.examples\.tutorials\.mnist\.input_data as input_data)\s*$",
                  lambda m: m.group(1) + "import input_data", out, flags=re.M)

@@ -1,5 +1,6 @@
 """af.compat: `af.compat.v1` is actorflow itself, whose API is TF 1.x's, so that programs written
-against `tf.compat.v1` port by their import too."""
+against `tf.compat.v1` port by their import too: `import actorflow.compat.v1 as tf` (as
+`import tensorflow.compat.v1 as tf`) and `from actorflow.compat import v1`."""
 from __future__ import annotations
 
 import sys
@@ -7,6 +8,7 @@ import sys
 from actorflow.graph.tensor_shape import dimension_at_index, dimension_value
 
 v1 = sys.modules["actorflow"]
+sys.modules[__name__ + ".v1"] = v1          # `import actorflow.compat.v1 as tf`
 
 __all__ = ["v1", "dimension_value", "dimension_at_index", "as_bytes", "as_text", "as_str", "as_str_any",
            "path_to_str", "bytes_or_text_types", "integral_types", "real_types", "complex_types"]
