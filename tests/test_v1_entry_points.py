@@ -9,9 +9,10 @@ import textwrap
 
 
 def test_the_compat_v1_import_path_is_actorflow():
-    import actorflow
     import actorflow.compat.v1 as tf
     from actorflow.compat.v1 import estimator, placeholder
+
+    import actorflow
     assert tf is actorflow and placeholder is actorflow.placeholder and estimator is actorflow.estimator
 
 
