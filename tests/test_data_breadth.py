@@ -228,3 +228,25 @@ def test_reduce_state_structure_mismatch_fails_at_construction():
 def test_ignore_errors_past_a_failed_cardinality_assertion_ends():
     ds = Dataset.range(2).apply(E.assert_cardinality(3)).ignore_errors()
     assert [int(v) for v in ds.as_numpy_iterator()] == [0, 1]
+
+
+def test_readers_take_a_dataset_of_file_names(tmp_path):
+    """TFRecordDataset(files_dataset) and TextLineDataset(files_dataset), as XLNet's input pipeline
+    builds them: each file's records in turn (flat_map), or a record from each of num_parallel_reads
+    files in turn (interleave)."""
+    paths = []
+    for k in range(2):
+        with af.python_io.TFRecordWriter(str(tmp_path / f"{k}.tfrecord")) as w:
+            for i in range(3):
+                w.write(f"{k}-{i}".encode())
+        paths.append(str(tmp_path / f"{k}.tfrecord"))
+        (tmp_path / f"{k}.txt").write_text(f"a{k}\nb{k}\n")
+    files = Dataset.from_tensor_slices(paths)
+    seq = list(af.data.TFRecordDataset(files).as_numpy_iterator())
+    assert seq == [b"0-0", b"0-1", b"0-2", b"1-0", b"1-1", b"1-2"]
+    mixed = list(af.data.TFRecordDataset(files, num_parallel_reads=2).as_numpy_iterator())
+    assert mixed == [b"0-0", b"1-0", b"0-1", b"1-1", b"0-2", b"1-2"]
+    texts = Dataset.from_tensor_slices([str(tmp_path / "0.txt"), str(tmp_path / "1.txt")])
+    assert list(af.data.TextLineDataset(texts).as_numpy_iterator()) == [b"a0", b"b0", b"a1", b"b1"]
+    with pytest.raises(TypeError, match="scalar `tf.string` elements"):
+        af.data.TFRecordDataset(Dataset.range(3))

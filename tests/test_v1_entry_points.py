@@ -39,3 +39,17 @@ def test_tf_test_main_parses_the_programs_flags(tmp_path):
     assert "OK" in ok.stderr
     bad = subprocess.run([sys.executable, str(prog), "--steps=x"], capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "steps" in bad.stderr
+
+
+def test_keras_backend_is_sparse_and_to_dense():
+    """XLNet's record parser asks tf.keras.backend.is_sparse of each parsed feature."""
+    import numpy as np
+
+    import actorflow as af
+    with af.Graph().as_default():
+        sp = af.SparseTensor([[0, 1]], [2.0], [2, 2])
+        assert af.keras.backend.is_sparse(sp) and not af.keras.backend.is_sparse(af.constant(1.0))
+        dense = af.constant([[1.0]])
+        assert af.keras.backend.to_dense(dense) is dense
+        with af.Session() as sess:
+            np.testing.assert_array_equal(sess.run(af.keras.backend.to_dense(sp)), [[0.0, 2.0], [0.0, 0.0]])

@@ -989,9 +989,20 @@ def _shape_structure(types, shapes, what):
     return walk(types, shapes)
 
 
-def _reader(op_type, filenames, what, **attrs) -> "Dataset":
+def _reader(op_type, filenames, what, num_parallel_reads=None, **attrs) -> "Dataset":
     """A file reader's dataset: the file names as an attribute (Python strings), or as its first
-    argument when they are a string tensor (a reader made in a dataset function)."""
+    argument when they are a string tensor (a reader made in a dataset function). Given a dataset of
+    file names, each file's records follow the last's (flat_map), or with `num_parallel_reads` that
+    many files are read in turn, a record each (interleave), as TF reads them."""
+    if isinstance(filenames, Dataset):
+        if filenames._types is not dtypes.string or as_shape(filenames._shapes).ndims not in (0, None):
+            raise TypeError(f"{what}: `filenames` must be a `tf.data.Dataset` of scalar `tf.string` elements.")
+
+        def read_one(name):
+            return _reader(op_type, name, what, **attrs)
+        if num_parallel_reads is None:
+            return filenames.flat_map(read_one)
+        return filenames.interleave(read_one, cycle_length=num_parallel_reads, block_length=1)
     if isinstance(filenames, Tensor):
         if filenames.dtype is not dtypes.string or filenames.shape.ndims not in (0, 1, None):
             raise TypeError(f"{what}: `filenames` must be a string scalar or vector, got {filenames!r}")
@@ -1018,7 +1029,7 @@ class TFRecordDataset(Dataset):
     def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):
         from actorflow.tfrecord import TFRecordOptions
         kind = TFRecordOptions.get_compression_type_string(compression_type or "")
-        d = _reader("TFRecordDataset", filenames, "TFRecordDataset", compression_type=kind)
+        d = _reader("TFRecordDataset", filenames, "TFRecordDataset", num_parallel_reads, compression_type=kind)
         super().__init__(d._variant, d._types, d._shapes)
 
 
@@ -1047,5 +1058,5 @@ class TextLineDataset(Dataset):
     def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):
         if compression_type:
             raise NotImplementedError(f"TextLineDataset: compression_type {compression_type!r} is not supported")
-        d = _reader("TextLineDataset", filenames, "TextLineDataset")
+        d = _reader("TextLineDataset", filenames, "TextLineDataset", num_parallel_reads)
         super().__init__(d._variant, d._types, d._shapes)

@@ -29,6 +29,7 @@ from actorflow.graph.tensor_shape import TensorShape
 from actorflow.graph.variables import Variable, assign, global_variables, init_scope, is_variable_initialized
 
 __all__ = ["get_session", "set_session", "clear_session", "learning_phase", "set_learning_phase", "placeholder",
+           "is_sparse", "to_dense",
            "variable", "constant", "function", "eval", "get_value", "set_value", "batch_get_value",
            "batch_set_value", "int_shape", "shape", "ndim", "dtype", "floatx", "set_floatx", "epsilon",
            "set_epsilon", "image_data_format", "set_image_data_format", "get_uid", "reset_uids", "is_tensor",
@@ -200,6 +201,20 @@ def _dtype(dtype):
 def is_tensor(x) -> bool:
     """Whether `x` is a graph tensor or variable."""
     return isinstance(x, (Tensor, Variable))
+
+
+def is_sparse(tensor):
+    """Whether `tensor` is a SparseTensor (tf.keras.backend.is_sparse)."""
+    from actorflow.graph.sparse_tensor import SparseTensor
+    return isinstance(tensor, SparseTensor)
+
+
+def to_dense(tensor):
+    """A SparseTensor as a dense tensor; any other tensor as it is (tf.keras.backend.to_dense)."""
+    if is_sparse(tensor):
+        from actorflow.graph.ops.sparse_ops import sparse_tensor_to_dense
+        return sparse_tensor_to_dense(tensor)
+    return tensor
 
 
 def placeholder(shape=None, ndim=None, dtype=None, sparse=False, name=None):
