@@ -1121,3 +1121,40 @@ def test_assign_from_checkpoint_and_filter_variables(tmp_path):
             np.testing.assert_array_equal(sess.run(a2), np.arange(6).reshape(2, 3))
             assert sess.run(b2).tolist() == [7.0] and sess.run(extra).tolist() == [7.0]
     assert opt_slot is not None
+
+
+def test_slim_utils_end_points_and_checks():
+    """slim.utils as slim's networks use it: outputs collected under their scopes' aliases and read back
+    as the end-points dict, the dimension checks, the conditionals."""
+    slim = af.contrib.slim
+    with af.Graph().as_default():
+        x = af.placeholder(af.float32, [2, 8, 8, 3])
+        with af.variable_scope("net"), slim.arg_scope([slim.conv2d], outputs_collections="net_end_points"):
+            y = slim.conv2d(x, 4, [3, 3], scope="conv1")
+            z = slim.conv2d(y, 5, [3, 3], scope="conv2")
+        pooled = slim.utils.collect_named_outputs("net_end_points", "net/pool/", af.reduce_mean(z, [1, 2]))
+        points = slim.utils.convert_collection_to_dict("net_end_points")
+        assert list(points) == ["net/conv1", "net/conv2", "net/pool"] and points["net/pool"] is pooled
+        assert slim.utils.gather_tensors_aliases([y, z]) == ["net/conv1", "net/conv2"]
+        assert slim.utils.get_tensor_aliases(x) == ["Placeholder"]
+        slim.utils.convert_collection_to_dict("net_end_points", clear_collection=True)
+        assert af.get_collection("net_end_points") == []
+        assert slim.utils.last_dimension(z.get_shape(), min_rank=4) == 5
+        assert af.contrib.layers.utils.channel_dimension(x.shape, "NCHW") == 8
+        with pytest.raises(ValueError, match="rank of shape must be at least 4"):
+            slim.utils.last_dimension(af.TensorShape([3]), min_rank=4)
+        with pytest.raises(ValueError, match="dimension -1 of shape must be known"):
+            slim.utils.last_dimension(af.TensorShape([3, None]))
+        assert slim.utils.two_element_tuple(3) == (3, 3) and slim.utils.two_element_tuple([2, 5]) == (2, 5)
+        with pytest.raises(ValueError, match="2 elements"):
+            slim.utils.two_element_tuple([1, 2, 3])
+        assert slim.utils.n_positive_integers(3, 2) == (2, 2, 2)
+        with pytest.raises(ValueError, match="3 positive integers"):
+            slim.utils.n_positive_integers(3, [1, 0, 2])
+        assert slim.utils.get_variable_collections({"weights": ["w"]}, "weights") == ["w"]
+        assert slim.utils.static_cond(True, lambda: 1, lambda: 2) == 1
+        assert slim.utils.smart_cond(af.constant(False), lambda: 1, lambda: 2) == 2
+        flag = af.placeholder(af.bool, [])
+        picked = slim.utils.smart_cond(flag, lambda: af.constant(1), lambda: af.constant(2))
+        with af.Session() as sess:
+            assert sess.run(picked, {flag: True}) == 1 and sess.run(picked, {flag: False}) == 2

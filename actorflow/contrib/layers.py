@@ -7,13 +7,15 @@ Each layer is a function that opens a variable scope named as TF names it (``ful
 Every variable is a model variable: in GLOBAL_VARIABLES and MODEL_VARIABLES (and
 TRAINABLE_VARIABLES when trainable), and in `variables_collections` (a list, or a dict keyed by
 the short names ``weights``, ``biases``, ``beta``, ``gamma``, ``moving_mean``, ``moving_variance``).
-Regularizers add their losses to REGULARIZATION_LOSSES; `outputs_collections` receive the output.
+Regularizers add their losses to REGULARIZATION_LOSSES; `outputs_collections` receive the output,
+aliased by the layer's scope, so that `utils.convert_collection_to_dict` (slim.utils) gives a
+network's end points as TF's does.
 The layers are decorated with `add_arg_scope`, so `af.contrib.framework.arg_scope` sets their
 defaults the way slim programs do.
 
 Differences from TF 1.15: 3-D convolutions and pooling, feature columns and batch_norm's
 `batch_weights`, `renorm`, `adjustment` and `zero_debias_moving_mean` are not here (an error
-names the argument); outputs carry no alias list (`utils.convert_collection_to_dict`).
+names the argument).
 """
 from __future__ import annotations
 
@@ -22,7 +24,9 @@ import math
 import numbers
 
 from actorflow import layers as core_layers
+from actorflow.contrib import layers_utils as utils  # noqa: F401  (tf.contrib.layers.utils, slim.utils)
 from actorflow.contrib.framework import add_arg_scope, model_variable
+from actorflow.contrib.layers_utils import collect_named_outputs
 from actorflow.graph import dtypes
 from actorflow.graph.graph import (
     GraphKeys,
@@ -258,12 +262,6 @@ def _add_variable_to_collections(variable, variables_collections, name) -> None:
                 g.add_to_collection(c, v)
 
 
-def collect_named_outputs(collections, alias, outputs):
-    """Adds `outputs` to `collections` and returns it (tf.contrib.layers.utils.collect_named_outputs;
-    no alias is recorded)."""
-    if collections:
-        get_default_graph().add_to_collections(collections, outputs)
-    return outputs
 
 
 def _scope_name(sc) -> str:

@@ -9,5 +9,6 @@ from actorflow.contrib.framework import *  # noqa: F401,F403
 from actorflow.contrib.framework import __all__ as _framework_all
 from actorflow.contrib.layers import *  # noqa: F401,F403
 from actorflow.contrib.layers import __all__ as _layers_all
+from actorflow.contrib.layers import utils  # noqa: F401  (slim.utils)
 
-__all__ = sorted(set(_framework_all) | set(_layers_all) | {"losses"})
+__all__ = sorted(set(_framework_all) | set(_layers_all) | {"losses", "utils"})

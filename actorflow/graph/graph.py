@@ -84,8 +84,9 @@ class Tensor:
 
     # `_keras_mask`: the boolean mask a Keras layer attached to its output (tf.keras masking: an
     # Embedding with mask_zero, a Masking layer); unset on other tensors, as in TF, where
-    # `getattr(t, "_keras_mask", None)` reads it.
-    __slots__ = ("op", "value_index", "dtype", "_shape", "_consumers", "_keras_mask", "__weakref__")
+    # `getattr(t, "_keras_mask", None)` reads it. `aliases`: the names slim's collect_named_outputs
+    # records on a layer's output (contrib/layers_utils.py), unset until then, as in TF.
+    __slots__ = ("op", "value_index", "dtype", "_shape", "_consumers", "_keras_mask", "aliases", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, op: "Operation", value_index: int, dtype, shape):
