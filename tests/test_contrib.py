@@ -1158,3 +1158,45 @@ def test_slim_utils_end_points_and_checks():
         picked = slim.utils.smart_cond(flag, lambda: af.constant(1), lambda: af.constant(2))
         with af.Session() as sess:
             assert sess.run(picked, {flag: True}) == 1 and sess.run(picked, {flag: False}) == 2
+
+
+def test_slim_learning_trains_with_update_ops_clipping_and_checkpoints(tmp_path):
+    slim = af.contrib.slim
+    rng = np.random.RandomState(0)
+    xv = rng.randn(64, 4).astype(np.float32)
+
+    def build():
+        x = af.constant(xv)
+        y = af.reduce_sum(x, 1, keepdims=True)
+        net = slim.fully_connected(x, 8, normalizer_fn=slim.batch_norm, normalizer_params={"is_training": True},
+                                   scope="fc1")
+        pred = slim.fully_connected(net, 1, activation_fn=None, scope="fc2")
+        return af.losses.mean_squared_error(y, pred)
+
+    with af.Graph().as_default():
+        af.set_random_seed(1)
+        loss = build()
+        train_op = slim.learning.create_train_op(loss, af.train.GradientDescentOptimizer(0.05),
+                                                 clip_gradient_norm=1.0,
+                                                 gradient_multipliers={"fc2/biases": 0.0})
+        assert train_op in af.get_collection(af.GraphKeys.TRAIN_OP)
+        first = None
+        with af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            mean0 = sess.run("fc1/BatchNorm/moving_mean:0")
+            bias0 = sess.run("fc2/biases:0")
+            first = sess.run(train_op)
+            assert not np.allclose(sess.run("fc1/BatchNorm/moving_mean:0"), mean0)    # the update ops ran
+            np.testing.assert_array_equal(sess.run("fc2/biases:0"), bias0)              # multiplier 0
+            assert sess.run(af.train.get_global_step()) == 1
+        final = slim.learning.train(train_op, str(tmp_path), number_of_steps=30, save_summaries_secs=0,
+                                    save_interval_secs=0, log_every_n_steps=10)
+    assert final < first
+    assert af.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-30")
+    with af.Graph().as_default():                      # a second run resumes at step 30, one step more
+        loss = build()
+        train_op = slim.learning.create_train_op(loss, af.train.GradientDescentOptimizer(0.05))
+        slim.learning.train(train_op, str(tmp_path), number_of_steps=30, save_summaries_secs=0, save_interval_secs=0)
+    assert af.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-31")
+    with pytest.raises(ValueError, match="`gradient_multipliers` must be a dict"):
+        slim.learning.multiply_gradients([], [1.0])

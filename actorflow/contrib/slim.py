@@ -5,10 +5,12 @@ plus `slim.losses` (af.losses). slim's training loop (`slim.learning`) and model
 from __future__ import annotations
 
 from actorflow import losses  # noqa: F401  (slim.losses)
+from actorflow.contrib import metrics  # noqa: F401  (slim.metrics: the streaming metrics)
+from actorflow.contrib import slim_learning as learning  # noqa: F401  (slim.learning)
 from actorflow.contrib.framework import *  # noqa: F401,F403
 from actorflow.contrib.framework import __all__ as _framework_all
 from actorflow.contrib.layers import *  # noqa: F401,F403
 from actorflow.contrib.layers import __all__ as _layers_all
 from actorflow.contrib.layers import utils  # noqa: F401  (slim.utils)
 
-__all__ = sorted(set(_framework_all) | set(_layers_all) | {"losses", "utils"})
+__all__ = sorted(set(_framework_all) | set(_layers_all) | {"losses", "utils", "learning", "metrics"})
