@@ -1200,3 +1200,41 @@ def test_slim_learning_trains_with_update_ops_clipping_and_checkpoints(tmp_path)
     assert af.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-31")
     with pytest.raises(ValueError, match="`gradient_multipliers` must be a dict"):
         slim.learning.multiply_gradients([], [1.0])
+
+
+def test_slim_evaluation_once_and_in_a_loop(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing import event_accumulator as ea
+    slim = af.contrib.slim
+    xv = np.random.RandomState(0).randn(32, 3).astype(np.float32)
+
+    def build():
+        x = af.constant(xv)
+        pred = slim.fully_connected(x, 1, activation_fn=None, scope="fc")
+        loss = af.losses.mean_squared_error(af.reduce_sum(x, 1, keepdims=True), pred)
+        return loss
+
+    with af.Graph().as_default():
+        loss = build()
+        train_op = slim.learning.create_train_op(loss, af.train.GradientDescentOptimizer(0.1))
+        slim.learning.train(train_op, str(tmp_path / "train"), number_of_steps=20, save_summaries_secs=0,
+                            save_interval_secs=0)
+    with af.Graph().as_default():
+        af.train.get_or_create_global_step()
+        loss = build()
+        mean_loss, update = af.metrics.mean(loss)
+        af.summary.scalar("eval_loss", mean_loss)
+        ckpt = af.train.latest_checkpoint(str(tmp_path / "train"))
+        got = slim.evaluation.evaluate_once("", ckpt, str(tmp_path / "eval"), num_evals=3, eval_op=update,
+                                            final_op=mean_loss)
+        looped = slim.evaluation.evaluation_loop("", str(tmp_path / "train"), str(tmp_path / "eval2"), num_evals=2,
+                                                 eval_op=update, final_op=mean_loss, eval_interval_secs=0,
+                                                 max_number_of_evaluations=1)
+    with af.Graph().as_default(), af.Session() as sess:      # the loss of the restored weights, directly
+        loss = build()
+        af.train.Saver().restore(sess, ckpt)
+        want = sess.run(loss)
+    assert got == pytest.approx(want, rel=1e-5) and looped == pytest.approx(want, rel=1e-5)
+    acc = ea.EventAccumulator(str(tmp_path / "eval"))
+    acc.Reload()
+    assert [(e.step, round(e.value, 5)) for e in acc.Scalars("eval_loss")] == [(20, round(float(want), 5))]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from actorflow import losses  # noqa: F401  (slim.losses)
 from actorflow.contrib import metrics  # noqa: F401  (slim.metrics: the streaming metrics)
+from actorflow.contrib import slim_evaluation as evaluation  # noqa: F401  (slim.evaluation)
 from actorflow.contrib import slim_learning as learning  # noqa: F401  (slim.learning)
 from actorflow.contrib.framework import *  # noqa: F401,F403
 from actorflow.contrib.framework import __all__ as _framework_all
@@ -13,4 +14,4 @@ from actorflow.contrib.layers import *  # noqa: F401,F403
 from actorflow.contrib.layers import __all__ as _layers_all
 from actorflow.contrib.layers import utils  # noqa: F401  (slim.utils)
 
-__all__ = sorted(set(_framework_all) | set(_layers_all) | {"losses", "utils", "learning", "metrics"})
+__all__ = sorted(set(_framework_all) | set(_layers_all) | {"losses", "utils", "learning", "evaluation", "metrics"})
