@@ -261,7 +261,8 @@ def main(argv=None):
     f.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     r = sub.add_parser("run", help="run the corpus under actorflow and TensorFlow")
     r.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    r.add_argument("--tf-python", help="a python with tensorflow-cpu==2.21.0 and tf_keras (the bench extra)")
+    r.add_argument("--tf-python", help="a python with tensorflow-cpu==2.21.0 and tf_keras (the bench extra); the "
+                                       "gcn and xlnet drivers also need networkx and sentencepiece there")
     r.add_argument("--seeds", type=int, default=3, help="TensorFlow runs per program")
     r.add_argument("--only", nargs="*", help="program ids (substrings) to run")
     r.add_argument("--skip-actorflow", action="store_true")
