@@ -1238,3 +1238,61 @@ def test_slim_evaluation_once_and_in_a_loop(tmp_path):
     acc = ea.EventAccumulator(str(tmp_path / "eval"))
     acc.Reload()
     assert [(e.step, round(e.value, 5)) for e in acc.Scalars("eval_loss")] == [(20, round(float(want), 5))]
+
+
+def test_slim_data_pipeline_reads_a_tfrecord_image_dataset(tmp_path):
+    """slim's flowers/cifar pattern: TFRecords of PNG images and labels, a slim Dataset with a
+    TFExampleDecoder, a DatasetDataProvider read through queues, then prefetch_queue."""
+    import io
+
+    from PIL import Image as PILImage
+    slim = af.contrib.slim
+    rng = np.random.RandomState(0)
+    images = rng.randint(0, 256, (6, 4, 5, 3)).astype(np.uint8)
+    path = str(tmp_path / "train-00000.tfrecord")
+    with af.python_io.TFRecordWriter(path) as w:
+        for i, img in enumerate(images):
+            buf = io.BytesIO()
+            PILImage.fromarray(img).save(buf, format="PNG")
+            ex = af.train.Example(features=af.train.Features(feature={
+                "image/encoded": af.train.Feature(bytes_list=af.train.BytesList(value=[buf.getvalue()])),
+                "image/format": af.train.Feature(bytes_list=af.train.BytesList(value=[b"png"])),
+                "image/class/label": af.train.Feature(int64_list=af.train.Int64List(value=[i])),
+                "image/size": af.train.Feature(int64_list=af.train.Int64List(value=[4, 5, 3]))}))
+            w.write(ex.SerializeToString())
+    keys_to_features = {
+        "image/encoded": af.FixedLenFeature((), af.string, default_value=""),
+        "image/format": af.FixedLenFeature((), af.string, default_value="png"),
+        "image/class/label": af.FixedLenFeature([], af.int64, default_value=0),
+        "image/size": af.FixedLenFeature([3], af.int64)}
+    items_to_handlers = {
+        "image": slim.tfexample_decoder.Image(),
+        "label": slim.tfexample_decoder.Tensor("image/class/label"),
+        "shape": slim.tfexample_decoder.Tensor("image/size"),
+        "label_x2": slim.tfexample_decoder.ItemHandlerCallback(["image/class/label"],
+                                                               lambda d: d["image/class/label"] * 2)}
+    decoder = slim.tfexample_decoder.TFExampleDecoder(keys_to_features, items_to_handlers)
+    data = slim.dataset.Dataset(data_sources=str(tmp_path / "train-*"), reader=af.TFRecordReader, decoder=decoder,
+                                num_samples=6, items_to_descriptions={}, num_classes=6)
+    assert data.num_classes == 6
+    provider = slim.dataset_data_provider.DatasetDataProvider(data, shuffle=False, num_epochs=1)
+    assert provider.num_samples() == 6 and "record_key" in provider.list_items()
+    image, label, doubled = provider.get(["image", "label", "label_x2"])
+    assert image.shape.as_list() == [None, None, 3]
+    queue = slim.prefetch_queue.prefetch_queue([af.reshape(image, [4, 5, 3]), label], capacity=4)
+    img_q, label_q = queue.dequeue()
+    with pytest.raises(ValueError, match="not provided"):
+        provider.get(["mask"])
+    with af.Session() as sess:
+        sess.run([af.global_variables_initializer(), af.local_variables_initializer()])
+        coord = af.train.Coordinator()
+        threads = af.train.start_queue_runners(sess, coord)
+        got = [sess.run([img_q, label_q]) for _ in range(6)]
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=5)
+    for img, lab in got:
+        np.testing.assert_array_equal(img, images[lab])
+    assert sorted(int(lab) for _, lab in got) == list(range(6))
+    with pytest.raises(ValueError, match="No data files found"):
+        slim.parallel_reader.get_data_files(str(tmp_path / "nothing-*"))
+    assert doubled is not None

@@ -7,7 +7,8 @@ training, greedy and custom helpers, Bahdanau and Luong attention, beam search),
 `tf.contrib.opt` (LazyAdam, AdamW/MomentumW, ScipyOptimizerInterface),
 `tf.contrib.learn.preprocessing.VocabularyProcessor`, `tf.contrib.tensorboard.plugins.projector`,
 `tf.contrib.training` (bucket_by_sequence_length, HParams), `tf.contrib.metrics`' streaming metrics,
-`tf.contrib.slim`'s layer and scope names with slim.utils and slim.learning (create_train_op, train) and slim.evaluation, `tf.contrib.tpu` (TPUEstimator and CrossShardOptimizer run on
+`tf.contrib.slim`'s layer and scope names with slim.utils and slim.learning (create_train_op, train), slim.evaluation and slim's queue-based data pipeline
+(dataset, tfexample_decoder, dataset_data_provider, parallel_reader, prefetch_queue), `tf.contrib.tpu` (TPUEstimator and CrossShardOptimizer run on
 the CPU, as TF runs them with `use_tpu=False`), `tf.contrib.data`, `tf.contrib.cluster_resolver` and `tf.contrib.summary` (the op-based summary writers).
 
 Everything here is built from actorflow's own layers, cells and ops; it defines no op.

@@ -13,5 +13,13 @@ from actorflow.contrib.framework import __all__ as _framework_all
 from actorflow.contrib.layers import *  # noqa: F401,F403
 from actorflow.contrib.layers import __all__ as _layers_all
 from actorflow.contrib.layers import utils  # noqa: F401  (slim.utils)
+from actorflow.contrib.slim_data import (  # noqa: F401  (slim's data pipeline)
+    dataset,
+    dataset_data_provider,
+    parallel_reader,
+    prefetch_queue,
+    tfexample_decoder,
+)
 
-__all__ = sorted(set(_framework_all) | set(_layers_all) | {"losses", "utils", "learning", "evaluation", "metrics"})
+__all__ = sorted(set(_framework_all) | set(_layers_all) | {"losses", "utils", "learning", "evaluation", "metrics", "dataset", "dataset_data_provider",
+                                                           "parallel_reader", "prefetch_queue", "tfexample_decoder"})
