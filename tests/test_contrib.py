@@ -1296,3 +1296,34 @@ def test_slim_data_pipeline_reads_a_tfrecord_image_dataset(tmp_path):
     with pytest.raises(ValueError, match="No data files found"):
         slim.parallel_reader.get_data_files(str(tmp_path / "nothing-*"))
     assert doubled is not None
+
+
+def test_contrib_training_train_and_evaluate_once(tmp_path):
+    xv = np.random.RandomState(0).randn(16, 2).astype(np.float32)
+    with af.Graph().as_default():
+        x = af.constant(xv)
+        w = af.get_variable("w", [2, 1], initializer=af.zeros_initializer())
+        loss = af.reduce_mean(af.square(af.matmul(x, w) - af.reduce_sum(x, 1, keepdims=True)))
+        train_op = af.contrib.training.create_train_op(
+            loss, af.train.GradientDescentOptimizer(0.2),
+            transform_grads_fn=lambda gv: [(g * 0.5, v) for g, v in gv])
+        last = af.contrib.training.train(train_op, str(tmp_path), hooks=[af.train.StopAtStepHook(num_steps=25)],
+                                         save_checkpoint_secs=600, save_summaries_steps=None)
+        assert last < 0.5
+    with af.Graph().as_default():
+        x = af.constant(xv)
+        w = af.get_variable("w", [2, 1])
+        af.train.get_or_create_global_step()
+        mean_w, update = af.metrics.mean(w)
+        hook = af.contrib.training.StopAfterNEvalsHook(4)
+        got = af.contrib.training.evaluate_once(af.train.latest_checkpoint(str(tmp_path)), eval_ops=update,
+                                                final_ops={"mean_w": mean_w, "steps": af.contrib.training.get_or_create_eval_step()},
+                                                hooks=[hook])
+        assert got["steps"] == 4
+        assert af.contrib.training.wait_for_new_checkpoint(str(tmp_path), timeout=1) is not None
+        assert af.contrib.training.wait_for_new_checkpoint(
+            str(tmp_path), af.train.latest_checkpoint(str(tmp_path)), seconds_to_sleep=0.1, timeout=0.3) is None
+    with af.Graph().as_default(), af.Session() as sess:
+        v = af.get_variable("w", [2, 1])
+        af.train.Saver().restore(sess, af.train.latest_checkpoint(str(tmp_path)))
+        np.testing.assert_allclose(got["mean_w"], sess.run(v).mean(), rtol=1e-6)

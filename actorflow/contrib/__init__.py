@@ -6,7 +6,8 @@ training, greedy and custom helpers, Bahdanau and Luong attention, beam search),
 `tf.contrib.crf` (linear-chain CRF: log-likelihood, Viterbi decoding), `tf.contrib.factorization.KMeans`, `tf.contrib.predictor`, `tf.contrib.lookup` (vocabulary tables), `tf.contrib.image` (transform, rotate, translate), `tf.contrib.losses` (old argument order, metric learning), `tf.contrib.distributions` (with the multivariate normals),
 `tf.contrib.opt` (LazyAdam, AdamW/MomentumW, ScipyOptimizerInterface),
 `tf.contrib.learn.preprocessing.VocabularyProcessor`, `tf.contrib.tensorboard.plugins.projector`,
-`tf.contrib.training` (bucket_by_sequence_length, HParams), `tf.contrib.metrics`' streaming metrics,
+`tf.contrib.training` (bucket_by_sequence_length, HParams, create_train_op, train, evaluate_once and
+evaluate_repeatedly with their hooks), `tf.contrib.metrics`' streaming metrics,
 `tf.contrib.slim`'s layer and scope names with slim.utils and slim.learning (create_train_op, train), slim.evaluation and slim's queue-based data pipeline
 (dataset, tfexample_decoder, dataset_data_provider, parallel_reader, prefetch_queue), `tf.contrib.tpu` (TPUEstimator and CrossShardOptimizer run on
 the CPU, as TF runs them with `use_tpu=False`), `tf.contrib.data`, `tf.contrib.cluster_resolver` and `tf.contrib.summary` (the op-based summary writers).

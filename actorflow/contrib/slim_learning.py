@@ -93,11 +93,11 @@ def add_gradients_summaries(grads_and_vars):
     return summaries
 
 
-def create_train_op(total_loss, optimizer, global_step=_USE_DEFAULT, update_ops=None, variables_to_train=None,
-                    clip_gradient_norm=0, summarize_gradients=False, gate_gradients=Optimizer.GATE_OP,
-                    aggregation_method=None, colocate_gradients_with_ops=False, gradient_multipliers=None,
-                    check_numerics=True):
-    """The loss, computed after the gradient step that minimizes it (module docstring)."""
+def create_train_op_base(total_loss, optimizer, global_step=_USE_DEFAULT, update_ops=None, variables_to_train=None,
+                         transform_grads_fn=None, summarize_gradients=False, gate_gradients=Optimizer.GATE_OP,
+                         aggregation_method=None, colocate_gradients_with_ops=False, check_numerics=True):
+    """tf.contrib.training.create_train_op: the loss, computed after the gradient step (module docstring),
+    the gradients passed through `transform_grads_fn` before they are applied."""
     if global_step is _USE_DEFAULT:
         global_step = get_or_create_global_step()
     collected = set(get_collection(GraphKeys.UPDATE_OPS))
@@ -115,12 +115,8 @@ def create_train_op(total_loss, optimizer, global_step=_USE_DEFAULT, update_ops=
     grads = optimizer.compute_gradients(total_loss, variables_to_train, gate_gradients=gate_gradients,
                                         aggregation_method=aggregation_method,
                                         colocate_gradients_with_ops=colocate_gradients_with_ops)
-    if gradient_multipliers:
-        with name_scope("multiply_grads"):
-            grads = multiply_gradients(grads, gradient_multipliers)
-    if clip_gradient_norm > 0:
-        with name_scope("clip_grads"):
-            grads = clip_gradient_norms(grads, clip_gradient_norm)
+    if transform_grads_fn:
+        grads = transform_grads_fn(grads)
     if summarize_gradients:
         with name_scope("summarize_grads"):
             add_gradients_summaries(grads)
@@ -133,6 +129,25 @@ def create_train_op(total_loss, optimizer, global_step=_USE_DEFAULT, update_ops=
     if train_op not in train_ops:
         train_ops.append(train_op)
     return train_op
+
+
+def create_train_op(total_loss, optimizer, global_step=_USE_DEFAULT, update_ops=None, variables_to_train=None,
+                    clip_gradient_norm=0, summarize_gradients=False, gate_gradients=Optimizer.GATE_OP,
+                    aggregation_method=None, colocate_gradients_with_ops=False, gradient_multipliers=None,
+                    check_numerics=True):
+    """slim.learning.create_train_op: create_train_op_base with the gradients multiplied by
+    `gradient_multipliers` and each clipped to `clip_gradient_norm` (module docstring)."""
+    def transform(grads):
+        if gradient_multipliers:
+            with name_scope("multiply_grads"):
+                grads = multiply_gradients(grads, gradient_multipliers)
+        if clip_gradient_norm > 0:
+            with name_scope("clip_grads"):
+                grads = clip_gradient_norms(grads, clip_gradient_norm)
+        return grads
+    return create_train_op_base(total_loss, optimizer, global_step, update_ops, variables_to_train, transform,
+                                summarize_gradients, gate_gradients, aggregation_method, colocate_gradients_with_ops,
+                                check_numerics)
 
 
 def train_step(sess, train_op, global_step, train_step_kwargs):

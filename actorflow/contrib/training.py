@@ -12,9 +12,15 @@ come out as smaller batches, then the top queue closes (OutOfRangeError).
 from __future__ import annotations
 
 import json
+import logging
 import numbers
 import re
 
+from actorflow.contrib.slim_learning import (  # noqa: F401  (tf.contrib.training's names for them)
+    add_gradients_summaries,
+    clip_gradient_norms,
+    multiply_gradients,
+)
 from actorflow.graph import dtypes, nest
 from actorflow.graph.control_flow import cond
 from actorflow.graph.graph import convert_to_tensor, name_scope
@@ -23,8 +29,15 @@ from actorflow.graph.ops.constant import constant, group, no_op
 from actorflow.graph.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue
 from actorflow.graph.tensor_shape import TensorShape, as_shape
 from actorflow.train.queue_runner import QueueRunner, add_queue_runner
+from actorflow.train.session_run_hook import SessionRunArgs, SessionRunHook
+from actorflow.train.utilities import checkpoints_iterator  # noqa: F401  (tf.contrib.training.checkpoints_iterator)
 
-__all__ = ["bucket_by_sequence_length", "HParams", "parse_values"]
+__all__ = ["bucket_by_sequence_length", "HParams", "parse_values", "create_train_op", "train", "evaluate_once",
+           "evaluate_repeatedly", "StopAfterNEvalsHook", "SummaryAtEndHook", "get_or_create_eval_step",
+           "checkpoints_iterator", "wait_for_new_checkpoint", "add_gradients_summaries", "clip_gradient_norms",
+           "multiply_gradients"]
+
+log = logging.getLogger(__name__)
 
 
 def _per_bucket(value, n, what):
@@ -310,3 +323,170 @@ class HParams:
 
     def __repr__(self):
         return f"{type(self).__name__}({sorted(self.values().items())})"
+
+
+# -- training and evaluation loops (tf.contrib.training, TF 1.15) ------------------------------------------
+
+def create_train_op(total_loss, optimizer, global_step=None, update_ops=None, variables_to_train=None,
+                    transform_grads_fn=None, summarize_gradients=False, gate_gradients=1, aggregation_method=None,
+                    colocate_gradients_with_ops=False, check_numerics=True):
+    """The loss computed after a gradient step that minimizes it (tf.contrib.training.create_train_op;
+    slim.learning's, with `transform_grads_fn` applied to the gradients). `global_step` None takes the
+    graph's, created when missing."""
+    from actorflow.contrib.slim_learning import _USE_DEFAULT, create_train_op_base
+    return create_train_op_base(total_loss, optimizer, _USE_DEFAULT if global_step is None else global_step,
+                                update_ops, variables_to_train, transform_grads_fn, summarize_gradients,
+                                gate_gradients, aggregation_method, colocate_gradients_with_ops, check_numerics)
+
+
+def train(train_op, logdir, master="", is_chief=True, scaffold=None, hooks=None, chief_only_hooks=None,
+          save_checkpoint_secs=600, save_summaries_steps=100, config=None, max_wait_secs=7200, run_metadata=None):
+    """Runs `train_op` in a MonitoredTrainingSession on `logdir` until a hook stops it (a StopAtStepHook,
+    the input's end); returns the last value (tf.contrib.training.train)."""
+    from actorflow.train.monitored_session import MonitoredTrainingSession
+    if logdir is None and is_chief:
+        if save_summaries_steps:
+            raise ValueError("logdir cannot be None when save_summaries_steps is not None")
+        if save_checkpoint_secs:
+            raise ValueError("logdir cannot be None when save_checkpoint_secs is not None")
+    loss = None
+    with MonitoredTrainingSession(master=master, is_chief=is_chief, checkpoint_dir=logdir, scaffold=scaffold,
+                                  hooks=hooks, chief_only_hooks=chief_only_hooks,
+                                  save_checkpoint_secs=save_checkpoint_secs, save_summaries_steps=save_summaries_steps,
+                                  config=config, max_wait_secs=max_wait_secs) as session:
+        while not session.should_stop():
+            loss = session.run(train_op, run_metadata=run_metadata)
+    return loss
+
+
+_EVAL_STEP = "eval_step"
+
+
+def get_or_create_eval_step():
+    """The graph's evaluation step counter: a local int64 variable `eval_step` counting eval_ops runs."""
+    from actorflow.graph.graph import GraphKeys, get_collection
+    from actorflow.graph.initializers import zeros_initializer
+    from actorflow.graph.variable_scope import get_variable
+    found = get_collection(_EVAL_STEP)
+    if found:
+        return found[0]
+    step = get_variable(_EVAL_STEP, shape=[], dtype=dtypes.int64, initializer=zeros_initializer(), trainable=False,
+                        collections=[GraphKeys.LOCAL_VARIABLES, _EVAL_STEP])
+    return step
+
+
+class StopAfterNEvalsHook(SessionRunHook):
+    """Stops an evaluation after `num_evals` runs of its eval ops, counted by the eval step
+    (tf.contrib.training.StopAfterNEvalsHook); evaluate_once hands it the count read after each run's
+    update."""
+
+    def __init__(self, num_evals, log_progress=True):
+        self._num_evals = num_evals
+        self._log_progress = log_progress
+        self._evals_completed = None
+
+    def _set_evals_completed_tensor(self, updated_eval_step):
+        self._evals_completed = updated_eval_step
+
+    def before_run(self, run_context):
+        if self._evals_completed is None:
+            return None
+        return SessionRunArgs({"evals_completed": self._evals_completed})
+
+    def after_run(self, run_context, run_values):
+        if self._evals_completed is None:
+            done = int(run_context.session.run(get_or_create_eval_step()))
+        else:
+            done = int(run_values.results["evals_completed"])
+        if self._log_progress:
+            log.info("Evaluation [%d/%s]", done, self._num_evals)
+        if self._num_evals is not None and done >= self._num_evals:
+            run_context.request_stop()
+
+
+class SummaryAtEndHook(SessionRunHook):
+    """Writes `summary_op`'s summaries (default: the graph's merged summaries) to `log_dir` at the global
+    step when the evaluation ends (tf.contrib.training.SummaryAtEndHook)."""
+
+    def __init__(self, log_dir=None, summary_writer=None, summary_op=None, feed_dict=None):
+        if (log_dir is None) == (summary_writer is None):
+            raise ValueError("Exactly one of log_dir or summary_writer should be set.")
+        self._log_dir, self._writer, self._op, self._feed = log_dir, summary_writer, summary_op, feed_dict
+
+    def begin(self):
+        from actorflow.graph.ops.summary_ops import merge_all
+        from actorflow.train.training_util import get_global_step
+        if self._op is None:
+            self._op = merge_all()
+        self._gs = get_global_step()
+
+    def end(self, session):
+        if self._op is None:
+            return
+        from actorflow.summary import FileWriterCache
+        summary = session.run(self._op, self._feed)
+        step = int(session.run(self._gs)) if self._gs is not None else None
+        writer = self._writer or FileWriterCache.get(self._log_dir)
+        writer.add_summary(summary, step)
+        writer.flush()
+
+
+def wait_for_new_checkpoint(checkpoint_dir, last_checkpoint=None, seconds_to_sleep=1, timeout=None):
+    """The latest checkpoint of `checkpoint_dir` once it differs from `last_checkpoint`; None after
+    `timeout` seconds without one (tf.contrib.training.wait_for_new_checkpoint)."""
+    from actorflow import clock
+    from actorflow.train.saver import latest_checkpoint
+    deadline = None if timeout is None else clock.monotonic() + timeout
+    while True:
+        path = latest_checkpoint(checkpoint_dir)
+        if path is not None and path != last_checkpoint:
+            return path
+        if deadline is not None and clock.monotonic() + seconds_to_sleep > deadline:
+            return None
+        clock.sleep(seconds_to_sleep)
+
+
+def evaluate_once(checkpoint_path, master="", scaffold=None, eval_ops=None, feed_dict=None, final_ops=None,
+                  final_ops_feed_dict=None, hooks=None, config=None):
+    """Restores `checkpoint_path`, runs `eval_ops` until a hook stops it (StopAfterNEvalsHook, the
+    input's end) and returns `final_ops`' values (tf.contrib.training.evaluate_once)."""
+    from actorflow import errors
+    from actorflow.graph.graph import control_dependencies
+    from actorflow.graph.variables import assign_add
+    from actorflow.train.monitored_session import ChiefSessionCreator, MonitoredSession
+    from actorflow.train.utilities import FinalOpsHook
+    eval_step = get_or_create_eval_step()
+    hooks = list(hooks or [])
+    if eval_ops is not None:
+        with control_dependencies(nest.flatten(eval_ops)):
+            counted = assign_add(eval_step, 1)
+        eval_ops = [eval_ops, counted]
+        with control_dependencies([counted]):
+            updated = eval_step.read_value()
+        for h in hooks:
+            if isinstance(h, StopAfterNEvalsHook):
+                h._set_evals_completed_tensor(updated)
+    final = FinalOpsHook(final_ops, final_ops_feed_dict) if final_ops is not None else None
+    creator = ChiefSessionCreator(scaffold, master=master, config=config, checkpoint_filename_with_path=checkpoint_path)
+    with MonitoredSession(creator, hooks + ([final] if final else [])) as session:
+        if eval_ops is not None:
+            while not session.should_stop():
+                try:
+                    session.run(eval_ops, feed_dict)
+                except errors.OutOfRangeError:
+                    break
+    return final.final_ops_values if final is not None else None
+
+
+def evaluate_repeatedly(checkpoint_dir, master="", scaffold=None, eval_ops=None, feed_dict=None, final_ops=None,
+                        final_ops_feed_dict=None, eval_interval_secs=60, hooks=None, config=None,
+                        max_number_of_evaluations=None, timeout=None, timeout_fn=None):
+    """evaluate_once on each new checkpoint of `checkpoint_dir`; returns the last final_ops' values."""
+    final, done = None, 0
+    for path in checkpoints_iterator(checkpoint_dir, eval_interval_secs, timeout, timeout_fn):
+        final = evaluate_once(path, master, scaffold, eval_ops, feed_dict, final_ops, final_ops_feed_dict, hooks,
+                              config)
+        done += 1
+        if max_number_of_evaluations is not None and done >= max_number_of_evaluations:
+            break
+    return final
