@@ -1327,3 +1327,22 @@ def test_contrib_training_train_and_evaluate_once(tmp_path):
         v = af.get_variable("w", [2, 1])
         af.train.Saver().restore(sess, af.train.latest_checkpoint(str(tmp_path)))
         np.testing.assert_allclose(got["mean_w"], sess.run(v).mean(), rtol=1e-6)
+
+
+def test_contrib_small_namespaces():
+    with af.Graph().as_default():
+        with af.name_scope("outer"):
+            assert af.contrib.framework.get_name_scope() == "outer"
+        proto = af.contrib.util.make_tensor_proto(np.array([[1, 2]], np.int32))
+        np.testing.assert_array_equal(af.contrib.util.make_ndarray(proto), [[1, 2]])
+        assert af.contrib.util.constant_value(af.shape(af.zeros([2, 3]))).tolist() == [2, 3]
+        assert af.contrib.util.constant_value(af.constant(4) * 2) is None      # as TF: Mul is not folded here
+        srt = af.contrib.framework.sort(af.constant([3, 1, 2]), direction="DESCENDING")
+        u = af.contrib.stateless.stateless_random_uniform([3], seed=[1, 2])
+        with af.contrib.compiler.jit.experimental_jit_scope():
+            doubled = af.contrib.framework.py_func(lambda a: a * 2, [af.constant([1.0])], af.float32)
+        frames = af.contrib.signal.frame(af.range(6), 2, 2)
+        with af.Session() as sess:
+            s, uv, d, f = sess.run([srt, u, doubled, frames])
+        assert s.tolist() == [3, 2, 1] and uv.shape == (3,) and d.tolist() == [2.0]
+        assert f.tolist() == [[0, 1], [2, 3], [4, 5]]

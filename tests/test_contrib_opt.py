@@ -99,3 +99,40 @@ def test_scipy_interface_lbfgs_with_bounds_and_slsqp_with_constraints():
             s.run(af.global_variables_initializer())
             o.minimize(s)
             np.testing.assert_allclose(s.run(v), [0.8, 0.2], atol=1e-6)
+
+
+def test_nadam_dense_and_sparse_steps_follow_the_nesterov_adam_equations():
+    g_dense = np.array([0.5, -1.0, 2.0], np.float32)
+    with af.Graph().as_default():
+        v = af.Variable([1.0, 2.0, 3.0])
+        emb = af.Variable(np.ones((4, 2), np.float32))
+        loss = af.reduce_sum(v * g_dense) + af.reduce_sum(af.gather(emb, [2, 0]) * 3.0)
+        opt = af.contrib.opt.NadamOptimizer(0.1)
+        step = opt.minimize(loss)
+        with af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            for _ in range(2):
+                sess.run(step)
+            got_v, got_emb = sess.run([v, emb])
+    b1, b2, eps, lr = 0.9, 0.999, 1e-8, 0.1
+
+    def run(x, g, rows=None):
+        m = np.zeros_like(x)
+        s = np.zeros_like(x)
+        for t in (1, 2):
+            lr_t = lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
+            gg = np.zeros_like(x)
+            if rows is None:
+                gg = g
+            else:
+                gg[rows] = g
+            m = b1 * m + (1 - b1) * gg
+            s = b2 * s + (1 - b2) * gg * gg
+            step = lr_t * (b1 * m + (1 - b1) * gg) / (np.sqrt(s) + eps)
+            if rows is None:
+                x = x - step
+            else:
+                x[rows] -= step[rows]
+        return x
+    np.testing.assert_allclose(got_v, run(np.array([1.0, 2.0, 3.0]), g_dense), rtol=1e-5)
+    np.testing.assert_allclose(got_emb, run(np.ones((4, 2)), np.full((2, 2), 3.0), rows=[2, 0]), rtol=1e-5)

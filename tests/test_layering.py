@@ -111,7 +111,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "sysconfig": {"scheduler", "version"},   # tf.sysconfig: build facts (the GPUs' compute capabilities)
     "python": {"<root>"},    # tensorflow.python.* by their private paths, over the whole of actorflow
     "contrib": {"train", "layers", "nn", "metrics", "distributions", "saved_model", "keras",
-                "estimator", "data", "distribute"},   # tf.contrib.tpu's TPUEstimator, contrib.data, cluster_resolver
+                "estimator", "data", "distribute",    # tf.contrib.tpu's TPUEstimator, contrib.data, cluster_resolver
+                "xla", "signal", "random"},           # contrib.compiler.jit, contrib.signal, contrib.stateless
     "feature_column": {"lookup", "initializers"},  # columns build ops on a graph: lookups, embeddings
     "estimator": {"train", "metrics", "data", "feature_column", "layers", "nn", "saved_model"},  # tf.contrib's layers, rnn, seq2seq, framework over those
     # tf.keras of TF 1.x: layers over af.layers and rnn, models trained with train's Saver and sessions

@@ -18,6 +18,8 @@ import threading
 
 from actorflow.graph import nest  # noqa: F401  (tf.contrib.framework.nest)
 from actorflow.graph.graph import GraphKeys, get_collection, get_default_graph
+from actorflow.graph.ops.script_ops import py_func  # noqa: F401  (tf.contrib.framework.py_func)
+from actorflow.graph.ops.sort_ops import sort  # noqa: F401  (tf.contrib.framework.sort)
 from actorflow.graph.variable_scope import VariableScope, get_variable
 from actorflow.train import Saver, init_from_checkpoint, list_variables, load_checkpoint, load_variable  # noqa: F401
 from actorflow.train.training_util import (
@@ -35,7 +37,8 @@ __all__ = ["arg_scope", "add_arg_scope", "has_arg_scope", "arg_scoped_arguments"
            "get_variables_to_restore", "get_variables_by_name", "get_variables_by_suffix", "get_unique_variable",
            "get_variable_full_name", "assign_from_checkpoint", "assign_from_checkpoint_fn", "filter_variables", "get_global_step", "get_or_create_global_step",
            "create_global_step", "assert_global_step", "assign_from_values", "assign_from_values_fn", "nest",
-           "list_variables", "load_variable", "load_checkpoint", "init_from_checkpoint"]
+           "list_variables", "load_variable", "load_checkpoint", "init_from_checkpoint", "get_name_scope", "sort",
+           "py_func"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,6 +325,11 @@ def assign_from_values(var_names_to_values):
         assigns.append(var.assign(ph))
         feed[ph] = np.asarray(value).reshape(var.get_shape().as_list())
     return group(*assigns), feed
+
+
+def get_name_scope():
+    """The current name scope of the default graph, without its trailing '/' (tf.contrib.framework.get_name_scope)."""
+    return get_default_graph().get_name_scope()
 
 
 def assign_from_checkpoint(model_path, var_list, ignore_missing_vars=False):
