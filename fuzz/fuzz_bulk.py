@@ -146,18 +146,28 @@ def run_stream(wire: bytes, cuts: list, events: list, schedule: list) -> tuple:
     return stream, inner, tr, payloads, announced
 
 
-def check_stream(wire, cuts, events, schedule, measure=True):
-    if measure:
-        tracemalloc.start()
+def _measured_run(wire, cuts, events, schedule):
+    tracemalloc.start()
     try:
-        stream, inner, tr, payloads, announced = run_stream(wire, cuts, events, schedule)
-        if measure:
-            peak = tracemalloc.get_traced_memory()[1]
+        result = run_stream(wire, cuts, events, schedule)
+        return result, tracemalloc.get_traced_memory()[1]
     finally:
-        if measure:
-            tracemalloc.stop()
-    if measure:
-        assert peak <= 3 * len(wire) + announced + ALLOC_CONST, \
+        tracemalloc.stop()
+
+
+def check_stream(wire, cuts, events, schedule, measure=True):
+    if not measure:
+        stream, inner, tr, payloads, announced = run_stream(wire, cuts, events, schedule)
+    else:
+        # tracemalloc counts every thread's allocations: another thread of the process (a test
+        # suite's) can lift one run's peak. The run is deterministic, so a stream that really
+        # allocates too much does so on the second run too; the smaller peak is the stream's.
+        (stream, inner, tr, payloads, announced), peak = _measured_run(wire, cuts, events, schedule)
+        limit = 3 * len(wire) + announced + ALLOC_CONST
+        if peak > limit:
+            (stream, inner, tr, payloads, announced), again = _measured_run(wire, cuts, events, schedule)
+            peak = min(peak, again)
+        assert peak <= limit, \
             f"{peak} bytes allocated for a {len(wire)}-byte stream with {announced} bytes announced"
     sizes = [n for e in events if e != "recv" for n, d in [e] if not d]
     got = [len(p) for p in payloads if p is not None]

@@ -83,6 +83,9 @@ def test_dense_after_dropout_and_batch_norm_with_a_training_placeholder_trains()
     ys = rng.integers(0, 3, size=32)
     g = af.Graph()
     with g.as_default():
+        # Seeded: unseeded, about one initialization in thirty evaluates worse after the 40 steps (the
+        # moving statistics lag the batch statistics the steps trained with).
+        af.set_random_seed(7)
         x = af.placeholder(af.float32, [None, 5])
         y = af.placeholder(af.int64, [None])
         training = af.placeholder(af.bool)
