@@ -45,29 +45,14 @@ class NadamOptimizer(AdamOptimizer):
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, use_locking=False, name="Adam"):
         super().__init__(learning_rate, beta1, beta2, epsilon, use_locking, name)
 
-    def _apply_dense(self, grad, var):
-        from actorflow.graph.ops import training_ops
-        b1p, b2p = self._powers(var)
-        h = [self._hyper(k, var.dtype) for k in ("learning_rate", "beta1", "beta2", "epsilon")]
-        return training_ops.apply_adam(var, self.get_slot(var, "m"), self.get_slot(var, "v"), b1p, b2p, *h, grad,
-                                       use_locking=self._use_locking, use_nesterov=True)
+    _nesterov = True           # AdamOptimizer's dense step with use_nesterov (TF's ApplyAdam)
 
     def _apply_sparse(self, grad, var):
-        from actorflow.graph.graph import control_dependencies
         from actorflow.graph.ops import math_ops
-        b1p, b2p = self._powers(var)
-        lr, beta1, beta2, epsilon = (self._hyper(k, var.dtype) for k in ("learning_rate", "beta1", "beta2", "epsilon"))
-        lr = lr * math_ops.sqrt(1 - b2p) / (1 - b1p)
-        locking = self._use_locking
-        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
-        m_scaled = grad.values * (1 - beta1)
-        with control_dependencies([assign(m, m * beta1, use_locking=locking)]):
-            m_t = scatter_add(m, grad.indices, m_scaled, use_locking=locking)
-            m_bar = m_scaled + beta1 * array_ops.gather(m_t, grad.indices)
-        with control_dependencies([assign(v, v * beta2, use_locking=locking)]):
-            v_t = scatter_add(v, grad.indices, math_ops.square(grad.values) * (1 - beta2), use_locking=locking)
+        lr, beta1, epsilon, m_t, v_t, m_scaled = self._sparse_moments(grad, var)
+        m_bar = m_scaled + beta1 * array_ops.gather(m_t, grad.indices)
         v_rows = math_ops.sqrt(array_ops.gather(v_t, grad.indices))
-        update = scatter_add(var, grad.indices, -lr * m_bar / (v_rows + epsilon), use_locking=locking)
+        update = scatter_add(var, grad.indices, -lr * m_bar / (v_rows + epsilon), use_locking=self._use_locking)
         return group(update, m_bar, v_t)
 
 

@@ -196,22 +196,34 @@ class AdamOptimizer(Optimizer):
         b1p, b2p = self._powers(var)
         h = [self._hyper(k, var.dtype) for k in ("learning_rate", "beta1", "beta2", "epsilon")]
         return training_ops.apply_adam(var, self.get_slot(var, "m"), self.get_slot(var, "v"), b1p, b2p, *h, grad,
-                                       use_locking=self._use_locking)
+                                       use_locking=self._use_locking, use_nesterov=self._nesterov)
 
-    def _apply_sparse(self, grad, var):
+    _nesterov = False          # Nadam (af.contrib.opt) steps with the Nesterov momentum
+
+    def _sparse_moments(self, grad, var):
+        """A sparse gradient's moments, as TF updates them: all of m and v decay, the touched rows take
+        the gradient. Returns (lr_t, beta1, epsilon, m_t, v_t, the rows' (1 - beta1) * g)."""
         from actorflow.graph.graph import control_dependencies
         from actorflow.graph.ops import math_ops
-        from actorflow.graph.ops.constant import group
-        from actorflow.graph.variables import assign, assign_sub, scatter_add
+        from actorflow.graph.variables import assign, scatter_add
         b1p, b2p = self._powers(var)
         lr, beta1, beta2, epsilon = (self._hyper(k, var.dtype) for k in ("learning_rate", "beta1", "beta2", "epsilon"))
         lr = lr * math_ops.sqrt(1 - b2p) / (1 - b1p)
         locking = self._use_locking
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_scaled = grad.values * (1 - beta1)
         with control_dependencies([assign(m, m * beta1, use_locking=locking)]):
-            m_t = scatter_add(m, grad.indices, grad.values * (1 - beta1), use_locking=locking)
+            m_t = scatter_add(m, grad.indices, m_scaled, use_locking=locking)
         with control_dependencies([assign(v, v * beta2, use_locking=locking)]):
             v_t = scatter_add(v, grad.indices, math_ops.square(grad.values) * (1 - beta2), use_locking=locking)
+        return lr, beta1, epsilon, m_t, v_t, m_scaled
+
+    def _apply_sparse(self, grad, var):
+        from actorflow.graph.ops import math_ops
+        from actorflow.graph.ops.constant import group
+        from actorflow.graph.variables import assign_sub
+        lr, _, epsilon, m_t, v_t, _ = self._sparse_moments(grad, var)
+        locking = self._use_locking
         update = assign_sub(var, lr * m_t / (math_ops.sqrt(v_t) + epsilon), use_locking=locking)
         return group(update, m_t, v_t)
 
