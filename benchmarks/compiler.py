@@ -57,7 +57,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-WORKLOADS = ("chain", "while", "lstm", "lstm_grad", "rnn", "rnn_embed", "mlp", "convnet")
+WORKLOADS = ("chain", "while", "lstm", "lstm_grad", "rnn", "rnn_embed", "rnn_wide", "rnn_big", "mlp", "convnet")
 CHAIN, ITERS, LSTM_STEPS, WIDTH = 1000, 100_000, 10_000, 32
 # rnn: a real program's RNN, not one of the workloads: tf.nn.dynamic_rnn of an LSTMCell of width
 # 32 over 100 time steps of a [32, 100, 16] batch, trained with SGD (the forward loop, its gradient loop
@@ -65,9 +65,15 @@ CHAIN, ITERS, LSTM_STEPS, WIDTH = 1000, 100_000, 10_000, 32
 # rnn_embed: the same over an embedding lookup (a vocabulary of 1,000) of fed int ids, as a language
 # model has it (the loop then also gives its input a gradient, one row a time step)
 RNN_BATCH, RNN_STEPS, RNN_DEPTH, RNN_WIDTH, RNN_REPS, RNN_VOCAB = 32, 100, 16, 32, 40, 1000
+# rnn_wide, rnn_big: dynamic_rnn of a BasicLSTMCell over a batch the graph leaves open ([None, steps, depth]),
+# trained with SGD, per time step: width 128 over 128 rows, 30 steps, depth 128 (products of 17M
+# multiply-adds, compiled at DEFAULT with cblas calls), and width 512 over 64 rows, 20 steps, depth 256
+# (100M, which DEFAULT leaves to the actors: one thread's cblas is slower than the pool's split products)
+RNN_SHAPES = {"rnn": (RNN_BATCH, RNN_STEPS, RNN_DEPTH, RNN_WIDTH, False), "rnn_embed": (RNN_BATCH, RNN_STEPS, RNN_DEPTH, RNN_WIDTH, False),
+              "rnn_wide": (128, 30, 128, 128, True), "rnn_big": (64, 20, 256, 512, True)}
 CONTENDERS = ("af-off", "af-on", "af-jit-only", "tf")
 TARGETS = {"chain": 0.5, "while": 0.5, "lstm": 1.0, "lstm_grad": 1.0, "mlp": 0.95, "convnet": 1.1,     # x TF
-           "rnn": "none", "rnn_embed": "none"}
+           "rnn": "none", "rnn_embed": "none", "rnn_wide": "none", "rnn_big": "none"}
 # seconds between turns side by side (see paired): TF's idle threads spin a few ms after a step (0.05 and
 # 0.5 gave the same figures)
 SETTLE = float(os.environ.get("AF_BENCH_SETTLE", "0.05"))
@@ -205,23 +211,25 @@ def _lstm(lib, sess_of, grad=False):
     return _first_and_steady(build, 3)
 
 
-def _rnn(lib, sess_of, embed=False):
+def _rnn(lib, sess_of, embed=False, shape="rnn"):
+    batch, steps, depth, width, open_batch = RNN_SHAPES[shape]
     rng = np.random.default_rng(0)
     if embed:
-        x_val = rng.integers(0, RNN_VOCAB, (RNN_BATCH, RNN_STEPS)).astype(np.int32)
+        x_val = rng.integers(0, RNN_VOCAB, (batch, steps)).astype(np.int32)
     else:
-        x_val = rng.standard_normal((RNN_BATCH, RNN_STEPS, RNN_DEPTH)).astype(np.float32)
+        x_val = rng.standard_normal((batch, steps, depth)).astype(np.float32)
 
     def build():
         g = lib.Graph()
         with g.as_default():
             lib.set_random_seed(0)
             if embed:
-                x = lib.placeholder(lib.int32, [RNN_BATCH, RNN_STEPS], name="x")
-                inputs = lib.nn.embedding_lookup(lib.get_variable("embedding", [RNN_VOCAB, RNN_DEPTH]), x)
+                x = lib.placeholder(lib.int32, [batch, steps], name="x")
+                inputs = lib.nn.embedding_lookup(lib.get_variable("embedding", [RNN_VOCAB, depth]), x)
             else:
-                x = inputs = lib.placeholder(lib.float32, [RNN_BATCH, RNN_STEPS, RNN_DEPTH], name="x")
-            out, _ = lib.nn.dynamic_rnn(lib.nn.rnn_cell.LSTMCell(RNN_WIDTH), inputs, dtype=lib.float32)
+                x = inputs = lib.placeholder(lib.float32, [None if open_batch else batch, steps, depth], name="x")
+            cell = lib.nn.rnn_cell.BasicLSTMCell(width) if open_batch else lib.nn.rnn_cell.LSTMCell(width)
+            out, _ = lib.nn.dynamic_rnn(cell, inputs, dtype=lib.float32)
             loss = lib.reduce_mean(out * out)
             train = lib.train.GradientDescentOptimizer(0.1).minimize(loss)
             init = lib.global_variables_initializer()
@@ -306,8 +314,8 @@ def worker(contender: str, only) -> None:
             out[w] = _while(lib, sess_of)
         elif w in ("lstm", "lstm_grad"):
             out[w] = _lstm(lib, sess_of, grad=w == "lstm_grad")
-        elif w in ("rnn", "rnn_embed"):
-            out[w] = _rnn(lib, sess_of, embed=w == "rnn_embed")
+        elif w in RNN_SHAPES:
+            out[w] = _rnn(lib, sess_of, embed=w == "rnn_embed", shape=w)
         else:
             out[w] = _train(lib, sess_of, w, contender)
         if stats is not None:
@@ -502,6 +510,7 @@ def report(results, only, results_extra=None) -> None:
     results_extra = results_extra or {}
     per = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
            "lstm_grad": (LSTM_STEPS, "us/step"), "rnn": (RNN_STEPS, "us/step"), "rnn_embed": (RNN_STEPS, "us/step"),
+           "rnn_wide": (RNN_SHAPES["rnn_wide"][1], "us/step"), "rnn_big": (RNN_SHAPES["rnn_big"][1], "us/step"),
            "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
     targets = TARGETS
     has_tf = "tf" in results
@@ -536,8 +545,9 @@ def report(results, only, results_extra=None) -> None:
     if "paired" in results_extra:
         report_paired(results_extra["paired"])
     units = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
-             "lstm_grad": (LSTM_STEPS, "us/step"), "rnn": (RNN_STEPS, "us/step"), "rnn_embed": (RNN_STEPS, "us/step"), "mlp": (1, "ms/step"),
-             "convnet": (1, "ms/step")}
+             "lstm_grad": (LSTM_STEPS, "us/step"), "rnn": (RNN_STEPS, "us/step"), "rnn_embed": (RNN_STEPS, "us/step"),
+             "rnn_wide": (RNN_SHAPES["rnn_wide"][1], "us/step"), "rnn_big": (RNN_SHAPES["rnn_big"][1], "us/step"),
+             "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
     scale = {w: (1e6 / units[w][0] if units[w][1].startswith("us") else 1e3) for w in only}
     for key, title in (("tiered", "af-tiered (AF_JIT=tiered, JIT cache warm)"),
                        ("default", "af-default (no config: DEFAULT's small loops tiered, JIT cache empty)")):

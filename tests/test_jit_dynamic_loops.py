@@ -320,15 +320,20 @@ def test_empty_histories_of_unknown_rows_keep_the_batch_size(zero_steps):
 
 
 def test_a_batch_too_big_for_the_compiled_matmuls_runs_the_interpreted_loop():
-    """A MatMul with a symbolic batch compiles to explicit loops, fine for an RNN cell of a few
-    rows; a batch that makes it bigger than a static MatMul the JIT takes (MAX_LOOP_GEMM) runs
-    the interpreted ops (numpy's BLAS) instead, with the same results."""
+    """A MatMul with a symbolic batch calls cblas from the compiled loop (blascall.py; explicit
+    loops where no BLAS is loaded, fine for an RNN cell of a few rows); a batch that makes it
+    bigger than a static MatMul the JIT takes (MAX_BLAS_LOOP_GEMM, or MAX_LOOP_GEMM for the
+    explicit loops) runs the interpreted ops (numpy's BLAS) instead, with the same results."""
+    from actorflow.scheduler.jit import blascall
+    from actorflow.scheduler.jit.cluster import MAX_BLAS_LOOP_GEMM, MAX_LOOP_GEMM
+    limit = MAX_BLAS_LOOP_GEMM if blascall.available() else MAX_LOOP_GEMM
+    rows = limit // (64 * 128) + 1                  # the cell's product is [rows, 64] x [64, 128]
     rng = np.random.default_rng(6)
     g, (n, w, b, x), fetches = _lstm()
     feed = {n: 3, w: rng.standard_normal((64, 128)).astype(np.float32) * 0.1,
             b: rng.standard_normal(128).astype(np.float32) * 0.1}
     with af.Session(graph=g, config=_config(True)) as on, af.Session(graph=g, config=_config(False)) as off:
-        for batch, big in ((2, False), (100, True), (2, False)):
+        for batch, big in ((2, False), (rows - 1, False), (rows, True), (2, False)):
             feed[x] = rng.standard_normal((batch, 32)).astype(np.float32)
             before = compile_stats["big"]
             got = on.run(fetches, feed)

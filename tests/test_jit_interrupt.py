@@ -211,7 +211,7 @@ def test_default_takes_small_static_loops_only_and_no_cluster(monkeypatch):
     small = _jit(_loop_of(16), LowerOptions())
     (op,) = [o for o in small.ops if o.type == "_JitLoop"]
     assert op.attrs["mode"] == "tiered" and small_loop(op.attrs["spec"])
-    assert "_JitLoop" not in {o.type for o in _jit(_loop_of(1 << 15), LowerOptions()).ops}   # big values
+    assert "_JitLoop" not in {o.type for o in _jit(_loop_of(1 << 19), LowerOptions()).ops}   # big values
     assert "_JitLoop" not in {o.type for o in _jit(_loop_of(16, unknown=True), LowerOptions()).ops}
     # ON_1 takes them all
     assert "_JitLoop" in {o.type for o in _jit(_loop_of(1 << 15), LowerOptions(jit_level=1)).ops}

@@ -317,3 +317,64 @@ def test_keras_lstm_loops_compile_by_default_once_due(monkeypatch, sources):
     np.testing.assert_allclose(default[0], off[0], rtol=2e-5)
     for a, b in zip(default[1], off[1]):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+
+
+def _wide_open_rnn(width=64, batch=96, steps=5, depth=32):
+    """dynamic_rnn over a batch of unknown size whose products (96 x 96 x 256 multiply-adds) are past
+    what the explicit loops take (cluster.MAX_LOOP_GEMM): the loops call cblas for them."""
+    g = af.Graph()
+    with g.as_default():
+        af.set_random_seed(7)
+        x = af.placeholder(af.float32, [None, steps, depth], name="x")
+        out, state = af.nn.dynamic_rnn(af.nn.rnn_cell.BasicLSTMCell(width), x, dtype=af.float32)
+        loss = af.reduce_mean(out * out) + af.reduce_mean(state.h)
+        train = af.train.GradientDescentOptimizer(0.3).minimize(loss)
+        init = af.global_variables_initializer()
+        variables = af.global_variables()
+    feed = {x: np.random.default_rng(4).standard_normal((batch, steps, depth)).astype(np.float32)}
+    return g, out, loss, train, init, variables, feed
+
+
+def test_wide_products_over_an_open_batch_call_cblas_and_compile_by_default(monkeypatch, sources):
+    """A symbolic product calls cblas from the compiled loop, so a batch that makes it bigger than the
+    explicit loops' limit still runs compiled (before, every call fell back to the interpreted ops),
+    and DEFAULT takes such a loop: its products are below SMALL_LOOP_MACS."""
+    from actorflow.scheduler.jit import blascall
+    from actorflow.scheduler.jit.cluster import MAX_LOOP_GEMM
+    if not blascall.available():
+        pytest.skip("no BLAS loaded: the loops keep their explicit products")
+    assert 96 * 96 * 256 > MAX_LOOP_GEMM
+    monkeypatch.delenv("AF_JIT", raising=False)
+    monkeypatch.setattr(jc, "TIER_SECONDS", 0.0)
+    case = _wide_open_rnn()
+    before = dict(compile_stats)
+    default = _run(*case, OO.DEFAULT, steps=4)
+    loops = {w: src for w, src in sources if w.startswith("while loop")}
+    assert set(loops) == {"while loop 'rnn/while'", "while loop 'gradients/rnn/while_grad/grad_loop'"}, set(loops)
+    assert all("blas_gemm(" in src for src in loops.values())
+    assert compile_stats["big"] == before["big"] and compile_stats["rejected"] == before["rejected"]
+    off = _run(*case, OO.OFF, steps=4)
+    np.testing.assert_allclose(default[0], off[0], rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(default[1], off[1], rtol=2e-5, atol=1e-6)
+    for a, b in zip(default[2], off[2]):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+
+
+def test_default_leaves_loops_with_products_past_small_loop_macs_to_the_actors(monkeypatch):
+    """One thread's cblas call is slower than the pool's split product for those (cluster.py)."""
+    from actorflow.scheduler.jit import cluster
+    from actorflow.scheduler.lower import LowerOptions, _jit
+    from actorflow.scheduler.plan import make_plan
+    monkeypatch.delenv("AF_JIT", raising=False)
+    g, out, loss, train, init, variables, feed = _wide_open_rnn()
+
+    def loops(level):
+        return [o.type for o in _jit(make_plan(g, list(feed), [loss], []), LowerOptions(jit_level=level)).ops].count(
+            "_JitLoop")
+    assert loops(0) == 1
+    # the cell's product counts the open batch as SYMBOL_SIZE rows: [rows, 32 + 64] x [96, 4 * 64]
+    product = cluster.SYMBOL_SIZE * 96 * 256
+    monkeypatch.setattr(cluster, "SMALL_LOOP_MACS", product - 1)
+    assert loops(0) == 0 and loops(1) == 1
+    monkeypatch.setattr(cluster, "SMALL_LOOP_MACS", product)
+    assert loops(0) == 1

@@ -52,8 +52,9 @@ def test_a_tiered_kernel_runs_interpreted_until_its_budget_is_spent_then_compile
     never = make_kernel(op.attrs)
     interpreted = [never(np.array(0, np.int32), xv) for _ in range(3)]
     assert not never.tier_due() and never.fn is None            # the budget is not spent: no compile
-    ops = never.fallback.ops_run[0]                             # counted, not timed: 3 runs, the same each
-    assert ops % 3 == 0 and ops // 3 > 200 and never._spent == pytest.approx(ops * jc.OP_SECONDS)
+    ops, elements = never.fallback.ops_run                      # counted, not timed: 3 runs, the same each
+    assert ops % 3 == 0 and ops // 3 > 200 and elements % 3 == 0 and elements >= ops
+    assert never._spent == pytest.approx(ops * jc.OP_SECONDS + elements * jc.ELEMENT_SECONDS)
     monkeypatch.setattr(jc, "TIER_SECONDS", 0.0)
     before = jc.compile_stats["tiered"]
     k = make_kernel(op.attrs)

@@ -233,16 +233,22 @@ def _small_gemm(op, ins) -> bool:
     if sym is not None and all(t in sym.shape for t in ins) and op.outputs[0] in sym.shape:
         if not all(sym.fully_symbolic(t) for t in list(ins) + [op.outputs[0]]):
             return False
-        m, n = sym.dims(op.outputs[0])
-        k = sym.dims(ins[0])[0 if op.attrs.get("transpose_a") else 1]
-        size = 1
-        for d in (m, n, k):
-            size *= d if isinstance(d, int) else 1
-        return size <= MAX_LOOP_GEMM
+        return _symbolic_known_macs(op, ins) <= (MAX_BLAS_LOOP_GEMM if _blas_ok(op) else MAX_LOOP_GEMM)
     if any(not t.shape.is_fully_defined() for t in ins):
         return False
     macs = _static_macs(op, ins)
     return macs <= MAX_LOOP_GEMM or (macs <= MAX_BLAS_LOOP_GEMM and _blas_ok(op))
+
+
+def _symbolic_known_macs(op, ins) -> int:
+    """The product of the known sizes among a symbolic MatMul's m, n and k."""
+    sym = _sym()
+    m, n = sym.dims(op.outputs[0])
+    k = sym.dims(ins[0])[0 if op.attrs.get("transpose_a") else 1]
+    size = 1
+    for d in (m, n, k):
+        size *= d if isinstance(d, int) else 1
+    return size
 
 
 def _static_macs(op, ins) -> int:
@@ -260,10 +266,19 @@ def _blas_ok(op) -> bool:
 
 
 def _loop_blas(op) -> bool:
-    """A loop's static MatMul that calls cblas rather than the explicit loops (see BLAS_LOOP_GEMM)."""
+    """A loop's MatMul that calls cblas rather than the explicit loops: a static one of at least
+    BLAS_LOOP_GEMM multiply-adds, and one with a symbolic size (a batch of unknown size, which
+    is seldom small: an RNN's 32 to 256 rows; cblas's call costs a microsecond where the explicit
+    loops of a 128-row LSTM cell of width 64 take a hundred)."""
     ins = op.inputs
+    if not _blas_ok(op):
+        return False
+    sym = _sym()
+    if sym is not None and all(t in sym.shape for t in ins) and op.outputs[0] in sym.shape:
+        return not all(isinstance(d, int) for t in list(ins) + [op.outputs[0]] for d in sym.dims(t)) or (
+            _symbolic_known_macs(op, ins) >= BLAS_LOOP_GEMM)
     return (all(_ndims(t) == 2 and t.shape.is_fully_defined() for t in ins) and op.outputs[0].shape.is_fully_defined()
-            and _static_macs(op, ins) >= BLAS_LOOP_GEMM and _blas_ok(op))
+            and _static_macs(op, ins) >= BLAS_LOOP_GEMM)
 
 
 class _Builder:
@@ -646,6 +661,7 @@ def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode, barriers
         except _NotCompilable:
             continue
         if small and not small_loop(lp.spec) and not any(op.attrs.get("_XlaCompile") is True for op in ops):
+            log.debug("JIT: the loop '%s' is not small: left to the actors at the DEFAULT level", name)
             continue
         found[name] = lp
     if barriers is not None:
@@ -678,48 +694,91 @@ def _loops(plan, edit, frames, level_on, fed, fetched, consumers, mode, barriers
             edit.remove(acc.op)
 
 
-# The JIT's DEFAULT level takes a loop only when none of its values has more elements than this:
-# its iterations are then bound by the actors' per-op cost (several microseconds an op), which one
-# kernel call removes, and not by kernels the actors would split over the pool's threads (a big
-# MatMul), which one kernel call runs on one thread.
-SMALL_LOOP_ELEMENTS = 1 << 14
+# The JIT's DEFAULT level takes a loop only when none of the values an iteration computes has more
+# elements than this, and none of its products more multiply-adds than SMALL_LOOP_MACS: its
+# iterations are then bound by the actors' per-op cost (several microseconds an op, more where the
+# pool takes the op), which one kernel call removes, and not by kernels the actors would split
+# over the pool's threads (a big MatMul), which one kernel call runs on one thread. A loop's
+# products call cblas (blascall.py). On the 2-core machines, an LSTM of width 128 over a batch of
+# 128 trains 1.3x faster compiled (width 64: 2.2x; width 256 over 32 rows: 1.4x), one of width
+# 512 over 64 rows (products of 100M multiply-adds) 1.5x slower (benchmarks/compiler.py's
+# dynamic_rnn rows).
+SMALL_LOOP_ELEMENTS = 1 << 18
+SMALL_LOOP_MACS = 1 << 26
 # What a symbolic dimension counts for there: the batch of a Keras or dynamic_rnn loop, whose
 # size the graph leaves open (training batches are usually 32 to 256 rows).
-SYMBOL_SIZE = 256
+SYMBOL_SIZE = 128
 
 
-def small_loop(spec: LoopSpec, limit: int = SMALL_LOOP_ELEMENTS) -> bool:
-    """Whether every input and value of loop `spec` has a known static shape of at most `limit`
-    elements, a symbolic dimension beside known ones (an RNN's batch of rows of unknown size,
-    symbolic.py) counted as SYMBOL_SIZE; a value whose every dimension is unknown is not small. A history a gradient loop reads row by row (`_HistoryRead`) counts by its rows: its
-    first dimension is the forward loop's trip count."""
+def small_loop(spec: LoopSpec, limit: int | None = None, macs: int | None = None) -> bool:
+    """Whether every value an iteration of loop `spec` computes has a known static shape of at
+    most `limit` elements, and every product at most `macs` multiply-adds, a symbolic dimension
+    beside known ones (an RNN's batch of rows of unknown size, symbolic.py) counted as
+    SYMBOL_SIZE; a value whose every dimension is unknown is not small. The loop's inputs count
+    only for being known: an iteration computes none of them (an RNN's weights; a history a
+    gradient loop reads row by row). A product accumulated into a loop variable (a weight's
+    gradient summed over iterations, codegen's `_accumulate_in_place`) counts by its
+    multiply-adds alone."""
+    from actorflow.scheduler.jit.codegen import _accumulate_in_place
+    limit = SMALL_LOOP_ELEMENTS if limit is None else limit
+    macs = SMALL_LOOP_MACS if macs is None else macs
+    spec = _accumulate_in_place(spec)
     shapes = list(zip(spec.input_statics, (r for _, r in spec.inputs)))
     if len(shapes) < len(spec.inputs):
         return False
     rows = _row_accessed(spec)
-    for k in range(len(shapes)):
+    for k, (st, rank) in enumerate(shapes):
         uses = [(n.op, pos) for n in spec.nodes for pos, a in enumerate(n.args) if a == ("i", k)]
         by_rows = (k >= spec.n_vars and uses and all(u == ("_HistoryRead", 0) for u in uses)) or ("i", k) in rows
-        if by_rows and shapes[k][1] > 0:
-            shapes[k] = (shapes[k][0][1:], shapes[k][1] - 1)
+        if by_rows and rank > 0:        # (its first dimension is the forward loop's trip count)
+            st, rank = st[1:], rank - 1
+        if not _known(st, rank):
+            return False
     for j, node in enumerate(spec.nodes):
         if len(node.statics) < len(node.ranks):
             return False
-        for o, (st, rank) in enumerate(zip(node.statics, node.ranks)):
-            shapes.append((st[1:], rank - 1) if ("n", j, o) in rows and rank > 0 else (st, rank))
-    for st, rank in shapes:
-        if len(st) != rank:             # (an unknown rank)
-            return False
-        if st and all(d < 0 for d in st):   # no known dimension: no telling what its size is
-            return False
-        n = 1
-        for d in st:
-            if d == -1:                 # unknown, not a symbol
+        if node.op in ("_Nop", "Identity", "Snapshot"):
+            continue                    # (no work: a product done in place, an alias)
+        if node.op in ("MatMul", "_AccMatMul"):
+            a, b = (_ref_shape(spec, r) for r in node.args[-2:])
+            if not (_known(*a) and _known(*b)) or len(a[0]) != 2 or len(b[0]) != 2:
                 return False
-            n *= d if d >= 0 else SYMBOL_SIZE
-        if n > limit:
-            return False
+            m = a[0][1] if node.attr("transpose_a") else a[0][0]
+            k = a[0][0] if node.attr("transpose_a") else a[0][1]
+            n = b[0][0] if node.attr("transpose_b") else b[0][1]
+            if _elements((m, k, n)) > macs:
+                return False
+            continue
+        for o, (st, rank) in enumerate(zip(node.statics, node.ranks)):
+            if ("n", j, o) in rows and rank > 0:
+                st, rank = st[1:], rank - 1
+            if not _known(st, rank) or _elements(st) > limit:
+                return False
     return True
+
+
+def _known(st, rank) -> bool:
+    """A static shape (spec.py) of known rank with some known dimension or symbol in each place."""
+    if len(st) != rank:                 # (an unknown rank)
+        return False
+    if st and all(d < 0 for d in st):   # no known dimension: no telling what its size is
+        return False
+    return all(d != -1 for d in st)     # (-1: unknown, not a symbol)
+
+
+def _elements(st) -> int:
+    n = 1
+    for d in st:
+        n *= d if d >= 0 else SYMBOL_SIZE
+    return n
+
+
+def _ref_shape(spec: LoopSpec, ref):
+    """(static shape, rank) of a reference of `spec`."""
+    if ref[0] == "i":
+        return spec.input_statics[ref[1]], spec.inputs[ref[1]][1]
+    node = spec.nodes[ref[1]]
+    return node.statics[ref[2]], node.ranks[ref[2]]
 
 
 _ROW_OPS = frozenset({"GatherV2", "GatherNd", "TensorScatterUpdate", "TensorScatterAdd"})
@@ -1227,6 +1286,7 @@ def _loop_interpreter(lp: _Loop, extra):
         template[k] = v
 
     def run_ops(prog, regs, it):
+        elements = 0
         for op, fn, ins, outs in prog:
             try:
                 r = fn(*[regs[k] for k in ins])
@@ -1234,12 +1294,16 @@ def _loop_interpreter(lp: _Loop, extra):
                 raise _loop_op_error(e, op, it, lp.name) from e
             if type(outs) is int:
                 regs[outs] = r
+                elements += getattr(r, "size", 1)
             else:
                 for k, v in zip(outs, r):
                     regs[k] = v
+        ops_run[1] += elements
 
     per_iteration = len(cond_run) + len(body_run)
-    ops_run = [0, 0]                    # (op runs, elements): tiered mode's estimate of the cost
+    # (op runs, elements their single outputs hold): tiered mode's estimate of the cost, the
+    # elements weighing in for a loop of wide values (an RNN cell over 128 rows)
+    ops_run = [0, 0]
 
     def run(*args):
         regs = template.copy()

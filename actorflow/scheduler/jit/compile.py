@@ -12,7 +12,7 @@ there, for C-contiguous arguments of the spec's dtypes and ranks, before the fir
 ``async`` mode (``AF_JIT_COMPILE=async``, or `JitKernel(..., mode="async")`) a compile thread does
 it and the kernel runs the interpreted ops meanwhile. ``tiered`` mode (AF_JIT=tiered)
 runs the interpreted ops and counts them (an estimate of their cost: `OP_SECONDS` per op run,
-`ELEMENT_SECONDS` per element a cluster's ops produce); once the estimate passes `TIER_SECONDS`,
+`ELEMENT_SECONDS` per element the ops produce); once the estimate passes `TIER_SECONDS`,
 the session compiles the kernel before its next step, on the thread that asked for the step
 (`tier_due`, `tier_up`; `arun` awaits it in a worker thread): code that keeps running is
 compiled, a graph run a few times never loads numba, and the step at which a kernel switches to
@@ -76,7 +76,7 @@ compile_stats = {"compiled": 0, "seconds": 0.0, "cpu_seconds": 0.0, "rejected": 
 # The cost is estimated from what ran, not timed: the same program tiers up at the same step.
 TIER_SECONDS = float(os.environ.get("AF_JIT_TIER_SECONDS", "0.2"))
 OP_SECONDS = 2e-6           # an interpreted op's run: the kernel call and the interpreter's bookkeeping
-ELEMENT_SECONDS = 1e-9      # per element a cluster's op produces (numpy's loop)
+ELEMENT_SECONDS = 1e-9      # per element an interpreted op produces (numpy's loop)
 _MODES = ("wait", "async", "tiered")
 # array arguments that are not C-contiguous, up to this many bytes, are copied into that layout
 # instead of getting a specialization of their own (see `__call__`)
@@ -246,8 +246,8 @@ class JitKernel:
     names one size: the dimensions of the arguments that have it must agree, or the interpreted
     ops run. `rows`: per history a loop returns, the static shape of its rows; `shape_only`: the
     histories (indices among them) that the compiled function does not compute, returned
-    uninitialized with `rows`' shapes (their readers need nothing but the shape). `gemms`: (m, n, k)
-    of each MatMul with a symbol among its sizes: sizes that make one bigger than `max_gemm`
+    uninitialized with `rows`' shapes (their readers need nothing but the shape). `gemms`: ((m, n,
+    k), limit) of each MatMul with a symbol among its sizes: sizes that make one bigger than `limit`
     multiply-adds (the JIT's limit for a static MatMul) run the interpreted ops (numpy's BLAS).
     `variant`: for a call whose sizes break a symbol's equality where some of them are 1 (numpy
     broadcasting between two unknown dimensions), a function of those places ((argument,
@@ -259,7 +259,7 @@ class JitKernel:
 
     def __init__(self, source: str, inputs, outputs, fallback, mode: str | None = None, what: str = "",
                  loop: bool = False, max_iterations=None, n_vars=None, shapes=(), rows=(), gemms=(),
-                 max_gemm=1 << 18, flat=None, variant=None, shape_only=()):
+                 flat=None, variant=None, shape_only=()):
         self.source = source
         self.flat = flat
         # the GEMM table (blascall.py) when the code calls cblas; else an empty one (loading the BLAS
@@ -295,8 +295,7 @@ class JitKernel:
                 if d < -1 and self.inputs[i][1] > 0:
                     self.symbols.setdefault(d, []).append((i, j))
         self.same = tuple((p[0], tuple(p[1:])) for p in self.symbols.values() if len(p) > 1)
-        self.gemms = tuple(g for g in gemms if all(d >= -1 or d in self.symbols for d in g))
-        self.max_gemm = max_gemm
+        self.gemms = tuple((g, limit) for g, limit in gemms if all(d >= -1 or d in self.symbols for d in g))
         self.variant = variant
         # a loop's histories it does not compute (spec.py's `shape_only`, ascending)
         self.shape_only = tuple(sorted(shape_only))
@@ -362,14 +361,14 @@ class JitKernel:
             for k, m in others:
                 if args[k].shape[m] != d:
                     return self._other_sizes(args)
-        for dims in self.gemms:
+        for dims, limit in self.gemms:
             size = 1
             for d in dims:
                 if d < -1:
                     i, j = self.symbols[d][0]
                     d = args[i].shape[j]
                 size *= max(d, 1)
-            if size > self.max_gemm:
+            if size > limit:
                 compile_stats["big"] += 1
                 return self.fallback(*args)
         if self.array_in:
@@ -401,7 +400,7 @@ class JitKernel:
 
     def _tiered(self, args):
         """Tiered mode before compiling: the interpreted ops, their cost estimated from what ran
-        (the interpreter's count of op runs and, for a cluster, of the elements they produced)."""
+        (the interpreter's count of op runs and of the elements they produced)."""
         count = getattr(self.fallback, "ops_run", None)
         before = tuple(count) if count is not None else (0, 0)
         try:

@@ -9,7 +9,7 @@ import dataclasses
 
 from actorflow.graph.op_def import InferenceError, define_op, get_op_def
 from actorflow.kernels.registry import register_kernel
-from actorflow.scheduler.jit.cluster import MAX_LOOP_GEMM
+from actorflow.scheduler.jit.cluster import MAX_BLAS_LOOP_GEMM, MAX_LOOP_GEMM
 from actorflow.scheduler.jit.codegen import cluster_source, loop_source
 from actorflow.scheduler.jit.compile import JitKernel
 from actorflow.scheduler.jit.flat import flat_loop
@@ -65,13 +65,14 @@ def make_kernel(attrs: dict) -> JitKernel:
     return JitKernel(source, spec.inputs, outputs, attrs["interpreted"], attrs.get("mode"), attrs.get("what", ""),
                      loop=loop, n_vars=spec.n_vars if loop else None, shapes=spec.input_statics,
                      rows=tuple(_ref_statics(spec, r) for r in spec.saves) if loop else (),
-                     gemms=_symbolic_gemms(spec), max_gemm=MAX_LOOP_GEMM, flat=flat, variant=variant,
+                     gemms=_symbolic_gemms(spec), flat=flat, variant=variant,
                      shape_only=spec.shape_only if loop else ())
 
 
 def _symbolic_gemms(spec):
-    """(m, n, k) of each MatMul of `spec` with a symbolic dimension (symbolic.py): the kernel
-    runs the interpreted ops for sizes that would have kept a static MatMul from compiling."""
+    """((m, n, k), limit) of each MatMul of `spec` with a symbolic dimension (symbolic.py): the
+    kernel runs the interpreted ops for sizes of more than `limit` multiply-adds, those that would
+    have kept a static MatMul from compiling (a bigger limit for one that calls cblas)."""
     out = []
     for node in spec.nodes:
         if node.op != "MatMul" or not node.statics or len(node.statics[0]) != 2:
@@ -82,7 +83,7 @@ def _symbolic_gemms(spec):
         m, n = node.statics[0]
         k = a[0] if node.attr("transpose_a") else a[1]
         if min(m, n, k) < -1:
-            out.append((m, n, k))
+            out.append(((m, n, k), MAX_BLAS_LOOP_GEMM if node.attr("blas") else MAX_LOOP_GEMM))
     return tuple(out)
 
 
