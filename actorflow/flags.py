@@ -8,6 +8,10 @@ Two TF-1.x behaviours on top of absl:
   work as they did under TF.
 - the DEFINE functions accept TF's old keyword names `flag_name`, `default_value` and `docstring`.
 - `FLAGS._parse_flags()`, which TF 1.0-1.4 programs call (TF 1.5+ dropped it), parses `sys.argv`.
+- as TF 1.0-1.4's flags (argparse) did: a default that is a numpy scalar (``np.power(2, 7)``) is
+  taken as the Python number it holds (absl raises IllegalFlagValueError), and a program may define
+  a flag that absl.logging defines (``log_dir``, of the same type): the program's replaces it (absl
+  raises DuplicateFlagError; absl.logging reads the flag by name and gets the program's value).
 """
 from __future__ import annotations
 
@@ -100,8 +104,40 @@ def _wrap_define_function(original_function):
                          "please use (name, default, help) instead.")
         if "flag_values" in kwargs:
             kwargs["flag_values"] = _unwrap(kwargs["flag_values"])
+        args = list(args)
+        if len(args) > 1:
+            args[1] = _python_scalar(args[1])
+        elif "default" in kwargs:
+            kwargs["default"] = _python_scalar(kwargs["default"])
+        name = args[0] if args else kwargs.get("name")
+        if isinstance(name, str):
+            _yield_absl_logging_flag(name, original_function, kwargs.get("flag_values", _absl_flags.FLAGS))
         return original_function(*args, **kwargs)
     return wrapper
+
+
+_DEFINE_TYPES = {"DEFINE_string": "string", "DEFINE_integer": "int", "DEFINE_float": "float",
+                 "DEFINE_boolean": "bool", "DEFINE_bool": "bool"}
+
+
+def _python_scalar(value):
+    """A numpy scalar as the Python number (or bool) it holds; anything else as it is."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return value.item()
+    return value
+
+
+def _yield_absl_logging_flag(name, define, flag_values):
+    """Removes absl.logging's flag `name` when the program defines one of the same type (TF <= 1.4
+    had no absl.logging flags: its programs define ``log_dir`` freely)."""
+    fv = _unwrap(flag_values)
+    if name not in fv or fv.find_module_defining_flag(name) != "absl.logging":
+        return
+    kind = _DEFINE_TYPES.get(getattr(define, "__name__", ""))
+    if kind is None or fv[name].flag_type() != kind:
+        return
+    _log.warning("flag --%s: the program's definition replaces absl.logging's", name)
+    delattr(fv, name)
 
 
 DEFINE = _wrap_define_function(_absl_flags.DEFINE)

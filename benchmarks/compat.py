@@ -130,6 +130,8 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
     if lib == "actorflow":        # any other tf.contrib import: the same path under actorflow
         out = re.sub(r"^(\s*)from tensorflow\.contrib([.\s])", lambda m: m.group(1) + "from actorflow.contrib" + m.group(2),
                      out, flags=re.M)
+        out = re.sub(r"^(\s*)import tensorflow\.contrib\.(\S+) as ", lambda m: f"{m.group(1)}import actorflow.contrib.{m.group(2)} as ",
+                     out, flags=re.M)
     # What tf_upgrade_v2 renames for the contrib names these programs use, and numpy 2's removed
     # `newshape=` keyword: upgrades any user of TensorFlow 2.21 and numpy 2 makes, the same for both.
     if "tf.contrib.rnn." in out:

@@ -85,6 +85,37 @@ def test_tf_1_4_parse_flags_and_flag_listing(tmp_path):
     assert r.stdout.splitlines() == ["['--eval_train']", "BATCH_SIZE=8", "CHECKPOINT_DIR=runs/1"]
 
 
+def test_tf_1_4_flags_take_numpy_defaults_and_a_log_dir_of_their_own(tmp_path):
+    # astorfi/TensorFlow-World's tutorials, written for TF 1.4's argparse flags: absl (TF 1.5+) raises
+    # IllegalFlagValueError on the numpy default and DuplicateFlagError on log_dir (absl.logging's).
+    r = _script(tmp_path, """
+        import numpy as np
+        import actorflow as tf
+        from absl import logging as absl_logging
+        tf.app.flags.DEFINE_string('log_dir', '/tmp/prog_logs', 'event logs')
+        tf.app.flags.DEFINE_integer('batch_size', np.power(2, 9), 'batch')
+        tf.app.flags.DEFINE_float('rate', default=np.float32(0.5), help='rate')
+        tf.app.flags.DEFINE_string('verbosity', 'high', 'not of absl.logging type: absl keeps its own')
+        """, "--batch_size=8")
+    assert r.returncode != 0 and "DuplicateFlagError" in r.stderr and "verbosity" in r.stderr
+    r = _script(tmp_path, """
+        import numpy as np
+        import actorflow as tf
+        from absl import logging as absl_logging
+        tf.app.flags.DEFINE_string('log_dir', '/tmp/prog_logs', 'event logs')
+        tf.app.flags.DEFINE_integer('batch_size', np.power(2, 9), 'batch')
+        tf.app.flags.DEFINE_float('rate', default=np.float32(0.5), help='rate')
+        FLAGS = tf.app.flags.FLAGS
+        print(FLAGS.log_dir, FLAGS.batch_size, type(FLAGS.batch_size).__name__, FLAGS.rate)
+        print(FLAGS['log_dir'].default, FLAGS.find_module_defining_flag('log_dir'))
+        absl_logging.info("absl.logging still works")
+        """, "--batch_size=8")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "/tmp/prog_logs 8 int 0.5"
+    assert lines[1].startswith("/tmp/prog_logs ") and "absl.logging" not in lines[1]
+
+
 def test_required_flag_and_bad_values_exit_with_usage(tmp_path):
     body = """
         import actorflow as af
