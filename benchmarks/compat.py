@@ -62,6 +62,24 @@ def _repo_dir(mirror: Path, repo: str) -> Path:
     raise SystemExit(f"no clone of {repo} under {mirror} (looked for {owner}+{name}/repo, {owner}+{name}, {name})")
 
 
+def notebook_script(raw: bytes) -> str:
+    """A Jupyter notebook's code cells, in order, as one script (what `jupyter nbconvert --to
+    script` makes of it, run top to bottom as a user runs the notebook): IPython magics and shell
+    lines (`%matplotlib inline`, `!pip ...`) become comments; a cell that ends in a bare expression
+    is left as it is (its value is not printed: the programs' figures come from their prints)."""
+    nb = json.loads(raw)
+    cells = nb.get("cells") or [c for ws in nb.get("worksheets", []) for c in ws.get("cells", [])]
+    out = []
+    for k, cell in enumerate(cells):
+        if cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source", cell.get("input", ""))
+        src = "".join(src) if isinstance(src, list) else src
+        lines = [("# " + line) if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()]
+        out.append(f"# In[{k}]:\n" + "\n".join(lines) + "\n")
+    return "\n".join(out)
+
+
 def fetch(manifest, mirror: Path, corpus: Path) -> None:
     """Writes every program of the manifest into `corpus`, at the commit the manifest names."""
     for prog in manifest["program"]:
@@ -69,6 +87,8 @@ def fetch(manifest, mirror: Path, corpus: Path) -> None:
         if "driver" not in prog:         # a driver is this repository's own (drivers/); it runs the files
             src = subprocess.run(["git", "-C", str(_repo_dir(mirror, repo["repo"])), "show",
                                   f"{repo['commit']}:{prog['path']}"], check=True, capture_output=True).stdout
+            if prog["path"].endswith(".ipynb"):
+                src = notebook_script(src).encode()
             dst = corpus / prog["id"].replace("/", "__")
             dst = dst.with_suffix(".py")
             dst.parent.mkdir(parents=True, exist_ok=True)
@@ -124,7 +144,16 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
                      flags=re.M)
     out = re.sub(r"^(\s*)from tensorflow\.contrib import rnn\s*$",
                  lambda m: m.group(1) + "from compat_contrib import rnn", out, flags=re.M)
-    if lib != "actorflow":        # TF 2.21 has no contrib: HParams from the shim
+    if lib != "actorflow":        # TF 2.21 has no contrib: contrib.rnn's names and HParams from the shim,
+        # contrib.layers.linear from tf_slim (the bench extra), whose layers are contrib.layers' code
+        out = re.sub(r"^(\s*)from tensorflow\.contrib\.rnn import (.+)$",
+                     lambda m: f"{m.group(1)}from compat_contrib import rnn as _contrib_rnn; "
+                               + "; ".join(f"{n.strip()} = _contrib_rnn.{n.strip()}" for n in m.group(2).split(",")),
+                     out, flags=re.M)
+        if "tf.contrib.layers.linear(" in out:
+            out = re.sub(r"^(\s*)(import tensorflow\.compat\.v1 as tf.*)$",
+                         lambda m: m.group(0) + "\n" + m.group(1) + "import tf_slim", out, count=1, flags=re.M)
+            out = out.replace("tf.contrib.layers.linear(", "tf_slim.layers.linear(")
         out = re.sub(r"^(\s*)from tensorflow\.contrib\.training import HParams\s*$",
                      lambda m: m.group(1) + "from compat_contrib import HParams", out, flags=re.M)
     if lib == "actorflow":        # any other tf.contrib import: the same path under actorflow

@@ -1346,3 +1346,24 @@ def test_contrib_small_namespaces():
             s, uv, d, f = sess.run([srt, u, doubled, frames])
         assert s.tolist() == [3, 2, 1] and uv.shape == (3,) and d.tolist() == [2.0]
         assert f.tolist() == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_contrib_layers_embedding_lookups():
+    """tf.contrib.layers' embedding_ops: embedding_lookup_unique looks each distinct id up once and
+    gathers back (ids of any shape); safe_embedding_lookup_sparse is nn's with combiner "mean" by
+    default (ids < 0 dropped, an empty row zeros)."""
+    table = np.arange(12.0, dtype=np.float32).reshape(6, 2)
+    ids = np.array([[1, 3, 1], [5, 1, 0]], np.int32)
+    g = af.Graph()
+    with g.as_default():
+        p = af.constant(table)
+        unique = af.contrib.layers.embedding_lookup_unique(p, af.constant(ids))
+        sp = af.SparseTensor([[0, 0], [0, 1], [1, 0], [2, 0]], af.constant([1, 3, -1, 5], af.int64), [4, 2])
+        safe = af.contrib.layers.safe_embedding_lookup_sparse(p, sp)
+        sqrtn = af.contrib.layers.safe_embedding_lookup_sparse(p, sp, combiner="sqrtn")
+    with af.Session(graph=g) as s:
+        u, m, q = s.run([unique, safe, sqrtn])
+    assert u.shape == (2, 3, 2)
+    np.testing.assert_array_equal(u, table[ids])
+    np.testing.assert_allclose(m, [(table[1] + table[3]) / 2, [0, 0], table[5], [0, 0]])
+    np.testing.assert_allclose(q, [(table[1] + table[3]) / np.sqrt(2), [0, 0], table[5], [0, 0]], rtol=1e-6)

@@ -20,6 +20,7 @@ names the argument).
 from __future__ import annotations
 
 import functools
+import logging as _logging
 import math
 import numbers
 
@@ -58,6 +59,8 @@ __all__ = [
     "conv2d", "convolution2d_transpose", "conv2d_transpose", "separable_convolution2d", "separable_conv2d", "max_pool2d", "avg_pool2d", "flatten", "dropout",
     "batch_norm", "layer_norm", "instance_norm", "group_norm", "recompute_grad", "bias_add", "one_hot_encoding", "embed_sequence", "softmax", "unit_norm", "maxout",
     "repeat", "stack",
+    # embeddings (contrib.layers' embedding_ops)
+    "safe_embedding_lookup_sparse", "embedding_lookup_unique",
     # training and summaries
     "optimize_loss", "OPTIMIZER_CLS_NAMES", "OPTIMIZER_SUMMARIES", "summarize_tensor", "summarize_tensors",
     "summarize_collection", "summarize_activation", "summarize_activations", "summarize_variables",
@@ -589,6 +592,32 @@ def one_hot_encoding(labels, num_classes, on_value=1.0, off_value=0.0, outputs_c
             labels = math_ops.cast(labels, dtypes.int64)
         outputs = array_ops.one_hot(labels, num_classes, on_value=on_value, off_value=off_value)
         return collect_named_outputs(outputs_collections, sc, outputs)
+
+
+def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=None, combiner=None, default_id=None,
+                                 name=None, partition_strategy="div", max_norm=None):
+    """tf.contrib.layers.safe_embedding_lookup_sparse: tf.nn.safe_embedding_lookup_sparse, whose
+    combiner defaults to "mean" here (contrib warned that the default would become "sqrtn")."""
+    from actorflow.graph.ops.sparse_ops import safe_embedding_lookup_sparse as lookup
+    if combiner is None:
+        _logging.getLogger(__name__).warning('The default value of combiner will change from "mean" to "sqrtn" '
+                                            'after 2016/11/01.')
+        combiner = "mean"
+    return lookup(embedding_weights, sparse_ids, sparse_weights, combiner=combiner, default_id=default_id, name=name,
+                  partition_strategy=partition_strategy, max_norm=max_norm)
+
+
+def embedding_lookup_unique(params, ids, partition_strategy="mod", name=None):
+    """tf.contrib.layers.embedding_lookup_unique: `embedding_lookup` of the unique ids of `ids` (of any
+    shape), gathered back to each id: the same values, each row looked up once."""
+    with name_scope(name, "EmbeddingLookupUnique", [params, ids]):
+        ids = convert_to_tensor(ids)
+        flat = array_ops.reshape(ids, [-1])
+        from actorflow.graph.ops.sort_ops import unique as _unique
+        unique, idx = _unique(flat)
+        rows = nn_ops.embedding_lookup(params, unique, partition_strategy=partition_strategy)
+        looked_up = array_ops.gather(rows, idx)
+        return array_ops.reshape(looked_up, array_ops.concat([array_ops.shape(ids), array_ops.shape(rows)[1:]], 0))
 
 
 def embed_sequence(ids, vocab_size=None, embed_dim=None, unique=False, initializer=None, regularizer=None,
