@@ -57,7 +57,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-WORKLOADS = ("chain", "while", "lstm", "lstm_grad", "rnn", "rnn_embed", "rnn_wide", "rnn_big", "mlp", "convnet")
+WORKLOADS = ("chain", "while", "lstm", "lstm_grad", "rnn", "rnn_embed", "rnn_wide", "rnn_big", "rnn_dropout", "mlp",
+             "convnet")
 CHAIN, ITERS, LSTM_STEPS, WIDTH = 1000, 100_000, 10_000, 32
 # rnn: a real program's RNN, not one of the workloads: tf.nn.dynamic_rnn of an LSTMCell of width
 # 32 over 100 time steps of a [32, 100, 16] batch, trained with SGD (the forward loop, its gradient loop
@@ -69,11 +70,14 @@ RNN_BATCH, RNN_STEPS, RNN_DEPTH, RNN_WIDTH, RNN_REPS, RNN_VOCAB = 32, 100, 16, 3
 # trained with SGD, per time step: width 128 over 128 rows, 30 steps, depth 128 (products of 17M
 # multiply-adds, compiled at DEFAULT with cblas calls), and width 512 over 64 rows, 20 steps, depth 256
 # (100M, which DEFAULT leaves to the actors: one thread's cblas is slower than the pool's split products)
+# rnn_dropout: width 64 over 64 rows, 30 steps, depth 64, its cell in a DropoutWrapper (output_keep_prob 0.8):
+# a RandomUniform in the loop's body, which the compiled loop draws from the op's stream
 RNN_SHAPES = {"rnn": (RNN_BATCH, RNN_STEPS, RNN_DEPTH, RNN_WIDTH, False), "rnn_embed": (RNN_BATCH, RNN_STEPS, RNN_DEPTH, RNN_WIDTH, False),
-              "rnn_wide": (128, 30, 128, 128, True), "rnn_big": (64, 20, 256, 512, True)}
+              "rnn_wide": (128, 30, 128, 128, True), "rnn_big": (64, 20, 256, 512, True),
+              "rnn_dropout": (64, 30, 64, 64, True)}
 CONTENDERS = ("af-off", "af-on", "af-jit-only", "tf")
 TARGETS = {"chain": 0.5, "while": 0.5, "lstm": 1.0, "lstm_grad": 1.0, "mlp": 0.95, "convnet": 1.1,     # x TF
-           "rnn": "none", "rnn_embed": "none", "rnn_wide": "none", "rnn_big": "none"}
+           "rnn": "none", "rnn_embed": "none", "rnn_wide": "none", "rnn_big": "none", "rnn_dropout": "none"}
 # seconds between turns side by side (see paired): TF's idle threads spin a few ms after a step (0.05 and
 # 0.5 gave the same figures)
 SETTLE = float(os.environ.get("AF_BENCH_SETTLE", "0.05"))
@@ -229,6 +233,8 @@ def _rnn(lib, sess_of, embed=False, shape="rnn"):
             else:
                 x = inputs = lib.placeholder(lib.float32, [None if open_batch else batch, steps, depth], name="x")
             cell = lib.nn.rnn_cell.BasicLSTMCell(width) if open_batch else lib.nn.rnn_cell.LSTMCell(width)
+            if shape == "rnn_dropout":
+                cell = lib.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=0.8)
             out, _ = lib.nn.dynamic_rnn(cell, inputs, dtype=lib.float32)
             loss = lib.reduce_mean(out * out)
             train = lib.train.GradientDescentOptimizer(0.1).minimize(loss)
@@ -511,6 +517,7 @@ def report(results, only, results_extra=None) -> None:
     per = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
            "lstm_grad": (LSTM_STEPS, "us/step"), "rnn": (RNN_STEPS, "us/step"), "rnn_embed": (RNN_STEPS, "us/step"),
            "rnn_wide": (RNN_SHAPES["rnn_wide"][1], "us/step"), "rnn_big": (RNN_SHAPES["rnn_big"][1], "us/step"),
+           "rnn_dropout": (RNN_SHAPES["rnn_dropout"][1], "us/step"),
            "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
     targets = TARGETS
     has_tf = "tf" in results
@@ -547,6 +554,7 @@ def report(results, only, results_extra=None) -> None:
     units = {"chain": (CHAIN, "us/op"), "while": (ITERS, "us/iter"), "lstm": (LSTM_STEPS, "us/step"),
              "lstm_grad": (LSTM_STEPS, "us/step"), "rnn": (RNN_STEPS, "us/step"), "rnn_embed": (RNN_STEPS, "us/step"),
              "rnn_wide": (RNN_SHAPES["rnn_wide"][1], "us/step"), "rnn_big": (RNN_SHAPES["rnn_big"][1], "us/step"),
+           "rnn_dropout": (RNN_SHAPES["rnn_dropout"][1], "us/step"),
              "mlp": (1, "ms/step"), "convnet": (1, "ms/step")}
     scale = {w: (1e6 / units[w][0] if units[w][1].startswith("us") else 1e3) for w in only}
     for key, title in (("tiered", "af-tiered (AF_JIT=tiered, JIT cache warm)"),

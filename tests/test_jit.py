@@ -575,17 +575,19 @@ def test_loops_with_state_stay_on_the_runtime_and_gradient_loops_compile():
         x = af.placeholder(af.float32, [], name="x")
         v = af.Variable(0.0, name="v")
         _, y = af.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * x), [0, af.constant(1.0)])
-        _, z = af.while_loop(lambda i, z: i < 3, lambda i, z: (i + 1, z + af.random_uniform([])), [0, 0.0])
+        _, z = af.while_loop(lambda i, z: i < 3, lambda i, z: (i + 1, z + af.random_normal([])), [0, 0.0])
+        _, u = af.while_loop(lambda i, u: i < 3, lambda i, u: (i + 1, u + af.random_uniform([2])), [0, af.zeros([2])])
         dy = af.gradients(y, x)[0]
         with af.control_dependencies([af.assign_add(v, 1.0)]):
             w = af.identity(y)
         init = af.global_variables_initializer()
-    plan = make_plan(g, [x], [dy, z, w], [])
+    plan = make_plan(g, [x], [dy, z, w, u], [])
     jitted = jit_pass(plan)
     types = _types(jitted)
-    # y's loop and its gradient loop compile (its saved values become a history between them); the
-    # loop with a random op stays, and so do the accumulators only it could need (none here)
-    assert types.count("_JitLoop") == 2 and "RandomUniform" in types
+    # y's loop and its gradient loop compile (its saved values become a history between them), and so
+    # does u's, whose RandomUniform the compiled loop draws (cluster.LOOP_RANDOM); the loop with
+    # another random op stays, and so do the accumulators only it could need (none here)
+    assert types.count("_JitLoop") == 3 and "RandomStandardNormal" in types and "RandomUniform" not in types
     assert not {"AccumulatorV2", "AccumulatorPush", "AccumulatorPop"} & set(types)
     with af.Session(graph=g, config=_config(True)) as s:
         s.run(init)

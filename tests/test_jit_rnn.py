@@ -378,3 +378,44 @@ def test_default_leaves_loops_with_products_past_small_loop_macs_to_the_actors(m
     assert loops(0) == 0 and loops(1) == 1
     monkeypatch.setattr(cluster, "SMALL_LOOP_MACS", product)
     assert loops(0) == 1
+
+
+def _dropout_rnn(batch=4):
+    """dynamic_rnn of a DropoutWrapper (output and state dropout: RandomUniform of a Shape in the loop's
+    body) over a batch of unknown size."""
+    g = af.Graph()
+    with g.as_default():
+        af.set_random_seed(3)
+        x = af.placeholder(af.float32, [None, 6, 5], name="x")
+        cell = af.nn.rnn_cell.DropoutWrapper(af.nn.rnn_cell.BasicLSTMCell(8), output_keep_prob=0.7,
+                                             state_keep_prob=0.8)
+        out, state = af.nn.dynamic_rnn(cell, x, dtype=af.float32)
+        loss = af.reduce_mean(out * out) + af.reduce_mean(state.h)
+        train = af.train.GradientDescentOptimizer(0.5).minimize(loss)
+        init = af.global_variables_initializer()
+        variables = af.global_variables()
+    feed = {x: np.random.default_rng(0).standard_normal((batch, 6, 5)).astype(np.float32)}
+    return g, out, loss, train, init, variables, feed
+
+
+@pytest.mark.parametrize("level", ["on_1", "default"])
+def test_dropout_in_a_loop_compiles_and_draws_the_actors_numbers(monkeypatch, sources, level):
+    """The loop's RandomUniform ops draw from their session streams (rt.random_uniform_f32): the
+    compiled loops drop the units the actors drop, step after step (the forward loop fetched alone
+    first, then trained), and at DEFAULT the interpreted steps before the tier-up and the compiled
+    ones after continue one stream."""
+    monkeypatch.delenv("AF_JIT", raising=False)
+    monkeypatch.setattr(jc, "TIER_SECONDS", 0.0)
+    case = _dropout_rnn()
+    before = dict(compile_stats)
+    on = _run(*case, OO.ON_1 if level == "on_1" else OO.DEFAULT, steps=4)
+    loops = {w: src for w, src in sources if w.startswith("while loop")}
+    assert set(loops) == {"while loop 'rnn/while'", "while loop 'gradients/rnn/while_grad/grad_loop'"}, set(loops)
+    assert "random_uniform_f32(rs0" in loops["while loop 'rnn/while'"]
+    assert compile_stats["rejected"] == before["rejected"] and compile_stats["big"] == before["big"]
+    off = _run(*case, OO.OFF, steps=4)
+    np.testing.assert_array_equal(on[0] == 0, off[0] == 0)         # the same units dropped
+    np.testing.assert_allclose(on[0], off[0], rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(on[1], off[1], rtol=2e-5, atol=1e-6)
+    for a, b in zip(on[2], off[2]):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)

@@ -33,7 +33,7 @@ from actorflow.actors.sendrecv import RecvActor, SendActor
 from actorflow.actors.step import StepState
 from actorflow.actors.sync_step import SyncProgram, SyncTrainProgram
 from actorflow.kernels.registry import get_kernel
-from actorflow.scheduler.ir import ExecPlan, kernel_attrs
+from actorflow.scheduler.ir import ExecPlan, _device_type, kernel_attrs
 
 __all__ = ["Executable", "kernel_attrs"]
 
@@ -112,6 +112,11 @@ class Executable:
             a.deferred = True
         return a
 
+    def _random_kernel(self, op, device):
+        """The session's kernel of random op `op` (what its actor would run), keyed as `_kernel_actor` keys it."""
+        kdef = get_kernel(op.type, _device_type(device))
+        return self.container.stateful_kernel(op, (device, kdef), lambda: kdef.factory(kernel_attrs(op.attrs)))
+
     def _kernel_actor(self, item, tpl):
         rt = self.rt
         try:
@@ -122,6 +127,11 @@ class Executable:
                                                     lambda: item.kernel.factory(item.attrs))
             else:
                 fn = item.kernel.factory(item.attrs)
+            random_ops = getattr(fn, "random_ops", ())
+            if random_ops:
+                # A compiled loop's random ops draw from the streams their own actors would (one
+                # kernel per op for the session, as above): the loop's and the op's runs interleave.
+                fn.bind_random([self._random_kernel(op, item.device) for op in random_ops])
         except Exception as e:  # noqa: BLE001
             raise errors.InvalidArgumentError(item.name, item.op, f"Cannot build the {item.op_type} kernel of op "
                                                                   f"'{item.name}': {e}") from e

@@ -79,6 +79,7 @@ def _philox_float(op, draw, stateless=False, ready=numba_imported):
             key, counter = (philox.stateless_key_counter(*_seed_pair(seed)) if stateless
                             else (stream.key, stream.reserve(n)))
             return draw(key, counter, n, dtype).reshape(dims)
+        fn.stream = stream              # (a compiled loop draws from it too: scheduler/jit/rt.py)
         return fn
     factory.__doc__ = f"tf.raw_ops.{op}, TF's Philox stream bit for bit."
     register_kernel(op, "CPU", cost=_cost_from_shape, ready=ready, session_state=not stateless)(factory)

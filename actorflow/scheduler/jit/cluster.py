@@ -10,8 +10,10 @@ run long enough, see compile.py):
    inputs are the values entering the loop (loop variables, then invariants), its outputs the
    values leaving it. A loop and its gradient loop compile together: the values the gradient
    saves per iteration (accumulator pushes and pops) become histories the forward function
-   returns and the gradient function reads. Loops with other stateful ops (queues, variables,
-   random ops, Send/Recv) stay on the actor runtime; in nested loops, the innermost compile.
+   returns and the gradient function reads. A RandomUniform in the body (dropout) is drawn by the
+   compiled loop from the op's own session stream (`LOOP_RANDOM`), the numbers the actors would
+   draw. Loops with other stateful ops (queues, variables, other random ops, Send/Recv) stay on
+   the actor runtime; in nested loops, the innermost compile.
    Unknown dimensions get symbols (symbolic.py) so that a gradient loop's run-time shape ops
    fold; where they cannot, the loop is analyzed with its static shapes alone, as before.
 2. **Clusters.** Maximal sets of compilable ops outside loops, grown along data edges (in
@@ -199,6 +201,28 @@ def _op_compilable(op) -> bool:
     if op.type == "Mean" and _dt(op.outputs[0]) not in ("float32", "float64"):
         return False
     return _node_attrs(op) is not None
+
+
+# Stateful random ops a compiled loop draws itself, from the op's session stream (rt.random_uniform_*;
+# JitKernel reads and writes the stream around the call), so the iterations draw what the actors'
+# runs of the op would: dropout inside an RNN's loop (DropoutWrapper).
+LOOP_RANDOM = frozenset({"RandomUniform"})
+
+
+def _loop_random(op):
+    """For a random op a loop can compile: (the value whose Shape is its shape, or None; its shape
+    when constant, or None); else None."""
+    if op.type not in LOOP_RANDOM or op.attrs.get("_XlaCompile") is False:
+        return None
+    if _dt(op.outputs[0]) not in ("float32", "float64") or _ndims(op.outputs[0]) is None:
+        return None
+    shape = op.inputs[0]
+    if shape.op.type == "Shape" and _ndims(shape.op.inputs[0]) == _ndims(op.outputs[0]):
+        return shape.op.inputs[0], None
+    v = _const_value(shape)
+    if v is None or np.ndim(v) != 1:
+        return None
+    return None, tuple(int(d) for d in np.asarray(v).reshape(-1))
 
 
 def _row_access_ok(op, ins) -> bool:
@@ -1080,7 +1104,7 @@ def _analyze(name, ops, level_on, fed, fetched, consumers, symbolic_shapes, ones
                 raise _NotCompilable
         elif op in skip:
             pass
-        elif not _op_compilable(op) and not (op.type == "Const"):
+        elif not _op_compilable(op) and not (op.type == "Const") and _loop_random(op) is None:
             raise _NotCompilable
         for c in op.control_inputs:
             if c not in opset:
@@ -1134,9 +1158,18 @@ def _analyze(name, ops, level_on, fed, fetched, consumers, symbolic_shapes, ones
         stack.extend(t.op for t in o.inputs)
     cond_ops = [op for op in body_ops if op in need]
     rest = [op for op in body_ops if op not in need]
+    randoms: list = []                  # the loop's random ops, in the order of their streams
+
     def add(op):
         if op.type == _POP:
             b.add(op, as_type="_HistoryRead", inputs=(op.inputs[0], op.inputs[-1]))
+        elif op.type in LOOP_RANDOM and op not in skip:
+            like, shape = _loop_random(op)
+            attrs = (("shape", shape),) if like is None else ()
+            b.add(op, as_type=op.type, inputs=() if like is None else (like,))
+            node = b.nodes[-1]
+            b.nodes[-1] = dataclasses.replace(node, attrs=tuple(sorted(attrs + (("stream", len(randoms)),))))
+            randoms.append(op)
         elif op in skip:
             if op in sym.identity:      # a Reshape to the shape its input has: its input
                 b.ref[op.outputs[0]] = b.arg(op.inputs[0])
@@ -1167,7 +1200,7 @@ def _analyze(name, ops, level_on, fed, fetched, consumers, symbolic_shapes, ones
     return _Loop(name=name, ops=ops, opset=opset, consumers=consumers, enters=enters, var_enters=var_enters, inv_enters=inv_enters,
                  hist_enters=hist_enters, push_accs=push_accs, pushes=pushes, extra=extra, merges=merges,
                  switches=switches, exits=exits, nexts=nexts, loop_cond=loop_cond, cond_ops=cond_ops, rest=rest,
-                 spec=spec, sym=sym)
+                 spec=spec, sym=sym, randoms=tuple(randoms))
 
 
 def _build_loop(plan, edit, lp: _Loop, histories: dict, nested: set, frames, syncs, waits, mode) -> None:
@@ -1205,7 +1238,7 @@ def _build_loop(plan, edit, lp: _Loop, histories: dict, nested: set, frames, syn
     out_specs = [(m.outputs[0].dtype, m.outputs[0].shape) for m in lp.merges]
     out_specs += [(p.inputs[1].dtype, TensorShape([None] + p.inputs[1].shape.as_list())) for p in lp.pushes]
     attrs = {"spec": lp.spec, "interpreted": interp, "mode": _mode_of(lp.ops, mode), "what": f"while loop '{lp.name}'",
-             "vary": getattr(lp, "vary", None),
+             "vary": getattr(lp, "vary", None), "random_ops": lp.randoms,
              "parts": tuple((op.name, op.type) for op in lp.ops)}
     new = new_op(plan.graph, f"{lp.name}/_jit_loop", JIT_LOOP, inputs, ctrl, attrs, out_specs,
                  lp.var_enters[0].device)
@@ -1236,7 +1269,10 @@ def _loop_interpreter(lp: _Loop, extra):
     def step(op):
         if op.type == _POP:
             return op, _read_saved(op)
+        if op in randoms:
+            return op, _random_step(op)
         return op, get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs))
+    randoms = set(lp.randoms)
     cond_run = [step(op) for op in lp.cond_ops if op.type != "Const"]
     body_run = [step(op) for op in lp.rest if op.type != "Const"]
     n_vars = len(lp.var_enters)
@@ -1333,6 +1369,23 @@ def _loop_interpreter(lp: _Loop, extra):
         return cur[0] if len(cur) == 1 else tuple(cur)
     run.ops_run = ops_run
     return run
+
+
+def _random_step(op):
+    """A random op of an interpreted loop: the kernel of the session the loop's kernel runs in
+    (compile.py `random_kernels`: the same stream as the op's actor and the compiled loop), or, for
+    a loop kernel no session bound, one of its own."""
+    from actorflow.scheduler.jit.compile import random_kernels
+    own: list = []
+
+    def fn(*xs):
+        k = random_kernels().get(op.name)
+        if k is None:
+            if not own:
+                own.append(get_kernel(op.type, "CPU").factory(_kernel_attrs(op.attrs)))
+            k = own[0]
+        return k(*xs)
+    return fn
 
 
 def _loop_op_error(e: Exception, op, it: int, frame: str) -> errors.OpError:

@@ -143,6 +143,17 @@ def _like(value):
     return emit
 
 
+def _random_uniform(c: Ctx):
+    """A stateful RandomUniform in a loop (rt.random_uniform_*): the shape of its argument, the value
+    whose Shape it was drawn for (dropout's ``random_uniform(shape(x))``), or its constant shape
+    (attribute ``shape``); its stream's state is the loop's argument ``rs{k}``."""
+    k = c.node.attr("stream")
+    dims = [f"{c.a[0]}.shape[{i}]" for i in range(c.rank)] if c.a else \
+        [f"np.int64({d})" for d in c.node.attr("shape")]
+    suffix = "f32" if c.dtype == "float32" else "f64"
+    return [f"{c.outs[0]} = _rt.random_uniform_{suffix}(rs{k}, {empty(dims, c.dtype)})"]
+
+
 def _const(c: Ctx):
     return [f"{c.outs[0]} = {c.lit(c.node.attr('value'))}"]
 
@@ -466,7 +477,7 @@ EMITTERS = {op: _elementwise(t) for op, t in {**_UNARY, **_BINARY}.items()}
 EMITTERS.update({
     "Cast": _cast, "Identity": _alias, "Snapshot": _alias, "StopGradient": _alias,
     "Select": _select, "SelectV2": _select, "AddN": _add_n, "ZerosLike": _like(0), "OnesLike": _like(1),
-    "Const": _const,
+    "Const": _const, "RandomUniform": _random_uniform,
     "Sum": _reduction, "Mean": _reduction, "Prod": _reduction, "Max": _reduction, "Min": _reduction,
     "All": _reduction, "Any": _reduction, "BiasAddGrad": _bias_add_grad,
     "Softmax": _softmax(False), "LogSoftmax": _softmax(True), "SoftmaxCrossEntropyWithLogits": _xent,
@@ -813,6 +824,11 @@ def _trusted_statics(spec: LoopSpec) -> LoopSpec:
     return LoopSpec(spec.inputs, spec.n_vars, nodes, spec.n_cond, spec.cond, spec.nexts, spec.saves)
 
 
+def random_streams(spec) -> int:
+    """How many random ops' streams loop `spec` draws from (its arguments ``rs0``... after its inputs)."""
+    return 1 + max((nd.attr("stream") for nd in spec.nodes if nd.attr("stream") is not None), default=-1)
+
+
 # ops whose compiled form may be a view that is not C-contiguous (a loop variable must be)
 _VIEWS = frozenset({"Split", "SplitV", "Transpose"})
 
@@ -835,7 +851,7 @@ def loop_source(spec: LoopSpec) -> str:
     row must have the shape of the first."""
     spec = _trusted_statics(_scatter_in_place(_accumulate_in_place(spec)))
     n = len(spec.inputs)
-    params = ", ".join([f"a{i}" for i in range(n)] + ["stop", "blas"])
+    params = ", ".join([f"a{i}" for i in range(n)] + [f"rs{k}" for k in range(random_streams(spec))] + ["stop", "blas"])
     name_of, type_of = _resolver(spec, lambda k: f"v{k}" if k < spec.n_vars else f"a{k}")
     header = _HEADER.format(what=f"while loop of {len(spec.nodes)} ops", params=params)
     lines = [header.replace("import numba\n", f"import numba\n{_STOP_IMPORT}\n", 1)]

@@ -51,6 +51,8 @@ from actorflow import errors
 from actorflow.kernels import interrupt
 from actorflow.kernels.cpu import aligned
 from actorflow.kernels.lazy_numba import import_numba
+from actorflow.kernels.registry import get_kernel
+from actorflow.scheduler.ir import kernel_attrs
 
 __all__ = ["load_source", "cache_dir", "JitKernel", "compile_stats"]
 
@@ -105,15 +107,26 @@ def _blas_table():
     return _BLAS_TABLE[0]
 
 
+_RANDOM_CONTEXT = threading.local()     # .kernels: the random kernels of the loop kernel being run
+_MASK32 = 0xFFFFFFFF
+
+
+def random_kernels() -> dict:
+    """{op name: kernel} of the random ops of the loop kernel running on this thread (its
+    interpreted ops draw from them), or {}."""
+    return getattr(_RANDOM_CONTEXT, "kernels", None) or {}
+
+
 def _helpers_hash() -> str:
-    """A hash of the modules generated code calls into (rt, fastmath32, stopcheck, blascall): numba caches a
+    """A hash of the modules generated code calls into (rt, fastmath32, stopcheck, blascall, philox): numba caches a
     kernel with the code of the functions it calls or inlines, and does not look at their files
     again, so a kernel's cache entry is keyed by them too (a changed helper compiles anew)."""
     if not _HELPERS_HASH:
         h = hashlib.sha256()
         here = os.path.dirname(os.path.abspath(__file__))
-        for name in ("rt.py", "fastmath32.py", "stopcheck.py", "blascall.py"):
-            with open(os.path.join(here, name), "rb") as f:
+        philox = os.path.join(os.path.dirname(os.path.dirname(here)), "kernels", "cpu", "philox.py")
+        for path in [os.path.join(here, name) for name in ("rt.py", "fastmath32.py", "stopcheck.py", "blascall.py")] + [philox]:
+            with open(path, "rb") as f:
                 h.update(f.read())
         _HELPERS_HASH.append(h.hexdigest()[:16])
     return _HELPERS_HASH[0]
@@ -259,7 +272,7 @@ class JitKernel:
 
     def __init__(self, source: str, inputs, outputs, fallback, mode: str | None = None, what: str = "",
                  loop: bool = False, max_iterations=None, n_vars=None, shapes=(), rows=(), gemms=(),
-                 flat=None, variant=None, shape_only=()):
+                 flat=None, variant=None, shape_only=(), random_ops=()):
         self.source = source
         self.flat = flat
         # the GEMM table (blascall.py) when the code calls cblas; else an empty one (loading the BLAS
@@ -306,6 +319,10 @@ class JitKernel:
         self.array_in = () if loop else tuple(i for i, (_, r) in enumerate(self.inputs) if r > 0)
         self._ready_keys = {tuple(True for _ in self.array_in)}   # C-contiguous (of any writability)
         self._pending: set = set()
+        # a loop's random ops (graph ops), whose session kernels `bind_random` gives (their streams
+        # are the compiled loop's `rs` arguments, and what its interpreted ops draw from)
+        self.random_ops = tuple(random_ops)
+        self._random = None             # {op name: its session's kernel}
         self.fn = None
         self.compile_seconds = None
         self.error = None
@@ -331,7 +348,7 @@ class JitKernel:
             elif self.flat:                 # (its signature ends with the stop cell)
                 disp.compile(tuple(_numba_type(d, r) for d, r in self.flat.sig))
             else:                           # a loop's arguments end with its stop cell and BLAS table
-                stop = (("int64", 1), ("int64", 1)) if self.loop else ()
+                stop = (("uint64", 1),) * len(self.random_ops) + (("int64", 1), ("int64", 1)) if self.loop else ()
                 disp.compile(tuple(_numba_type(d, r) for d, r in self.inputs + stop))
         except Exception as e:  # noqa: BLE001 - a cluster numba cannot compile runs interpreted
             log.warning("JIT: cannot compile %s (%s: %s); it runs interpreted", self.what, type(e).__name__, e)
@@ -344,7 +361,25 @@ class JitKernel:
             compile_stats["cpu_seconds"] += time.thread_time() - c0
         self.fn = disp
 
+    def bind_random(self, kernels) -> None:
+        """The session's kernels of this loop's random ops, in `random_ops`' order (actors/executable.py)."""
+        self._random = {op.name: k for op, k in zip(self.random_ops, kernels)}
+
     def __call__(self, *args):
+        if not self.random_ops:
+            return self._call(*args)
+        ctx = _RANDOM_CONTEXT
+        outer = getattr(ctx, "kernels", None)
+        if self._random is None:        # a kernel no session bound (a variant's outer kernel binds)
+            self._random = outer if outer is not None else {
+                op.name: get_kernel(op.type, "CPU").factory(kernel_attrs(op.attrs)) for op in self.random_ops}
+        ctx.kernels = self._random
+        try:
+            return self._call(*args)
+        finally:
+            ctx.kernels = outer
+
+    def _call(self, *args):
         fn = self.fn
         if fn is None:
             if not self._tiered_up:
@@ -448,6 +483,25 @@ class JitKernel:
                     return k(*args)
         compile_stats["rejected"] += 1
         return self.fallback(*args)
+
+    def _run_drawing(self, fn, args, stop):
+        """The compiled loop with its random ops' streams: each stream's key and counter go in as a
+        state array, and its counter comes back moved on by what the iterations drew. The streams
+        are held meanwhile (another step's run of the op draws after this loop)."""
+        streams = [self._random[op.name].stream for op in self.random_ops]
+        held = sorted(set(streams), key=id)
+        for st in held:
+            st._lock.acquire()
+        try:
+            states = [np.array([st.key & _MASK32, (st.key >> 32) & _MASK32] +
+                               [(st.counter >> (32 * i)) & _MASK32 for i in range(4)], np.uint64) for st in streams]
+            out, it = fn(*args, *states, stop, self._blas_arg())
+            for st, state in zip(streams, states):
+                st.counter = sum(int(state[2 + i]) << (32 * i) for i in range(4))
+        finally:
+            for st in reversed(held):
+                st._lock.release()
+        return out, it
 
     def _make_variant(self, places) -> None:
         try:
@@ -563,7 +617,10 @@ class JitKernel:
             out = fn(*args)
         else:
             stop = interrupt.current()
-            out, it = fn(*args, stop, self._blas_arg())
+            if self.random_ops:
+                out, it = self._run_drawing(fn, args, stop)
+            else:
+                out, it = fn(*args, stop, self._blas_arg())
             interrupt.raise_if_stopped(stop, self.what)
             if self.shape_only:
                 out = tuple(self._unsaved(list(out), it, args))

@@ -66,7 +66,7 @@ def make_kernel(attrs: dict) -> JitKernel:
                      loop=loop, n_vars=spec.n_vars if loop else None, shapes=spec.input_statics,
                      rows=tuple(_ref_statics(spec, r) for r in spec.saves) if loop else (),
                      gemms=_symbolic_gemms(spec), flat=flat, variant=variant,
-                     shape_only=spec.shape_only if loop else ())
+                     shape_only=spec.shape_only if loop else (), random_ops=attrs.get("random_ops", ()) if loop else ())
 
 
 def _symbolic_gemms(spec):

@@ -13,11 +13,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from actorflow.kernels.cpu import philox as _philox
 from actorflow.kernels.cpu.softmax import _softmax_rows, _xent_dense, _xent_sparse
 from actorflow.scheduler.jit import blascall as _blas
 
 __all__ = ["empty", "reshape", "fill", "div_all", "row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any",
-           "softmax", "xent", "sparse_xent", "gemm", "concat_into", "save_row", "save_scalar", "row"]
+           "softmax", "xent", "sparse_xent", "gemm", "concat_into", "save_row", "save_scalar", "row",
+           "random_uniform_f32", "random_uniform_f64"]
 
 
 # -- arrays ------------------------------------------------------------------------------------
@@ -326,3 +328,42 @@ def row(h, i):
     if i < 0 or i >= h.shape[0]:
         raise ValueError("no value was saved for this iteration")
     return h[i]
+
+
+# -- random ops in a loop ------------------------------------------------------------------------
+# A stateful random op compiled into a loop draws from its session's Philox stream as its kernel
+# does (kernels/cpu/random.py): `state` is (key low, key high, counter words 0-3) as uint64 values
+# of 32 bits, read from the op's PhiloxStream before the loop and written back after; each run
+# fills `out` from the counter and moves it on by RESERVED_BLOCKS_PER_OUTPUT blocks an element
+# (TF's GuardedPhiloxRandom), so the iterations draw the numbers the actors' runs would.
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _advance(state, n):
+    c0, c1, c2, c3 = _philox._add_counter(state[2], state[3], state[4], state[5],
+                                          np.uint64(n) * np.uint64(_philox.RESERVED_BLOCKS_PER_OUTPUT))
+    state[2] = c0
+    state[3] = c1
+    state[4] = c2
+    state[5] = c3
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def random_uniform_f32(state, out):
+    """TF's RandomUniform of float32 into C-contiguous `out` (any shape); returns `out`."""
+    flat = out.reshape(-1)
+    if flat.size:
+        _philox._uniform_f32(state[0], state[1], state[2], state[3], state[4], state[5], flat)
+    _advance(state, flat.size)
+    return out
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def random_uniform_f64(state, out):
+    """TF's RandomUniform of float64 (two words a double) into C-contiguous `out`; returns `out`."""
+    flat = out.reshape(-1)
+    n = flat.size
+    if n:
+        words = np.empty(4 * ((n + 1) // 2), np.uint32)
+        _philox._fill_words(state[0], state[1], state[2], state[3], state[4], state[5], words)
+        _philox._uniform_f64(words, flat)
+    _advance(state, n)
+    return out

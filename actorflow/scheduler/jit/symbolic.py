@@ -414,6 +414,14 @@ def _infer_op(sh: Shapes, op, const_of) -> None:
         for d, e in zip(upd[len(idx) - 1:], x[k:]):
             _equal(sh, d, e)
         sh.shape[outs[0]] = x
+    elif kind == "RandomUniform":       # the shape its input holds: a Shape's symbols (dropout), or constant
+        dims = sh.symval.get(op.inputs[0])
+        if dims is None:
+            dims = _int_value(sh, op.inputs[0], const_of)
+            if dims is None:
+                raise NotSymbolic("a RandomUniform of a shape known only at run time")
+            dims = tuple(int(d) for d in np.asarray(dims).reshape(-1))
+        sh.shape[outs[0]] = tuple(dims)
     elif kind == "SoftmaxCrossEntropyWithLogits":
         b = _equal(sh, ins[0][0], ins[1][0])
         c = _equal(sh, ins[0][1], ins[1][1])
