@@ -575,7 +575,8 @@ def test_loops_with_state_stay_on_the_runtime_and_gradient_loops_compile():
         x = af.placeholder(af.float32, [], name="x")
         v = af.Variable(0.0, name="v")
         _, y = af.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * x), [0, af.constant(1.0)])
-        _, z = af.while_loop(lambda i, z: i < 3, lambda i, z: (i + 1, z + af.random_normal([])), [0, 0.0])
+        _, z = af.while_loop(lambda i, z: i < 3, lambda i, z: (i + 1, z + af.random_uniform([], maxval=5, dtype=af.int32)),
+                             [0, 0])
         _, u = af.while_loop(lambda i, u: i < 3, lambda i, u: (i + 1, u + af.random_uniform([2])), [0, af.zeros([2])])
         dy = af.gradients(y, x)[0]
         with af.control_dependencies([af.assign_add(v, 1.0)]):
@@ -586,8 +587,8 @@ def test_loops_with_state_stay_on_the_runtime_and_gradient_loops_compile():
     types = _types(jitted)
     # y's loop and its gradient loop compile (its saved values become a history between them), and so
     # does u's, whose RandomUniform the compiled loop draws (cluster.LOOP_RANDOM); the loop with
-    # another random op stays, and so do the accumulators only it could need (none here)
-    assert types.count("_JitLoop") == 3 and "RandomStandardNormal" in types and "RandomUniform" not in types
+    # a random op of another kind (RandomUniformInt) stays, and so do the accumulators only it could need (none here)
+    assert types.count("_JitLoop") == 3 and "RandomUniformInt" in types and "RandomUniform" not in types
     assert not {"AccumulatorV2", "AccumulatorPush", "AccumulatorPop"} & set(types)
     with af.Session(graph=g, config=_config(True)) as s:
         s.run(init)
@@ -1048,3 +1049,32 @@ def test_a_cluster_of_scalar_inputs_compiles_and_runs_compiled():
         want = want * np.float32(1.5) + np.float32(1.0)
     assert k(np.array(0.25, np.float32)) == want
     assert compile_stats["rejected"] == rejected
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_random_ops_in_a_compiled_loop_draw_the_actors_numbers(dtype):
+    """RandomUniform, RandomStandardNormal and TruncatedNormal of a loop's body, of a constant shape and
+    of a Shape of a loop value: the compiled loop's draws continue each op's session stream as its
+    actor's runs do (two steps: the second draws on from where the first left the streams)."""
+    g = af.Graph()
+    with g.as_default():
+        af.set_random_seed(11)
+        n = af.placeholder(af.int32, [], name="n")
+        x0 = af.placeholder(dtype, [None, 3], name="x0")
+
+        def body(i, x, s):
+            u = af.random_uniform(af.shape(x), dtype=dtype)
+            z = af.random_normal([2, 3], dtype=dtype)
+            t = af.truncated_normal(af.shape(x), dtype=dtype)
+            return i + 1, x * 0.5 + u + t, s + af.reduce_sum(z, axis=0)
+        _, x, s = af.while_loop(lambda i, x, s: i < n, body, [0, x0, af.zeros([3], dtype)])
+    assert "_JitLoop" in _types(jit_pass(make_plan(g, [n, x0], [x, s], [])))
+    from actorflow.scheduler.jit.compile import compile_stats
+    feed = {n: 5, x0: np.ones((4, 3), dtype)}
+    compiled, rejected = compile_stats["compiled"], compile_stats["rejected"]
+    with af.Session(graph=g, config=_config(True)) as on, af.Session(graph=g, config=_config(False)) as off:
+        for _ in range(2):
+            got, want = on.run([x, s], feed), off.run([x, s], feed)
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(a, b, rtol=1e-6 if dtype == "float32" else 1e-12)
+    assert compile_stats["compiled"] > compiled and compile_stats["rejected"] == rejected

@@ -10,9 +10,9 @@ run long enough, see compile.py):
    inputs are the values entering the loop (loop variables, then invariants), its outputs the
    values leaving it. A loop and its gradient loop compile together: the values the gradient
    saves per iteration (accumulator pushes and pops) become histories the forward function
-   returns and the gradient function reads. A RandomUniform in the body (dropout) is drawn by the
-   compiled loop from the op's own session stream (`LOOP_RANDOM`), the numbers the actors would
-   draw. Loops with other stateful ops (queues, variables, other random ops, Send/Recv) stay on
+   returns and the gradient function reads. A RandomUniform, RandomStandardNormal or
+   TruncatedNormal in the body (dropout) is drawn by the compiled loop from the op's own session
+   stream (`LOOP_RANDOM`), the numbers the actors would draw. Loops with other stateful ops (queues, variables, other random ops, Send/Recv) stay on
    the actor runtime; in nested loops, the innermost compile.
    Unknown dimensions get symbols (symbolic.py) so that a gradient loop's run-time shape ops
    fold; where they cannot, the loop is analyzed with its static shapes alone, as before.
@@ -206,7 +206,7 @@ def _op_compilable(op) -> bool:
 # Stateful random ops a compiled loop draws itself, from the op's session stream (rt.random_uniform_*;
 # JitKernel reads and writes the stream around the call), so the iterations draw what the actors'
 # runs of the op would: dropout inside an RNN's loop (DropoutWrapper).
-LOOP_RANDOM = frozenset({"RandomUniform"})
+LOOP_RANDOM = frozenset({"RandomUniform", "RandomStandardNormal", "TruncatedNormal"})
 
 
 def _loop_random(op):

@@ -143,15 +143,20 @@ def _like(value):
     return emit
 
 
-def _random_uniform(c: Ctx):
-    """A stateful RandomUniform in a loop (rt.random_uniform_*): the shape of its argument, the value
-    whose Shape it was drawn for (dropout's ``random_uniform(shape(x))``), or its constant shape
-    (attribute ``shape``); its stream's state is the loop's argument ``rs{k}``."""
+_RANDOM_HELPERS = {"RandomUniform": "random_uniform", "RandomStandardNormal": "random_normal",
+                   "TruncatedNormal": "truncated_normal"}
+
+
+def _random(c: Ctx):
+    """A stateful random op in a loop (rt.random_uniform_*, random_normal_*, truncated_normal_*):
+    the shape of its argument, the value whose Shape it was drawn for (dropout's
+    ``random_uniform(shape(x))``), or its constant shape (attribute ``shape``); its stream's state
+    is the loop's argument ``rs{k}``."""
     k = c.node.attr("stream")
     dims = [f"{c.a[0]}.shape[{i}]" for i in range(c.rank)] if c.a else \
         [f"np.int64({d})" for d in c.node.attr("shape")]
     suffix = "f32" if c.dtype == "float32" else "f64"
-    return [f"{c.outs[0]} = _rt.random_uniform_{suffix}(rs{k}, {empty(dims, c.dtype)})"]
+    return [f"{c.outs[0]} = _rt.{_RANDOM_HELPERS[c.node.op]}_{suffix}(rs{k}, {empty(dims, c.dtype)})"]
 
 
 def _const(c: Ctx):
@@ -477,7 +482,7 @@ EMITTERS = {op: _elementwise(t) for op, t in {**_UNARY, **_BINARY}.items()}
 EMITTERS.update({
     "Cast": _cast, "Identity": _alias, "Snapshot": _alias, "StopGradient": _alias,
     "Select": _select, "SelectV2": _select, "AddN": _add_n, "ZerosLike": _like(0), "OnesLike": _like(1),
-    "Const": _const, "RandomUniform": _random_uniform,
+    "Const": _const, "RandomUniform": _random, "RandomStandardNormal": _random, "TruncatedNormal": _random,
     "Sum": _reduction, "Mean": _reduction, "Prod": _reduction, "Max": _reduction, "Min": _reduction,
     "All": _reduction, "Any": _reduction, "BiasAddGrad": _bias_add_grad,
     "Softmax": _softmax(False), "LogSoftmax": _softmax(True), "SoftmaxCrossEntropyWithLogits": _xent,

@@ -19,7 +19,8 @@ from actorflow.scheduler.jit import blascall as _blas
 
 __all__ = ["empty", "reshape", "fill", "div_all", "row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any",
            "softmax", "xent", "sparse_xent", "gemm", "concat_into", "save_row", "save_scalar", "row",
-           "random_uniform_f32", "random_uniform_f64"]
+           "random_uniform_f32", "random_uniform_f64", "random_normal_f32", "random_normal_f64",
+           "truncated_normal_f32", "truncated_normal_f64"]
 
 
 # -- arrays ------------------------------------------------------------------------------------
@@ -362,8 +363,56 @@ def random_uniform_f64(state, out):
     flat = out.reshape(-1)
     n = flat.size
     if n:
-        words = np.empty(4 * ((n + 1) // 2), np.uint32)
-        _philox._fill_words(state[0], state[1], state[2], state[3], state[4], state[5], words)
-        _philox._uniform_f64(words, flat)
+        _philox._uniform_f64(_words(state, (n + 1) // 2), flat)
     _advance(state, n)
+    return out
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _words(state, n):
+    """The stream's words for `n` blocks of four from its counter (what philox.words reads)."""
+    words = np.empty(4 * n, np.uint32)
+    _philox._fill_words(state[0], state[1], state[2], state[3], state[4], state[5], words)
+    return words
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def random_normal_f32(state, out):
+    """TF's RandomStandardNormal of float32 (Box-Muller on word pairs) into C-contiguous `out`."""
+    flat = out.reshape(-1)
+    n = flat.size
+    if n:
+        _philox._normal_f32(_words(state, (n + 3) // 4), flat)
+    _advance(state, n)
+    return out
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def random_normal_f64(state, out):
+    """TF's RandomStandardNormal of float64 (Box-Muller on whole blocks) into C-contiguous `out`."""
+    flat = out.reshape(-1)
+    n = flat.size
+    if n:
+        _philox._normal_f64(_words(state, (n + 1) // 2), flat)
+    _advance(state, n)
+    return out
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def truncated_normal_f32(state, out):
+    """TF's TruncatedNormal of float32 (|x| >= 2 redrawn per output group) into C-contiguous `out`."""
+    flat = out.reshape(-1)
+    if flat.size:
+        _philox._truncated_f32(state[0], state[1], state[2], state[3], state[4], state[5], flat)
+    _advance(state, flat.size)
+    return out
+
+
+@njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def truncated_normal_f64(state, out):
+    """TF's TruncatedNormal of float64 into C-contiguous `out`."""
+    flat = out.reshape(-1)
+    if flat.size:
+        _philox._truncated_f64(state[0], state[1], state[2], state[3], state[4], state[5], flat)
+    _advance(state, flat.size)
     return out

@@ -414,7 +414,7 @@ def _infer_op(sh: Shapes, op, const_of) -> None:
         for d, e in zip(upd[len(idx) - 1:], x[k:]):
             _equal(sh, d, e)
         sh.shape[outs[0]] = x
-    elif kind == "RandomUniform":       # the shape its input holds: a Shape's symbols (dropout), or constant
+    elif kind in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal"):    # the shape its input holds: a Shape's symbols (dropout), or constant
         dims = sh.symval.get(op.inputs[0])
         if dims is None:
             dims = _int_value(sh, op.inputs[0], const_of)
