@@ -419,3 +419,23 @@ def test_dropout_in_a_loop_compiles_and_draws_the_actors_numbers(monkeypatch, so
     np.testing.assert_allclose(on[1], off[1], rtol=2e-5, atol=1e-6)
     for a, b in zip(on[2], off[2]):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+
+
+def test_on_1_leaves_a_loop_whose_products_are_big_at_a_typical_batch_to_the_actors(monkeypatch):
+    """A product over an open batch is sized for SYMBOL_SIZE rows when the loop is analyzed: past
+    MAX_BLAS_LOOP_GEMM there, every call of a usual batch would run the interpreted loop on one
+    thread, slower than the actors (whose pool splits the products)."""
+    from actorflow.scheduler.jit import blascall
+    from actorflow.scheduler.jit.cluster import MAX_BLAS_LOOP_GEMM, SYMBOL_SIZE
+    from actorflow.scheduler.lower import LowerOptions, _jit
+    from actorflow.scheduler.plan import make_plan
+    if not blascall.available():
+        pytest.skip("no BLAS loaded: the explicit loops' limit applies")
+    monkeypatch.delenv("AF_JIT", raising=False)
+
+    def loops(width, depth):
+        g, out, loss, train, init, variables, feed = _wide_open_rnn(width=width, depth=depth)
+        return [o.type for o in _jit(make_plan(g, list(feed), [loss], []), LowerOptions(jit_level=1)).ops].count(
+            "_JitLoop")
+    assert SYMBOL_SIZE * (256 + 512) * 4 * 512 > MAX_BLAS_LOOP_GEMM >= SYMBOL_SIZE * (32 + 64) * 4 * 64
+    assert loops(64, 32) == 1 and loops(512, 256) == 0

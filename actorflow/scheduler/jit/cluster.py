@@ -257,21 +257,25 @@ def _small_gemm(op, ins) -> bool:
     if sym is not None and all(t in sym.shape for t in ins) and op.outputs[0] in sym.shape:
         if not all(sym.fully_symbolic(t) for t in list(ins) + [op.outputs[0]]):
             return False
-        return _symbolic_known_macs(op, ins) <= (MAX_BLAS_LOOP_GEMM if _blas_ok(op) else MAX_LOOP_GEMM)
+        # (cblas's products counted for a batch of SYMBOL_SIZE rows: one past the limit at run time
+        # runs the whole loop interpreted on one thread, slower than the actors, whose pool splits it)
+        if _blas_ok(op):
+            return _symbolic_known_macs(op, ins, SYMBOL_SIZE) <= MAX_BLAS_LOOP_GEMM
+        return _symbolic_known_macs(op, ins) <= MAX_LOOP_GEMM
     if any(not t.shape.is_fully_defined() for t in ins):
         return False
     macs = _static_macs(op, ins)
     return macs <= MAX_LOOP_GEMM or (macs <= MAX_BLAS_LOOP_GEMM and _blas_ok(op))
 
 
-def _symbolic_known_macs(op, ins) -> int:
-    """The product of the known sizes among a symbolic MatMul's m, n and k."""
+def _symbolic_known_macs(op, ins, symbol: int = 1) -> int:
+    """A symbolic MatMul's multiply-adds, each symbolic size among m, n and k counted as `symbol`."""
     sym = _sym()
     m, n = sym.dims(op.outputs[0])
     k = sym.dims(ins[0])[0 if op.attrs.get("transpose_a") else 1]
     size = 1
     for d in (m, n, k):
-        size *= d if isinstance(d, int) else 1
+        size *= d if isinstance(d, int) else symbol
     return size
 
 
