@@ -1367,3 +1367,24 @@ def test_contrib_layers_embedding_lookups():
     np.testing.assert_array_equal(u, table[ids])
     np.testing.assert_allclose(m, [(table[1] + table[3]) / 2, [0, 0], table[5], [0, 0]])
     np.testing.assert_allclose(q, [(table[1] + table[3]) / np.sqrt(2), [0, 0], table[5], [0, 0]], rtol=1e-6)
+
+
+def test_slim_model_analyzer_lists_variables_and_ops(capsys):
+    """slim.model_analyzer as TF 1.15 prints it (the lines checked against tf_slim's)."""
+    g = af.Graph()
+    with g.as_default():
+        af.Variable(af.zeros([3, 4]), name="w")
+        af.Variable(af.zeros([4], af.float64), name="b")
+        x = af.placeholder(af.float32, [None, 3], name="x")
+        af.identity(x, name="y")
+        ma = af.contrib.slim.model_analyzer
+        assert ma.analyze_vars(af.global_variables(), print_info=True) == (16, 80)
+        printed = capsys.readouterr().out.splitlines()
+        assert printed == ["---------", "Variables: name (type shape) [size]", "---------",
+                           "w:0 (float32_ref 3x4) [12, bytes: 48]", "b:0 (float64_ref 4) [4, bytes: 32]",
+                           "Total size of variables: 16", "Total bytes of variables: 80"]
+        total = ma.analyze_ops(g, print_info=True)
+        lines = capsys.readouterr().out.splitlines()
+    assert "x \t-> (float32 ?x3) [0]" in lines and "y \t-> (float32 ?x3) [0]" in lines
+    assert total == sum(int(np.prod(t.shape.as_list())) for op in g.get_operations() for t in op.outputs
+                        if t.shape.is_fully_defined())
