@@ -145,15 +145,20 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
     out = re.sub(r"^(\s*)from tensorflow\.contrib import rnn\s*$",
                  lambda m: m.group(1) + "from compat_contrib import rnn", out, flags=re.M)
     if lib != "actorflow":        # TF 2.21 has no contrib: contrib.rnn's names and HParams from the shim,
-        # contrib.layers.linear from tf_slim (the bench extra), whose layers are contrib.layers' code
+        # contrib.slim, contrib.layers.linear and batch_norm from tf_slim (the bench extra), whose
+        # layers are contrib.layers' code
         out = re.sub(r"^(\s*)from tensorflow\.contrib\.rnn import (.+)$",
                      lambda m: f"{m.group(1)}from compat_contrib import rnn as _contrib_rnn; "
                                + "; ".join(f"{n.strip()} = _contrib_rnn.{n.strip()}" for n in m.group(2).split(",")),
                      out, flags=re.M)
-        if "tf.contrib.layers.linear(" in out:
+        out = re.sub(r"^(\s*)import tensorflow\.contrib\.slim as (\w+)",
+                     lambda m: f"{m.group(1)}import compat_contrib; {m.group(2)} = compat_contrib.tf_slim_on_tf_2_21()", out,
+                     flags=re.M)
+        if re.search(r"tf\.contrib\.layers\.(linear|batch_norm)\(", out):
             out = re.sub(r"^(\s*)(import tensorflow\.compat\.v1 as tf.*)$",
-                         lambda m: m.group(0) + "\n" + m.group(1) + "import tf_slim", out, count=1, flags=re.M)
-            out = out.replace("tf.contrib.layers.linear(", "tf_slim.layers.linear(")
+                         lambda m: m.group(0) + "\n" + m.group(1) + "import compat_contrib; tf_slim = compat_contrib.tf_slim_on_tf_2_21()",
+                         out, count=1, flags=re.M)
+            out = re.sub(r"tf\.contrib\.layers\.(linear|batch_norm)\(", r"tf_slim.layers.\1(", out)
         out = re.sub(r"^(\s*)from tensorflow\.contrib\.training import HParams\s*$",
                      lambda m: m.group(1) + "from compat_contrib import HParams", out, flags=re.M)
     if lib == "actorflow":        # any other tf.contrib import: the same path under actorflow
@@ -162,7 +167,7 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
         out = re.sub(r"^(\s*)import tensorflow\.contrib\.(\S+) as ", lambda m: f"{m.group(1)}import actorflow.contrib.{m.group(2)} as ",
                      out, flags=re.M)
     # What tf_upgrade_v2 renames for the contrib names these programs use, and numpy 2's removed
-    # `newshape=` keyword: upgrades any user of TensorFlow 2.21 and numpy 2 makes, the same for both.
+    # `newshape=` keyword and np.float / np.int aliases: upgrades any user of TensorFlow 2.21 and numpy 2 makes, the same for both.
     if "tf.contrib.rnn." in out:
         out = re.sub(r"^(\s*)(import (?:actorflow|tensorflow\.compat\.v1) as tf.*)$",
                      lambda m: m.group(0) + "\n" + m.group(1) + "from compat_contrib import rnn", out, count=1,
@@ -171,6 +176,7 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
     out = out.replace("tf.contrib.layers.flatten", "tf.layers.flatten")
     out = out.replace("tf.contrib.layers.xavier_initializer()", "tf.glorot_uniform_initializer()")
     out = out.replace("newshape=", "")
+    out = re.sub(r"\bnp\.(float|int)\b(?!\()", lambda m: f"np.{m.group(1)}64", out)   # numpy 2 removed the aliases
     # No display: matplotlib's Agg backend would wait forever for a button press.
     out = out.replace("plt.waitforbuttonpress()", "None")
     out = re.sub(r"\bxrange\(", "range(", out)            # 2to3, for the programs written for Python 2

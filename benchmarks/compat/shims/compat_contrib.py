@@ -67,3 +67,16 @@ class HParams:
 
     def values(self):
         return dict(self.__dict__)
+
+
+def tf_slim_on_tf_2_21():
+    """tf_slim (the bench extra) for TensorFlow 2.21's side: its layers test `isinstance(x, ops.Tensor)`
+    against tensorflow.python.framework.ops, which TF 2.21 no longer exports; the name is given back
+    (tf.Tensor, the class it was). Returns the tf_slim module."""
+    from tensorflow.python.framework import ops
+
+    if not hasattr(ops, "Tensor"):
+        import tensorflow as tf_root
+        ops.Tensor = tf_root.Tensor
+    import tf_slim
+    return tf_slim
