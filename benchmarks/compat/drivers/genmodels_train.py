@@ -14,10 +14,9 @@ import os
 import runpy
 import sys
 
+import input_data
 import numpy as np
 import scipy.misc
-
-import input_data
 import tensorflow as tf
 
 assert tf  # the library under test; main.py and the models import it themselves
