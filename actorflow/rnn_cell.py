@@ -502,6 +502,18 @@ def _default_dropout_state_filter(substate):
     return not isinstance(substate, Tensor) or substate.dtype.is_floating
 
 
+def _scalar_keep_prob(p):
+    """A keep probability as DropoutWrapper uses it: a number as it is; a tensor of unknown rank (a
+    ``placeholder(tf.float32, name='keep_prob')`` of no shape) reshaped to the scalar TF requires it
+    to be, once, where the wrapper is made. Its known rank then lets the RNN's loop, which takes the
+    probability in, compile (scheduler/jit); a fed value that is not a scalar is an error naming the
+    reshape, where TF would broadcast it against the values."""
+    if isinstance(p, numbers.Real) or not isinstance(p, Tensor) or p.shape.ndims is not None:
+        return p
+    with name_scope("DropoutWrapperInit"):
+        return array_ops.reshape(p, [], name="keep_prob")
+
+
 class DropoutWrapper(_Wrapper):
     """Dropout on a cell's inputs, outputs and state (tf.nn.rnn_cell.DropoutWrapper).
 
@@ -519,9 +531,9 @@ class DropoutWrapper(_Wrapper):
         for what, p in (("input", input_keep_prob), ("state", state_keep_prob), ("output", output_keep_prob)):
             if isinstance(p, numbers.Real) and not 0 < p <= 1:
                 raise ValueError(f"Parameter {what}_keep_prob must be between 0 and 1: {p}")
-        self._input_keep_prob = input_keep_prob
-        self._output_keep_prob = output_keep_prob
-        self._state_keep_prob = state_keep_prob
+        self._input_keep_prob = _scalar_keep_prob(input_keep_prob)
+        self._output_keep_prob = _scalar_keep_prob(output_keep_prob)
+        self._state_keep_prob = _scalar_keep_prob(state_keep_prob)
         self._variational = variational_recurrent
         self._seed = seed
         self._filter = dropout_state_filter_visitor or _default_dropout_state_filter

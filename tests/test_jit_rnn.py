@@ -439,3 +439,32 @@ def test_on_1_leaves_a_loop_whose_products_are_big_at_a_typical_batch_to_the_act
             "_JitLoop")
     assert SYMBOL_SIZE * (256 + 512) * 4 * 512 > MAX_BLAS_LOOP_GEMM >= SYMBOL_SIZE * (32 + 64) * 4 * 64
     assert loops(64, 32) == 1 and loops(512, 256) == 0
+
+
+def test_a_dropout_wrapper_fed_its_keep_prob_compiles_and_wants_a_scalar(sources):
+    """``keep_prob = tf.placeholder(tf.float32)`` (no shape, as char-rnn programs write it): the wrapper
+    takes it as the scalar TF requires, so the loop that takes it in has known ranks and compiles; a
+    fed keep_prob that is not a scalar is an error naming the wrapper's reshape."""
+    g = af.Graph()
+    with g.as_default():
+        af.set_random_seed(5)
+        keep = af.placeholder(af.float32, name="keep_prob")
+        x = af.placeholder(af.float32, [None, 4, 3], name="x")
+        cell = af.nn.rnn_cell.DropoutWrapper(af.nn.rnn_cell.BasicLSTMCell(6), output_keep_prob=keep)
+        out, _ = af.nn.dynamic_rnn(cell, x, dtype=af.float32)
+        loss = af.reduce_mean(out * out)
+        train = af.train.GradientDescentOptimizer(0.5).minimize(loss)
+        init = af.global_variables_initializer()
+    xv = np.random.default_rng(1).standard_normal((5, 4, 3)).astype(np.float32)
+    runs = {}
+    for level in (OO.ON_1, OO.OFF):
+        cfg = af.ConfigProto(graph_options=af.GraphOptions(optimizer_options=OO(global_jit_level=level)))
+        with af.Session(graph=g, config=cfg) as s:
+            s.run(init)
+            runs[level] = [s.run([loss, train], {x: xv, keep: 0.6})[0] for _ in range(3)]
+            if level == OO.OFF:
+                with pytest.raises(af.errors.InvalidArgumentError, match="DropoutWrapperInit/keep_prob"):
+                    s.run(loss, {x: xv, keep: [0.5, 0.5]})
+    assert {w for w, _ in sources if w.startswith("while loop")} == {
+        "while loop 'rnn/while'", "while loop 'gradients/rnn/while_grad/grad_loop'"}
+    np.testing.assert_allclose(runs[OO.ON_1], runs[OO.OFF], rtol=2e-5)
