@@ -1,5 +1,6 @@
-"""tf.contrib.layers.instance_norm and group_norm against TensorFlow 2.21 (tf_slim's copies of the
-contrib code; tests/fixtures/make_contrib_norms.py): outputs, input gradients and variable names."""
+"""tf.contrib.layers.instance_norm, group_norm and batch_norm against TensorFlow 2.21 (tf_slim's copies
+of the contrib code; tests/fixtures/make_contrib_norms.py, make_contrib_batch_norm.py): outputs, input
+gradients, variable names and batch_norm's moving statistics."""
 from __future__ import annotations
 
 import json
@@ -9,9 +10,11 @@ import numpy as np
 import pytest
 
 import actorflow as af
+from tests.fixtures import contrib_batch_norm_cases as bn_cases
 from tests.fixtures.contrib_norm_cases import CASES, inputs_for
 
 FIX = json.load(open(os.path.join(os.path.dirname(__file__), "fixtures", "contrib_norms.json")))
+BN_FIX = json.load(open(os.path.join(os.path.dirname(__file__), "fixtures", "contrib_batch_norm.json")))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -35,6 +38,29 @@ def test_contrib_norms_match_tensorflow(name):
         np.testing.assert_allclose(yv, want["y"], rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(gv, want["dx"], rtol=1e-4, atol=1e-5)
         assert sorted(v.op.name for v in af.global_variables()) == want["variables"]
+
+
+@pytest.mark.parametrize("name", sorted(bn_cases.CASES))
+def test_contrib_batch_norm_matches_tensorflow(name):
+    # Inputs of variance about 1e-5 with epsilon=1e-5: TF 2.21's fused kernel takes epsilon as given
+    # (TF 1.x raised it to 1.001e-5, which moves these outputs by about 1e-4).
+    case = bn_cases.CASES[name]
+    with af.Graph().as_default():
+        x_val = bn_cases.inputs_for(case)
+        x = af.constant(x_val)
+        y = af.contrib.layers.batch_norm(x, **case["kwargs"])
+        w = af.constant(np.linspace(-1, 1, x_val.size, dtype=np.float32).reshape(x_val.shape))
+        (g,) = af.gradients(af.reduce_sum(y * w), [x])
+        with af.Session() as sess:
+            sess.run(af.global_variables_initializer())
+            yv, gv = sess.run([y, g])
+            moving = {v.op.name: sess.run(v) for v in af.global_variables() if "moving" in v.op.name}
+    want = BN_FIX[name]
+    np.testing.assert_allclose(yv, want["y"], rtol=1e-5, atol=2e-5)
+    np.testing.assert_allclose(gv, want["dx"], rtol=1e-4, atol=1e-3 * np.abs(want["dx"]).max())
+    assert sorted(moving) == sorted(want["moving"])
+    for k, v in moving.items():
+        np.testing.assert_allclose(v, want["moving"][k], rtol=1e-5, atol=1e-9)
 
 
 def test_group_norm_takes_an_unknown_batch_and_checks_its_arguments():

@@ -686,9 +686,6 @@ def maxout(inputs, num_units, axis=-1, scope=None):
 # Normalization
 # ---------------------------------------------------------------------------------------------
 
-_FUSED_MIN_EPSILON = 1.001e-5      # cuDNN's floor, which TF's fused batch norm applies to epsilon
-
-
 @add_arg_scope
 def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001, activation_fn=None,
                param_initializers=None, param_regularizers=None, updates_collections=GraphKeys.UPDATE_OPS,
@@ -704,8 +701,9 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001, act
     (moving -= (moving - batch) * (1 - decay)) are updated by ops put in `updates_collections`
     (UPDATE_OPS: run them with the train op), or, with `updates_collections=None`, run before the
     output is returned. As in TF, where the fused kernel applies (rank 2 or 4, `fused` not False,
-    float16/32) the moving variance tracks the unbiased batch variance and epsilon is at least
-    1.001e-5; elsewhere the biased one.
+    float16/32) the moving variance tracks the unbiased batch variance; elsewhere the biased one.
+    epsilon is used as given, as TF 2's compat.v1 (tf_slim) passes it to the fused kernel (TF 1.x
+    raised it to at least 1.001e-5, cuDNN's floor).
     """
     for arg, v in (("batch_weights", batch_weights), ("adjustment", adjustment)):
         if v is not None:
@@ -737,7 +735,7 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001, act
         if x.shape.ndims >= 2 and x.shape[axis] is None:
             raise ValueError(f"Inputs {inputs.name} has undefined channels dimension {x.shape}.")
         layer = core_layers.BatchNormalization(
-            axis=axis, momentum=decay, epsilon=max(epsilon, _FUSED_MIN_EPSILON) if fused_path else epsilon,
+            axis=axis, momentum=decay, epsilon=epsilon,
             center=center, scale=scale, beta_initializer=param_initializers.get("beta", zeros_initializer()),
             gamma_initializer=param_initializers.get("gamma", _ONES),
             moving_mean_initializer=param_initializers.get("moving_mean", zeros_initializer()),
