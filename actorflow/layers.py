@@ -1058,6 +1058,7 @@ class BatchNormalization(Layer):
         self.moving_variance_initializer = moving_variance_initializer
         self.beta_regularizer, self.gamma_regularizer = beta_regularizer, gamma_regularizer
         self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
+        self._beta_first = False
         self.fused = fused
         self.gamma = self.beta = self.moving_mean = self.moving_variance = None
 
@@ -1090,12 +1091,19 @@ class BatchNormalization(Layer):
         # float16 statistics lose too much: the variables are float32, as in TF.
         pdtype = dtypes.float32 if self._dtype is dtypes.float16 else self._dtype
         self._pdtype = pdtype
-        self.gamma = self.add_weight("gamma", param_shape, dtype=pdtype, initializer=self.gamma_initializer,
-                                     regularizer=self.gamma_regularizer,
-                                     constraint=self.gamma_constraint) if self.scale else None
-        self.beta = self.add_weight("beta", param_shape, dtype=pdtype, initializer=self.beta_initializer,
-                                    regularizer=self.beta_regularizer,
-                                    constraint=self.beta_constraint) if self.center else None
+        def gamma():
+            return self.add_weight("gamma", param_shape, dtype=pdtype, initializer=self.gamma_initializer,
+                                   regularizer=self.gamma_regularizer,
+                                   constraint=self.gamma_constraint) if self.scale else None
+
+        def beta():
+            return self.add_weight("beta", param_shape, dtype=pdtype, initializer=self.beta_initializer,
+                                   regularizer=self.beta_regularizer,
+                                   constraint=self.beta_constraint) if self.center else None
+        if self._beta_first:         # contrib.layers.batch_norm's own paths create beta first
+            self.beta, self.gamma = beta(), gamma()
+        else:
+            self.gamma, self.beta = gamma(), beta()
         self.moving_mean = self.add_weight("moving_mean", param_shape, dtype=pdtype,
                                            initializer=self.moving_mean_initializer, trainable=False)
         self.moving_variance = self.add_weight("moving_variance", param_shape, dtype=pdtype,

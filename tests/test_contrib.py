@@ -128,7 +128,7 @@ def test_fully_connected_reuse_scope_normalizer_and_errors():
     b = cl.fully_connected(x, 4, scope="fc", reuse=True)
     n = cl.fully_connected(x, 4, normalizer_fn=cl.batch_norm, normalizer_params={"scale": True}, scope="bn_fc")
     assert _names(af.GraphKeys.GLOBAL_VARIABLES) == [
-        "fc/weights", "fc/biases", "bn_fc/weights", "bn_fc/BatchNorm/gamma", "bn_fc/BatchNorm/beta",
+        "fc/weights", "fc/biases", "bn_fc/weights", "bn_fc/BatchNorm/beta", "bn_fc/BatchNorm/gamma",
         "bn_fc/BatchNorm/moving_mean", "bn_fc/BatchNorm/moving_variance"]
     xv = np.ones((2, 3), np.float32)
     av, bv, nv = _run([a, b, n], {x: xv})

@@ -43,7 +43,8 @@ def test_contrib_norms_match_tensorflow(name):
 @pytest.mark.parametrize("name", sorted(bn_cases.CASES))
 def test_contrib_batch_norm_matches_tensorflow(name):
     # Inputs of variance about 1e-5 with epsilon=1e-5: TF 2.21's fused kernel takes epsilon as given
-    # (TF 1.x raised it to 1.001e-5, which moves these outputs by about 1e-4).
+    # (TF 1.x raised it to 1.001e-5, which moves these outputs by about 1e-4). The variables'
+    # creation order (tf.global_variables(), and so Saver's and slim's listings) follows TF's path.
     case = bn_cases.CASES[name]
     with af.Graph().as_default():
         x_val = bn_cases.inputs_for(case)
@@ -55,7 +56,9 @@ def test_contrib_batch_norm_matches_tensorflow(name):
             sess.run(af.global_variables_initializer())
             yv, gv = sess.run([y, g])
             moving = {v.op.name: sess.run(v) for v in af.global_variables() if "moving" in v.op.name}
+        created = [v.op.name for v in af.global_variables()]
     want = BN_FIX[name]
+    assert created == want["variables"]
     np.testing.assert_allclose(yv, want["y"], rtol=1e-5, atol=2e-5)
     np.testing.assert_allclose(gv, want["dx"], rtol=1e-4, atol=1e-3 * np.abs(want["dx"]).max())
     assert sorted(moving) == sorted(want["moving"])

@@ -742,6 +742,9 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001, act
             moving_variance_initializer=param_initializers.get("moving_variance", _ONES),
             beta_regularizer=param_regularizers.get("beta"), gamma_regularizer=param_regularizers.get("gamma"),
             trainable=trainable, fused=fused_path, name=sc.name, _scope=sc, _reuse=reuse)
+        # TF takes the core layer (gamma created first) only for updates in UPDATE_OPS and not a
+        # 2-D batch on the fused path; its own fused and legacy paths create beta, then gamma.
+        layer._beta_first = not (updates_collections == GraphKeys.UPDATE_OPS and not (fused and rank == 2))
         outputs = layer.apply(x, training=is_training)
         if outputs is not x and x is not inputs:
             outputs = array_ops.reshape(outputs, array_ops.shape(inputs))
