@@ -22,7 +22,7 @@ import numpy as np
 from actorflow.graph import dtypes
 from actorflow.graph.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.initializers import ones_initializer, zeros_initializer
-from actorflow.graph.ops import array_ops, math_ops, nn_conv3d_ops, nn_conv_ops, nn_ops
+from actorflow.graph.ops import array_ops, math_ops, nn_conv3d_ops, nn_conv_ops, nn_misc_ops, nn_ops
 from actorflow.graph.ops.constant import identity
 from actorflow.graph.ops.infer import constant_value
 from actorflow.graph.variable_scope import VariableScope, get_variable, variable_scope
@@ -1038,8 +1038,10 @@ class BatchNormalization(Layer):
     and to `updates`: run them with the train op, as in TF 1.x. The moving variance tracks the
     batch variance as TF 1.x's layer does: the unbiased one (n / (n - 1)) where TF would take its
     fused kernel (`fused` not False, a 4-D input normalized over axis 1 or 3, or 5-D over 1 or 4,
-    float16/float32), the biased one elsewhere. The computation itself is the same either way;
-    renorm and virtual batches are not supported.
+    float16/float32), the biased one elsewhere. The computation itself is the same either way, but
+    for second derivatives: the fused kernel's are exact, nn.moments' (the non-fused path's) drop
+    the batch mean's dependence inside the variance, as in TF. Renorm and virtual batches are not
+    supported.
     """
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer=_ZEROS,
@@ -1135,7 +1137,9 @@ class BatchNormalization(Layer):
         if static is False:
             mean, variance = moving_mean.value(), moving_variance.value()
         else:
-            batch_mean, batch_var = nn_ops.moments(xc, reduction_axes)
+            # Where TF takes its fused kernel, its second derivatives too (fused_batch_moments).
+            batch_mean, batch_var = (nn_misc_ops.fused_batch_moments(xc, reduction_axes) if self._fused_stats
+                                     else nn_ops.moments(xc, reduction_axes))
             if static is True:
                 mean, variance = batch_mean, batch_var
                 decay = convert_to_tensor(1.0 - self.momentum, dtype=pdtype)

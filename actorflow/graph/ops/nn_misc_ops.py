@@ -310,6 +310,21 @@ def weighted_moments(x, axes, frequency_weights, name=None, keep_dims=None, keep
 _FUSED_FORMATS = {"NHWC": -1, "NCHW": 1, "NDHWC": -1, "NCDHW": 1}
 
 
+def fused_batch_moments(x, axes):
+    """The batch mean and biased variance of `x` over `axes` (a list of ints; reduced axes removed)
+    as TF's FusedBatchNorm kernel takes them when training, differentiable to every order as that
+    kernel is: TF differentiates FusedBatchNormGrad through the exact batch-norm gradient
+    (_BatchNormGrad), so a second derivative (a gradient penalty through a batch norm, WGAN-GP and
+    DRAGAN) sees the mean's dependence on x inside the variance. nn.moments stops the gradient at
+    that mean, which leaves first derivatives alone but drops a term from second ones; here the
+    variance is mean((x - mean)**2) with the mean differentiated."""
+    with name_scope(None, "moments", [x]):
+        mean = math_ops.reduce_mean(x, axes, keepdims=True, name="mean")
+        variance = math_ops.reduce_mean(math_ops.squared_difference(x, mean), axes, keepdims=True,
+                                        name="variance")
+        return array_ops.squeeze(mean, axes), array_ops.squeeze(variance, axes)
+
+
 def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, data_format="NHWC",
                      is_training=True, name=None, exponential_avg_factor=1.0):
     """Batch normalization of a 4-D (5-D for NDHWC/NCDHW) input over all axes but the channel's
@@ -323,7 +338,8 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, 
     1.001e-5, cuDNN's floor). float16 inputs are
     computed in float32 (scale, offset and the statistics are float32). Composed of element-wise
     ops and reductions; only y carries gradients (to x, scale and offset; in inference also not to
-    mean and variance), as TF's FusedBatchNormGrad.
+    mean and variance), as TF's FusedBatchNormGrad, and second derivatives are TF's too
+    (fused_batch_moments).
     """
     if data_format not in _FUSED_FORMATS:
         raise ValueError(f"fused_batch_norm: data_format must be one of {sorted(_FUSED_FORMATS)}, got {data_format!r}")
@@ -355,7 +371,7 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, 
         eps = float(epsilon)
         if is_training:
             axes = [i for i in range(rank) if i != c_axis]
-            bmean, bvar = nn_ops.moments(xc, axes)
+            bmean, bvar = fused_batch_moments(xc, axes)
             y = nn_ops.batch_normalization(xc, bcast(bmean), bcast(bvar), bcast(offset), bcast(scale), eps)
             # n, the elements per channel, as x's size over the channels' count (exact in floats).
             nf = math_ops.divide(math_ops.cast(array_ops.size(xc, out_type=dtypes.int64), pdt),
