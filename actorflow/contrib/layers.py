@@ -703,7 +703,10 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001, act
     output is returned. As in TF, where the fused kernel applies (rank 2 or 4, `fused` not False,
     float16/32) the moving variance tracks the unbiased batch variance; elsewhere the biased one.
     epsilon is used as given, as TF 2's compat.v1 (tf_slim) passes it to the fused kernel (TF 1.x
-    raised it to at least 1.001e-5, cuDNN's floor).
+    raised it to at least 1.001e-5, cuDNN's floor); second derivatives on the fused path are the
+    fused kernel's (exact; see nn.fused_batch_norm). The variables are created as TF's path creates
+    them: beta first on its own fused and legacy paths (a 2-D batch, or updates outside
+    UPDATE_OPS), gamma first where it takes the core layer.
     """
     for arg, v in (("batch_weights", batch_weights), ("adjustment", adjustment)):
         if v is not None:
