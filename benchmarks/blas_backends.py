@@ -1,12 +1,14 @@
 """Which GEMM library is fastest on this machine, for the products of the training steps.
 
 Prints GFLOP/s of `blas.matmul` through each installed library (MKL's cblas_sgemm, numpy's bundled
-OpenBLAS through its cblas symbol) and of plain `np.matmul`, on one thread, for the 8 GEMMs of the
+OpenBLAS through its cblas symbol, actorflow's own AVX-512 SGEMM, kernels/cpu/sgemm.py, every product
+through it) and of plain `np.matmul`, on one thread, for the 8 GEMMs of the
 MLP 784-1024-1024-10 batch-256 step (benchmarks/train_step.py; forward, input gradients with a
 transposed weight, weight gradients with a transposed activation accumulated into the weight with
 beta=1 as the fused SGD update does) and the dense layers of the LeNet-like convnet (batch 64).
 The last column, "auto", is `blas.matmul` as AF_BLAS=auto sets it up (on CPUs that are not Intel's,
-with both installed: MKL, and OpenBLAS for products of fewer than 32 columns).
+with both installed: MKL, and OpenBLAS for products of fewer than 32 columns; on AVX-512 CPUs
+actorflow's SGEMM for float32 where it measured faster, the library for narrow products).
 
 The libraries alternate within each shape (rounds x repeats), and each figure is the best run. By
 default time is the calling thread's CPU time (`time.thread_time`), which other processes on a
@@ -53,6 +55,9 @@ def _libraries():
         fns = load()
         if fns is not None:
             libs[name] = fns
+    own = blas._load_own()
+    if own is not None:
+        libs["actorflow"] = {np.dtype(np.float32): own}
     return libs
 
 

@@ -1,5 +1,7 @@
 """The CPU GEMM wrapper (actorflow/kernels/cpu/blas.py) against numpy, through each GEMM library
-that is installed (MKL, numpy's OpenBLAS) and through numpy alone."""
+that is installed (MKL, numpy's OpenBLAS), actorflow's own SGEMM (kernels/cpu/sgemm.py: alone, so
+that every float32 product goes through it, and beside OpenBLAS as auto sets it up) and through
+numpy alone."""
 import numpy as np
 import pytest
 
@@ -20,20 +22,26 @@ def _views(rng, m, k, n, dtype):
             (wide_a[:, 3:3 + k], wide_b[2:2 + k, 4:4 + n]), (a[::2], b), (a, b[:, ::3])]
 
 
-@pytest.fixture(autouse=True, params=["mkl", "openblas", "mkl+openblas", "numpy"])
+@pytest.fixture(autouse=True, params=["mkl", "openblas", "mkl+openblas", "numpy", "actorflow", "actorflow+openblas"])
 def gemm_library(request, monkeypatch):
-    """Every test of this module through each library, and through MKL with OpenBLAS for narrow
-    products (skipped where one is not installed)."""
+    """Every test of this module through each library, through MKL with OpenBLAS for narrow
+    products, and through actorflow's SGEMM (skipped where a library is not installed)."""
     libs = {}
+    f32 = np.dtype(np.float32)
     for name in request.param.split("+"):
-        if name != "numpy":
+        if name == "actorflow":
+            libs[name] = {f32: blas._load_own(required=True)}
+        elif name != "numpy":
             libs[name] = blas._load_mkl() if name == "mkl" else blas._load_openblas()
             if libs[name] is None:
                 pytest.skip(f"{name} is not installed")
     fns = list(libs.values())
+    if request.param == "actorflow+openblas":        # as _load sets it up
+        fns = [{**fns[1], f32: fns[0][f32]}, {f32: fns[1][f32]}]
     monkeypatch.setattr(blas, "_gemm", fns[0] if fns else {})
     monkeypatch.setattr(blas, "_narrow", fns[1] if len(fns) > 1 else {})
     monkeypatch.setattr(blas, "_backend", request.param)
+    monkeypatch.setattr(blas, "_weigh", False)
     return request.param
 
 
@@ -85,7 +93,7 @@ def test_backend_is_named(gemm_library):
     assert blas.backend() == gemm_library
 
 
-@pytest.mark.parametrize("choice", ["auto", "mkl", "openblas", "numpy"])
+@pytest.mark.parametrize("choice", ["auto", "mkl", "openblas", "numpy", "actorflow"])
 def test_af_blas_chooses_the_library(choice, monkeypatch):
     monkeypatch.setenv("AF_BLAS", choice)
     try:
@@ -93,16 +101,25 @@ def test_af_blas_chooses_the_library(choice, monkeypatch):
     except RuntimeError as e:                      # a named library that is not installed
         assert choice in ("mkl", "openblas") and choice in str(e)
         return
-    if choice == "auto":
-        assert name in ("mkl", "openblas", "mkl+openblas", "numpy")
+    own = name.startswith("actorflow+")
+    library = name.removeprefix("actorflow+")
+    if choice in ("auto", "actorflow"):
+        assert library in ("mkl", "openblas", "mkl+openblas", "numpy")
         if blas.cpu_vendor() == "GenuineIntel":
-            assert name != "mkl+openblas"
+            assert library != "mkl+openblas"
         elif blas._load_mkl() is not None and blas._load_openblas() is not None:
-            assert name in ("mkl+openblas", "openblas")     # whichever measured the faster here
+            assert library in ("mkl+openblas", "openblas")     # whichever measured the faster here
+        assert own == (choice == "actorflow" or (own and blas.avx512()))
     else:
         assert name == choice
-    assert (fns == {}) == (name == "numpy")
-    assert bool(narrow) == (name == "mkl+openblas")
+    f32 = np.dtype(np.float32)
+    if own:      # float32 products through actorflow's SGEMM, the small ones through the library
+        from actorflow.kernels.cpu import sgemm
+        assert fns[f32] is sgemm.sgemm()
+        assert narrow.get(f32) is not None or library == "numpy"
+    else:
+        assert (fns == {}) == (name == "numpy")
+        assert bool(narrow) == (name == "mkl+openblas")
 
 
 def test_auto_keeps_the_library_that_measured_faster(monkeypatch):
@@ -116,11 +133,66 @@ def test_auto_keeps_the_library_that_measured_faster(monkeypatch):
     monkeypatch.setattr(blas, "cpu_vendor", lambda: "AuthenticAMD")
     monkeypatch.setattr(blas, "_load_mkl", lambda: fake_mkl)
     monkeypatch.setattr(blas, "_load_openblas", lambda: fake_openblas)
+    monkeypatch.setattr(blas, "avx512", lambda: False)          # (actorflow's SGEMM: the test below)
     for winner, want in (("openblas", "openblas"), ("mkl", "mkl+openblas")):
         monkeypatch.setattr(blas, "_faster", lambda m, o, w=winner: w)
         name, fns, narrow = blas._load()
         assert name == want and fns is (fake_openblas if winner == "openblas" else fake_mkl)
         assert narrow == ({} if winner == "openblas" else fake_openblas)
+
+
+def test_auto_takes_actorflows_sgemm_where_it_measured_faster(monkeypatch):
+    """On an AVX-512 CPU, auto puts float32 products through actorflow's SGEMM when it measured faster
+    than the library (which keeps float64 and the narrow products), and keeps the library otherwise;
+    without AVX-512 it does not try."""
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    fake = {f32: "openblas32", f64: "openblas64"}
+    monkeypatch.setenv("AF_BLAS", "auto")
+    monkeypatch.setattr(blas, "_load_mkl", lambda: None)
+    monkeypatch.setattr(blas, "_load_openblas", lambda: fake)
+    monkeypatch.setattr(blas, "_load_own", lambda required=False: "own32")
+    monkeypatch.setattr(blas, "avx512", lambda: True)
+    for winner in ("actorflow", "openblas"):
+        monkeypatch.setattr(blas, "_fastest", lambda fns, w=winner: w)
+        name, fns, narrow = blas._load()
+        if winner == "actorflow":
+            assert (name, fns, narrow) == ("actorflow+openblas", {f32: "own32", f64: "openblas64"}, {f32: "openblas32"})
+        else:
+            assert (name, fns, narrow) == ("openblas", fake, {})
+    monkeypatch.setattr(blas, "avx512", lambda: False)
+    monkeypatch.setattr(blas, "_fastest", lambda fns: pytest.fail("measured without AVX-512"))
+    assert blas._load()[0] == "openblas"
+
+
+def test_actorflows_sgemm_is_weighed_on_the_first_float32_product_it_could_take(monkeypatch):
+    """The runtime's start loads the library only (numba stays out: tests/kernels/test_lazy_numba.py);
+    the weighing comes with the first float32 product that actorflow's SGEMM could take."""
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    calls, weighed = [], []
+
+    def spy(name):
+        def f(*args):
+            calls.append(name)
+        return f
+    library = {f32: spy("library32"), f64: spy("library64")}
+
+    def with_own(name, gemm, narrow, weigh):
+        weighed.append(name)
+        return "actorflow+openblas", {**gemm, f32: spy("own")}, {f32: gemm[f32]}
+    monkeypatch.setattr(blas, "_gemm", library)
+    monkeypatch.setattr(blas, "_narrow", {})
+    monkeypatch.setattr(blas, "_backend", "openblas")
+    monkeypatch.setattr(blas, "_weigh", True)
+    monkeypatch.setattr(blas, "_with_own", with_own)
+    a = np.ones((256, 512), np.float32)
+    blas.matmul(a, np.ones((512, 10), np.float32))                  # narrow: the library, not weighed
+    blas.matmul(a.astype(np.float64), np.ones((512, 512)))          # float64: the library
+    assert weighed == [] and calls == ["library32", "library64"]
+    blas.matmul(a, np.ones((512, 512), np.float32))
+    blas.matmul(a, np.ones((512, 512), np.float32))
+    blas.matmul(a, np.ones((512, 10), np.float32))
+    assert weighed == ["openblas"] and blas.backend() == "actorflow+openblas"
+    assert calls == ["library32", "library64", "own", "own", "library32"]
 
 
 def test_narrow_products_go_to_the_second_library(monkeypatch):
@@ -136,7 +208,11 @@ def test_narrow_products_go_to_the_second_library(monkeypatch):
     blas.matmul(a, np.ones((1024, 10), np.float32))
     blas.matmul(a, np.ones((1024, 32), np.float32))
     blas.matmul(a.T, np.ones((256, 10), np.float32), np.zeros((1024, 10), np.float32), 1.0, 1.0)
-    assert calls == [("narrow", 256, 10, 1024), ("wide", 256, 32, 1024), ("narrow", 1024, 10, 256)]
+    blas.matmul(a[:3], np.ones((1024, 512), np.float32))         # fewer than 4 rows
+    blas.matmul(a[:64, :64], np.ones((64, 64), np.float32))      # under 2^20 multiply-adds
+    blas.matmul(a[:4, :512], np.ones((512, 512), np.float32))
+    assert calls == [("narrow", 256, 10, 1024), ("wide", 256, 32, 1024), ("narrow", 1024, 10, 256),
+                     ("narrow", 3, 512, 1024), ("narrow", 64, 64, 64), ("wide", 4, 512, 512)]
 
 
 def test_af_blas_rejects_an_unknown_library(monkeypatch):

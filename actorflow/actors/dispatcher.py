@@ -382,9 +382,10 @@ def _limit_blas_threads() -> None:
     if _blas_limited:
         return
     _blas_limited = True
-    # Loading MKL takes ~0.4 s: start it now, beside the graph building, not in the first MatMul.
-    from actorflow.kernels.cpu.blas import backend
-    threading.Thread(target=backend, name="actorflow-blas-load", daemon=True).start()
+    # Loading MKL takes ~0.4 s: start it now, beside the graph building, not in the first MatMul
+    # (actorflow's SGEMM, which imports numba, comes with the first float32 product it could take).
+    from actorflow.kernels.cpu.blas import preload
+    threading.Thread(target=preload, name="actorflow-blas-load", daemon=True).start()
     n = int(os.environ.get("AF_BLAS_THREADS", "1"))
     if n <= 0:
         return

@@ -14,6 +14,15 @@ this CPU for the product at hand, else numpy.
   them ran 3-4x faster than MKL's there (256x1024x10: 452 us against 123 us).
 - Without MKL, every product goes to the OpenBLAS that numpy's wheels bundle, through its own cblas
   symbol; without either, to `np.matmul`.
+- On CPUs with AVX-512, float32 products go to actorflow's own SGEMM (kernels/cpu/sgemm.py) where it
+  measures faster than the library chosen above (the same 256x512x512 timing, on the first GEMM).
+  OpenBLAS picks its kernels by the CPU it detects unless `OPENBLAS_CORETYPE` names one; these
+  machines (AMD EPYC, Zen 5) set Haswell, which gives AVX2 kernels at 127 GFLOP/s a core where
+  AVX-512 ones reach 225-246, as TensorFlow's oneDNN does; actorflow's kernel reached 200-240 on the
+  MLP's and LeNet's products. Products it does not take go to the library (backend
+  "actorflow+LIBRARY"): fewer than 32 columns or 4 rows (an edge tile of its 14 x 32 micro-kernel
+  would do most of the work for nothing), under 2^20 multiply-adds (its packing buffers cost more
+  than such a product: 64^3 took 7.6 us against OpenBLAS's 5.5), and float64.
 
 benchmarks/blas_backends.py measures the libraries against each other on the machine it runs on.
 Calling cblas directly, rather than `np.matmul`, reads transposed views and row blocks in place and
@@ -25,7 +34,9 @@ oversubscribe the cores (actors/dispatcher.py limits OpenBLAS's threads; MKL is 
 ctypes releases the GIL during the call.
 
 `AF_BLAS=mkl|openblas|numpy` uses that one alone (a named library that is missing is an error,
-not a fallback); `AF_BLAS=auto` (the default) chooses as above.
+not a fallback); `AF_BLAS=actorflow` uses actorflow's SGEMM for float32 (on any x86-64 CPU; without
+AVX-512 LLVM splits its vectors in two, at half the rate) beside the library auto would choose;
+`AF_BLAS=auto` (the default) chooses as above.
 """
 from __future__ import annotations
 
@@ -48,12 +59,17 @@ __all__ = ["matmul", "backend", "cblas_gemm"]
 log = logging.getLogger(__name__)
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+_F32 = np.dtype(np.float32)
 _MKL_THREADING_SEQUENTIAL = 1
 _lock = threading.Lock()
 _gemm: dict | None = None           # dtype -> cblas function, once loaded; {} when numpy does it
 _narrow: dict = {}                  # dtype -> cblas function for products of fewer than _NARROW columns
-_backend = "numpy"                  # what backend() reports: "mkl", "openblas", "mkl+openblas" or "numpy"
+_backend = "numpy"                  # what backend() reports: "mkl", "openblas", "mkl+openblas" or "numpy",
+                                    # or any of the first three after "actorflow+"
 _NARROW = 32
+_weigh = False                      # actorflow's SGEMM is still to be weighed against the library (_settle)
+_FEW_ROWS = 4                       # products of fewer rows go to the narrow library too,
+_SMALL_FLOPS = 1 << 20              # and products of fewer multiply-adds (about 100^3)
 _MIN_FLOPS = 1 << 18                # small products (64^3): numpy's call costs less than ctypes'
 
 
@@ -153,11 +169,38 @@ def cpu_vendor() -> str:
 def _load() -> tuple[str, dict, dict]:
     """(backend name, {dtype: cblas gemm}, {dtype: cblas gemm for narrow products}) as AF_BLAS and
     the CPU choose (see the module docstring)."""
+    return _with_own(*_load_libraries())
+
+
+def _load_libraries() -> tuple[str, dict, dict, bool]:
+    """`_load`'s choice of library, without actorflow's SGEMM, and whether that is still to be
+    weighed (`_with_own`): the libraries load without importing numba."""
     choice = os.environ.get("AF_BLAS", "auto").lower()
-    if choice not in ("auto", "mkl", "openblas", "numpy"):
-        raise ValueError(f"AF_BLAS must be auto, mkl, openblas or numpy, got {choice!r}")
+    if choice not in ("auto", "mkl", "openblas", "numpy", "actorflow"):
+        raise ValueError(f"AF_BLAS must be auto, mkl, openblas, numpy or actorflow, got {choice!r}")
     if choice == "numpy":
-        return "numpy", {}, {}
+        return "numpy", {}, {}, False
+    name, gemm, narrow = _load_library("auto" if choice == "actorflow" else choice)
+    return name, gemm, narrow, choice == "actorflow" or (choice == "auto" and bool(gemm) and avx512())
+
+
+def _with_own(name: str, gemm: dict, narrow: dict, weigh: bool) -> tuple[str, dict, dict]:
+    """The choice of `_load_libraries`, with float32 products through actorflow's SGEMM where AF_BLAS
+    says so or (`weigh`, auto) it measures faster than the library."""
+    if not weigh:
+        return name, gemm, narrow
+    forced = os.environ.get("AF_BLAS", "auto").lower() == "actorflow"
+    own = _load_own(required=forced)
+    f32 = np.dtype(np.float32)
+    if own is None or not (forced or _fastest({"actorflow": own, name: gemm[f32]}) == "actorflow"):
+        return name, gemm, narrow
+    narrow = dict(narrow)
+    if f32 in gemm:
+        narrow[f32] = narrow.get(f32) or gemm[f32]
+    return f"actorflow+{name}", {**gemm, f32: own}, narrow
+
+
+def _load_library(choice: str) -> tuple[str, dict, dict]:
     mkl = _load_mkl() if choice in ("auto", "mkl") else None
     if choice == "mkl":
         if mkl is None:
@@ -181,15 +224,42 @@ def _load() -> tuple[str, dict, dict]:
     return "numpy", {}, {}
 
 
+def avx512() -> bool:
+    """Whether this CPU has AVX-512 (F), as LLVM sees it (numba's code generator targets the host)."""
+    try:
+        from llvmlite import binding as llvm
+        return bool(llvm.get_host_cpu_features().get("avx512f", False))
+    except Exception:  # noqa: BLE001 - llvmlite missing or the query unsupported: assume not
+        return False
+
+
+def _load_own(required: bool = False):
+    """actorflow's SGEMM (kernels/cpu/sgemm.py), compiled or loaded from numba's cache, or None when
+    numba cannot build it (an error with `required`)."""
+    try:
+        from actorflow.kernels.cpu import sgemm
+        return sgemm.sgemm()
+    except Exception as e:  # noqa: BLE001 - a kernel that does not build leaves the libraries to it
+        if required:
+            raise RuntimeError(f"AF_BLAS=actorflow but actorflow's SGEMM did not build: {e}") from e
+        log.warning("actorflow's SGEMM did not build (%s); GEMMs go through the BLAS library", e)
+        return None
+
+
 def _faster(mkl: dict, openblas: dict) -> str:
-    """"mkl" or "openblas": whose single-threaded SGEMM is faster here on 256x512 @ 512x512, by
-    the calling thread's CPU time (which other processes disturb little), best of three each."""
+    """"mkl" or "openblas": whose single-threaded SGEMM is faster here (see `_fastest`)."""
+    f32 = np.dtype(np.float32)
+    return _fastest({"mkl": mkl[f32], "openblas": openblas[f32]})
+
+
+def _fastest(fns: dict) -> str:
+    """The name of the fastest of `fns` ({name: cblas sgemm}) here on 256x512 @ 512x512, by the
+    calling thread's CPU time (which other processes disturb little), best of three each."""
     import time
     rng = np.random.RandomState(0)
     a, b = rng.rand(256, 512).astype(np.float32), rng.rand(512, 512).astype(np.float32)
     c = np.empty((256, 512), np.float32)
-    best = {"mkl": float("inf"), "openblas": float("inf")}
-    f32 = np.dtype(np.float32)
+    best = dict.fromkeys(fns, float("inf"))
     try:
         from threadpoolctl import threadpool_limits
         limit = threadpool_limits(limits=1, user_api="blas")
@@ -197,7 +267,7 @@ def _faster(mkl: dict, openblas: dict) -> str:
         limit = None
     try:
         for _ in range(3):
-            for name, f in (("mkl", mkl[f32]), ("openblas", openblas[f32])):
+            for name, f in fns.items():
                 t = time.thread_time()
                 f(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, 256, 512, 512, 1.0, a.ctypes.data, 512, b.ctypes.data, 512, 0.0,
                   c.ctypes.data, 512)
@@ -206,26 +276,49 @@ def _faster(mkl: dict, openblas: dict) -> str:
         if limit is not None:
             limit.restore_original_limits()
     choice = min(best, key=best.get)
-    log.info("GEMM: %s is the faster here (256x512x512 on one thread: MKL %.0f us, OpenBLAS %.0f us)", choice,
-             best["mkl"] * 1e6, best["openblas"] * 1e6)
+    log.info("GEMM: %s is the fastest here (256x512x512 on one thread: %s)", choice,
+             ", ".join(f"{n} {t * 1e6:.0f} us" for n, t in best.items()))
     return choice
 
 
 def _functions() -> dict:
-    global _gemm, _narrow, _backend
+    """{dtype: cblas gemm} of the library (`preload`); actorflow's SGEMM is weighed later (`_settle`)."""
+    global _gemm, _narrow, _backend, _weigh
     if _gemm is None:
         with _lock:
             if _gemm is None:
-                _backend, gemm, _narrow = _load()
+                _backend, gemm, _narrow, _weigh = _load_libraries()
                 _gemm = gemm
     return _gemm
+
+
+def _settle() -> dict:
+    """`_functions()`, with actorflow's SGEMM weighed against the library where it is to be (this
+    imports numba and compiles the kernel or loads it from numba's cache): on the first float32
+    product that it could take, not when the runtime starts, so that a process without one never
+    imports numba for it."""
+    global _gemm, _narrow, _backend, _weigh
+    _functions()
+    if _weigh:
+        with _lock:
+            if _weigh:
+                _backend, _gemm, _narrow = _with_own(_backend, _gemm, _narrow, True)
+                _weigh = False
+    return _gemm
+
+
+def preload() -> None:
+    """Loads the BLAS library (MKL's takes ~0.4 s), not yet actorflow's SGEMM: what the runtime does
+    in a thread when it starts, beside the graph building."""
+    _functions()
 
 
 def backend() -> str:
     """What `matmul` uses for float32/float64 matrices: "mkl", "openblas", "numpy", or
     "mkl+openblas" (MKL, and OpenBLAS for products of fewer than 32 columns: where both are
-    installed on a CPU that is not Intel's and MKL measured the faster)."""
-    _functions()
+    installed on a CPU that is not Intel's and MKL measured the faster); "actorflow+" before one of
+    the first three when float32 products go to actorflow's SGEMM (see the module docstring)."""
+    _settle()
     return _backend
 
 
@@ -287,8 +380,10 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, alpha: f
             return _numpy_matmul(a, b, out, alpha, beta)
         ldc = oc[1]
     (ta, lda), (tb, ldb) = oa, ob
-    if n < _NARROW and _narrow:
-        f = _narrow[dt]
+    if n < _NARROW or m < _FEW_ROWS or m * n * k < _SMALL_FLOPS:
+        f = _narrow.get(dt, f)
+    elif _weigh and dt == _F32:
+        f = _settle()[dt]
     f(_ROW_MAJOR, ta, tb, m, n, k, alpha, a.ctypes.data, lda, b.ctypes.data, ldb, beta, out.ctypes.data, ldc)
     return out
 

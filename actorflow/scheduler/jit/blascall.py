@@ -3,7 +3,8 @@ multiply-adds and up, which the explicit loops of rt.gemm and flat.py run at a f
 rate).
 
 The library is the one kernels/cpu/blas.py calls for the interpreted MatMul, chosen the same way
-(the narrow library for fewer than 32 output columns where there is one). Its functions' addresses
+(the narrow library, where there is one, for products blas.matmul gives it: fewer than 32 output
+columns or 4 rows, or under 2^20 multiply-adds). Its functions' addresses
 differ from process to process, so a compiled loop that numba keeps in its disk cache cannot hold
 them: the loop gets them as an argument, `table()`, an int64 array of (address, 64-bit integers?)
 pairs: float32 main, float32 narrow, float64 main, float64 narrow (address 0: none).
@@ -35,7 +36,7 @@ def table() -> np.ndarray:
         import ctypes
 
         from actorflow.kernels.cpu import blas
-        blas._functions()
+        blas._settle()
         t = np.zeros(8, np.int64)
         for base, dt in ((0, np.dtype(np.float32)), (4, np.dtype(np.float64))):
             for off, lib in ((0, blas._gemm), (2, blas._narrow)):
@@ -69,8 +70,11 @@ def gemm(typingctx, tab, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
         def at(i):
             return builder.load(builder.gep(data, [i]))
         narrow = at(ir.Constant(i64, base + 2))
-        use_narrow = builder.and_(builder.icmp_signed("<", n_v, ir.Constant(i64, 32)),
-                                  builder.icmp_signed("!=", narrow, ir.Constant(i64, 0)))
+        small = builder.or_(builder.icmp_signed("<", n_v, ir.Constant(i64, 32)),
+                            builder.icmp_signed("<", m_v, ir.Constant(i64, 4)))
+        small = builder.or_(small, builder.icmp_signed("<", builder.mul(builder.mul(m_v, n_v), k_v),
+                                                       ir.Constant(i64, 1 << 20)))
+        use_narrow = builder.and_(small, builder.icmp_signed("!=", narrow, ir.Constant(i64, 0)))
         idx = builder.select(use_narrow, ir.Constant(i64, base + 2), ir.Constant(i64, base))
         fn = at(idx)
         wide = at(builder.add(idx, ir.Constant(i64, 1)))
