@@ -27,8 +27,8 @@ def _call(a, b, c, alpha=1.0, beta=0.0, ta=False, tb=False):
 
 
 def _check(m, k, n, ta, tb, alpha, beta, rng, pad=0):
-    a_full = rng.standard_normal(((k, m + pad) if ta else (m, k + pad))).astype(np.float32)
-    b_full = rng.standard_normal(((n, k + pad) if tb else (k, n + pad))).astype(np.float32)
+    a_full = rng.standard_normal((k, m + pad) if ta else (m, k + pad)).astype(np.float32)
+    b_full = rng.standard_normal((n, k + pad) if tb else (k, n + pad)).astype(np.float32)
     a = a_full[:, :m] if ta else a_full[:, :k]
     b = b_full[:, :k] if tb else b_full[:, :n]
     c_full = rng.standard_normal((m, n + pad)).astype(np.float32)

@@ -269,20 +269,20 @@ def _gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
                         bsrc, bo, bs = bpack, 0, NR
                     else:
                         bsrc, bo, bs = bpack, (jr // NR) * NR * kc, NR
-                    for ir in range(0, mc, MR):
-                        mr = min(MR, mc - ir)
+                    for it in range(0, mc, MR):
+                        mr = min(MR, mc - it)
                         if pack_a:
-                            asrc, ao, ars, aps = apack, (ir // MR) * MR * kc, 1, MR
+                            asrc, ao, ars, aps = apack, (it // MR) * MR * kc, 1, MR
                         elif ta:
-                            asrc, ao, ars, aps = a, pc * lda + ic + ir, 1, lda
+                            asrc, ao, ars, aps = a, pc * lda + ic + it, 1, lda
                         else:
-                            asrc, ao, ars, aps = a, (ic + ir) * lda + pc, lda, 1
-                        co = (ic + ir) * ldc + jc + jr
+                            asrc, ao, ars, aps = a, (ic + it) * lda + pc, lda, 1
+                        co = (ic + it) * ldc + jc + jr
                         if mr == MR and nr == NR:
                             _tile(kc, asrc, ao, ars, aps, bsrc, bo, bs, c, co, ldc, alpha, bta)
                         else:
                             if not pack_a:      # the panel's rows past m are not there: pack them
-                                _pack_a(a, lda, ta, ic + ir, pc, mr, kc, apack)
+                                _pack_a(a, lda, ta, ic + it, pc, mr, kc, apack)
                                 asrc, ao, ars, aps = apack, 0, 1, MR
                             _tile(kc, asrc, ao, ars, aps, bsrc, bo, bs, tile, 0, NR, alpha, np.float32(0.0))
                             for r in range(mr):
