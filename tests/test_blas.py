@@ -193,6 +193,10 @@ def test_actorflows_sgemm_is_weighed_on_the_first_float32_product_it_could_take(
     blas.matmul(a, np.ones((512, 10), np.float32))
     assert weighed == ["openblas"] and blas.backend() == "actorflow+openblas"
     assert calls == ["library32", "library64", "own", "own", "library32"]
+    # Kernels that call cblas themselves (Winograd's small products) get actorflow's for float32
+    blas.cblas_gemm(np.float32)(0)
+    blas.cblas_gemm(np.float64)(0)
+    assert calls[-2:] == ["own", "library64"]
 
 
 def test_narrow_products_go_to_the_second_library(monkeypatch):

@@ -326,10 +326,16 @@ def cblas_gemm(dtype):
     """The raw cblas_?gemm for `dtype` (row-major; pointers as integer addresses), or None when
     numpy does the GEMMs. For kernels that issue many small products of buffers they own and check
     themselves (Winograd convolution: 36 a block), where `matmul`'s per-call checks would cost more
-    than the product. numpy's OpenBLAS when it is loaded: on LeNet's Winograd products ([128, 32] @
-    [32, 64] and the like, 36 a block) it ran 1.3-1.4x faster than MKL on an AMD EPYC Zen 4."""
-    _functions()
+    than the product. actorflow's SGEMM for float32 where it measured the fastest (LeNet's Winograd
+    products, [128, 32] @ [32, 64] and the like: 6.7 us against OpenBLAS's 8.6 under
+    OPENBLAS_CORETYPE=Haswell on a Zen 5 core, and the LeNet step 17.5 ms against 19.3-20.6); else
+    numpy's OpenBLAS when it is loaded (on those products 1.3-1.4x faster than MKL on an AMD EPYC Zen 4)."""
     dt = np.dtype(dtype)
+    if dt == _F32:
+        _settle()
+        if _backend.startswith("actorflow+"):
+            return _gemm[dt]
+    _functions()
     return _narrow.get(dt) or _gemm.get(dt)
 
 
