@@ -143,3 +143,20 @@ def test_vector_max_pool_gradient_matches_numpy(shape):
     np.testing.assert_array_equal(dx, want_relu)
     np.testing.assert_allclose(db, want_relu.astype(np.float64).sum(axis=(0, 1, 2)), rtol=1e-5, atol=1e-5)
     assert dx.dtype == db.dtype == np.float32
+
+
+def test_both_tile_widths():
+    """The convolution tiles come in 8 and 16 lanes (kernels/cpu/vector_loops.py: 16 on AVX-512 CPUs);
+    this module's tests run again, in a subprocess, with the width this process did not take. Without
+    AVX-512, LLVM splits the 16-lane vectors in two: slower, the same results."""
+    import os
+    import subprocess
+    import sys
+
+    from actorflow.kernels.cpu import vector_loops
+    other = 8 if vector_loops._TW == 16 else 16
+    env = dict(os.environ, AF_CONV_LANES=str(other))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "not both_tile"],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "passed" in out.stdout

@@ -350,7 +350,8 @@ def _direct_ok(geo, fshape, *arrays):
     fewer than _KMAJOR_MAX_CHANNELS input channels (where im2col makes a GEMM with a short K, LeNet's
     first layer: K=25), output channels a multiple of its 32-channel tile, no dilation. On LeNet's
     first layer, one core: forward (with bias, ReLU and 2x2 max-pool) and filter gradient ran at
-    about 90 and 115 GFLOP/s, against 45-58 for im2col + GEMM (benchmarks/conv_kernels.py). The
+    about 90 and 115 GFLOP/s, against 45-58 for im2col + GEMM (benchmarks/conv_kernels.py), and at
+    184-191 and 182 with 16-lane tiles on a Zen 5 core. The
     input gradient stays im2col's: a first layer's input is rarely differentiated."""
     return (fshape[2] < _KMAJOR_MAX_CHANNELS and fshape[3] % _DIRECT_CHANNELS == 0 and geo.dh == geo.dw == 1
             and all(a.dtype == np.float32 for a in arrays))
