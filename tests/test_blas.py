@@ -249,3 +249,28 @@ def test_matmul_beta_needs_an_output():
     a = np.ones((4, 4), np.float32)
     with pytest.raises(ValueError, match="beta"):
         blas._numpy_matmul(a, a, None, 1.0, 1.0)
+
+
+def test_a_session_prepares_actorflows_sgemm_only_for_products_it_may_take(monkeypatch):
+    """A session whose graph has a float32 product that actorflow's SGEMM may take starts loading it
+    when it is created (blas.prepare, in the background); small, narrow and float64 products do not."""
+    import actorflow as af
+    calls = []
+    monkeypatch.setattr(blas, "prepare", lambda background=True: calls.append(background))
+    cases = [((None, 784), (784, 1024), af.float32, True), ((None, 3), (3, 2), af.float32, False),
+             ((256, 1024), (1024, 10), af.float32, False), ((64, 64), (64, 64), af.float32, False),
+             ((None, 784), (784, 1024), af.float64, False)]
+    for ashape, bshape, dtype, want in cases:
+        g = af.Graph()
+        with g.as_default():
+            x = af.placeholder(dtype, ashape)
+            af.matmul(x, af.ones(bshape, dtype))
+        calls.clear()
+        af.Session(graph=g).close()
+        assert bool(calls) == want, (ashape, bshape, dtype)
+    g = af.Graph()
+    with g.as_default():
+        af.nn.conv2d(af.placeholder(af.float32, [None, 28, 28, 1]), af.ones([5, 5, 1, 32]), [1, 1, 1, 1], "SAME")
+    calls.clear()
+    af.Session(graph=g).close()
+    assert calls

@@ -298,6 +298,47 @@ def _log_placement(exec_plan) -> None:
         log.info("%s: (%s): %s%s", item.name, item.op_type, _LOCAL_TASK, device)
 
 
+# Ops whose CPU kernels make float32 GEMMs that actorflow's SGEMM may take (kernels/cpu/blas.py)
+_MATMUL_OPS = {"MatMul": "transpose_a", "_FusedMatMul": "transpose_a", "BatchMatMul": "adj_x",
+               "BatchMatMulV2": "adj_x", "BatchMatMulV3": "adj_x"}
+_CONV_OPS = frozenset({"Conv2D", "_FusedConv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"})
+
+
+def _may_use_sgemm(op) -> bool:
+    """Whether `op` makes a float32 product that blas.matmul could give actorflow's SGEMM: a
+    convolution, or a product not known to be narrow, few-row or small (blas._NARROW, _FEW_ROWS,
+    _SMALL_FLOPS; unknown dimensions count as large)."""
+    from actorflow.graph import dtypes
+    if not op.outputs or op.outputs[0].dtype != dtypes.float32:
+        return False
+    if op.type in _CONV_OPS:
+        return True
+    flag = _MATMUL_OPS.get(op.type)
+    if flag is None:
+        return False
+    out, a = op.outputs[0].shape, op.inputs[0].shape
+    if out.ndims is None or out.ndims < 2 or a.ndims is None or a.ndims < 2:
+        return True
+    m, n = out.as_list()[-2:]
+    try:
+        k = a.as_list()[-2] if op.get_attr(flag) else a.as_list()[-1]
+    except (KeyError, ValueError):
+        k = None
+    if (n is not None and n < 32) or (m is not None and m < 4):
+        return False
+    return None in (m, n, k) or m * n * k >= 1 << 20
+
+
+def _prepare_gemm(ops) -> None:
+    """Starts loading actorflow's SGEMM in the background (blas.prepare) when one of `ops` may take it
+    (`_may_use_sgemm`): a session's graph's ops when it is created, and each plan's (for ops added
+    since), so that the numba runtime's start overlaps the session's setup, not its first product.
+    A graph of numpy kernels and small products never imports numba for it."""
+    if any(_may_use_sgemm(op) for op in ops):
+        from actorflow.kernels.cpu import blas
+        blas.prepare()
+
+
 class LocalBackend:
     """Runs a session's steps on this process's runtime; the session's variables live in its
     container (TF 1.x: a local session owns its state).
@@ -317,9 +358,11 @@ class LocalBackend:
         self.rt = default_runtime()
         self.container = ResourceContainer()
         self.config = config
+        _prepare_gemm(graph.get_operations())
 
     def build(self, plan, timeout=None):
         inline = (getattr(self.config, "inter_op_parallelism_threads", 0) or 0) < 0
+        _prepare_gemm(plan.ops)
         exec_plan = lower(plan, None, LowerOptions.from_config(self.config))
         if getattr(self.config, "log_device_placement", False) or _log_device_placement:
             _log_placement(exec_plan)

@@ -68,6 +68,7 @@ _backend = "numpy"                  # what backend() reports: "mkl", "openblas",
                                     # or any of the first three after "actorflow+"
 _NARROW = 32
 _weigh = False                      # actorflow's SGEMM is still to be weighed against the library (_settle)
+_preparing = False                  # prepare() started the weighing
 _FEW_ROWS = 4                       # products of fewer rows go to the narrow library too,
 _SMALL_FLOPS = 1 << 20              # and products of fewer multiply-adds (about 100^3)
 _MIN_FLOPS = 1 << 18                # small products (64^3): numpy's call costs less than ctypes'
@@ -311,6 +312,22 @@ def preload() -> None:
     """Loads the BLAS library (MKL's takes ~0.4 s), not yet actorflow's SGEMM: what the runtime does
     in a thread when it starts, beside the graph building."""
     _functions()
+
+
+def prepare(background: bool = True) -> None:
+    """Weighs actorflow's SGEMM now (see `_settle`), in a thread unless `background` is False: for a
+    runtime that knows float32 products are coming (a session whose graph has them), so that the
+    numba runtime's start (0.3-0.5 s, once a process) overlaps the session's setup instead of
+    stalling its first product. Nothing to do where it was weighed, or is not to be."""
+    global _preparing
+    _functions()
+    if not _weigh or _preparing:
+        return
+    _preparing = True
+    if background:
+        threading.Thread(target=_settle, name="actorflow-sgemm-load", daemon=True).start()
+    else:
+        _settle()
 
 
 def backend() -> str:
