@@ -25,8 +25,11 @@ scratch tile and copied. Each multiply-add is fused (one rounding, as in every B
 op(A) @ op(B) + beta * C, C not read when beta is 0 (so NaNs in an output buffer do not leak into
 the result), as cblas_sgemm.
 
+KC and MC were chosen by timing 9 products of the MLP, LeNet and an RNN cell on one core: geometric
+mean 198 GFLOP/s with KC 256 and MC 168, 207-210 with KC 384-1024, 214 with KC 512 and MC 84.
 Measured on one Zen 5 core (benchmarks/blas_backends.py; OpenBLAS under OPENBLAS_CORETYPE=Haswell):
-the MLP's products 210-240 GFLOP/s against OpenBLAS's 127-130; 8 x 1024 x 1024 115 against 74;
+the MLP's products 215-235 GFLOP/s against OpenBLAS's 127-130 (OpenBLAS's own AVX-512 kernels, without
+the pin: 225-246, which blas.py then keeps); 8 x 1024 x 1024 115 against 74;
 narrow products lose (256 x 1024 x 10: 23 against 71) and blas.py leaves them to the library, with
 products of fewer than 4 rows and of under 2^20 multiply-adds.
 
@@ -50,8 +53,8 @@ __all__ = ["sgemm", "MR", "NR", "KC", "MC", "NC"]
 _VW = 16                    # float32 lanes of one vector (AVX-512's zmm)
 _NV = 2                     # vectors of columns in a tile
 MR, NR = 14, _VW * _NV      # the micro-tile: 14 rows x 32 columns
-KC = 256                    # depth of one slice of k: a packed B panel of KC x NR is 32 KiB (L1)
-MC = MR * 12                # rows of a packed A block: 168 x 256 x 4 = 168 KiB (L2)
+KC = 512                    # depth of one slice of k: 14 x 512 of packed A (28 KiB) beside B's rows (L1)
+MC = MR * 6                 # rows of a packed A block: 84 x 512 x 4 = 168 KiB (L2)
 NC = 2048                   # columns of a packed B slice: 2 MiB (L3)
 PACK_A_COLUMNS = 128        # op(A) is packed for products of more columns than this
 _ALIGN = 16                 # floats: packed buffers start on a 64-byte line
