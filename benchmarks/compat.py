@@ -65,7 +65,7 @@ def _repo_dir(mirror: Path, repo: str) -> Path:
 def notebook_script(raw: bytes) -> str:
     """A Jupyter notebook's code cells, in order, as one script (what `jupyter nbconvert --to
     script` makes of it, run top to bottom as a user runs the notebook): IPython magics and shell
-    lines (`%matplotlib inline`, `!pip ...`) become comments; a cell that ends in a bare expression
+    lines (`%matplotlib inline`, `!pip ...`) become `pass` with the line as a comment; a cell that ends in a bare expression
     is left as it is (its value is not printed: the programs' figures come from their prints)."""
     nb = json.loads(raw)
     cells = nb.get("cells") or [c for ws in nb.get("worksheets", []) for c in ws.get("cells", [])]
@@ -75,7 +75,10 @@ def notebook_script(raw: bytes) -> str:
             continue
         src = cell.get("source", cell.get("input", ""))
         src = "".join(src) if isinstance(src, list) else src
-        lines = [("# " + line) if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()]
+        # a magic becomes `pass` at its indentation, so that a block holding only magics stays a block
+        # (`try:` around Colab's `%tensorflow_version 1.x`)
+        lines = [(line[:len(line) - len(line.lstrip())] + "pass  # " + line.lstrip())
+                 if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()]
         out.append(f"# In[{k}]:\n" + "\n".join(lines) + "\n")
     return "\n".join(out)
 
@@ -177,6 +180,7 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
     out = out.replace("tf.contrib.layers.xavier_initializer()", "tf.glorot_uniform_initializer()")
     out = out.replace("newshape=", "")
     out = re.sub(r"\bnp\.(float|int)\b(?!\()", lambda m: f"np.{m.group(1)}64", out)   # numpy 2 removed the aliases
+    out = re.sub(r"\bnp\.infty\b", "np.inf", out)     # and np.infty
     # No display: matplotlib's Agg backend would wait forever for a button press.
     out = out.replace("plt.waitforbuttonpress()", "None")
     out = re.sub(r"\bxrange\(", "range(", out)            # 2to3, for the programs written for Python 2

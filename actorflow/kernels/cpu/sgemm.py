@@ -17,9 +17,13 @@ accumulators LLVM keeps in registers. Unlike BLIS, operands are packed only wher
   saved: 64 x 3136 x 1024 ran at 72 GFLOP/s packed and 203 read in place.
 - op(B) = B^T: packed into 32-column panels, 16 x 16 blocks transposed in registers (four rounds of
   shuffles); 256 x 1024 x 1024 at 210 GFLOP/s, 185 with a scalar packing loop.
-- op(A): packed into 14-row panels (one MC x KC block, in L2) when C has more than PACK_A_COLUMNS
-  columns, where the block is read once per 32 of them; otherwise its rows are read in place (an
-  im2col product, 12544 x 800 x 64: 191 GFLOP/s in place, 93 packed).
+- op(A) = A^T: its rows are read in place, 14 consecutive values of a stored row each step of k
+  (a weight gradient, 3136 x 64 x 1024: 220 GFLOP/s in place, 188 packed).
+- op(A) = A: packed into 14-row panels (one MC x KC block, in L2) for products of 1024 columns or more,
+  or more than 256 columns over at most 256 rows, where the block is read once per 32 of them and the
+  packing pays (64 x 1024 x 1024: 213 packed, 168 in place); otherwise its rows are read in place (a
+  convolution's im2col products, 12544 x 800 x 64: 191 in place, 93 packed; CapsNet's 900 x 20736 x
+  256: 235 in place, 175 packed).
 Tiles at the bottom and right edges are computed whole (their rows packed, zero-padded) into a
 scratch tile and copied. Each multiply-add is fused (one rounding, as in every BLAS). C = alpha *
 op(A) @ op(B) + beta * C, C not read when beta is 0 (so NaNs in an output buffer do not leak into
@@ -56,7 +60,6 @@ MR, NR = 14, _VW * _NV      # the micro-tile: 14 rows x 32 columns
 KC = 512                    # depth of one slice of k: 14 x 512 of packed A (28 KiB) beside B's rows (L1)
 MC = MR * 6                 # rows of a packed A block: 84 x 512 x 4 = 168 KiB (L2)
 NC = 2048                   # columns of a packed B slice: 2 MiB (L3)
-PACK_A_COLUMNS = 128        # op(A) is packed for products of more columns than this
 _ALIGN = 16                 # floats: packed buffers start on a 64-byte line
 
 _F32 = ir.FloatType()
@@ -246,7 +249,7 @@ def _gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
         return
     kcm = min(KC, k)
     direct = not tb         # full panels of a row-major B are read in place; packed otherwise
-    pack_a = n > PACK_A_COLUMNS
+    pack_a = not ta and (n >= 1024 or (n > 256 and m <= 256))     # (see the module docstring)
     bpack = _aligned(kcm * (((NR if direct else min(NC, n)) + NR - 1) // NR) * NR)
     apack = _aligned(kcm * ((min(MC, m) + MR - 1) // MR) * MR)
     tile = _aligned(MR * NR)
