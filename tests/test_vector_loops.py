@@ -1,7 +1,8 @@
 """The kernels of kernels/cpu/vector_loops.py: the register-tiled direct convolution, which runs float32
 convolutions with few input channels (LeNet's first layer): Conv2D, _FusedConv2D (+ ReLU, + 2x2
 max-pool) and Conv2DBackpropFilter against the same kernels in float64 (im2col + GEMM), whole and split
-by batch; and the 2x2 max-pool gradient (alone and with ReluGrad and BiasAddGrad) against numpy."""
+by batch; and the 2x2 max-pool gradient (alone and with ReluGrad and BiasAddGrad) against numpy. Also
+the im2col path's blocks where the filter is wide (conv._block_rows), with the same float64 check.
 import numpy as np
 import pytest
 
@@ -160,3 +161,26 @@ def test_both_tile_widths():
                          capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "passed" in out.stdout
+
+
+def test_im2col_blocks_of_a_wide_filter_match_float64():
+    """A filter matrix bigger than one column block (K x O = 2304 x 128) takes blocks of 256 rows
+    (conv._block_rows): the forward pass, the input gradient and the filter gradient over several
+    blocks and a partial one against the same kernels in float64."""
+    from actorflow.kernels.cpu import conv as conv_mod
+    assert conv_mod._block_rows(600, 2304, 128) == 256 and conv_mod._block_rows(600, 800, 64) == 327
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 14, 14, 256)).astype(np.float32)       # 588 output rows: 256, 256, 76
+    f = (rng.standard_normal((3, 3, 256, 128)) * 0.05).astype(np.float32)
+    attrs = _attrs(1, "SAME")
+    y = _k("Conv2D", attrs)(x, f)
+    y64 = _k("Conv2D", attrs)(x.astype(np.float64), f.astype(np.float64))
+    np.testing.assert_allclose(y, y64, rtol=1e-4, atol=1e-4)
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    sizes = np.array(x.shape, np.int32)
+    dx = _k("Conv2DBackpropInput", attrs)(sizes, f, dy)
+    dx64 = _k("Conv2DBackpropInput", attrs)(sizes, f.astype(np.float64), dy.astype(np.float64))
+    np.testing.assert_allclose(dx, dx64, rtol=1e-4, atol=1e-4)
+    df = _k("Conv2DBackpropFilter", attrs)(x, np.array(f.shape, np.int32), dy)
+    df64 = _k("Conv2DBackpropFilter", attrs)(x.astype(np.float64), np.array(f.shape, np.int32), dy.astype(np.float64))
+    np.testing.assert_allclose(df, df64, rtol=1e-4, atol=1e-3)
