@@ -2,7 +2,7 @@
 convolutions with few input channels (LeNet's first layer): Conv2D, _FusedConv2D (+ ReLU, + 2x2
 max-pool) and Conv2DBackpropFilter against the same kernels in float64 (im2col + GEMM), whole and split
 by batch; and the 2x2 max-pool gradient (alone and with ReluGrad and BiasAddGrad) against numpy. Also
-the im2col path's blocks where the filter is wide (conv._block_rows), with the same float64 check.
+the im2col path's blocks where the filter is wide (conv._block_rows), with the same float64 check."""
 import numpy as np
 import pytest
 
