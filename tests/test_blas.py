@@ -256,7 +256,7 @@ def test_a_session_prepares_actorflows_sgemm_only_for_products_it_may_take(monke
     when it is created (blas.prepare, in the background); small, narrow and float64 products do not."""
     import actorflow as af
     calls = []
-    monkeypatch.setattr(blas, "prepare", lambda background=True: calls.append(background))
+    monkeypatch.setattr(blas, "prepare", lambda background=False: calls.append(background))
     cases = [((None, 784), (784, 1024), af.float32, True), ((None, 3), (3, 2), af.float32, False),
              ((256, 1024), (1024, 10), af.float32, False), ((64, 64), (64, 64), af.float32, False),
              ((None, 784), (784, 1024), af.float64, False)]

@@ -238,6 +238,8 @@ def _load_own(required: bool = False):
     """actorflow's SGEMM (kernels/cpu/sgemm.py), compiled or loaded from numba's cache, or None when
     numba cannot build it (an error with `required`)."""
     try:
+        from actorflow.kernels.lazy_numba import import_numba
+        import_numba()          # under its lock: another thread may be importing numba
         from actorflow.kernels.cpu import sgemm
         return sgemm.sgemm()
     except Exception as e:  # noqa: BLE001 - a kernel that does not build leaves the libraries to it
@@ -314,11 +316,12 @@ def preload() -> None:
     _functions()
 
 
-def prepare(background: bool = True) -> None:
-    """Weighs actorflow's SGEMM now (see `_settle`), in a thread unless `background` is False: for a
-    runtime that knows float32 products are coming (a session whose graph has them), so that the
-    numba runtime's start (0.3-0.5 s, once a process) overlaps the session's setup instead of
-    stalling its first product. Nothing to do where it was weighed, or is not to be."""
+def prepare(background: bool = False) -> None:
+    """Weighs actorflow's SGEMM now (see `_settle`), in a thread with `background`: for a runtime
+    that knows float32 products are coming (a session whose graph has them), so that the numba
+    runtime's start (0.3-0.5 s, once a process) comes with the session's setup instead of its first
+    product. Nothing to do where it was weighed, or is not to be. (`background` imports numba in a
+    thread of its own: only where nothing else may be importing it meanwhile.)"""
     global _preparing
     _functions()
     if not _weigh or _preparing:

@@ -47,10 +47,15 @@ import ctypes
 import threading
 
 import numpy as np
-from llvmlite import ir
-from numba import carray, cfunc, njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+
+from actorflow.kernels.lazy_numba import import_numba
+
+import_numba()     # numba's first import, once, under its lock (another thread may be importing it)
+
+from llvmlite import ir  # noqa: E402 - after import_numba
+from numba import carray, cfunc, njit, types  # noqa: E402 - after import_numba
+from numba.core import cgutils  # noqa: E402 - after import_numba
+from numba.extending import intrinsic  # noqa: E402 - after import_numba
 
 __all__ = ["sgemm", "MR", "NR", "KC", "MC", "NC"]
 

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import os
 
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
-
 from actorflow.kernels.cpu.blas import avx512
+from actorflow.kernels.lazy_numba import import_numba
+
+import_numba()     # numba's first import, once, under its lock (another thread may be importing it)
+
+from llvmlite import ir  # noqa: E402 - after import_numba
+from numba import njit, types  # noqa: E402 - after import_numba
+from numba.core import cgutils  # noqa: E402 - after import_numba
+from numba.extending import intrinsic  # noqa: E402 - after import_numba
 
 _VW = 8                     # float32 lanes of the max-pool gradient's vectors (AVX2's ymm; c a multiple of 8)
 TILE_CHANNELS = 32          # output channels in one convolution tile
