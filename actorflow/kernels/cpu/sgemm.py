@@ -176,40 +176,48 @@ def _transpose_panel(typingctx, b, src, ldb, out, dst):
 
 
 @njit(nogil=True, cache=True)
+def _panels(x, ld, runs, i0, k0, count, kc, width, out, first):
+    """Panels `first`.. of `width` lines each of op(X) (lines i0.., steps k0..k0+kc):
+    out[q*width*kc + p*width + r] = op(X)[i0 + q*width + r, k0 + p], zero past line `count`. With `runs`,
+    a panel's `width` values of one step lie side by side in x (op(X)[i, p] = x[p*ld + i]); else each
+    line's kc steps do (x[i*ld + p])."""
+    for q in range(first, (count + width - 1) // width):
+        base = q * width * kc
+        lines = min(width, count - q * width)
+        if runs:
+            for p in range(kc):
+                src = (k0 + p) * ld + i0 + q * width
+                dst = base + p * width
+                for r in range(lines):
+                    out[dst + r] = x[src + r]
+                for r in range(lines, width):
+                    out[dst + r] = 0.0
+        else:
+            for r in range(lines):
+                src = (i0 + q * width + r) * ld + k0
+                for p in range(kc):
+                    out[base + p * width + r] = x[src + p]
+            for r in range(lines, width):
+                for p in range(kc):
+                    out[base + p * width + r] = 0.0
+
+
+@njit(nogil=True, cache=True)
 def _pack_a(a, lda, trans, i0, k0, mc, kc, out):
     """op(A)[i0:i0+mc, k0:k0+kc] into MR-row panels: out[q*MR*kc + p*MR + r] = op(A)[i0+q*MR+r, k0+p],
     zero past row mc."""
-    panels = (mc + MR - 1) // MR
-    for q in range(panels):
-        base = q * MR * kc
-        rows = min(MR, mc - q * MR)
-        if trans:                         # op(A)[i, p] = A[p, i]: MR consecutive values per p
-            for p in range(kc):
-                src = (k0 + p) * lda + i0 + q * MR
-                dst = base + p * MR
-                for r in range(rows):
-                    out[dst + r] = a[src + r]
-                for r in range(rows, MR):
-                    out[dst + r] = 0.0
-        else:                             # op(A)[i, p] = A[i, p]: one row of kc values per r
-            for r in range(rows):
-                src = (i0 + q * MR + r) * lda + k0
-                for p in range(kc):
-                    out[base + p * MR + r] = a[src + p]
-            for r in range(rows, MR):
-                for p in range(kc):
-                    out[base + p * MR + r] = 0.0
+    _panels(a, lda, trans, i0, k0, mc, kc, MR, out, 0)
 
 
 @njit(nogil=True, cache=True)
 def _pack_b(b, ldb, trans, k0, j0, kc, nc, out):
     """op(B)[k0:k0+kc, j0:j0+nc] into NR-column panels: out[q*NR*kc + p*NR + j] = op(B)[k0+p, j0+q*NR+j],
-    zero past column nc."""
-    panels = (nc + NR - 1) // NR
-    for q in range(panels):
-        base = q * NR * kc
-        cols = min(NR, nc - q * NR)
-        if trans and cols == NR:          # op(B)[p, j] = B[j, p]: 16 x NR blocks moved in registers
+    zero past column nc. A transposed B's whole panels go 16 x NR blocks at a time through registers."""
+    full = 0
+    if trans:
+        full = nc // NR
+        for q in range(full):
+            base = q * NR * kc
             src = (j0 + q * NR) * ldb + k0
             p = 0
             while p + _VW <= kc:
@@ -218,22 +226,7 @@ def _pack_b(b, ldb, trans, k0, j0, kc, nc, out):
             for j in range(NR):
                 for pp in range(p, kc):
                     out[base + pp * NR + j] = b[src + j * ldb + pp]
-        elif trans:                       # one row of kc values per j, zeros past column nc
-            for j in range(cols):
-                src = (j0 + q * NR + j) * ldb + k0
-                for p in range(kc):
-                    out[base + p * NR + j] = b[src + p]
-            for j in range(cols, NR):
-                for p in range(kc):
-                    out[base + p * NR + j] = 0.0
-        else:                             # op(B)[p, j] = B[p, j]: NR consecutive values per p
-            for p in range(kc):
-                src = (k0 + p) * ldb + j0 + q * NR
-                dst = base + p * NR
-                for j in range(cols):
-                    out[dst + j] = b[src + j]
-                for j in range(cols, NR):
-                    out[dst + j] = 0.0
+    _panels(b, ldb, not trans, j0, k0, nc, kc, NR, out, full)
 
 
 @njit(nogil=True, cache=True)
