@@ -309,13 +309,11 @@ def _may_use_sgemm(op) -> bool:
     convolution, or a product not known to be narrow, few-row or small (blas._NARROW, _FEW_ROWS,
     _SMALL_FLOPS; unknown dimensions count as large)."""
     from actorflow.graph import dtypes
-    if not op.outputs or op.outputs[0].dtype != dtypes.float32:
-        return False
-    if op.type in _CONV_OPS:
-        return True
     flag = _MATMUL_OPS.get(op.type)
-    if flag is None:
+    if (flag is None and op.type not in _CONV_OPS) or not op.outputs or op.outputs[0].dtype != dtypes.float32:
         return False
+    if flag is None:
+        return True
     out, a = op.outputs[0].shape, op.inputs[0].shape
     if out.ndims is None or out.ndims < 2 or a.ndims is None or a.ndims < 2:
         return True
@@ -336,9 +334,9 @@ def _prepare_gemm(ops) -> None:
     step. In the calling thread: numba imported in a thread of its own raced the program's own imports
     (a `partially initialized module 'numba.core.types'` error in a notebook run). A graph of numpy
     kernels and small products never imports numba for it."""
-    if any(_may_use_sgemm(op) for op in ops):
-        from actorflow.kernels.cpu import blas
-        blas.prepare(background=False)
+    from actorflow.kernels.cpu import blas
+    if not blas.settled() and any(_may_use_sgemm(op) for op in ops):
+        blas.prepare()
 
 
 class LocalBackend:

@@ -68,7 +68,6 @@ _backend = "numpy"                  # what backend() reports: "mkl", "openblas",
                                     # or any of the first three after "actorflow+"
 _NARROW = 32
 _weigh = False                      # actorflow's SGEMM is still to be weighed against the library (_settle)
-_preparing = False                  # prepare() started the weighing
 _FEW_ROWS = 4                       # products of fewer rows go to the narrow library too,
 _SMALL_FLOPS = 1 << 20              # and products of fewer multiply-adds (about 100^3)
 _MIN_FLOPS = 1 << 18                # small products (64^3): numpy's call costs less than ctypes'
@@ -316,21 +315,17 @@ def preload() -> None:
     _functions()
 
 
-def prepare(background: bool = False) -> None:
-    """Weighs actorflow's SGEMM now (see `_settle`), in a thread with `background`: for a runtime
-    that knows float32 products are coming (a session whose graph has them), so that the numba
-    runtime's start (0.3-0.5 s, once a process) comes with the session's setup instead of its first
-    product. Nothing to do where it was weighed, or is not to be. (`background` imports numba in a
-    thread of its own: only where nothing else may be importing it meanwhile.)"""
-    global _preparing
-    _functions()
-    if not _weigh or _preparing:
-        return
-    _preparing = True
-    if background:
-        threading.Thread(target=_settle, name="actorflow-sgemm-load", daemon=True).start()
-    else:
-        _settle()
+def settled() -> bool:
+    """Whether the GEMM functions are chosen for good (the library loaded, actorflow's SGEMM weighed
+    or not to be), without loading anything."""
+    return _gemm is not None and not _weigh
+
+
+def prepare() -> None:
+    """Weighs actorflow's SGEMM now (see `_settle`): for a session whose graph has float32 products it
+    may take, so that the numba runtime's start (0.3-0.5 s, once a process) comes with the session's
+    setup instead of its first product. Nothing to do where it was weighed, or is not to be."""
+    _settle()
 
 
 def backend() -> str:
