@@ -191,13 +191,12 @@ def _with_own(name: str, gemm: dict, narrow: dict, weigh: bool) -> tuple[str, di
         return name, gemm, narrow
     forced = os.environ.get("AF_BLAS", "auto").lower() == "actorflow"
     own = _load_own(required=forced)
-    f32 = np.dtype(np.float32)
-    if own is None or not (forced or _fastest({"actorflow": own, name: gemm[f32]}) == "actorflow"):
+    if own is None or not (forced or _fastest({"actorflow": own, name: gemm[_F32]}) == "actorflow"):
         return name, gemm, narrow
     narrow = dict(narrow)
-    if f32 in gemm:
-        narrow[f32] = narrow.get(f32) or gemm[f32]
-    return f"actorflow+{name}", {**gemm, f32: own}, narrow
+    if _F32 in gemm:
+        narrow[_F32] = narrow.get(_F32) or gemm[_F32]
+    return f"actorflow+{name}", {**gemm, _F32: own}, narrow
 
 
 def _load_library(choice: str) -> tuple[str, dict, dict]:
@@ -250,8 +249,7 @@ def _load_own(required: bool = False):
 
 def _faster(mkl: dict, openblas: dict) -> str:
     """"mkl" or "openblas": whose single-threaded SGEMM is faster here (see `_fastest`)."""
-    f32 = np.dtype(np.float32)
-    return _fastest({"mkl": mkl[f32], "openblas": openblas[f32]})
+    return _fastest({"mkl": mkl[_F32], "openblas": openblas[_F32]})
 
 
 def _fastest(fns: dict) -> str:
