@@ -21,9 +21,14 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from llvmlite import ir
-from numba import carray, cfunc, njit, types, uintp
-from numba.extending import intrinsic
+
+from actorflow.kernels.lazy_numba import import_numba
+
+import_numba()     # numba's first import, once, under its lock (another thread may be importing it)
+
+from llvmlite import ir  # noqa: E402 - after import_numba
+from numba import carray, cfunc, njit, types, uintp  # noqa: E402 - after import_numba
+from numba.extending import intrinsic  # noqa: E402 - after import_numba
 
 # The channel pitch of the transformed input tiles: at most this many channels go into a Winograd
 # transform (see _input_tiles).

@@ -18,9 +18,14 @@ This module imports nothing but numba, llvmlite and numpy until `table()` is cal
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba.core import types
-from numba.extending import intrinsic
+
+from actorflow.kernels.lazy_numba import import_numba
+
+import_numba()     # numba's first import, once, under its lock (another thread may be importing it)
+
+from llvmlite import ir  # noqa: E402 - after import_numba
+from numba.core import types  # noqa: E402 - after import_numba
+from numba.extending import intrinsic  # noqa: E402 - after import_numba
 
 __all__ = ["NO_TRANS", "TRANS", "gemm", "table"]
 

@@ -11,11 +11,16 @@ signature for nothing (0.15-0.2 s of a loss kernel's compile with numba's cache 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from actorflow.kernels.cpu import philox as _philox
-from actorflow.kernels.cpu.softmax import _softmax_rows, _xent_dense, _xent_sparse
-from actorflow.scheduler.jit import blascall as _blas
+from actorflow.kernels.lazy_numba import import_numba
+
+import_numba()     # numba's first import, once, under its lock (another thread may be importing it)
+
+from numba import njit  # noqa: E402 - after import_numba
+
+from actorflow.kernels.cpu import philox as _philox  # noqa: E402 - after import_numba
+from actorflow.kernels.cpu.softmax import _softmax_rows, _xent_dense, _xent_sparse  # noqa: E402 - after import_numba
+from actorflow.scheduler.jit import blascall as _blas  # noqa: E402 - after import_numba
 
 __all__ = ["empty", "reshape", "fill", "div_all", "row_sum", "row_prod", "row_max", "row_min", "row_all", "row_any",
            "softmax", "xent", "sparse_xent", "gemm", "concat_into", "save_row", "save_scalar", "row",

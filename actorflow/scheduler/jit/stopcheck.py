@@ -8,8 +8,12 @@ not pay for importing rt (scheduler/jit/rt.py).
 """
 from __future__ import annotations
 
-from numba.core import types
-from numba.extending import intrinsic
+from actorflow.kernels.lazy_numba import import_numba
+
+import_numba()     # numba's first import, once, under its lock (another thread may be importing it)
+
+from numba.core import types  # noqa: E402 - after import_numba
+from numba.extending import intrinsic  # noqa: E402 - after import_numba
 
 __all__ = ["stopped"]
 
