@@ -328,14 +328,14 @@ def _may_use_sgemm(op) -> bool:
 
 
 def _prepare_gemm(ops) -> None:
-    """Starts loading actorflow's SGEMM in the background (blas.prepare) when one of `ops` may take it
-    (`_may_use_sgemm`): a session's graph's ops when it is created, and each plan's (for ops added
-    since), so that the numba runtime's start (0.2-0.3 s, once a process) overlaps the session's
-    setup instead of stalling its first step. A graph of numpy kernels and small products never
-    imports numba for it."""
+    """Loads actorflow's SGEMM (blas.prepare) when one of `ops` may take it (`_may_use_sgemm`): a
+    session's graph's ops when it is created, and each plan's (for ops added since), so that its load
+    (0.05-0.1 s, and numba's start where nothing else has imported numba yet) is part of the session's
+    setup, not of its first step. A graph of numpy kernels and small products never imports numba
+    for it."""
     from actorflow.kernels.cpu import blas
     if not blas.settled() and any(_may_use_sgemm(op) for op in ops):
-        blas.prepare()          # in the background
+        blas.prepare()
 
 
 class LocalBackend:

@@ -68,7 +68,6 @@ _backend = "numpy"                  # what backend() reports: "mkl", "openblas",
                                     # or any of the first three after "actorflow+"
 _NARROW = 32
 _weigh = False                      # actorflow's SGEMM is still to be weighed against the library (_settle)
-_preparing = False                  # prepare() started the weighing
 _FEW_ROWS = 4                       # products of fewer rows go to the narrow library too,
 _SMALL_FLOPS = 1 << 20              # and products of fewer multiply-adds (about 100^3)
 _MIN_FLOPS = 1 << 18                # small products (64^3): numpy's call costs less than ctypes'
@@ -320,26 +319,15 @@ def settled() -> bool:
     return _gemm is not None and not _weigh
 
 
-def prepare(background: bool = True) -> None:
-    """Weighs actorflow's SGEMM now (see `_settle`), in a thread of its own unless `background` is
-    False: for a session whose graph has float32 products it may take, so that the numba runtime's
-    start (0.2-0.3 s, once a process) overlaps the session's setup instead of stalling its first
-    product. Nothing to do where it was weighed, or is not to be.
-
-    The thread imports numba through lazy_numba.import_numba, under its lock, as every actorflow module
-    that uses numba does first: a module that imported a numba submodule directly while another
-    thread imported numba could deadlock on the two modules' import locks, which Python breaks by
-    handing one side a partially initialized module (a notebook run stopped on 'partially initialized
-    module numba.core.types' before the JIT's modules took the lock too)."""
-    global _preparing
-    _functions()
-    if not _weigh or _preparing:
-        return
-    _preparing = True
-    if background:
-        threading.Thread(target=_settle, name="actorflow-sgemm-load", daemon=True).start()
-    else:
-        _settle()
+def prepare() -> None:
+    """Weighs actorflow's SGEMM now (see `_settle`): for a session whose graph has float32 products it
+    may take, so that the numba runtime's start (0.2-0.3 s, once a process) comes with the session's
+    setup instead of its first product. Nothing to do where it was weighed, or is not to be. In the
+    caller's thread: numba imported in a thread of its own raced a program's own imports (a notebook
+    run stopped on 'partially initialized module numba.core.types': a numba submodule imported
+    directly in one thread while another imported numba deadlocks on the two import locks, which
+    Python breaks by handing one side the half-made module)."""
+    _settle()
 
 
 def backend() -> str:
