@@ -306,9 +306,9 @@ _CONV_OPS = frozenset({"Conv2D", "_FusedConv2D", "Conv2DBackpropInput", "Conv2DB
 
 def _may_use_sgemm(op) -> bool:
     """Whether `op` makes a float32 product that blas.matmul could give actorflow's SGEMM: a
-    convolution, or a product not known to be narrow, few-row or small (blas._NARROW, _FEW_ROWS,
-    _SMALL_FLOPS; unknown dimensions count as large)."""
+    convolution, or a product that blas.wide takes (its dimensions as far as the graph knows them)."""
     from actorflow.graph import dtypes
+    from actorflow.kernels.cpu import blas
     flag = _MATMUL_OPS.get(op.type)
     if (flag is None and op.type not in _CONV_OPS) or not op.outputs or op.outputs[0].dtype != dtypes.float32:
         return False
@@ -322,9 +322,7 @@ def _may_use_sgemm(op) -> bool:
         k = a.as_list()[-2] if op.get_attr(flag) else a.as_list()[-1]
     except (KeyError, ValueError):
         k = None
-    if (n is not None and n < 32) or (m is not None and m < 4):
-        return False
-    return None in (m, n, k) or m * n * k >= 1 << 20
+    return blas.wide(m, n, k)
 
 
 def _prepare_gemm(ops) -> None:

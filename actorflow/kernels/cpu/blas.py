@@ -313,6 +313,15 @@ def preload() -> None:
     _functions()
 
 
+def wide(m, n, k) -> bool:
+    """Whether an m x k @ k x n product goes to the main library (actorflow's SGEMM for float32 where it
+    was chosen) rather than to the narrow one: not fewer than _NARROW columns or _FEW_ROWS rows, nor
+    under _SMALL_FLOPS multiply-adds. A dimension of None (not known yet) counts as large."""
+    if (n is not None and n < _NARROW) or (m is not None and m < _FEW_ROWS):
+        return False
+    return None in (m, n, k) or m * n * k >= _SMALL_FLOPS
+
+
 def settled() -> bool:
     """Whether the GEMM functions are chosen for good (the library loaded, actorflow's SGEMM weighed
     or not to be), without loading anything."""
@@ -403,7 +412,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, alpha: f
             return _numpy_matmul(a, b, out, alpha, beta)
         ldc = oc[1]
     (ta, lda), (tb, ldb) = oa, ob
-    if n < _NARROW or m < _FEW_ROWS or m * n * k < _SMALL_FLOPS:
+    if not wide(m, n, k):
         f = _narrow.get(dt, f)
     elif _weigh and dt == _F32:
         f = _settle()[dt]
