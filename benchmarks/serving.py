@@ -19,14 +19,13 @@ Contenders, each server in its own process (started with the same nice level as 
   --batch-threads, 1 by default: on 2 cores the event loop's HTTP work needs the other core, and with
   one step in flight the next batch fills while it runs (2 measured 0.65x the baseline at 64 clients
   for the MLP, 1 measured 1.04x; CPU per request 170 against 93 us)), and
-  --tensorflow_inter_op_parallelism from --inter-op: "auto" gives -1 (every kernel inline on the
-  server's loop, none on the kernel pool) for the MLP, whose batched matmuls cross the runtime's
-  offload threshold above 12-24 rows yet cost less than the pool's hand-offs (a 32-row step: 106 us
-  of CPU inline, 247 us through the pool, about the same on the loop thread), and 0 (the pool) for
-  the convnet, whose batched convolutions would add ~270 us a step to the loop thread inline.
-  On a machine loaded by other programs the pool's threads win the MLP more CPU from the OS
-  scheduler than one thread gets (more req/s at more CPU per request): compare there with
-  --variant="--tensorflow_inter_op_parallelism 0" and read the CPU column.
+  --tensorflow_inter_op_parallelism from --inter-op, 0 by default (`actorflow serve`'s own default:
+  kernels worth it on the kernel pool). A batch step that only reads the model's variables runs on
+  the server's loop while its kernels are cheap, and as one task on a pool thread when one is worth
+  the pool (actors/sync_step.py), so the loop pays one hand-off each way per batch. With that, -1
+  (every kernel inline on the loop) measured the same req/s as 0 for both models (1.00-1.01x, via
+  --variant="--tensorflow_inter_op_parallelism -1"); before it, each big kernel of a batch was a
+  round trip through the busy loop, and the MLP needed -1 and the convnet 0.
 - "aiohttp null handler (ceiling)": the same aiohttp app on uvloop answering a constant prediction
   without parsing the request: what aiohttp alone costs per request, the most requests/s any
   aiohttp server reaches here. The last table divides 5x batching off's requests/s by it: above 1,
@@ -330,9 +329,8 @@ def main(argv=None) -> None:
     p.add_argument("--model", default="mlp,convnet")
     p.add_argument("--batch-threads", dest="batch_threads", type=int, default=1,
                    help="num_batch_threads of the batching server (steps in flight)")
-    p.add_argument("--inter-op", dest="inter_op", default="auto",
-                   help="--tensorflow_inter_op_parallelism of the batching server: an integer, or auto "
-                        "(-1 for the mlp, 0 for the convnet)")
+    p.add_argument("--inter-op", dest="inter_op", type=int, default=0,
+                   help="--tensorflow_inter_op_parallelism of the batching server")
     p.add_argument("--variant", default=None,
                    help="extra `actorflow serve` flags for a fourth contender, the batching server with them")
     p.add_argument("--clients", default="1,8,64,256")
@@ -386,7 +384,7 @@ def main(argv=None) -> None:
             script = os.path.join(tmp, "post.lua")
             with open(script, "w") as f:
                 f.write(WRK_SCRIPT)
-            inter_op = ({"mlp": -1}.get(model, 0) if args.inter_op == "auto" else int(args.inter_op))
+            inter_op = args.inter_op
             batching_cmd = [sys.executable, "-m", "actorflow.cli", "serve", "--model_name", "m",
                             "--model_base_path", base, "--port", "{port}", "--enable_batching",
                             "--max_batch_size", "64", "--batch_timeout_micros", "0",

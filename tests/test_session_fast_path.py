@@ -154,7 +154,7 @@ def test_plans_with_state_or_control_flow_stay_on_the_actors(kind):
     assert out == {"variable": 5.0, "random": 2.0, "cond": 4.0, "assert": 2.0}[kind]
 
 
-def test_a_kernel_worth_the_pool_falls_back_to_the_actors():
+def test_a_kernel_worth_the_pool_leaves_the_loops_fast_path():
     a = af.placeholder(af.float32, [None, None], name="a")
     y = af.matmul(a, a)
     small = np.eye(2, dtype=np.float32)
@@ -166,8 +166,157 @@ def test_a_kernel_worth_the_pool_falls_back_to_the_actors():
         assert exe.run_sync([small]) is not None
         assert exe.run_sync([big]) is None           # the cost known from the values says: the pool
         assert exe.sync.too_big == {(big.shape,)}     # and the next step of that shape goes there at once
+        # (Session.run then runs it through in the caller's thread: the test below)
         np.testing.assert_allclose(sess.run(y, {a: big}), big @ big)
         np.testing.assert_array_equal(sess.run(y, {a: 2 * small}), 4 * small)
+
+
+def _on_runtime_loop(coro):
+    from actorflow.actors.dispatcher import default_runtime
+    return asyncio.run_coroutine_threadsafe(coro, default_runtime().loop).result(60)
+
+
+def _record_whole(monkeypatch, exe):
+    """The threads that ran `exe`'s steps through (Executable.run_whole), and its actor steps."""
+    threads, started = [], []
+    whole, start = exe.run_whole, exe.start
+    monkeypatch.setattr(exe, "run_whole", lambda fv: (threads.append(threading.current_thread().name), whole(fv))[1])
+    monkeypatch.setattr(exe, "start", lambda *a, **k: (started.append(1), start(*a, **k))[1])
+    return threads, started
+
+
+@pytest.mark.parametrize("weights", ["fed", "variable"])
+def test_a_step_worth_the_pool_runs_through_off_the_loop(monkeypatch, weights):
+    # A plan that only computes, with kernels worth the pool: Session.run runs it in the caller's
+    # thread, and arun (from any loop, the runtime's own included) as one task on a pool thread;
+    # neither goes to the actors, and the values are the actors' bit for bit.
+    rng = np.random.default_rng(0)
+    a = af.placeholder(af.float32, [None, 256], name="a")
+    w0 = rng.standard_normal((256, 256)).astype(np.float32)
+    if weights == "fed":
+        w = af.placeholder(af.float32, [256, 256], name="w")
+    else:
+        w = af.Variable(w0, name="w")
+    y = af.reduce_sum(af.nn.relu(af.matmul(af.tanh(af.matmul(a, w)), w)), axis=1)
+    x = rng.standard_normal((192, 256)).astype(np.float32)
+    feed = {a: x, w: w0} if weights == "fed" else {a: x}
+    with af.Session() as sess:
+        if weights == "variable":
+            sess.run(af.global_variables_initializer())
+        want = _traced(sess, y, feed)
+        exe = _executable_for(sess, y)
+        assert exe.whole and exe.run_sync([x] if weights == "variable" else [x, w0], on_loop=True) is None
+        threads, started = _record_whole(monkeypatch, exe)
+        np.testing.assert_array_equal(sess.run(y, feed), want)
+        assert threads == ([threading.current_thread().name] if weights == "fed" else [])
+        if weights == "variable":     # a training-style program runs in the caller's thread already
+            assert not started
+        threads.clear()
+
+        async def both():
+            return await asyncio.gather(sess.arun(y, feed), sess.arun(y, feed))
+        for outs in (asyncio.run(both()), _on_runtime_loop(both())):
+            for out in outs:
+                np.testing.assert_array_equal(out, want)
+        assert len(threads) == 4 and all(t.startswith("actorflow-kernel") for t in threads), threads
+        assert not started
+
+
+def test_a_step_reading_variables_runs_on_the_loop_while_its_kernels_are_cheap(monkeypatch):
+    # arun on the runtime's loop of a plan that reads variables: its cheap steps run right there (no
+    # actors, no pool), a batch worth the pool runs as one pool task, and a step that finds the
+    # variables' gate held by another thread's synchronous step waits for it on a pool thread (the
+    # loop never waits for it); a step that updates a variable never runs on the loop.
+    w = af.Variable(np.eye(256, dtype=np.float32) * 2.0, name="w")
+    a = af.placeholder(af.float32, [None, 256], name="a")
+    y = af.reduce_sum(af.matmul(a, w), axis=1)
+    bump = w.assign_add(af.ones_like(w))
+    small = np.ones((2, 256), np.float32)
+    big = np.ones((512, 256), np.float32)
+    with af.Session() as sess:
+        sess.run(af.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(y, {a: small}), [512.0, 512.0])
+        exe = _executable_for(sess, y)
+        assert exe.sync.stateful and not exe.sync.updates and exe.whole
+        threads, started = _record_whole(monkeypatch, exe)
+        loop_name = []
+
+        async def run(x):
+            loop_name.append(threading.current_thread().name)
+            return await sess.arun(y, {a: x})
+        np.testing.assert_array_equal(_on_runtime_loop(run(small)), [512.0, 512.0])
+        assert threads == [] and started == []               # on the loop itself
+        np.testing.assert_array_equal(_on_runtime_loop(run(big)), np.full(512, 512.0))
+        assert exe.sync.too_big == {(big.shape,)}
+        assert len(threads) == 1 and threads[0].startswith("actorflow-kernel") and started == []
+        held, release = threading.Event(), threading.Event()
+
+        def other_step():                                     # another thread's synchronous step
+            with exe.sync.gate.sync_lock:
+                held.set()
+                release.wait(10)
+        t = threading.Thread(target=other_step)
+        t.start()
+        held.wait(10)
+        from actorflow.actors.dispatcher import default_runtime
+        step = asyncio.run_coroutine_threadsafe(run(small), default_runtime().loop)
+        _on_runtime_loop(asyncio.sleep(0.05))                # the loop is free meanwhile
+        assert not step.done()
+        release.set()
+        np.testing.assert_array_equal(step.result(10), [512.0, 512.0])
+        t.join()
+        assert len(threads) == 2 and threads[1].startswith("actorflow-kernel") and started == []
+        _on_runtime_loop(sess.arun(bump))
+        np.testing.assert_array_equal(_on_runtime_loop(run(small)), [66048.0, 66048.0])
+
+
+def _executable_for(sess, fetch):
+    for exe in sess._cache.values():
+        if any(t is fetch for t in exe.plan.fetches):
+            return exe
+    raise AssertionError("no executable fetches it")
+
+
+def test_a_step_run_through_on_the_pool_keeps_deadlines_and_errors():
+    a = af.placeholder(af.float32, [None, None], name="a")
+    b = af.placeholder(af.float32, [None, None], name="b")
+    y = a
+    for i in range(6):
+        y = af.matmul(y, a, name=f"mm{i}")
+    bad = af.matmul(a, b, name="mismatched")
+    big = np.full((1200, 1200), 1e-3, np.float32)
+    with af.Session() as sess:
+        sess.run(y, {a: np.eye(2, dtype=np.float32)})
+
+        async def slow():
+            return await sess.arun(y, {a: big}, options=af.RunOptions(timeout_in_ms=1))
+        with pytest.raises(af.errors.DeadlineExceededError):
+            _on_runtime_loop(slow())
+        assert _executable_for(sess, y).whole
+        np.testing.assert_allclose(_on_runtime_loop(sess.arun(y, {a: big[:300, :300]})),
+                                   np.linalg.matrix_power(big[:300, :300].astype(np.float64), 7), rtol=1e-4)
+        with pytest.raises(af.errors.InvalidArgumentError, match="mismatched"):
+            _on_runtime_loop(sess.arun(bad, {a: big[:300, :300], b: big[:200, :300]}))
+        with pytest.raises(af.errors.InvalidArgumentError, match="mismatched"):
+            sess.run(bad, {a: big[:300, :300], b: big[:200, :300]})
+
+
+def test_a_pool_thread_splits_kernels_without_the_spin_team(monkeypatch):
+    # A whole step on a pool thread shares a big kernel's blocks through the pool, not the SpinTeam,
+    # whose helpers would spin between steps on the cores a server's loop needs.
+    from actorflow.actors import pool as pool_mod
+    used = []
+    run = pool_mod.SpinTeam.run
+    monkeypatch.setattr(pool_mod.SpinTeam, "run", lambda self, thunks: (used.append(
+        threading.current_thread().name), run(self, thunks))[1])
+    a = af.placeholder(af.float32, [None, 512], name="a")
+    w = af.constant(np.eye(512, dtype=np.float32), name="w")
+    y = af.matmul(a, w)
+    x = np.ones((512, 512), np.float32)
+    with af.Session() as sess:
+        np.testing.assert_array_equal(_on_runtime_loop(sess.arun(y, {a: x})), x)
+        np.testing.assert_array_equal(_on_runtime_loop(sess.arun(y, {a: x})), x)
+    assert not any(t.startswith("actorflow-kernel") for t in used), used
 
 
 def test_fetching_feeds_constants_and_targets():

@@ -27,7 +27,7 @@ from actorflow.actors.node import (
     SourceActor,
     VariableActor,
 )
-from actorflow.actors.pool import offload_policy
+from actorflow.actors.pool import KernelPool, offload_policy
 from actorflow.actors.resource import ResourceContainer
 from actorflow.actors.sendrecv import RecvActor, SendActor
 from actorflow.actors.step import StepState
@@ -77,6 +77,12 @@ class Executable:
         self.sync = None
         if transport is None:
             self.sync = SyncProgram.of(self) or SyncTrainProgram.of(self)
+        # A step of a plan that only computes (pure kernels and variable reads) can also run through
+        # off the loop (`run_whole`), on a runtime whose pool is real threads (a simulation's pool
+        # runs kernels in virtual time, where it models them), unless every kernel must run where
+        # its step runs (`inline`: an arun on the runtime's loop keeps them there).
+        self.whole = (self.sync is not None and not self.sync.updates and not self.sync.stoppable
+                      and not inline and isinstance(runtime.pool, KernelPool))
         # JIT kernels in tiered mode (AF_JIT=tiered): the session compiles each, before a step,
         # once its interpreted ops have run long enough (scheduler/jit/compile.py).
         self.tiered = tuple(a.fn for a in actors if callable(getattr(getattr(a, "fn", None), "tier_due", None)))
@@ -203,11 +209,24 @@ class Executable:
     def run_sync(self, feed_values, on_loop=False):
         """The fetched values of one step run in the calling thread (actors/sync_step.py), or None
         when this plan must run on the actors (`start`). `on_loop`: the caller is the runtime's
-        loop, where a training step (which blocks for its whole duration) never runs."""
+        loop, where a training step (which blocks for its whole duration) never runs, and a step
+        that only reads its variables runs while its kernels are cheap."""
         sync = self.sync
-        if sync is None or (on_loop and sync.stateful):
+        if sync is None:
             return None
+        if on_loop and sync.stateful:
+            return None if sync.updates else sync.run(feed_values, self.const_fetches, self.feed_fetches, on_loop=True)
         return sync.run(feed_values, self.const_fetches, self.feed_fetches)
+
+    def run_whole(self, feed_values):
+        """One step of a plan that only computes (`whole`), run through in the calling thread, which
+        is not the runtime's loop and may block for the whole step: kernels worth the pool run here,
+        split into blocks that the pool's idle threads share (actors/sync_step.py). None when the
+        step must go to the actors (its variables are busy with an actor step)."""
+        sync = self.sync
+        if sync.stateful:
+            return sync.run(feed_values, self.const_fetches, self.feed_fetches)
+        return sync.run(feed_values, self.const_fetches, self.feed_fetches, rt=self.rt)
 
     def drop(self, step) -> None:
         for a in self._actor_list:

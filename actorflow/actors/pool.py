@@ -23,11 +23,17 @@ import threading
 import time
 import weakref
 
-__all__ = ["KernelPool", "SpinTeam", "SyncPool", "block_worker", "offload_policy", "spin_us"]
+__all__ = ["KernelPool", "SpinTeam", "SyncPool", "block_worker", "offload_policy", "on_pool_thread", "spin_us"]
 
 log = logging.getLogger(__name__)
 
 _LIVE: weakref.WeakSet = weakref.WeakSet()      # pools whose threads may still be running
+_THREAD = threading.local()                     # .pool: the KernelPool whose thread this is
+
+
+def on_pool_thread() -> bool:
+    """Whether the calling thread is a KernelPool's (a whole step run as one task, LocalBackend)."""
+    return getattr(_THREAD, "pool", None) is not None
 
 
 @atexit.register
@@ -84,6 +90,7 @@ class KernelPool:
         self._tokens.put(None)
 
     def _work(self) -> None:
+        _THREAD.pool = self
         get = self._tokens.get
         urgent, deferred = self._urgent, self._deferred
         while True:

@@ -347,9 +347,12 @@ class LocalBackend:
     cluster layer with `set_remote_backend`.
 
     A plan of cheap pure CPU kernels (`Executable.sync`, actors/sync_step.py) runs straight through
-    in the calling thread, without the round trip to the runtime's loop; a traced step, and a step
-    whose kernels turn out expensive, run on the actors. A training plan without control flow
-    (`SyncTrainProgram`) also runs in the calling thread of `run`, never on the loop (`arun`)."""
+    in the calling thread, without the round trip to the runtime's loop. A pure plan whose kernels
+    are worth the pool runs through too, off the loop: in the calling thread of `run` (without a
+    deadline), and for `arun` as one task on a pool thread (`_offload`). A traced step, and a
+    `run` with a deadline whose kernels turn out expensive, run on the actors. A training plan
+    without control flow (`SyncTrainProgram`) also runs in the calling thread of `run`, never on
+    the loop (`arun`)."""
 
     def __init__(self, graph, config):
         self.rt = default_runtime()
@@ -377,9 +380,8 @@ class LocalBackend:
 
     def _launch(self, exe, feed_values, done, timeout, holder, tracer=None, sync=True):
         """On the runtime loop: start a step, arm its deadline. A plan of cheap pure kernels runs
-        straight through here (unless `sync` is False: the caller tried that already)."""
-        loop = self.rt.loop
-        handle = None
+        straight through here (unless `sync` is False: the caller tried that already); a plan that
+        only computes, and cannot run here, runs as one task on a pool thread (`_offload`)."""
         if sync and tracer is None and exe.sync is not None:
             try:
                 results = exe.run_sync(feed_values, on_loop=True)
@@ -389,6 +391,15 @@ class LocalBackend:
             if results is not None:
                 done(results, None)
                 return
+        if tracer is None and exe.whole:
+            self._offload(exe, feed_values, done, timeout, holder)
+            return
+        self._start(exe, feed_values, done, timeout, holder, tracer)
+
+    def _start(self, exe, feed_values, done, timeout, holder, tracer=None):
+        """On the runtime loop: start a step on the actors and arm its deadline."""
+        loop = self.rt.loop
+        handle = None
 
         def finished(results, error):
             if handle is not None:
@@ -405,6 +416,47 @@ class LocalBackend:
             handle = loop.call_later(timeout, step.fail, errors.DeadlineExceededError(
                 None, None, f"Timed out after {timeout:g} s waiting for step {step.step_id} to finish"))
 
+    def _offload(self, exe, feed_values, done, timeout, holder):
+        """On the runtime loop: one step of a plan that only computes (no variable updates) as one
+        task on a pool thread (`Executable.run_whole`), its big kernels split over the pool's idle
+        threads; `done` is called on the loop. A deadline answers DeadlineExceededError at once;
+        the task, which changes nothing, ends on its own and its result is dropped. When the step
+        cannot run through (its variables are busy with another step) it goes to the actors."""
+        loop = self.rt.loop
+        handle = None
+        ended = False
+
+        def end(results, error):
+            nonlocal ended
+            if ended:
+                return
+            ended = True
+            if handle is not None:
+                handle.cancel()
+            if results is None and error is None:
+                self._start(exe, feed_values, done, timeout, holder)
+            else:
+                done(results, error)
+
+        def task():
+            try:
+                results, error = exe.run_whole(feed_values), None
+            except Exception as e:  # noqa: BLE001 - the failing op's error, for the caller
+                results, error = None, e
+            try:
+                loop.call_soon_threadsafe(end, results, error)
+            except RuntimeError:          # the runtime's loop closed meanwhile: nobody is waiting
+                pass
+
+        try:
+            self.rt.pool.submit(task)
+        except RuntimeError as e:         # the pool is shut down (the runtime is closing)
+            done(None, errors.CancelledError(None, None, f"Step not run: {e}"))
+            return
+        if timeout is not None:
+            handle = loop.call_later(timeout, end, None, errors.DeadlineExceededError(
+                None, None, f"Timed out after {timeout:g} s waiting for the step to finish"))
+
     def run(self, exe, feed_values, timeout, trace=None):
         rt = self.rt
         if rt.in_loop():
@@ -417,6 +469,9 @@ class LocalBackend:
             results = exe.run_sync(feed_values)
             if results is not None:
                 return results
+            if timeout is None and exe.whole and not exe.sync.stateful:
+                # Pure kernels worth the pool: here too, split over the pool's idle threads.
+                return exe.run_whole(feed_values)
         cf = concurrent.futures.Future()
 
         def done(results, error):

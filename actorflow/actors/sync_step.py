@@ -14,6 +14,14 @@ the fetched values, raises the failing op's error, or returns None when a kernel
 only known from its input values turns out to be worth the pool: nothing has been changed yet
 (every kernel is pure), and the caller runs the step on the actors instead.
 
+A pure plan whose kernels are worth the pool runs through too, off the runtime's loop: in the
+caller's thread for `Session.run`, and for `arun` as one task on a pool thread
+(`Executable.run_whole`; LocalBackend), the big kernels split into blocks that idle pool threads
+share. On the actors each big kernel is a hand-off to the pool and one back through the loop; under
+a busy loop (a model server's HTTP work) every one of them waits for the loop's turn, and a batched
+convnet step of 8 kernels took 1.1 ms of wall time against 0.4 ms of work. As one task it costs the
+loop one hand-off each way.
+
 `SyncTrainProgram` does the same for training plans: pure kernels plus variable reads and updates,
 with the pool's kernels run as blocks shared by the caller and the pool (see its docstring). Measured
 on the MLP and convnet steps (benchmarks/sync_train_ab.py, a loaded 2-core VM, alternating in one
@@ -39,7 +47,7 @@ from actorflow.actors.node import (
     SourceActor,
     VariableActor,
 )
-from actorflow.actors.pool import block_worker
+from actorflow.actors.pool import block_worker, on_pool_thread
 from actorflow.actors.resource import VariableResource
 
 __all__ = ["SyncProgram", "SyncTrainProgram", "StepGate"]
@@ -62,10 +70,11 @@ SERIAL_GROUP_S = 100e-6
 class SyncProgram:
     """The kernels of one executable in topological order, with where each input comes from."""
 
-    __slots__ = ("code", "fetch_srcs", "n", "dynamic", "too_big")
+    __slots__ = ("code", "fetch_srcs", "n", "dynamic", "too_big", "always_big", "stoppable")
     stateful = False                      # runs anywhere, the runtime's loop included
+    updates = False                       # changes no variable
 
-    def __init__(self, code, fetch_srcs):
+    def __init__(self, code, fetch_srcs, always_big=False, stoppable=False):
         self.code = code              # per kernel: (actor, input template, ((slot, src, out)...), cost, limit)
         self.fetch_srcs = fetch_srcs  # per fetch: (src, out) or None (a constant or a fed value)
         self.n = len(code)
@@ -74,6 +83,9 @@ class SyncProgram:
         # instead of computing its cheap kernels twice (a guess: the actors are right either way).
         self.dynamic = any(c[3] is not None for c in code)
         self.too_big: set = set()
+        self.always_big = always_big  # a kernel always worth the pool (its cost known from the plan)
+        # a kernel (a whole loop) that a deadline stops: when it is worth the pool, the actors run it
+        self.stoppable = stoppable
 
     @classmethod
     def of(cls, exe) -> "SyncProgram | None":
@@ -83,10 +95,18 @@ class SyncProgram:
             return None
         items = plan.items
         actors = exe.actors
+        always_big = stoppable = False
         for item, actor in zip(items, actors):
             if (item.actor not in _PURE_RULES or item.stateful or item.device != "CPU" or item.template_devices
-                    or type(actor) not in _PLAIN or actor.offload):
+                    or type(actor) not in _PLAIN):
                 return None
+            if getattr(actor.fn, "interruptible", False):
+                # (a whole loop as one kernel: worth the pool, it goes to the actors, where its step's
+                # deadline or cancellation stops it)
+                if actor.offload:
+                    return None
+                stoppable = True
+            always_big = always_big or actor.offload
         wired = _wire(items, actors, plan)
         if wired is None:
             return None
@@ -96,14 +116,22 @@ class SyncProgram:
             actor = actors[i]
             srcs = tuple((slot, src if src < 0 else pos[src], out) for slot, src, out in ins[i])
             code.append((actor, list(actor.template[:actor.n_in]), srcs, actor.cost, actor.limit))
-        return cls(tuple(code), fetch_srcs)
+        return cls(tuple(code), fetch_srcs, always_big, stoppable)
 
-    def run(self, feed_values, const_fetches, feed_fetches):
-        """The fetched values of one step, or None when a kernel is worth the pool after all."""
-        if self.dynamic:
-            shapes = tuple([getattr(v, "shape", None) for v in feed_values])
-            if shapes in self.too_big:
+    def run(self, feed_values, const_fetches, feed_fetches, rt=None):
+        """The fetched values of one step, or None when a kernel is worth the pool after all.
+
+        `rt` (the Runtime): the caller is not its loop but a thread that may block for the whole
+        step (a session's caller, or a pool thread running the step as one task): a kernel worth
+        the pool runs here too, split into blocks that the pool's idle threads share
+        (SyncTrainProgram's way), and the step never returns None."""
+        if rt is None:
+            if self.always_big:
                 return None
+            if self.dynamic:
+                if _shapes(feed_values) in self.too_big:
+                    return None
+        split_ok = rt is not None and rt.threads > 1 and rt.intra_op
         outs = [None] * self.n
         k = 0
         for actor, tpl, srcs, cost, limit in self.code:
@@ -111,13 +139,14 @@ class SyncProgram:
             for slot, src, o in srcs:
                 v = outs[src] if src >= 0 else feed_values[~src]
                 args[slot] = v if o < 0 else v[o]
-            if cost is not None and cost(*args) > limit:
+            big = actor.offload or (cost is not None and cost(*args) > limit)
+            if big and rt is None:
                 if len(self.too_big) >= _MAX_REMEMBERED:
                     self.too_big.clear()
-                self.too_big.add(shapes)
+                self.too_big.add(_shapes(feed_values))
                 return None
             try:
-                outs[k] = actor.fn(*args)
+                outs[k] = _run_big(rt, actor, args, split_ok) if big else actor.fn(*args)
             except Exception as e:  # noqa: BLE001 - reported as the actor reports it, naming the op
                 _raise_as(actor, e, args)
             k += 1
@@ -162,8 +191,9 @@ class SyncTrainProgram:
     errors naming the op); `StepGate` keeps them atomic against actor steps of other threads.
     `run` returns None when the step must go to the actors (an actor step is in flight)."""
 
-    __slots__ = ("code", "fetch_srcs", "n", "resources", "gate", "rt", "tail", "group_s")
+    __slots__ = ("code", "fetch_srcs", "n", "resources", "gate", "rt", "tail", "group_s", "updates", "too_big")
     stateful = True                       # never on the runtime's loop: it blocks for the whole step
+    stoppable = False                     # (a whole loop as one kernel makes a plan the actors')
     blocks_per_thread = 1                 # a split kernel's blocks per thread (more: finer stealing)
 
     def __init__(self, code, fetch_srcs, resources, gate, rt, tail=None):
@@ -174,6 +204,8 @@ class SyncTrainProgram:
         self.gate = gate
         self.rt = rt
         self.tail = tail                  # (start, groups, after) of the variable updates (see _tail)
+        self.updates = any(c[0] == 3 for c in code)     # False: it only reads its variables
+        self.too_big: set = set()         # feed shapes whose read-only step was worth the pool on the loop
         # seconds each group of the tail took when it last ran as a chain (None: not yet run)
         self.group_s = [None] * len(tail[1]) if tail is not None else []
 
@@ -236,9 +268,20 @@ class SyncTrainProgram:
         return cls(tuple(code), fetch_srcs, tuple(resources.values()), gate, exe.rt,
                    _update_tail(items, order, pos, code))
 
-    def run(self, feed_values, const_fetches, feed_fetches):
+    def run(self, feed_values, const_fetches, feed_fetches, on_loop=False):
+        """The fetched values of one step, or None when it must go to the actors. `on_loop`: the caller
+        is the runtime's loop, where only a step that reads its variables runs, and only while its
+        kernels are cheap (None at the first one worth the pool, as SyncProgram) and no synchronous
+        step of another thread holds the gate (the loop never waits for one)."""
         gate = self.gate
-        with gate.sync_lock:
+        if on_loop:
+            if self.updates or (self.too_big and _shapes(feed_values) in self.too_big):
+                return None
+            if not gate.sync_lock.acquire(blocking=False):
+                return None
+        else:
+            gate.sync_lock.acquire()
+        try:
             with gate.lock:
                 if gate.actor_steps or any(r.busy is not None for r in self.resources):
                     return None
@@ -246,7 +289,12 @@ class SyncTrainProgram:
                     r.busy = []
                 started = gate.started
             try:
-                outs = self._steps(feed_values)
+                outs = self._steps(feed_values, on_loop)
+            except _WorthThePool:
+                if len(self.too_big) >= _MAX_REMEMBERED:
+                    self.too_big.clear()
+                self.too_big.add(_shapes(feed_values))
+                return None
             finally:
                 with gate.lock:
                     waiting = [r.busy for r in self.resources]
@@ -261,15 +309,17 @@ class SyncTrainProgram:
                         self.rt.loop.call_soon_threadsafe(_unpark_all, self.rt, waiting)
                     except RuntimeError:          # the runtime's loop is closed
                         pass
+        finally:
+            gate.sync_lock.release()
         return _results(self.fetch_srcs, outs, feed_values, const_fetches, feed_fetches)
 
-    def _steps(self, feed_values):
+    def _steps(self, feed_values, on_loop=False):
         outs = [None] * self.n
         rt = self.rt
         split_ok = rt.threads > 1 and rt.intra_op
         stop = self.tail[0] if self.tail is not None and split_ok else self.n
         for k in range(stop):
-            self._entry(k, outs, feed_values, split_ok)
+            self._entry(k, outs, feed_values, split_ok, on_loop)
             for f in self.code[k][4]:
                 outs[f] = None
         if stop < self.n:
@@ -284,8 +334,9 @@ class SyncTrainProgram:
             args[slot] = v if o < 0 else v[o]
         return args
 
-    def _entry(self, k, outs, feed_values, split_ok):
-        """Runs entry k of the program into outs[k]."""
+    def _entry(self, k, outs, feed_values, split_ok, on_loop=False):
+        """Runs entry k of the program into outs[k]; on the loop, raises _WorthThePool instead of
+        running a kernel worth the pool."""
         kind, actor = self.code[k][:2]
         if kind == 1:                                   # VariableV2: its current buffer
             v = actor.resource.value
@@ -300,6 +351,8 @@ class SyncTrainProgram:
             return
         args = self._args(k, outs, feed_values)
         big = actor.offload or (actor.cost is not None and actor.cost(*args) > actor.limit)
+        if big and on_loop:
+            raise _WorthThePool
         try:
             if kind == 3:
                 outs[k] = self._update(actor, args, big, split_ok)
@@ -420,17 +473,31 @@ class SyncTrainProgram:
 
     def _big(self, actor, args, split_ok):
         """A kernel the actors would run on the pool: its blocks on this thread and the pool's."""
-        parts = None
-        if split_ok and actor.split is not None:
-            try:
-                parts = actor.split(self.rt.threads * self.blocks_per_thread, *args)
-            except Exception:  # noqa: BLE001 - the plain kernel reports the error
-                parts = None
-        if parts is None:
-            return actor.fn(*args)
-        out, thunks, finish = (tuple(parts) + (None, None, None))[:3]
-        _run_blocks(self.rt.pool, list(thunks), self.rt.threads)
-        return finish() if finish is not None else out
+        return _run_big(self.rt, actor, args, split_ok, self.blocks_per_thread)
+
+
+def _run_big(rt, actor, args, split_ok, blocks_per_thread=1):
+    """Kernel `actor` on `args`, worth the pool, run in this thread: split into blocks (where it has a
+    splitter and `split_ok`) that this thread and the pool's idle threads take, else whole."""
+    parts = None
+    if split_ok and actor.split is not None:
+        try:
+            parts = actor.split(rt.threads * blocks_per_thread, *args)
+        except Exception:  # noqa: BLE001 - the plain kernel reports the error
+            parts = None
+    if parts is None:
+        return actor.fn(*args)
+    out, thunks, finish = (tuple(parts) + (None, None, None))[:3]
+    _run_blocks(rt.pool, list(thunks), rt.threads)
+    return finish() if finish is not None else out
+
+
+class _WorthThePool(Exception):
+    """A kernel of a step running on the runtime's loop is worth the pool: the step goes elsewhere."""
+
+
+def _shapes(feed_values) -> tuple:
+    return tuple([getattr(v, "shape", None) for v in feed_values])
 
 
 def _results(fetch_srcs, outs, feed_values, const_fetches, feed_fetches) -> list:
@@ -459,9 +526,12 @@ def _unpark_all(rt, waiting) -> None:
 def _run_blocks(pool, thunks, threads) -> None:
     """Runs every thunk, on this thread and up to `threads - 1` pool threads that take the next
     block as they free up; returns when all have ended, raising the first error. The pool's
-    `SpinTeam` runs them when it is free (its helpers start without a wake-up: see pool.py)."""
+    `SpinTeam` runs them when it is free (its helpers start without a wake-up: see pool.py), except
+    on a pool thread (a whole step run as one task, as a model server's batches are): its helpers
+    would spin between steps on the cores that the server's loop needs (a batched convnet step
+    every millisecond took 0.58 ms of CPU for 0.34 ms of wall time with the team, 0.33 without)."""
     team = getattr(pool, "team", None)
-    if team is not None and len(thunks) > 1:
+    if team is not None and len(thunks) > 1 and not on_pool_thread():
         team = team()
         if team is not None and team.run(thunks):
             return
