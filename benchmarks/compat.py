@@ -65,8 +65,10 @@ def _repo_dir(mirror: Path, repo: str) -> Path:
 def notebook_script(raw: bytes) -> str:
     """A Jupyter notebook's code cells, in order, as one script (what `jupyter nbconvert --to
     script` makes of it, run top to bottom as a user runs the notebook): IPython magics and shell
-    lines (`%matplotlib inline`, `!pip ...`) become comments; a cell that ends in a bare expression
-    is left as it is (its value is not printed: the programs' figures come from their prints)."""
+    lines (`%matplotlib inline`, `!pip ...`) become `pass` statements at their indentation, with the
+    magic as a comment (inert, and a magic alone in a `try:` block leaves valid Python); a cell that
+    ends in a bare expression is left as it is (its value is not printed: the programs' figures come
+    from their prints)."""
     nb = json.loads(raw)
     cells = nb.get("cells") or [c for ws in nb.get("worksheets", []) for c in ws.get("cells", [])]
     out = []
@@ -75,7 +77,8 @@ def notebook_script(raw: bytes) -> str:
             continue
         src = cell.get("source", cell.get("input", ""))
         src = "".join(src) if isinstance(src, list) else src
-        lines = [("# " + line) if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()]
+        lines = [(line[:len(line) - len(line.lstrip())] + "pass  # " + line.lstrip())
+                 if line.lstrip().startswith(("%", "!")) else line for line in src.splitlines()]
         out.append(f"# In[{k}]:\n" + "\n".join(lines) + "\n")
     return "\n".join(out)
 
@@ -167,7 +170,7 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
         out = re.sub(r"^(\s*)import tensorflow\.contrib\.(\S+) as ", lambda m: f"{m.group(1)}import actorflow.contrib.{m.group(2)} as ",
                      out, flags=re.M)
     # What tf_upgrade_v2 renames for the contrib names these programs use, and numpy 2's removed
-    # `newshape=` keyword and np.float / np.int aliases: upgrades any user of TensorFlow 2.21 and numpy 2 makes, the same for both.
+    # `newshape=` keyword and np.float / np.int / np.infty aliases: upgrades any user of TensorFlow 2.21 and numpy 2 makes, the same for both.
     if "tf.contrib.rnn." in out:
         out = re.sub(r"^(\s*)(import (?:actorflow|tensorflow\.compat\.v1) as tf.*)$",
                      lambda m: m.group(0) + "\n" + m.group(1) + "from compat_contrib import rnn", out, count=1,
@@ -177,6 +180,7 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
     out = out.replace("tf.contrib.layers.xavier_initializer()", "tf.glorot_uniform_initializer()")
     out = out.replace("newshape=", "")
     out = re.sub(r"\bnp\.(float|int)\b(?!\()", lambda m: f"np.{m.group(1)}64", out)   # numpy 2 removed the aliases
+    out = re.sub(r"\bnp\.infty\b", "np.inf", out)
     # No display: matplotlib's Agg backend would wait forever for a button press.
     out = out.replace("plt.waitforbuttonpress()", "None")
     out = re.sub(r"\bxrange\(", "range(", out)            # 2to3, for the programs written for Python 2
@@ -206,6 +210,9 @@ def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path
             src = _files_dir(corpus, prog) / Path(name).name
             if src.suffix == ".py":     # a module of the program's own: ported as the program is
                 (work / src.name).write_text(port(src.read_text(), lib, [], seed, graph_seed))
+            elif src.suffix == ".ipynb":    # a notebook a driver runs: its script, ported
+                (work / (src.stem + ".py")).write_text(port(notebook_script(src.read_bytes()), lib, [], seed,
+                                                            graph_seed))
             else:
                 shutil.copy(src, work / src.name)
         for pkg in prog.get("packages", {}):        # its own modules, ported as the program is
