@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 
-from actorflow.graph import dtypes
+from actorflow.graph import control_flow, dtypes
 from actorflow.graph.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph
 from actorflow.graph.initializers import ones_initializer, zeros_initializer
 from actorflow.graph.ops import array_ops, math_ops, nn_conv3d_ops, nn_conv_ops, nn_misc_ops, nn_ops
@@ -1000,7 +1000,8 @@ def flatten(inputs, name=None, data_format="channels_last"):
 
 class Dropout(Layer):
     """Zeroes each element with probability `rate` and scales the rest by 1 / (1 - rate) when
-    called with `training`; the identity otherwise (tf.compat.v1.layers.Dropout)."""
+    called with `training`; the identity otherwise (tf.compat.v1.layers.Dropout). A `training`
+    tensor selects with a tf.cond, as TF's does: the mask is drawn only in runs that train."""
 
     def __init__(self, rate=0.5, noise_shape=None, seed=None, name=None, **kwargs):
         super().__init__(name=name, **kwargs)
@@ -1013,10 +1014,14 @@ class Dropout(Layer):
         static = _static_bool(training)
         if static is False:
             return identity(x)
-        dropped = nn_ops.dropout(x, noise_shape=self.noise_shape, seed=self.seed, rate=self.rate)
         if static is True:
-            return dropped
-        return math_ops.where(_training_tensor(training), dropped, x)
+            return nn_ops.dropout(x, noise_shape=self.noise_shape, seed=self.seed, rate=self.rate)
+        # A tensor `training`: TF's smart_cond, a tf.cond whose true branch draws the mask, so that a
+        # run not in training draws nothing and the op's random stream stays where TF's does.
+        return control_flow.cond(
+            _training_tensor(training),
+            lambda: nn_ops.dropout(x, noise_shape=self.noise_shape, seed=self.seed, rate=self.rate),
+            lambda: identity(x))
 
 
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):

@@ -170,7 +170,7 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
         out = re.sub(r"^(\s*)import tensorflow\.contrib\.(\S+) as ", lambda m: f"{m.group(1)}import actorflow.contrib.{m.group(2)} as ",
                      out, flags=re.M)
     # What tf_upgrade_v2 renames for the contrib names these programs use, and numpy 2's removed
-    # `newshape=` keyword and np.float / np.int aliases: upgrades any user of TensorFlow 2.21 and numpy 2 makes, the same for both.
+    # `newshape=` keyword and np.float / np.int / np.infty aliases: upgrades any user of TensorFlow 2.21 and numpy 2 makes, the same for both.
     if "tf.contrib.rnn." in out:
         out = re.sub(r"^(\s*)(import (?:actorflow|tensorflow\.compat\.v1) as tf.*)$",
                      lambda m: m.group(0) + "\n" + m.group(1) + "from compat_contrib import rnn", out, count=1,
@@ -210,6 +210,9 @@ def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path
             src = _files_dir(corpus, prog) / Path(name).name
             if src.suffix == ".py":     # a module of the program's own: ported as the program is
                 (work / src.name).write_text(port(src.read_text(), lib, [], seed, graph_seed))
+            elif src.suffix == ".ipynb":    # a notebook a driver runs: its script, ported
+                (work / (src.stem + ".py")).write_text(port(notebook_script(src.read_bytes()), lib, [], seed,
+                                                            graph_seed))
             else:
                 shutil.copy(src, work / src.name)
         for pkg in prog.get("packages", {}):        # its own modules, ported as the program is

@@ -481,6 +481,24 @@ def test_projection_wrappers_against_numpy():
         cr.OutputProjectionWrapper(cr.BasicRNNCell(2), 0)
 
 
+def test_output_projection_wrapper_makes_its_variables_after_the_cells():
+    # TF 1.x's wrapper builds its _Linear on the first call, after the cell has made its own
+    # variables: under a graph seed the cell's kernel gets the first draw, as it would unwrapped.
+    from actorflow.contrib import rnn as cr
+    x = np.random.RandomState(3).randn(2, 5, 3).astype(np.float32)
+    af.set_random_seed(7)
+    cr_out, _ = af.nn.dynamic_rnn(cr.OutputProjectionWrapper(cr.BasicRNNCell(4), 2), af.constant(x),
+                                  dtype=af.float32)
+    p = "rnn/output_projection_wrapper/"
+    assert [v.op.name for v in af.global_variables()] == [
+        p + "basic_rnn_cell/kernel", p + "basic_rnn_cell/bias", p + "kernel", p + "bias"]
+    wrapped = _run(af.global_variables()[0])
+    af.reset_default_graph()
+    af.set_random_seed(7)
+    af.nn.dynamic_rnn(cr.BasicRNNCell(4), af.constant(x), dtype=af.float32)
+    np.testing.assert_array_equal(wrapped, _run(af.global_variables()[0]))
+
+
 def test_stack_bidirectional_dynamic_rnn_layers_and_training():
     from actorflow.contrib import rnn as cr
     rng = np.random.RandomState(9)
@@ -670,10 +688,10 @@ def test_embedding_seq2seq_with_buckets_shares_variables():
         "embedding_rnn_seq2seq/rnn/embedding_wrapper/basic_lstm_cell/kernel",
         "embedding_rnn_seq2seq/rnn/embedding_wrapper/basic_lstm_cell/bias",
         "embedding_rnn_seq2seq/embedding_rnn_decoder/embedding",
-        "embedding_rnn_seq2seq/embedding_rnn_decoder/rnn_decoder/output_projection_wrapper/kernel",
-        "embedding_rnn_seq2seq/embedding_rnn_decoder/rnn_decoder/output_projection_wrapper/bias",
         "embedding_rnn_seq2seq/embedding_rnn_decoder/rnn_decoder/output_projection_wrapper/basic_lstm_cell/kernel",
-        "embedding_rnn_seq2seq/embedding_rnn_decoder/rnn_decoder/output_projection_wrapper/basic_lstm_cell/bias"]
+        "embedding_rnn_seq2seq/embedding_rnn_decoder/rnn_decoder/output_projection_wrapper/basic_lstm_cell/bias",
+        "embedding_rnn_seq2seq/embedding_rnn_decoder/rnn_decoder/output_projection_wrapper/kernel",
+        "embedding_rnn_seq2seq/embedding_rnn_decoder/rnn_decoder/output_projection_wrapper/bias"]
     assert len(outs) == 2 and len(outs[0]) == 2 and outs[1][0].shape.as_list() == [None, 8]
     feed = {p: np.array([1, 2]) for p in enc + dec}
     lv = _run(losses, feed)

@@ -64,9 +64,9 @@ def test_keras_digits_reaches_97_percent(capsys):
     # The example's accuracy moves with the seed and with the last bits of the arithmetic (a convolution
     # kernel's summation order): its BatchNormalization's moving statistics (momentum 0.99) lag 40 steps
     # an epoch of Adam at 0.01, and early stopping picks the epoch by validation accuracy. With its 15
-    # epochs, seeds 1-8 gave 0.96-1.0 but seed 5 (0.71: validation accuracy 0.10-0.76 while training
-    # accuracy was 0.98, stopped after epoch 7); seed 4 gave 0.997. After 10 epochs, seed 4 gave 0.986
-    # and then 0.969 with 16-lane convolution tiles (one test image in 360).
-    acc = load_example("keras_digits").main(["--quiet", "--seed", "4"])
+    # epochs, and its Dropout layers drawing masks only in training runs (as TF's tf.cond), seeds 1-8
+    # gave 0.972-0.992; seed 6 gives 0.992. (While Dropout drew masks in evaluation runs too, seed 5
+    # gave 0.71.)
+    acc = load_example("keras_digits").main(["--quiet", "--seed", "6"])
     assert acc >= 0.97
     assert f"test accuracy: {acc:.4f}" in capsys.readouterr().out

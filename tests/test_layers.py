@@ -195,6 +195,25 @@ def test_dropout_training_tensor():
         np.testing.assert_array_equal(sess.run(g, {training: False}), np.ones((100, 100)))
 
 
+
+def test_dropout_training_tensor_draws_only_when_training():
+    # TF selects with a tf.cond: a run with training=False draws no mask, so the masks a session's
+    # training runs see do not depend on the evaluations between them (ageron/handson-ml's
+    # chapter 11 evaluates after each epoch of dropout training).
+    af.set_random_seed(42)
+    x = af.constant(np.ones((50, 40), np.float32))
+    training = af.placeholder_with_default(False, shape=(), name="training")
+    y = layers.dropout(x, rate=0.5, training=training)
+    with af.Session() as sess:
+        plain = [sess.run(y, {training: True}) for _ in range(2)]
+    with af.Session() as sess:
+        first = sess.run(y, {training: True})
+        np.testing.assert_array_equal(sess.run(y), np.ones((50, 40)))
+        second = sess.run(y, {training: True})
+    np.testing.assert_array_equal(first, plain[0])
+    np.testing.assert_array_equal(second, plain[1])
+    assert not np.array_equal(plain[0], plain[1])
+
 # ---------------------------------------------------------------------------------------------
 # batch normalization
 # ---------------------------------------------------------------------------------------------

@@ -173,6 +173,21 @@ def test_random_shuffle_queue_dequeues_in_tf_order():
     assert got == FIX["shuffles"]["queue"]
 
 
+def test_shared_random_shuffle_queue_seeds_by_its_name():
+    # TF: a graph seed, no op seed and a shared_name make seed2 a hash of the graph seed and the name,
+    # whatever random ops came before (ageron/handson-ml chapter 12's "shared_instance_q").
+    want = FIX["shuffles"]["shared_queue"]
+    af.set_random_seed(42)
+    af.random_uniform([1])
+    q = af.RandomShuffleQueue(100, 0, [af.int32], shapes=[[]], shared_name="shared_q")
+    assert q.queue_ref.op.get_attr("seed2") == want["seed2"]
+    enq, close, dm = q.enqueue_many([af.range(20)]), q.close(), q.dequeue_many(20)
+    with af.Session() as sess:
+        sess.run(enq)
+        sess.run(close)
+        assert sess.run(dm).tolist() == want["order"]
+
+
 def test_permutation_is_a_permutation_for_every_size():
     for n in (0, 1, 2, 3, 4, 5, 17, 1000):
         p = philox.permutation(123, 456 << 64, n)

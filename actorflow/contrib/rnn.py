@@ -326,7 +326,8 @@ def _check_positive(value, what):
 
 class OutputProjectionWrapper(_OwnScopeWrapper):
     """The cell's output times ``kernel`` [cell output, output_size] plus ``bias``, then
-    `activation` (tf.contrib.rnn.OutputProjectionWrapper)."""
+    `activation` (tf.contrib.rnn.OutputProjectionWrapper). The projection's variables are made on
+    the first call, after the wrapped cell's, as TF 1.x's do (so a graph seed gives them TF's draws)."""
 
     def __init__(self, cell, output_size, activation=None, reuse=None):
         super().__init__(cell, reuse)
@@ -338,11 +339,13 @@ class OutputProjectionWrapper(_OwnScopeWrapper):
         return self._output_size
 
     def build(self, inputs_shape):
-        self._kernel = self.add_variable("kernel", [self._cell.output_size, self._output_size])
-        self._bias = self.add_variable("bias", [self._output_size], initializer=zeros_initializer())
+        self._kernel = self._bias = None
 
     def call(self, inputs, state):
         output, new_state = self._cell(inputs, state)
+        if self._kernel is None:    # after the cell's own variables, as TF 1.x's _Linear (the seeds' order)
+            self._kernel = self.add_variable("kernel", [self._cell.output_size, self._output_size])
+            self._bias = self.add_variable("bias", [self._output_size], initializer=zeros_initializer())
         projected = nn_ops.bias_add(math_ops.matmul(output, self._kernel), self._bias)
         if self._activation is not None:
             projected = self._activation(projected)

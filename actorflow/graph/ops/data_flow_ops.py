@@ -8,6 +8,8 @@ when their step is cancelled or times out. With `shared_name`, every worker that
 """
 from __future__ import annotations
 
+import hashlib
+
 from actorflow.graph import dtypes
 from actorflow.graph.graph import convert_to_tensor
 from actorflow.graph.op_def import InferenceError, define_op
@@ -216,7 +218,8 @@ class FIFOQueue(QueueBase):
 
 class RandomShuffleQueue(QueueBase):
     """A queue that dequeues elements in random order, keeping at least `min_after_dequeue`
-    elements until it is closed (tf.queue.RandomShuffleQueue)."""
+    elements until it is closed (tf.queue.RandomShuffleQueue). Seeded as TF's: with a graph seed,
+    no `seed` and a `shared_name`, seed2 is a hash of the graph seed and the name."""
 
     def __init__(self, capacity, min_after_dequeue, dtypes, shapes=None, names=None, seed=None, shared_name=None,
                  name="random_shuffle_queue"):
@@ -225,6 +228,10 @@ class RandomShuffleQueue(QueueBase):
         if min_after_dequeue >= capacity:
             raise ValueError(f"min_after_dequeue ({min_after_dequeue}) must be smaller than capacity ({capacity})")
         s1, s2 = get_seed(seed)
+        if s1 is not None and seed is None and shared_name is not None:
+            # TF's rule: a graph seed, no op seed and a shared name give a seed2 that depends only on
+            # the graph seed and the name (not on how many random ops came before).
+            s2 = int(hashlib.md5((str(s1) + shared_name).encode("utf-8")).hexdigest()[:8], 16) & 0x7FFFFFFF
         ref = RandomShuffleQueueV2(component_types=tuple(dts), shapes=tuple(shp), capacity=int(capacity),
                                    min_after_dequeue=int(min_after_dequeue), seed=int(s1 or 0), seed2=int(s2 or 0),
                                    container="", shared_name=shared_name or "", name=name)

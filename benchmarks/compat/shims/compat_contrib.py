@@ -1,7 +1,8 @@
 """`from tensorflow.contrib import rnn` for the corpus: TF 2.21 has no contrib, so the port imports
 `rnn` from here, which resolves names in the library under test (AF_COMPAT_LIB=actorflow or
 tensorflow) the way contrib.rnn re-exported them: cells from nn.rnn_cell, static_rnn and friends
-from nn.
+from nn; contrib.rnn's own names from actorflow.contrib.rnn, and for TensorFlow 2.21's side the ones
+the corpus calls (OutputProjectionWrapper) written here from TF 1.15's code.
 
 `HParams` is tf.contrib.training.HParams for TensorFlow 2.21's side (its constructor, attribute access,
 `override_from_dict`, `values`, `add_hparam`, `set_hparam`), which the port imports from here.
@@ -19,10 +20,58 @@ _tf = importlib.import_module("actorflow" if _lib == "actorflow" else "tensorflo
 
 
 def _lookup(name):
-    for space in (_tf.nn.rnn_cell, _tf.nn):
+    spaces = [_tf.nn.rnn_cell, _tf.nn]
+    if _lib == "actorflow":         # the contrib.rnn names of actorflow's own (OutputProjectionWrapper...)
+        spaces.append(importlib.import_module("actorflow.contrib.rnn"))
+    for space in spaces:
         if hasattr(space, name):
             return getattr(space, name)
+    if _lib != "actorflow" and name in _TF1_CONTRIB:
+        return _TF1_CONTRIB[name]()
     raise AttributeError(f"contrib.rnn.{name} has no counterpart in {_lib}")
+
+
+def _output_projection_wrapper():
+    """TF 1.15's contrib.rnn.OutputProjectionWrapper (core_rnn_cell.py) for TensorFlow 2.21's side: the
+    cell's output times `kernel` plus `bias` (TF 1.x's _Linear: made on the first call, after the
+    cell's variables, glorot-uniform kernel, zero bias), then `activation`."""
+    tf = _tf
+
+    class OutputProjectionWrapper(tf.nn.rnn_cell.RNNCell):
+        def __init__(self, cell, output_size, activation=None, reuse=None):
+            super().__init__(_reuse=reuse)
+            if output_size < 1:
+                raise ValueError(f"Parameter output_size must be > 0: {output_size}.")
+            self._cell, self._output_size, self._activation = cell, output_size, activation
+            self._weights = None
+
+        @property
+        def state_size(self):
+            return self._cell.state_size
+
+        @property
+        def output_size(self):
+            return self._output_size
+
+        def zero_state(self, batch_size, dtype):
+            with tf.name_scope(type(self).__name__ + "ZeroState", values=[batch_size]):
+                return self._cell.zero_state(batch_size, dtype)
+
+        def call(self, inputs, state):
+            output, res_state = self._cell(inputs, state)
+            if self._weights is None:
+                self._weights = tf.get_variable("kernel", [output.shape[-1], self._output_size], dtype=output.dtype)
+                self._biases = tf.get_variable("bias", [self._output_size], dtype=output.dtype,
+                                               initializer=tf.constant_initializer(0.0, dtype=output.dtype))
+            projected = tf.nn.bias_add(tf.matmul(output, self._weights), self._biases)
+            if self._activation:
+                projected = self._activation(projected)
+            return projected, res_state
+
+    return OutputProjectionWrapper
+
+
+_TF1_CONTRIB = {"OutputProjectionWrapper": _output_projection_wrapper}
 
 
 class _Rnn(types.ModuleType):

@@ -3,13 +3,15 @@
 The words follow a Zipf law over a fixed vocabulary, and each word is drawn from a topic that changes
 every few dozen words, so that skip-gram training has real co-occurrence structure to learn. The text
 is the same for every run (a fixed seed), so both libraries of a comparison train on identical data.
+With `every_word` the text ends with each vocabulary word once, for programs that keep a vocabulary
+of a fixed size (handson-ml's chapter 14 keeps 50,000 words).
 """
 import zipfile
 
 import numpy as np
 
 
-def make_text8_zip(path, n_words=400_000, vocab=6000, topics=40, seed=0):
+def make_text8_zip(path, n_words=400_000, vocab=6000, topics=40, seed=0, every_word=False):
     rng = np.random.RandomState(seed)
     # word2vec programs look up a few real words (e.g. 'five', 'of', 'american'): they lead the ranks.
     real = ["the", "of", "and", "one", "in", "a", "to", "zero", "nine", "two", "is", "as", "eight", "for", "s",
@@ -27,7 +29,10 @@ def make_text8_zip(path, n_words=400_000, vocab=6000, topics=40, seed=0):
         local = rng.choice(t, size=span)
         pick = rng.rand(span) < 0.5
         out.extend(np.where(pick, local, common).tolist())
-    text = " ".join(words[np.asarray(out[:n_words])])
+    out = out[:n_words]
+    if every_word:      # each word at least once: a program that keeps the N most common finds N
+        out.extend(range(vocab))
+    text = " ".join(words[np.asarray(out)])
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("text8", text)
     return path
