@@ -420,3 +420,31 @@ def test_small_groups_of_the_tail_share_one_thunk_and_match(monkeypatch):
     assert l1 == l2
     for a, b in zip(v1, v2):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_an_assign_replaces_a_held_buffer_without_copying_it_first(monkeypatch, sync):
+    """An Assign overwrites every element: when a fetched value still holds the variable's buffer, the
+    variable takes a new buffer holding the assigned value, without first copying the old one (as
+    copy-on-write does for updates that read it); when nothing holds it, it is written in place."""
+    from actorflow.actors.resource import VariableResource
+    copied = []
+    exclusive = VariableResource.exclusive
+    monkeypatch.setattr(VariableResource, "exclusive", lambda self: (copied.append(self.name), exclusive(self))[1])
+    big0 = np.arange(1 << 20, dtype=np.float32)
+    v = af.Variable(big0, name="v")
+    x = af.placeholder(af.float32, [1 << 20], name="x")
+    assign = af.assign(v, x * 2.0)
+    with _session(sync, monkeypatch) as sess:
+        sess.run(af.global_variables_initializer())
+        held = sess.run(v)
+        sess.run(assign, {x: np.ones(1 << 20, np.float32)})
+        np.testing.assert_array_equal(held, big0)                 # the snapshot is untouched
+        np.testing.assert_array_equal(sess.run(v), 2.0)
+        del held
+        before = sess.run(v).ctypes.data
+        sess.run(assign, {x: np.full(1 << 20, 3.0, np.float32)})   # nothing holds it now: in place
+        after = sess.run(v)
+        np.testing.assert_array_equal(after, 6.0)
+        assert after.ctypes.data == before
+    assert "v" not in copied

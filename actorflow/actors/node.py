@@ -351,9 +351,14 @@ class ResourceUpdateActor(NodeActor):
             raise errors.InvalidArgumentError(
                 self.name, None, f"Assign requires shapes of both tensors to match. lhs shape= "
                 f"{list(res.shape)} rhs shape= {list(value.shape)}")
+        # An Assign overwrites every element: a buffer someone else still holds (a read of this
+        # step's) is replaced below, not copied first and then overwritten (Adam's sparse path assigns
+        # its decayed slots each step: in word2vec, two 30 MB copies where one does).
+        shared = res.shared()
         cur = res.value
-        if cur is not None and cur.shape == value.shape and (not on_device or type(cur) is type(value)):
-            args[0] = res.exclusive()
+        if (cur is not None and cur.shape == value.shape and (not on_device or type(cur) is type(value))
+                and not shared):
+            args[0] = cur
             out = self.fn(*args)
             res.version += 1
             return out

@@ -77,6 +77,12 @@ class VariableResource:
                 self.name, None, f"Attempting to use uninitialized value {self.name}")
         return v
 
+    def shared(self) -> bool:
+        """Whether `exclusive` would copy the buffer (someone else holds it, or it is read-only)."""
+        v = self.value
+        # References: self.value, the local `v`, getrefcount's argument.
+        return v is not None and (_getrefcount(v) > 3 or not getattr(v.flags, "writeable", True))
+
     def exclusive(self):
         """The buffer, made exclusively ours (copied if anyone else holds it), for in-place update."""
         v = self.value
