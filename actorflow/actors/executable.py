@@ -215,7 +215,7 @@ class Executable:
         if sync is None:
             return None
         if on_loop and sync.stateful:
-            return None if sync.updates else sync.run(feed_values, self.const_fetches, self.feed_fetches, on_loop=True)
+            return sync.run(feed_values, self.const_fetches, self.feed_fetches, on_loop=True)
         return sync.run(feed_values, self.const_fetches, self.feed_fetches)
 
     def run_whole(self, feed_values):

@@ -351,8 +351,9 @@ class LocalBackend:
     are worth the pool runs through too, off the loop: in the calling thread of `run` (without a
     deadline), and for `arun` as one task on a pool thread (`_offload`). A traced step, and a
     `run` with a deadline whose kernels turn out expensive, run on the actors. A training plan
-    without control flow (`SyncTrainProgram`) also runs in the calling thread of `run`, never on
-    the loop (`arun`)."""
+    without control flow (`SyncTrainProgram`) also runs in the calling thread of `run`; for `arun`,
+    one that only reads its variables runs on the loop while its kernels are cheap and as one pool
+    task otherwise, and one that updates them runs on the actors."""
 
     def __init__(self, graph, config):
         self.rt = default_runtime()

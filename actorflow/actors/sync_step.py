@@ -17,10 +17,12 @@ only known from its input values turns out to be worth the pool: nothing has bee
 A pure plan whose kernels are worth the pool runs through too, off the runtime's loop: in the
 caller's thread for `Session.run`, and for `arun` as one task on a pool thread
 (`Executable.run_whole`; LocalBackend), the big kernels split into blocks that idle pool threads
-share. On the actors each big kernel is a hand-off to the pool and one back through the loop; under
-a busy loop (a model server's HTTP work) every one of them waits for the loop's turn, and a batched
-convnet step of 8 kernels took 1.1 ms of wall time against 0.4 ms of work. As one task it costs the
-loop one hand-off each way.
+share. So does an `arun` of a plan that only reads its variables (SyncTrainProgram without
+updates: a served model's), which runs on the loop itself while its kernels are cheap. On the
+actors each big kernel is a hand-off to the pool and one back through the loop; under a busy loop
+(a model server's HTTP work) every one of them waits for the loop's turn, and a batched convnet
+step of 8 kernels took 1.1 ms of wall time against 0.3 ms of work. As one task it costs the loop
+one hand-off each way.
 
 `SyncTrainProgram` does the same for training plans: pure kernels plus variable reads and updates,
 with the pool's kernels run as blocks shared by the caller and the pool (see its docstring). Measured
@@ -141,9 +143,7 @@ class SyncProgram:
                 args[slot] = v if o < 0 else v[o]
             big = actor.offload or (cost is not None and cost(*args) > limit)
             if big and rt is None:
-                if len(self.too_big) >= _MAX_REMEMBERED:
-                    self.too_big.clear()
-                self.too_big.add(_shapes(feed_values))
+                _remember(self.too_big, feed_values)
                 return None
             try:
                 outs[k] = _run_big(rt, actor, args, split_ok) if big else actor.fn(*args)
@@ -291,9 +291,7 @@ class SyncTrainProgram:
             try:
                 outs = self._steps(feed_values, on_loop)
             except _WorthThePool:
-                if len(self.too_big) >= _MAX_REMEMBERED:
-                    self.too_big.clear()
-                self.too_big.add(_shapes(feed_values))
+                _remember(self.too_big, feed_values)
                 return None
             finally:
                 with gate.lock:
@@ -498,6 +496,13 @@ class _WorthThePool(Exception):
 
 def _shapes(feed_values) -> tuple:
     return tuple([getattr(v, "shape", None) for v in feed_values])
+
+
+def _remember(too_big: set, feed_values) -> None:
+    """Notes the feed shapes of a step that turned out worth the pool (a bounded set)."""
+    if len(too_big) >= _MAX_REMEMBERED:
+        too_big.clear()
+    too_big.add(_shapes(feed_values))
 
 
 def _results(fetch_srcs, outs, feed_values, const_fetches, feed_fetches) -> list:
