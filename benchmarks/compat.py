@@ -162,6 +162,9 @@ def port(source: str, lib: str, patches, seed: int = 0, graph_seed: bool = False
                          lambda m: m.group(0) + "\n" + m.group(1) + "import compat_contrib; tf_slim = compat_contrib.tf_slim_on_tf_2_21()",
                          out, count=1, flags=re.M)
             out = re.sub(r"tf\.contrib\.layers\.(linear|batch_norm)\(", r"tf_slim.layers.\1(", out)
+        out = re.sub(r"^(\s*)from tensorflow\.contrib import learn\s*$",
+                     lambda m: m.group(1) + "import compat_contrib; learn = compat_contrib.contrib_learn()", out,
+                     flags=re.M)
         out = re.sub(r"^(\s*)from tensorflow\.contrib\.training import HParams\s*$",
                      lambda m: m.group(1) + "from compat_contrib import HParams", out, flags=re.M)
     if lib == "actorflow":        # any other tf.contrib import: the same path under actorflow
@@ -209,7 +212,8 @@ def run_one(prog, source: str, lib: str, python: str, timeout: float, keep: Path
         for name in prog.get("files", []):
             src = _files_dir(corpus, prog) / Path(name).name
             if src.suffix == ".py":     # a module of the program's own: ported as the program is
-                (work / src.name).write_text(port(src.read_text(), lib, [], seed, graph_seed))
+                (work / src.name).write_text(port(src.read_text(), lib, prog.get("file_patches", {}).get(src.name, []),
+                                                  seed, graph_seed))
             elif src.suffix == ".ipynb":    # a notebook a driver runs: its script, ported
                 (work / (src.stem + ".py")).write_text(port(notebook_script(src.read_bytes()), lib, [], seed,
                                                             graph_seed))

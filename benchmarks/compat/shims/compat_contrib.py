@@ -7,13 +7,20 @@ the corpus calls (OutputProjectionWrapper) written here from TF 1.15's code.
 `HParams` is tf.contrib.training.HParams for TensorFlow 2.21's side (its constructor, attribute access,
 `override_from_dict`, `values`, `add_hparam`, `set_hparam`), which the port imports from here.
 
+`contrib_learn()` is tf.contrib.learn for TensorFlow 2.21's side, as the corpus calls it
+(`learn.preprocessing.VocabularyProcessor`, written here from TF 1.x's behaviour).
+
 `add_layer_norm(tf)` gives TensorFlow 2.21's compat.v1 module the tf.contrib.layers.layer_norm that
 TF-1.x programs such as BERT's modeling.py call (TF 1.15's: beta and gamma variables under the
 "LayerNorm" scope, moments over the last axis, epsilon 1e-12), for the drivers; under actorflow it
 leaves af.contrib alone."""
 import importlib
 import os
+import pickle
+import re
 import types
+
+import numpy as np
 
 _lib = os.environ.get("AF_COMPAT_LIB", "actorflow")
 _tf = importlib.import_module("actorflow" if _lib == "actorflow" else "tensorflow.compat.v1")
@@ -129,3 +136,42 @@ def tf_slim_on_tf_2_21():
         ops.Tensor = tf_root.Tensor
     import tf_slim
     return tf_slim
+
+
+
+class _VocabularyProcessor:
+    """TF 1.x's tf.contrib.learn.preprocessing.VocabularyProcessor for TensorFlow 2.21's side, as the
+    corpus uses it: each document split by TF 1.x's tokenizer regex; ids in order of first appearance
+    from 1, 0 for an unknown word and for padding; each document cut or zero-padded to
+    max_document_length; `save` pickles it."""
+
+    _TOKENS = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z][a-z]+(?=[A-Z])|[\'\w\-]+", re.UNICODE)
+
+    def __init__(self, max_document_length, min_frequency=0, vocabulary=None, tokenizer_fn=None):
+        if min_frequency or vocabulary is not None or tokenizer_fn is not None:
+            raise NotImplementedError("the corpus stand-in takes max_document_length only")
+        self.max_document_length = int(max_document_length)
+        self.vocabulary_ = {"<UNK>": 0}
+
+    def fit_transform(self, raw_documents, unused_y=None):
+        docs = [self._TOKENS.findall(d) for d in raw_documents]
+        for tokens in docs:
+            for token in tokens:
+                self.vocabulary_.setdefault(token, len(self.vocabulary_))
+        for tokens in docs:
+            ids = np.zeros(self.max_document_length, np.int64)
+            for k, token in enumerate(tokens[:self.max_document_length]):
+                ids[k] = self.vocabulary_.get(token, 0)
+            yield ids
+
+    def save(self, filename):
+        with open(filename, "wb") as f:
+            pickle.dump(self, f)
+
+
+def contrib_learn():
+    """tf.contrib.learn for the corpus: actorflow's under actorflow, and for TensorFlow 2.21's side,
+    which has none, a namespace holding the stand-in above as preprocessing.VocabularyProcessor."""
+    if _lib == "actorflow":
+        return importlib.import_module("actorflow.contrib.learn")
+    return types.SimpleNamespace(preprocessing=types.SimpleNamespace(VocabularyProcessor=_VocabularyProcessor))
