@@ -143,7 +143,7 @@ class _VocabularyProcessor:
     """TF 1.x's tf.contrib.learn.preprocessing.VocabularyProcessor for TensorFlow 2.21's side, as the
     corpus uses it: each document split by TF 1.x's tokenizer regex; ids in order of first appearance
     from 1, 0 for an unknown word and for padding; each document cut or zero-padded to
-    max_document_length; `save` pickles it."""
+    max_document_length; `save` pickles it and `restore` reads it back."""
 
     _TOKENS = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z][a-z]+(?=[A-Z])|[\'\w\-]+", re.UNICODE)
 
@@ -154,19 +154,27 @@ class _VocabularyProcessor:
         self.vocabulary_ = {"<UNK>": 0}
 
     def fit_transform(self, raw_documents, unused_y=None):
-        docs = [self._TOKENS.findall(d) for d in raw_documents]
-        for tokens in docs:
-            for token in tokens:
+        raw_documents = list(raw_documents)
+        for document in raw_documents:
+            for token in self._TOKENS.findall(document):
                 self.vocabulary_.setdefault(token, len(self.vocabulary_))
-        for tokens in docs:
+        return self.transform(raw_documents)
+
+    def transform(self, raw_documents):
+        for document in raw_documents:
             ids = np.zeros(self.max_document_length, np.int64)
-            for k, token in enumerate(tokens[:self.max_document_length]):
+            for k, token in enumerate(self._TOKENS.findall(document)[:self.max_document_length]):
                 ids[k] = self.vocabulary_.get(token, 0)
             yield ids
 
     def save(self, filename):
         with open(filename, "wb") as f:
             pickle.dump(self, f)
+
+    @classmethod
+    def restore(cls, filename):
+        with open(filename, "rb") as f:
+            return pickle.load(f)
 
 
 def contrib_learn():
