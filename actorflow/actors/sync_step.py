@@ -127,12 +127,8 @@ class SyncProgram:
         step (a session's caller, or a pool thread running the step as one task): a kernel worth
         the pool runs here too, split into blocks that the pool's idle threads share
         (SyncTrainProgram's way), and the step never returns None."""
-        if rt is None:
-            if self.always_big:
-                return None
-            if self.dynamic:
-                if _shapes(feed_values) in self.too_big:
-                    return None
+        if rt is None and (self.always_big or (self.dynamic and _shapes(feed_values) in self.too_big)):
+            return None
         split_ok = rt is not None and rt.threads > 1 and rt.intra_op
         outs = [None] * self.n
         k = 0
